@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Installs everything ganflow needs on a fresh Debian machine: the system
+# packages (apt-get) and a Python virtual environment in .venv holding the
+# pinned MLflow tracking server used by the tests and the quickstart.
+# Idempotent: re-running it only installs what is missing.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+MLFLOW_VERSION=3.17.2   # newest 3.x whose dependencies PyPI serves here (3.18.0 lacks mlflow-skinny 3.18.0)
+
+PACKAGES=(
+  build-essential cmake pkg-config git ca-certificates
+  clang llvm
+  libcurl4-openssl-dev libcjson-dev libssl-dev zlib1g-dev
+  libmicrohttpd-dev libpng-dev libjpeg-dev libyaml-dev libdnnl-dev
+  python3 python3-venv python3-pip
+  dataset-fashion-mnist
+  curl procps
+)
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO=sudo; else
+    echo "install-deps: not root and no sudo: cannot install system packages" >&2
+    exit 1
+  fi
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: system packages present"
+fi
+
+# The MLflow server runs from Debian's python3, in a venv inside the checkout.
+VENV="$ROOT/.venv"
+if [ ! -x "$VENV/bin/python" ]; then
+  /usr/bin/python3 -m venv "$VENV"
+fi
+have=$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mlflow"))' 2>/dev/null || true)
+if [ "$have" != "$MLFLOW_VERSION" ]; then
+  echo "install-deps: installing mlflow==$MLFLOW_VERSION into .venv"
+  "$VENV/bin/pip" install -q --disable-pip-version-check "mlflow[auth]==$MLFLOW_VERSION"
+else
+  echo "install-deps: mlflow $MLFLOW_VERSION present in .venv"
+fi

@@ -1,0 +1,85 @@
+/* check.h - the assertion macros every ganflow test uses.
+ *
+ * A failed CHECK prints file:line and the expression, counts the failure and
+ * carries on, so one run reports every miss; a test's main() ends with
+ * `return check_report();`, which exits non-zero when anything failed.
+ * REQUIRE stops the test at once (for preconditions the rest depends on).
+ * Exit code 77 tells ctest the test was skipped (SKIP_RETURN_CODE 77).
+ * Not for library code: libraries return errors, they never print or exit. */
+#ifndef GF_TEST_CHECK_H
+#define GF_TEST_CHECK_H
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One counter per test executable; static storage in each test's own TU. */
+static int check_failures_;
+static int check_count_;
+
+#define CHECK(cond)                                                        \
+  do {                                                                     \
+    check_count_++;                                                        \
+    if (!(cond)) {                                                         \
+      check_failures_++;                                                   \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__,     \
+              #cond);                                                      \
+    }                                                                      \
+  } while (0)
+
+#define CHECKF(cond, ...)                                                  \
+  do {                                                                     \
+    check_count_++;                                                        \
+    if (!(cond)) {                                                         \
+      check_failures_++;                                                   \
+      fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__,     \
+              #cond);                                                      \
+      fprintf(stderr, __VA_ARGS__);                                        \
+      fputc('\n', stderr);                                                 \
+    }                                                                      \
+  } while (0)
+
+#define CHECK_INT_EQ(a, b)                                                 \
+  do {                                                                     \
+    long long a_ = (long long)(a), b_ = (long long)(b);                    \
+    CHECKF(a_ == b_, "%lld != %lld", a_, b_);                              \
+  } while (0)
+
+#define CHECK_STR_EQ(a, b)                                                 \
+  do {                                                                     \
+    const char *a_ = (a), *b_ = (b);                                       \
+    CHECKF(a_ && b_ && strcmp(a_, b_) == 0, "\"%s\" != \"%s\"",            \
+           a_ ? a_ : "(null)", b_ ? b_ : "(null)");                        \
+  } while (0)
+
+#define CHECK_NEAR(a, b, tol)                                              \
+  do {                                                                     \
+    double a_ = (double)(a), b_ = (double)(b);                             \
+    CHECKF(fabs(a_ - b_) <= (tol), "%.9g vs %.9g (tol %g)", a_, b_,        \
+           (double)(tol));                                                 \
+  } while (0)
+
+#define REQUIRE(cond)                                                      \
+  do {                                                                     \
+    if (!(cond)) {                                                         \
+      fprintf(stderr, "%s:%d: REQUIRE failed: %s\n", __FILE__, __LINE__,   \
+              #cond);                                                      \
+      exit(1);                                                             \
+    }                                                                      \
+  } while (0)
+
+#define SKIP_TEST(...)                                                     \
+  do {                                                                     \
+    fprintf(stderr, "SKIP: " __VA_ARGS__);                                 \
+    fputc('\n', stderr);                                                   \
+    exit(77);                                                              \
+  } while (0)
+
+static inline int check_report(void) {
+  fprintf(stderr, "%d checks, %d failed\n", check_count_, check_failures_);
+  return check_failures_ ? 1 : 0;
+}
+
+#endif
