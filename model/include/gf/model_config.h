@@ -1,0 +1,66 @@
+/* model_config.h - the model config (config.json of DESIGN §4.3, also
+ * embedded in checkpoints and in the MLmodel ganflow flavor): which network,
+ * its sizes, and how generator outputs map to pixels.
+ *
+ * JSON form (all fields required, unknown fields ignored):
+ *   {"format_version": 1, "architecture": "dcgan", "z_dim": 100,
+ *    "image_height": 64, "image_width": 64, "image_channels": 3,
+ *    "num_classes": 0, "ngf": 64, "ndf": 64,
+ *    "pixel_normalization": "tanh_-1_1"}
+ * Validation errors name the offending field. This file only describes a
+ * model; building the network from it is the networks' job. */
+#ifndef GF_MODEL_CONFIG_H
+#define GF_MODEL_CONFIG_H
+
+#include "gf/status.h"
+
+#define GF_MODEL_CONFIG_VERSION 1 /* the only format_version understood */
+
+typedef enum gf_arch {
+  GF_ARCH_MLP,   /* "mlp": fully connected G and D */
+  GF_ARCH_DCGAN, /* "dcgan": (transposed) convolutional G and D */
+} gf_arch;
+
+typedef enum gf_pixel_norm {
+  GF_PIXEL_TANH_M1_1, /* "tanh_-1_1": G outputs x in [-1,1], pixel = (x+1)/2*255 */
+} gf_pixel_norm;
+
+typedef struct gf_model_config {
+  int format_version;        /* == GF_MODEL_CONFIG_VERSION */
+  gf_arch architecture;
+  int z_dim;                 /* latent size, 1..4096 */
+  int image_height;          /* pixels, 1..4096; dcgan: 28, 32 or 64 */
+  int image_width;           /* pixels, 1..4096; dcgan: == image_height */
+  int image_channels;        /* 1..4; dcgan: 1 or 3 */
+  int num_classes;           /* 0 = unconditional, else 2..100000 */
+  int ngf;                   /* generator feature width, 1..65536 */
+  int ndf;                   /* discriminator feature width, 1..65536 */
+  gf_pixel_norm pixel_norm;
+} gf_model_config;
+
+/* Static names ("dcgan", "tanh_-1_1"); "?" when out of range. */
+const char *gf_arch_name(gf_arch a);
+const char *gf_pixel_norm_name(gf_pixel_norm p);
+gf_status gf_arch_parse(const char *s, gf_arch *out, gf_err *err);
+gf_status gf_pixel_norm_parse(const char *s, gf_pixel_norm *out, gf_err *err);
+
+/* A valid config of the given architecture with the papers' sizes
+ * (dcgan: 64x64x3, z 100, ngf = ndf = 64; mlp: 28x28x1, z 100, 1024). */
+void gf_model_config_default(gf_model_config *c, gf_arch arch);
+
+/* Checks every field and the cross-field rules; the message names the
+ * field ("config: image_width: ..."). */
+gf_status gf_model_config_validate(const gf_model_config *c, gf_err *err);
+
+/* Validates, then writes pretty-printed JSON ending in a newline into a
+ * malloc'd NUL-terminated string *out (caller frees with free()). */
+gf_status gf_model_config_to_json(const gf_model_config *c, char **out,
+                                  gf_err *err);
+/* Parses len bytes of JSON (need not be NUL-terminated) into *out and
+ * validates it; *out is untouched on failure. Copies nothing it keeps. */
+gf_status gf_model_config_from_json(const char *json, size_t len,
+                                    gf_model_config *out, gf_err *err);
+/* 1 when every field is equal, else 0. */
+int gf_model_config_equal(const gf_model_config *a, const gf_model_config *b);
+
+#endif

@@ -1,0 +1,276 @@
+/* mlmodel_write.c - writes the MLflow model directory (MLmodel YAML via the
+ * libyaml emitter, generator.safetensors, config.json); see gf/mlmodel.h. */
+#include "gf/mlmodel.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <yaml.h>
+
+#include "gf/atomic_file.h"
+#include "text.h"
+
+/* ---- small helpers ------------------------------------------------------ */
+
+/* malloc'd "dir/name"; NULL when out of memory. */
+static char *join(const char *dir, const char *name) {
+  size_t a = strlen(dir), b = strlen(name);
+  char *p = malloc(a + b + 2);
+  if (!p) return NULL;
+  memcpy(p, dir, a);
+  p[a] = '/';
+  memcpy(p + a + 1, name, b + 1);
+  return p;
+}
+
+static gf_status random_uuid(char out[33], gf_err *err) {
+  unsigned char b[16];
+  size_t got = 0;
+  while (got < sizeof b) {
+    ssize_t r = getrandom(b + got, sizeof b - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += (size_t)r;
+  }
+  if (got < sizeof b) { /* old kernel: fall back to the device */
+    int fd = open("/dev/urandom", O_RDONLY);
+    got = 0;
+    while (fd >= 0 && got < sizeof b) {
+      ssize_t r = read(fd, b + got, sizeof b - got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      got += (size_t)r;
+    }
+    if (fd >= 0) close(fd);
+    if (got < sizeof b) return gf_fail(err, GF_EIO, "MLmodel: no random bytes for model_uuid");
+  }
+  b[6] = (unsigned char)((b[6] & 0x0F) | 0x40); /* version 4 */
+  b[8] = (unsigned char)((b[8] & 0x3F) | 0x80); /* RFC 4122 variant */
+  for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", b[i]);
+  return GF_OK;
+}
+
+static gf_status utc_now(char out[32], gf_err *err) {
+  struct timespec ts;
+  struct tm tm;
+  if (clock_gettime(CLOCK_REALTIME, &ts) != 0 || !gmtime_r(&ts.tv_sec, &tm))
+    return gf_fail(err, GF_EIO, "MLmodel: cannot read the clock");
+  size_t k = strftime(out, 24, "%Y-%m-%d %H:%M:%S", &tm);
+  if (k != 19) return gf_fail(err, GF_EIO, "MLmodel: clock outside years 1000-9999");
+  snprintf(out + k, 32 - k, ".%06u", (unsigned)(ts.tv_nsec / 1000) % 1000000u);
+  return GF_OK;
+}
+
+/* ---- YAML emission ------------------------------------------------------ */
+
+typedef struct emit {
+  yaml_emitter_t em;
+  gf_strbuf out;
+  int failed; /* latched on the first emitter error */
+} emit;
+
+static int write_handler(void *data, unsigned char *buffer, size_t size) {
+  gf_strbuf *b = data;
+  gf_strbuf_append(b, buffer, size);
+  return !b->failed;
+}
+
+static void emit_event(emit *e, yaml_event_t *ev, int made) {
+  if (!made) {
+    e->failed = 1;
+    return;
+  }
+  if (e->failed) {
+    yaml_event_delete(ev);
+    return;
+  }
+  if (!yaml_emitter_emit(&e->em, ev)) e->failed = 1; /* ev freed either way */
+}
+
+/* 1 when s can be written unquoted and still reads back as a string under
+ * YAML 1.1 resolution (PyYAML, which MLflow uses): starts with a letter,
+ * only [A-Za-z0-9._-], not a bool/null word. */
+static int plain_safe(const char *s) {
+  static const char *const words[] = {"y", "n", "yes", "no", "on", "off", "true", "false", "null"};
+  if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z'))) return 0;
+  for (const char *p = s; *p; p++) {
+    char c = *p;
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+          c == '.' || c == '_' || c == '-'))
+      return 0;
+  }
+  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+    if (strcasecmp(s, words[i]) == 0) return 0;
+  return 1;
+}
+
+static void scalar(emit *e, const char *s, int is_number) {
+  yaml_event_t ev;
+  yaml_scalar_style_t style = is_number || plain_safe(s) ? YAML_PLAIN_SCALAR_STYLE
+                                                         : YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+  int made = yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s), 1,
+                                          1, style);
+  emit_event(e, &ev, made);
+}
+
+static void map_start(emit *e) {
+  yaml_event_t ev;
+  emit_event(e, &ev, yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1,
+                                                         YAML_BLOCK_MAPPING_STYLE));
+}
+
+static void map_end(emit *e) {
+  yaml_event_t ev;
+  emit_event(e, &ev, yaml_mapping_end_event_initialize(&ev));
+}
+
+static void kv_str(emit *e, const char *k, const char *v) {
+  scalar(e, k, 0);
+  scalar(e, v, 0);
+}
+
+static void kv_int(emit *e, const char *k, int v) {
+  char num[16];
+  snprintf(num, sizeof num, "%d", v);
+  scalar(e, k, 0);
+  scalar(e, num, 1);
+}
+
+/* Builds the MLmodel text into *out (malloc'd, caller frees). */
+static gf_status mlmodel_yaml(const gf_model_config *c, const gf_mlmodel_info *info,
+                              const char *uuid, const char *when, const char *gen_sha,
+                              const char *cfg_sha, char **out, size_t *out_len, gf_err *err) {
+  emit e;
+  e.failed = 0;
+  gf_strbuf_init(&e.out);
+  if (!yaml_emitter_initialize(&e.em)) return gf_fail(err, GF_ENOMEM, "MLmodel: out of memory");
+  yaml_emitter_set_output(&e.em, write_handler, &e.out);
+  yaml_emitter_set_unicode(&e.em, 1);
+  yaml_emitter_set_width(&e.em, -1);
+  yaml_event_t ev;
+  emit_event(&e, &ev, yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING));
+  emit_event(&e, &ev, yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1));
+  map_start(&e);
+  /* Keys in sorted order, as MLflow's own yaml.safe_dump writes them. */
+  kv_str(&e, "artifact_path", info->artifact_path);
+  scalar(&e, "flavors", 0);
+  map_start(&e);
+  scalar(&e, GF_MLMODEL_FLAVOR, 0);
+  map_start(&e);
+  scalar(&e, "config", 0);
+  map_start(&e);
+  kv_str(&e, "architecture", gf_arch_name(c->architecture));
+  kv_int(&e, "format_version", c->format_version);
+  kv_int(&e, "image_channels", c->image_channels);
+  kv_int(&e, "image_height", c->image_height);
+  kv_int(&e, "image_width", c->image_width);
+  kv_int(&e, "ndf", c->ndf);
+  kv_int(&e, "ngf", c->ngf);
+  kv_int(&e, "num_classes", c->num_classes);
+  kv_str(&e, "pixel_normalization", gf_pixel_norm_name(c->pixel_norm));
+  kv_int(&e, "z_dim", c->z_dim);
+  map_end(&e);
+  scalar(&e, "files", 0);
+  map_start(&e);
+  scalar(&e, GF_MLMODEL_CONFIG, 0);
+  map_start(&e);
+  kv_str(&e, "sha256", cfg_sha);
+  map_end(&e);
+  scalar(&e, GF_MLMODEL_GENERATOR, 0);
+  map_start(&e);
+  kv_str(&e, "sha256", gen_sha);
+  map_end(&e);
+  map_end(&e);
+  kv_str(&e, "ganflow_version", info->ganflow_version);
+  map_end(&e);
+  map_end(&e);
+  kv_str(&e, "mlflow_version", info->mlflow_version);
+  kv_str(&e, "model_uuid", uuid);
+  if (info->run_id) kv_str(&e, "run_id", info->run_id);
+  kv_str(&e, "utc_time_created", when);
+  map_end(&e);
+  emit_event(&e, &ev, yaml_document_end_event_initialize(&ev, 1));
+  emit_event(&e, &ev, yaml_stream_end_event_initialize(&ev));
+  if (!e.failed && !yaml_emitter_flush(&e.em)) e.failed = 1;
+  gf_status st = GF_OK;
+  if (e.failed || e.out.failed)
+    st = gf_fail(err, e.out.failed ? GF_ENOMEM : GF_EINVAL, "MLmodel: YAML emitter: %s",
+                 e.em.problem ? e.em.problem : "out of memory");
+  yaml_emitter_delete(&e.em);
+  if (st != GF_OK) {
+    gf_strbuf_free(&e.out);
+    return st;
+  }
+  *out = e.out.data;
+  *out_len = e.out.len;
+  return GF_OK;
+}
+
+/* ---- the directory ------------------------------------------------------ */
+
+static int text_ok(const char *s) {
+  if (!s || !*s) return 0;
+  for (const char *p = s; *p; p++)
+    if ((unsigned char)*p < 0x20) return 0;
+  return gf_utf8_valid((const uint8_t *)s, strlen(s));
+}
+
+gf_status gf_mlmodel_write(const char *dir, const gf_model_config *cfg,
+                           const gf_st_tensor_desc *tensors, size_t n,
+                           const gf_st_kv *meta, size_t n_meta,
+                           const gf_mlmodel_info *info, char uuid_out[33],
+                           gf_err *err) {
+  if (!dir || !*dir || !cfg || !info)
+    return gf_fail(err, GF_EINVAL, "MLmodel: NULL directory, config or info");
+  if (!text_ok(info->artifact_path) || !text_ok(info->mlflow_version) ||
+      !text_ok(info->ganflow_version) || (info->run_id && !text_ok(info->run_id)))
+    return gf_fail(err, GF_EINVAL,
+                   "MLmodel: artifact_path, mlflow_version, ganflow_version and run_id must be "
+                   "non-empty printable UTF-8");
+  gf_status st = gf_model_config_validate(cfg, err);
+  if (st != GF_OK) return st;
+  if (mkdir(dir, 0755) != 0) {
+    struct stat sb;
+    if (errno != EEXIST || stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+      return gf_fail(err, GF_EIO, "MLmodel: cannot create directory %s: %s", dir,
+                     strerror(errno));
+  }
+  char *gen_path = join(dir, GF_MLMODEL_GENERATOR);
+  char *cfg_path = join(dir, GF_MLMODEL_CONFIG);
+  char *ml_path = join(dir, GF_MLMODEL_FILE);
+  char *cfg_json = NULL, *yaml = NULL;
+  size_t yaml_len = 0;
+  char gen_sha[GF_SHA256_HEX_LEN + 1], cfg_sha[GF_SHA256_HEX_LEN + 1];
+  char uuid[33], when[32];
+  if (!gen_path || !cfg_path || !ml_path) {
+    st = gf_fail(err, GF_ENOMEM, "MLmodel: out of memory");
+    goto done;
+  }
+  if ((st = gf_st_write_file(gen_path, tensors, n, meta, n_meta, GF_ST_DATA_SHA256, err)) != GF_OK)
+    goto done;
+  if ((st = gf_sha256_file(gen_path, gen_sha, err)) != GF_OK) goto done;
+  if ((st = gf_model_config_to_json(cfg, &cfg_json, err)) != GF_OK) goto done;
+  if ((st = gf_sha256_buf(cfg_json, strlen(cfg_json), cfg_sha, err)) != GF_OK) goto done;
+  if ((st = gf_atomic_write_file(cfg_path, cfg_json, strlen(cfg_json), err)) != GF_OK) goto done;
+  if ((st = random_uuid(uuid, err)) != GF_OK) goto done;
+  if ((st = utc_now(when, err)) != GF_OK) goto done;
+  if ((st = mlmodel_yaml(cfg, info, uuid, when, gen_sha, cfg_sha, &yaml, &yaml_len, err)) != GF_OK)
+    goto done;
+  if ((st = gf_atomic_write_file(ml_path, yaml, yaml_len, err)) != GF_OK) goto done;
+  if (uuid_out) memcpy(uuid_out, uuid, sizeof uuid);
+done:
+  free(gen_path);
+  free(cfg_path);
+  free(ml_path);
+  free(cfg_json);
+  free(yaml);
+  return st;
+}
