@@ -1,0 +1,109 @@
+/* internal.h - what the tracking library's source files share; not public.
+ * The parsers of server answers live in parse.h (fuzzed separately). */
+#ifndef MLFLOW_INTERNAL_H
+#define MLFLOW_INTERNAL_H
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <stdio.h>
+
+#include "mlflow/mlflow.h"
+
+/* A growable byte buffer, always NUL-terminated when data != NULL.
+ * limit: appends past this many bytes fail (0 = no limit). */
+typedef struct mlflow_buf {
+  char *data;
+  size_t len;
+  size_t cap;
+  size_t limit;
+} mlflow_buf;
+
+/* Appends n bytes; 0 on success, -1 on allocation failure or limit. */
+int mlflow_buf_append(mlflow_buf *b, const void *p, size_t n);
+int mlflow_buf_appendf(mlflow_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void mlflow_buf_free(mlflow_buf *b);
+
+struct mlflow_client {
+  mlflow_config cfg;   /* owned copy */
+  CURL *curl;          /* one easy handle: one keep-alive connection */
+  char *bearer;        /* "Authorization: Bearer ..." or NULL; never logged */
+  unsigned rng;        /* jitter state, per client */
+  uint64_t attempts;   /* HTTP attempts made, retries included */
+};
+
+/* Fills err (NULL allowed) and returns st. http_status and error_code are
+ * cleared; callers that have them set them after. */
+mlflow_status mlflow_fail(mlflow_error *err, mlflow_status st, const char *fmt,
+                          ...) __attribute__((format(printf, 3, 4)));
+
+/* strdup that accepts NULL (returns NULL). */
+char *mlflow_strdup(const char *s);
+
+/* One HTTP exchange, retried per the client's configuration. */
+typedef struct mlflow_http_req {
+  const char *method;       /* "GET", "POST", "PUT", "DELETE", "PATCH" */
+  const char *url;          /* absolute */
+  const char *what;         /* names the call in messages: "POST runs/create" */
+  const char *body;         /* request body or NULL */
+  size_t body_len;
+  const char *content_type; /* of body; NULL: application/json when body */
+  FILE *upload;             /* PUT this file instead of body (rewound per try) */
+  int64_t upload_size;
+  FILE *download;           /* write a 2xx body here instead of memory
+                               (truncated per try) */
+  int max_retries;          /* -1: the client's configuration */
+} mlflow_http_req;
+
+typedef struct mlflow_http_resp {
+  long status;              /* last HTTP status; 0 when none */
+  mlflow_buf body;          /* body of the last answer (limited size) */
+  char content_type[128];
+} mlflow_http_resp;
+
+void mlflow_http_resp_free(mlflow_http_resp *r);
+
+/* MLFLOW_OK for a 2xx answer. Otherwise an error: CONNECT when no answer
+ * came, AUTH for 401/403, NOT_FOUND for RESOURCE_DOES_NOT_EXIST, else HTTP,
+ * with the server's error_code and message in err. resp always filled. */
+mlflow_status mlflow_http_do(mlflow_client *c, const mlflow_http_req *req,
+                             mlflow_http_resp *resp, mlflow_error *err);
+
+/* Calls the REST API: {uri}/api/2.0/mlflow/{endpoint}. For GET and DELETE
+ * without body, query is the encoded query string (or NULL); for POST,
+ * PATCH and DELETE, body is sent as JSON. *out (may be NULL) receives the
+ * parsed JSON object answer, owned by the caller (cJSON_Delete). */
+mlflow_status mlflow_api(mlflow_client *c, const char *method,
+                         const char *endpoint, const cJSON *body,
+                         const char *query, cJSON **out, mlflow_error *err);
+
+/* Appends "key=value" (URL-encoded, '&'-separated) to a query buffer. */
+int mlflow_query_add(mlflow_buf *q, const char *key, const char *value);
+
+/* Prints JSON compactly with NaN/+-Inf as MLflow wants them (strings).
+ * Returns a malloc'd string (caller frees) or NULL. */
+char *mlflow_json_print(const cJSON *j);
+
+/* A JSON number for an int64 (exact) and for a metric value (NaN and
+ * +-Inf as the strings MLflow expects, finite values round-trip exactly). */
+cJSON *mlflow_json_int64(int64_t v);
+cJSON *mlflow_json_double(double v);
+
+/* Sleeps seconds (fractions allowed). */
+void mlflow_sleep(double seconds);
+
+/* Resolves an artifact URI to the path P under
+ * {uri}/api/2.0/mlflow-artifacts/artifacts/P; *path_out malloc'd (may be
+ * "" for the root). runs:/ URIs need the client. */
+mlflow_status mlflow_artifact_root_path(mlflow_client *c, const char *uri,
+                                        char **path_out, mlflow_error *err);
+
+/* Makes every missing directory of path, like mkdir -p. For the caller's
+ * own paths: links in it are followed. */
+mlflow_status mlflow_mkdirs(const char *path, mlflow_error *err);
+
+/* Removes a directory tree the library created (a failed download);
+ * links are removed, never followed. Best effort. */
+void mlflow_remove_tree(const char *path);
+
+#endif

@@ -1,0 +1,187 @@
+/* util.c - buffers, error filling, JSON printing, small helpers. */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+int mlflow_buf_append(mlflow_buf *b, const void *p, size_t n) {
+  if (b->limit && b->len + n > b->limit) return -1;
+  if (b->len + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + n + 1) cap *= 2;
+    char *d = realloc(b->data, cap);
+    if (!d) return -1;
+    b->data = d;
+    b->cap = cap;
+  }
+  if (n) memcpy(b->data + b->len, p, n);
+  b->len += n;
+  b->data[b->len] = '\0';
+  return 0;
+}
+
+int mlflow_buf_appendf(mlflow_buf *b, const char *fmt, ...) {
+  char small[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(small, sizeof small, fmt, ap);
+  va_end(ap);
+  if (n < 0) return -1;
+  if ((size_t)n < sizeof small) return mlflow_buf_append(b, small, (size_t)n);
+  char *big = malloc((size_t)n + 1);
+  if (!big) return -1;
+  va_start(ap, fmt);
+  vsnprintf(big, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  int rc = mlflow_buf_append(b, big, (size_t)n);
+  free(big);
+  return rc;
+}
+
+void mlflow_buf_free(mlflow_buf *b) {
+  if (!b) return;
+  free(b->data);
+  b->data = NULL;
+  b->len = b->cap = 0;
+}
+
+mlflow_status mlflow_fail(mlflow_error *err, mlflow_status st, const char *fmt,
+                          ...) {
+  if (err) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+    err->status = st;
+    err->http_status = 0;
+    err->error_code[0] = '\0';
+  }
+  return st;
+}
+
+char *mlflow_strdup(const char *s) { return s ? strdup(s) : NULL; }
+
+const char *mlflow_status_name(mlflow_status s) {
+  switch (s) {
+  case MLFLOW_OK: return "MLFLOW_OK";
+  case MLFLOW_E_INVALID: return "MLFLOW_E_INVALID";
+  case MLFLOW_E_NOMEM: return "MLFLOW_E_NOMEM";
+  case MLFLOW_E_CONNECT: return "MLFLOW_E_CONNECT";
+  case MLFLOW_E_HTTP: return "MLFLOW_E_HTTP";
+  case MLFLOW_E_PROTOCOL: return "MLFLOW_E_PROTOCOL";
+  case MLFLOW_E_IO: return "MLFLOW_E_IO";
+  case MLFLOW_E_UNSAFE_PATH: return "MLFLOW_E_UNSAFE_PATH";
+  case MLFLOW_E_TIMEOUT: return "MLFLOW_E_TIMEOUT";
+  case MLFLOW_E_NOT_FOUND: return "MLFLOW_E_NOT_FOUND";
+  case MLFLOW_E_UNSUPPORTED: return "MLFLOW_E_UNSUPPORTED";
+  case MLFLOW_E_FULL: return "MLFLOW_E_FULL";
+  case MLFLOW_E_STATE: return "MLFLOW_E_STATE";
+  case MLFLOW_E_AUTH: return "MLFLOW_E_AUTH";
+  }
+  return "MLFLOW_E_UNKNOWN";
+}
+
+int64_t mlflow_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void mlflow_sleep(double seconds) {
+  if (seconds <= 0) return;
+  struct timespec ts;
+  ts.tv_sec = (time_t)seconds;
+  ts.tv_nsec = (long)((seconds - (double)ts.tv_sec) * 1e9);
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+cJSON *mlflow_json_int64(int64_t v) {
+  char s[32];
+  snprintf(s, sizeof s, "%" PRId64, v);
+  return cJSON_CreateRaw(s);
+}
+
+cJSON *mlflow_json_double(double v) {
+  if (isnan(v)) return cJSON_CreateString("NaN");
+  if (isinf(v)) return cJSON_CreateString(v > 0 ? "Infinity" : "-Infinity");
+  char s[40];
+  snprintf(s, sizeof s, "%.17g", v);
+  return cJSON_CreateRaw(s);
+}
+
+char *mlflow_json_print(const cJSON *j) {
+  /* Numbers that need care are built as raw JSON (mlflow_json_int64 and
+   * _double); a plain cJSON number that is NaN/Inf would print as null, so
+   * callers never create those. */
+  return cJSON_PrintUnformatted(j);
+}
+
+int mlflow_query_add(mlflow_buf *q, const char *key, const char *value) {
+  char *k = curl_easy_escape(NULL, key, 0);
+  char *v = curl_easy_escape(NULL, value ? value : "", 0);
+  int rc = -1;
+  if (k && v) rc = mlflow_buf_appendf(q, "%s%s=%s", q->len ? "&" : "", k, v);
+  curl_free(k);
+  curl_free(v);
+  return rc;
+}
+
+mlflow_status mlflow_mkdirs(const char *path, mlflow_error *err) {
+  size_t n = strlen(path);
+  char *p = malloc(n + 1);
+  if (!p) return mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
+  memcpy(p, path, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (p[i] != '/' && p[i] != '\0') continue;
+    char saved = p[i];
+    p[i] = '\0';
+    struct stat st;
+    if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+      mlflow_status s = mlflow_fail(err, MLFLOW_E_IO,
+                                    "cannot create directory %s: %s", p,
+                                    strerror(errno));
+      free(p);
+      return s;
+    }
+    if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
+      mlflow_status s =
+          mlflow_fail(err, MLFLOW_E_IO, "%s is not a directory", p);
+      free(p);
+      return s;
+    }
+    p[i] = saved;
+  }
+  free(p);
+  return MLFLOW_OK;
+}
+
+void mlflow_remove_tree(const char *path) {
+  struct stat st;
+  if (lstat(path, &st) != 0) return;
+  if (S_ISDIR(st.st_mode)) {
+    DIR *d = opendir(path);
+    if (d) {
+      struct dirent *e;
+      while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        mlflow_buf child = {0};
+        if (mlflow_buf_appendf(&child, "%s/%s", path, e->d_name) == 0)
+          mlflow_remove_tree(child.data);
+        mlflow_buf_free(&child);
+      }
+      closedir(d);
+    }
+    rmdir(path);
+  } else {
+    unlink(path);
+  }
+}
