@@ -1,0 +1,65 @@
+/* ctx.h - the execution context every op takes: which backend runs it, how
+ * many threads it may use, and the backend's handles (oneDNN engine and
+ * stream, cached primitives, scratch buffers).
+ *
+ * There is no global mutable state in the kernels library: everything an op
+ * caches lives in the gf_ctx the caller passes. A ctx is used by one thread
+ * at a time (it holds one stream and one scratch area); use one ctx per
+ * thread that runs ops. */
+#ifndef GF_CTX_H
+#define GF_CTX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gf/status.h"
+#include "gf/tensor.h"
+
+typedef enum gf_backend {
+  GF_BACKEND_CPU = 0,  /* oneDNN + OpenMP C loops; tensors on GF_DEV_CPU */
+  GF_BACKEND_CUDA = 1, /* cuDNN/cuBLAS (later issue); tensors on GF_DEV_CUDA */
+} gf_backend;
+
+typedef struct gf_ctx_config {
+  gf_backend backend;
+  int nthreads;     /* CPU threads for ops; <= 0 means every online core */
+  int device_index; /* CUDA ordinal; ignored by the CPU backend */
+} gf_ctx_config;
+
+struct gf_backend_ops; /* the dispatch table, kernels/src/backend.h */
+
+typedef struct gf_ctx_stats {
+  uint64_t primitives_created; /* backend primitives built (cache misses) */
+  uint64_t primitive_hits;     /* cached primitives reused */
+  size_t cached_primitives;    /* entries in the cache now */
+  size_t scratch_bytes;        /* bytes held by scratch buffers now */
+} gf_ctx_stats;
+
+typedef struct gf_ctx {
+  gf_backend backend;
+  gf_device device;                  /* where this ctx's tensors must live */
+  int device_index;                  /* CUDA ordinal; 0 on the CPU */
+  int nthreads;                      /* >= 1; threads every op may use */
+  const struct gf_backend_ops *ops;  /* never NULL after init */
+  void *impl;                        /* backend state, owned by the ctx:
+                                        oneDNN engine/stream, primitive cache,
+                                        scratch arenas (cpu/cpu_backend.h) */
+} gf_ctx;
+
+/* Fills ctx (caller-owned struct) for cfg->backend; cfg NULL means CPU with
+ * every core. Allocates the backend state (engine, stream, caches), owned by
+ * ctx until gf_ctx_free. GF_EUNSUPPORTED for a backend this build lacks. On
+ * failure nothing needs freeing (gf_ctx_free is still harmless). */
+gf_status gf_ctx_init(gf_ctx *ctx, const gf_ctx_config *cfg, gf_err *err);
+
+/* Releases the backend state, cached primitives and scratch; tensors are
+ * not touched (they are the caller's). Accepts NULL and a freed ctx. */
+void gf_ctx_free(gf_ctx *ctx);
+
+/* Counters of the primitive cache and scratch, for tests and benchmarks. */
+gf_ctx_stats gf_ctx_get_stats(const gf_ctx *ctx);
+
+/* Static name of a backend ("cpu", "cuda"). */
+const char *gf_backend_name(gf_backend backend);
+
+#endif

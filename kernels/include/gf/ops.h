@@ -1,0 +1,191 @@
+/* ops.h - the operations of the kernels library: forward and backward of the
+ * layers a GAN needs, the loss and the optimizer.
+ *
+ * Conventions for every op:
+ *  - returns GF_OK or an error (filling err when non-NULL); never prints or
+ *    exits; outputs are unspecified after an error;
+ *  - every tensor must be GF_F32, contiguous, on ctx->device (else
+ *    GF_EUNSUPPORTED / GF_EINVAL); shapes are checked (GF_EINVAL);
+ *  - outputs are written into tensors the caller allocated with the right
+ *    shape; ops never allocate tensors (scratch lives in the ctx);
+ *  - backward ops overwrite input gradients (dx); parameter gradients (dw,
+ *    db, dgamma, dbeta) are overwritten with GF_OVERWRITE or added to with
+ *    GF_ACCUMULATE (a D that sees real and fake batches);
+ *  - a NULL gradient output means "not needed" and is skipped;
+ *  - layouts are PyTorch's: linear W[out,in], conv W[Cout,Cin,kh,kw],
+ *    transposed conv W[Cin,Cout,kh,kw], activations NCHW or [N,features].
+ * Ops dispatch on ctx->backend through the table in kernels/src/backend.h,
+ * so the same call runs on the CPU or (later) CUDA backend. */
+#ifndef GF_OPS_H
+#define GF_OPS_H
+
+#include <stdint.h>
+
+#include "gf/ctx.h"
+#include "gf/philox.h"
+#include "gf/status.h"
+#include "gf/tensor.h"
+
+typedef enum gf_accum {
+  GF_OVERWRITE = 0,  /* parameter gradient = this batch's gradient */
+  GF_ACCUMULATE = 1, /* parameter gradient += this batch's gradient */
+} gf_accum;
+
+/* ---- linear: y[N,out] = x[N,in] W[out,in]^T + b[out] ------------------- */
+/* b may be NULL (no bias). */
+gf_status gf_linear_fwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *w,
+                        const gf_tensor *b, gf_tensor *y, gf_err *err);
+/* dx[N,in] = dy W;  dw[out,in] (+)= dy^T x;  db[out] (+)= sum_n dy. */
+gf_status gf_linear_bwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *w,
+                        const gf_tensor *dy, gf_tensor *dx, gf_tensor *dw,
+                        gf_tensor *db, gf_accum accum, gf_err *err);
+
+/* ---- 2-D convolution and transposed convolution ------------------------ */
+typedef struct gf_conv_params {
+  int stride[2];  /* [h, w], >= 1 */
+  int pad[2];     /* [h, w], >= 0, zero padding on both sides */
+  int out_pad[2]; /* [h, w], transposed conv only: extra rows/cols at the
+                     bottom/right, 0 <= out_pad < stride; must be 0 for
+                     gf_conv2d_* */
+} gf_conv_params;
+
+/* Output shape of conv2d: [N, Cout, (H + 2p - kh)/s + 1, (W + 2p - kw)/s + 1]
+ * for x [N,Cin,H,W] and w [Cout,Cin,kh,kw]. */
+gf_status gf_conv2d_out_shape(const gf_tensor *x, const gf_tensor *w,
+                              const gf_conv_params *p, int64_t out[4],
+                              gf_err *err);
+/* y = conv2d(x, w) + b (PyTorch nn.Conv2d, dilation 1, groups 1). */
+gf_status gf_conv2d_fwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *w,
+                        const gf_tensor *b, const gf_conv_params *p,
+                        gf_tensor *y, gf_err *err);
+/* dx (wrt x), dw, db (wrt weight, bias) from dy. */
+gf_status gf_conv2d_bwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *w,
+                        const gf_tensor *dy, const gf_conv_params *p,
+                        gf_tensor *dx, gf_tensor *dw, gf_tensor *db,
+                        gf_accum accum, gf_err *err);
+
+/* Output shape of transposed conv2d: [N, Cout, (H-1)s - 2p + kh + op, ...]
+ * for x [N,Cin,H,W] and w [Cin,Cout,kh,kw]. */
+gf_status gf_deconv2d_out_shape(const gf_tensor *x, const gf_tensor *w,
+                                const gf_conv_params *p, int64_t out[4],
+                                gf_err *err);
+/* PyTorch nn.ConvTranspose2d (dilation 1, groups 1). */
+gf_status gf_deconv2d_fwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *w,
+                          const gf_tensor *b, const gf_conv_params *p,
+                          gf_tensor *y, gf_err *err);
+gf_status gf_deconv2d_bwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *w,
+                          const gf_tensor *dy, const gf_conv_params *p,
+                          gf_tensor *dx, gf_tensor *dw, gf_tensor *db,
+                          gf_accum accum, gf_err *err);
+
+/* ---- batch normalization (BatchNorm1d on [N,C], BatchNorm2d on NCHW) ---- */
+typedef struct gf_bn_params {
+  float eps;      /* added to the variance; PyTorch default 1e-5 */
+  float momentum; /* running = (1 - momentum) running + momentum batch;
+                     PyTorch default 0.1 */
+} gf_bn_params;
+
+/* Training mode. Statistics per channel c over the m = N*H*W values:
+ * mean, biased var; y = gamma (x - mean) / sqrt(var + eps) + beta.
+ * save_mean[C], save_var[C] receive mean and biased var (for the backward).
+ * running_mean/var [C] (both or neither may be NULL) are updated as PyTorch
+ * does: rm = (1-mom) rm + mom mean, rv = (1-mom) rv + mom var m/(m-1).
+ * gamma/beta may both be NULL (affine=False). Needs m >= 2. */
+gf_status gf_batchnorm_fwd_train(gf_ctx *ctx, const gf_tensor *x,
+                                 const gf_tensor *gamma, const gf_tensor *beta,
+                                 gf_tensor *running_mean,
+                                 gf_tensor *running_var,
+                                 const gf_bn_params *p, gf_tensor *y,
+                                 gf_tensor *save_mean, gf_tensor *save_var,
+                                 gf_err *err);
+/* Inference mode: normalizes with running_mean/var (required). */
+gf_status gf_batchnorm_fwd_infer(gf_ctx *ctx, const gf_tensor *x,
+                                 const gf_tensor *gamma, const gf_tensor *beta,
+                                 const gf_tensor *running_mean,
+                                 const gf_tensor *running_var, float eps,
+                                 gf_tensor *y, gf_err *err);
+/* Backward of the training mode (batch statistics), from save_mean/var.
+ * dgamma/dbeta must be NULL when gamma is NULL. */
+gf_status gf_batchnorm_bwd(gf_ctx *ctx, const gf_tensor *x,
+                           const gf_tensor *gamma, const gf_tensor *save_mean,
+                           const gf_tensor *save_var, float eps,
+                           const gf_tensor *dy, gf_tensor *dx,
+                           gf_tensor *dgamma, gf_tensor *dbeta,
+                           gf_accum accum, gf_err *err);
+
+/* ---- element-wise activations (any shape; y may be x, dx may be dy) ---- */
+gf_status gf_relu_fwd(gf_ctx *ctx, const gf_tensor *x, gf_tensor *y,
+                      gf_err *err);
+/* dx = x > 0 ? dy : 0 (x is the forward input). */
+gf_status gf_relu_bwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *dy,
+                      gf_tensor *dx, gf_err *err);
+/* y = x > 0 ? x : slope x. */
+gf_status gf_leaky_relu_fwd(gf_ctx *ctx, const gf_tensor *x, float slope,
+                            gf_tensor *y, gf_err *err);
+/* dx = x > 0 ? dy : slope dy (x is the forward input). */
+gf_status gf_leaky_relu_bwd(gf_ctx *ctx, const gf_tensor *x, float slope,
+                            const gf_tensor *dy, gf_tensor *dx, gf_err *err);
+gf_status gf_tanh_fwd(gf_ctx *ctx, const gf_tensor *x, gf_tensor *y,
+                      gf_err *err);
+/* dx = dy (1 - y^2), y the forward OUTPUT. */
+gf_status gf_tanh_bwd(gf_ctx *ctx, const gf_tensor *y, const gf_tensor *dy,
+                      gf_tensor *dx, gf_err *err);
+gf_status gf_sigmoid_fwd(gf_ctx *ctx, const gf_tensor *x, gf_tensor *y,
+                         gf_err *err);
+/* dx = dy y (1 - y), y the forward OUTPUT. */
+gf_status gf_sigmoid_bwd(gf_ctx *ctx, const gf_tensor *y, const gf_tensor *dy,
+                         gf_tensor *dx, gf_err *err);
+
+/* ---- dropout (inverted, as nn.Dropout in training mode) ---------------- */
+/* Element i is kept iff u_i >= p, u_i = uniform word i of stream s (see
+ * philox.h: word s->offset + i); kept elements are scaled by 1/(1-p).
+ * 0 <= p <= 1 (p = 1 zeroes everything). The mask is a pure function of
+ * (s, i): the backward regenerates it from the same stream. */
+gf_status gf_dropout_fwd(gf_ctx *ctx, const gf_tensor *x, float p,
+                         const gf_philox_stream *s, gf_tensor *y, gf_err *err);
+/* dx = dy * mask / (1-p), with the mask of the forward call with the same
+ * (p, s). */
+gf_status gf_dropout_bwd(gf_ctx *ctx, const gf_tensor *dy, float p,
+                         const gf_philox_stream *s, gf_tensor *dx,
+                         gf_err *err);
+
+/* ---- BCE with logits, mean reduction ----------------------------------- */
+/* loss[1] = mean_i max(x,0) - x t + log1p(exp(-|x|)) (nn.BCEWithLogitsLoss);
+ * x and target have the same shape; loss is a 1-element tensor on the
+ * ctx device (sum in double). */
+gf_status gf_bce_logits_fwd(gf_ctx *ctx, const gf_tensor *x,
+                            const gf_tensor *target, gf_tensor *loss,
+                            gf_err *err);
+/* dx = dloss (sigmoid(x) - t) / numel, dloss the upstream gradient of the
+ * loss (1 for a loss that is backpropagated directly). */
+gf_status gf_bce_logits_bwd(gf_ctx *ctx, const gf_tensor *x,
+                            const gf_tensor *target, float dloss,
+                            gf_tensor *dx, gf_err *err);
+
+/* ---- Adam (torch.optim.Adam, amsgrad=False, maximize=False) ------------ */
+typedef struct gf_adam_params {
+  float lr;           /* e.g. 2e-4 */
+  float beta1;        /* e.g. 0.5 (DCGAN) or 0.9 */
+  float beta2;        /* e.g. 0.999 */
+  float eps;          /* e.g. 1e-8 */
+  float weight_decay; /* L2 added to the gradient (g + wd p); 0 for none */
+} gf_adam_params;
+
+/* One update of param with grad (grad is read, not modified); m and v are
+ * the first/second moment buffers (zero before step 1), all four the same
+ * shape (typically whole arenas viewed 1-D). step is the 1-based count of
+ * this update (PyTorch's state['step'] after its increment):
+ *   g = grad + wd param; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+ *   param -= (lr / (1 - b1^step)) m / (sqrt(v) / sqrt(1 - b2^step) + eps). */
+gf_status gf_adam_step(gf_ctx *ctx, const gf_adam_params *p, int64_t step,
+                       gf_tensor *param, const gf_tensor *grad, gf_tensor *m,
+                       gf_tensor *v, gf_err *err);
+
+/* ---- utilities ---------------------------------------------------------- */
+/* Sets every element of t to value. */
+gf_status gf_fill(gf_ctx *ctx, gf_tensor *t, float value, gf_err *err);
+/* dst = src element-wise (same numel; shapes may differ). */
+gf_status gf_copy(gf_ctx *ctx, const gf_tensor *src, gf_tensor *dst,
+                  gf_err *err);
+
+#endif

@@ -1,0 +1,90 @@
+/* backend.h - the dispatch table a backend fills (private to kernels/).
+ *
+ * ops.c validates every argument (dtype, device, shapes, NULL rules) once for
+ * all backends and then calls ctx->ops->fn. A backend therefore receives
+ * well-formed tensors on its own device and only computes. A NULL entry means
+ * the backend lacks the op (the call returns GF_EUNSUPPORTED). A new backend
+ * (CUDA) adds one table and one case in ctx.c; callers do not change. */
+#ifndef GF_BACKEND_H
+#define GF_BACKEND_H
+
+#include "gf/ctx.h"
+#include "gf/ops.h"
+
+typedef struct gf_backend_ops {
+  const char *name;
+  /* Creates ctx->impl (ctx->nthreads, device fields already set). */
+  gf_status (*init)(gf_ctx *ctx, gf_err *err);
+  /* Releases ctx->impl; must accept impl == NULL. */
+  void (*fini)(gf_ctx *ctx);
+  void (*stats)(const gf_ctx *ctx, gf_ctx_stats *out);
+
+  gf_status (*linear_fwd)(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *w,
+                          const gf_tensor *b, gf_tensor *y, gf_err *err);
+  gf_status (*linear_bwd)(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *w,
+                          const gf_tensor *dy, gf_tensor *dx, gf_tensor *dw,
+                          gf_tensor *db, gf_accum accum, gf_err *err);
+  gf_status (*conv2d_fwd)(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *w,
+                          const gf_tensor *b, const gf_conv_params *p,
+                          gf_tensor *y, gf_err *err);
+  gf_status (*conv2d_bwd)(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *w,
+                          const gf_tensor *dy, const gf_conv_params *p,
+                          gf_tensor *dx, gf_tensor *dw, gf_tensor *db,
+                          gf_accum accum, gf_err *err);
+  gf_status (*deconv2d_fwd)(gf_ctx *ctx, const gf_tensor *x,
+                            const gf_tensor *w, const gf_tensor *b,
+                            const gf_conv_params *p, gf_tensor *y,
+                            gf_err *err);
+  gf_status (*deconv2d_bwd)(gf_ctx *ctx, const gf_tensor *x,
+                            const gf_tensor *w, const gf_tensor *dy,
+                            const gf_conv_params *p, gf_tensor *dx,
+                            gf_tensor *dw, gf_tensor *db, gf_accum accum,
+                            gf_err *err);
+  /* x is viewed as [N, C, S] with S = H*W (1 for BatchNorm1d). */
+  gf_status (*bn_fwd_train)(gf_ctx *ctx, const gf_tensor *x,
+                            const gf_tensor *gamma, const gf_tensor *beta,
+                            gf_tensor *running_mean, gf_tensor *running_var,
+                            const gf_bn_params *p, gf_tensor *y,
+                            gf_tensor *save_mean, gf_tensor *save_var,
+                            gf_err *err);
+  gf_status (*bn_fwd_infer)(gf_ctx *ctx, const gf_tensor *x,
+                            const gf_tensor *gamma, const gf_tensor *beta,
+                            const gf_tensor *running_mean,
+                            const gf_tensor *running_var, float eps,
+                            gf_tensor *y, gf_err *err);
+  gf_status (*bn_bwd)(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *gamma,
+                      const gf_tensor *save_mean, const gf_tensor *save_var,
+                      float eps, const gf_tensor *dy, gf_tensor *dx,
+                      gf_tensor *dgamma, gf_tensor *dbeta, gf_accum accum,
+                      gf_err *err);
+
+  /* Element-wise activations: kind selects the function, alpha is the
+   * LeakyReLU slope (ignored by the others). fwd: y = f(x). bwd: `in` is
+   * the forward input (relu, leaky) or output (tanh, sigmoid). */
+  gf_status (*act_fwd)(gf_ctx *ctx, int kind, float alpha, const gf_tensor *x,
+                       gf_tensor *y, gf_err *err);
+  gf_status (*act_bwd)(gf_ctx *ctx, int kind, float alpha,
+                       const gf_tensor *in, const gf_tensor *dy,
+                       gf_tensor *dx, gf_err *err);
+  /* Dropout: y = x * mask(s) / (1-p); the backward is the same map on dy. */
+  gf_status (*dropout)(gf_ctx *ctx, const gf_tensor *x, float p,
+                       const gf_philox_stream *s, gf_tensor *y, gf_err *err);
+  gf_status (*bce_fwd)(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *t,
+                       gf_tensor *loss, gf_err *err);
+  gf_status (*bce_bwd)(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *t,
+                       float dloss, gf_tensor *dx, gf_err *err);
+  gf_status (*adam)(gf_ctx *ctx, const gf_adam_params *p, int64_t step,
+                    gf_tensor *param, const gf_tensor *grad, gf_tensor *m,
+                    gf_tensor *v, gf_err *err);
+  gf_status (*fill)(gf_ctx *ctx, gf_tensor *t, float value, gf_err *err);
+  gf_status (*copy)(gf_ctx *ctx, const gf_tensor *src, gf_tensor *dst,
+                    gf_err *err);
+} gf_backend_ops;
+
+/* Activation kinds for act_fwd / act_bwd. */
+enum { GF_ACT_RELU = 0, GF_ACT_LEAKY_RELU, GF_ACT_TANH, GF_ACT_SIGMOID };
+
+/* The CPU backend's table (cpu/cpu_ctx.c). */
+extern const gf_backend_ops gf_cpu_backend_ops;
+
+#endif

@@ -1,0 +1,182 @@
+/* cpu_backend.h - private state and helpers of the CPU backend: the oneDNN
+ * engine and stream, the per-ctx primitive cache, scratch buffers and the
+ * thread-count guard shared by cpu_*.c. Not a public header. */
+#ifndef GF_CPU_BACKEND_H
+#define GF_CPU_BACKEND_H
+
+#include <oneapi/dnnl/dnnl.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../backend.h"
+
+#define GF_PRIM_MAX_ARGS 10
+#define GF_PRIM_KEY_MAX 20
+#define GF_PRIM_CACHE_MAX 256 /* oldest entries are evicted beyond this */
+
+/* Element counts above which the plain-C loops use several threads. */
+#define GF_PAR_MIN 32768
+
+/* What a cached primitive computes, plus every dimension and parameter that
+ * shapes it; two calls with equal keys can share one primitive. */
+typedef struct gf_prim_key {
+  int32_t kind;                  /* a GF_PK_* value */
+  int32_t n;                     /* used entries of v */
+  int64_t v[GF_PRIM_KEY_MAX];    /* dims, strides, paddings, flags; rest 0 */
+} gf_prim_key;
+
+enum {
+  GF_PK_LIN_FWD = 1, GF_PK_LIN_BWD_D, GF_PK_LIN_BWD_W,
+  GF_PK_CONV_FWD, GF_PK_CONV_BWD_D, GF_PK_CONV_BWD_W,
+  GF_PK_DECONV_FWD, GF_PK_DECONV_BWD_D, GF_PK_DECONV_BWD_W,
+  GF_PK_BN_FWD_TRAIN, GF_PK_BN_FWD_INFER, GF_PK_BN_BWD,
+};
+
+/* One oneDNN primitive with the memory objects of its arguments; the data
+ * handles are re-pointed at the caller's tensors on every execution. */
+typedef struct gf_prim {
+  gf_prim_key key;
+  dnnl_primitive_desc_t pd;           /* owned */
+  dnnl_primitive_t prim;              /* owned */
+  int nargs;                          /* arguments other than scratchpad */
+  int arg[GF_PRIM_MAX_ARGS];          /* DNNL_ARG_* in execution order */
+  dnnl_memory_t mem[GF_PRIM_MAX_ARGS];/* owned; handle set per execution */
+  dnnl_memory_t scratch_mem;          /* owned; NULL when none needed */
+  size_t scratch_bytes;               /* user scratchpad this primitive uses */
+} gf_prim;
+
+typedef struct gf_cpu_state {
+  dnnl_engine_t engine;   /* owned; the CPU engine */
+  dnnl_stream_t stream;   /* owned; in-order, waited on after each op */
+  gf_prim **cache;        /* owned array of owned entries, oldest first */
+  size_t ncache;          /* <= GF_PRIM_CACHE_MAX */
+  void *scratchpad;       /* owned; oneDNN user scratchpad, >= every cached
+                             primitive's scratch_bytes once it ran */
+  size_t scratchpad_cap;  /* bytes */
+  float *tmp;             /* owned; temporaries of accumulating backwards */
+  size_t tmp_cap;         /* floats */
+  uint64_t created, hits; /* cache statistics */
+} gf_cpu_state;
+
+static inline gf_cpu_state *gf_cpu(gf_ctx *ctx) {
+  return (gf_cpu_state *)ctx->impl;
+}
+
+/* Turns a oneDNN status into a gf_status (GF_EDEVICE) naming the call and
+ * its file:line; GF_OK for dnnl_success. */
+gf_status gf_dnnl_check(dnnl_status_t s, const char *call, const char *file,
+                        int line, gf_err *err);
+#define DNNL_TRY(call)                                                     \
+  do {                                                                     \
+    gf_status st_ = gf_dnnl_check((call), #call, __FILE__, __LINE__, err); \
+    if (st_) return st_;                                                   \
+  } while (0)
+
+/* Plain (dense, row-major) f32 memory descriptor. */
+dnnl_status_t gf_md(dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
+                    dnnl_format_tag_t tag);
+
+/* The cached primitive for key, or NULL (counts a hit when found). */
+gf_prim *gf_cpu_prim_find(gf_ctx *ctx, const gf_prim_key *key);
+
+/* Creates a primitive for desc (with hint for backward primitives, else
+ * NULL) and memory objects for its nargs arguments arg[i] described by
+ * mds[i], adds it to ctx's cache (which owns it) and returns it in *out.
+ * Called under gf_cpu_threads_begin so that oneDNN picks kernels for the
+ * ctx's thread count. */
+gf_status gf_cpu_prim_add(gf_ctx *ctx, const gf_prim_key *key,
+                          const_dnnl_op_desc_t desc,
+                          const_dnnl_primitive_desc_t hint, int nargs,
+                          const int *arg, const dnnl_memory_desc_t *mds,
+                          gf_prim **out, gf_err *err);
+
+/* Creates a primitive descriptor (the caller destroys it), used to build
+ * the forward hints of backward primitives. */
+gf_status gf_cpu_pd_create(gf_ctx *ctx, const_dnnl_op_desc_t desc,
+                           const_dnnl_primitive_desc_t hint,
+                           dnnl_primitive_desc_t *out, gf_err *err);
+
+/* Executes p with ptr[i] as the data of argument i (the order of p->arg),
+ * on the ctx's stream, and waits for it. */
+gf_status gf_cpu_prim_exec(gf_ctx *ctx, gf_prim *p, void *const *ptr,
+                           gf_err *err);
+
+/* Returns a buffer of at least n floats owned by the ctx (valid until the
+ * next call), or NULL with err filled. */
+float *gf_cpu_tmp(gf_ctx *ctx, size_t n, gf_err *err);
+
+/* Sets OpenMP's thread count for this thread to ctx->nthreads and returns
+ * the previous value for gf_cpu_threads_end (oneDNN's OpenMP runtime reads
+ * it at primitive creation and execution). */
+int gf_cpu_threads_begin(const gf_ctx *ctx);
+void gf_cpu_threads_end(int prev);
+
+/* dst[i] += src[i]. */
+void gf_cpu_add_inplace(const gf_ctx *ctx, float *dst, const float *src,
+                        size_t n);
+/* db[c] (+)= sum over n, s of dy[n, c, s] for dy viewed as [N, C, S]. */
+void gf_cpu_bias_grad(const gf_ctx *ctx, const float *dy, int64_t N,
+                      int64_t C, int64_t S, float *db, int accumulate);
+
+/* Operation entry points (cpu_dnnl.c, cpu_eltwise.c), see backend.h. */
+gf_status gf_cpu_linear_fwd(gf_ctx *ctx, const gf_tensor *x,
+                            const gf_tensor *w, const gf_tensor *b,
+                            gf_tensor *y, gf_err *err);
+gf_status gf_cpu_linear_bwd(gf_ctx *ctx, const gf_tensor *x,
+                            const gf_tensor *w, const gf_tensor *dy,
+                            gf_tensor *dx, gf_tensor *dw, gf_tensor *db,
+                            gf_accum accum, gf_err *err);
+gf_status gf_cpu_conv2d_fwd(gf_ctx *ctx, const gf_tensor *x,
+                            const gf_tensor *w, const gf_tensor *b,
+                            const gf_conv_params *p, gf_tensor *y,
+                            gf_err *err);
+gf_status gf_cpu_conv2d_bwd(gf_ctx *ctx, const gf_tensor *x,
+                            const gf_tensor *w, const gf_tensor *dy,
+                            const gf_conv_params *p, gf_tensor *dx,
+                            gf_tensor *dw, gf_tensor *db, gf_accum accum,
+                            gf_err *err);
+gf_status gf_cpu_deconv2d_fwd(gf_ctx *ctx, const gf_tensor *x,
+                              const gf_tensor *w, const gf_tensor *b,
+                              const gf_conv_params *p, gf_tensor *y,
+                              gf_err *err);
+gf_status gf_cpu_deconv2d_bwd(gf_ctx *ctx, const gf_tensor *x,
+                              const gf_tensor *w, const gf_tensor *dy,
+                              const gf_conv_params *p, gf_tensor *dx,
+                              gf_tensor *dw, gf_tensor *db, gf_accum accum,
+                              gf_err *err);
+gf_status gf_cpu_bn_fwd_train(gf_ctx *ctx, const gf_tensor *x,
+                              const gf_tensor *gamma, const gf_tensor *beta,
+                              gf_tensor *running_mean, gf_tensor *running_var,
+                              const gf_bn_params *p, gf_tensor *y,
+                              gf_tensor *save_mean, gf_tensor *save_var,
+                              gf_err *err);
+gf_status gf_cpu_bn_fwd_infer(gf_ctx *ctx, const gf_tensor *x,
+                              const gf_tensor *gamma, const gf_tensor *beta,
+                              const gf_tensor *running_mean,
+                              const gf_tensor *running_var, float eps,
+                              gf_tensor *y, gf_err *err);
+gf_status gf_cpu_bn_bwd(gf_ctx *ctx, const gf_tensor *x,
+                        const gf_tensor *gamma, const gf_tensor *save_mean,
+                        const gf_tensor *save_var, float eps,
+                        const gf_tensor *dy, gf_tensor *dx, gf_tensor *dgamma,
+                        gf_tensor *dbeta, gf_accum accum, gf_err *err);
+gf_status gf_cpu_act_fwd(gf_ctx *ctx, int kind, float alpha,
+                         const gf_tensor *x, gf_tensor *y, gf_err *err);
+gf_status gf_cpu_act_bwd(gf_ctx *ctx, int kind, float alpha,
+                         const gf_tensor *in, const gf_tensor *dy,
+                         gf_tensor *dx, gf_err *err);
+gf_status gf_cpu_dropout(gf_ctx *ctx, const gf_tensor *x, float p,
+                         const gf_philox_stream *s, gf_tensor *y,
+                         gf_err *err);
+gf_status gf_cpu_bce_fwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *t,
+                         gf_tensor *loss, gf_err *err);
+gf_status gf_cpu_bce_bwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *t,
+                         float dloss, gf_tensor *dx, gf_err *err);
+gf_status gf_cpu_adam(gf_ctx *ctx, const gf_adam_params *p, int64_t step,
+                      gf_tensor *param, const gf_tensor *grad, gf_tensor *m,
+                      gf_tensor *v, gf_err *err);
+gf_status gf_cpu_fill(gf_ctx *ctx, gf_tensor *t, float value, gf_err *err);
+gf_status gf_cpu_copy(gf_ctx *ctx, const gf_tensor *src, gf_tensor *dst,
+                      gf_err *err);
+
+#endif

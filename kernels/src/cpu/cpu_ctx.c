@@ -1,0 +1,280 @@
+/* cpu_ctx.c - the CPU backend's state: oneDNN engine and stream, the
+ * primitive cache, scratch buffers, thread control, and its dispatch table.
+ * The arithmetic lives in cpu_dnnl.c (oneDNN primitives) and cpu_eltwise.c
+ * (plain C loops). */
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_backend.h"
+
+gf_status gf_dnnl_check(dnnl_status_t s, const char *call, const char *file,
+                        int line, gf_err *err) {
+  if (s == dnnl_success) return GF_OK;
+  const char *what = "error";
+  switch (s) {
+  case dnnl_out_of_memory: what = "out of memory"; break;
+  case dnnl_invalid_arguments: what = "invalid arguments"; break;
+  case dnnl_unimplemented: what = "unimplemented"; break;
+  case dnnl_iterator_ends: what = "iterator ends"; break;
+  case dnnl_runtime_error: what = "runtime error"; break;
+  case dnnl_not_required: what = "not required"; break;
+  default: break;
+  }
+  return gf_fail(err, s == dnnl_out_of_memory ? GF_ENOMEM : GF_EDEVICE,
+                 "%s:%d: oneDNN %s failed: %s (%d)", file, line, call, what,
+                 (int)s);
+}
+
+dnnl_status_t gf_md(dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
+                    dnnl_format_tag_t tag) {
+  dnnl_dims_t d;
+  for (int i = 0; i < ndims; i++) d[i] = dims[i];
+  return dnnl_memory_desc_init_by_tag(md, ndims, d, dnnl_f32, tag);
+}
+
+int gf_cpu_threads_begin(const gf_ctx *ctx) {
+  int prev = omp_get_max_threads();
+  if (prev != ctx->nthreads) omp_set_num_threads(ctx->nthreads);
+  return prev;
+}
+
+void gf_cpu_threads_end(int prev) {
+  if (omp_get_max_threads() != prev) omp_set_num_threads(prev);
+}
+
+static void prim_destroy(gf_prim *p) {
+  if (!p) return;
+  for (int i = 0; i < p->nargs; i++)
+    if (p->mem[i]) dnnl_memory_destroy(p->mem[i]);
+  if (p->scratch_mem) dnnl_memory_destroy(p->scratch_mem);
+  if (p->prim) dnnl_primitive_destroy(p->prim);
+  if (p->pd) dnnl_primitive_desc_destroy(p->pd);
+  free(p);
+}
+
+static int key_eq(const gf_prim_key *a, const gf_prim_key *b) {
+  return a->kind == b->kind && a->n == b->n &&
+         memcmp(a->v, b->v, sizeof(int64_t) * (size_t)a->n) == 0;
+}
+
+gf_prim *gf_cpu_prim_find(gf_ctx *ctx, const gf_prim_key *key) {
+  gf_cpu_state *st = gf_cpu(ctx);
+  for (size_t i = st->ncache; i-- > 0;) {
+    if (key_eq(&st->cache[i]->key, key)) {
+      st->hits++;
+      return st->cache[i];
+    }
+  }
+  return NULL;
+}
+
+gf_status gf_cpu_pd_create(gf_ctx *ctx, const_dnnl_op_desc_t desc,
+                           const_dnnl_primitive_desc_t hint,
+                           dnnl_primitive_desc_t *out, gf_err *err) {
+  gf_cpu_state *st = gf_cpu(ctx);
+  dnnl_primitive_attr_t attr = NULL;
+  *out = NULL;
+  DNNL_TRY(dnnl_primitive_attr_create(&attr));
+  dnnl_status_t s =
+      dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  if (s == dnnl_success)
+    s = dnnl_primitive_desc_create(out, desc, attr, st->engine, hint);
+  dnnl_primitive_attr_destroy(attr);
+  DNNL_TRY(s);
+  return GF_OK;
+}
+
+gf_status gf_cpu_prim_add(gf_ctx *ctx, const gf_prim_key *key,
+                          const_dnnl_op_desc_t desc,
+                          const_dnnl_primitive_desc_t hint, int nargs,
+                          const int *arg, const dnnl_memory_desc_t *mds,
+                          gf_prim **out, gf_err *err) {
+  gf_cpu_state *st = gf_cpu(ctx);
+  *out = NULL;
+  if (nargs > GF_PRIM_MAX_ARGS)
+    return gf_fail(err, GF_EINVAL, "cpu: %d primitive arguments", nargs);
+  gf_prim *p = calloc(1, sizeof *p);
+  if (!p) return gf_fail(err, GF_ENOMEM, "cpu: primitive cache entry");
+  p->key = *key;
+  gf_status rc = gf_cpu_pd_create(ctx, desc, hint, &p->pd, err);
+  dnnl_status_t s = dnnl_success;
+  if (rc == GF_OK) {
+    s = dnnl_primitive_create(&p->prim, p->pd);
+    rc = gf_dnnl_check(s, "dnnl_primitive_create", __FILE__, __LINE__, err);
+  }
+  for (int i = 0; rc == GF_OK && i < nargs; i++) {
+    p->arg[i] = arg[i];
+    p->nargs = i + 1;
+    s = dnnl_memory_create(&p->mem[i], &mds[i], st->engine, DNNL_MEMORY_NONE);
+    rc = gf_dnnl_check(s, "dnnl_memory_create", __FILE__, __LINE__, err);
+  }
+  if (rc == GF_OK) {
+    const dnnl_memory_desc_t *smd =
+        dnnl_primitive_desc_query_md(p->pd, dnnl_query_scratchpad_md, 0);
+    p->scratch_bytes = smd ? dnnl_memory_desc_get_size(smd) : 0;
+    if (p->scratch_bytes) {
+      s = dnnl_memory_create(&p->scratch_mem, smd, st->engine,
+                             DNNL_MEMORY_NONE);
+      rc = gf_dnnl_check(s, "dnnl_memory_create(scratchpad)", __FILE__,
+                         __LINE__, err);
+    }
+  }
+  if (rc) {
+    prim_destroy(p);
+    return rc;
+  }
+  if (st->ncache == GF_PRIM_CACHE_MAX) {
+    prim_destroy(st->cache[0]);
+    memmove(st->cache, st->cache + 1, (st->ncache - 1) * sizeof *st->cache);
+    st->ncache--;
+  }
+  st->cache[st->ncache++] = p;
+  st->created++;
+  *out = p;
+  return GF_OK;
+}
+
+gf_status gf_cpu_prim_exec(gf_ctx *ctx, gf_prim *p, void *const *ptr,
+                           gf_err *err) {
+  gf_cpu_state *st = gf_cpu(ctx);
+  dnnl_exec_arg_t args[GF_PRIM_MAX_ARGS + 1];
+  int n = 0;
+  for (int i = 0; i < p->nargs; i++) {
+    DNNL_TRY(dnnl_memory_set_data_handle(p->mem[i], ptr[i]));
+    args[n].arg = p->arg[i];
+    args[n].memory = p->mem[i];
+    n++;
+  }
+  if (p->scratch_bytes) {
+    if (p->scratch_bytes > st->scratchpad_cap) {
+      size_t cap = (p->scratch_bytes + 4095) / 4096 * 4096;
+      void *buf = aligned_alloc(GF_ALIGN, cap);
+      if (!buf)
+        return gf_fail(err, GF_ENOMEM, "cpu: scratchpad of %zu bytes", cap);
+      free(st->scratchpad);
+      st->scratchpad = buf;
+      st->scratchpad_cap = cap;
+    }
+    DNNL_TRY(dnnl_memory_set_data_handle(p->scratch_mem, st->scratchpad));
+    args[n].arg = DNNL_ARG_SCRATCHPAD;
+    args[n].memory = p->scratch_mem;
+    n++;
+  }
+  int prev = gf_cpu_threads_begin(ctx);
+  dnnl_status_t s = dnnl_primitive_execute(p->prim, st->stream, n, args);
+  if (s == dnnl_success) s = dnnl_stream_wait(st->stream);
+  gf_cpu_threads_end(prev);
+  DNNL_TRY(s);
+  return GF_OK;
+}
+
+float *gf_cpu_tmp(gf_ctx *ctx, size_t n, gf_err *err) {
+  gf_cpu_state *st = gf_cpu(ctx);
+  if (n > st->tmp_cap) {
+    size_t cap = (n + 1023) / 1024 * 1024;
+    float *buf = aligned_alloc(GF_ALIGN, cap * sizeof(float));
+    if (!buf) {
+      gf_fail(err, GF_ENOMEM, "cpu: scratch of %zu floats", cap);
+      return NULL;
+    }
+    free(st->tmp);
+    st->tmp = buf;
+    st->tmp_cap = cap;
+  }
+  return st->tmp;
+}
+
+void gf_cpu_add_inplace(const gf_ctx *ctx, float *dst, const float *src,
+                        size_t n) {
+  int nt = ctx->nthreads;
+#pragma omp parallel for num_threads(nt) if (n >= GF_PAR_MIN) schedule(static)
+  for (size_t i = 0; i < n; i++) dst[i] += src[i];
+}
+
+void gf_cpu_bias_grad(const gf_ctx *ctx, const float *dy, int64_t N,
+                      int64_t C, int64_t S, float *db, int accumulate) {
+  int nt = ctx->nthreads;
+#pragma omp parallel for num_threads(nt) if (N * C * S >= GF_PAR_MIN) \
+    schedule(static)
+  for (int64_t c = 0; c < C; c++) {
+    float acc = 0.0f;
+    for (int64_t n = 0; n < N; n++) {
+      const float *row = dy + (n * C + c) * S;
+      float part = 0.0f;
+      for (int64_t s = 0; s < S; s++) part += row[s];
+      acc += part;
+    }
+    db[c] = accumulate ? db[c] + acc : acc;
+  }
+}
+
+static gf_status cpu_init(gf_ctx *ctx, gf_err *err) {
+  gf_cpu_state *st = calloc(1, sizeof *st);
+  if (!st) return gf_fail(err, GF_ENOMEM, "cpu: backend state");
+  st->cache = calloc(GF_PRIM_CACHE_MAX, sizeof *st->cache);
+  dnnl_status_t s = dnnl_success;
+  gf_status rc = st->cache ? GF_OK
+                           : gf_fail(err, GF_ENOMEM, "cpu: primitive cache");
+  if (rc == GF_OK) {
+    s = dnnl_engine_create(&st->engine, dnnl_cpu, 0);
+    rc = gf_dnnl_check(s, "dnnl_engine_create", __FILE__, __LINE__, err);
+  }
+  if (rc == GF_OK) {
+    s = dnnl_stream_create(&st->stream, st->engine,
+                           dnnl_stream_default_flags);
+    rc = gf_dnnl_check(s, "dnnl_stream_create", __FILE__, __LINE__, err);
+  }
+  ctx->impl = st;
+  if (rc) {
+    gf_cpu_backend_ops.fini(ctx);
+    return rc;
+  }
+  return GF_OK;
+}
+
+static void cpu_fini(gf_ctx *ctx) {
+  gf_cpu_state *st = gf_cpu(ctx);
+  if (!st) return;
+  for (size_t i = 0; i < st->ncache; i++) prim_destroy(st->cache[i]);
+  free(st->cache);
+  free(st->scratchpad);
+  free(st->tmp);
+  if (st->stream) dnnl_stream_destroy(st->stream);
+  if (st->engine) dnnl_engine_destroy(st->engine);
+  free(st);
+  ctx->impl = NULL;
+}
+
+static void cpu_stats(const gf_ctx *ctx, gf_ctx_stats *out) {
+  const gf_cpu_state *st = (const gf_cpu_state *)ctx->impl;
+  if (!st) return;
+  out->primitives_created = st->created;
+  out->primitive_hits = st->hits;
+  out->cached_primitives = st->ncache;
+  out->scratch_bytes = st->scratchpad_cap + st->tmp_cap * sizeof(float);
+}
+
+const gf_backend_ops gf_cpu_backend_ops = {
+    .name = "cpu",
+    .init = cpu_init,
+    .fini = cpu_fini,
+    .stats = cpu_stats,
+    .linear_fwd = gf_cpu_linear_fwd,
+    .linear_bwd = gf_cpu_linear_bwd,
+    .conv2d_fwd = gf_cpu_conv2d_fwd,
+    .conv2d_bwd = gf_cpu_conv2d_bwd,
+    .deconv2d_fwd = gf_cpu_deconv2d_fwd,
+    .deconv2d_bwd = gf_cpu_deconv2d_bwd,
+    .bn_fwd_train = gf_cpu_bn_fwd_train,
+    .bn_fwd_infer = gf_cpu_bn_fwd_infer,
+    .bn_bwd = gf_cpu_bn_bwd,
+    .act_fwd = gf_cpu_act_fwd,
+    .act_bwd = gf_cpu_act_bwd,
+    .dropout = gf_cpu_dropout,
+    .bce_fwd = gf_cpu_bce_fwd,
+    .bce_bwd = gf_cpu_bce_bwd,
+    .adam = gf_cpu_adam,
+    .fill = gf_cpu_fill,
+    .copy = gf_cpu_copy,
+};

@@ -1,0 +1,62 @@
+/* ctx.c - gf_ctx creation and the choice of a backend's dispatch table; see
+ * gf/ctx.h. The backends themselves live in cpu/ (and cuda/, later). */
+#include "gf/ctx.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#include "backend.h"
+
+const char *gf_backend_name(gf_backend backend) {
+  switch (backend) {
+  case GF_BACKEND_CPU: return "cpu";
+  case GF_BACKEND_CUDA: return "cuda";
+  }
+  return "?";
+}
+
+gf_status gf_ctx_init(gf_ctx *ctx, const gf_ctx_config *cfg, gf_err *err) {
+  if (!ctx) return gf_fail(err, GF_EINVAL, "ctx: NULL");
+  memset(ctx, 0, sizeof *ctx);
+  gf_ctx_config def = {GF_BACKEND_CPU, 0, 0};
+  if (!cfg) cfg = &def;
+  int nthreads = cfg->nthreads;
+  if (nthreads <= 0) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    nthreads = n > 0 ? (int)n : 1;
+  }
+  switch (cfg->backend) {
+  case GF_BACKEND_CPU:
+    ctx->ops = &gf_cpu_backend_ops;
+    ctx->device = GF_DEV_CPU;
+    break;
+  case GF_BACKEND_CUDA:
+    return gf_fail(err, GF_EUNSUPPORTED,
+                   "ctx: the CUDA backend is not built in this library");
+  default:
+    return gf_fail(err, GF_EINVAL, "ctx: unknown backend %d",
+                   (int)cfg->backend);
+  }
+  ctx->backend = cfg->backend;
+  ctx->device_index = cfg->device_index;
+  ctx->nthreads = nthreads;
+  gf_status st = ctx->ops->init(ctx, err);
+  if (st) {
+    memset(ctx, 0, sizeof *ctx);
+    return st;
+  }
+  return GF_OK;
+}
+
+void gf_ctx_free(gf_ctx *ctx) {
+  if (!ctx || !ctx->ops) return;
+  ctx->ops->fini(ctx);
+  memset(ctx, 0, sizeof *ctx);
+}
+
+gf_ctx_stats gf_ctx_get_stats(const gf_ctx *ctx) {
+  gf_ctx_stats s;
+  memset(&s, 0, sizeof s);
+  if (ctx && ctx->ops && ctx->ops->stats) ctx->ops->stats(ctx, &s);
+  return s;
+}

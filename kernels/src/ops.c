@@ -1,0 +1,526 @@
+/* ops.c - the public op entry points: argument validation shared by every
+ * backend, then dispatch through ctx->ops (backend.h). No arithmetic here. */
+#include "gf/ops.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "backend.h"
+
+/* Checks that ctx is initialized and provides fn. */
+#define NEED_OP(ctx, fn, opname)                                           \
+  do {                                                                     \
+    if (!(ctx) || !(ctx)->ops)                                             \
+      return gf_fail(err, GF_EINVAL, "%s: ctx not initialized", opname);   \
+    if (!(ctx)->ops->fn)                                                   \
+      return gf_fail(err, GF_EUNSUPPORTED, "%s: not in the %s backend",    \
+                     opname, (ctx)->ops->name);                            \
+  } while (0)
+
+/* A tensor an op reads or writes: present, f32, on the ctx's device, with
+ * data when it has elements. */
+static gf_status check_t(const gf_ctx *ctx, const gf_tensor *t,
+                         const char *op, const char *what, gf_err *err) {
+  if (!t) return gf_fail(err, GF_EINVAL, "%s: %s is NULL", op, what);
+  if (t->ndim < 1 || t->ndim > GF_MAX_DIMS)
+    return gf_fail(err, GF_EINVAL, "%s: %s has ndim %d", op, what, t->ndim);
+  if (t->dtype != GF_F32)
+    return gf_fail(err, GF_EUNSUPPORTED, "%s: %s has dtype %s (only f32)", op,
+                   what, gf_dtype_name(t->dtype));
+  if (t->device != ctx->device || t->device_index != ctx->device_index)
+    return gf_fail(err, GF_EINVAL, "%s: %s is not on the ctx's device", op,
+                   what);
+  if (!t->data && gf_tensor_numel(t) > 0)
+    return gf_fail(err, GF_EINVAL, "%s: %s has no data", op, what);
+  return GF_OK;
+}
+
+static gf_status check_shape(const gf_tensor *t, const char *op,
+                             const char *what, int ndim, const int64_t *dims,
+                             gf_err *err) {
+  bool ok = t->ndim == ndim;
+  for (int i = 0; ok && i < ndim; i++) ok = t->shape[i] == dims[i];
+  if (ok) return GF_OK;
+  char want[96], got[96];
+  int pw = 0, pg = 0;
+  for (int i = 0; i < ndim; i++)
+    pw += snprintf(want + pw, sizeof want - (size_t)pw, "%s%lld", i ? "," : "",
+                   (long long)dims[i]);
+  for (int i = 0; i < t->ndim && i < GF_MAX_DIMS; i++)
+    pg += snprintf(got + pg, sizeof got - (size_t)pg, "%s%lld", i ? "," : "",
+                   (long long)t->shape[i]);
+  if (t->ndim <= 0) got[0] = 0;
+  return gf_fail(err, GF_EINVAL, "%s: %s has shape [%s], expected [%s]", op,
+                 what, got, want);
+}
+
+#define TRY(expr)                                                          \
+  do {                                                                     \
+    gf_status st_ = (expr);                                                \
+    if (st_) return st_;                                                   \
+  } while (0)
+
+static gf_status check_accum(gf_accum a, const char *op, gf_err *err) {
+  if (a != GF_OVERWRITE && a != GF_ACCUMULATE)
+    return gf_fail(err, GF_EINVAL, "%s: bad accum mode %d", op, (int)a);
+  return GF_OK;
+}
+
+/* ---- linear -------------------------------------------------------------- */
+
+static gf_status linear_check(const gf_ctx *ctx, const char *op,
+                              const gf_tensor *x, const gf_tensor *w,
+                              gf_err *err) {
+  TRY(check_t(ctx, x, op, "x", err));
+  TRY(check_t(ctx, w, op, "w", err));
+  if (x->ndim != 2 || w->ndim != 2)
+    return gf_fail(err, GF_EINVAL, "%s: x and w must be 2-D ([N,in], [out,in])",
+                   op);
+  if (x->shape[1] != w->shape[1])
+    return gf_fail(err, GF_EINVAL, "%s: x has %lld features, w expects %lld",
+                   op, (long long)x->shape[1], (long long)w->shape[1]);
+  return GF_OK;
+}
+
+gf_status gf_linear_fwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *w,
+                        const gf_tensor *b, gf_tensor *y, gf_err *err) {
+  const char *op = "linear_fwd";
+  NEED_OP(ctx, linear_fwd, op);
+  TRY(linear_check(ctx, op, x, w, err));
+  int64_t ys[2] = {x->shape[0], w->shape[0]};
+  if (b) {
+    TRY(check_t(ctx, b, op, "b", err));
+    TRY(check_shape(b, op, "b", 1, &w->shape[0], err));
+  }
+  TRY(check_t(ctx, y, op, "y", err));
+  TRY(check_shape(y, op, "y", 2, ys, err));
+  return ctx->ops->linear_fwd(ctx, x, w, b, y, err);
+}
+
+gf_status gf_linear_bwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *w,
+                        const gf_tensor *dy, gf_tensor *dx, gf_tensor *dw,
+                        gf_tensor *db, gf_accum accum, gf_err *err) {
+  const char *op = "linear_bwd";
+  NEED_OP(ctx, linear_bwd, op);
+  TRY(check_accum(accum, op, err));
+  TRY(linear_check(ctx, op, x, w, err));
+  int64_t ys[2] = {x->shape[0], w->shape[0]};
+  TRY(check_t(ctx, dy, op, "dy", err));
+  TRY(check_shape(dy, op, "dy", 2, ys, err));
+  if (dx) {
+    TRY(check_t(ctx, dx, op, "dx", err));
+    TRY(check_shape(dx, op, "dx", 2, x->shape, err));
+  }
+  if (dw) {
+    TRY(check_t(ctx, dw, op, "dw", err));
+    TRY(check_shape(dw, op, "dw", 2, w->shape, err));
+  }
+  if (db) {
+    TRY(check_t(ctx, db, op, "db", err));
+    TRY(check_shape(db, op, "db", 1, &w->shape[0], err));
+  }
+  if (!dx && !dw && !db) return GF_OK;
+  return ctx->ops->linear_bwd(ctx, x, w, dy, dx, dw, db, accum, err);
+}
+
+/* ---- conv / deconv ---------------------------------------------------------
+ * transposed: w is [Cin,Cout,kh,kw] instead of [Cout,Cin,kh,kw]. */
+
+static gf_status conv_shape(const gf_tensor *x, const gf_tensor *w,
+                            const gf_conv_params *p, bool transposed,
+                            int64_t out[4], const char *op, gf_err *err) {
+  if (!x || !w || !p)
+    return gf_fail(err, GF_EINVAL, "%s: NULL x, w or params", op);
+  if (x->ndim != 4 || w->ndim != 4)
+    return gf_fail(err, GF_EINVAL, "%s: x and w must be 4-D", op);
+  int64_t cin = transposed ? w->shape[0] : w->shape[1];
+  int64_t cout = transposed ? w->shape[1] : w->shape[0];
+  if (x->shape[1] != cin)
+    return gf_fail(err, GF_EINVAL, "%s: x has %lld channels, w expects %lld",
+                   op, (long long)x->shape[1], (long long)cin);
+  out[0] = x->shape[0];
+  out[1] = cout;
+  for (int d = 0; d < 2; d++) {
+    int s = p->stride[d], pad = p->pad[d], op_ = p->out_pad[d];
+    int64_t in = x->shape[2 + d], k = w->shape[2 + d];
+    if (s < 1 || pad < 0 || k < 1)
+      return gf_fail(err, GF_EINVAL, "%s: stride %d, pad %d, kernel %lld", op,
+                     s, pad, (long long)k);
+    if (!transposed) {
+      if (op_ != 0)
+        return gf_fail(err, GF_EINVAL, "%s: out_pad must be 0 for conv2d", op);
+      int64_t span = in + 2 * (int64_t)pad - k;
+      if (span < 0)
+        return gf_fail(err, GF_EINVAL,
+                       "%s: kernel %lld larger than padded input %lld", op,
+                       (long long)k, (long long)(in + 2 * pad));
+      out[2 + d] = span / s + 1;
+    } else {
+      if (op_ < 0 || op_ >= s)
+        return gf_fail(err, GF_EINVAL,
+                       "%s: out_pad %d must be in [0, stride %d)", op, op_, s);
+      out[2 + d] = (in - 1) * s - 2 * (int64_t)pad + k + op_;
+      if (out[2 + d] < 1)
+        return gf_fail(err, GF_EINVAL, "%s: empty output", op);
+    }
+  }
+  return GF_OK;
+}
+
+gf_status gf_conv2d_out_shape(const gf_tensor *x, const gf_tensor *w,
+                              const gf_conv_params *p, int64_t out[4],
+                              gf_err *err) {
+  return conv_shape(x, w, p, false, out, "conv2d", err);
+}
+
+gf_status gf_deconv2d_out_shape(const gf_tensor *x, const gf_tensor *w,
+                                const gf_conv_params *p, int64_t out[4],
+                                gf_err *err) {
+  return conv_shape(x, w, p, true, out, "deconv2d", err);
+}
+
+static gf_status conv_check(const gf_ctx *ctx, const gf_tensor *x,
+                            const gf_tensor *w, const gf_tensor *b,
+                            const gf_conv_params *p, bool transposed,
+                            const gf_tensor *y, const char *yname,
+                            const char *op, gf_err *err) {
+  TRY(check_t(ctx, x, op, "x", err));
+  TRY(check_t(ctx, w, op, "w", err));
+  int64_t ys[4];
+  TRY(conv_shape(x, w, p, transposed, ys, op, err));
+  if (b) {
+    TRY(check_t(ctx, b, op, yname[0] == 'd' ? "db" : "b", err));
+    TRY(check_shape(b, op, yname[0] == 'd' ? "db" : "b", 1, &ys[1], err));
+  }
+  TRY(check_t(ctx, y, op, yname, err));
+  TRY(check_shape(y, op, yname, 4, ys, err));
+  return GF_OK;
+}
+
+gf_status gf_conv2d_fwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *w,
+                        const gf_tensor *b, const gf_conv_params *p,
+                        gf_tensor *y, gf_err *err) {
+  NEED_OP(ctx, conv2d_fwd, "conv2d_fwd");
+  TRY(conv_check(ctx, x, w, b, p, false, y, "y", "conv2d_fwd", err));
+  return ctx->ops->conv2d_fwd(ctx, x, w, b, p, y, err);
+}
+
+static gf_status conv_bwd_check(const gf_ctx *ctx, const gf_tensor *x,
+                                const gf_tensor *w, const gf_tensor *dy,
+                                const gf_conv_params *p, bool transposed,
+                                const gf_tensor *dx, const gf_tensor *dw,
+                                const gf_tensor *db, gf_accum accum,
+                                const char *op, gf_err *err) {
+  TRY(check_accum(accum, op, err));
+  TRY(conv_check(ctx, x, w, db, p, transposed, dy, "dy", op, err));
+  if (dx) {
+    TRY(check_t(ctx, dx, op, "dx", err));
+    TRY(check_shape(dx, op, "dx", 4, x->shape, err));
+  }
+  if (dw) {
+    TRY(check_t(ctx, dw, op, "dw", err));
+    TRY(check_shape(dw, op, "dw", 4, w->shape, err));
+  }
+  return GF_OK;
+}
+
+gf_status gf_conv2d_bwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *w,
+                        const gf_tensor *dy, const gf_conv_params *p,
+                        gf_tensor *dx, gf_tensor *dw, gf_tensor *db,
+                        gf_accum accum, gf_err *err) {
+  NEED_OP(ctx, conv2d_bwd, "conv2d_bwd");
+  TRY(conv_bwd_check(ctx, x, w, dy, p, false, dx, dw, db, accum, "conv2d_bwd",
+                     err));
+  if (!dx && !dw && !db) return GF_OK;
+  return ctx->ops->conv2d_bwd(ctx, x, w, dy, p, dx, dw, db, accum, err);
+}
+
+gf_status gf_deconv2d_fwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *w,
+                          const gf_tensor *b, const gf_conv_params *p,
+                          gf_tensor *y, gf_err *err) {
+  NEED_OP(ctx, deconv2d_fwd, "deconv2d_fwd");
+  TRY(conv_check(ctx, x, w, b, p, true, y, "y", "deconv2d_fwd", err));
+  return ctx->ops->deconv2d_fwd(ctx, x, w, b, p, y, err);
+}
+
+gf_status gf_deconv2d_bwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *w,
+                          const gf_tensor *dy, const gf_conv_params *p,
+                          gf_tensor *dx, gf_tensor *dw, gf_tensor *db,
+                          gf_accum accum, gf_err *err) {
+  NEED_OP(ctx, deconv2d_bwd, "deconv2d_bwd");
+  TRY(conv_bwd_check(ctx, x, w, dy, p, true, dx, dw, db, accum,
+                     "deconv2d_bwd", err));
+  if (!dx && !dw && !db) return GF_OK;
+  return ctx->ops->deconv2d_bwd(ctx, x, w, dy, p, dx, dw, db, accum, err);
+}
+
+/* ---- batch norm ------------------------------------------------------------ */
+
+/* x is [N,C] or [N,C,H,W]; every per-channel tensor given must be [C]. */
+static gf_status bn_check(const gf_ctx *ctx, const gf_tensor *x,
+                          const gf_tensor *const *per_c,
+                          const char *const *names, int n_per_c,
+                          const char *op, gf_err *err) {
+  TRY(check_t(ctx, x, op, "x", err));
+  if (x->ndim != 2 && x->ndim != 4)
+    return gf_fail(err, GF_EINVAL, "%s: x must be [N,C] or [N,C,H,W]", op);
+  for (int i = 0; i < n_per_c; i++) {
+    if (!per_c[i]) continue;
+    TRY(check_t(ctx, per_c[i], op, names[i], err));
+    TRY(check_shape(per_c[i], op, names[i], 1, &x->shape[1], err));
+  }
+  return GF_OK;
+}
+
+static gf_status check_eps(float eps, const char *op, gf_err *err) {
+  if (!(eps > 0.0f) || !isfinite(eps))
+    return gf_fail(err, GF_EINVAL, "%s: eps must be > 0", op);
+  return GF_OK;
+}
+
+gf_status gf_batchnorm_fwd_train(gf_ctx *ctx, const gf_tensor *x,
+                                 const gf_tensor *gamma, const gf_tensor *beta,
+                                 gf_tensor *running_mean,
+                                 gf_tensor *running_var,
+                                 const gf_bn_params *p, gf_tensor *y,
+                                 gf_tensor *save_mean, gf_tensor *save_var,
+                                 gf_err *err) {
+  const char *op = "batchnorm_fwd_train";
+  NEED_OP(ctx, bn_fwd_train, op);
+  if (!p) return gf_fail(err, GF_EINVAL, "%s: NULL params", op);
+  TRY(check_eps(p->eps, op, err));
+  if (!(p->momentum >= 0.0f && p->momentum <= 1.0f))
+    return gf_fail(err, GF_EINVAL, "%s: momentum must be in [0,1]", op);
+  if (!gamma != !beta)
+    return gf_fail(err, GF_EINVAL, "%s: gamma and beta go together", op);
+  if (!running_mean != !running_var)
+    return gf_fail(err, GF_EINVAL, "%s: running mean and var go together", op);
+  const gf_tensor *pc[] = {gamma, beta, running_mean, running_var, save_mean,
+                           save_var};
+  const char *nm[] = {"gamma", "beta", "running_mean", "running_var",
+                      "save_mean", "save_var"};
+  TRY(bn_check(ctx, x, pc, nm, 6, op, err));
+  if (!save_mean || !save_var)
+    return gf_fail(err, GF_EINVAL, "%s: save_mean and save_var are required",
+                   op);
+  TRY(check_t(ctx, y, op, "y", err));
+  TRY(check_shape(y, op, "y", x->ndim, x->shape, err));
+  int64_t m = gf_tensor_numel(x) / (x->shape[1] ? x->shape[1] : 1);
+  if (m < 2)
+    return gf_fail(err, GF_EINVAL,
+                   "%s: need more than 1 value per channel (got %lld)", op,
+                   (long long)m);
+  return ctx->ops->bn_fwd_train(ctx, x, gamma, beta, running_mean,
+                                running_var, p, y, save_mean, save_var, err);
+}
+
+gf_status gf_batchnorm_fwd_infer(gf_ctx *ctx, const gf_tensor *x,
+                                 const gf_tensor *gamma, const gf_tensor *beta,
+                                 const gf_tensor *running_mean,
+                                 const gf_tensor *running_var, float eps,
+                                 gf_tensor *y, gf_err *err) {
+  const char *op = "batchnorm_fwd_infer";
+  NEED_OP(ctx, bn_fwd_infer, op);
+  TRY(check_eps(eps, op, err));
+  if (!gamma != !beta)
+    return gf_fail(err, GF_EINVAL, "%s: gamma and beta go together", op);
+  if (!running_mean || !running_var)
+    return gf_fail(err, GF_EINVAL, "%s: running stats are required", op);
+  const gf_tensor *pc[] = {gamma, beta, running_mean, running_var};
+  const char *nm[] = {"gamma", "beta", "running_mean", "running_var"};
+  TRY(bn_check(ctx, x, pc, nm, 4, op, err));
+  TRY(check_t(ctx, y, op, "y", err));
+  TRY(check_shape(y, op, "y", x->ndim, x->shape, err));
+  return ctx->ops->bn_fwd_infer(ctx, x, gamma, beta, running_mean,
+                                running_var, eps, y, err);
+}
+
+gf_status gf_batchnorm_bwd(gf_ctx *ctx, const gf_tensor *x,
+                           const gf_tensor *gamma, const gf_tensor *save_mean,
+                           const gf_tensor *save_var, float eps,
+                           const gf_tensor *dy, gf_tensor *dx,
+                           gf_tensor *dgamma, gf_tensor *dbeta,
+                           gf_accum accum, gf_err *err) {
+  const char *op = "batchnorm_bwd";
+  NEED_OP(ctx, bn_bwd, op);
+  TRY(check_accum(accum, op, err));
+  TRY(check_eps(eps, op, err));
+  if (!save_mean || !save_var)
+    return gf_fail(err, GF_EINVAL, "%s: save_mean and save_var are required",
+                   op);
+  if (!gamma && (dgamma || dbeta))
+    return gf_fail(err, GF_EINVAL, "%s: dgamma/dbeta need gamma", op);
+  const gf_tensor *pc[] = {gamma, save_mean, save_var, dgamma, dbeta};
+  const char *nm[] = {"gamma", "save_mean", "save_var", "dgamma", "dbeta"};
+  TRY(bn_check(ctx, x, pc, nm, 5, op, err));
+  TRY(check_t(ctx, dy, op, "dy", err));
+  TRY(check_shape(dy, op, "dy", x->ndim, x->shape, err));
+  if (dx) {
+    TRY(check_t(ctx, dx, op, "dx", err));
+    TRY(check_shape(dx, op, "dx", x->ndim, x->shape, err));
+  }
+  if (!dx && !dgamma && !dbeta) return GF_OK;
+  return ctx->ops->bn_bwd(ctx, x, gamma, save_mean, save_var, eps, dy, dx,
+                          dgamma, dbeta, accum, err);
+}
+
+/* ---- element-wise ---------------------------------------------------------- */
+
+/* a and b (and c when non-NULL) are valid and hold the same numel; shapes
+ * must match exactly. */
+static gf_status same3(const gf_ctx *ctx, const char *op, const gf_tensor *a,
+                       const char *an, const gf_tensor *b, const char *bn,
+                       const gf_tensor *c, const char *cn, gf_err *err) {
+  TRY(check_t(ctx, a, op, an, err));
+  TRY(check_t(ctx, b, op, bn, err));
+  TRY(check_shape(b, op, bn, a->ndim, a->shape, err));
+  if (c) {
+    TRY(check_t(ctx, c, op, cn, err));
+    TRY(check_shape(c, op, cn, a->ndim, a->shape, err));
+  }
+  return GF_OK;
+}
+
+static gf_status act_fwd(gf_ctx *ctx, int kind, float alpha, const gf_tensor *x,
+                         gf_tensor *y, const char *op, gf_err *err) {
+  NEED_OP(ctx, act_fwd, op);
+  TRY(same3(ctx, op, x, "x", y, "y", NULL, NULL, err));
+  return ctx->ops->act_fwd(ctx, kind, alpha, x, y, err);
+}
+
+static gf_status act_bwd(gf_ctx *ctx, int kind, float alpha,
+                         const gf_tensor *in, const gf_tensor *dy,
+                         gf_tensor *dx, const char *op, gf_err *err) {
+  NEED_OP(ctx, act_bwd, op);
+  TRY(same3(ctx, op, in, kind <= GF_ACT_LEAKY_RELU ? "x" : "y", dy, "dy", dx,
+            "dx", err));
+  if (!dx) return gf_fail(err, GF_EINVAL, "%s: dx is NULL", op);
+  return ctx->ops->act_bwd(ctx, kind, alpha, in, dy, dx, err);
+}
+
+gf_status gf_relu_fwd(gf_ctx *ctx, const gf_tensor *x, gf_tensor *y,
+                      gf_err *err) {
+  return act_fwd(ctx, GF_ACT_RELU, 0.0f, x, y, "relu_fwd", err);
+}
+gf_status gf_relu_bwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *dy,
+                      gf_tensor *dx, gf_err *err) {
+  return act_bwd(ctx, GF_ACT_RELU, 0.0f, x, dy, dx, "relu_bwd", err);
+}
+gf_status gf_leaky_relu_fwd(gf_ctx *ctx, const gf_tensor *x, float slope,
+                            gf_tensor *y, gf_err *err) {
+  if (!isfinite(slope))
+    return gf_fail(err, GF_EINVAL, "leaky_relu_fwd: slope not finite");
+  return act_fwd(ctx, GF_ACT_LEAKY_RELU, slope, x, y, "leaky_relu_fwd", err);
+}
+gf_status gf_leaky_relu_bwd(gf_ctx *ctx, const gf_tensor *x, float slope,
+                            const gf_tensor *dy, gf_tensor *dx, gf_err *err) {
+  if (!isfinite(slope))
+    return gf_fail(err, GF_EINVAL, "leaky_relu_bwd: slope not finite");
+  return act_bwd(ctx, GF_ACT_LEAKY_RELU, slope, x, dy, dx, "leaky_relu_bwd",
+                 err);
+}
+gf_status gf_tanh_fwd(gf_ctx *ctx, const gf_tensor *x, gf_tensor *y,
+                      gf_err *err) {
+  return act_fwd(ctx, GF_ACT_TANH, 0.0f, x, y, "tanh_fwd", err);
+}
+gf_status gf_tanh_bwd(gf_ctx *ctx, const gf_tensor *y, const gf_tensor *dy,
+                      gf_tensor *dx, gf_err *err) {
+  return act_bwd(ctx, GF_ACT_TANH, 0.0f, y, dy, dx, "tanh_bwd", err);
+}
+gf_status gf_sigmoid_fwd(gf_ctx *ctx, const gf_tensor *x, gf_tensor *y,
+                         gf_err *err) {
+  return act_fwd(ctx, GF_ACT_SIGMOID, 0.0f, x, y, "sigmoid_fwd", err);
+}
+gf_status gf_sigmoid_bwd(gf_ctx *ctx, const gf_tensor *y, const gf_tensor *dy,
+                         gf_tensor *dx, gf_err *err) {
+  return act_bwd(ctx, GF_ACT_SIGMOID, 0.0f, y, dy, dx, "sigmoid_bwd", err);
+}
+
+static gf_status dropout(gf_ctx *ctx, const gf_tensor *x, float p,
+                         const gf_philox_stream *s, gf_tensor *y,
+                         const char *op, const char *xn, const char *yn,
+                         gf_err *err) {
+  NEED_OP(ctx, dropout, op);
+  if (!(p >= 0.0f && p <= 1.0f))
+    return gf_fail(err, GF_EINVAL, "%s: p must be in [0,1]", op);
+  if (!s) return gf_fail(err, GF_EINVAL, "%s: NULL Philox stream", op);
+  TRY(same3(ctx, op, x, xn, y, yn, NULL, NULL, err));
+  return ctx->ops->dropout(ctx, x, p, s, y, err);
+}
+
+gf_status gf_dropout_fwd(gf_ctx *ctx, const gf_tensor *x, float p,
+                         const gf_philox_stream *s, gf_tensor *y,
+                         gf_err *err) {
+  return dropout(ctx, x, p, s, y, "dropout_fwd", "x", "y", err);
+}
+
+gf_status gf_dropout_bwd(gf_ctx *ctx, const gf_tensor *dy, float p,
+                         const gf_philox_stream *s, gf_tensor *dx,
+                         gf_err *err) {
+  return dropout(ctx, dy, p, s, dx, "dropout_bwd", "dy", "dx", err);
+}
+
+gf_status gf_bce_logits_fwd(gf_ctx *ctx, const gf_tensor *x,
+                            const gf_tensor *target, gf_tensor *loss,
+                            gf_err *err) {
+  const char *op = "bce_logits_fwd";
+  NEED_OP(ctx, bce_fwd, op);
+  TRY(same3(ctx, op, x, "x", target, "target", NULL, NULL, err));
+  TRY(check_t(ctx, loss, op, "loss", err));
+  if (gf_tensor_numel(loss) != 1)
+    return gf_fail(err, GF_EINVAL, "%s: loss must have 1 element", op);
+  if (gf_tensor_numel(x) < 1)
+    return gf_fail(err, GF_EINVAL, "%s: empty input", op);
+  return ctx->ops->bce_fwd(ctx, x, target, loss, err);
+}
+
+gf_status gf_bce_logits_bwd(gf_ctx *ctx, const gf_tensor *x,
+                            const gf_tensor *target, float dloss,
+                            gf_tensor *dx, gf_err *err) {
+  const char *op = "bce_logits_bwd";
+  NEED_OP(ctx, bce_bwd, op);
+  TRY(same3(ctx, op, x, "x", target, "target", dx, "dx", err));
+  if (!dx) return gf_fail(err, GF_EINVAL, "%s: dx is NULL", op);
+  if (gf_tensor_numel(x) < 1)
+    return gf_fail(err, GF_EINVAL, "%s: empty input", op);
+  return ctx->ops->bce_bwd(ctx, x, target, dloss, dx, err);
+}
+
+gf_status gf_adam_step(gf_ctx *ctx, const gf_adam_params *p, int64_t step,
+                       gf_tensor *param, const gf_tensor *grad, gf_tensor *m,
+                       gf_tensor *v, gf_err *err) {
+  const char *op = "adam_step";
+  NEED_OP(ctx, adam, op);
+  if (!p) return gf_fail(err, GF_EINVAL, "%s: NULL params", op);
+  if (step < 1) return gf_fail(err, GF_EINVAL, "%s: step must be >= 1", op);
+  if (!(p->beta1 >= 0.0f && p->beta1 < 1.0f) ||
+      !(p->beta2 >= 0.0f && p->beta2 < 1.0f))
+    return gf_fail(err, GF_EINVAL, "%s: betas must be in [0,1)", op);
+  if (!(p->lr >= 0.0f) || !(p->eps >= 0.0f) || !(p->weight_decay >= 0.0f) ||
+      !isfinite(p->lr) || !isfinite(p->eps) || !isfinite(p->weight_decay))
+    return gf_fail(err, GF_EINVAL, "%s: lr, eps, weight_decay must be >= 0",
+                   op);
+  TRY(same3(ctx, op, param, "param", grad, "grad", m, "m", err));
+  if (!m) return gf_fail(err, GF_EINVAL, "%s: m is NULL", op);
+  TRY(same3(ctx, op, param, "param", v, "v", NULL, NULL, err));
+  return ctx->ops->adam(ctx, p, step, param, grad, m, v, err);
+}
+
+gf_status gf_fill(gf_ctx *ctx, gf_tensor *t, float value, gf_err *err) {
+  NEED_OP(ctx, fill, "fill");
+  TRY(check_t(ctx, t, "fill", "t", err));
+  return ctx->ops->fill(ctx, t, value, err);
+}
+
+gf_status gf_copy(gf_ctx *ctx, const gf_tensor *src, gf_tensor *dst,
+                  gf_err *err) {
+  NEED_OP(ctx, copy, "copy");
+  TRY(check_t(ctx, src, "copy", "src", err));
+  TRY(check_t(ctx, dst, "copy", "dst", err));
+  if (gf_tensor_numel(src) != gf_tensor_numel(dst))
+    return gf_fail(err, GF_EINVAL, "copy: %lld elements into %lld",
+                   (long long)gf_tensor_numel(src),
+                   (long long)gf_tensor_numel(dst));
+  return ctx->ops->copy(ctx, src, dst, err);
+}
