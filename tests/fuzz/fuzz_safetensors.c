@@ -1,0 +1,32 @@
+/* fuzz_safetensors.c - fuzz target for the strict safetensors parser
+ * (buffer path): any input must give GF_OK or an error, and on GF_OK every
+ * tensor's bytes, name and metadata must be readable. */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "gf/safetensors.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  for (unsigned flags = 0; flags <= GF_ST_VERIFY_SHA256; flags += GF_ST_VERIFY_SHA256) {
+    gf_st_file f;
+    gf_err err;
+    if (gf_st_parse(&f, data, size, flags, &err) != GF_OK) continue;
+    volatile unsigned sum = 0;
+    for (size_t i = 0; i < f.n_tensors; i++) {
+      const gf_st_tensor *t = &f.tensors[i];
+      if (gf_st_find(&f, t->name) != t) __builtin_trap();
+      for (size_t k = 0; k < t->nbytes; k++) sum += ((const uint8_t *)t->data)[k];
+      sum += (unsigned)strlen(t->name);
+    }
+    for (size_t i = 0; i < f.n_meta; i++) {
+      if (gf_st_meta_get(&f, f.meta[i].key) != f.meta[i].value) __builtin_trap();
+      sum += (unsigned)strlen(f.meta[i].value);
+    }
+    (void)sum;
+    gf_st_file_free(&f);
+  }
+  return 0;
+}

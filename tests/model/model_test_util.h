@@ -1,0 +1,72 @@
+/* model_test_util.h - helpers shared by the tests of gf_model: temporary
+ * directories, whole-file read/write. Test code only (it may exit). */
+#ifndef GF_MODEL_TEST_UTIL_H
+#define GF_MODEL_TEST_UTIL_H
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+
+/* Creates a fresh directory under $TMPDIR (or /tmp) into buf. */
+static inline void tu_mkdtemp(char *buf, size_t cap) {
+  const char *base = getenv("TMPDIR");
+  snprintf(buf, cap, "%s/gf_model_test_XXXXXX", base && *base ? base : "/tmp");
+  REQUIRE(mkdtemp(buf) != NULL);
+}
+
+/* Removes the regular files of dir, then dir (no recursion needed). */
+static inline void tu_rmdir(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  char path[4096];
+  while ((e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    unlink(path);
+  }
+  closedir(d);
+  rmdir(dir);
+}
+
+/* Number of entries in dir whose name contains needle. */
+static inline int tu_count_names(const char *dir, const char *needle) {
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (strstr(e->d_name, needle)) n++;
+  closedir(d);
+  return n;
+}
+
+/* Reads a whole file into a malloc'd buffer (exact size, so ASan sees
+ * over-reads); exits the test on failure. Caller frees. */
+static inline unsigned char *tu_read(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  REQUIRE(f != NULL);
+  REQUIRE(fseek(f, 0, SEEK_END) == 0);
+  long n = ftell(f);
+  REQUIRE(n >= 0);
+  rewind(f);
+  unsigned char *buf = malloc(n ? (size_t)n : 1);
+  REQUIRE(buf != NULL);
+  REQUIRE(fread(buf, 1, (size_t)n, f) == (size_t)n);
+  fclose(f);
+  *len = (size_t)n;
+  return buf;
+}
+
+static inline void tu_write(const char *path, const void *data, size_t len) {
+  FILE *f = fopen(path, "wb");
+  REQUIRE(f != NULL);
+  REQUIRE(len == 0 || fwrite(data, 1, len, f) == len);
+  REQUIRE(fclose(f) == 0);
+}
+
+#endif
