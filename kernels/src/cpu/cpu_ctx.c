@@ -81,8 +81,8 @@ gf_status gf_cpu_pd_create(gf_ctx *ctx, const_dnnl_op_desc_t desc,
   if (s == dnnl_success)
     s = dnnl_primitive_desc_create(out, desc, attr, st->engine, hint);
   dnnl_primitive_attr_destroy(attr);
-  DNNL_TRY(s);
-  return GF_OK;
+  return gf_dnnl_check(s, "dnnl_primitive_desc_create", __FILE__, __LINE__,
+                       err);
 }
 
 gf_status gf_cpu_prim_add(gf_ctx *ctx, const gf_prim_key *key,
@@ -104,6 +104,16 @@ gf_status gf_cpu_prim_add(gf_ctx *ctx, const gf_prim_key *key,
     rc = gf_dnnl_check(s, "dnnl_primitive_create", __FILE__, __LINE__, err);
   }
   for (int i = 0; rc == GF_OK && i < nargs; i++) {
+    /* The plain layouts we pass must be exactly the ones the primitive
+     * expects (no silent reorders, no misread buffers). */
+    const dnnl_memory_desc_t *want =
+        dnnl_primitive_desc_query_md(p->pd, dnnl_query_exec_arg_md, arg[i]);
+    if (!want || !dnnl_memory_desc_equal(want, &mds[i])) {
+      rc = gf_fail(err, GF_EDEVICE,
+                   "cpu: oneDNN wants another layout for argument %d of "
+                   "primitive kind %d", arg[i], (int)key->kind);
+      break;
+    }
     p->arg[i] = arg[i];
     p->nargs = i + 1;
     s = dnnl_memory_create(&p->mem[i], &mds[i], st->engine, DNNL_MEMORY_NONE);
@@ -163,10 +173,13 @@ gf_status gf_cpu_prim_exec(gf_ctx *ctx, gf_prim *p, void *const *ptr,
   }
   int prev = gf_cpu_threads_begin(ctx);
   dnnl_status_t s = dnnl_primitive_execute(p->prim, st->stream, n, args);
-  if (s == dnnl_success) s = dnnl_stream_wait(st->stream);
+  gf_status rc =
+      gf_dnnl_check(s, "dnnl_primitive_execute", __FILE__, __LINE__, err);
+  if (rc == GF_OK)
+    rc = gf_dnnl_check(dnnl_stream_wait(st->stream), "dnnl_stream_wait",
+                       __FILE__, __LINE__, err);
   gf_cpu_threads_end(prev);
-  DNNL_TRY(s);
-  return GF_OK;
+  return rc;
 }
 
 float *gf_cpu_tmp(gf_ctx *ctx, size_t n, gf_err *err) {

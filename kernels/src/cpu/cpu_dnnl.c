@@ -507,13 +507,15 @@ gf_status gf_cpu_bn_bwd(gf_ctx *ctx, const gf_tensor *x,
     DNNL_TRY(dnnl_batch_normalization_backward_desc_init(
         &d, affine ? dnnl_backward : dnnl_backward_data, &g.data, &g.data,
         eps, flags));
-    int args[8] = {DNNL_ARG_SRC,      DNNL_ARG_MEAN,       DNNL_ARG_VARIANCE,
+    /* oneDNN 2.6 lists SHIFT as an input of the backward too, although the
+     * gradient does not depend on it; gamma's buffer stands in for it. */
+    int args[9] = {DNNL_ARG_SRC,      DNNL_ARG_MEAN,       DNNL_ARG_VARIANCE,
                    DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC,   DNNL_ARG_SCALE,
-                   DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT};
-    dnnl_memory_desc_t mds[8] = {g.data, g.stat, g.stat, g.data,
-                                 g.data, g.stat, g.stat, g.stat};
+                   DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT, DNNL_ARG_SHIFT};
+    dnnl_memory_desc_t mds[9] = {g.data, g.stat, g.stat, g.data, g.data,
+                                 g.stat, g.stat, g.stat, g.stat};
     int prev = gf_cpu_threads_begin(ctx);
-    rc = gf_cpu_prim_add(ctx, &key, &d, fwd->pd, affine ? 8 : 5, args, mds,
+    rc = gf_cpu_prim_add(ctx, &key, &d, fwd->pd, affine ? 9 : 5, args, mds,
                          &p, err);
     gf_cpu_threads_end(prev);
     if (rc) return rc;
@@ -538,9 +540,10 @@ gf_status gf_cpu_bn_bwd(gf_ctx *ctx, const gf_tensor *x,
     if (dbeta && accum == GF_OVERWRITE) bt = dbeta->data;
     else { bt = tmp + off; off += (size_t)g.C; }
   }
-  void *ptr[8] = {x->data,  save_mean->data, save_var->data,
+  void *ptr[9] = {x->data,  save_mean->data, save_var->data,
                   dy->data, dxt,
-                  affine ? gamma->data : NULL, gt, bt};
+                  affine ? gamma->data : NULL, gt, bt,
+                  affine ? gamma->data : NULL};
   rc = gf_cpu_prim_exec(ctx, p, ptr, err);
   if (rc) return rc;
   if (affine && accum == GF_ACCUMULATE) {
