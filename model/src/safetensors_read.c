@@ -266,7 +266,7 @@ static gf_status parse_header(gf_st_file *f, const char *text, size_t len,
     if ((st = parse_tensor(t, c, f->data_len, err)) != GF_OK) goto done;
     t->data = f->data + t->begin;
   }
-  qsort(f->tensors, f->n_tensors, sizeof *f->tensors, cmp_tensor_name);
+  if (f->n_tensors) qsort(f->tensors, f->n_tensors, sizeof *f->tensors, cmp_tensor_name);
   for (size_t i = 0; i + 1 < f->n_tensors; i++) {
     if (strcmp(f->tensors[i].name, f->tensors[i + 1].name) == 0) {
       st = gf_fail(err, GF_EFORMAT, "safetensors: duplicate tensor \"%.64s\"",
