@@ -494,10 +494,10 @@ gf_status gf_adam_step(gf_ctx *ctx, const gf_adam_params *p, int64_t step,
   NEED_OP(ctx, adam, op);
   if (!p) return gf_fail(err, GF_EINVAL, "%s: NULL params", op);
   if (step < 1) return gf_fail(err, GF_EINVAL, "%s: step must be >= 1", op);
-  if (!(p->beta1 >= 0.0f && p->beta1 < 1.0f) ||
-      !(p->beta2 >= 0.0f && p->beta2 < 1.0f))
+  if (!(p->beta1 >= 0.0 && p->beta1 < 1.0) ||
+      !(p->beta2 >= 0.0 && p->beta2 < 1.0))
     return gf_fail(err, GF_EINVAL, "%s: betas must be in [0,1)", op);
-  if (!(p->lr >= 0.0f) || !(p->eps >= 0.0f) || !(p->weight_decay >= 0.0f) ||
+  if (!(p->lr >= 0.0) || !(p->eps >= 0.0) || !(p->weight_decay >= 0.0) ||
       !isfinite(p->lr) || !isfinite(p->eps) || !isfinite(p->weight_decay))
     return gf_fail(err, GF_EINVAL, "%s: lr, eps, weight_decay must be >= 0",
                    op);

@@ -163,12 +163,15 @@ gf_status gf_bce_logits_bwd(gf_ctx *ctx, const gf_tensor *x,
                             gf_tensor *dx, gf_err *err);
 
 /* ---- Adam (torch.optim.Adam, amsgrad=False, maximize=False) ------------ */
+/* Hyper-parameters are doubles, as the Python floats torch.optim.Adam gets:
+ * the scalars it derives (1 - beta1, lr / (1 - beta1^t), ...) are formed in
+ * double and rounded to f32 once, as PyTorch does. */
 typedef struct gf_adam_params {
-  float lr;           /* e.g. 2e-4 */
-  float beta1;        /* e.g. 0.5 (DCGAN) or 0.9 */
-  float beta2;        /* e.g. 0.999 */
-  float eps;          /* e.g. 1e-8 */
-  float weight_decay; /* L2 added to the gradient (g + wd p); 0 for none */
+  double lr;           /* e.g. 2e-4 */
+  double beta1;        /* e.g. 0.5 (DCGAN) or 0.9 */
+  double beta2;        /* e.g. 0.999 */
+  double eps;          /* e.g. 1e-8 */
+  double weight_decay; /* L2 added to the gradient (g + wd p); 0 for none */
 } gf_adam_params;
 
 /* One update of param with grad (grad is read, not modified); m and v are

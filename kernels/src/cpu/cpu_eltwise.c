@@ -141,14 +141,14 @@ gf_status gf_cpu_adam(gf_ctx *ctx, const gf_adam_params *p, int64_t step,
   const float *g = grad->data;
   int64_t n = gf_tensor_numel(param);
   /* Scalars as torch.optim.Adam forms them (Python floats, i.e. double). */
-  double bc1 = 1.0 - pow((double)p->beta1, (double)step);
-  double bc2 = 1.0 - pow((double)p->beta2, (double)step);
-  const float b1 = p->beta1, b2 = p->beta2;
-  const float omb1 = (float)(1.0 - (double)p->beta1);
-  const float omb2 = (float)(1.0 - (double)p->beta2);
-  const float step_size = (float)((double)p->lr / bc1);
+  double bc1 = 1.0 - pow(p->beta1, (double)step);
+  double bc2 = 1.0 - pow(p->beta2, (double)step);
+  const float b1 = (float)p->beta1, b2 = (float)p->beta2;
+  const float omb1 = (float)(1.0 - p->beta1);
+  const float omb2 = (float)(1.0 - p->beta2);
+  const float step_size = (float)(p->lr / bc1);
   const float bc2_sqrt = (float)sqrt(bc2);
-  const float eps = p->eps, wd = p->weight_decay;
+  const float eps = (float)p->eps, wd = (float)p->weight_decay;
   int nt = ctx->nthreads;
   PAR_FOR
   for (int64_t i = 0; i < n; i++) {
