@@ -67,7 +67,7 @@ static size_t compare(const char *label, const float *gf, const double *gd,
                 i, g, want[i], diff);
       bad++;
     }
-    if (!(diff <= worst)) {
+    if (isnan(diff) ? !isnan(worst) : (!isnan(worst) && diff > worst)) {
       worst = diff;
       worst_i = i;
     }
