@@ -1,0 +1,85 @@
+/* mlflow_test.h - helpers for tests that talk to a real MLflow server.
+ *
+ * The ctest fixture `mlflow` starts `mlflow server` (deploy/mlflow-local.sh,
+ * SQLite backend, temporary artifact directory, free loopback port) and
+ * passes its state folder in GF_TEST_MLFLOW_STATE; the URI is in
+ * STATE/uri. A test that needs the server and does not find it FAILS: an
+ * integration test never skips silently. Tests that need their own server
+ * (outage, auth) start one with test_server_start. */
+#ifndef GF_TEST_MLFLOW_TEST_H
+#define GF_TEST_MLFLOW_TEST_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mlflow/mlflow.h"
+
+/* Reads a whole small text file, trailing newline removed; malloc'd. */
+static inline char *test_read_text(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return NULL;
+  char buf[4096];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) buf[--n] = '\0';
+  return strdup(buf);
+}
+
+/* The fixture server's URI; exits 1 (a failure, not a skip) without it. */
+static inline char *test_mlflow_uri(void) {
+  const char *state = getenv("GF_TEST_MLFLOW_STATE");
+  if (!state) {
+    fprintf(stderr, "GF_TEST_MLFLOW_STATE is not set: run through ctest, "
+                    "which starts the MLflow fixture\n");
+    exit(1);
+  }
+  char path[1024];
+  snprintf(path, sizeof path, "%s/uri", state);
+  char *uri = test_read_text(path);
+  if (!uri) {
+    fprintf(stderr, "no MLflow server: %s missing (did the fixture start?)\n",
+            path);
+    exit(1);
+  }
+  return uri;
+}
+
+/* A config for uri with short retries so failing tests stay fast. */
+static inline void test_config(mlflow_config *cfg, const char *uri) {
+  mlflow_error err;
+  if (mlflow_config_init(cfg, &err) || mlflow_config_set_uri(cfg, uri, &err)) {
+    fprintf(stderr, "config: %s\n", err.message);
+    exit(1);
+  }
+  cfg->max_retries = 3;
+  cfg->backoff_factor = 0.2;
+  cfg->backoff_jitter = 0.1;
+  cfg->timeout_s = 60;
+}
+
+/* Runs deploy/mlflow-local.sh CMD with its state in `state` and extra
+ * environment assignments (e.g. "GANFLOW_MLFLOW_AUTH=1"); returns the exit
+ * status. */
+static inline int test_server_cmd(const char *state, const char *cmd,
+                                  const char *extra_env) {
+  char line[4096];
+  snprintf(line, sizeof line,
+           "env GANFLOW_MLFLOW_STATE='%s' GANFLOW_MLFLOW_PORT=0 %s "
+           "'%s/deploy/mlflow-local.sh' %s",
+           state, extra_env ? extra_env : "", GF_SOURCE_DIR, cmd);
+  int rc = system(line);
+  return rc == -1 ? -1 : WEXITSTATUS(rc);
+}
+
+/* A fresh unique name: prefix + pid + counter, for experiments and models. */
+static inline void test_unique(char *out, size_t cap, const char *prefix) {
+  static int counter; /* test-process local */
+  snprintf(out, cap, "%s-%d-%d-%lld", prefix, (int)getpid(), ++counter,
+           (long long)mlflow_now_ms());
+}
+
+#endif
