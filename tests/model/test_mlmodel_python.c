@@ -1,0 +1,69 @@
+/* test_mlmodel_python.c - MLflow reads MLmodel with PyYAML's safe_load:
+ * check that the file we write loads there with the intended types (ints
+ * as ints, versions, digests, uuid and time as strings), and that the
+ * generator loads with safetensors.numpy when that is importable.
+ * Usage: test_mlmodel_python PYTHON. Exits 77 (skip) when `import yaml`
+ * fails. */
+#include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+#include "gf/mlmodel.h"
+#include "model_test_util.h"
+
+static const char k_script[] =
+    "import sys, yaml\n"
+    "d = yaml.safe_load(open(sys.argv[1] + '/MLmodel'))\n"
+    "g = d['flavors']['ganflow']\n"
+    "c = g['config']\n"
+    "assert c['z_dim'] == 100 and type(c['z_dim']) is int, c\n"
+    "assert c['architecture'] == 'dcgan' and c['pixel_normalization'] == 'tanh_-1_1', c\n"
+    "assert c['num_classes'] == 0 and c['image_height'] == 64, c\n"
+    "for k in ('artifact_path', 'run_id', 'mlflow_version', 'model_uuid', 'utc_time_created'):\n"
+    "    assert type(d[k]) is str, (k, d[k])\n"
+    "assert d['run_id'] == '1234567890', d\n"
+    "assert d['mlflow_version'] == '2.17.0' and g['ganflow_version'] == '0.1.0', d\n"
+    "assert len(d['model_uuid']) == 32, d\n"
+    "for n, f in g['files'].items():\n"
+    "    assert type(f['sha256']) is str and len(f['sha256']) == 64, (n, f)\n"
+    "try:\n"
+    "    from safetensors.numpy import load_file\n"
+    "except ImportError:\n"
+    "    sys.exit(0)\n"
+    "t = load_file(sys.argv[1] + '/generator.safetensors')\n"
+    "assert t['w'].tolist() == [1.0, 2.0], t\n";
+
+int main(int argc, char **argv) {
+  if (argc != 2 || !argv[1][0]) SKIP_TEST("no python interpreter given");
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd, "'%s' -c 'import yaml' >/dev/null 2>&1", argv[1]);
+  if (system(cmd) != 0) SKIP_TEST("python cannot import yaml");
+
+  char dir[256], mdir[300], script[300];
+  tu_mkdtemp(dir, sizeof dir);
+  snprintf(mdir, sizeof mdir, "%s/model", dir);
+  snprintf(script, sizeof script, "%s/check.py", dir);
+  tu_write(script, k_script, strlen(k_script));
+  gf_model_config c;
+  gf_model_config_default(&c, GF_ARCH_DCGAN);
+  float w[2] = {1, 2};
+  const int64_t s[] = {2};
+  gf_st_tensor_desc t[] = {{"w", GF_ST_F32, 1, s, w}};
+  /* An all-digit run id would read back as an int if written unquoted. */
+  gf_mlmodel_info info = {"model", "1234567890", "2.17.0", "0.1.0"};
+  gf_err err = {GF_OK, ""};
+  REQUIRE(gf_mlmodel_write(mdir, &c, t, 1, NULL, 0, &info, NULL, &err) == GF_OK);
+  snprintf(cmd, sizeof cmd, "'%s' '%s' '%s'", argv[1], script, mdir);
+  int rc = system(cmd);
+  CHECKF(rc == 0, "python check failed (%d)", rc);
+  char p[400];
+  snprintf(p, sizeof p, "%s/MLmodel", mdir);
+  unlink(p);
+  snprintf(p, sizeof p, "%s/config.json", mdir);
+  unlink(p);
+  snprintf(p, sizeof p, "%s/generator.safetensors", mdir);
+  unlink(p);
+  rmdir(mdir);
+  tu_rmdir(dir);
+  return check_report();
+}
