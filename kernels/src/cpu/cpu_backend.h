@@ -5,6 +5,7 @@
 #define GF_CPU_BACKEND_H
 
 #include <oneapi/dnnl/dnnl.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,14 +34,23 @@ enum {
 };
 
 /* One oneDNN primitive with the memory objects of its arguments; the data
- * handles are re-pointed at the caller's tensors on every execution. */
+ * handles are re-pointed at the caller's tensors on every execution. When
+ * the primitive was created with format_tag_any and picked a blocked layout
+ * for an argument, that argument also has an internal buffer in the
+ * primitive's layout and a reorder between it and the caller's plain
+ * tensor (before execution for inputs, after it for outputs). */
 typedef struct gf_prim {
   gf_prim_key key;
   dnnl_primitive_desc_t pd;           /* owned */
   dnnl_primitive_t prim;              /* owned */
   int nargs;                          /* arguments other than scratchpad */
   int arg[GF_PRIM_MAX_ARGS];          /* DNNL_ARG_* in execution order */
-  dnnl_memory_t mem[GF_PRIM_MAX_ARGS];/* owned; handle set per execution */
+  dnnl_memory_t mem[GF_PRIM_MAX_ARGS];/* owned; plain layout, handle set to
+                                         the caller's tensor per execution */
+  dnnl_memory_t inner[GF_PRIM_MAX_ARGS]; /* owned, NULL when mem is used
+                                         directly; else the primitive's
+                                         layout, memory owned by oneDNN */
+  dnnl_primitive_t reorder[GF_PRIM_MAX_ARGS]; /* owned; mem <-> inner */
   dnnl_memory_t scratch_mem;          /* owned; NULL when none needed */
   size_t scratch_bytes;               /* user scratchpad this primitive uses */
 } gf_prim;
@@ -56,6 +66,9 @@ typedef struct gf_cpu_state {
   float *tmp;             /* owned; temporaries of accumulating backwards */
   size_t tmp_cap;         /* floats */
   uint64_t created, hits; /* cache statistics */
+  bool blocked;           /* conv/deconv primitives pick their own layouts
+                             (format_tag_any + reorders); false: plain NCHW
+                             throughout. Set once at init (see cpu_init). */
 } gf_cpu_state;
 
 static inline gf_cpu_state *gf_cpu(gf_ctx *ctx) {
@@ -80,8 +93,10 @@ dnnl_status_t gf_md(dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
 gf_prim *gf_cpu_prim_find(gf_ctx *ctx, const gf_prim_key *key);
 
 /* Creates a primitive for desc (with hint for backward primitives, else
- * NULL) and memory objects for its nargs arguments arg[i] described by
- * mds[i], adds it to ctx's cache (which owns it) and returns it in *out.
+ * NULL) and memory objects for its nargs arguments arg[i], whose caller-side
+ * (plain) layouts are mds[i], adds it to ctx's cache (which owns it) and
+ * returns it in *out. desc may use format_tag_any: where the primitive picks
+ * another layout, reorders are set up (see gf_prim).
  * Called under gf_cpu_threads_begin so that oneDNN picks kernels for the
  * ctx's thread count. */
 gf_status gf_cpu_prim_add(gf_ctx *ctx, const gf_prim_key *key,

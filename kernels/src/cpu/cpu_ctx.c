@@ -3,10 +3,14 @@
  * The arithmetic lives in cpu_dnnl.c (oneDNN primitives) and cpu_eltwise.c
  * (plain C loops). */
 #include <omp.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu_backend.h"
+
+/* Conv/deconv layout policy when GF_ONEDNN_LAYOUT is unset. */
+#define GF_CPU_BLOCKED_DEFAULT true
 
 gf_status gf_dnnl_check(dnnl_status_t s, const char *call, const char *file,
                         int line, gf_err *err) {
@@ -45,8 +49,11 @@ void gf_cpu_threads_end(int prev) {
 
 static void prim_destroy(gf_prim *p) {
   if (!p) return;
-  for (int i = 0; i < p->nargs; i++)
+  for (int i = 0; i < p->nargs; i++) {
     if (p->mem[i]) dnnl_memory_destroy(p->mem[i]);
+    if (p->inner[i]) dnnl_memory_destroy(p->inner[i]);
+    if (p->reorder[i]) dnnl_primitive_destroy(p->reorder[i]);
+  }
   if (p->scratch_mem) dnnl_memory_destroy(p->scratch_mem);
   if (p->prim) dnnl_primitive_destroy(p->prim);
   if (p->pd) dnnl_primitive_desc_destroy(p->pd);
@@ -85,6 +92,40 @@ gf_status gf_cpu_pd_create(gf_ctx *ctx, const_dnnl_op_desc_t desc,
                        err);
 }
 
+/* Outputs of a primitive are reordered after it runs, inputs before. */
+static bool is_output(int arg) {
+  return arg == DNNL_ARG_DST || arg == DNNL_ARG_DIFF_SRC ||
+         arg == DNNL_ARG_DIFF_WEIGHTS || arg == DNNL_ARG_DIFF_BIAS ||
+         arg == DNNL_ARG_DIFF_SCALE || arg == DNNL_ARG_DIFF_SHIFT;
+}
+
+/* Gives argument i an internal buffer in the primitive's layout `want` and
+ * the reorder between it and the caller's plain layout `user`. */
+static gf_status add_reorder(gf_cpu_state *st, gf_prim *p, int i,
+                             const dnnl_memory_desc_t *want,
+                             const dnnl_memory_desc_t *user, gf_err *err) {
+  DNNL_TRY(dnnl_memory_create(&p->inner[i], want, st->engine,
+                              DNNL_MEMORY_ALLOCATE));
+  bool out = is_output(p->arg[i]);
+  dnnl_primitive_desc_t rpd = NULL;
+  DNNL_TRY(dnnl_reorder_primitive_desc_create(
+      &rpd, out ? want : user, st->engine, out ? user : want, st->engine,
+      NULL));
+  dnnl_status_t s = dnnl_primitive_create(&p->reorder[i], rpd);
+  dnnl_primitive_desc_destroy(rpd);
+  DNNL_TRY(s);
+  return GF_OK;
+}
+
+static gf_status run_reorder(gf_cpu_state *st, gf_prim *p, int i,
+                             gf_err *err) {
+  bool out = is_output(p->arg[i]);
+  dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, out ? p->inner[i] : p->mem[i]},
+                          {DNNL_ARG_TO, out ? p->mem[i] : p->inner[i]}};
+  DNNL_TRY(dnnl_primitive_execute(p->reorder[i], st->stream, 2, a));
+  return GF_OK;
+}
+
 gf_status gf_cpu_prim_add(gf_ctx *ctx, const gf_prim_key *key,
                           const_dnnl_op_desc_t desc,
                           const_dnnl_primitive_desc_t hint, int nargs,
@@ -104,20 +145,19 @@ gf_status gf_cpu_prim_add(gf_ctx *ctx, const gf_prim_key *key,
     rc = gf_dnnl_check(s, "dnnl_primitive_create", __FILE__, __LINE__, err);
   }
   for (int i = 0; rc == GF_OK && i < nargs; i++) {
-    /* The plain layouts we pass must be exactly the ones the primitive
-     * expects (no silent reorders, no misread buffers). */
     const dnnl_memory_desc_t *want =
         dnnl_primitive_desc_query_md(p->pd, dnnl_query_exec_arg_md, arg[i]);
-    if (!want || !dnnl_memory_desc_equal(want, &mds[i])) {
-      rc = gf_fail(err, GF_EDEVICE,
-                   "cpu: oneDNN wants another layout for argument %d of "
-                   "primitive kind %d", arg[i], (int)key->kind);
+    if (!want || want->ndims != mds[i].ndims) {
+      rc = gf_fail(err, GF_EDEVICE, "cpu: argument %d of primitive kind %d "
+                   "unknown to oneDNN", arg[i], (int)key->kind);
       break;
     }
     p->arg[i] = arg[i];
     p->nargs = i + 1;
     s = dnnl_memory_create(&p->mem[i], &mds[i], st->engine, DNNL_MEMORY_NONE);
     rc = gf_dnnl_check(s, "dnnl_memory_create", __FILE__, __LINE__, err);
+    if (rc == GF_OK && !dnnl_memory_desc_equal(want, &mds[i]))
+      rc = add_reorder(st, p, i, want, &mds[i], err);
   }
   if (rc == GF_OK) {
     const dnnl_memory_desc_t *smd =
@@ -153,7 +193,7 @@ gf_status gf_cpu_prim_exec(gf_ctx *ctx, gf_prim *p, void *const *ptr,
   for (int i = 0; i < p->nargs; i++) {
     DNNL_TRY(dnnl_memory_set_data_handle(p->mem[i], ptr[i]));
     args[n].arg = p->arg[i];
-    args[n].memory = p->mem[i];
+    args[n].memory = p->inner[i] ? p->inner[i] : p->mem[i];
     n++;
   }
   if (p->scratch_bytes) {
@@ -172,9 +212,14 @@ gf_status gf_cpu_prim_exec(gf_ctx *ctx, gf_prim *p, void *const *ptr,
     n++;
   }
   int prev = gf_cpu_threads_begin(ctx);
-  dnnl_status_t s = dnnl_primitive_execute(p->prim, st->stream, n, args);
-  gf_status rc =
-      gf_dnnl_check(s, "dnnl_primitive_execute", __FILE__, __LINE__, err);
+  gf_status rc = GF_OK;
+  for (int i = 0; rc == GF_OK && i < p->nargs; i++)
+    if (p->inner[i] && !is_output(p->arg[i])) rc = run_reorder(st, p, i, err);
+  if (rc == GF_OK)
+    rc = gf_dnnl_check(dnnl_primitive_execute(p->prim, st->stream, n, args),
+                       "dnnl_primitive_execute", __FILE__, __LINE__, err);
+  for (int i = 0; rc == GF_OK && i < p->nargs; i++)
+    if (p->inner[i] && is_output(p->arg[i])) rc = run_reorder(st, p, i, err);
   if (rc == GF_OK)
     rc = gf_dnnl_check(dnnl_stream_wait(st->stream), "dnnl_stream_wait",
                        __FILE__, __LINE__, err);
@@ -225,6 +270,12 @@ void gf_cpu_bias_grad(const gf_ctx *ctx, const float *dy, int64_t N,
 static gf_status cpu_init(gf_ctx *ctx, gf_err *err) {
   gf_cpu_state *st = calloc(1, sizeof *st);
   if (!st) return gf_fail(err, GF_ENOMEM, "cpu: backend state");
+  /* GF_ONEDNN_LAYOUT=plain|blocked overrides the default layout policy
+   * (read once here; for comparing the two, e.g. in bench/kernels). */
+  const char *lay = getenv("GF_ONEDNN_LAYOUT");
+  st->blocked = GF_CPU_BLOCKED_DEFAULT;
+  if (lay && !strcmp(lay, "plain")) st->blocked = false;
+  if (lay && !strcmp(lay, "blocked")) st->blocked = true;
   st->cache = calloc(GF_PRIM_CACHE_MAX, sizeof *st->cache);
   dnnl_status_t s = dnnl_success;
   gf_status rc = st->cache ? GF_OK

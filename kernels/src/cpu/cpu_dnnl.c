@@ -158,10 +158,13 @@ typedef struct conv_geom {
   bool transposed;
   int64_t N, Cin, H, W, Cout, kh, kw, OH, OW;
   dnnl_dims_t stride, pad_l, pad_r; /* [h, w]; oneDNN reads dnnl_dims_t */
-  dnnl_memory_desc_t src, wt, bias, dst;
+  dnnl_memory_desc_t src, wt, bias, dst; /* the caller's plain layouts */
+  /* what the primitives are created with: format_tag_any (oneDNN picks its
+   * blocked layouts; cpu_ctx.c reorders) or the plain ones above */
+  dnnl_memory_desc_t src_p, wt_p, dst_p;
 } conv_geom;
 
-static gf_status conv_geom_init(conv_geom *g, bool transposed,
+static gf_status conv_geom_init(conv_geom *g, bool transposed, bool any,
                                 const gf_tensor *x, const gf_tensor *w,
                                 const gf_tensor *y, const gf_conv_params *p,
                                 gf_err *err) {
@@ -195,6 +198,15 @@ static gf_status conv_geom_init(conv_geom *g, bool transposed,
   DNNL_TRY(gf_md(&g->wt, 4, wd, transposed ? dnnl_iohw : dnnl_oihw));
   DNNL_TRY(gf_md(&g->bias, 1, &g->Cout, dnnl_a));
   DNNL_TRY(gf_md(&g->dst, 4, dd, dnnl_nchw));
+  if (any) {
+    DNNL_TRY(gf_md(&g->src_p, 4, sd, dnnl_format_tag_any));
+    DNNL_TRY(gf_md(&g->wt_p, 4, wd, dnnl_format_tag_any));
+    DNNL_TRY(gf_md(&g->dst_p, 4, dd, dnnl_format_tag_any));
+  } else {
+    g->src_p = g->src;
+    g->wt_p = g->wt;
+    g->dst_p = g->dst;
+  }
   return GF_OK;
 }
 
@@ -211,12 +223,14 @@ static gf_status conv_fwd_desc(const conv_geom *g, bool with_bias,
                                dnnl_convolution_desc_t *d, gf_err *err) {
   if (g->transposed)
     DNNL_TRY(dnnl_deconvolution_forward_desc_init(
-        d, dnnl_forward_training, dnnl_deconvolution_direct, &g->src, &g->wt,
-        with_bias ? &g->bias : NULL, &g->dst, g->stride, g->pad_l, g->pad_r));
+        d, dnnl_forward_training, dnnl_deconvolution_direct, &g->src_p,
+        &g->wt_p, with_bias ? &g->bias : NULL, &g->dst_p, g->stride, g->pad_l,
+        g->pad_r));
   else
     DNNL_TRY(dnnl_convolution_forward_desc_init(
-        d, dnnl_forward_training, dnnl_convolution_direct, &g->src, &g->wt,
-        with_bias ? &g->bias : NULL, &g->dst, g->stride, g->pad_l, g->pad_r));
+        d, dnnl_forward_training, dnnl_convolution_direct, &g->src_p,
+        &g->wt_p, with_bias ? &g->bias : NULL, &g->dst_p, g->stride, g->pad_l,
+        g->pad_r));
   return GF_OK;
 }
 
@@ -225,7 +239,8 @@ static gf_status conv_fwd(gf_ctx *ctx, bool transposed, const gf_tensor *x,
                           const gf_conv_params *cp, gf_tensor *y,
                           gf_err *err) {
   conv_geom g;
-  gf_status rc = conv_geom_init(&g, transposed, x, w, y, cp, err);
+  gf_status rc = conv_geom_init(&g, transposed, gf_cpu(ctx)->blocked, x, w,
+                                y, cp, err);
   if (rc) return rc;
   gf_prim_key key;
   conv_key(&key, transposed ? GF_PK_DECONV_FWD : GF_PK_CONV_FWD, &g, b);
@@ -252,7 +267,8 @@ static gf_status conv_bwd(gf_ctx *ctx, bool transposed, const gf_tensor *x,
                           gf_tensor *dw, gf_tensor *db, gf_accum accum,
                           gf_err *err) {
   conv_geom g;
-  gf_status rc = conv_geom_init(&g, transposed, x, w, dy, cp, err);
+  gf_status rc = conv_geom_init(&g, transposed, gf_cpu(ctx)->blocked, x, w,
+                                dy, cp, err);
   if (rc) return rc;
   if (dx) {
     gf_prim_key key;
@@ -265,12 +281,12 @@ static gf_status conv_bwd(gf_ctx *ctx, bool transposed, const gf_tensor *x,
       if (rc) return rc;
       if (transposed)
         DNNL_TRY(dnnl_deconvolution_backward_data_desc_init(
-            &d, dnnl_deconvolution_direct, &g.src, &g.wt, &g.dst, g.stride,
-            g.pad_l, g.pad_r));
+            &d, dnnl_deconvolution_direct, &g.src_p, &g.wt_p, &g.dst_p,
+            g.stride, g.pad_l, g.pad_r));
       else
         DNNL_TRY(dnnl_convolution_backward_data_desc_init(
-            &d, dnnl_convolution_direct, &g.src, &g.wt, &g.dst, g.stride,
-            g.pad_l, g.pad_r));
+            &d, dnnl_convolution_direct, &g.src_p, &g.wt_p, &g.dst_p,
+            g.stride, g.pad_l, g.pad_r));
       int args[3] = {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC};
       dnnl_memory_desc_t mds[3] = {g.dst, g.wt, g.src};
       dnnl_primitive_desc_t hint = NULL;
@@ -303,12 +319,12 @@ static gf_status conv_bwd(gf_ctx *ctx, bool transposed, const gf_tensor *x,
     if (rc) return rc;
     if (transposed)
       DNNL_TRY(dnnl_deconvolution_backward_weights_desc_init(
-          &d, dnnl_deconvolution_direct, &g.src, &g.wt,
-          with_b ? &g.bias : NULL, &g.dst, g.stride, g.pad_l, g.pad_r));
+          &d, dnnl_deconvolution_direct, &g.src_p, &g.wt_p,
+          with_b ? &g.bias : NULL, &g.dst_p, g.stride, g.pad_l, g.pad_r));
     else
       DNNL_TRY(dnnl_convolution_backward_weights_desc_init(
-          &d, dnnl_convolution_direct, &g.src, &g.wt,
-          with_b ? &g.bias : NULL, &g.dst, g.stride, g.pad_l, g.pad_r));
+          &d, dnnl_convolution_direct, &g.src_p, &g.wt_p,
+          with_b ? &g.bias : NULL, &g.dst_p, g.stride, g.pad_l, g.pad_r));
     int args[4] = {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS,
                    DNNL_ARG_DIFF_BIAS};
     dnnl_memory_desc_t mds[4] = {g.src, g.dst, g.wt, g.bias};
