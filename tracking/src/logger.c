@@ -337,9 +337,11 @@ static void *worker(void *arg) {
       if (!empty) next_probe = mono_now() + lg->opts.probe_interval_s;
     }
 
-    size_t n = lg->count < BATCH_POINTS ? lg->count : BATCH_POINTS;
+    /* Params and tags travel in batches of their own: a param the server
+     * refuses (a changed value) must not take metrics down with it. */
     size_t nkv = lg->n_kv < MLFLOW_BATCH_MAX_PARAMS ? lg->n_kv
                                                     : MLFLOW_BATCH_MAX_PARAMS;
+    size_t n = nkv ? 0 : (lg->count < BATCH_POINTS ? lg->count : BATCH_POINTS);
     if (n == 0 && nkv == 0) {
       if (lg->closing) break;
       pthread_cond_broadcast(&lg->done);
