@@ -10,7 +10,7 @@
 /* Splits the loop that follows over ctx->nthreads threads when it is long;
  * the enclosing function names the thread count nt and the length n. */
 #define PAR_FOR \
-  _Pragma("omp parallel for num_threads(nt) if (n >= GF_PAR_MIN) schedule(static)")
+  _Pragma("omp parallel for simd num_threads(nt) if (n >= GF_PAR_MIN) schedule(static)")
 
 static float sigmoidf_(float x) {
   if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
@@ -27,13 +27,17 @@ gf_status gf_cpu_act_fwd(gf_ctx *ctx, int kind, float alpha,
   switch (kind) {
   case GF_ACT_RELU:
     PAR_FOR
-    for (int64_t i = 0; i < n; i++)
-      yp[i] = xp[i] > 0.0f ? xp[i] : 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+      float v = xp[i]; /* unconditional loads keep the loop vectorizable */
+      yp[i] = v > 0.0f ? v : 0.0f;
+    }
     return GF_OK;
   case GF_ACT_LEAKY_RELU:
     PAR_FOR
-    for (int64_t i = 0; i < n; i++)
-      yp[i] = xp[i] > 0.0f ? xp[i] : alpha * xp[i];
+    for (int64_t i = 0; i < n; i++) {
+      float v = xp[i]; /* unconditional loads keep it vectorizable */
+      yp[i] = v > 0.0f ? v : alpha * v;
+    }
     return GF_OK;
   case GF_ACT_TANH:
     PAR_FOR
@@ -57,11 +61,17 @@ gf_status gf_cpu_act_bwd(gf_ctx *ctx, int kind, float alpha,
   switch (kind) {
   case GF_ACT_RELU:
     PAR_FOR
-    for (int64_t i = 0; i < n; i++) o[i] = a[i] > 0.0f ? g[i] : 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+      float gi = g[i], ai = a[i];
+      o[i] = ai > 0.0f ? gi : 0.0f;
+    }
     return GF_OK;
   case GF_ACT_LEAKY_RELU:
     PAR_FOR
-    for (int64_t i = 0; i < n; i++) o[i] = a[i] > 0.0f ? g[i] : alpha * g[i];
+    for (int64_t i = 0; i < n; i++) {
+      float gi = g[i], ai = a[i];
+      o[i] = ai > 0.0f ? gi : alpha * gi;
+    }
     return GF_OK;
   case GF_ACT_TANH:
     PAR_FOR
@@ -99,8 +109,11 @@ gf_status gf_cpu_dropout(gf_ctx *ctx, const gf_tensor *x, float p,
     gf_philox_stream sc = *s;
     sc.offset = s->offset + (uint64_t)start;
     gf_philox_uniform(&sc, u, (size_t)len);
-    for (int64_t i = 0; i < len; i++)
-      yp[start + i] = u[i] >= p ? xp[start + i] * scale : 0.0f;
+    for (int64_t i = 0; i < len; i++) {
+      float v = xp[start + i];
+      /* x * mask * scale as PyTorch (NaN * 0 stays NaN) */
+      yp[start + i] = v * (u[i] >= p ? scale : 0.0f);
+    }
   }
   return GF_OK;
 }
@@ -150,9 +163,22 @@ gf_status gf_cpu_adam(gf_ctx *ctx, const gf_adam_params *p, int64_t step,
   const float bc2_sqrt = (float)sqrt(bc2);
   const float eps = (float)p->eps, wd = (float)p->weight_decay;
   int nt = ctx->nthreads;
+  if (wd != 0.0f) {
+    PAR_FOR
+    for (int64_t i = 0; i < n; i++) {
+      float gi = g[i] + wd * w[i];
+      float mi = mp[i] * b1 + omb1 * gi;
+      float vi = vp[i] * b2 + omb2 * gi * gi;
+      mp[i] = mi;
+      vp[i] = vi;
+      float denom = sqrtf(vi) / bc2_sqrt + eps;
+      w[i] -= step_size * (mi / denom);
+    }
+    return GF_OK;
+  }
   PAR_FOR
   for (int64_t i = 0; i < n; i++) {
-    float gi = wd != 0.0f ? g[i] + wd * w[i] : g[i];
+    float gi = g[i];
     float mi = mp[i] * b1 + omb1 * gi;
     float vi = vp[i] * b2 + omb2 * gi * gi;
     mp[i] = mi;
