@@ -17,20 +17,27 @@ option(GF_BUILD_TESTS "Build the tests" ON)
 option(GF_WERROR "Treat warnings as errors" ON)
 
 # ---- compiler flags --------------------------------------------------------
-add_compile_options(-Wall -Wextra -Wformat=2 -Wshadow -Wpointer-arith
-                    -Wstrict-prototypes -Wmissing-prototypes)
+# C flags only: CUDA sources get theirs from the CUDA backend's CMakeLists.
+set(GF_C_WARNINGS -Wall -Wextra -Wformat=2 -Wshadow -Wpointer-arith
+                  -Wstrict-prototypes -Wmissing-prototypes)
 if(GF_WERROR)
-  add_compile_options(-Werror)
+  list(APPEND GF_C_WARNINGS -Werror)
 endif()
+add_compile_options("$<$<COMPILE_LANGUAGE:C>:${GF_C_WARNINGS}>")
 add_compile_definitions(_POSIX_C_SOURCE=200809L _DEFAULT_SOURCE)
 if(GF_SANITIZE)
   set(GF_SAN_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=all
                    -fno-omit-frame-pointer)
-  add_compile_options(${GF_SAN_FLAGS})
+  add_compile_options("$<$<COMPILE_LANGUAGE:C>:${GF_SAN_FLAGS}>")
   add_link_options(${GF_SAN_FLAGS})
 endif()
 if(GF_FUZZ AND NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
   message(FATAL_ERROR "GF_FUZZ needs clang: configure with -DCMAKE_C_COMPILER=clang")
+endif()
+if(GF_FUZZ)
+  # Coverage for libFuzzer in every library, not only in the harnesses:
+  # without it the code under test is invisible to the fuzzer.
+  add_compile_options("$<$<COMPILE_LANGUAGE:C>:-fsanitize=fuzzer-no-link>")
 endif()
 
 # ---- required libraries ----------------------------------------------------

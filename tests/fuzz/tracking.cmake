@@ -9,10 +9,3 @@ foreach(name error json model_uri path outbox)
   target_include_directories(fuzz_tracking_${name} PRIVATE
     ${PROJECT_SOURCE_DIR}/tracking/src)
 endforeach()
-
-# libFuzzer only sees the coverage of code built with -fsanitize=fuzzer or
-# fuzzer-no-link: without this the library under test is invisible to it
-# (about 40 edges, those of the harness) and the fuzzing is blind.
-if(GF_FUZZ)
-  target_compile_options(mlflow_client PRIVATE -fsanitize=fuzzer-no-link)
-endif()

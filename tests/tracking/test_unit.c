@@ -279,8 +279,13 @@ static void test_parsers(void) {
                MLFLOW_E_PROTOCOL);
   CHECK(strstr(err.message, "not a JSON object") != NULL);
   CHECK_INT_EQ(mlflow_parse_json_object("X", "[1,2]", 5, &o, &err), MLFLOW_E_PROTOCOL);
-  CHECK_INT_EQ(mlflow_parse_json_object("X", "  ", 2, &o, &err), MLFLOW_OK);
-  cJSON_Delete(o);
+  CHECK_INT_EQ(mlflow_parse_json_object("X", "  ", 2, &o, &err), MLFLOW_E_PROTOCOL);
+  CHECK(strstr(err.message, "empty") != NULL);
+  char shown[128];
+  mlflow_uri_redact("https://bob:pw@host:8/x@y", shown, sizeof shown);
+  CHECK_STR_EQ(shown, "https://host:8/x@y");
+  mlflow_uri_redact("http://127.0.0.1:5000", shown, sizeof shown);
+  CHECK_STR_EQ(shown, "http://127.0.0.1:5000");
 }
 
 static void test_outbox_format(void) {

@@ -284,8 +284,12 @@ mlflow_status mlflow_artifact_list(mlflow_client *c, const char *artifact_uri,
   /* Breadth-first: directories appended as we go are listed in turn. */
   for (size_t i = 0; st == MLFLOW_OK && recursive && i < out->count; i++) {
     if (!out->items[i].is_dir) continue;
-    if (out->count > 1000000) {
-      st = mlflow_fail(err, MLFLOW_E_PROTOCOL, "artifact tree too large");
+    size_t depth = 1;
+    for (const char *q = out->items[i].path; *q; q++) depth += *q == '/';
+    if (out->count > 1000000 || depth > 64) {
+      st = mlflow_fail(err, MLFLOW_E_PROTOCOL,
+                       "artifact tree too large or too deep (at %.200s)",
+                       out->items[i].path);
       break;
     }
     char *dir = strdup(out->items[i].path);

@@ -40,6 +40,8 @@ mlflow_status mlflow_config_set_uri(mlflow_config *cfg, const char *uri,
                                     mlflow_error *err) {
   if (!uri || !*uri)
     return mlflow_fail(err, MLFLOW_E_INVALID, "empty tracking URI");
+  char shown[512]; /* the URI as messages show it: no credentials */
+  mlflow_uri_redact(uri, shown, sizeof shown);
   if (strncasecmp(uri, "http://", 7) != 0 &&
       strncasecmp(uri, "https://", 8) != 0) {
     if (strncmp(uri, "file:", 5) == 0 || uri[0] == '/' || uri[0] == '.' ||
@@ -47,19 +49,19 @@ mlflow_status mlflow_config_set_uri(mlflow_config *cfg, const char *uri,
       return mlflow_fail(err, MLFLOW_E_UNSUPPORTED,
                          "tracking URI '%s': only http(s):// tracking servers "
                          "are supported (start one with "
-                         "deploy/mlflow-local.sh start)", uri);
+                         "deploy/mlflow-local.sh start)", shown);
     return mlflow_fail(err, MLFLOW_E_INVALID,
-                       "tracking URI '%s' is not an http(s):// URL", uri);
+                       "tracking URI '%s' is not an http(s):// URL", shown);
   }
   const char *host = strstr(uri, "://") + 3;
   if (!*host || *host == '/' || *host == ':')
     return mlflow_fail(err, MLFLOW_E_INVALID, "tracking URI '%s' has no host",
-                       uri);
+                       shown);
   for (const char *p = uri; *p; p++)
     if ((unsigned char)*p <= ' ' || *p == '?' || *p == '#')
       return mlflow_fail(err, MLFLOW_E_INVALID,
                          "tracking URI '%s' contains '%c' or a control "
-                         "character or space", uri, *p > ' ' ? *p : '?');
+                         "character or space", shown, *p > ' ' ? *p : '?');
   size_t n = strlen(uri);
   while (n > 0 && uri[n - 1] == '/') n--;
   char *copy = strndup(uri, n);

@@ -279,8 +279,10 @@ mlflow_status mlflow_http_do(mlflow_client *c, const mlflow_http_req *req,
                          (size_t)MAX_JSON_BODY);
         break;
       }
-      st = mlflow_fail(err, MLFLOW_E_CONNECT, "%s %s: %s", req->what,
-                       c->cfg.tracking_uri, curl_easy_strerror(rc));
+      char shown[512];
+      mlflow_uri_redact(c->cfg.tracking_uri, shown, sizeof shown);
+      st = mlflow_fail(err, MLFLOW_E_CONNECT, "%s %s: %s", req->what, shown,
+                       curl_easy_strerror(rc));
       if (err) err->http_status = resp->status;
       retry = curl_retryable(rc);
     } else if (resp->status >= 200 && resp->status < 300) {

@@ -37,6 +37,10 @@ struct mlflow_client {
 mlflow_status mlflow_fail(mlflow_error *err, mlflow_status st, const char *fmt,
                           ...) __attribute__((format(printf, 3, 4)));
 
+/* Copies uri into out (cap bytes) with any "user:password@" removed, for
+ * messages: a URI may carry credentials and they are never printed. */
+void mlflow_uri_redact(const char *uri, char *out, size_t cap);
+
 /* strdup that accepts NULL (returns NULL). */
 char *mlflow_strdup(const char *s);
 

@@ -84,10 +84,10 @@ mlflow_status mlflow_parse_json_object(const char *what, const char *body,
   *out = NULL;
   size_t i = 0;
   while (body && i < len && isspace((unsigned char)body[i])) i++;
-  if (!body || i == len) {
-    *out = cJSON_CreateObject();
-    return *out ? MLFLOW_OK : mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
-  }
+  if (!body || i == len)
+    return mlflow_fail(err, MLFLOW_E_PROTOCOL,
+                       "%s: the server's answer is empty (MLflow always sends "
+                       "a JSON object; was the connection cut?)", what);
   cJSON *j = cJSON_ParseWithLength(body, len);
   if (!j || !cJSON_IsObject(j)) {
     char start[80];
@@ -391,10 +391,9 @@ mlflow_status mlflow_parse_file_list(const cJSON *j, const char *prefix,
   cJSON_ArrayForEach(e, files) {
     const char *path = mlflow_json_str(e, "path");
     if (!path) return missing(err, "artifact listing entry", "path");
-    /* The server sends base names; take the last component if it sends a
-     * longer path, but that component must itself be safe. */
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
+    /* The server sends base names: anything else (a '/', "..", an
+     * absolute path) is refused, never rewritten into something safe. */
+    const char *base = path;
     if (!mlflow_path_is_safe(base) || strchr(base, '/'))
       return mlflow_fail(err, MLFLOW_E_UNSAFE_PATH,
                          "the server listed an unsafe artifact name '%.200s'",

@@ -20,7 +20,8 @@ mlflow_status mlflow_error_from_answer(const char *what, long status,
                                        const char *body, size_t len,
                                        mlflow_error *err);
 
-/* Parses a 2xx body that must be a JSON object; an empty body is {}.
+/* Parses a 2xx body that must be a JSON object; an empty body is an error
+ * (the server always sends at least "{}").
  * *out is owned by the caller (cJSON_Delete). */
 mlflow_status mlflow_parse_json_object(const char *what, const char *body,
                                        size_t len, cJSON **out,

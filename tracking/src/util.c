@@ -67,6 +67,21 @@ mlflow_status mlflow_fail(mlflow_error *err, mlflow_status st, const char *fmt,
   return st;
 }
 
+void mlflow_uri_redact(const char *uri, char *out, size_t cap) {
+  if (!cap) return;
+  const char *host = strstr(uri, "://");
+  host = host ? host + 3 : uri;
+  size_t auth_len = strcspn(host, "/?#");
+  const char *at = NULL;
+  for (size_t i = 0; i < auth_len; i++)
+    if (host[i] == '@') at = host + i;
+  if (!at) {
+    snprintf(out, cap, "%s", uri);
+    return;
+  }
+  snprintf(out, cap, "%.*s%s", (int)(host - uri), uri, at + 1);
+}
+
 char *mlflow_strdup(const char *s) { return s ? strdup(s) : NULL; }
 
 const char *mlflow_status_name(mlflow_status s) {
