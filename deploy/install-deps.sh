@@ -45,10 +45,13 @@ VENV="$ROOT/.venv"
 if [ ! -x "$VENV/bin/python" ]; then
   /usr/bin/python3 -m venv "$VENV"
 fi
-have=$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mlflow"))' 2>/dev/null || true)
-if [ "$have" != "$MLFLOW_VERSION" ]; then
+# safetensors: the tests check that our files load in Python's reader.
+SAFETENSORS_VERSION=0.8.0
+have=$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mlflow"), m.version("safetensors"))' 2>/dev/null || true)
+if [ "$have" != "$MLFLOW_VERSION $SAFETENSORS_VERSION" ]; then
   echo "install-deps: installing mlflow==$MLFLOW_VERSION into .venv"
-  "$VENV/bin/pip" install -q --disable-pip-version-check "mlflow[auth]==$MLFLOW_VERSION"
+  "$VENV/bin/pip" install -q --disable-pip-version-check \
+    "mlflow[auth]==$MLFLOW_VERSION" "safetensors==$SAFETENSORS_VERSION"
 else
-  echo "install-deps: mlflow $MLFLOW_VERSION present in .venv"
+  echo "install-deps: mlflow $MLFLOW_VERSION and safetensors present in .venv"
 fi

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The whole test suite, from nothing: installs the dependencies, then builds
+# and runs ctest twice, in the normal build (build/) and under
+# AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/). Integration
+# tests start their own MLflow servers on free loopback ports.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+JOBS=$(nproc)
+
+"$ROOT/deploy/install-deps.sh"
+
+run_suite() {
+  local dir=$1; shift
+  echo "=== $dir: configure and build ($*)"
+  cmake -S "$ROOT" -B "$ROOT/$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >"$ROOT/$dir.configure.log" 2>&1 \
+    || { cat "$ROOT/$dir.configure.log"; return 1; }
+  grep -A8 "ganflow .* configuration" "$ROOT/$dir.configure.log" || true
+  cmake --build "$ROOT/$dir" -j"$JOBS"
+  echo "=== $dir: ctest"
+  (cd "$ROOT/$dir" && ctest --output-on-failure -j"$JOBS" --timeout 900)
+}
+
+run_suite build
+# Sanitizers: leaks are reported too; halt on the first UB report.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+run_suite build-asan -DGF_SANITIZE=ON -DGF_CUDA=OFF
+echo "=== all tests passed in both builds"
