@@ -1,0 +1,176 @@
+/* net.h - the networks of DESIGN §2 (mlp and dcgan, generator and
+ * discriminator) as sequences of layers over the kernels library: building
+ * one from a gf_model_config, its parameter / gradient / Adam-moment / BN
+ * running-statistics arenas, initialisation, forward and backward.
+ *
+ * A gf_net is one network (G or D). Its memory lives in a few arenas
+ * (STYLE habit 9), so a checkpoint is one write per arena, an all-reduce one
+ * call, and Adam one call over the whole parameter arena:
+ *   params   trainable parameters (weights, biases, BN gamma/beta)
+ *   grads    their gradients, same layout as params      (training only)
+ *   adam_m   Adam first moments, same layout as params   (training only)
+ *   adam_v   Adam second moments, same layout as params  (training only)
+ *   bn_stats BN running means and variances
+ *   acts     activations of the last forward and gradient scratch
+ * Each tensor has a PyTorch state_dict name ("g.main.0.weight",
+ * "g.main.1.running_mean", ...): dropping the "g." / "d." prefix gives the
+ * keys of the equivalent nn.Module with an nn.Sequential called `main`
+ * (PyTorch's DCGAN example layout), so generator.safetensors reads from
+ * Python. BN's num_batches_tracked is not kept (nothing here uses it).
+ *
+ * Not here: the GAN step (gf/gan.h), checkpoint files (trainer/), data. */
+#ifndef GF_NET_H
+#define GF_NET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gf/kernels.h"
+#include "gf/model_config.h"
+#include "gf/rng.h"
+
+/* mlp sizes (the paper's Keras network; DESIGN §2). ngf/ndf of the config
+ * do not apply to mlp. */
+#define GF_MLP_G_HIDDEN1 1200
+#define GF_MLP_G_HIDDEN2 1000
+#define GF_MLP_D_HIDDEN1 256
+#define GF_MLP_D_HIDDEN2 128
+#define GF_MLP_LRELU_SLOPE 0.2f
+#define GF_MLP_DROPOUT 0.3f
+#define GF_DCGAN_LRELU_SLOPE 0.2f
+#define GF_BN_EPS 1e-5f      /* PyTorch BatchNorm defaults, both networks */
+#define GF_BN_MOMENTUM 0.1f
+
+#define GF_NET_MAX_LAYERS 24 /* layers of the deepest network (dcgan-64 D) */
+#define GF_NET_MAX_TENSORS 40
+#define GF_PARAM_NAME_MAX 48
+
+typedef enum gf_net_role {
+  GF_NET_G = 0, /* generator: z [N, z_dim] -> image [N, C, H, W] in [-1, 1] */
+  GF_NET_D = 1, /* discriminator: image [N, C, H, W] -> logit [N, 1] */
+} gf_net_role;
+
+typedef enum gf_net_mode {
+  GF_MODE_TRAIN = 0, /* BN batch statistics (running stats updated), dropout */
+  GF_MODE_INFER = 1, /* BN running statistics, dropout off */
+} gf_net_mode;
+
+typedef enum gf_param_kind {
+  GF_PARAM_WEIGHT,       /* linear [out,in], conv [Cout,Cin,k,k],
+                            transposed conv [Cin,Cout,k,k] */
+  GF_PARAM_BIAS,         /* linear bias [out] */
+  GF_PARAM_BN_WEIGHT,    /* BN gamma [C] */
+  GF_PARAM_BN_BIAS,      /* BN beta [C] */
+  GF_PARAM_BN_RUNNING_MEAN, /* [C], in bn_stats, not trainable */
+  GF_PARAM_BN_RUNNING_VAR,  /* [C], in bn_stats, not trainable */
+} gf_param_kind;
+
+/* One named tensor of a network. Every gf_tensor here is a view into one of
+ * the net's arenas (owns == false); they are valid until gf_net_free. */
+typedef struct gf_param {
+  char name[GF_PARAM_NAME_MAX]; /* state_dict name, "g.main.0.weight" */
+  gf_param_kind kind;
+  bool trainable;   /* in params (and grads/adam_m/adam_v); else bn_stats */
+  gf_tensor value;  /* the values */
+  gf_tensor grad;   /* gradient; data NULL unless trainable and the net
+                       was built for training */
+  gf_tensor adam_m; /* Adam moments; as grad */
+  gf_tensor adam_v;
+  int64_t fan_in;   /* weights: inputs per output unit (init); else 0 */
+  int64_t fan_out;  /* weights: outputs per input unit (init); else 0 */
+} gf_param;
+
+struct gf_layer; /* one layer; model/src/net_layers.h */
+
+typedef struct gf_net {
+  gf_model_config cfg;      /* copy of the config it was built from */
+  gf_net_role role;
+  int max_batch;            /* forward accepts 1..max_batch samples
+                               (GF_MODE_TRAIN with BN needs >= 2) */
+  bool training;            /* grads/adam_m/adam_v allocated */
+  gf_arena params, grads, adam_m, adam_v, bn_stats, acts;
+  gf_param tensors[GF_NET_MAX_TENSORS]; /* state_dict order: by module,
+                                           weight, bias, running_mean,
+                                           running_var */
+  int n_tensors;
+  struct gf_layer *layers;  /* n_layers entries, owned (malloc) */
+  int n_layers;
+  int in_ndim;              /* per-sample input dims: 1 or 3 */
+  int64_t in_shape[3];      /* per-sample input shape */
+  int out_ndim;             /* per-sample output dims */
+  int64_t out_shape[3];
+  int64_t n_trainable;      /* trainable scalars (the paper's counts) */
+  int64_t n_bn_stats;       /* running mean + var scalars */
+  /* State of the last forward, read by the backward. */
+  gf_tensor fwd_in;         /* view of the caller's input (borrowed: it
+                               must live until the backward) */
+  int fwd_batch;            /* N of the last forward; 0 = none yet */
+  gf_net_mode fwd_mode;
+  float *dbuf[2];           /* backward ping-pong buffers in acts */
+} gf_net;
+
+/* Builds network `role` of cfg (validated; dcgan: 28/32/64, 1 or 3
+ * channels; mlp: any H, W, C, hidden sizes as the paper) on ctx's device
+ * for up to max_batch samples. training allocates grads and both Adam
+ * moments (a generator only served needs none). Parameters are zero and
+ * BN running stats are (mean 0, var 1) until gf_net_init_params.
+ * Memory: net (caller's struct) owns its arenas and layer table; release
+ * with gf_net_free, also after a failure. cfg is copied. */
+gf_status gf_net_init(gf_net *net, gf_ctx *ctx, const gf_model_config *cfg,
+                      gf_net_role role, int max_batch, bool training,
+                      gf_err *err);
+/* Releases everything net owns; accepts NULL and a freed or zeroed net. */
+void gf_net_free(gf_net *net);
+
+/* Initialises every parameter as the papers do, a pure function of seed
+ * (streams GF_RNG_INIT_G / GF_RNG_INIT_D, sub = tensor index):
+ *  dcgan: weights N(0, 0.02), BN gamma N(1, 0.02), beta 0 (PyTorch's DCGAN
+ *         example weights_init);
+ *  mlp:   Keras defaults (the paper is a Keras network): weights Glorot
+ *         uniform U(-l, l), l = sqrt(6 / (fan_in + fan_out)), biases 0,
+ *         BN gamma 1, beta 0.
+ * BN running stats are reset to mean 0, var 1; grads and Adam moments to 0.
+ * CPU tensors only (GF_EUNSUPPORTED otherwise). */
+gf_status gf_net_init_params(gf_net *net, uint64_t seed, gf_err *err);
+
+/* Looks a tensor up by state_dict name; NULL when absent. */
+gf_param *gf_net_find(gf_net *net, const char *name);
+
+/* Forward of n = x->shape[0] samples. x: G [n, z_dim]; D [n, C, H, W]
+ * (or any shape with the same per-sample numel). y receives a view of the
+ * output in the acts arena ([n, C, H, W] for G, [n, 1] for D), valid until
+ * the next forward. Dropout masks (mlp D, train mode) come from stream
+ * (seed, GF_RNG_DROPOUT, step, rank, pass * 64 + layer): pass separates
+ * forwards within one step (the GAN step uses 0 real, 1 fake, 2 G step).
+ * x is borrowed: it must stay unchanged until gf_net_backward. */
+gf_status gf_net_forward(gf_net *net, gf_ctx *ctx, const gf_tensor *x,
+                         gf_net_mode mode, uint64_t seed, int64_t step,
+                         int rank, int pass, gf_tensor *y, gf_err *err);
+
+/* Backward of the last GF_MODE_TRAIN forward. dy: gradient of the loss wrt
+ * that forward's output (same shape). dx (may be NULL) receives the
+ * gradient wrt the input x. When param_grads, parameter gradients are
+ * written (GF_OVERWRITE) or added (GF_ACCUMULATE) into the grads arena;
+ * when false they are left alone (a G step only needs D's dx). */
+gf_status gf_net_backward(gf_net *net, gf_ctx *ctx, const gf_tensor *dy,
+                          gf_tensor *dx, bool param_grads, gf_accum accum,
+                          gf_err *err);
+
+/* One Adam update of every trainable parameter (one call over the params
+ * arena; padding stays zero). step is 1-based. */
+gf_status gf_net_adam(gf_net *net, gf_ctx *ctx, const gf_adam_params *p,
+                      int64_t step, gf_err *err);
+
+/* Scalars (not bytes) of the trainable parameters / BN running stats. */
+int64_t gf_net_num_trainable(const gf_net *net);
+int64_t gf_net_num_bn_stats(const gf_net *net);
+/* Bytes held by the net's arenas (all six). */
+size_t gf_net_arena_bytes(const gf_net *net);
+
+/* Fills z [n, z_dim] with N(0, 1) latents from stream (seed, purpose, step,
+ * rank, 0): sample k of rank r is the same whatever n. CPU only. */
+gf_status gf_latent_sample(gf_tensor *z, uint64_t seed,
+                           gf_rng_purpose purpose, int64_t step, int rank,
+                           gf_err *err);
+
+#endif

@@ -1,0 +1,41 @@
+/* rng.h - how ganflow keys its Philox-4x32-10 streams (DESIGN §4.1): every
+ * random number is a pure function of (seed, purpose, step, rank, sub,
+ * index), so nothing keeps RNG state and a checkpoint needs only the step.
+ *
+ * The mapping onto gf_philox_stream (kernels/include/gf/philox.h):
+ *   key       = { seed & 0xffffffff, seed >> 32 }
+ *   ctr_hi[0] = purpose (bits 0..7) | sub (bits 8..31)
+ *   ctr_hi[1] = step (low 32 bits; steps are < 2^32)
+ *   offset    = rank << 40; word `index` of the stream is offset + index
+ * so each rank owns 2^40 words of each (purpose, step, sub) stream. `sub`
+ * separates streams of one purpose within a step: the parameter tensor
+ * being initialised, the dropout layer and D pass, ...
+ *
+ * The purpose values are part of the checkpoint contract: changing one
+ * changes every run's numbers. Append new purposes; never renumber. */
+#ifndef GF_RNG_H
+#define GF_RNG_H
+
+#include <stdint.h>
+
+#include "gf/philox.h"
+
+typedef enum gf_rng_purpose {
+  GF_RNG_INIT_G = 1,    /* generator parameter init; step 0, sub = tensor */
+  GF_RNG_INIT_D = 2,    /* discriminator parameter init; step 0, sub = tensor */
+  GF_RNG_LATENT = 3,    /* latent vectors z of a training step; sub 0 */
+  GF_RNG_DROPOUT = 4,   /* dropout masks; sub = pass * 64 + layer */
+  GF_RNG_DATA_PERM = 5, /* the epoch's data permutation (trainer) */
+  GF_RNG_SWD = 6,       /* SWD projections (trainer) */
+  GF_RNG_SAMPLE = 7,    /* latent vectors of sample grids / serving */
+} gf_rng_purpose;
+
+#define GF_RNG_SUB_MAX 0xFFFFFFu /* sub has 24 bits */
+#define GF_RNG_RANK_SHIFT 40     /* offset = rank << 40 */
+
+/* The stream for (seed, purpose, step, rank, sub); a pure function, no
+ * allocation. sub is masked to 24 bits, step to 32 bits. */
+gf_philox_stream gf_rng_stream(uint64_t seed, gf_rng_purpose purpose,
+                               int64_t step, int rank, uint32_t sub);
+
+#endif

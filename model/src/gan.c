@@ -1,0 +1,164 @@
+/* gan.c - the G/D pair and the GAN training step of gf/gan.h. The order of
+ * operations mirrors PyTorch's DCGAN example (examples/dcgan/main.py), so
+ * the golden test (tests/model/golden/make_golden.py) can replay it. */
+#include <math.h>
+#include <string.h>
+
+#include "gf/gan.h"
+
+#define TRY(expr)                  \
+  do {                             \
+    gf_status st_ = (expr);        \
+    if (st_ != GF_OK) return st_;  \
+  } while (0)
+
+void gf_gan_hparams_default(gf_gan_hparams *hp) {
+  gf_adam_params a = {2e-4, 0.5, 0.999, 1e-8, 0.0};
+  hp->adam_g = a;
+  hp->adam_d = a;
+}
+
+static gf_status carve(gf_arena *a, int64_t n, float **p, gf_err *err) {
+  gf_tensor t;
+  TRY(gf_arena_tensor(a, &t, GF_F32, 1, &n, err));
+  *p = t.data;
+  return GF_OK;
+}
+
+gf_status gf_gan_init(gf_gan *gan, gf_ctx *ctx, const gf_model_config *cfg,
+                      const gf_gan_hparams *hp, int max_batch, gf_err *err) {
+  if (!gan) return gf_fail(err, GF_EINVAL, "gan: NULL");
+  memset(gan, 0, sizeof *gan);
+  if (!ctx || !cfg) return gf_fail(err, GF_EINVAL, "gan: NULL ctx or config");
+  if (max_batch < 2)
+    return gf_fail(err, GF_EINVAL, "gan: max_batch %d < 2 (batch norm needs 2 samples)", max_batch);
+  if (ctx->device != GF_DEV_CPU)
+    return gf_fail(err, GF_EUNSUPPORTED, "gan: the step reads losses from host memory (CPU only)");
+  gan->cfg = *cfg;
+  if (hp) gan->hp = *hp;
+  else gf_gan_hparams_default(&gan->hp);
+  gan->max_batch = max_batch;
+  TRY(gf_net_init(&gan->g, ctx, cfg, GF_NET_G, max_batch, true, err));
+  TRY(gf_net_init(&gan->d, ctx, cfg, GF_NET_D, max_batch, true, err));
+  int64_t mb = max_batch;
+  int64_t img = (int64_t)cfg->image_channels * cfg->image_height * cfg->image_width;
+  size_t bytes = gf_arena_slot_bytes((size_t)(mb * cfg->z_dim) * 4) +
+                 3 * gf_arena_slot_bytes((size_t)mb * 4) +
+                 gf_arena_slot_bytes((size_t)(mb * img) * 4) + gf_arena_slot_bytes(4);
+  TRY(gf_arena_init(&gan->scratch, ctx->device, bytes, err));
+  TRY(carve(&gan->scratch, mb * cfg->z_dim, &gan->z, err));
+  TRY(carve(&gan->scratch, mb, &gan->ones, err));
+  TRY(carve(&gan->scratch, mb, &gan->zeros, err));
+  TRY(carve(&gan->scratch, mb, &gan->dlogit, err));
+  TRY(carve(&gan->scratch, mb * img, &gan->dfake, err));
+  TRY(carve(&gan->scratch, 1, &gan->loss, err));
+  for (int64_t i = 0; i < mb; i++) gan->ones[i] = 1.0f; /* zeros: arena is zeroed */
+  return GF_OK;
+}
+
+void gf_gan_free(gf_gan *gan) {
+  if (!gan) return;
+  gf_net_free(&gan->g);
+  gf_net_free(&gan->d);
+  gf_arena_free(&gan->scratch);
+  memset(gan, 0, sizeof *gan);
+}
+
+gf_status gf_gan_init_params(gf_gan *gan, uint64_t seed, gf_err *err) {
+  if (!gan || !gan->g.layers) return gf_fail(err, GF_ESTATE, "gan: not built");
+  TRY(gf_net_init_params(&gan->g, seed, err));
+  TRY(gf_net_init_params(&gan->d, seed, err));
+  gan->adam_step_g = gan->adam_step_d = 0;
+  return GF_OK;
+}
+
+size_t gf_gan_arena_bytes(const gf_gan *gan) {
+  if (!gan) return 0;
+  return gf_net_arena_bytes(&gan->g) + gf_net_arena_bytes(&gan->d) + gan->scratch.cap;
+}
+
+static gf_status vec(gf_tensor *t, float *data, int64_t n, gf_err *err) {
+  int64_t shape[2] = {n, 1};
+  return gf_tensor_view(t, data, GF_F32, GF_DEV_CPU, 2, shape, err);
+}
+
+static double mean_sigmoid(const gf_tensor *logits) {
+  const float *x = logits->data;
+  int64_t n = gf_tensor_numel(logits);
+  double s = 0.0;
+  for (int64_t i = 0; i < n; i++) s += 1.0 / (1.0 + exp(-(double)x[i]));
+  return s / (double)n;
+}
+
+/* BCE-with-logits of logits against target: the loss into *loss, its
+ * gradient (dloss 1) into dlogit. */
+static gf_status bce(gf_gan *gan, gf_ctx *ctx, const gf_tensor *logits,
+                     const gf_tensor *target, gf_tensor *dlogit, double *loss,
+                     gf_err *err) {
+  gf_tensor l;
+  int64_t one = 1;
+  TRY(gf_tensor_view(&l, gan->loss, GF_F32, GF_DEV_CPU, 1, &one, err));
+  TRY(gf_bce_logits_fwd(ctx, logits, target, &l, err));
+  *loss = gan->loss[0];
+  return gf_bce_logits_bwd(ctx, logits, target, 1.0f, dlogit, err);
+}
+
+gf_status gf_gan_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real, const gf_tensor *z,
+                      uint64_t seed, int64_t step, int rank, gf_gan_stats *stats,
+                      gf_err *err) {
+  if (!gan || !gan->g.layers || !ctx || !real || real->ndim < 1)
+    return gf_fail(err, GF_EINVAL, "gan: NULL argument or gan not built");
+  int64_t n = real->shape[0];
+  if (n < 2 || n > gan->max_batch)
+    return gf_fail(err, GF_EINVAL, "gan: batch %lld outside [2, %d]", (long long)n, gan->max_batch);
+  gf_gan_stats s;
+  memset(&s, 0, sizeof s);
+
+  /* Latents. */
+  gf_tensor zt;
+  int64_t zs[2] = {n, gan->cfg.z_dim};
+  TRY(gf_tensor_view(&zt, gan->z, GF_F32, GF_DEV_CPU, 2, zs, err));
+  if (z) {
+    if (!z->data || z->dtype != GF_F32 || gf_tensor_numel(z) != n * gan->cfg.z_dim)
+      return gf_fail(err, GF_EINVAL, "gan: z must hold %lld x %d f32 values", (long long)n,
+                     gan->cfg.z_dim);
+    TRY(gf_copy(ctx, z, &zt, err));
+  } else {
+    TRY(gf_latent_sample(&zt, seed, GF_RNG_LATENT, step, rank, err));
+  }
+
+  gf_tensor ones, zeros, dlogit, dfake, fake, logits;
+  TRY(vec(&ones, gan->ones, n, err));
+  TRY(vec(&zeros, gan->zeros, n, err));
+  TRY(vec(&dlogit, gan->dlogit, n, err));
+  int64_t img[4] = {n, gan->cfg.image_channels, gan->cfg.image_height, gan->cfg.image_width};
+  TRY(gf_tensor_view(&dfake, gan->dfake, GF_F32, GF_DEV_CPU, 4, img, err));
+
+  /* fake = G(z); G's activations stay put until its backward below. */
+  TRY(gf_net_forward(&gan->g, ctx, &zt, GF_MODE_TRAIN, seed, step, rank, 0, &fake, err));
+
+  /* D step: real with label 1, then fake (detached) with label 0. */
+  TRY(gf_net_forward(&gan->d, ctx, real, GF_MODE_TRAIN, seed, step, rank, 0, &logits, err));
+  TRY(bce(gan, ctx, &logits, &ones, &dlogit, &s.loss_d_real, err));
+  s.d_real = mean_sigmoid(&logits);
+  TRY(gf_net_backward(&gan->d, ctx, &dlogit, NULL, true, GF_OVERWRITE, err));
+  TRY(gf_net_forward(&gan->d, ctx, &fake, GF_MODE_TRAIN, seed, step, rank, 1, &logits, err));
+  TRY(bce(gan, ctx, &logits, &zeros, &dlogit, &s.loss_d_fake, err));
+  s.d_fake = mean_sigmoid(&logits);
+  TRY(gf_net_backward(&gan->d, ctx, &dlogit, NULL, true, GF_ACCUMULATE, err));
+  TRY(gf_net_adam(&gan->d, ctx, &gan->hp.adam_d, gan->adam_step_d + 1, err));
+  gan->adam_step_d++;
+  s.loss_d = s.loss_d_real + s.loss_d_fake;
+
+  /* G step: fake through the updated D with label 1, back into G. */
+  TRY(gf_net_forward(&gan->d, ctx, &fake, GF_MODE_TRAIN, seed, step, rank, 2, &logits, err));
+  TRY(bce(gan, ctx, &logits, &ones, &dlogit, &s.loss_g, err));
+  s.d_fake_after = mean_sigmoid(&logits);
+  TRY(gf_net_backward(&gan->d, ctx, &dlogit, &dfake, false, GF_OVERWRITE, err));
+  TRY(gf_net_backward(&gan->g, ctx, &dfake, NULL, true, GF_OVERWRITE, err));
+  TRY(gf_net_adam(&gan->g, ctx, &gan->hp.adam_g, gan->adam_step_g + 1, err));
+  gan->adam_step_g++;
+
+  if (stats) *stats = s;
+  return GF_OK;
+}

@@ -1,0 +1,461 @@
+/* net.c - gf_net (gf/net.h): the layer builder, sizing and carving of the
+ * arenas, and the forward / backward / Adam drivers that walk the layer
+ * table. The per-kind arithmetic is in net_layers.c; which layers a network
+ * has is in net_mlp.c and net_dcgan.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net_layers.h"
+
+#define TRY(expr)                  \
+  do {                             \
+    gf_status st_ = (expr);        \
+    if (st_ != GF_OK) return st_;  \
+  } while (0)
+
+/* ---- builder --------------------------------------------------------------- */
+
+/* Per-sample shape of the current last output (the net input when empty). */
+static void prev_shape(const gf_net *net, int *ndim, int64_t s[3]) {
+  if (net->n_layers == 0) {
+    *ndim = net->in_ndim;
+    memcpy(s, net->in_shape, sizeof net->in_shape);
+  } else {
+    const gf_layer *l = &net->layers[net->n_layers - 1];
+    *ndim = l->out_ndim;
+    memcpy(s, l->out, sizeof l->out);
+  }
+}
+
+static int64_t numel_of(int ndim, const int64_t *s) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= s[i];
+  return n;
+}
+
+static gf_status new_layer(gf_net *net, gf_layer_kind kind, gf_layer **out,
+                           gf_err *err) {
+  if (net->n_layers >= GF_NET_MAX_LAYERS)
+    return gf_fail(err, GF_EINVAL, "net: more than %d layers", GF_NET_MAX_LAYERS);
+  gf_layer *l = &net->layers[net->n_layers];
+  memset(l, 0, sizeof *l);
+  l->kind = kind;
+  l->p_w = l->p_b = l->p_gamma = l->p_beta = l->p_rmean = l->p_rvar = -1;
+  prev_shape(net, &l->in_ndim, l->in);
+  *out = l;
+  return GF_OK;
+}
+
+/* Registers tensor `suffix` of the layer being added (module index =
+ * net->n_layers); its memory is carved by carve(). */
+static gf_status add_tensor(gf_net *net, const char *suffix, gf_param_kind kind,
+                            int ndim, const int64_t *shape, int *index,
+                            gf_err *err) {
+  if (net->n_tensors >= GF_NET_MAX_TENSORS)
+    return gf_fail(err, GF_EINVAL, "net: more than %d tensors", GF_NET_MAX_TENSORS);
+  gf_param *p = &net->tensors[net->n_tensors];
+  memset(p, 0, sizeof *p);
+  snprintf(p->name, sizeof p->name, "%c.main.%d.%s",
+           net->role == GF_NET_G ? 'g' : 'd', net->n_layers, suffix);
+  p->kind = kind;
+  p->trainable = kind != GF_PARAM_BN_RUNNING_MEAN && kind != GF_PARAM_BN_RUNNING_VAR;
+  p->value.ndim = ndim;
+  for (int i = 0; i < GF_MAX_DIMS; i++) p->value.shape[i] = i < ndim ? shape[i] : 1;
+  if (p->trainable) net->n_trainable += numel_of(ndim, shape);
+  else net->n_bn_stats += numel_of(ndim, shape);
+  *index = net->n_tensors++;
+  return GF_OK;
+}
+
+gf_status gf_nb_linear(gf_net *net, int64_t out_features, bool bias, gf_err *err) {
+  gf_layer *l;
+  TRY(new_layer(net, GF_L_LINEAR, &l, err));
+  int64_t in = numel_of(l->in_ndim, l->in);
+  l->in_ndim = 1;
+  l->in[0] = in;
+  l->in[1] = l->in[2] = 1;
+  l->out_ndim = 1;
+  l->out[0] = out_features;
+  l->out[1] = l->out[2] = 1;
+  int64_t ws[2] = {out_features, in};
+  TRY(add_tensor(net, "weight", GF_PARAM_WEIGHT, 2, ws, &l->p_w, err));
+  net->tensors[l->p_w].fan_in = in;
+  net->tensors[l->p_w].fan_out = out_features;
+  if (bias) TRY(add_tensor(net, "bias", GF_PARAM_BIAS, 1, &out_features, &l->p_b, err));
+  net->n_layers++;
+  return GF_OK;
+}
+
+gf_status gf_nb_conv(gf_net *net, bool transposed, int64_t cout, int k,
+                     int stride, int pad, gf_err *err) {
+  gf_layer *l;
+  TRY(new_layer(net, transposed ? GF_L_DECONV : GF_L_CONV, &l, err));
+  if (l->in_ndim == 1) { /* a vector (z) seen as [F, 1, 1] */
+    l->in[1] = l->in[2] = 1;
+  }
+  l->in_ndim = 3;
+  int64_t cin = l->in[0], h = l->in[1], w = l->in[2];
+  int64_t oh, ow;
+  if (transposed) {
+    oh = (h - 1) * stride - 2 * pad + k;
+    ow = (w - 1) * stride - 2 * pad + k;
+  } else {
+    oh = (h + 2 * pad - k) / stride + 1;
+    ow = (w + 2 * pad - k) / stride + 1;
+  }
+  if (oh < 1 || ow < 1)
+    return gf_fail(err, GF_EINVAL, "net: layer %d: %lldx%lld input too small for a %dx%d kernel",
+                   net->n_layers, (long long)h, (long long)w, k, k);
+  l->out_ndim = 3;
+  l->out[0] = cout;
+  l->out[1] = oh;
+  l->out[2] = ow;
+  l->conv = (gf_conv_params){{stride, stride}, {pad, pad}, {0, 0}};
+  int64_t ws[4] = {transposed ? cin : cout, transposed ? cout : cin, k, k};
+  TRY(add_tensor(net, "weight", GF_PARAM_WEIGHT, 4, ws, &l->p_w, err));
+  net->tensors[l->p_w].fan_in = cin * k * k;
+  net->tensors[l->p_w].fan_out = cout * k * k;
+  net->n_layers++;
+  return GF_OK;
+}
+
+gf_status gf_nb_bn(gf_net *net, gf_err *err) {
+  gf_layer *l;
+  TRY(new_layer(net, GF_L_BN, &l, err));
+  l->out_ndim = l->in_ndim;
+  memcpy(l->out, l->in, sizeof l->in);
+  int64_t c = l->in[0];
+  TRY(add_tensor(net, "weight", GF_PARAM_BN_WEIGHT, 1, &c, &l->p_gamma, err));
+  TRY(add_tensor(net, "bias", GF_PARAM_BN_BIAS, 1, &c, &l->p_beta, err));
+  TRY(add_tensor(net, "running_mean", GF_PARAM_BN_RUNNING_MEAN, 1, &c, &l->p_rmean, err));
+  TRY(add_tensor(net, "running_var", GF_PARAM_BN_RUNNING_VAR, 1, &c, &l->p_rvar, err));
+  net->n_layers++;
+  return GF_OK;
+}
+
+gf_status gf_nb_act(gf_net *net, gf_layer_kind kind, float arg, gf_err *err) {
+  if (kind != GF_L_RELU && kind != GF_L_LRELU && kind != GF_L_TANH && kind != GF_L_DROPOUT)
+    return gf_fail(err, GF_EINVAL, "net: kind %d is not element-wise", (int)kind);
+  if (net->n_layers == 0)
+    return gf_fail(err, GF_EINVAL, "net: an element-wise layer cannot come first");
+  gf_layer *l;
+  TRY(new_layer(net, kind, &l, err));
+  l->out_ndim = l->in_ndim;
+  memcpy(l->out, l->in, sizeof l->in);
+  l->in_place = true;
+  if (kind == GF_L_LRELU) l->slope = arg;
+  if (kind == GF_L_DROPOUT) l->drop_p = arg;
+  net->n_layers++;
+  return GF_OK;
+}
+
+/* ---- arenas ------------------------------------------------------------------ */
+
+static gf_status arena_init(gf_arena *a, gf_ctx *ctx, size_t bytes, gf_err *err) {
+  if (bytes == 0) return GF_OK; /* stays zeroed: an empty arena */
+  TRY(gf_arena_init(a, ctx->device, bytes, err));
+  a->device_index = ctx->device_index;
+  return GF_OK;
+}
+
+static gf_status carve(gf_arena *a, gf_tensor *t, const gf_tensor *like, gf_err *err) {
+  TRY(gf_arena_tensor(a, t, GF_F32, like->ndim, like->shape, err));
+  t->device_index = a->device_index;
+  return GF_OK;
+}
+
+/* A flat carve of n floats; returns the pointer in *p. */
+static gf_status carve_floats(gf_arena *a, int64_t n, float **p, gf_err *err) {
+  gf_tensor t;
+  TRY(gf_arena_tensor(a, &t, GF_F32, 1, &n, err));
+  *p = t.data;
+  return GF_OK;
+}
+
+static size_t fbytes(int64_t n) { return gf_arena_slot_bytes((size_t)n * sizeof(float)); }
+
+/* Sizes every arena from the registered tensors and layers, allocates them
+ * and carves the views. grads/adam_m/adam_v are carved in the same order
+ * as params, so each has params' layout byte for byte. */
+static gf_status allocate(gf_net *net, gf_ctx *ctx, gf_err *err) {
+  size_t pbytes = 0, sbytes = 0, abytes = 0;
+  int64_t maxn = numel_of(net->in_ndim, net->in_shape);
+  for (int i = 0; i < net->n_tensors; i++) {
+    gf_param *p = &net->tensors[i];
+    size_t b = fbytes(gf_tensor_numel(&p->value));
+    if (p->trainable) pbytes += b;
+    else sbytes += b;
+  }
+  int64_t mb = net->max_batch;
+  for (int i = 0; i < net->n_layers; i++) {
+    gf_layer *l = &net->layers[i];
+    l->in_numel = numel_of(l->in_ndim, l->in);
+    l->out_numel = numel_of(l->out_ndim, l->out);
+    if (l->out_numel > maxn) maxn = l->out_numel;
+    if (!l->in_place) abytes += fbytes(mb * l->out_numel);
+    if (l->kind == GF_L_BN) abytes += 2 * fbytes(l->out[0]);
+  }
+  abytes += 2 * fbytes(mb * maxn);
+  TRY(arena_init(&net->params, ctx, pbytes, err));
+  TRY(arena_init(&net->bn_stats, ctx, sbytes, err));
+  TRY(arena_init(&net->acts, ctx, abytes, err));
+  if (net->training) {
+    TRY(arena_init(&net->grads, ctx, pbytes, err));
+    TRY(arena_init(&net->adam_m, ctx, pbytes, err));
+    TRY(arena_init(&net->adam_v, ctx, pbytes, err));
+  }
+  for (int i = 0; i < net->n_tensors; i++) {
+    gf_param *p = &net->tensors[i];
+    gf_tensor shape = p->value;
+    if (!p->trainable) {
+      TRY(carve(&net->bn_stats, &p->value, &shape, err));
+      continue;
+    }
+    TRY(carve(&net->params, &p->value, &shape, err));
+    if (net->training) {
+      TRY(carve(&net->grads, &p->grad, &shape, err));
+      TRY(carve(&net->adam_m, &p->adam_m, &shape, err));
+      TRY(carve(&net->adam_v, &p->adam_v, &shape, err));
+    }
+  }
+  for (int i = 0; i < net->n_layers; i++) {
+    gf_layer *l = &net->layers[i];
+    if (l->in_place) l->act = net->layers[i - 1].act;
+    else TRY(carve_floats(&net->acts, mb * l->out_numel, &l->act, err));
+    if (l->kind == GF_L_BN) {
+      TRY(carve_floats(&net->acts, l->out[0], &l->save_mean, err));
+      TRY(carve_floats(&net->acts, l->out[0], &l->save_var, err));
+    }
+  }
+  TRY(carve_floats(&net->acts, mb * maxn, &net->dbuf[0], err));
+  TRY(carve_floats(&net->acts, mb * maxn, &net->dbuf[1], err));
+  return GF_OK;
+}
+
+/* Running mean 0, running var 1 (PyTorch's reset_running_stats). */
+static void reset_bn_stats(gf_net *net) {
+  for (int i = 0; i < net->n_tensors; i++) {
+    gf_param *p = &net->tensors[i];
+    if (p->trainable) continue;
+    float v = p->kind == GF_PARAM_BN_RUNNING_VAR ? 1.0f : 0.0f;
+    float *d = p->value.data;
+    for (int64_t j = 0; j < gf_tensor_numel(&p->value); j++) d[j] = v;
+  }
+}
+
+gf_status gf_net_init(gf_net *net, gf_ctx *ctx, const gf_model_config *cfg,
+                      gf_net_role role, int max_batch, bool training, gf_err *err) {
+  if (!net) return gf_fail(err, GF_EINVAL, "net: NULL net");
+  memset(net, 0, sizeof *net);
+  if (!ctx || !ctx->ops || !cfg) return gf_fail(err, GF_EINVAL, "net: NULL ctx or config");
+  TRY(gf_model_config_validate(cfg, err));
+  if (role != GF_NET_G && role != GF_NET_D)
+    return gf_fail(err, GF_EINVAL, "net: unknown role %d", (int)role);
+  if (max_batch < 1 || max_batch > (1 << 20))
+    return gf_fail(err, GF_EINVAL, "net: max_batch %d outside [1, 2^20]", max_batch);
+  if (cfg->num_classes != 0)
+    return gf_fail(err, GF_EUNSUPPORTED, "net: conditional models (num_classes %d) are not built",
+                   cfg->num_classes);
+  net->cfg = *cfg;
+  net->role = role;
+  net->max_batch = max_batch;
+  net->training = training;
+  net->layers = calloc(GF_NET_MAX_LAYERS, sizeof *net->layers);
+  if (!net->layers) return gf_fail(err, GF_ENOMEM, "net: out of memory");
+  if (role == GF_NET_G) {
+    net->in_ndim = 1;
+    net->in_shape[0] = cfg->z_dim;
+    net->in_shape[1] = net->in_shape[2] = 1;
+  } else {
+    net->in_ndim = 3;
+    net->in_shape[0] = cfg->image_channels;
+    net->in_shape[1] = cfg->image_height;
+    net->in_shape[2] = cfg->image_width;
+  }
+  TRY(cfg->architecture == GF_ARCH_MLP ? gf_mlp_build(net, err) : gf_dcgan_build(net, err));
+  if (net->n_layers == 0) return gf_fail(err, GF_EINVAL, "net: no layers");
+  const gf_layer *last = &net->layers[net->n_layers - 1];
+  if (role == GF_NET_G) {
+    net->out_ndim = 3;
+    net->out_shape[0] = cfg->image_channels;
+    net->out_shape[1] = cfg->image_height;
+    net->out_shape[2] = cfg->image_width;
+  } else {
+    net->out_ndim = 1;
+    net->out_shape[0] = 1;
+    net->out_shape[1] = net->out_shape[2] = 1;
+  }
+  if (numel_of(last->out_ndim, last->out) != numel_of(net->out_ndim, net->out_shape))
+    return gf_fail(err, GF_EINVAL, "net: the last layer yields %lld values per sample, not %lld",
+                   (long long)numel_of(last->out_ndim, last->out),
+                   (long long)numel_of(net->out_ndim, net->out_shape));
+  TRY(allocate(net, ctx, err));
+  if (ctx->device == GF_DEV_CPU) reset_bn_stats(net);
+  return GF_OK;
+}
+
+void gf_net_free(gf_net *net) {
+  if (!net) return;
+  gf_arena_free(&net->params);
+  gf_arena_free(&net->grads);
+  gf_arena_free(&net->adam_m);
+  gf_arena_free(&net->adam_v);
+  gf_arena_free(&net->bn_stats);
+  gf_arena_free(&net->acts);
+  free(net->layers);
+  memset(net, 0, sizeof *net);
+}
+
+static void zero_arena(gf_arena *a) {
+  if (a->base) memset(a->base, 0, a->used);
+}
+
+gf_status gf_net_init_params(gf_net *net, uint64_t seed, gf_err *err) {
+  if (!net || !net->layers) return gf_fail(err, GF_EINVAL, "net: not built");
+  if (net->params.base && net->params.device != GF_DEV_CPU)
+    return gf_fail(err, GF_EUNSUPPORTED, "net: init writes host memory (CPU nets only)");
+  zero_arena(&net->params);
+  zero_arena(&net->grads);
+  zero_arena(&net->adam_m);
+  zero_arena(&net->adam_v);
+  reset_bn_stats(net);
+  net->fwd_batch = 0;
+  return net->cfg.architecture == GF_ARCH_MLP ? gf_mlp_init_params(net, seed, err)
+                                              : gf_dcgan_init_params(net, seed, err);
+}
+
+gf_param *gf_net_find(gf_net *net, const char *name) {
+  if (!net || !name) return NULL;
+  for (int i = 0; i < net->n_tensors; i++)
+    if (strcmp(net->tensors[i].name, name) == 0) return &net->tensors[i];
+  return NULL;
+}
+
+/* ---- forward / backward ------------------------------------------------------ */
+
+/* A view of n samples of per-sample shape s at data. */
+static gf_status view(const gf_net *net, gf_tensor *t, const float *data, int n,
+                      int ndim, const int64_t *s, gf_err *err) {
+  int64_t shape[GF_MAX_DIMS] = {n, 1, 1, 1};
+  for (int i = 0; i < ndim; i++) shape[i + 1] = s[i];
+  TRY(gf_tensor_view(t, (void *)data, GF_F32, net->acts.device, ndim + 1, shape, err));
+  t->device_index = net->acts.device_index;
+  return GF_OK;
+}
+
+static gf_status check_io(const gf_net *net, const gf_tensor *t, const char *what,
+                          int64_t per_sample, int64_t n, gf_err *err) {
+  if (!t || !t->data) return gf_fail(err, GF_EINVAL, "net: %s is NULL or empty", what);
+  if (t->dtype != GF_F32) return gf_fail(err, GF_EUNSUPPORTED, "net: %s is not f32", what);
+  if (t->device != net->acts.device || t->device_index != net->acts.device_index)
+    return gf_fail(err, GF_EINVAL, "net: %s is not on the net's device", what);
+  if (gf_tensor_numel(t) != per_sample * n)
+    return gf_fail(err, GF_EINVAL, "net: %s has %lld values, expected %lld x %lld", what,
+                   (long long)gf_tensor_numel(t), (long long)n, (long long)per_sample);
+  return GF_OK;
+}
+
+gf_status gf_net_forward(gf_net *net, gf_ctx *ctx, const gf_tensor *x, gf_net_mode mode,
+                         uint64_t seed, int64_t step, int rank, int pass, gf_tensor *y,
+                         gf_err *err) {
+  if (!net || !net->layers || !ctx || !y) return gf_fail(err, GF_EINVAL, "net: NULL argument");
+  if (mode != GF_MODE_TRAIN && mode != GF_MODE_INFER)
+    return gf_fail(err, GF_EINVAL, "net: unknown mode %d", (int)mode);
+  if (!x || x->ndim < 1) return gf_fail(err, GF_EINVAL, "net: input is NULL");
+  int64_t n = x->shape[0];
+  if (n < 1 || n > net->max_batch)
+    return gf_fail(err, GF_EINVAL, "net: batch %lld outside [1, %d]", (long long)n, net->max_batch);
+  if (pass < 0 || pass >= (int)(GF_RNG_SUB_MAX / 64))
+    return gf_fail(err, GF_EINVAL, "net: pass %d out of range", pass);
+  TRY(check_io(net, x, "input", numel_of(net->in_ndim, net->in_shape), n, err));
+  net->fwd_batch = 0; /* invalid until this forward completes */
+  const gf_layer *first = &net->layers[0];
+  TRY(view(net, &net->fwd_in, x->data, (int)n, first->in_ndim, first->in, err));
+  const float *cur = x->data;
+  for (int i = 0; i < net->n_layers; i++) {
+    gf_layer *l = &net->layers[i];
+    gf_layer_io io;
+    memset(&io, 0, sizeof io);
+    TRY(view(net, &io.x, cur, (int)n, l->in_ndim, l->in, err));
+    float *ybuf = l->in_place ? (float *)cur : l->act;
+    TRY(view(net, &io.y, ybuf, (int)n, l->out_ndim, l->out, err));
+    gf_philox_stream drop = gf_rng_stream(seed, GF_RNG_DROPOUT, step, rank,
+                                          (uint32_t)(pass * 64 + i));
+    gf_status st = gf_layer_ops_of(l->kind)->fwd(net, l, ctx, &io, mode, &drop, err);
+    if (st != GF_OK) return st;
+    cur = ybuf;
+  }
+  TRY(view(net, y, cur, (int)n, net->out_ndim, net->out_shape, err));
+  if (net->role == GF_NET_D) { /* [n, 1] */
+    y->ndim = 2;
+    y->shape[2] = y->shape[3] = 1;
+  }
+  net->fwd_batch = (int)n;
+  net->fwd_mode = mode;
+  return GF_OK;
+}
+
+gf_status gf_net_backward(gf_net *net, gf_ctx *ctx, const gf_tensor *dy, gf_tensor *dx,
+                          bool param_grads, gf_accum accum, gf_err *err) {
+  if (!net || !net->layers || !ctx) return gf_fail(err, GF_EINVAL, "net: NULL argument");
+  if (net->fwd_batch < 1 || net->fwd_mode != GF_MODE_TRAIN)
+    return gf_fail(err, GF_ESTATE, "net: backward needs a completed train-mode forward");
+  if (param_grads && !net->training)
+    return gf_fail(err, GF_ESTATE, "net: built without gradient arenas");
+  int n = net->fwd_batch;
+  TRY(check_io(net, dy, "dy", numel_of(net->out_ndim, net->out_shape), n, err));
+  if (dx) TRY(check_io(net, dx, "dx", numel_of(net->in_ndim, net->in_shape), n, err));
+  const float *cur = dy->data;
+  bool cur_is_callers = true;
+  for (int i = net->n_layers - 1; i >= 0; i--) {
+    gf_layer *l = &net->layers[i];
+    gf_layer_io io;
+    memset(&io, 0, sizeof io);
+    const float *xbuf = i == 0 ? net->fwd_in.data : net->layers[i - 1].act;
+    float *dxbuf;
+    if (i == 0) dxbuf = dx ? dx->data : NULL;
+    else if (l->in_place && !cur_is_callers) dxbuf = (float *)cur;
+    else dxbuf = cur == net->dbuf[0] ? net->dbuf[1] : net->dbuf[0];
+    TRY(view(net, &io.x, xbuf, n, l->in_ndim, l->in, err));
+    TRY(view(net, &io.y, l->act, n, l->out_ndim, l->out, err));
+    TRY(view(net, &io.dy, cur, n, l->out_ndim, l->out, err));
+    if (dxbuf) TRY(view(net, &io.dx, dxbuf, n, l->in_ndim, l->in, err));
+    gf_status st = gf_layer_ops_of(l->kind)->bwd(net, l, ctx, &io, param_grads, accum, err);
+    if (st != GF_OK) return st;
+    cur = dxbuf;
+    cur_is_callers = false;
+  }
+  return GF_OK;
+}
+
+gf_status gf_net_adam(gf_net *net, gf_ctx *ctx, const gf_adam_params *p, int64_t step,
+                      gf_err *err) {
+  if (!net || !net->training || !p) return gf_fail(err, GF_ESTATE, "net: not built for training");
+  if (step < 1) return gf_fail(err, GF_EINVAL, "net: Adam step %lld must be >= 1", (long long)step);
+  gf_tensor w, g, m, v;
+  TRY(gf_arena_view_all(&net->params, &w, err));
+  TRY(gf_arena_view_all(&net->grads, &g, err));
+  TRY(gf_arena_view_all(&net->adam_m, &m, err));
+  TRY(gf_arena_view_all(&net->adam_v, &v, err));
+  w.device_index = g.device_index = m.device_index = v.device_index = net->params.device_index;
+  return gf_adam_step(ctx, p, step, &w, &g, &m, &v, err);
+}
+
+int64_t gf_net_num_trainable(const gf_net *net) { return net ? net->n_trainable : 0; }
+int64_t gf_net_num_bn_stats(const gf_net *net) { return net ? net->n_bn_stats : 0; }
+
+size_t gf_net_arena_bytes(const gf_net *net) {
+  if (!net) return 0;
+  return net->params.cap + net->grads.cap + net->adam_m.cap + net->adam_v.cap +
+         net->bn_stats.cap + net->acts.cap;
+}
+
+gf_status gf_latent_sample(gf_tensor *z, uint64_t seed, gf_rng_purpose purpose, int64_t step,
+                           int rank, gf_err *err) {
+  if (!z || !z->data || z->dtype != GF_F32 || z->device != GF_DEV_CPU)
+    return gf_fail(err, GF_EINVAL, "latent: z must be a non-empty f32 CPU tensor");
+  gf_philox_stream s = gf_rng_stream(seed, purpose, step, rank, 0);
+  gf_philox_normal(&s, z->data, (size_t)gf_tensor_numel(z), 0.0f, 1.0f);
+  return GF_OK;
+}

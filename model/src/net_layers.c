@@ -1,0 +1,161 @@
+/* net_layers.c - forward and backward of each layer kind of gf_net, one
+ * small function pair per kind over the kernels library ops. The driver
+ * (net.c) builds the views (gf_layer_io); this file only calls ops. */
+#include <stddef.h>
+
+#include "net_layers.h"
+
+#define TRY(expr)                  \
+  do {                             \
+    gf_status st_ = (expr);        \
+    if (st_ != GF_OK) return st_;  \
+  } while (0)
+
+static gf_tensor *pval(gf_net *net, int i) {
+  return i < 0 ? NULL : &net->tensors[i].value;
+}
+/* The gradient of parameter i when wanted, else NULL. */
+static gf_tensor *pgrad(gf_net *net, int i, bool want) {
+  return (!want || i < 0) ? NULL : &net->tensors[i].grad;
+}
+static gf_tensor *dx_or_null(gf_layer_io *io) {
+  return io->dx.data ? &io->dx : NULL;
+}
+
+/* ---- linear ------------------------------------------------------------- */
+static gf_status linear_fwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
+                            gf_layer_io *io, gf_net_mode mode,
+                            const gf_philox_stream *drop, gf_err *err) {
+  (void)mode;
+  (void)drop;
+  return gf_linear_fwd(ctx, &io->x, pval(net, l->p_w), pval(net, l->p_b),
+                       &io->y, err);
+}
+static gf_status linear_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
+                            gf_layer_io *io, bool pg, gf_accum accum,
+                            gf_err *err) {
+  return gf_linear_bwd(ctx, &io->x, pval(net, l->p_w), &io->dy,
+                       dx_or_null(io), pgrad(net, l->p_w, pg),
+                       pgrad(net, l->p_b, pg), accum, err);
+}
+
+/* ---- convolution and transposed convolution (no bias) ------------------- */
+static gf_status conv_fwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
+                          gf_layer_io *io, gf_net_mode mode,
+                          const gf_philox_stream *drop, gf_err *err) {
+  (void)mode;
+  (void)drop;
+  if (l->kind == GF_L_DECONV)
+    return gf_deconv2d_fwd(ctx, &io->x, pval(net, l->p_w), NULL, &l->conv,
+                           &io->y, err);
+  return gf_conv2d_fwd(ctx, &io->x, pval(net, l->p_w), NULL, &l->conv, &io->y,
+                       err);
+}
+static gf_status conv_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
+                          gf_layer_io *io, bool pg, gf_accum accum,
+                          gf_err *err) {
+  if (l->kind == GF_L_DECONV)
+    return gf_deconv2d_bwd(ctx, &io->x, pval(net, l->p_w), &io->dy, &l->conv,
+                           dx_or_null(io), pgrad(net, l->p_w, pg), NULL,
+                           accum, err);
+  return gf_conv2d_bwd(ctx, &io->x, pval(net, l->p_w), &io->dy, &l->conv,
+                       dx_or_null(io), pgrad(net, l->p_w, pg), NULL, accum,
+                       err);
+}
+
+/* ---- batch norm ------------------------------------------------------------ */
+static gf_status bn_stat_views(gf_net *net, gf_layer *l, gf_tensor *mean,
+                               gf_tensor *var, gf_err *err) {
+  int64_t c = l->out[0];
+  TRY(gf_tensor_view(mean, l->save_mean, GF_F32, net->acts.device, 1, &c,
+                     err));
+  mean->device_index = net->acts.device_index;
+  TRY(gf_tensor_view(var, l->save_var, GF_F32, net->acts.device, 1, &c, err));
+  var->device_index = net->acts.device_index;
+  return GF_OK;
+}
+static gf_status bn_fwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
+                        gf_layer_io *io, gf_net_mode mode,
+                        const gf_philox_stream *drop, gf_err *err) {
+  (void)drop;
+  if (mode == GF_MODE_INFER)
+    return gf_batchnorm_fwd_infer(ctx, &io->x, pval(net, l->p_gamma),
+                                  pval(net, l->p_beta), pval(net, l->p_rmean),
+                                  pval(net, l->p_rvar), GF_BN_EPS, &io->y,
+                                  err);
+  gf_tensor mean, var;
+  TRY(bn_stat_views(net, l, &mean, &var, err));
+  gf_bn_params p = {GF_BN_EPS, GF_BN_MOMENTUM};
+  return gf_batchnorm_fwd_train(ctx, &io->x, pval(net, l->p_gamma),
+                                pval(net, l->p_beta), pval(net, l->p_rmean),
+                                pval(net, l->p_rvar), &p, &io->y, &mean, &var,
+                                err);
+}
+static gf_status bn_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
+                        gf_layer_io *io, bool pg, gf_accum accum,
+                        gf_err *err) {
+  gf_tensor mean, var;
+  TRY(bn_stat_views(net, l, &mean, &var, err));
+  return gf_batchnorm_bwd(ctx, &io->x, pval(net, l->p_gamma), &mean, &var,
+                          GF_BN_EPS, &io->dy, dx_or_null(io),
+                          pgrad(net, l->p_gamma, pg),
+                          pgrad(net, l->p_beta, pg), accum, err);
+}
+
+/* ---- element-wise, in place ------------------------------------------------ */
+static gf_status act_fwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
+                         gf_layer_io *io, gf_net_mode mode,
+                         const gf_philox_stream *drop, gf_err *err) {
+  (void)net;
+  switch (l->kind) {
+  case GF_L_RELU: return gf_relu_fwd(ctx, &io->x, &io->y, err);
+  case GF_L_LRELU: return gf_leaky_relu_fwd(ctx, &io->x, l->slope, &io->y, err);
+  case GF_L_TANH: return gf_tanh_fwd(ctx, &io->x, &io->y, err);
+  case GF_L_DROPOUT:
+    l->drop_applied = mode == GF_MODE_TRAIN && l->drop_p > 0.0f;
+    if (!l->drop_applied)
+      return io->x.data == io->y.data ? GF_OK : gf_copy(ctx, &io->x, &io->y, err);
+    l->drop_stream = *drop;
+    return gf_dropout_fwd(ctx, &io->x, l->drop_p, drop, &io->y, err);
+  default: return gf_fail(err, GF_EINVAL, "net: layer kind %d is not element-wise", (int)l->kind);
+  }
+}
+/* io->x holds the buffer after the whole forward (see gf_layer.in_place):
+ * for relu / leaky relu its sign equals the input's sign wherever the
+ * incoming gradient can be non-zero, for tanh it is the output. */
+static gf_status act_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
+                         gf_layer_io *io, bool pg, gf_accum accum,
+                         gf_err *err) {
+  (void)net;
+  (void)pg;
+  (void)accum;
+  if (!io->dx.data) return GF_OK;
+  switch (l->kind) {
+  case GF_L_RELU: return gf_relu_bwd(ctx, &io->x, &io->dy, &io->dx, err);
+  case GF_L_LRELU:
+    return gf_leaky_relu_bwd(ctx, &io->x, l->slope, &io->dy, &io->dx, err);
+  case GF_L_TANH: return gf_tanh_bwd(ctx, &io->x, &io->dy, &io->dx, err);
+  case GF_L_DROPOUT:
+    if (!l->drop_applied)
+      return io->dy.data == io->dx.data ? GF_OK
+                                        : gf_copy(ctx, &io->dy, &io->dx, err);
+    return gf_dropout_bwd(ctx, &io->dy, l->drop_p, &l->drop_stream, &io->dx,
+                          err);
+  default: return gf_fail(err, GF_EINVAL, "net: layer kind %d is not element-wise", (int)l->kind);
+  }
+}
+
+static const gf_layer_ops k_ops[GF_L_KIND_COUNT] = {
+    [GF_L_LINEAR] = {"linear", linear_fwd, linear_bwd},
+    [GF_L_CONV] = {"conv", conv_fwd, conv_bwd},
+    [GF_L_DECONV] = {"deconv", conv_fwd, conv_bwd},
+    [GF_L_BN] = {"batchnorm", bn_fwd, bn_bwd},
+    [GF_L_RELU] = {"relu", act_fwd, act_bwd},
+    [GF_L_LRELU] = {"leaky_relu", act_fwd, act_bwd},
+    [GF_L_TANH] = {"tanh", act_fwd, act_bwd},
+    [GF_L_DROPOUT] = {"dropout", act_fwd, act_bwd},
+};
+
+const gf_layer_ops *gf_layer_ops_of(gf_layer_kind kind) {
+  return (kind >= 0 && kind < GF_L_KIND_COUNT) ? &k_ops[kind] : NULL;
+}

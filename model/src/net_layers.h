@@ -1,0 +1,93 @@
+/* net_layers.h - the private layer type of gf_net (gf/net.h): one record per
+ * nn.Sequential module, a small table of forward/backward functions per
+ * layer kind (net_layers.c), and the builder calls the network files
+ * (net_mlp.c, net_dcgan.c) use to describe their layers before net.c sizes
+ * and carves the arenas. Internal to gf_model. */
+#ifndef GF_NET_LAYERS_H
+#define GF_NET_LAYERS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gf/net.h"
+
+typedef enum gf_layer_kind {
+  GF_L_LINEAR,  /* y = x W^T (+ b); in [F_in] (input flattened), out [F] */
+  GF_L_CONV,    /* nn.Conv2d, no bias; in [C,H,W], out [C',H',W'] */
+  GF_L_DECONV,  /* nn.ConvTranspose2d, no bias; in [C,H,W] (G's first
+                   layer sees z [nz] as [nz,1,1]) */
+  GF_L_BN,      /* BatchNorm1d ([F]) or BatchNorm2d ([C,H,W]) */
+  GF_L_RELU,    /* in place */
+  GF_L_LRELU,   /* in place */
+  GF_L_TANH,    /* in place */
+  GF_L_DROPOUT, /* in place; identity in GF_MODE_INFER */
+  GF_L_KIND_COUNT
+} gf_layer_kind;
+
+typedef struct gf_layer {
+  gf_layer_kind kind;
+  int in_ndim;           /* per-sample dims of the input as this op sees it */
+  int64_t in[3];
+  int out_ndim;          /* per-sample dims of the output */
+  int64_t out[3];
+  int64_t in_numel, out_numel; /* per sample */
+  bool in_place;         /* output overwrites the input buffer: element-wise
+                            layers. Invariant that makes this safe: every
+                            element-wise backward only needs the SIGN of its
+                            input (relu, leaky relu; a later in-place dropout
+                            keeps signs or zeroes an element whose incoming
+                            gradient is then zero) or its own output (tanh,
+                            always the last layer) */
+  int p_w, p_b;          /* indices into net->tensors, or -1 */
+  int p_gamma, p_beta, p_rmean, p_rvar;
+  gf_conv_params conv;   /* CONV/DECONV */
+  float slope;           /* LRELU */
+  float drop_p;          /* DROPOUT probability of zeroing */
+  float *act;            /* output buffer, max_batch * out_numel floats in
+                            the acts arena; the input's buffer when
+                            in_place (layer 0 is never in place) */
+  float *save_mean;      /* BN: [C] batch mean / biased var of the last */
+  float *save_var;       /*     train forward, in the acts arena */
+  gf_philox_stream drop_stream; /* DROPOUT: stream of the last forward */
+  bool drop_applied;     /* DROPOUT: the last forward applied a mask */
+} gf_layer;
+
+/* Views of one layer's input, output and gradients for n samples. */
+typedef struct gf_layer_io {
+  gf_tensor x;   /* input (for in-place layers: the buffer after forward) */
+  gf_tensor y;   /* output */
+  gf_tensor dy;  /* backward: gradient wrt y */
+  gf_tensor dx;  /* backward: gradient wrt x; data NULL = not needed */
+} gf_layer_io;
+
+typedef struct gf_layer_ops {
+  const char *name;
+  gf_status (*fwd)(gf_net *net, gf_layer *l, gf_ctx *ctx, gf_layer_io *io,
+                   gf_net_mode mode, const gf_philox_stream *drop,
+                   gf_err *err);
+  gf_status (*bwd)(gf_net *net, gf_layer *l, gf_ctx *ctx, gf_layer_io *io,
+                   bool param_grads, gf_accum accum, gf_err *err);
+} gf_layer_ops;
+
+/* The function table entry of a layer kind. */
+const gf_layer_ops *gf_layer_ops_of(gf_layer_kind kind);
+
+/* ---- builder (net.c): append a layer after the current last one. The
+ * shapes follow from the previous layer (or the net's input shape).
+ * Parameters are registered with their shapes; net.c carves them later. */
+gf_status gf_nb_linear(gf_net *net, int64_t out_features, bool bias,
+                       gf_err *err);
+gf_status gf_nb_conv(gf_net *net, bool transposed, int64_t out_channels,
+                     int k, int stride, int pad, gf_err *err);
+gf_status gf_nb_bn(gf_net *net, gf_err *err);
+gf_status gf_nb_act(gf_net *net, gf_layer_kind kind, float arg, gf_err *err);
+
+/* The network descriptions (net_mlp.c, net_dcgan.c): set net->in_* and
+ * append the layers of net->role for net->cfg. */
+gf_status gf_mlp_build(gf_net *net, gf_err *err);
+gf_status gf_dcgan_build(gf_net *net, gf_err *err);
+/* Their initialisations (see gf_net_init_params). */
+gf_status gf_mlp_init_params(gf_net *net, uint64_t seed, gf_err *err);
+gf_status gf_dcgan_init_params(gf_net *net, uint64_t seed, gf_err *err);
+
+#endif
