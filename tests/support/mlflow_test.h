@@ -75,6 +75,29 @@ static inline int test_server_cmd(const char *state, const char *cmd,
   return rc == -1 ? -1 : WEXITSTATUS(rc);
 }
 
+/* Starts a server of the test's own in GF_TEST_TMP/server (a fresh temp
+ * folder) with extra_env (may be NULL) and returns its URI (malloc'd);
+ * exits 1 when it cannot. Copies the state folder's path to state. */
+static inline char *test_own_server_start(char *state, size_t cap,
+                                          const char *extra_env) {
+  snprintf(state, cap, "%s/server", GF_TEST_TMP);
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", GF_TEST_TMP,
+           GF_TEST_TMP);
+  if (system(cmd) != 0 || test_server_cmd(state, "start", extra_env) != 0) {
+    fprintf(stderr, "could not start an MLflow server in %s\n", state);
+    exit(1);
+  }
+  char path[1200];
+  snprintf(path, sizeof path, "%s/uri", state);
+  char *uri = test_read_text(path);
+  if (!uri) {
+    fprintf(stderr, "no URI in %s\n", path);
+    exit(1);
+  }
+  return uri;
+}
+
 /* A fresh unique name: prefix + pid + counter, for experiments and models. */
 static inline void test_unique(char *out, size_t cap, const char *prefix) {
   static int counter; /* test-process local */

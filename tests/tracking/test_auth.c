@@ -26,17 +26,9 @@ static mlflow_client *make_client(const char *uri, const char *user,
 
 int main(void) {
   char state[600];
-  snprintf(state, sizeof state, "%s/server", GF_TEST_TMP);
+  char *uri = test_own_server_start(state, sizeof state, "GANFLOW_MLFLOW_AUTH=1");
   mlflow_error err;
-  mlflow_remove_tree(GF_TEST_TMP);
-  REQUIRE(mlflow_mkdirs(GF_TEST_TMP, &err) == MLFLOW_OK);
-  if (test_server_cmd(state, "start", "GANFLOW_MLFLOW_AUTH=1") != 0) {
-    fprintf(stderr, "could not start the MLflow basic-auth server\n");
-    return 1;
-  }
   char path[700];
-  snprintf(path, sizeof path, "%s/uri", state);
-  char *uri = test_read_text(path);
   snprintf(path, sizeof path, "%s/admin_password", state);
   char *admin_pw = test_read_text(path);
   REQUIRE(uri && admin_pw);

@@ -49,18 +49,8 @@ static void *kill_and_restart(void *arg) {
 
 int main(void) {
   char state[600];
-  snprintf(state, sizeof state, "%s/server", GF_TEST_TMP);
+  char *uri = test_own_server_start(state, sizeof state, NULL);
   mlflow_error err;
-  mlflow_remove_tree(GF_TEST_TMP);
-  REQUIRE(mlflow_mkdirs(GF_TEST_TMP, &err) == MLFLOW_OK);
-  if (test_server_cmd(state, "start", NULL) != 0) {
-    fprintf(stderr, "could not start the MLflow server\n");
-    return 1;
-  }
-  char upath[700];
-  snprintf(upath, sizeof upath, "%s/uri", state);
-  char *uri = test_read_text(upath);
-  REQUIRE(uri);
 
   mlflow_config cfg;
   test_config(&cfg, uri);

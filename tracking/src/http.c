@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -338,6 +339,34 @@ done:
   free(payload);
   mlflow_buf_free(&url);
   mlflow_buf_free(&what);
+  return st;
+}
+
+mlflow_status mlflow_need(const char *v, const char *what, mlflow_error *err) {
+  if (!v || !*v) return mlflow_fail(err, MLFLOW_E_INVALID, "%s is empty", what);
+  return MLFLOW_OK;
+}
+
+mlflow_status mlflow_api_fields(mlflow_client *c, const char *method,
+                                const char *endpoint, cJSON **out,
+                                mlflow_error *err, ...) {
+  int is_get = strcmp(method, "GET") == 0;
+  mlflow_buf q = {0};
+  cJSON *body = is_get ? NULL : cJSON_CreateObject();
+  int ok = is_get || body != NULL;
+  va_list ap;
+  va_start(ap, err);
+  for (const char *k; ok && (k = va_arg(ap, const char *));) {
+    const char *v = va_arg(ap, const char *);
+    if (!v) continue;
+    ok = is_get ? mlflow_query_add(&q, k, v) == 0
+                : cJSON_AddStringToObject(body, k, v) != NULL;
+  }
+  va_end(ap);
+  mlflow_status st = ok ? mlflow_api(c, method, endpoint, body, q.data, out, err)
+                        : mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
+  cJSON_Delete(body);
+  mlflow_buf_free(&q);
   return st;
 }
 

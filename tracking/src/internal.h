@@ -81,6 +81,17 @@ mlflow_status mlflow_api(mlflow_client *c, const char *method,
                          const char *endpoint, const cJSON *body,
                          const char *query, cJSON **out, mlflow_error *err);
 
+/* Calls endpoint with the string fields that follow: (key, value) pairs
+ * ended by a NULL key; a pair whose value is NULL is left out. GET sends
+ * them as the query string, any other method as a JSON object body. *out
+ * as for mlflow_api (may be NULL). */
+mlflow_status mlflow_api_fields(mlflow_client *c, const char *method,
+                                const char *endpoint, cJSON **out,
+                                mlflow_error *err, ...);
+
+/* MLFLOW_E_INVALID naming `what` when v is NULL or empty. */
+mlflow_status mlflow_need(const char *v, const char *what, mlflow_error *err);
+
 /* Appends "key=value" (URL-encoded, '&'-separated) to a query buffer. */
 int mlflow_query_add(mlflow_buf *q, const char *key, const char *value);
 

@@ -203,21 +203,12 @@ mlflow_status mlflow_metric_history(mlflow_client *c, const char *run_id,
   if (st) return st;
   char *token = NULL;
   for (int page = 0;; page++) {
-    mlflow_buf q = {0};
-    int bad = mlflow_query_add(&q, "run_id", run_id) ||
-              mlflow_query_add(&q, "metric_key", key) ||
-              mlflow_query_add(&q, "max_results", "25000") ||
-              (token && mlflow_query_add(&q, "page_token", token));
+    cJSON *ans;
+    st = mlflow_api_fields(c, "GET", "metrics/get-history", &ans, err,
+                           "run_id", run_id, "metric_key", key, "max_results",
+                           "25000", "page_token", token, NULL);
     free(token);
     token = NULL;
-    if (bad) {
-      mlflow_buf_free(&q);
-      st = mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
-      break;
-    }
-    cJSON *ans;
-    st = mlflow_api(c, "GET", "metrics/get-history", NULL, q.data, &ans, err);
-    mlflow_buf_free(&q);
     if (st) break;
     st = mlflow_parse_metric_page(ans, out, err);
     const char *tok = mlflow_json_str(ans, "next_page_token");

@@ -29,36 +29,14 @@ void mlflow_model_version_list_free(mlflow_model_version_list *l) {
   memset(l, 0, sizeof *l);
 }
 
-static mlflow_status need(const char *v, const char *what, mlflow_error *err) {
-  if (!v || !*v) return mlflow_fail(err, MLFLOW_E_INVALID, "%s is empty", what);
-  return MLFLOW_OK;
-}
-
-/* Builds a JSON object from NULL-terminated (key, value) string pairs. */
-static cJSON *obj_of(const char *k1, const char *v1, const char *k2,
-                     const char *v2, const char *k3, const char *v3) {
-  cJSON *b = cJSON_CreateObject();
-  const char *k[3] = {k1, k2, k3}, *v[3] = {v1, v2, v3};
-  for (int i = 0; b && i < 3 && k[i]; i++) {
-    if (!v[i]) continue;
-    if (!cJSON_AddStringToObject(b, k[i], v[i])) {
-      cJSON_Delete(b);
-      return NULL;
-    }
-  }
-  return b;
-}
-
 mlflow_status mlflow_registered_model_create(mlflow_client *c,
                                              const char *name,
                                              mlflow_error *err) {
-  mlflow_status st = need(name, "model name", err);
+  mlflow_status st = mlflow_need(name, "model name", err);
   if (st) return st;
-  cJSON *b = obj_of("name", name, NULL, NULL, NULL, NULL);
-  if (!b) return mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
   mlflow_error e2 = {0};
-  st = mlflow_api(c, "POST", "registered-models/create", b, NULL, NULL, &e2);
-  cJSON_Delete(b);
+  st = mlflow_api_fields(c, "POST", "registered-models/create", NULL, &e2,
+                         "name", name, NULL);
   if (st == MLFLOW_E_HTTP && !strcmp(e2.error_code, "RESOURCE_ALREADY_EXISTS"))
     return MLFLOW_OK;
   if (st && err) *err = e2;
@@ -68,13 +46,10 @@ mlflow_status mlflow_registered_model_create(mlflow_client *c,
 mlflow_status mlflow_registered_model_delete(mlflow_client *c,
                                              const char *name,
                                              mlflow_error *err) {
-  mlflow_status st = need(name, "model name", err);
+  mlflow_status st = mlflow_need(name, "model name", err);
   if (st) return st;
-  cJSON *b = obj_of("name", name, NULL, NULL, NULL, NULL);
-  if (!b) return mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
-  st = mlflow_api(c, "DELETE", "registered-models/delete", b, NULL, NULL, err);
-  cJSON_Delete(b);
-  return st;
+  return mlflow_api_fields(c, "DELETE", "registered-models/delete", NULL, err,
+                           "name", name, NULL);
 }
 
 static mlflow_status version_from_answer(cJSON *ans, mlflow_model_version *out,
@@ -92,12 +67,11 @@ mlflow_status mlflow_model_version_create(mlflow_client *c, const char *name,
                                           mlflow_error *err) {
   memset(out, 0, sizeof *out);
   mlflow_status st;
-  if ((st = need(name, "model name", err)) || (st = need(source, "source", err)))
+  if ((st = mlflow_need(name, "model name", err)) || (st = mlflow_need(source, "source", err)))
     return st;
-  cJSON *b = obj_of("name", name, "source", source, "run_id", run_id), *ans;
-  if (!b) return mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
-  st = mlflow_api(c, "POST", "model-versions/create", b, NULL, &ans, err);
-  cJSON_Delete(b);
+  cJSON *ans;
+  st = mlflow_api_fields(c, "POST", "model-versions/create", &ans, err, "name",
+                         name, "source", source, "run_id", run_id, NULL);
   return st ? st : version_from_answer(ans, out, err);
 }
 
@@ -107,17 +81,12 @@ mlflow_status mlflow_model_version_get(mlflow_client *c, const char *name,
                                        mlflow_error *err) {
   memset(out, 0, sizeof *out);
   mlflow_status st;
-  if ((st = need(name, "model name", err)) ||
-      (st = need(version, "model version", err)))
+  if ((st = mlflow_need(name, "model name", err)) ||
+      (st = mlflow_need(version, "model version", err)))
     return st;
-  mlflow_buf q = {0};
-  if (mlflow_query_add(&q, "name", name) || mlflow_query_add(&q, "version", version)) {
-    mlflow_buf_free(&q);
-    return mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
-  }
   cJSON *ans;
-  st = mlflow_api(c, "GET", "model-versions/get", NULL, q.data, &ans, err);
-  mlflow_buf_free(&q);
+  st = mlflow_api_fields(c, "GET", "model-versions/get", &ans, err, "name",
+                         name, "version", version, NULL);
   return st ? st : version_from_answer(ans, out, err);
 }
 
@@ -160,7 +129,7 @@ mlflow_status mlflow_model_versions_search(mlflow_client *c, const char *name,
                                            mlflow_model_version_list *out,
                                            mlflow_error *err) {
   memset(out, 0, sizeof *out);
-  mlflow_status st = need(name, "model name", err);
+  mlflow_status st = mlflow_need(name, "model name", err);
   if (st) return st;
   if (strchr(name, '\''))
     return mlflow_fail(err, MLFLOW_E_INVALID,
@@ -170,17 +139,13 @@ mlflow_status mlflow_model_versions_search(mlflow_client *c, const char *name,
   if (mlflow_buf_appendf(&filter, "name='%s'", name))
     return mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
   for (;;) {
-    mlflow_buf q = {0};
-    int bad = mlflow_query_add(&q, "filter", filter.data) ||
-              mlflow_query_add(&q, "max_results", "1000") ||
-              mlflow_query_add(&q, "order_by", "version_number DESC") ||
-              (token && mlflow_query_add(&q, "page_token", token));
+    cJSON *ans = NULL;
+    st = mlflow_api_fields(c, "GET", "model-versions/search", &ans, err,
+                           "filter", filter.data, "max_results", "1000",
+                           "order_by", "version_number DESC", "page_token",
+                           token, NULL);
     free(token);
     token = NULL;
-    cJSON *ans = NULL;
-    if (bad) st = mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
-    else st = mlflow_api(c, "GET", "model-versions/search", NULL, q.data, &ans, err);
-    mlflow_buf_free(&q);
     if (st) break;
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(ans, "model_versions");
     size_t n = cJSON_IsArray(arr) ? (size_t)cJSON_GetArraySize(arr) : 0;
@@ -225,18 +190,16 @@ mlflow_status mlflow_alias_set(mlflow_client *c, const char *name,
                                const char *alias, const char *version,
                                mlflow_error *err) {
   mlflow_status st;
-  if ((st = need(name, "model name", err)) ||
-      (st = need(version, "model version", err)))
+  if ((st = mlflow_need(name, "model name", err)) ||
+      (st = mlflow_need(version, "model version", err)))
     return st;
   if (!mlflow_alias_is_valid(alias))
     return mlflow_fail(err, MLFLOW_E_INVALID,
                        "alias '%s': use letters, digits, _ and -; 'latest' "
                        "and v<number> are reserved", alias ? alias : "");
-  cJSON *b = obj_of("name", name, "alias", alias, "version", version);
-  if (!b) return mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
-  st = mlflow_api(c, "POST", "registered-models/alias", b, NULL, NULL, err);
-  cJSON_Delete(b);
-  return st;
+  return mlflow_api_fields(c, "POST", "registered-models/alias", NULL, err,
+                           "name", name, "alias", alias, "version", version,
+                           NULL);
 }
 
 mlflow_status mlflow_alias_get(mlflow_client *c, const char *name,
@@ -244,16 +207,11 @@ mlflow_status mlflow_alias_get(mlflow_client *c, const char *name,
                                mlflow_error *err) {
   memset(out, 0, sizeof *out);
   mlflow_status st;
-  if ((st = need(name, "model name", err)) || (st = need(alias, "alias", err)))
+  if ((st = mlflow_need(name, "model name", err)) || (st = mlflow_need(alias, "alias", err)))
     return st;
-  mlflow_buf q = {0};
-  if (mlflow_query_add(&q, "name", name) || mlflow_query_add(&q, "alias", alias)) {
-    mlflow_buf_free(&q);
-    return mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
-  }
   cJSON *ans;
-  st = mlflow_api(c, "GET", "registered-models/alias", NULL, q.data, &ans, err);
-  mlflow_buf_free(&q);
+  st = mlflow_api_fields(c, "GET", "registered-models/alias", &ans, err, "name",
+                         name, "alias", alias, NULL);
   /* A missing alias is 400 INVALID_PARAMETER_VALUE on the server. */
   if (st == MLFLOW_E_HTTP && err && err->http_status == 400 &&
       !strcmp(err->error_code, "INVALID_PARAMETER_VALUE") &&
@@ -267,13 +225,10 @@ mlflow_status mlflow_alias_get(mlflow_client *c, const char *name,
 mlflow_status mlflow_alias_delete(mlflow_client *c, const char *name,
                                   const char *alias, mlflow_error *err) {
   mlflow_status st;
-  if ((st = need(name, "model name", err)) || (st = need(alias, "alias", err)))
+  if ((st = mlflow_need(name, "model name", err)) || (st = mlflow_need(alias, "alias", err)))
     return st;
-  cJSON *b = obj_of("name", name, "alias", alias, NULL, NULL);
-  if (!b) return mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
-  st = mlflow_api(c, "DELETE", "registered-models/alias", b, NULL, NULL, err);
-  cJSON_Delete(b);
-  return st;
+  return mlflow_api_fields(c, "DELETE", "registered-models/alias", NULL, err,
+                           "name", name, "alias", alias, NULL);
 }
 
 mlflow_status mlflow_model_version_download_uri(mlflow_client *c,
@@ -283,18 +238,12 @@ mlflow_status mlflow_model_version_download_uri(mlflow_client *c,
                                                 mlflow_error *err) {
   *uri_out = NULL;
   mlflow_status st;
-  if ((st = need(name, "model name", err)) ||
-      (st = need(version, "model version", err)))
+  if ((st = mlflow_need(name, "model name", err)) ||
+      (st = mlflow_need(version, "model version", err)))
     return st;
-  mlflow_buf q = {0};
-  if (mlflow_query_add(&q, "name", name) || mlflow_query_add(&q, "version", version)) {
-    mlflow_buf_free(&q);
-    return mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
-  }
   cJSON *ans;
-  st = mlflow_api(c, "GET", "model-versions/get-download-uri", NULL, q.data,
-                  &ans, err);
-  mlflow_buf_free(&q);
+  st = mlflow_api_fields(c, "GET", "model-versions/get-download-uri", &ans, err,
+                         "name", name, "version", version, NULL);
   if (st) return st;
   const char *u = mlflow_json_str(ans, "artifact_uri");
   if (!u || !*u)

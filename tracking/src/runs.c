@@ -77,11 +77,6 @@ const char *mlflow_run_status_name(mlflow_run_status s) {
   return NULL;
 }
 
-static mlflow_status need(const char *v, const char *what, mlflow_error *err) {
-  if (!v || !*v) return mlflow_fail(err, MLFLOW_E_INVALID, "%s is empty", what);
-  return MLFLOW_OK;
-}
-
 /* ---- experiments -------------------------------------------------------- */
 
 static mlflow_status experiment_from_answer(cJSON *ans, mlflow_experiment *out,
@@ -96,14 +91,11 @@ mlflow_status mlflow_experiment_get_by_name(mlflow_client *c, const char *name,
                                             mlflow_experiment *out,
                                             mlflow_error *err) {
   memset(out, 0, sizeof *out);
-  mlflow_status st = need(name, "experiment name", err);
+  mlflow_status st = mlflow_need(name, "experiment name", err);
   if (st) return st;
-  mlflow_buf q = {0};
-  if (mlflow_query_add(&q, "experiment_name", name))
-    return mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
   cJSON *ans;
-  st = mlflow_api(c, "GET", "experiments/get-by-name", NULL, q.data, &ans, err);
-  mlflow_buf_free(&q);
+  st = mlflow_api_fields(c, "GET", "experiments/get-by-name", &ans, err,
+                         "experiment_name", name, NULL);
   if (st) return st;
   return experiment_from_answer(ans, out, err);
 }
@@ -111,44 +103,23 @@ mlflow_status mlflow_experiment_get_by_name(mlflow_client *c, const char *name,
 mlflow_status mlflow_experiment_get(mlflow_client *c, const char *experiment_id,
                                     mlflow_experiment *out, mlflow_error *err) {
   memset(out, 0, sizeof *out);
-  mlflow_status st = need(experiment_id, "experiment id", err);
+  mlflow_status st = mlflow_need(experiment_id, "experiment id", err);
   if (st) return st;
-  mlflow_buf q = {0};
-  if (mlflow_query_add(&q, "experiment_id", experiment_id))
-    return mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
   cJSON *ans;
-  st = mlflow_api(c, "GET", "experiments/get", NULL, q.data, &ans, err);
-  mlflow_buf_free(&q);
+  st = mlflow_api_fields(c, "GET", "experiments/get", &ans, err,
+                         "experiment_id", experiment_id, NULL);
   if (st) return st;
   return experiment_from_answer(ans, out, err);
-}
-
-/* POSTs {field: value} to endpoint, discarding the answer. */
-static mlflow_status post_one(mlflow_client *c, const char *endpoint,
-                              const char *field, const char *value,
-                              mlflow_error *err) {
-  cJSON *b = cJSON_CreateObject();
-  if (!b || !cJSON_AddStringToObject(b, field, value)) {
-    cJSON_Delete(b);
-    return mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
-  }
-  mlflow_status st = mlflow_api(c, "POST", endpoint, b, NULL, NULL, err);
-  cJSON_Delete(b);
-  return st;
 }
 
 mlflow_status mlflow_experiment_create(mlflow_client *c, const char *name,
                                        char **id_out, mlflow_error *err) {
   *id_out = NULL;
-  mlflow_status st = need(name, "experiment name", err);
+  mlflow_status st = mlflow_need(name, "experiment name", err);
   if (st) return st;
-  cJSON *b = cJSON_CreateObject(), *ans = NULL;
-  if (!b || !cJSON_AddStringToObject(b, "name", name)) {
-    cJSON_Delete(b);
-    return mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
-  }
-  st = mlflow_api(c, "POST", "experiments/create", b, NULL, &ans, err);
-  cJSON_Delete(b);
+  cJSON *ans;
+  st = mlflow_api_fields(c, "POST", "experiments/create", &ans, err, "name",
+                         name, NULL);
   if (st) return st;
   const char *id = mlflow_json_str(ans, "experiment_id");
   if (!id) st = mlflow_fail(err, MLFLOW_E_PROTOCOL,
@@ -162,17 +133,17 @@ mlflow_status mlflow_experiment_create(mlflow_client *c, const char *name,
 mlflow_status mlflow_experiment_delete(mlflow_client *c,
                                        const char *experiment_id,
                                        mlflow_error *err) {
-  mlflow_status st = need(experiment_id, "experiment id", err);
-  return st ? st : post_one(c, "experiments/delete", "experiment_id",
-                            experiment_id, err);
+  mlflow_status st = mlflow_need(experiment_id, "experiment id", err);
+  return st ? st : mlflow_api_fields(c, "POST", "experiments/delete", NULL,
+                                     err, "experiment_id", experiment_id, NULL);
 }
 
 mlflow_status mlflow_experiment_restore(mlflow_client *c,
                                         const char *experiment_id,
                                         mlflow_error *err) {
-  mlflow_status st = need(experiment_id, "experiment id", err);
-  return st ? st : post_one(c, "experiments/restore", "experiment_id",
-                            experiment_id, err);
+  mlflow_status st = mlflow_need(experiment_id, "experiment id", err);
+  return st ? st : mlflow_api_fields(c, "POST", "experiments/restore", NULL,
+                                     err, "experiment_id", experiment_id, NULL);
 }
 
 mlflow_status mlflow_experiment_get_or_create(mlflow_client *c,
@@ -264,7 +235,7 @@ mlflow_status mlflow_run_create(mlflow_client *c, const char *experiment_id,
                                 const mlflow_kv *tags, size_t n_tags,
                                 mlflow_run_info *out, mlflow_error *err) {
   memset(out, 0, sizeof *out);
-  mlflow_status st = need(experiment_id, "experiment id", err);
+  mlflow_status st = mlflow_need(experiment_id, "experiment id", err);
   if (st) return st;
   for (size_t i = 0; i < n_tags; i++) {
     if ((st = mlflow_validate_key(tags[i].key, err))) return st;
@@ -314,14 +285,11 @@ mlflow_status mlflow_run_create(mlflow_client *c, const char *experiment_id,
 mlflow_status mlflow_run_get(mlflow_client *c, const char *run_id,
                              mlflow_run *out, mlflow_error *err) {
   memset(out, 0, sizeof *out);
-  mlflow_status st = need(run_id, "run id", err);
+  mlflow_status st = mlflow_need(run_id, "run id", err);
   if (st) return st;
-  mlflow_buf q = {0};
-  if (mlflow_query_add(&q, "run_id", run_id))
-    return mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
   cJSON *ans;
-  st = mlflow_api(c, "GET", "runs/get", NULL, q.data, &ans, err);
-  mlflow_buf_free(&q);
+  st = mlflow_api_fields(c, "GET", "runs/get", &ans, err, "run_id", run_id,
+                         NULL);
   if (st) return st;
   st = mlflow_parse_run(cJSON_GetObjectItemCaseSensitive(ans, "run"), out, err);
   cJSON_Delete(ans);
@@ -331,7 +299,7 @@ mlflow_status mlflow_run_get(mlflow_client *c, const char *run_id,
 mlflow_status mlflow_run_update(mlflow_client *c, const char *run_id,
                                 mlflow_run_status status, int64_t end_time_ms,
                                 mlflow_error *err) {
-  mlflow_status st = need(run_id, "run id", err);
+  mlflow_status st = mlflow_need(run_id, "run id", err);
   if (st) return st;
   const char *sname = mlflow_run_status_name(status);
   if (!sname) return mlflow_fail(err, MLFLOW_E_INVALID, "invalid run status %d",
@@ -377,8 +345,9 @@ mlflow_status mlflow_run_resume(mlflow_client *c, const char *run_id,
 
 mlflow_status mlflow_run_delete(mlflow_client *c, const char *run_id,
                                 mlflow_error *err) {
-  mlflow_status st = need(run_id, "run id", err);
-  return st ? st : post_one(c, "runs/delete", "run_id", run_id, err);
+  mlflow_status st = mlflow_need(run_id, "run id", err);
+  return st ? st : mlflow_api_fields(c, "POST", "runs/delete", NULL, err,
+                                     "run_id", run_id, NULL);
 }
 
 mlflow_status mlflow_runs_search(mlflow_client *c,
