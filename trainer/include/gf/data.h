@@ -1,0 +1,255 @@
+/* data.h - the training data of ganflow-train (DESIGN §2 `--data`, §4.1):
+ * dataset readers, the per-epoch Philox permutation, step-positioned batch
+ * iteration with rank slices, and a loader thread that prepares batches
+ * ahead of the training step.
+ *
+ * A dataset is decoded ONCE into a compact uint8 cache of N images, each
+ * C x H x W planar (the model's channels and size), plus one label byte per
+ * image where the format has labels. Batches are made from the cache on
+ * demand: uint8 v -> float (v - 127.5) / 127.5 in [-1, 1], NCHW.
+ *
+ * Formats (gf_data_format):
+ *   IDX     MNIST-format files: DIR/train-images-idx3-ubyte[.gz] (magic
+ *           0x00000803, N x rows x cols ubyte) and
+ *           DIR/train-labels-idx1-ubyte[.gz] (magic 0x00000801, N ubyte).
+ *           Plain or gzip (zlib). Both files must agree on N. Trailing bytes
+ *           after the declared data are an error.
+ *   CIFAR10 DIR/data_batch_1.bin ... data_batch_5.bin (all five), or the
+ *           same inside DIR/cifar-10-batches-bin/. Records of 1 label byte
+ *           (0..9) + 3072 bytes (32x32 R, G, B planes). A file whose size is
+ *           not a multiple of 3073 is an error.
+ *   IMAGES  PNG and JPEG files (by extension .png .jpg .jpeg, any case; the
+ *           decoder is chosen by the file's magic bytes) found RECURSIVELY
+ *           under DIR (at most GF_DATA_MAX_DEPTH levels; entries whose name
+ *           starts with '.' are skipped; symbolic links to directories are
+ *           not followed), in strcmp order of their relative paths. Other
+ *           files are ignored. When every image lies in a first-level
+ *           subdirectory, the label is the index of that subdirectory in
+ *           sorted order (torchvision ImageFolder); otherwise no labels.
+ *   AUTO    IDX if DIR holds train-images-idx3-ubyte[.gz]; else CIFAR10 if
+ *           DIR or DIR/cifar-10-batches-bin holds data_batch_1.bin; else
+ *           IMAGES.
+ *
+ * Geometry, the same rule for every format (exact integer arithmetic, the
+ * same bytes on every machine):
+ *   1. Channels first: gray -> RGB replicates the plane; RGB -> gray is the
+ *      BT.601 luma (77 R + 150 G + 29 B + 128) >> 8. Alpha is dropped (not
+ *      composited); palettes are expanded; 16-bit samples keep the high
+ *      byte; gray below 8 bits is scaled up to 8.
+ *   2. GF_DATA_FIT_RESIZE (default): the largest centered rectangle of the
+ *      target aspect ratio is cut from the source (offsets rounded down),
+ *      then resampled to H x W by area averaging (box filter: each output
+ *      pixel is the overlap-weighted mean of the source pixels it covers,
+ *      rounded to nearest), which is also the upscaling rule. So
+ *      Fashion-MNIST 28x28 for a 32x32 model is area-upscaled (as
+ *      torchvision Resize would), and a 640x480 photo for 64x64 keeps its
+ *      central 480x480 square.
+ *      GF_DATA_FIT_PAD: no resampling: the source is centered on a black
+ *      (0) canvas of H x W, cropped centrally where it is larger. So
+ *      Fashion-MNIST for a 32x32 model gets a 2-pixel black border, as the
+ *      LeNet papers padded MNIST.
+ *   A source already C x H x W is copied untouched by either rule.
+ *
+ * Order (DESIGN §4.1, §4.6): the dataset is read as one endless stream of
+ * epochs; epoch e visits every image once in the order of
+ * gf_data_permutation(seed, e) (a pure function: indices sorted by 64-bit
+ * Philox keys). Global step s of global batch size B takes stream positions
+ * s*B ... s*B+B-1; position p is image perm(e)[p % N] with e = p / N. No
+ * image is dropped, every batch is full, and a batch may span the end of an
+ * epoch. Rank r of world size W takes positions [B*r/W, B*(r+1)/W) of each
+ * global batch: disjoint, covering, and the global order does not depend on
+ * W. A checkpoint needs only the step (gf_data_position_of_step).
+ *
+ * Errors follow gf/status.h: every failure is a gf_err whose message names
+ * the file and what is wrong with it. Nothing here prints, exits or keeps
+ * global state; libpng and libjpeg errors are caught per decode. */
+#ifndef GF_DATA_H
+#define GF_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gf/status.h"
+
+/* Philox purpose word (counter word 2) of the data permutation streams. */
+#define GF_DATA_PHILOX_PURPOSE 0x44415441u /* "DATA" */
+/* Limits on what a reader accepts from a file. */
+#define GF_DATA_MAX_SIDE 16384      /* source width/height, and model size */
+#define GF_DATA_MAX_IMAGES 0x7fffffffu /* images in a dataset (indices fit u32) */
+#define GF_DATA_MAX_DEPTH 16        /* directory levels of an image folder */
+
+typedef enum gf_data_format {
+  GF_DATA_AUTO = 0,
+  GF_DATA_IDX,
+  GF_DATA_CIFAR10,
+  GF_DATA_IMAGES,
+} gf_data_format;
+
+typedef enum gf_data_fit {
+  GF_DATA_FIT_RESIZE = 0, /* center crop to the aspect ratio, area resample */
+  GF_DATA_FIT_PAD,        /* center on black, crop where larger; no resample */
+} gf_data_fit;
+
+/* Static name ("idx", "cifar10", "images", "auto"); "?" if out of range. */
+const char *gf_data_format_name(gf_data_format f);
+
+/* What to load. path is borrowed for the duration of gf_dataset_load. */
+typedef struct gf_data_options {
+  const char *path;      /* the dataset directory */
+  gf_data_format format; /* GF_DATA_AUTO detects it from the directory */
+  gf_data_fit fit;
+  int channels;          /* 1 or 3: the model's image channels */
+  int height, width;     /* the model's image size, 1..GF_DATA_MAX_SIDE */
+} gf_data_options;
+
+/* Parses a `--data` SPEC: "[FORMAT:]PATH" with FORMAT one of idx, cifar10,
+ * images (auto when absent). Sets opt->format and opt->path; opt->path
+ * points INTO spec (borrowed: spec must outlive its use). GF_EINVAL naming
+ * the spec for an empty path. */
+gf_status gf_data_spec_parse(const char *spec, gf_data_options *opt,
+                             gf_err *err);
+
+/* The decoded dataset. Invariants: pixels holds n * c * h * w bytes, image i
+ * at pixels + i * c * h * w, planar (plane k = channel k: R, G, B or gray);
+ * labels is NULL or holds n bytes each < num_classes; num_classes is 0
+ * exactly when labels is NULL. */
+typedef struct gf_dataset {
+  uint8_t *pixels;        /* owned; n * c * h * w */
+  uint8_t *labels;        /* owned; n, or NULL when the format has none */
+  int64_t n;              /* images, 1..GF_DATA_MAX_IMAGES */
+  int c, h, w;            /* equal to the options' channels, height, width */
+  int num_classes;        /* 0 when labels == NULL, else max label + 1 */
+  int src_c, src_h, src_w; /* native geometry of the first image (IDX,
+                             CIFAR10: all images; IMAGES: the first file) */
+  gf_data_format format;  /* the format read (never AUTO) */
+  char source[4096];      /* the directory the files were read from */
+} gf_dataset;
+
+/* Detects the format of opt->path (GF_DATA_AUTO rule above) without loading
+ * it. GF_ENOTFOUND naming the directory when it is missing or holds nothing
+ * usable. */
+gf_status gf_data_detect(const char *path, gf_data_format *out, gf_err *err);
+
+/* Loads a dataset into *ds (caller-owned struct, overwritten). On success
+ * ds owns pixels and labels: release them with gf_dataset_free. On failure
+ * *ds is left empty (safe to gf_dataset_free) and err names the file. */
+gf_status gf_dataset_load(gf_dataset *ds, const gf_data_options *opt,
+                          gf_err *err);
+
+/* Frees what ds owns and zeroes it; NULL and empty datasets are fine. */
+void gf_dataset_free(gf_dataset *ds);
+
+/* Bytes held by the dataset's cache (pixels + labels). */
+size_t gf_dataset_bytes(const gf_dataset *ds);
+
+/* ---- order: permutation, positions, rank slices ---------------------- */
+
+/* perm[0..n-1] = the order of epoch `epoch` under `seed`: a permutation of
+ * 0..n-1, a pure function of (seed, epoch, n). Allocates scratch of n * 12
+ * bytes, freed before returning; perm is caller-owned. */
+gf_status gf_data_permutation(uint64_t seed, uint64_t epoch, uint32_t n,
+                              uint32_t *perm, gf_err *err);
+
+/* Position of the first sample of global step `step`: epoch and offset in
+ * that epoch, for a dataset of n images and a global batch of `batch`.
+ * GF_EINVAL if n or batch is 0 or step * batch overflows. */
+gf_status gf_data_position_of_step(uint64_t step, uint64_t batch, uint64_t n,
+                                   uint64_t *epoch, uint64_t *offset,
+                                   gf_err *err);
+/* The inverse: the step whose first sample is at (epoch, offset).
+ * GF_EINVAL if the position is not the start of a step (the position
+ * epoch * n + offset is not a multiple of batch) or offset >= n. */
+gf_status gf_data_step_of_position(uint64_t epoch, uint64_t offset,
+                                   uint64_t batch, uint64_t n, uint64_t *step,
+                                   gf_err *err);
+
+/* Rank `rank`'s slice of a global batch: [*begin, *begin + *count) with
+ * *begin = batch * rank / world. Slices of ranks 0..world-1 are disjoint and
+ * cover 0..batch-1; they differ in size by at most one. */
+gf_status gf_data_rank_slice(uint64_t batch, int world, int rank,
+                             uint64_t *begin, uint64_t *count, gf_err *err);
+
+/* How a run walks the data: the same for every rank except `rank`. */
+typedef struct gf_data_order {
+  uint64_t seed;       /* the run's --seed */
+  uint64_t batch;      /* the GLOBAL batch (all ranks together), >= 1 */
+  int world_size;      /* ranks, >= 1 */
+  int rank;            /* 0 .. world_size - 1 */
+} gf_data_order;
+
+/* A step-positioned iterator over one rank's slices. It borrows the dataset
+ * (which must outlive it) and owns two cached epoch permutations (8 * n
+ * bytes) and sort scratch (12 * n bytes), allocated by init so that
+ * iterating never allocates. */
+typedef struct gf_data_iter {
+  const gf_dataset *ds;   /* borrowed */
+  gf_data_order order;
+  uint64_t begin, count;  /* this rank's slice of every global batch */
+  uint64_t step;          /* the next step gf_data_iter_next produces */
+  uint32_t *perm[2];      /* owned; n each; epoch perm_epoch[k] */
+  uint64_t perm_epoch[2]; /* UINT64_MAX: slot empty */
+  int perm_lru;           /* slot to replace next */
+  void *scratch;          /* owned; sort keys for a permutation */
+} gf_data_iter;
+
+/* Checks the order against the dataset (world/rank in range, the global
+ * batch at least world_size so no rank gets an empty slice) and allocates
+ * the caches. Positioned at step 0. On failure *it is empty
+ * (gf_data_iter_free is safe). */
+gf_status gf_data_iter_init(gf_data_iter *it, const gf_dataset *ds,
+                            const gf_data_order *order, gf_err *err);
+/* Frees what it owns; NULL is fine. */
+void gf_data_iter_free(gf_data_iter *it);
+/* Positions the iterator so the next batch is global step `step`. */
+void gf_data_iter_seek(gf_data_iter *it, uint64_t step);
+
+/* One rank's batch: idx[0..count-1] = dataset indices of this rank's slice
+ * of step it->step, then advances. idx is caller-owned (it->count
+ * entries). *step_out (if non-NULL) gets the step produced. */
+gf_status gf_data_iter_next_indices(gf_data_iter *it, uint32_t *idx,
+                                    uint64_t *step_out, gf_err *err);
+
+/* Converts images idx[0..count-1] to float NCHW in [-1, 1] into images
+ * (count * c * h * w floats, caller-owned) and, when labels is non-NULL,
+ * their labels (-1 when the dataset has none). Indices must be < ds->n. */
+void gf_data_fill(const gf_dataset *ds, const uint32_t *idx, uint64_t count,
+                  float *images, int32_t *labels);
+
+/* ---- loader thread ---------------------------------------------------- */
+
+/* A prepared batch, owned by the loader. */
+typedef struct gf_batch {
+  uint64_t step;       /* global step this slice belongs to */
+  uint64_t n;          /* images in this rank's slice */
+  int c, h, w;
+  float *images;       /* n * c * h * w, NCHW, in [-1, 1] */
+  int32_t *labels;     /* n; -1 each when the dataset has no labels */
+  uint32_t *indices;   /* n dataset indices */
+  double wait_s;       /* seconds gf_data_loader_next blocked for it */
+} gf_batch;
+
+typedef struct gf_data_loader gf_data_loader; /* opaque */
+
+/* Starts a thread that prepares this rank's batches for steps first_step,
+ * first_step + 1, ... into a bounded queue of `depth` (2..8) batches. The
+ * loader borrows ds (it must outlive the loader) and copies order. *out is
+ * owned by the caller: stop it with gf_data_loader_free. */
+gf_status gf_data_loader_start(gf_data_loader **out, const gf_dataset *ds,
+                               const gf_data_order *order, uint64_t first_step,
+                               int depth, gf_err *err);
+
+/* Hands out the next batch in step order, blocking until it is ready. The
+ * batch stays valid (owned by the loader) until the next call of
+ * gf_data_loader_next or gf_data_loader_free; the call recycles the batch
+ * handed out before it. */
+gf_status gf_data_loader_next(gf_data_loader *ld, const gf_batch **batch,
+                              gf_err *err);
+
+/* Total seconds gf_data_loader_next has blocked so far ("data wait"). */
+double gf_data_loader_wait_seconds(const gf_data_loader *ld);
+
+/* Stops the thread (mid-epoch is fine: it finishes the batch it is filling
+ * and exits), joins it and frees everything. NULL is fine. */
+void gf_data_loader_free(gf_data_loader *ld);
+
+#endif

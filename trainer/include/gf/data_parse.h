@@ -1,0 +1,71 @@
+/* data_parse.h - the data readers on memory buffers: the same parsers
+ * gf_dataset_load runs on files, callable on bytes for tests and fuzz
+ * targets (tests/fuzz/fuzz_data_*.c). Nothing here touches the file system.
+ *
+ * `name` in each call is only used in error messages, where a file path
+ * would be. Geometry (channels, size, fit) comes from the gf_data_options
+ * argument, whose path and format are ignored. */
+#ifndef GF_DATA_PARSE_H
+#define GF_DATA_PARSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gf/data.h"
+#include "gf/status.h"
+
+/* Most pixels (width x height) a PNG or JPEG may declare. */
+#define GF_DATA_MAX_PIXELS (1u << 26)
+
+/* A decoded image: c planes (1: gray, 3: R, G, B) of h rows of w bytes.
+ * px holds c * h * w bytes and is owned by the struct. */
+typedef struct gf_image {
+  uint8_t *px;
+  int c, h, w;
+} gf_image;
+
+/* Frees px and zeroes the struct; NULL is fine. */
+void gf_image_free(gf_image *im);
+
+/* Decodes a PNG (any color type and bit depth; see data.h for how alpha,
+ * palettes and 16-bit samples are reduced) into *out (caller-owned struct;
+ * on success it owns out->px, release with gf_image_free; on failure *out is
+ * empty). GF_EFORMAT naming `name` for anything libpng rejects, including
+ * truncation and CRC errors in critical chunks. libpng errors are caught
+ * with setjmp/longjmp in this call; no global state. */
+gf_status gf_data_png_decode(const uint8_t *buf, size_t len, const char *name,
+                             gf_image *out, gf_err *err);
+
+/* Decodes a baseline or progressive JPEG (gray or YCbCr/RGB) into *out, as
+ * gf_data_png_decode. Libjpeg's "corrupt data" warnings (after which it
+ * would fill the image with gray) are errors here. CMYK/YCCK JPEGs are
+ * GF_EUNSUPPORTED. */
+gf_status gf_data_jpeg_decode(const uint8_t *buf, size_t len, const char *name,
+                              gf_image *out, gf_err *err);
+
+/* Decodes a PNG or JPEG chosen by the magic bytes; GF_EFORMAT naming `name`
+ * when it is neither. */
+gf_status gf_data_image_decode(const uint8_t *buf, size_t len,
+                               const char *name, gf_image *out, gf_err *err);
+
+/* Converts one decoded image to the cache geometry of data.h (channels,
+ * then fit) into dst (c * h * w bytes of opt's geometry, caller-owned).
+ * Allocates scratch freed before returning. */
+gf_status gf_data_image_convert(const gf_image *src, const gf_data_options *opt,
+                                uint8_t *dst, gf_err *err);
+
+/* Loads an IDX image file and its IDX label file from memory into *ds, as
+ * gf_dataset_load does from files (ds->source is set to img_name). */
+gf_status gf_data_idx_load_mem(gf_dataset *ds, const uint8_t *img,
+                               size_t img_len, const char *img_name,
+                               const uint8_t *lbl, size_t lbl_len,
+                               const char *lbl_name,
+                               const gf_data_options *opt, gf_err *err);
+
+/* Loads CIFAR-10 records from one memory buffer (the contents of one
+ * data_batch_N.bin) into *ds. */
+gf_status gf_data_cifar_load_mem(gf_dataset *ds, const uint8_t *buf,
+                                 size_t len, const char *name,
+                                 const gf_data_options *opt, gf_err *err);
+
+#endif
