@@ -396,6 +396,18 @@ gf_status gf_net_forward(gf_net *net, gf_ctx *ctx, const gf_tensor *x, gf_net_mo
   return GF_OK;
 }
 
+gf_status gf_net_output(const gf_net *net, gf_tensor *y, gf_err *err) {
+  if (!net || !net->layers || !y) return gf_fail(err, GF_EINVAL, "net: NULL argument");
+  if (net->fwd_batch < 1) return gf_fail(err, GF_ESTATE, "net: no forward yet");
+  TRY(view(net, y, net->layers[net->n_layers - 1].act, net->fwd_batch, net->out_ndim,
+           net->out_shape, err));
+  if (net->role == GF_NET_D) {
+    y->ndim = 2;
+    y->shape[2] = y->shape[3] = 1;
+  }
+  return GF_OK;
+}
+
 gf_status gf_net_backward(gf_net *net, gf_ctx *ctx, const gf_tensor *dy, gf_tensor *dx,
                           bool param_grads, gf_accum accum, gf_err *err) {
   if (!net || !net->layers || !ctx) return gf_fail(err, GF_EINVAL, "net: NULL argument");

@@ -156,6 +156,11 @@ gf_status gf_net_backward(gf_net *net, gf_ctx *ctx, const gf_tensor *dy,
                           gf_tensor *dx, bool param_grads, gf_accum accum,
                           gf_err *err);
 
+/* A view of the output of the last forward (as gf_net_forward's y), valid
+ * until the next forward; GF_ESTATE when there was none. The GAN step
+ * leaves G's fake batch here. Allocates nothing. */
+gf_status gf_net_output(const gf_net *net, gf_tensor *y, gf_err *err);
+
 /* One Adam update of every trainable parameter (one call over the params
  * arena; padding stays zero). step is 1-based. */
 gf_status gf_net_adam(gf_net *net, gf_ctx *ctx, const gf_adam_params *p,
