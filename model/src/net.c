@@ -69,7 +69,7 @@ static gf_status add_tensor(gf_net *net, const char *suffix, gf_param_kind kind,
 }
 
 gf_status gf_nb_linear(gf_net *net, int64_t out_features, bool bias, gf_err *err) {
-  gf_layer *l;
+  gf_layer *l = NULL;
   TRY(new_layer(net, GF_L_LINEAR, &l, err));
   int64_t in = numel_of(l->in_ndim, l->in);
   l->in_ndim = 1;
@@ -89,7 +89,7 @@ gf_status gf_nb_linear(gf_net *net, int64_t out_features, bool bias, gf_err *err
 
 gf_status gf_nb_conv(gf_net *net, bool transposed, int64_t cout, int k,
                      int stride, int pad, gf_err *err) {
-  gf_layer *l;
+  gf_layer *l = NULL;
   TRY(new_layer(net, transposed ? GF_L_DECONV : GF_L_CONV, &l, err));
   if (l->in_ndim == 1) { /* a vector (z) seen as [F, 1, 1] */
     l->in[1] = l->in[2] = 1;
@@ -121,7 +121,7 @@ gf_status gf_nb_conv(gf_net *net, bool transposed, int64_t cout, int k,
 }
 
 gf_status gf_nb_bn(gf_net *net, gf_err *err) {
-  gf_layer *l;
+  gf_layer *l = NULL;
   TRY(new_layer(net, GF_L_BN, &l, err));
   l->out_ndim = l->in_ndim;
   memcpy(l->out, l->in, sizeof l->in);
@@ -139,7 +139,7 @@ gf_status gf_nb_act(gf_net *net, gf_layer_kind kind, float arg, gf_err *err) {
     return gf_fail(err, GF_EINVAL, "net: kind %d is not element-wise", (int)kind);
   if (net->n_layers == 0)
     return gf_fail(err, GF_EINVAL, "net: an element-wise layer cannot come first");
-  gf_layer *l;
+  gf_layer *l = NULL;
   TRY(new_layer(net, kind, &l, err));
   l->out_ndim = l->in_ndim;
   memcpy(l->out, l->in, sizeof l->in);
