@@ -3,7 +3,9 @@
  * scaled up, 16-bit samples reduced to their high byte, alpha dropped,
  * interlacing undone. libpng's errors are caught by a setjmp/longjmp handler
  * set up for each decode, with the message kept in that decode's context;
- * warnings are ignored. No global state. */
+ * the first warning is kept to explain an error (libpng reports the reason
+ * for "Invalid IHDR data" as a warning) and otherwise ignored. No global
+ * state. */
 #include "data_internal.h"
 
 #include <png.h>
@@ -16,7 +18,8 @@
 typedef struct png_ctx {
   const uint8_t *buf;
   size_t len, pos;
-  char msg[256];
+  char msg[256];  /* the error */
+  char warn[160]; /* the first warning, often the reason for the error */
 } png_ctx;
 
 static void on_png_error(png_structp png, png_const_charp msg) {
@@ -26,8 +29,8 @@ static void on_png_error(png_structp png, png_const_charp msg) {
 }
 
 static void on_png_warning(png_structp png, png_const_charp msg) {
-  (void)png;
-  (void)msg;
+  png_ctx *c = png_get_error_ptr(png);
+  if (!c->warn[0]) snprintf(c->warn, sizeof c->warn, "%s", msg ? msg : "?");
 }
 
 static void on_png_read(png_structp png, png_bytep out, size_t n) {
@@ -61,7 +64,9 @@ gf_status gf_data_png_decode(const uint8_t *buf, size_t len, const char *name,
     if (status == GF_ENOMEM) {
       return gf_fail(err, GF_ENOMEM, "%s: out of memory decoding PNG", name);
     }
-    return gf_fail(err, GF_EFORMAT, "%s: invalid PNG: %s", name, ctx.msg);
+    return gf_fail(err, GF_EFORMAT, "%s: invalid PNG: %s%s%s%s", name, ctx.msg,
+                   ctx.warn[0] ? " (libpng warning: " : "", ctx.warn,
+                   ctx.warn[0] ? ")" : "");
   }
   png_set_read_fn(png, &ctx, on_png_read);
   png_set_user_limits(png, GF_DATA_MAX_SIDE, GF_DATA_MAX_SIDE);

@@ -64,11 +64,22 @@ void gf_src_open_mem(gf_src *s, const char *name, const uint8_t *buf,
   s->bound = len;
 }
 
+/* zlib's message without the "<fd:N>: " prefix gzdopen streams get (the
+ * file's name is already in our message). */
+static const char *gz_message(gzFile gz, int *errnum) {
+  const char *msg = gzerror(gz, errnum);
+  if (msg && strncmp(msg, "<fd:", 4) == 0) {
+    const char *p = strstr(msg, ": ");
+    if (p) msg = p + 2;
+  }
+  return msg;
+}
+
 /* The error zlib recorded on s->gz, as a gf_err; GF_OK when there is none. */
 static gf_status gz_failure(gf_src *s, uint64_t want, uint64_t got,
                             const char *what, gf_err *err) {
   int errnum = Z_OK;
-  const char *msg = gzerror(s->gz, &errnum);
+  const char *msg = gz_message(s->gz, &errnum);
   if (errnum == Z_ERRNO) {
     return gf_fail(err, GF_EIO, "%s: read error in %s: %s", s->name, what,
                    strerror(errno));
