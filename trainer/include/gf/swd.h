@@ -123,10 +123,11 @@ int gf_swd_levels(int side, int min_level, int sizes[GF_SWD_MAX_LEVELS]);
 /* SWD between a and b under cfg (NULL: the defaults) into *out. a and b must
  * have the same n, c, h, w (pixel types may differ). Allocates its working
  * memory (about 4 * 2 n P 49 C bytes for one level's descriptors, plus per
- * thread 8 * n P * 8 bytes of projections) and frees it before returning;
+ * thread 17 * 4 * n P bytes of projection keys) and frees it before returning;
  * borrows the images only during the call. GF_EINVAL naming the problem for
  * bad shapes, mismatched sets, a non-finite float pixel or a bad config;
- * GF_ENOMEM; GF_EIO when a worker thread cannot be started. */
+ * GF_ENOMEM. A worker thread that cannot be started only means fewer
+ * workers. */
 gf_status gf_swd(const gf_swd_images *a, const gf_swd_images *b,
                  const gf_swd_config *cfg, gf_swd_result *out, gf_err *err);
 
