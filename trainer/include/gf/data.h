@@ -145,7 +145,7 @@ size_t gf_dataset_bytes(const gf_dataset *ds);
 /* ---- order: permutation, positions, rank slices ---------------------- */
 
 /* perm[0..n-1] = the order of epoch `epoch` under `seed`: a permutation of
- * 0..n-1, a pure function of (seed, epoch, n). Allocates scratch of n * 12
+ * 0..n-1, a pure function of (seed, epoch, n). Allocates scratch of n * 16
  * bytes, freed before returning; perm is caller-owned. */
 gf_status gf_data_permutation(uint64_t seed, uint64_t epoch, uint32_t n,
                               uint32_t *perm, gf_err *err);
@@ -179,7 +179,7 @@ typedef struct gf_data_order {
 
 /* A step-positioned iterator over one rank's slices. It borrows the dataset
  * (which must outlive it) and owns two cached epoch permutations (8 * n
- * bytes) and sort scratch (12 * n bytes), allocated by init so that
+ * bytes) and sort scratch (16 * n bytes), allocated by init so that
  * iterating never allocates. */
 typedef struct gf_data_iter {
   const gf_dataset *ds;   /* borrowed */
@@ -245,7 +245,8 @@ gf_status gf_data_loader_start(gf_data_loader **out, const gf_dataset *ds,
 gf_status gf_data_loader_next(gf_data_loader *ld, const gf_batch **batch,
                               gf_err *err);
 
-/* Total seconds gf_data_loader_next has blocked so far ("data wait"). */
+/* Total seconds gf_data_loader_next has blocked so far ("data wait"); safe
+ * to read from any thread (a resource monitor's sampler). */
 double gf_data_loader_wait_seconds(const gf_data_loader *ld);
 
 /* Stops the thread (mid-epoch is fine: it finishes the batch it is filling
