@@ -292,7 +292,7 @@ static void test_identity_and_determinism(void) {
 /* Two disjoint halves of one distribution are close; more noise, more blur
  * and a larger brightness shift of the second set each move it further. */
 static void test_monotone(void) {
-  const int n = 400, s = 28;
+  const int n = 300, s = 28;
   const int64_t px = (int64_t)n * s * s;
   float *a_img = blobs(3, 0, n, 1, s);
   float *b_img = blobs(3, n, n, 1, s);
@@ -340,11 +340,14 @@ static void test_monotone(void) {
     CHECKF(v > prev, "shift %.1f: %.3f not above %.3f", (double)shift[k], v,
            prev);
     prev = v;
-    /* Karras's per-set normalization cannot see a pure shift. */
-    gf_swd_config ps = cfg;
-    ps.norm = GF_SWD_NORM_PER_SET;
-    double vp = swd_avg(&a, &bs, &ps), bp = swd_avg(&a, &b, &ps);
-    CHECK_NEAR(vp, bp, 1e-3 * bp + 1e-9);
+    if (k == 2) {
+      /* Karras's per-set normalization cannot see a pure shift. */
+      gf_swd_config ps = cfg;
+      ps.norm = GF_SWD_NORM_PER_SET;
+      double vp = swd_avg(&a, &bs, &ps), bp = swd_avg(&a, &b, &ps);
+      printf("swd synthetic: per-set norm: shift 0.4 %.2f, halves %.2f\n", vp, bp);
+      CHECK_NEAR(vp, bp, 1e-3 * bp + 1e-9);
+    }
   }
   CHECKF(base * 3 < prev, "halves %.3f vs shift 0.4 %.3f", base, prev);
   free(work);
@@ -378,7 +381,7 @@ static int cmp_double(const void *a, const void *b) {
 
 /* SWD of two float sets from the header's definition, in double, with
  * plain loops. `per_set` picks the normalization. */
-static void ref_swd(const float *set[2], int n, int c, int s,
+static void ref_swd(const float *sets[2], int n, int c, int s,
                     const gf_swd_config *cfg, int per_set, gf_swd_result *out) {
   int sizes[GF_SWD_MAX_LEVELS];
   int levels = gf_swd_levels(s, cfg->min_level, sizes);
@@ -399,7 +402,7 @@ static void ref_swd(const float *set[2], int n, int c, int s,
       for (int i = 0; i < n; i++)
         for (int k = 0; k < c; k++) {
           int cur = s;
-          for (int q = 0; q < s * s; q++) g[q] = set[set] ? set[set][(i * c + k) * s * s + q] : 0;
+          for (int q = 0; q < s * s; q++) g[q] = sets[set][(i * c + k) * s * s + q];
           for (int q = 0; q < l; q++) { /* Gaussian of level l */
             ref_conv(g, cur, 1.0, blur);
             int t = (cur + 1) / 2;
@@ -493,8 +496,8 @@ static void test_reference(void) {
   /* Gray 28 x 28 with three levels (28, 14, 7), joint and per-set; RGB
    * 16 x 16 (16, 8). Small enough for the plain loops. */
   struct { int n, c, s, min_level, P, dirs, rep; uint64_t seed; } cases[] = {
-      {6, 1, 28, 7, 5, 3, 2, 11},
-      {5, 3, 16, 8, 4, 5, 1, 0x123456789abcdefULL},
+      {6, 1, 28, 7, 5, 9, 2, 11},   /* 18 directions: 2 blocks of 8 + 2 */
+      {5, 3, 16, 8, 4, 11, 1, 0x123456789abcdefULL}, /* 8 + 3 */
   };
   for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
     int n = cases[t].n, c = cases[t].c, s = cases[t].s;
@@ -587,8 +590,10 @@ static void test_fashion_mnist(const char *dir) {
   gf_swd_result rr, rn, rb;
   gf_err err = {0};
   double t0 = now_s();
+#ifndef __SANITIZE_ADDRESS__ /* a timing only, and slow under ASan */
   cfg.threads = 1;
   REQUIRE(gf_swd(&real_a, &real_b, &cfg, &rr, &err) == GF_OK);
+#endif
   double t1 = now_s();
   cfg.threads = 2;
   REQUIRE(gf_swd(&real_a, &real_b, &cfg, &rr, &err) == GF_OK);
