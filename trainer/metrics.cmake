@@ -9,6 +9,9 @@
 # opened at run time.
 add_library(gf_metrics STATIC
   ${CMAKE_CURRENT_LIST_DIR}/src/swd.c
+  ${CMAKE_CURRENT_LIST_DIR}/src/monitor.c
+  ${CMAKE_CURRENT_LIST_DIR}/src/monitor_proc.c
+  ${CMAKE_CURRENT_LIST_DIR}/src/monitor_nvml.c
 )
 target_include_directories(gf_metrics PUBLIC ${CMAKE_CURRENT_LIST_DIR}/include)
 target_link_libraries(gf_metrics

@@ -15,3 +15,17 @@ target_link_libraries(test_swd PRIVATE gf_metrics ZLIB::ZLIB)
 target_include_directories(test_swd PRIVATE ${GF_TEST_SUPPORT_DIR})
 add_test(NAME trainer_swd COMMAND test_swd)
 set_tests_properties(trainer_swd PROPERTIES LABELS unit TIMEOUT 120)
+
+add_library(gf_fake_nvml MODULE ${CMAKE_CURRENT_LIST_DIR}/test_monitor.c)
+target_compile_definitions(gf_fake_nvml PRIVATE GF_TEST_FAKE_NVML)
+target_include_directories(gf_fake_nvml PRIVATE ${GF_TEST_SUPPORT_DIR})
+set_target_properties(gf_fake_nvml PROPERTIES PREFIX "" OUTPUT_NAME fake_nvml)
+
+add_executable(test_monitor ${CMAKE_CURRENT_LIST_DIR}/test_monitor.c)
+target_link_libraries(test_monitor PRIVATE gf_metrics)
+target_include_directories(test_monitor PRIVATE ${GF_TEST_SUPPORT_DIR})
+target_compile_definitions(test_monitor PRIVATE
+  GF_FAKE_NVML_PATH="$<TARGET_FILE:gf_fake_nvml>")
+add_dependencies(test_monitor gf_fake_nvml)
+add_test(NAME trainer_monitor COMMAND test_monitor)
+set_tests_properties(trainer_monitor PROPERTIES LABELS unit TIMEOUT 120)
