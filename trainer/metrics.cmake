@@ -15,7 +15,7 @@ add_library(gf_metrics STATIC
 )
 target_include_directories(gf_metrics PUBLIC ${CMAKE_CURRENT_LIST_DIR}/include)
 target_link_libraries(gf_metrics
-  PUBLIC gf_kernels Threads::Threads m ${CMAKE_DL_LIBS})
+  PUBLIC gf_model gf_kernels Threads::Threads m ${CMAKE_DL_LIBS})
 # The projection loop is written to vectorize over descriptors without
 # changing the order of any sum (so results do not depend on the vector
 # width; the AVX2 clone of swd.c gives the same bits): -O3 as in

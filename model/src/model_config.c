@@ -46,17 +46,21 @@ void gf_model_config_default(gf_model_config *c, gf_arch arch) {
   memset(c, 0, sizeof *c);
   c->format_version = GF_MODEL_CONFIG_VERSION;
   c->architecture = arch;
-  c->z_dim = 100;
   c->num_classes = 0;
   c->pixel_norm = GF_PIXEL_TANH_M1_1;
   if (arch == GF_ARCH_DCGAN) {
+    c->z_dim = 100;
     c->image_height = c->image_width = 64;
     c->image_channels = 3;
     c->ngf = c->ndf = 64;
   } else {
+    /* The paper's network: z 50, first hidden widths 1200 (G) and 256 (D),
+     * which the mlp builder fixes; the fields record them. */
+    c->z_dim = 50;
     c->image_height = c->image_width = 28;
     c->image_channels = 1;
-    c->ngf = c->ndf = 1024;
+    c->ngf = 1200;
+    c->ndf = 256;
   }
 }
 

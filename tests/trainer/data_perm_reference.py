@@ -2,14 +2,15 @@
 """data_perm_reference.py - an independent Python model of the data
 permutation of trainer/include/gf/data.h, which produced the golden values
 of test_data_order.c: Philox-4x32-10 (Salmon et al. 2011) keyed by the seed
-halves, counter {block, 0, "DATA", epoch}; image i gets the 64-bit key
+halves, counter {block, 0, purpose 5 (GF_RNG_DATA_PERM of model/include/gf/rng.h),
+epoch} as gf_rng_stream lays it out; image i gets the 64-bit key
 words 2i, 2i+1; the epoch's order is the indices sorted by (key, index).
 Usage: data_perm_reference.py SEED EPOCH N   (epoch < 2^32)"""
 import sys
 
 M0, M1 = 0xD2511F53, 0xCD9E8D57
 W0, W1 = 0x9E3779B9, 0xBB67AE85
-PURPOSE = 0x44415441  # "DATA"
+PURPOSE = 5  # GF_RNG_DATA_PERM; sub 0 in bits 8..31 of the same word
 
 
 def philox(ctr, key):

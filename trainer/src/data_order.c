@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "gf/philox.h"
+#include "gf/rng.h"
 
 /* One sort key: 64 Philox bits, the index breaking (astronomically rare)
  * ties so the order is total. */
@@ -25,16 +26,11 @@ static int cmp_key(const void *a, const void *b) {
 }
 
 /* The permutation into perm using keys (n entries of scratch). Stream:
- * key = seed halves, counter words 2, 3 = {GF_DATA_PHILOX_PURPOSE, epoch low
- * 32 bits}; epoch's high 32 bits select a 2^34-word region of the word
- * index; image i gets words 2i, 2i+1. */
+ * gf_rng_stream(seed, GF_RNG_DATA_PERM, epoch, rank 0, sub 0); image i gets
+ * words 2i, 2i+1. epoch < 2^32 (the caller checks). */
 static void permute(uint64_t seed, uint64_t epoch, uint32_t n, uint32_t *perm,
                     perm_key *keys) {
-  gf_philox_stream s = {
-      .key = {(uint32_t)seed, (uint32_t)(seed >> 32)},
-      .ctr_hi = {GF_DATA_PHILOX_PURPOSE, (uint32_t)epoch},
-      .offset = (epoch >> 32) << 34,
-  };
+  gf_philox_stream s = gf_rng_stream(seed, GF_RNG_DATA_PERM, (int64_t)epoch, 0, 0);
   uint32_t words[512];
   for (uint32_t i = 0; i < n; i += 256) {
     uint32_t k = n - i < 256 ? n - i : 256;
@@ -53,6 +49,9 @@ static void permute(uint64_t seed, uint64_t epoch, uint32_t n, uint32_t *perm,
 gf_status gf_data_permutation(uint64_t seed, uint64_t epoch, uint32_t n,
                               uint32_t *perm, gf_err *err) {
   if (n == 0) return GF_OK;
+  if (epoch > UINT32_MAX)
+    return gf_fail(err, GF_EINVAL, "data: epoch %llu is past 2^32",
+                   (unsigned long long)epoch);
   perm_key *keys = malloc((size_t)n * sizeof *keys);
   if (!keys) {
     return gf_fail(err, GF_ENOMEM, "data: out of memory for a permutation of %u",

@@ -19,10 +19,9 @@
 #include <unistd.h>
 
 #include "gf/philox.h"
+#include "gf/rng.h"
 
-/* Keying shared with model/include/gf/rng.h (gf_rng_stream): purpose
- * GF_RNG_SWD = 6 in bits 0..7 of counter word 2, sub in bits 8..31. */
-#define SWD_RNG_PURPOSE 6u
+/* Streams: gf_rng_stream(seed, GF_RNG_SWD, step 0, rank 0, sub). */
 #define SWD_SUB_POSITIONS 0x100u /* + level */
 #define SWD_SUB_DIRECTIONS 0x200u /* + level */
 
@@ -34,12 +33,7 @@
 #define MAX_DESCRIPTORS ((int64_t)1 << 30)
 
 static gf_philox_stream swd_stream(uint64_t seed, uint32_t sub) {
-  gf_philox_stream s = {
-      .key = {(uint32_t)seed, (uint32_t)(seed >> 32)},
-      .ctr_hi = {SWD_RNG_PURPOSE | (sub & 0xFFFFFFu) << 8, 0u},
-      .offset = 0,
-  };
-  return s;
+  return gf_rng_stream(seed, GF_RNG_SWD, 0, 0, sub);
 }
 
 gf_swd_config gf_swd_config_default(void) {

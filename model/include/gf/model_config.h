@@ -45,7 +45,8 @@ gf_status gf_arch_parse(const char *s, gf_arch *out, gf_err *err);
 gf_status gf_pixel_norm_parse(const char *s, gf_pixel_norm *out, gf_err *err);
 
 /* A valid config of the given architecture with the papers' sizes
- * (dcgan: 64x64x3, z 100, ngf = ndf = 64; mlp: 28x28x1, z 100, 1024). */
+ * (dcgan: 64x64x3, z 100, ngf = ndf = 64; mlp: the paper's 28x28x1, z 50,
+ * ngf 1200 and ndf 256, the first hidden widths, fixed for mlp). */
 void gf_model_config_default(gf_model_config *c, gf_arch arch);
 
 /* Checks every field and the cross-field rules; the message names the

@@ -71,8 +71,6 @@
 
 #include "gf/status.h"
 
-/* Philox purpose word (counter word 2) of the data permutation streams. */
-#define GF_DATA_PHILOX_PURPOSE 0x44415441u /* "DATA" */
 /* Limits on what a reader accepts from a file. */
 #define GF_DATA_MAX_SIDE 16384      /* source width/height, and model size */
 #define GF_DATA_MAX_IMAGES 0x7fffffffu /* images in a dataset (indices fit u32) */
@@ -145,8 +143,10 @@ size_t gf_dataset_bytes(const gf_dataset *ds);
 /* ---- order: permutation, positions, rank slices ---------------------- */
 
 /* perm[0..n-1] = the order of epoch `epoch` under `seed`: a permutation of
- * 0..n-1, a pure function of (seed, epoch, n). Allocates scratch of n * 16
- * bytes, freed before returning; perm is caller-owned. */
+ * 0..n-1, a pure function of (seed, epoch, n), drawn from
+ * gf_rng_stream(seed, GF_RNG_DATA_PERM, epoch, 0, 0); epoch < 2^32 (else
+ * GF_EINVAL). Allocates scratch of n * 16 bytes, freed before returning;
+ * perm is caller-owned. */
 gf_status gf_data_permutation(uint64_t seed, uint64_t epoch, uint32_t n,
                               uint32_t *perm, gf_err *err);
 
