@@ -1,0 +1,76 @@
+/* checkpoint.h - the training checkpoints of DESIGN §4.2: the whole state
+ * of a gf_gan (G and D parameters, BN running statistics, both Adam moments
+ * and step counters) as one safetensors file per checkpoint, written
+ * atomically with a SHA-256 of the data and the metadata of gf/ckpt_meta.h;
+ * the last K kept; the newest good one found on resume, skipping truncated
+ * or corrupted files. Also the human-readable summary behind
+ * `ganflow inspect`.
+ *
+ * Tensor names in a checkpoint file:
+ *   "<param>"           every tensor of G and D by its state_dict name
+ *                       ("g.main.0.weight", "d.main.1.running_mean", ...)
+ *   "<param>.adam_m"    first Adam moment of each trainable parameter
+ *   "<param>.adam_v"    second Adam moment
+ *   "g.adam_step", "d.adam_step"   I64 scalars: Adam updates applied
+ * All float tensors are F32 with the parameter's shape.
+ *
+ * Not here: when to checkpoint, uploading to MLflow (the trainer loop), the
+ * MLflow model directory (gf/mlmodel.h). */
+#ifndef GF_CHECKPOINT_H
+#define GF_CHECKPOINT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "gf/ckpt_meta.h"
+#include "gf/gan.h"
+#include "gf/status.h"
+
+/* File name of the checkpoint of a step, printf format taking (long long)
+ * step; zero-padded so that names sort by step. */
+#define GF_CKPT_NAME_FMT "ckpt-%012lld.safetensors"
+
+/* Writes gan's whole training state as dir/ckpt-<step>.safetensors through
+ * gf_ckpt_write (atomic, fsync'd, SHA-256 of the data): for G and D every
+ * parameter value, BN running statistics, both Adam moments (names:
+ * "<param>", "<param>.adam_m", "<param>.adam_v", BN buffers by their
+ * state_dict names) and the Adam step counters (I64 tensors "g.adam_step",
+ * "d.adam_step"); metadata from *meta (meta->step names the file;
+ * meta->config must equal gan->cfg). dir must exist. Then deletes all but
+ * the newest `keep` checkpoints of dir (keep <= 0 keeps all). path_out (may
+ * be NULL) receives the written path (path_cap bytes). gan is only read;
+ * nothing allocated outlives the call. */
+gf_status gf_checkpoint_save(const char *dir, const gf_gan *gan,
+                             const gf_ckpt_meta *meta, int keep,
+                             char *path_out, size_t path_cap, gf_err *err);
+
+/* The newest checkpoint of dir that opens cleanly (strict parse, digest
+ * verified, metadata valid): newer files that are truncated, corrupted or
+ * unreadable are skipped - never loaded - and counted in *n_skipped (may be
+ * NULL), the last skip's reason in skip_msg (may be NULL; skip_cap bytes).
+ * GF_ENOTFOUND when dir has no good checkpoint (or does not exist).
+ * Temporary files of an interrupted write are ignored. path_out receives
+ * the path (path_cap bytes; GF_EINVAL when too small), meta_out (may be
+ * NULL) its metadata. Allocates nothing that outlives the call. */
+gf_status gf_checkpoint_find_latest(const char *dir, char *path_out,
+                                    size_t path_cap, gf_ckpt_meta *meta_out,
+                                    int *n_skipped, char *skip_msg,
+                                    size_t skip_cap, gf_err *err);
+
+/* Loads a checkpoint into gan (built for training with the same config: a
+ * config mismatch, a missing/extra tensor or a shape/dtype mismatch is an
+ * error naming it and leaves gan unchanged), restoring every arena
+ * byte-for-byte and the Adam step counters. The file is verified (digest,
+ * metadata) before anything is copied. meta_out (may be NULL) receives its
+ * metadata. CPU arenas only (GF_EUNSUPPORTED otherwise). */
+gf_status gf_checkpoint_load(const char *path, gf_gan *gan,
+                             gf_ckpt_meta *meta_out, gf_err *err);
+
+/* Human-readable summary (metadata, tensor table with shapes and byte
+ * sizes, digest status) of a checkpoint file or an MLflow model directory
+ * (MLmodel + files), for `ganflow inspect`. Writes only to out. A file
+ * whose digest does not match is still described (status "MISMATCH") and
+ * the call returns GF_EINTEGRITY after printing. */
+gf_status gf_inspect_print(const char *path, FILE *out, gf_err *err);
+
+#endif
