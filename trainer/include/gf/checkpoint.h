@@ -20,6 +20,7 @@
 #define GF_CHECKPOINT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "gf/ckpt_meta.h"
@@ -29,6 +30,11 @@
 /* File name of the checkpoint of a step, printf format taking (long long)
  * step; zero-padded so that names sort by step. */
 #define GF_CKPT_NAME_FMT "ckpt-%012lld.safetensors"
+
+/* 1 when name is a checkpoint file name exactly as GF_CKPT_NAME_FMT spells
+ * it (temporary files "<name>.tmp.XXXXXX" are not), with its step in
+ * *step; else 0. */
+int gf_checkpoint_parse_name(const char *name, int64_t *step);
 
 /* Writes gan's whole training state as dir/ckpt-<step>.safetensors through
  * gf_ckpt_write (atomic, fsync'd, SHA-256 of the data): for G and D every

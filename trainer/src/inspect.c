@@ -1,0 +1,190 @@
+/* inspect.c - `ganflow inspect` (gf_inspect_print of gf/checkpoint.h): a
+ * human-readable description of a checkpoint or any safetensors file
+ * (metadata, tensor table, data digest status) or of an MLflow model
+ * directory (MLmodel fields, file digests, the generator's tensors). Reads
+ * files, writes only to the FILE it is given; never loads into a network. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "checkpoint_internal.h"
+#include "gf/checkpoint.h"
+#include "gf/mlmodel.h"
+#include "gf/sha256.h"
+
+static void print_config(FILE *out, const char *indent, const gf_model_config *c) {
+  fprintf(out, "%sconfig: %s, z_dim %d, image %dx%dx%d, ngf %d, ndf %d, "
+               "classes %d, pixels %s\n",
+          indent, gf_arch_name(c->architecture), c->z_dim, c->image_height,
+          c->image_width, c->image_channels, c->ngf, c->ndf, c->num_classes,
+          gf_pixel_norm_name(c->pixel_norm));
+}
+
+static void print_tensors(FILE *out, const gf_st_file *f) {
+  size_t total = 0;
+  for (size_t i = 0; i < f->n_tensors; i++) total += f->tensors[i].nbytes;
+  fprintf(out, "tensors: %zu, %zu bytes\n", f->n_tensors, total);
+  fprintf(out, "  %-40s %-5s %-22s %12s\n", "name", "dtype", "shape", "bytes");
+  for (size_t i = 0; i < f->n_tensors; i++) {
+    const gf_st_tensor *t = &f->tensors[i];
+    char shape[128];
+    size_t k = (size_t)snprintf(shape, sizeof shape, "[");
+    for (int d = 0; d < t->ndim && k < sizeof shape; d++)
+      k += (size_t)snprintf(shape + k, sizeof shape - k, "%s%lld", d ? ", " : "",
+                            (long long)t->shape[d]);
+    if (k < sizeof shape) snprintf(shape + k, sizeof shape - k, "]");
+    fprintf(out, "  %-40s %-5s %-22s %12zu\n", t->name,
+            gf_st_dtype_name(t->dtype), shape, t->nbytes);
+  }
+}
+
+/* A safetensors file. A checkpoint (ganflow.step in its metadata) is
+ * described field by field and must carry a matching digest; any other
+ * file's metadata is listed raw. Returns GF_EINTEGRITY after printing when
+ * the digest does not match (or a checkpoint has none). */
+static gf_status inspect_file(const char *path, FILE *out, gf_err *err) {
+  gf_st_file f;
+  gf_st_file_init(&f);
+  gf_status st = gf_st_open(&f, path, 0, err); /* strict parse, no digest yet */
+  if (st != GF_OK) return st;
+  int is_ckpt = gf_st_meta_get(&f, "ganflow.step") != NULL;
+  fprintf(out, "%s: %s\n", is_ckpt ? "checkpoint" : "safetensors", path);
+  fprintf(out, "  size: %zu bytes (header %zu, data %zu)\n", f.size,
+          f.header_len, f.data_len);
+  if (is_ckpt) {
+    gf_ckpt_meta m;
+    gf_err me;
+    if (gf_ckpt_meta_from_file(&f, &m, &me) == GF_OK) {
+      fprintf(out, "  format_version: %d\n", m.format_version);
+      fprintf(out, "  step: %lld\n", (long long)m.step);
+      fprintf(out, "  epoch: %lld (offset %lld samples)\n", (long long)m.epoch,
+              (long long)m.epoch_offset);
+      fprintf(out, "  seed: %llu\n", (unsigned long long)m.seed);
+      fprintf(out, "  world_size: %d\n", m.world_size);
+      fprintf(out, "  run_id: %s\n", m.run_id[0] ? m.run_id : "(none)");
+      print_config(out, "  ", &m.config);
+    } else {
+      fprintf(out, "  metadata: INVALID: %s\n", me.msg);
+    }
+  } else {
+    for (size_t i = 0; i < f.n_meta; i++)
+      if (strcmp(f.meta[i].key, GF_ST_DATA_SHA256_KEY) != 0)
+        fprintf(out, "  %s: %.200s\n", f.meta[i].key, f.meta[i].value);
+  }
+  gf_err de;
+  gf_status ds = gf_st_verify_data_sha256(&f, &de);
+  const char *stored = gf_st_meta_get(&f, GF_ST_DATA_SHA256_KEY);
+  if (ds == GF_OK) {
+    fprintf(out, "  data sha256: %s OK\n", stored);
+  } else if (ds == GF_ENOTFOUND) {
+    fprintf(out, "  data sha256: (none recorded)\n");
+    if (is_ckpt)
+      st = gf_fail(err, GF_EINTEGRITY, "%s: checkpoint has no data digest", path);
+  } else {
+    fprintf(out, "  data sha256: MISMATCH (%s)\n", de.msg);
+    st = gf_fail(err, GF_EINTEGRITY, "%s: %s", path, de.msg);
+  }
+  print_tensors(out, &f);
+  gf_st_file_free(&f);
+  return st;
+}
+
+/* Reads dir/MLmodel (at most GF_MLMODEL_MAX_BYTES) into a malloc'd buffer. */
+static gf_status read_mlmodel(const char *path, char **buf, size_t *len,
+                              gf_err *err) {
+  *buf = NULL;
+  FILE *fp = fopen(path, "rb");
+  if (!fp) return gf_fail(err, GF_EIO, "%s: %s", path, strerror(errno));
+  char *b = malloc(GF_MLMODEL_MAX_BYTES + 1);
+  if (!b) {
+    fclose(fp);
+    return gf_fail(err, GF_ENOMEM, "%s: read buffer", path);
+  }
+  size_t n = fread(b, 1, GF_MLMODEL_MAX_BYTES + 1, fp);
+  int bad = ferror(fp);
+  fclose(fp);
+  if (bad || n > GF_MLMODEL_MAX_BYTES) {
+    free(b);
+    return gf_fail(err, bad ? GF_EIO : GF_EFORMAT, "%s: %s", path,
+                   bad ? "read error" : "larger than 1 MiB");
+  }
+  *buf = b;
+  *len = n;
+  return GF_OK;
+}
+
+static gf_status inspect_model_dir(const char *dir, FILE *out, gf_err *err) {
+  char path[GF_CKPT_PATH_MAX];
+  if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, GF_MLMODEL_FILE) >=
+      sizeof path)
+    return gf_fail(err, GF_EINVAL, "inspect: path %s too long", dir);
+  char *yaml = NULL;
+  size_t len = 0;
+  gf_status st = read_mlmodel(path, &yaml, &len, err);
+  if (st != GF_OK) return st;
+  gf_mlmodel m;
+  st = gf_mlmodel_parse(yaml, len, &m, err);
+  free(yaml);
+  if (st != GF_OK) return st;
+  fprintf(out, "model directory: %s\n", dir);
+  fprintf(out, "  artifact_path: %s\n", m.artifact_path ? m.artifact_path : "(none)");
+  fprintf(out, "  run_id: %s\n", m.run_id ? m.run_id : "(none)");
+  fprintf(out, "  model_uuid: %s\n", m.model_uuid ? m.model_uuid : "(none)");
+  fprintf(out, "  utc_time_created: %s\n",
+          m.utc_time_created ? m.utc_time_created : "(none)");
+  fprintf(out, "  mlflow_version: %s\n", m.mlflow_version ? m.mlflow_version : "(none)");
+  fprintf(out, "  ganflow_version: %s\n", m.ganflow_version);
+  print_config(out, "  ", &m.config);
+  fprintf(out, "files: %zu\n", m.n_files);
+  int bad = 0;
+  for (size_t i = 0; i < m.n_files && st == GF_OK; i++) {
+    char fpath[GF_CKPT_PATH_MAX], hex[GF_SHA256_HEX_LEN + 1];
+    if ((size_t)snprintf(fpath, sizeof fpath, "%s/%s", dir, m.files[i].name) >=
+        sizeof fpath) {
+      st = gf_fail(err, GF_EINVAL, "inspect: path %s/%s too long", dir,
+                   m.files[i].name);
+      break;
+    }
+    gf_err fe;
+    const char *verdict = "OK";
+    if (gf_sha256_file(fpath, hex, &fe) != GF_OK) {
+      verdict = "MISSING OR UNREADABLE";
+      bad++;
+    } else if (strcmp(hex, m.files[i].sha256) != 0) {
+      verdict = "MISMATCH";
+      bad++;
+    }
+    fprintf(out, "  %-24s sha256 %s %s\n", m.files[i].name, m.files[i].sha256,
+            verdict);
+  }
+  if (st == GF_OK &&
+      (size_t)snprintf(path, sizeof path, "%s/%s", dir, GF_MLMODEL_GENERATOR) <
+          sizeof path) {
+    gf_err ge;
+    gf_status gs = inspect_file(path, out, &ge);
+    if (gs != GF_OK && gs != GF_EINTEGRITY)
+      fprintf(out, "  generator: cannot be read: %s\n", ge.msg);
+    if (gs != GF_OK) bad++;
+  }
+  if (st == GF_OK && bad)
+    st = gf_fail(err, GF_EINTEGRITY,
+                 "model directory %s: %d file(s) missing or not matching their "
+                 "digests", dir, bad);
+  gf_mlmodel_free(&m);
+  return st;
+}
+
+gf_status gf_inspect_print(const char *path, FILE *out, gf_err *err) {
+  if (!path || !*path || !out)
+    return gf_fail(err, GF_EINVAL, "inspect: NULL argument");
+  struct stat sb;
+  if (stat(path, &sb) != 0)
+    return gf_fail(err, errno == ENOENT ? GF_ENOTFOUND : GF_EIO, "%s: %s", path,
+                   strerror(errno));
+  gf_status st = S_ISDIR(sb.st_mode) ? inspect_model_dir(path, out, err)
+                                     : inspect_file(path, out, err);
+  if (fflush(out) != 0 && st == GF_OK)
+    st = gf_fail(err, GF_EIO, "inspect: writing the summary failed");
+  return st;
+}
