@@ -1,0 +1,234 @@
+/* train.h - ganflow-train (DESIGN §2, §4.1-§4.8): its flattened
+ * configuration and command line, the MLflow glue (run creation and resume,
+ * exactly-once metrics, artifact uploads, model registration) and the
+ * training loop that composes data, the GAN step, checkpoints, SWD and the
+ * resource monitor.
+ *
+ * Four source files:
+ *   train_config.c    gf_train_config, argv parsing (getopt_long), --help,
+ *                     the config flattened to MLflow params
+ *   train_tracking.c  gf_tracker: the MLflow side of one training process
+ *   train_upload.c    gf_uploader: artifact uploads on a background thread
+ *   train_loop.c      gf_train_run: the whole run, start to exit status
+ *
+ * Nothing here prints except gf_train_run (progress and log lines on
+ * stderr, as the executable's contract says) and gf_train_usage; nothing
+ * exits (ganflow_train_main.c does). No global state: the stop flag the
+ * signal handler sets is owned by main() and passed in by pointer. */
+#ifndef GF_TRAIN_H
+#define GF_TRAIN_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "gf/model_config.h"
+#include "gf/status.h"
+
+#define GF_TRAIN_PATH_MAX 4096
+#define GF_TRAIN_NAME_MAX 256
+#define GF_TRAIN_VERSION "0.1.0"
+#define GF_TRAIN_DEFAULT_EXPERIMENT "ganflow"
+#define GF_TRAIN_EVAL_IMAGES 2000 /* SWD: generated vs real images */
+#define GF_TRAIN_GRID_SIDE 8      /* sample grid: 8 x 8 images */
+
+typedef enum gf_resume_mode {
+  GF_RESUME_AUTO = 0,  /* newest good checkpoint of the dir, else run_id file */
+  GF_RESUME_NEVER = 1, /* a new run; the checkpoint dir must hold none */
+  GF_RESUME_PATH = 2,  /* that checkpoint file */
+} gf_resume_mode;
+
+/* The whole configuration of one ganflow-train invocation. Plain values
+ * and fixed buffers: copyable, nothing to free. Sizes that depend on the
+ * model (z_dim, image size) are resolved by gf_train_config_finish. */
+typedef struct gf_train_config {
+  char data[GF_TRAIN_PATH_MAX];       /* --data SPEC ([FORMAT:]PATH); required */
+  gf_arch model;                      /* --model (dcgan) */
+  int image_size;                     /* --image-size, pixels (28) */
+  int channels;                       /* --channels, 1 or 3 (1) */
+  int z_dim;                          /* --z-dim; 0 = model default (mlp 50,
+                                         dcgan 100) until _finish */
+  int64_t steps;                      /* --steps, optimizer steps (5000) */
+  int batch;                          /* --batch, per rank (64) */
+  double lr_g, lr_d;                  /* --lr-g, --lr-d (2e-4) */
+  uint64_t seed;                      /* --seed (1) */
+  char device[32];                    /* --device as given ("cpu") */
+  int threads;                        /* --threads; 0 = every online core */
+  char checkpoint_dir[GF_TRAIN_PATH_MAX]; /* --checkpoint-dir; "" = default
+                                         ./checkpoints/<experiment>/<run-name
+                                         or default> (set by _finish) */
+  int64_t checkpoint_every;           /* --checkpoint-every (500); 0 = end only */
+  int keep;                           /* --keep (3) */
+  gf_resume_mode resume;              /* --resume (auto) */
+  char resume_path[GF_TRAIN_PATH_MAX]; /* --resume PATH */
+  int64_t sample_every;               /* --sample-every (500); 0 = never */
+  int64_t eval_every;                 /* --eval-every (1000); 0 = never */
+  int64_t log_every;                  /* --log-every (10), >= 1 */
+  char experiment[GF_TRAIN_NAME_MAX]; /* --experiment, else
+                                         MLFLOW_EXPERIMENT_NAME, else "ganflow" */
+  char run_name[GF_TRAIN_NAME_MAX];   /* --run-name ("" = server's choice) */
+  char register_model[GF_TRAIN_NAME_MAX]; /* --register-model; default
+                                         "ganflow-<model>"; "" skips */
+  bool register_set;                  /* --register-model was given */
+  char alias[GF_TRAIN_NAME_MAX];      /* --alias ("" = none) */
+  bool deterministic;                 /* --deterministic */
+  int eval_images;                    /* SWD set size (2000; fewer when the
+                                         dataset is smaller) */
+} gf_train_config;
+
+/* The defaults above (experiment from MLFLOW_EXPERIMENT_NAME when set). */
+void gf_train_config_default(gf_train_config *cfg);
+
+/* What gf_train_parse_args found. */
+typedef enum gf_parse_result {
+  GF_PARSE_OK = 0,    /* train with cfg */
+  GF_PARSE_HELP = 1,  /* --help: print gf_train_usage, exit 0 */
+  GF_PARSE_USAGE = 2, /* bad command line: err names the flag; exit 2 */
+} gf_parse_result;
+
+/* Parses argv (getopt_long; permutes argv as GNU getopt does) into cfg,
+ * which it first fills with gf_train_config_default, then runs
+ * gf_train_config_finish. On GF_PARSE_USAGE err->msg names the flag and
+ * what is wrong ("--batch: 'x' is not an integer"). */
+gf_parse_result gf_train_parse_args(gf_train_config *cfg, int argc,
+                                    char **argv, gf_err *err);
+
+/* Resolves defaults that depend on other fields (z_dim, register-model,
+ * checkpoint dir) and checks cross-field rules (--device cuda is refused
+ * with a clear message in this build). GF_EINVAL naming the flag. */
+gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err);
+
+/* The --help text, every flag with its default. */
+void gf_train_usage(FILE *out, const char *prog);
+
+/* The model config of cfg (architecture, z, image size, channels). */
+gf_status gf_train_model_config(const gf_train_config *cfg,
+                                gf_model_config *out, gf_err *err);
+
+/* The config flattened to MLflow params. Keys are static strings; values
+ * are written into the caller's storage `vals` (n_max rows of
+ * GF_TRAIN_PARAM_VAL_MAX bytes). Only what defines the training result and
+ * its cadence: data, model, image_size, channels, z_dim, steps, batch,
+ * lr_g, lr_d, seed, device, threads, checkpoint_every, keep, sample_every,
+ * eval_every, log_every, deterministic, world_size, eval_images. Returns
+ * the number of params (<= n_max). */
+#define GF_TRAIN_PARAM_VAL_MAX GF_TRAIN_PATH_MAX
+#define GF_TRAIN_MAX_PARAMS 24
+typedef struct gf_train_param {
+  const char *key;
+  char value[GF_TRAIN_PARAM_VAL_MAX];
+} gf_train_param;
+size_t gf_train_config_params(const gf_train_config *cfg,
+                              gf_train_param *out, size_t n_max);
+
+/* ---- the run -------------------------------------------------------- */
+
+/* Exit statuses of ganflow-train (main returns them). */
+typedef enum gf_train_exit {
+  GF_TRAIN_EXIT_OK = 0,     /* finished, or stopped by SIGTERM/SIGINT with
+                               a checkpoint written (run KILLED) */
+  GF_TRAIN_EXIT_FAIL = 1,   /* an error; the run is FAILED where it exists */
+  GF_TRAIN_EXIT_USAGE = 2,  /* a configuration the run refuses */
+} gf_train_exit;
+
+/* Runs the whole training of cfg (finished config): resume, MLflow,
+ * loop, checkpoints, model registration. *stop (owned by main, set by its
+ * signal handler) is read at every step boundary: nonzero stops the run
+ * with a checkpoint and status KILLED. Prints progress and errors to
+ * stderr. Never exits. */
+gf_train_exit gf_train_run(const gf_train_config *cfg,
+                           const volatile sig_atomic_t *stop);
+
+/* ---- MLflow glue (train_tracking.c) --------------------------------- */
+
+typedef struct gf_tracker gf_tracker; /* opaque */
+
+/* What gf_tracker_start needs; strings borrowed during the call. */
+typedef struct gf_tracker_start_info {
+  const gf_train_config *cfg;
+  const char *run_id;        /* the run to resume (checkpoint or run_id
+                                file), or NULL: MLFLOW_RUN_ID, else a new
+                                run */
+  const char *device_desc;   /* "cpu (2 threads)" */
+} gf_tracker_start_info;
+
+/* Connects (mlflow_config_from_env), then either resumes run_id (replays
+ * the previous process's outbox synchronously, sets the run RUNNING,
+ * reads the latest step of every metric so that no (key, step) at or
+ * below it is logged again, re-logs params that are missing) or creates
+ * the experiment/run with tags and params and writes
+ * <checkpoint-dir>/run_id. Then opens the metric logger with its outbox at
+ * <checkpoint-dir>/mlflow.outbox and the artifact uploader. The server
+ * must answer here (with the client's retries); afterwards an outage only
+ * delays metrics (outbox) and uploads. *out owned by the caller:
+ * gf_tracker_finish. Messages about skipped/changed params go to log. */
+gf_status gf_tracker_start(gf_tracker **out, const gf_tracker_start_info *si,
+                           FILE *log, gf_err *err);
+
+/* The run id (32 hex digits); valid until gf_tracker_finish. */
+const char *gf_tracker_run_id(const gf_tracker *t);
+
+/* The step the resource monitor's first sample should carry: one past the
+ * latest system-metric step the server holds (0 for a new run). */
+int64_t gf_tracker_monitor_first_step(const gf_tracker *t);
+
+/* Queues one metric point unless the server already holds (key, step) or
+ * a later step of key (exactly-once across resumes). Never blocks longer
+ * than the logger's max_block_ms. Thread-safe (the monitor's sampler calls
+ * it). A failure is counted, not returned. */
+void gf_tracker_metric(gf_tracker *t, const char *key, double value,
+                       int64_t timestamp_ms, int64_t step);
+
+/* Waits until every point queued so far is on the server or in the outbox. */
+gf_status gf_tracker_flush(gf_tracker *t, double timeout_s, gf_err *err);
+
+/* Queues the upload of local_path as artifact dest (relative path). With
+ * take_ownership the file is deleted after the upload (or when it cannot
+ * be queued). Failures are reported to the log, never fatal. */
+void gf_tracker_upload(gf_tracker *t, const char *local_path,
+                       const char *dest, bool take_ownership);
+
+/* Waits for every queued upload to end (successfully or not). */
+void gf_tracker_uploads_wait(gf_tracker *t);
+
+/* The end of a successful run: writes the MLflow model directory of
+ * generator tensors (gf_mlmodel_write into a temp dir under the checkpoint
+ * dir), uploads it under model/, registers a new version of
+ * cfg->register_model (unless ""), waits for READY, sets cfg->alias.
+ * Skipped when the run already carries the tag ganflow.model_version (a
+ * finished run started again). */
+struct gf_gan;
+gf_status gf_tracker_log_model(gf_tracker *t, const struct gf_gan *gan,
+                               FILE *log, gf_err *err);
+
+/* Ends the run with status (mlflow_run_status; 0 leaves it as it is),
+ * closes the logger (reporting batches left in the outbox and naming
+ * `ganflow sync`), stops the uploader and frees t. NULL is fine. Returns
+ * nonzero when the run status could not be set. */
+int gf_tracker_finish(gf_tracker *t, int run_status, FILE *log);
+
+/* ---- artifact uploader (train_upload.c) ------------------------------ */
+
+typedef struct gf_uploader gf_uploader; /* opaque */
+struct mlflow_config;
+
+/* Starts a thread with its own client (a copy of cfg with at most 2
+ * retries, so an outage costs an upload, not the run) that uploads queued
+ * files to artifact_uri (copied) in order. Reports go to log (may be NULL).
+ * *out owned by the caller: gf_uploader_free. */
+gf_status gf_uploader_start(gf_uploader **out, const struct mlflow_config *cfg,
+                            const char *artifact_uri, FILE *log, gf_err *err);
+/* Queues one upload (see gf_tracker_upload). Returns false when the queue
+ * (16 files) is full; the file is then deleted if owned. */
+bool gf_uploader_push(gf_uploader *u, const char *local_path, const char *dest,
+                      bool take_ownership);
+/* Waits until the queue is empty and no upload runs. */
+void gf_uploader_wait(gf_uploader *u);
+/* Uploads and failures so far. */
+void gf_uploader_counts(gf_uploader *u, int *ok, int *failed);
+/* Finishes queued uploads, stops the thread, frees. NULL is fine. */
+void gf_uploader_free(gf_uploader *u);
+
+#endif

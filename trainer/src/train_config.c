@@ -1,0 +1,452 @@
+/* train_config.c - the configuration of ganflow-train: defaults, the
+ * command line of DESIGN §2 parsed with getopt_long (every bad value is a
+ * usage error naming its flag), --help, and the config flattened into the
+ * MLflow params of a run. Nothing here touches files, the network or MLflow.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gf/train.h"
+
+/* Copies src into a fixed buffer; GF_EINVAL naming the flag when too long. */
+static gf_status copy_str(char *dst, size_t cap, const char *src,
+                          const char *flag, gf_err *err) {
+  size_t n = strlen(src);
+  if (n >= cap)
+    return gf_fail(err, GF_EINVAL, "%s: value longer than %zu characters",
+                   flag, cap - 1);
+  memcpy(dst, src, n + 1);
+  return GF_OK;
+}
+
+void gf_train_config_default(gf_train_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->model = GF_ARCH_DCGAN;
+  cfg->image_size = 28;
+  cfg->channels = 1;
+  cfg->z_dim = 0;
+  cfg->steps = 5000;
+  cfg->batch = 64;
+  cfg->lr_g = 2e-4;
+  cfg->lr_d = 2e-4;
+  cfg->seed = 1;
+  snprintf(cfg->device, sizeof cfg->device, "cpu");
+  cfg->threads = 0;
+  cfg->checkpoint_every = 500;
+  cfg->keep = 3;
+  cfg->resume = GF_RESUME_AUTO;
+  cfg->sample_every = 500;
+  cfg->eval_every = 1000;
+  cfg->log_every = 10;
+  const char *exp = getenv("MLFLOW_EXPERIMENT_NAME");
+  snprintf(cfg->experiment, sizeof cfg->experiment, "%s",
+           exp && *exp ? exp : GF_TRAIN_DEFAULT_EXPERIMENT);
+  cfg->eval_images = GF_TRAIN_EVAL_IMAGES;
+}
+
+/* Integer in [lo, hi]; the message names the flag. */
+static gf_status parse_i64(const char *flag, const char *arg, int64_t lo,
+                           int64_t hi, int64_t *out, gf_err *err) {
+  char *end = NULL;
+  errno = 0;
+  long long v = strtoll(arg, &end, 10);
+  if (!*arg || *end || errno == ERANGE || isspace((unsigned char)*arg))
+    return gf_fail(err, GF_EINVAL, "%s: '%s' is not an integer", flag, arg);
+  if (v < lo || v > hi)
+    return gf_fail(err, GF_EINVAL, "%s: %lld is outside [%lld, %lld]", flag,
+                   v, (long long)lo, (long long)hi);
+  *out = v;
+  return GF_OK;
+}
+
+static gf_status parse_int(const char *flag, const char *arg, int lo, int hi,
+                           int *out, gf_err *err) {
+  int64_t v;
+  gf_status st = parse_i64(flag, arg, lo, hi, &v, err);
+  if (st == GF_OK) *out = (int)v;
+  return st;
+}
+
+/* A finite number > 0 and <= 1 (learning rates). */
+static gf_status parse_lr(const char *flag, const char *arg, double *out,
+                          gf_err *err) {
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(arg, &end);
+  if (!*arg || *end || errno == ERANGE || isspace((unsigned char)*arg))
+    return gf_fail(err, GF_EINVAL, "%s: '%s' is not a number", flag, arg);
+  if (!isfinite(v) || v <= 0 || v > 1)
+    return gf_fail(err, GF_EINVAL, "%s: %s is not in (0, 1]", flag, arg);
+  *out = v;
+  return GF_OK;
+}
+
+static gf_status parse_seed(const char *arg, uint64_t *out, gf_err *err) {
+  char *end = NULL;
+  errno = 0;
+  if (!*arg || *arg == '-' || isspace((unsigned char)*arg))
+    return gf_fail(err, GF_EINVAL, "--seed: '%s' is not an unsigned integer",
+                   arg);
+  unsigned long long v = strtoull(arg, &end, 10);
+  if (*end || errno == ERANGE)
+    return gf_fail(err, GF_EINVAL, "--seed: '%s' is not an unsigned 64-bit "
+                   "integer", arg);
+  *out = v;
+  return GF_OK;
+}
+
+/* "cpu", "cuda" or "cuda:N": syntax only; availability in _finish. */
+static gf_status parse_device(const char *arg, gf_train_config *cfg,
+                              gf_err *err) {
+  int ok = strcmp(arg, "cpu") == 0 || strcmp(arg, "cuda") == 0;
+  if (!ok && strncmp(arg, "cuda:", 5) == 0 && arg[5]) {
+    ok = 1;
+    for (const char *p = arg + 5; *p; p++)
+      if (!isdigit((unsigned char)*p)) ok = 0;
+  }
+  if (!ok)
+    return gf_fail(err, GF_EINVAL, "--device: '%s' is not cpu, cuda or "
+                   "cuda:N", arg);
+  return copy_str(cfg->device, sizeof cfg->device, arg, "--device", err);
+}
+
+/* An MLflow-safe name for a folder: [A-Za-z0-9._-], others become '_'. */
+static void safe_component(char *dst, size_t cap, const char *src) {
+  size_t i = 0;
+  for (; src[i] && i + 1 < cap; i++) {
+    unsigned char ch = (unsigned char)src[i];
+    dst[i] = (isalnum(ch) || ch == '.' || ch == '-' || ch == '_') ? (char)ch : '_';
+  }
+  dst[i] = '\0';
+  if (strcmp(dst, ".") == 0 || strcmp(dst, "..") == 0 || !*dst)
+    snprintf(dst, cap, "default");
+}
+
+gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err) {
+  if (!cfg->data[0])
+    return gf_fail(err, GF_EINVAL, "--data: required (a directory of IDX "
+                   "files, CIFAR-10 batches or PNG/JPEG images)");
+  if (strncmp(cfg->device, "cuda", 4) == 0)
+    return gf_fail(err, GF_EUNSUPPORTED,
+                   "--device %s: this build has no CUDA backend (it comes "
+                   "with a later release); use --device cpu", cfg->device);
+  if (cfg->z_dim == 0) cfg->z_dim = cfg->model == GF_ARCH_MLP ? 50 : 100;
+  if (cfg->model == GF_ARCH_DCGAN && cfg->image_size != 28 &&
+      cfg->image_size != 32 && cfg->image_size != 64)
+    return gf_fail(err, GF_EINVAL, "--image-size: dcgan is built for 28, 32 "
+                   "or 64 pixels, not %d", cfg->image_size);
+  if (cfg->model == GF_ARCH_DCGAN && cfg->channels != 1 && cfg->channels != 3)
+    return gf_fail(err, GF_EINVAL, "--channels: dcgan takes 1 or 3, not %d",
+                   cfg->channels);
+  if (!cfg->register_set)
+    snprintf(cfg->register_model, sizeof cfg->register_model, "ganflow-%s",
+             gf_arch_name(cfg->model));
+  if (cfg->alias[0] && !cfg->register_model[0])
+    return gf_fail(err, GF_EINVAL, "--alias: needs a registered model "
+                   "(--register-model is '')");
+  if (!cfg->checkpoint_dir[0]) {
+    char e[GF_TRAIN_NAME_MAX], r[GF_TRAIN_NAME_MAX];
+    safe_component(e, sizeof e, cfg->experiment);
+    safe_component(r, sizeof r, cfg->run_name[0] ? cfg->run_name : "default");
+    snprintf(cfg->checkpoint_dir, sizeof cfg->checkpoint_dir,
+             "checkpoints/%s/%s", e, r);
+  }
+  return GF_OK;
+}
+
+gf_status gf_train_model_config(const gf_train_config *cfg,
+                                gf_model_config *out, gf_err *err) {
+  gf_model_config_default(out, cfg->model);
+  out->z_dim = cfg->z_dim;
+  out->image_height = cfg->image_size;
+  out->image_width = cfg->image_size;
+  out->image_channels = cfg->channels;
+  if (cfg->model == GF_ARCH_DCGAN) {
+    /* Radford et al. used 64 filters at 64x64; the small images keep it. */
+    out->ngf = 64;
+    out->ndf = 64;
+  }
+  return gf_model_config_validate(out, err);
+}
+
+enum {
+  OPT_DATA = 256, OPT_MODEL, OPT_STEPS, OPT_BATCH, OPT_LR_G, OPT_LR_D,
+  OPT_Z_DIM, OPT_SEED, OPT_DEVICE, OPT_THREADS, OPT_CKPT_DIR, OPT_CKPT_EVERY,
+  OPT_KEEP, OPT_RESUME, OPT_SAMPLE_EVERY, OPT_EVAL_EVERY, OPT_EXPERIMENT,
+  OPT_RUN_NAME, OPT_REGISTER, OPT_ALIAS, OPT_IMAGE_SIZE, OPT_CHANNELS,
+  OPT_LOG_EVERY, OPT_DETERMINISTIC, OPT_HELP, OPT_EVAL_IMAGES,
+};
+
+static const struct option k_options[] = {
+  {"data", required_argument, NULL, OPT_DATA},
+  {"model", required_argument, NULL, OPT_MODEL},
+  {"steps", required_argument, NULL, OPT_STEPS},
+  {"batch", required_argument, NULL, OPT_BATCH},
+  {"lr-g", required_argument, NULL, OPT_LR_G},
+  {"lr-d", required_argument, NULL, OPT_LR_D},
+  {"z-dim", required_argument, NULL, OPT_Z_DIM},
+  {"seed", required_argument, NULL, OPT_SEED},
+  {"device", required_argument, NULL, OPT_DEVICE},
+  {"threads", required_argument, NULL, OPT_THREADS},
+  {"checkpoint-dir", required_argument, NULL, OPT_CKPT_DIR},
+  {"checkpoint-every", required_argument, NULL, OPT_CKPT_EVERY},
+  {"keep", required_argument, NULL, OPT_KEEP},
+  {"resume", required_argument, NULL, OPT_RESUME},
+  {"sample-every", required_argument, NULL, OPT_SAMPLE_EVERY},
+  {"eval-every", required_argument, NULL, OPT_EVAL_EVERY},
+  {"eval-images", required_argument, NULL, OPT_EVAL_IMAGES},
+  {"experiment", required_argument, NULL, OPT_EXPERIMENT},
+  {"run-name", required_argument, NULL, OPT_RUN_NAME},
+  {"register-model", required_argument, NULL, OPT_REGISTER},
+  {"alias", required_argument, NULL, OPT_ALIAS},
+  {"image-size", required_argument, NULL, OPT_IMAGE_SIZE},
+  {"channels", required_argument, NULL, OPT_CHANNELS},
+  {"log-every", required_argument, NULL, OPT_LOG_EVERY},
+  {"deterministic", no_argument, NULL, OPT_DETERMINISTIC},
+  {"help", no_argument, NULL, OPT_HELP},
+  {NULL, 0, NULL, 0},
+};
+
+static gf_status apply_option(gf_train_config *cfg, int opt, const char *arg,
+                              gf_err *err) {
+  const int64_t big = INT64_C(1) << 40; /* steps < 2^32 keeps Philox keys */
+  switch (opt) {
+  case OPT_DATA:
+    if (!*arg) return gf_fail(err, GF_EINVAL, "--data: empty");
+    return copy_str(cfg->data, sizeof cfg->data, arg, "--data", err);
+  case OPT_MODEL:
+    if (strcmp(arg, "dcgan") && strcmp(arg, "mlp"))
+      return gf_fail(err, GF_EINVAL, "--model: '%s' is not dcgan or mlp", arg);
+    return gf_arch_parse(arg, &cfg->model, err);
+  case OPT_STEPS:
+    return parse_i64("--steps", arg, 1, UINT32_MAX, &cfg->steps, err);
+  case OPT_BATCH:
+    return parse_int("--batch", arg, 2, 65536, &cfg->batch, err);
+  case OPT_LR_G: return parse_lr("--lr-g", arg, &cfg->lr_g, err);
+  case OPT_LR_D: return parse_lr("--lr-d", arg, &cfg->lr_d, err);
+  case OPT_Z_DIM: return parse_int("--z-dim", arg, 1, 4096, &cfg->z_dim, err);
+  case OPT_SEED: return parse_seed(arg, &cfg->seed, err);
+  case OPT_DEVICE: return parse_device(arg, cfg, err);
+  case OPT_THREADS:
+    return parse_int("--threads", arg, 0, 4096, &cfg->threads, err);
+  case OPT_CKPT_DIR:
+    if (!*arg) return gf_fail(err, GF_EINVAL, "--checkpoint-dir: empty");
+    return copy_str(cfg->checkpoint_dir, sizeof cfg->checkpoint_dir, arg,
+                    "--checkpoint-dir", err);
+  case OPT_CKPT_EVERY:
+    return parse_i64("--checkpoint-every", arg, 0, big, &cfg->checkpoint_every,
+                     err);
+  case OPT_KEEP: return parse_int("--keep", arg, 1, 1000000, &cfg->keep, err);
+  case OPT_RESUME:
+    if (strcmp(arg, "auto") == 0) cfg->resume = GF_RESUME_AUTO;
+    else if (strcmp(arg, "never") == 0) cfg->resume = GF_RESUME_NEVER;
+    else if (!*arg)
+      return gf_fail(err, GF_EINVAL, "--resume: empty (auto, never or a "
+                     "checkpoint file)");
+    else {
+      cfg->resume = GF_RESUME_PATH;
+      return copy_str(cfg->resume_path, sizeof cfg->resume_path, arg,
+                      "--resume", err);
+    }
+    return GF_OK;
+  case OPT_SAMPLE_EVERY:
+    return parse_i64("--sample-every", arg, 0, big, &cfg->sample_every, err);
+  case OPT_EVAL_EVERY:
+    return parse_i64("--eval-every", arg, 0, big, &cfg->eval_every, err);
+  case OPT_EVAL_IMAGES:
+    return parse_int("--eval-images", arg, 2, 100000, &cfg->eval_images, err);
+  case OPT_LOG_EVERY:
+    return parse_i64("--log-every", arg, 1, big, &cfg->log_every, err);
+  case OPT_EXPERIMENT:
+    if (!*arg) return gf_fail(err, GF_EINVAL, "--experiment: empty");
+    return copy_str(cfg->experiment, sizeof cfg->experiment, arg,
+                    "--experiment", err);
+  case OPT_RUN_NAME:
+    return copy_str(cfg->run_name, sizeof cfg->run_name, arg, "--run-name",
+                    err);
+  case OPT_REGISTER:
+    cfg->register_set = true;
+    return copy_str(cfg->register_model, sizeof cfg->register_model, arg,
+                    "--register-model", err);
+  case OPT_ALIAS:
+    if (*arg) {
+      int ok = strcmp(arg, "latest") != 0;
+      for (const char *p = arg; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-') ok = 0;
+      if (arg[0] == 'v' && arg[1]) {
+        int digits = 1;
+        for (const char *p = arg + 1; *p; p++)
+          if (!isdigit((unsigned char)*p)) digits = 0;
+        if (digits) ok = 0;
+      }
+      if (!ok)
+        return gf_fail(err, GF_EINVAL, "--alias: '%s' is not a valid MLflow "
+                       "alias ([A-Za-z0-9_-]+, not 'latest' or v<digits>)",
+                       arg);
+    }
+    return copy_str(cfg->alias, sizeof cfg->alias, arg, "--alias", err);
+  case OPT_IMAGE_SIZE:
+    return parse_int("--image-size", arg, 1, 4096, &cfg->image_size, err);
+  case OPT_CHANNELS:
+    return parse_int("--channels", arg, 1, 4, &cfg->channels, err);
+  case OPT_DETERMINISTIC:
+    cfg->deterministic = true;
+    return GF_OK;
+  default:
+    return gf_fail(err, GF_EINVAL, "unknown option");
+  }
+}
+
+gf_parse_result gf_train_parse_args(gf_train_config *cfg, int argc,
+                                    char **argv, gf_err *err) {
+  gf_train_config_default(cfg);
+  optind = 1;
+  opterr = 0;
+  int help = 0;
+  for (;;) {
+    int idx = -1;
+    int opt = getopt_long(argc, argv, ":h", k_options, &idx);
+    if (opt == -1) break;
+    if (opt == 'h' || opt == OPT_HELP) {
+      help = 1;
+      continue;
+    }
+    if (opt == '?') {
+      const char *bad = argv[optind - 1] ? argv[optind - 1] : "?";
+      gf_fail(err, GF_EINVAL, "%s: unknown option", bad);
+      return GF_PARSE_USAGE;
+    }
+    if (opt == ':') {
+      const char *bad = argv[optind - 1] ? argv[optind - 1] : "?";
+      gf_fail(err, GF_EINVAL, "%s: needs a value", bad);
+      return GF_PARSE_USAGE;
+    }
+    if (apply_option(cfg, opt, optarg, err) != GF_OK) return GF_PARSE_USAGE;
+  }
+  if (help) return GF_PARSE_HELP;
+  if (optind < argc) {
+    gf_fail(err, GF_EINVAL, "'%s': unexpected argument (flags are --name "
+            "VALUE)", argv[optind]);
+    return GF_PARSE_USAGE;
+  }
+  if (gf_train_config_finish(cfg, err) != GF_OK) return GF_PARSE_USAGE;
+  return GF_PARSE_OK;
+}
+
+void gf_train_usage(FILE *out, const char *prog) {
+  fprintf(out,
+"Usage: %s --data SPEC [options]\n"
+"Trains a GAN (generator + discriminator) on an image dataset and tracks the\n"
+"run in MLflow: params, metrics, system metrics, sample grids, checkpoints,\n"
+"and at the end a registered model version.\n"
+"\n"
+"Data and model:\n"
+"  --data SPEC             [idx:|cifar10:|images:]DIR: MNIST-format IDX files\n"
+"                          (plain or .gz), CIFAR-10 binary batches, or a folder\n"
+"                          of PNG/JPEG images (required)\n"
+"  --model dcgan|mlp       network (dcgan)\n"
+"  --image-size N          image side in pixels; dcgan: 28, 32 or 64 (28)\n"
+"  --channels N            1 (gray) or 3 (RGB) (1)\n"
+"  --z-dim N               latent size (mlp 50, dcgan 100)\n"
+"Training:\n"
+"  --steps N               optimizer steps in all (5000)\n"
+"  --batch N               images per step (64)\n"
+"  --lr-g X, --lr-d X      Adam learning rates of G and D (2e-4; betas 0.5,\n"
+"                          0.999)\n"
+"  --seed N                every random number derives from it (1)\n"
+"  --device cpu|cuda[:N]   cpu (this build has no CUDA backend) (cpu)\n"
+"  --threads N             CPU threads, 0 = every core (0); a bit-identical\n"
+"                          resume needs the same value\n"
+"  --deterministic         deterministic GPU algorithms (the CPU path always is)\n"
+"Checkpoints:\n"
+"  --checkpoint-dir DIR    (checkpoints/<experiment>/<run-name or default>)\n"
+"  --checkpoint-every N    steps between checkpoints; 0 = at the end only (500)\n"
+"  --keep N                newest checkpoints kept (3)\n"
+"  --resume auto|never|PATH\n"
+"                          auto: continue from the newest good checkpoint of\n"
+"                          the dir into the same MLflow run; never: a new run\n"
+"                          (refused when the dir holds checkpoints or a run_id\n"
+"                          of another run: empty it or pick another dir);\n"
+"                          PATH: that checkpoint file (auto)\n"
+"Monitoring:\n"
+"  --log-every N           steps between metric points and log lines (10)\n"
+"  --sample-every N        steps between 8x8 sample grids (PNG artifacts);\n"
+"                          0 = never (500)\n"
+"  --eval-every N          steps between SWD evaluations; 0 = never (1000)\n"
+"  --eval-images N         images per set in the SWD (2000, or the dataset)\n"
+"MLflow:\n"
+"  --experiment NAME       experiment (MLFLOW_EXPERIMENT_NAME, else ganflow)\n"
+"  --run-name NAME         run name (the server picks one)\n"
+"  --register-model NAME   registered model of the final generator\n"
+"                          (ganflow-<model>); '' skips registration\n"
+"  --alias NAME            alias set on the new version (none)\n"
+"  --help                  this text\n"
+"\n"
+"Environment: MLFLOW_TRACKING_URI (http://127.0.0.1:5000),\n"
+"MLFLOW_EXPERIMENT_NAME, MLFLOW_RUN_ID (log into that existing run),\n"
+"MLFLOW_TRACKING_USERNAME/_PASSWORD/_TOKEN, MLFLOW_TRACKING_INSECURE_TLS,\n"
+"MLFLOW_TRACKING_SERVER_CERT_PATH, MLFLOW_HTTP_REQUEST_MAX_RETRIES,\n"
+"MLFLOW_HTTP_REQUEST_TIMEOUT, MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL\n"
+"(seconds between system-metric samples, 10).\n"
+"\n"
+"The MLflow server must answer when the run starts (creating or resuming the\n"
+"run, with the client's retries); otherwise ganflow-train exits 1 before\n"
+"training. Once running, an outage never stops training: metrics wait in\n"
+"<checkpoint-dir>/mlflow.outbox and are sent when the server returns (or by\n"
+"`ganflow sync DIR`); artifact uploads that fail are reported and skipped.\n"
+"SIGTERM/SIGINT: checkpoint at the next step, run KILLED, exit 0; a second\n"
+"SIGINT exits at once (130). Exit status: 0 done, 1 error (run FAILED),\n"
+"2 usage.\n",
+          prog);
+}
+
+/* The shortest %g form of v that reads back as exactly v ("0.0002"). */
+static void fmt_double(char *buf, size_t cap, double v) {
+  for (int prec = 1; prec <= 17; prec++) {
+    snprintf(buf, cap, "%.*g", prec, v);
+    if (strtod(buf, NULL) == v) return;
+  }
+}
+
+size_t gf_train_config_params(const gf_train_config *cfg,
+                              gf_train_param *out, size_t n_max) {
+  size_t n = 0;
+#define P(k, ...)                                                         \
+  do {                                                                    \
+    if (n < n_max) {                                                      \
+      out[n].key = (k);                                                   \
+      snprintf(out[n].value, sizeof out[n].value, __VA_ARGS__);           \
+      n++;                                                                \
+    }                                                                     \
+  } while (0)
+  P("data", "%s", cfg->data);
+  P("model", "%s", gf_arch_name(cfg->model));
+  P("image_size", "%d", cfg->image_size);
+  P("channels", "%d", cfg->channels);
+  P("z_dim", "%d", cfg->z_dim);
+  P("steps", "%" PRId64, cfg->steps);
+  P("batch", "%d", cfg->batch);
+  char num[32];
+  fmt_double(num, sizeof num, cfg->lr_g);
+  P("lr_g", "%s", num);
+  fmt_double(num, sizeof num, cfg->lr_d);
+  P("lr_d", "%s", num);
+  P("seed", "%" PRIu64, cfg->seed);
+  P("device", "%s", cfg->device);
+  P("threads", "%d", cfg->threads);
+  P("checkpoint_every", "%" PRId64, cfg->checkpoint_every);
+  P("keep", "%d", cfg->keep);
+  P("sample_every", "%" PRId64, cfg->sample_every);
+  P("eval_every", "%" PRId64, cfg->eval_every);
+  P("log_every", "%" PRId64, cfg->log_every);
+  P("deterministic", "%s", cfg->deterministic ? "true" : "false");
+  P("world_size", "%d", 1);
+  P("eval_images", "%d", cfg->eval_images);
+#undef P
+  return n;
+}

@@ -1,0 +1,594 @@
+/* train_loop.c - one ganflow-train run from a finished configuration to
+ * its exit status: resume decision, data, networks, MLflow (through
+ * train_tracking.c), the step loop with its metrics, sample grids, SWD
+ * evaluations and checkpoints, the progress display, and the end (model
+ * registration, final run status).
+ *
+ * Determinism (DESIGN §4.1): step k (0-based) draws its latents and
+ * dropout masks from (seed, k) inside gf_gan_step and its data from
+ * gf_data_position_of_step(k); a checkpoint taken after k steps holds
+ * meta.step = k and every arena byte, so a run resumed from it repeats the
+ * uninterrupted run's steps k, k+1, ... bit for bit (same --threads).
+ * Sample grids and SWD use G in inference mode (BN running statistics,
+ * nothing updated) with fixed latents from (seed, GF_RNG_SAMPLE), so they
+ * never perturb training and are comparable over a run.
+ *
+ * Step numbering in MLflow: a metric logged "at step k" describes the
+ * state after k completed optimizer steps (k = 1..steps); checkpoint
+ * ckpt-k holds that state. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gf/checkpoint.h"
+#include "gf/ctx.h"
+#include "gf/data.h"
+#include "gf/gan.h"
+#include "gf/image_grid.h"
+#include "gf/monitor.h"
+#include "gf/rng.h"
+#include "gf/swd.h"
+#include "gf/train.h"
+#include "mlflow/mlflow.h"
+
+#define LOADER_DEPTH 4
+#define GRID_N (GF_TRAIN_GRID_SIDE * GF_TRAIN_GRID_SIDE)
+
+/* Everything one run holds; owned by gf_train_run's frame. */
+typedef struct train_state {
+  const gf_train_config *cfg;   /* borrowed */
+  gf_model_config mcfg;
+  gf_dataset ds;                /* owned */
+  gf_ctx ctx;                   /* owned */
+  bool ctx_ok;
+  gf_gan gan;                   /* owned */
+  gf_data_loader *loader;       /* owned */
+  gf_tracker *tracker;          /* owned */
+  gf_monitor *monitor;          /* owned */
+  int64_t start_step;           /* steps completed when this process began */
+  int64_t ckpt_step;            /* step of the newest checkpoint on disk; -1 */
+  char run_id[GF_CKPT_RUN_ID_MAX + 1]; /* from the checkpoint or run_id file */
+  char ckpt_path[GF_TRAIN_PATH_MAX + 64];
+  int n_eval;                   /* SWD set size; 0 = no SWD */
+  float *grid_z;                /* owned; [GRID_N, z_dim] */
+  float *eval_z;                /* owned; [n_eval, z_dim] */
+  float *gen;                   /* owned; [max(n_eval, GRID_N), C, H, W] */
+  bool tty;                     /* stderr is a terminal */
+  double last_draw;             /* monotonic seconds of the last \r line */
+} train_state;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* mkdir -p. */
+static gf_status make_dirs(const char *path, gf_err *err) {
+  char buf[GF_TRAIN_PATH_MAX];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+      return gf_fail(err, GF_EIO, "%s: cannot create: %s", buf,
+                     strerror(errno));
+    *p = '/';
+  }
+  if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+    return gf_fail(err, GF_EIO, "%s: cannot create: %s", buf, strerror(errno));
+  return GF_OK;
+}
+
+/* <checkpoint-dir>/run_id into st->run_id; false when absent or empty. */
+static bool read_run_id_file(train_state *st) {
+  char path[GF_TRAIN_PATH_MAX + 16];
+  snprintf(path, sizeof path, "%s/run_id", st->cfg->checkpoint_dir);
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  char line[128] = "";
+  bool ok = fgets(line, sizeof line, f) != NULL;
+  fclose(f);
+  line[strcspn(line, "\r\n")] = '\0';
+  if (!ok || !line[0] || strlen(line) > GF_CKPT_RUN_ID_MAX) return false;
+  snprintf(st->run_id, sizeof st->run_id, "%s", line);
+  return true;
+}
+
+/* Decides where to start: fills ckpt_path (or "") and run_id (or "").
+ * Returns GF_EINVAL for a refusal the user must resolve (exit 2). */
+static gf_status choose_start(train_state *st, gf_err *err) {
+  const gf_train_config *cfg = st->cfg;
+  st->ckpt_path[0] = '\0';
+  st->run_id[0] = '\0';
+  if (cfg->resume == GF_RESUME_PATH) {
+    snprintf(st->ckpt_path, sizeof st->ckpt_path, "%s", cfg->resume_path);
+    return GF_OK;
+  }
+  gf_ckpt_meta meta;
+  int skipped = 0;
+  char skip_msg[512] = "";
+  gf_status s = gf_checkpoint_find_latest(cfg->checkpoint_dir, st->ckpt_path,
+                                          sizeof st->ckpt_path, &meta,
+                                          &skipped, skip_msg, sizeof skip_msg,
+                                          err);
+  if (s != GF_OK && s != GF_ENOTFOUND) return s;
+  if (skipped)
+    fprintf(stderr, "ganflow-train: skipped %d damaged checkpoint(s) in %s "
+            "(last: %s)\n", skipped, cfg->checkpoint_dir, skip_msg);
+  bool have_ckpt = s == GF_OK;
+  if (!have_ckpt) st->ckpt_path[0] = '\0';
+  bool have_id = have_ckpt ? false : read_run_id_file(st);
+  if (cfg->resume == GF_RESUME_NEVER) {
+    if (have_ckpt || have_id)
+      return gf_fail(err, GF_EINVAL,
+                     "--resume never: %s already holds %s of run %s; use "
+                     "--resume auto to continue it, or another (or an "
+                     "emptied) --checkpoint-dir for a new run",
+                     cfg->checkpoint_dir,
+                     have_ckpt ? "checkpoints" : "the run_id",
+                     have_ckpt ? meta.run_id : st->run_id);
+    st->ckpt_path[0] = '\0';
+    return GF_OK;
+  }
+  if (have_ckpt) {
+    if (!gf_model_config_equal(&meta.config, &st->mcfg))
+      return gf_fail(err, GF_EINVAL,
+                     "%s was written for another model (--model, "
+                     "--image-size, --channels or --z-dim differ); use the "
+                     "same flags or another --checkpoint-dir",
+                     st->ckpt_path);
+    snprintf(st->run_id, sizeof st->run_id, "%s", meta.run_id);
+  }
+  return GF_OK;
+}
+
+static gf_status load_data(train_state *st, gf_err *err) {
+  gf_data_options opt;
+  memset(&opt, 0, sizeof opt);
+  gf_status s = gf_data_spec_parse(st->cfg->data, &opt, err);
+  if (s != GF_OK) return s;
+  opt.fit = GF_DATA_FIT_RESIZE;
+  opt.channels = st->mcfg.image_channels;
+  opt.height = st->mcfg.image_height;
+  opt.width = st->mcfg.image_width;
+  return gf_dataset_load(&st->ds, &opt, err);
+}
+
+/* Builds ctx and gan; loads the checkpoint or initialises from the seed. */
+static gf_status build_model(train_state *st, bool *usage, gf_err *err) {
+  const gf_train_config *cfg = st->cfg;
+  gf_ctx_config cc = {GF_BACKEND_CPU, cfg->threads, 0};
+  gf_status s = gf_ctx_init(&st->ctx, &cc, err);
+  if (s != GF_OK) return s;
+  st->ctx_ok = true;
+  gf_gan_hparams hp;
+  gf_gan_hparams_default(&hp);
+  hp.adam_g.lr = cfg->lr_g;
+  hp.adam_d.lr = cfg->lr_d;
+  s = gf_gan_init(&st->gan, &st->ctx, &st->mcfg, &hp, cfg->batch, err);
+  if (s != GF_OK) return s;
+  st->start_step = 0;
+  st->ckpt_step = -1;
+  if (!st->ckpt_path[0]) return gf_gan_init_params(&st->gan, cfg->seed, err);
+
+  gf_ckpt_meta meta;
+  s = gf_checkpoint_load(st->ckpt_path, &st->gan, &meta, err);
+  if (s != GF_OK) {
+    *usage = cfg->resume == GF_RESUME_PATH && s == GF_EINVAL;
+    return s;
+  }
+  *usage = true;
+  if (meta.seed != cfg->seed)
+    return gf_fail(err, GF_EINVAL, "%s was written with --seed %" PRIu64
+                   ", not %" PRIu64 ": pass the same seed to continue the run",
+                   st->ckpt_path, meta.seed, cfg->seed);
+  if (meta.world_size != 1)
+    return gf_fail(err, GF_EINVAL, "%s was written by %d ranks; this "
+                   "ganflow-train runs one", st->ckpt_path, meta.world_size);
+  if (meta.step > cfg->steps)
+    return gf_fail(err, GF_EINVAL, "%s is at step %lld, past --steps %lld",
+                   st->ckpt_path, (long long)meta.step, (long long)cfg->steps);
+  uint64_t ep, off;
+  s = gf_data_position_of_step((uint64_t)meta.step, (uint64_t)cfg->batch,
+                               (uint64_t)st->ds.n, &ep, &off, err);
+  if (s != GF_OK) return s;
+  if (ep != (uint64_t)meta.epoch || off != (uint64_t)meta.epoch_offset)
+    return gf_fail(err, GF_EINVAL, "%s: its data position (epoch %lld, "
+                   "offset %lld) is not where step %lld of --batch %d over %lld "
+                   "images starts: --batch or --data differ from the run's",
+                   st->ckpt_path, (long long)meta.epoch,
+                   (long long)meta.epoch_offset, (long long)meta.step,
+                   cfg->batch, (long long)st->ds.n);
+  if (cfg->resume == GF_RESUME_PATH)
+    snprintf(st->run_id, sizeof st->run_id, "%s", meta.run_id);
+  *usage = false;
+  st->start_step = meta.step;
+  st->ckpt_step = meta.step;
+  fprintf(stderr, "ganflow-train: resuming from %s (step %lld of %lld)\n",
+          st->ckpt_path, (long long)meta.step, (long long)cfg->steps);
+  return GF_OK;
+}
+
+/* Fixed latents and the buffer generated images go to. */
+static gf_status alloc_eval(train_state *st, gf_err *err) {
+  const gf_model_config *m = &st->mcfg;
+  size_t img = (size_t)m->image_channels * m->image_height * m->image_width;
+  int levels[GF_SWD_MAX_LEVELS];
+  gf_swd_config sc = gf_swd_config_default();
+  st->n_eval = 0;
+  if (st->cfg->eval_every > 0 && m->image_height == m->image_width &&
+      gf_swd_levels(m->image_height, sc.min_level, levels) > 0)
+    st->n_eval = (int)(st->ds.n < st->cfg->eval_images ? st->ds.n
+                                                       : st->cfg->eval_images);
+  else if (st->cfg->eval_every > 0)
+    fprintf(stderr, "ganflow-train: images of %dx%d are too small for the "
+            "SWD (side >= %d); no swd/ metrics\n", m->image_height,
+            m->image_width, sc.min_level);
+  size_t n_gen = (size_t)(st->n_eval > GRID_N ? st->n_eval : GRID_N);
+  st->grid_z = malloc((size_t)GRID_N * m->z_dim * sizeof(float));
+  st->eval_z = malloc((size_t)(st->n_eval ? st->n_eval : 1) * m->z_dim *
+                      sizeof(float));
+  st->gen = malloc(n_gen * img * sizeof(float));
+  if (!st->grid_z || !st->eval_z || !st->gen)
+    return gf_fail(err, GF_ENOMEM, "out of memory for sample images");
+  gf_tensor z;
+  int64_t gs[2] = {GRID_N, m->z_dim};
+  gf_status s = gf_tensor_view(&z, st->grid_z, GF_F32, GF_DEV_CPU, 2, gs, err);
+  if (s == GF_OK)
+    s = gf_latent_sample(&z, st->cfg->seed, GF_RNG_SAMPLE, 0, 0, err);
+  if (s == GF_OK && st->n_eval) {
+    int64_t es[2] = {st->n_eval, m->z_dim};
+    s = gf_tensor_view(&z, st->eval_z, GF_F32, GF_DEV_CPU, 2, es, err);
+    if (s == GF_OK)
+      s = gf_latent_sample(&z, st->cfg->seed, GF_RNG_SAMPLE, 1, 0, err);
+  }
+  return s;
+}
+
+/* G in inference mode on n latents into st->gen, in chunks of max_batch. */
+static gf_status generate(train_state *st, const float *zs, int n,
+                          gf_err *err) {
+  const gf_model_config *m = &st->mcfg;
+  size_t img = (size_t)m->image_channels * m->image_height * m->image_width;
+  for (int i = 0; i < n; i += st->gan.max_batch) {
+    int c = n - i < st->gan.max_batch ? n - i : st->gan.max_batch;
+    gf_tensor z, y;
+    int64_t shape[2] = {c, m->z_dim};
+    gf_status s = gf_tensor_view(&z, (void *)(zs + (size_t)i * m->z_dim),
+                                 GF_F32, GF_DEV_CPU, 2, shape, err);
+    if (s == GF_OK)
+      s = gf_net_forward(&st->gan.g, &st->ctx, &z, GF_MODE_INFER,
+                         st->cfg->seed, 0, 0, 0, &y, err);
+    if (s != GF_OK) return s;
+    memcpy(st->gen + (size_t)i * img, y.data, (size_t)c * img * sizeof(float));
+  }
+  return GF_OK;
+}
+
+static gf_status write_samples(train_state *st, int64_t k, gf_err *err) {
+  gf_status s = generate(st, st->grid_z, GRID_N, err);
+  if (s != GF_OK) return s;
+  char dir[GF_TRAIN_PATH_MAX + 16], path[GF_TRAIN_PATH_MAX + 64],
+      dest[64];
+  snprintf(dir, sizeof dir, "%s/samples", st->cfg->checkpoint_dir);
+  s = make_dirs(dir, err);
+  if (s != GF_OK) return s;
+  snprintf(dest, sizeof dest, "samples/step_%lld.png", (long long)k);
+  snprintf(path, sizeof path, "%s/step_%lld.png", dir, (long long)k);
+  s = gf_png_write_grid(path, st->gen, GRID_N, st->mcfg.image_channels,
+                        st->mcfg.image_height, st->mcfg.image_width,
+                        GF_TRAIN_GRID_SIDE, err);
+  if (s != GF_OK) return s;
+  gf_tracker_upload(st->tracker, path, dest, false);
+  return GF_OK;
+}
+
+static gf_status evaluate(train_state *st, int64_t k, double *avg,
+                          gf_err *err) {
+  gf_status s = generate(st, st->eval_z, st->n_eval, err);
+  if (s != GF_OK) return s;
+  const gf_model_config *m = &st->mcfg;
+  gf_swd_images fake = {st->gen, GF_SWD_F32, st->n_eval, m->image_channels,
+                        m->image_height, m->image_width};
+  gf_swd_images real = {st->ds.pixels, GF_SWD_U8, st->n_eval,
+                        m->image_channels, m->image_height, m->image_width};
+  gf_swd_config sc = gf_swd_config_default();
+  sc.seed = st->cfg->seed;
+  sc.threads = st->ctx.nthreads < GF_SWD_MAX_THREADS ? st->ctx.nthreads
+                                                      : GF_SWD_MAX_THREADS;
+  gf_swd_result r;
+  s = gf_swd(&fake, &real, &sc, &r, err);
+  if (s != GF_OK) return s;
+  int64_t ts = mlflow_now_ms();
+  char key[64];
+  for (int l = -1; l < r.levels; l++)
+    if (gf_swd_metric_name(&r, l, key, sizeof key))
+      gf_tracker_metric(st->tracker, key, l < 0 ? r.avg : r.swd[l], ts, k);
+  *avg = r.avg;
+  return GF_OK;
+}
+
+/* Flushes the metric logger (so every metric of steps <= k is on the
+ * server or in the outbox before a checkpoint claims step k), writes
+ * ckpt-k, and queues its upload from a hard-linked staging name, so that
+ * pruning cannot pull the file from under the uploader. */
+static gf_status checkpoint(train_state *st, int64_t k, gf_err *err) {
+  gf_err ferr;
+  if (gf_tracker_flush(st->tracker, 120, &ferr) != GF_OK)
+    fprintf(stderr, "\nganflow-train: warning: %s\n", ferr.msg);
+  gf_ckpt_meta meta;
+  memset(&meta, 0, sizeof meta);
+  meta.format_version = GF_CKPT_FORMAT_VERSION;
+  meta.step = k;
+  uint64_t ep, off;
+  gf_status s = gf_data_position_of_step((uint64_t)k, (uint64_t)st->cfg->batch,
+                                         (uint64_t)st->ds.n, &ep, &off, err);
+  if (s != GF_OK) return s;
+  meta.epoch = (int64_t)ep;
+  meta.epoch_offset = (int64_t)off;
+  meta.seed = st->cfg->seed;
+  meta.world_size = 1;
+  snprintf(meta.run_id, sizeof meta.run_id, "%s",
+           gf_tracker_run_id(st->tracker));
+  meta.config = st->mcfg;
+  char path[GF_TRAIN_PATH_MAX + 64];
+  s = gf_checkpoint_save(st->cfg->checkpoint_dir, &st->gan, &meta,
+                         st->cfg->keep, path, sizeof path, err);
+  if (s != GF_OK) return s;
+  st->ckpt_step = k;
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  char stage[2 * GF_TRAIN_PATH_MAX + 96], dest[GF_TRAIN_PATH_MAX + 96];
+  snprintf(stage, sizeof stage, "%s/.upload-%s", st->cfg->checkpoint_dir,
+           base);
+  snprintf(dest, sizeof dest, "checkpoints/%s", base);
+  unlink(stage);
+  if (link(path, stage) == 0)
+    gf_tracker_upload(st->tracker, stage, dest, true);
+  else
+    fprintf(stderr, "\nganflow-train: %s not uploaded (cannot stage it: %s)\n",
+            base, strerror(errno));
+  return GF_OK;
+}
+
+static void monitor_emit(void *user, const char *name, double value,
+                         int64_t step, int64_t timestamp_ms) {
+  gf_tracker_metric(user, name, value, timestamp_ms, step);
+}
+
+static gf_status start_monitor(train_state *st, gf_err *err) {
+  gf_monitor_config mc = gf_monitor_config_default();
+  const char *iv = getenv("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL");
+  if (iv && *iv) {
+    char *end = NULL;
+    double v = strtod(iv, &end);
+    if (*end || !(v > 0) || v > 86400)
+      return gf_fail(err, GF_EINVAL, "MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL: "
+                     "'%s' is not a number of seconds in (0, 86400]", iv);
+    mc.interval_s = v;
+  }
+  mc.first_step = gf_tracker_monitor_first_step(st->tracker);
+  mc.emit = monitor_emit;
+  mc.user = st->tracker;
+  return gf_monitor_start(&st->monitor, &mc, err);
+}
+
+static void fmt_eta(char *buf, size_t cap, double s) {
+  if (!(s >= 0) || s > 1e7) {
+    snprintf(buf, cap, "--:--");
+    return;
+  }
+  long t = (long)(s + 0.5);
+  if (t >= 3600)
+    snprintf(buf, cap, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+  else
+    snprintf(buf, cap, "%02ld:%02ld", t / 60, t % 60);
+}
+
+/* Window of steps since the last metric point. */
+typedef struct window {
+  int64_t steps;
+  double step_s;       /* seconds in data wait + compute */
+  double ema_step_s;   /* smoothed seconds per step, for the ETA */
+} window;
+
+static void progress(train_state *st, int64_t k, const gf_gan_stats *gs,
+                     const window *w, bool log_line) {
+  double ips = w->step_s > 0 ? (double)w->steps * st->cfg->batch / w->step_s
+                             : 0;
+  if (w->ema_step_s > 0) ips = st->cfg->batch / w->ema_step_s;
+  char eta[32];
+  fmt_eta(eta, sizeof eta, (double)(st->cfg->steps - k) * w->ema_step_s);
+  if (st->tty) {
+    double t = now_s();
+    if (!log_line && t - st->last_draw < 0.2 && k != st->cfg->steps) return;
+    st->last_draw = t;
+    fprintf(stderr, "\rstep %lld/%lld  %.0f img/s  loss_d %.4f  loss_g %.4f  "
+            "ETA %s   ", (long long)k, (long long)st->cfg->steps, ips,
+            gs->loss_d, gs->loss_g, eta);
+  } else if (log_line) {
+    fprintf(stderr, "step %lld/%lld  loss_d %.4f  loss_g %.4f  d_real %.3f  "
+            "d_fake %.3f  %.0f img/s  ETA %s\n", (long long)k,
+            (long long)st->cfg->steps, gs->loss_d, gs->loss_g, gs->d_real,
+            gs->d_fake, ips, eta);
+  }
+}
+
+static void log_step_metrics(train_state *st, int64_t k,
+                             const gf_gan_stats *gs, const window *w) {
+  int64_t ts = mlflow_now_ms();
+  gf_tracker *t = st->tracker;
+  gf_tracker_metric(t, "loss/d", gs->loss_d, ts, k);
+  gf_tracker_metric(t, "loss/g", gs->loss_g, ts, k);
+  gf_tracker_metric(t, "d/real", gs->d_real, ts, k);
+  gf_tracker_metric(t, "d/fake", gs->d_fake, ts, k);
+  if (w->step_s > 0)
+    gf_tracker_metric(t, "perf/images_per_sec",
+                      (double)w->steps * st->cfg->batch / w->step_s, ts, k);
+}
+
+static void train_state_free(train_state *st) {
+  gf_monitor_free(st->monitor);
+  gf_data_loader_free(st->loader);
+  gf_gan_free(&st->gan);
+  if (st->ctx_ok) gf_ctx_free(&st->ctx);
+  gf_dataset_free(&st->ds);
+  free(st->grid_z);
+  free(st->eval_z);
+  free(st->gen);
+}
+
+static bool due(int64_t k, int64_t every) { return every > 0 && k % every == 0; }
+
+/* The step loop; *k_out = steps completed when it returns. */
+static gf_status loop(train_state *st, const volatile sig_atomic_t *stop,
+                      int64_t *k_out, gf_err *err) {
+  const gf_train_config *cfg = st->cfg;
+  const gf_model_config *m = &st->mcfg;
+  int64_t k = st->start_step;
+  window w = {0, 0, 0};
+  gf_gan_stats gs;
+  memset(&gs, 0, sizeof gs);
+  gf_status s = GF_OK;
+  while (k < cfg->steps && !*stop) {
+    const gf_batch *b = NULL;
+    double t0 = now_s();
+    s = gf_data_loader_next(st->loader, &b, err);
+    if (s != GF_OK) break;
+    double t1 = now_s();
+    gf_tensor real;
+    int64_t shape[4] = {(int64_t)b->n, m->image_channels, m->image_height,
+                        m->image_width};
+    s = gf_tensor_view(&real, b->images, GF_F32, GF_DEV_CPU, 4, shape, err);
+    if (s == GF_OK)
+      s = gf_gan_step(&st->gan, &st->ctx, &real, NULL, cfg->seed, k, 0, &gs,
+                      err);
+    if (s != GF_OK) break;
+    double t2 = now_s();
+    k++;
+    gf_monitor_add_step(st->monitor, t1 - t0, t2 - t1, 0);
+    w.steps++;
+    w.step_s += t2 - t0;
+    w.ema_step_s = w.ema_step_s > 0 ? 0.9 * w.ema_step_s + 0.1 * (t2 - t0)
+                                    : t2 - t0;
+    bool log_now = due(k, cfg->log_every);
+    if (log_now) log_step_metrics(st, k, &gs, &w);
+    progress(st, k, &gs, &w, log_now);
+    if (log_now) w.steps = 0, w.step_s = 0;
+    if (due(k, cfg->sample_every) || (k == cfg->steps && cfg->sample_every)) {
+      s = write_samples(st, k, err);
+      if (s != GF_OK) break;
+    }
+    if (st->n_eval &&
+        (due(k, cfg->eval_every) || (k == cfg->steps && cfg->eval_every))) {
+      double avg = 0;
+      s = evaluate(st, k, &avg, err);
+      if (s != GF_OK) break;
+      fprintf(stderr, "%sstep %lld: swd/avg %.2f\n", st->tty ? "\n" : "",
+              (long long)k, avg);
+    }
+    if (due(k, cfg->checkpoint_every) && k != cfg->steps) {
+      s = checkpoint(st, k, err);
+      if (s != GF_OK) break;
+    }
+  }
+  if (st->tty) fputc('\n', stderr);
+  *k_out = k;
+  return s;
+}
+
+gf_train_exit gf_train_run(const gf_train_config *cfg,
+                           const volatile sig_atomic_t *stop) {
+  train_state st;
+  memset(&st, 0, sizeof st);
+  st.cfg = cfg;
+  st.tty = isatty(STDERR_FILENO) == 1;
+  gf_err err;
+  memset(&err, 0, sizeof err);
+  gf_train_exit rc = GF_TRAIN_EXIT_FAIL;
+  int run_status = MLFLOW_RUN_FAILED;
+
+  if (gf_train_model_config(cfg, &st.mcfg, &err) != GF_OK ||
+      make_dirs(cfg->checkpoint_dir, &err) != GF_OK)
+    goto out_usage;
+  gf_status s = choose_start(&st, &err);
+  if (s == GF_EINVAL) goto out_usage;
+  if (s != GF_OK) goto out;
+  if (load_data(&st, &err) != GF_OK) goto out;
+  bool usage = false;
+  if (build_model(&st, &usage, &err) != GF_OK) {
+    if (usage) goto out_usage;
+    goto out;
+  }
+  if (alloc_eval(&st, &err) != GF_OK) goto out;
+
+  char device_desc[64];
+  snprintf(device_desc, sizeof device_desc, "cpu (%d threads)",
+           st.ctx.nthreads);
+  gf_tracker_start_info si = {cfg, st.run_id[0] ? st.run_id : NULL,
+                              device_desc};
+  if (gf_tracker_start(&st.tracker, &si, stderr, &err) != GF_OK) goto out;
+  fprintf(stderr, "ganflow-train: run %s, %s %dx%dx%d, %lld images, %s, "
+          "checkpoints in %s\n", gf_tracker_run_id(st.tracker),
+          gf_arch_name(st.mcfg.architecture), st.mcfg.image_channels,
+          st.mcfg.image_height, st.mcfg.image_width, (long long)st.ds.n,
+          device_desc, cfg->checkpoint_dir);
+  if (start_monitor(&st, &err) != GF_OK) goto out;
+  gf_data_order order = {cfg->seed, (uint64_t)cfg->batch, 1, 0};
+  if (gf_data_loader_start(&st.loader, &st.ds, &order,
+                           (uint64_t)st.start_step, LOADER_DEPTH, &err) !=
+      GF_OK)
+    goto out;
+
+  int64_t k = st.start_step;
+  if (loop(&st, stop, &k, &err) != GF_OK) goto out;
+  gf_monitor_stop(st.monitor);
+
+  /* The last state is always on disk (and uploaded) before the run ends. */
+  if (st.ckpt_step != k && checkpoint(&st, k, &err) != GF_OK) goto out;
+  if (gf_tracker_flush(st.tracker, 120, &err) != GF_OK)
+    fprintf(stderr, "ganflow-train: warning: %s\n", err.msg);
+  gf_tracker_uploads_wait(st.tracker);
+  if (k < cfg->steps) {
+    fprintf(stderr, "ganflow-train: stopped by a signal at step %lld; "
+            "checkpoint written; run the same command to resume\n",
+            (long long)k);
+    run_status = MLFLOW_RUN_KILLED;
+    rc = GF_TRAIN_EXIT_OK;
+    goto out;
+  }
+  if (gf_tracker_log_model(st.tracker, &st.gan, stderr, &err) != GF_OK) {
+    fprintf(stderr, "ganflow-train: training finished (checkpoint of step "
+            "%lld written) but the model could not be logged: %s\nrun the "
+            "same command again to retry\n", (long long)k, err.msg);
+    err.msg[0] = '\0';
+    goto out;
+  }
+  run_status = MLFLOW_RUN_FINISHED;
+  rc = GF_TRAIN_EXIT_OK;
+  fprintf(stderr, "ganflow-train: finished %lld steps\n", (long long)k);
+  goto out;
+
+out_usage:
+  rc = GF_TRAIN_EXIT_USAGE;
+out:
+  if (rc != GF_TRAIN_EXIT_OK && err.msg[0])
+    fprintf(stderr, "%sganflow-train: %s\n", st.tty ? "\n" : "", err.msg);
+  gf_monitor_stop(st.monitor);
+  if (st.tracker) {
+    /* Everything queued before the status changes, so a FINISHED run is
+     * complete when a reader sees it. */
+    if (gf_tracker_finish(st.tracker, run_status, stderr) != 0 &&
+        run_status == MLFLOW_RUN_FINISHED)
+      rc = GF_TRAIN_EXIT_FAIL;
+    st.tracker = NULL;
+  }
+  train_state_free(&st);
+  return rc;
+}

@@ -1,0 +1,463 @@
+/* train_tracking.c - the MLflow side of one ganflow-train process
+ * (DESIGN §4.4): create or resume the run, params and tags, the metric
+ * logger with its on-disk outbox, exactly-once metrics across resumes,
+ * artifact uploads (through train_upload.c), and at the end the MLflow
+ * model directory and its registered version.
+ *
+ * Exactly-once, the invariant: every (key, step) the server holds was
+ * logged by an earlier process of this run, and that process logged the
+ * steps of a key in increasing order. On resume the previous process's
+ * outbox is replayed first, so the server then holds everything that
+ * process ever handed to its logger and did not lose in memory; runs/get
+ * gives the latest step of every key, and a point at or below it is not
+ * logged again. Steps above it are recomputed bit-identically by the
+ * resumed loop (DESIGN §4.1) and logged once.
+ *
+ * Not here: when to log what (train_loop.c). */
+#include <errno.h>
+#include <dirent.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gf/atomic_file.h"
+#include "gf/gan.h"
+#include "gf/mlmodel.h"
+#include "gf/train.h"
+#include "mlflow/mlflow.h"
+
+#ifndef GF_GIT_COMMIT
+#define GF_GIT_COMMIT ""
+#endif
+
+/* Latest step the server held for a key when this process started. */
+typedef struct seen_metric {
+  char *key; /* malloc'd */
+  int64_t step;
+} seen_metric;
+
+struct gf_tracker {
+  gf_train_config cfg;      /* copy */
+  mlflow_config mcfg;       /* owned (strings) */
+  mlflow_client *client;    /* owned; the training thread's connection */
+  char run_id[64];
+  char *artifact_uri;       /* owned; the run's artifact root */
+  mlflow_logger *logger;    /* owned */
+  gf_uploader *uploader;    /* owned */
+  seen_metric *seen;        /* owned; sorted by key; read-only after start,
+                               so the sampler thread may read it */
+  size_t n_seen;
+  int64_t monitor_first;    /* first system-metric step of this process */
+  bool model_logged;        /* the run already has ganflow.model_version */
+  char outbox[GF_TRAIN_PATH_MAX + 32];
+  atomic_uint_fast64_t dropped; /* points the logger refused */
+  atomic_uint_fast64_t skipped; /* points skipped as already on the server */
+};
+
+static int seen_cmp(const void *a, const void *b) {
+  return strcmp(((const seen_metric *)a)->key, ((const seen_metric *)b)->key);
+}
+
+static const seen_metric *seen_find(const gf_tracker *t, const char *key) {
+  seen_metric probe = {(char *)key, 0};
+  return t->n_seen ? bsearch(&probe, t->seen, t->n_seen, sizeof *t->seen,
+                             seen_cmp)
+                   : NULL;
+}
+
+/* The keys the resource monitor emits with its own sample numbering. */
+static bool is_monitor_key(const char *key) {
+  static const char *const perf[] = {"perf/rss_megabytes",
+                                     "perf/peak_rss_megabytes",
+                                     "perf/data_wait_s", "perf/compute_s",
+                                     "perf/allreduce_s"};
+  if (strncmp(key, "system/", 7) == 0) return true;
+  for (size_t i = 0; i < sizeof perf / sizeof *perf; i++)
+    if (strcmp(key, perf[i]) == 0) return true;
+  return false;
+}
+
+static gf_status mlfail(gf_err *err, const char *what, const mlflow_error *e) {
+  return gf_fail(err, e->status == MLFLOW_E_CONNECT ? GF_EIO : GF_ESTATE,
+                 "MLflow: %s: %s", what, e->message);
+}
+
+static gf_status write_run_id(const gf_tracker *t, gf_err *err) {
+  char path[GF_TRAIN_PATH_MAX + 16], line[80];
+  snprintf(path, sizeof path, "%s/run_id", t->cfg.checkpoint_dir);
+  int n = snprintf(line, sizeof line, "%s\n", t->run_id);
+  return gf_atomic_write_file(path, line, (size_t)n, err);
+}
+
+/* Reads the run's latest metric steps into t->seen and the monitor's first
+ * step; logs the params the run lacks; warns about changed ones. */
+static gf_status absorb_run(gf_tracker *t, FILE *log, gf_err *err) {
+  mlflow_run run;
+  mlflow_error e;
+  memset(&run, 0, sizeof run);
+  if (mlflow_run_get(t->client, t->run_id, &run, &e) != MLFLOW_OK)
+    return mlfail(err, "runs/get", &e);
+  gf_status st = GF_OK;
+  t->seen = calloc(run.n_metrics ? run.n_metrics : 1, sizeof *t->seen);
+  if (!t->seen) {
+    mlflow_run_free(&run);
+    return gf_fail(err, GF_ENOMEM, "out of memory");
+  }
+  int64_t mon = -1;
+  for (size_t i = 0; i < run.n_metrics; i++) {
+    t->seen[i].key = strdup(run.metrics[i].key);
+    t->seen[i].step = run.metrics[i].step;
+    t->n_seen++;
+    if (!t->seen[i].key) {
+      st = gf_fail(err, GF_ENOMEM, "out of memory");
+      break;
+    }
+    if (is_monitor_key(run.metrics[i].key) && run.metrics[i].step > mon)
+      mon = run.metrics[i].step;
+  }
+  qsort(t->seen, t->n_seen, sizeof *t->seen, seen_cmp);
+  t->monitor_first = mon + 1;
+  t->model_logged = mlflow_run_tag(&run, "ganflow.model_version") != NULL;
+
+  gf_train_param params[GF_TRAIN_MAX_PARAMS];
+  mlflow_kv kv[GF_TRAIN_MAX_PARAMS];
+  size_t np = gf_train_config_params(&t->cfg, params, GF_TRAIN_MAX_PARAMS);
+  size_t nk = 0;
+  for (size_t i = 0; i < np && st == GF_OK; i++) {
+    const char *old = mlflow_run_param(&run, params[i].key);
+    if (!old) {
+      kv[nk++] = (mlflow_kv){params[i].key, params[i].value};
+    } else if (strcmp(old, params[i].value) != 0 && log) {
+      fprintf(log, "ganflow-train: param %s was %s in this run, now %s (MLflow "
+              "params are write-once: the run keeps %s)\n", params[i].key,
+              old, params[i].value, old);
+    }
+  }
+  if (st == GF_OK && nk &&
+      mlflow_log_batch(t->client, t->run_id, NULL, 0, kv, nk, NULL, 0, &e) !=
+          MLFLOW_OK)
+    st = mlfail(err, "log params", &e);
+  mlflow_run_free(&run);
+  return st;
+}
+
+static gf_status resume_run(gf_tracker *t, FILE *log, gf_err *err) {
+  mlflow_error e;
+  size_t n_batches = 0;
+  if (mlflow_outbox_replay(t->client, t->outbox, &n_batches, &e) != MLFLOW_OK)
+    return mlfail(err, "replaying the outbox of the previous process", &e);
+  if (n_batches && log)
+    fprintf(log, "ganflow-train: replayed %zu metric batches from %s\n",
+            n_batches, t->outbox);
+  mlflow_run_info info;
+  memset(&info, 0, sizeof info);
+  if (mlflow_run_resume(t->client, t->run_id, &info, &e) != MLFLOW_OK)
+    return mlfail(err, "resuming the run", &e);
+  t->artifact_uri = strdup(info.artifact_uri ? info.artifact_uri : "");
+  mlflow_run_info_free(&info);
+  if (!t->artifact_uri) return gf_fail(err, GF_ENOMEM, "out of memory");
+  gf_status st = absorb_run(t, log, err);
+  if (st != GF_OK) return st;
+  return write_run_id(t, err);
+}
+
+static gf_status create_run(gf_tracker *t, const char *device_desc,
+                            gf_err *err) {
+  mlflow_error e;
+  mlflow_experiment exp;
+  memset(&exp, 0, sizeof exp);
+  if (mlflow_experiment_get_or_create(t->client, t->cfg.experiment, &exp,
+                                      &e) != MLFLOW_OK)
+    return mlfail(err, "experiment", &e);
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  const char *user = getenv("USER");
+  mlflow_kv tags[] = {
+    {"ganflow.version", GF_TRAIN_VERSION},
+    {"ganflow.git_commit", GF_GIT_COMMIT},
+    {"mlflow.source.name", "ganflow-train"},
+    {"mlflow.source.type", "LOCAL"},
+    {"mlflow.user", user && *user ? user : "unknown"},
+    {"ganflow.host", host},
+    {"ganflow.device", device_desc},
+    {"ganflow.world_size", "1"},
+  };
+  size_t n_tags = sizeof tags / sizeof *tags;
+  if (!GF_GIT_COMMIT[0]) { /* unknown commit: leave the tag out */
+    tags[1] = tags[n_tags - 1];
+    n_tags--;
+  }
+  mlflow_run_info info;
+  memset(&info, 0, sizeof info);
+  mlflow_status ms = mlflow_run_create(t->client, exp.experiment_id,
+                                       t->cfg.run_name[0] ? t->cfg.run_name
+                                                          : NULL,
+                                       mlflow_now_ms(), tags, n_tags, &info,
+                                       &e);
+  mlflow_experiment_free(&exp);
+  if (ms != MLFLOW_OK) return mlfail(err, "runs/create", &e);
+  snprintf(t->run_id, sizeof t->run_id, "%s", info.run_id);
+  t->artifact_uri = strdup(info.artifact_uri ? info.artifact_uri : "");
+  mlflow_run_info_free(&info);
+  if (!t->artifact_uri) return gf_fail(err, GF_ENOMEM, "out of memory");
+  /* Before anything else can fail: a kill from here on resumes this run. */
+  gf_status st = write_run_id(t, err);
+  if (st != GF_OK) return st;
+
+  gf_train_param params[GF_TRAIN_MAX_PARAMS];
+  mlflow_kv kv[GF_TRAIN_MAX_PARAMS];
+  size_t np = gf_train_config_params(&t->cfg, params, GF_TRAIN_MAX_PARAMS);
+  for (size_t i = 0; i < np; i++)
+    kv[i] = (mlflow_kv){params[i].key, params[i].value};
+  if (mlflow_log_batch(t->client, t->run_id, NULL, 0, kv, np, NULL, 0, &e) !=
+      MLFLOW_OK)
+    return mlfail(err, "log params", &e);
+  t->monitor_first = 0;
+  return GF_OK;
+}
+
+static gf_status tracker_connect(gf_tracker *t, const gf_tracker_start_info *si,
+                                 FILE *log, gf_err *err) {
+  mlflow_error e;
+  if (mlflow_config_from_env(&t->mcfg, &e) != MLFLOW_OK)
+    return gf_fail(err, GF_EINVAL, "MLflow configuration: %s", e.message);
+  if (mlflow_client_new(&t->client, &t->mcfg, &e) != MLFLOW_OK)
+    return mlfail(err, "client", &e);
+  const char *run_id = si->run_id;
+  const char *env_id = getenv("MLFLOW_RUN_ID");
+  if (env_id && !*env_id) env_id = NULL;
+  if (run_id && env_id && strcmp(run_id, env_id) != 0)
+    return gf_fail(err, GF_EINVAL, "MLFLOW_RUN_ID=%s but the checkpoint dir "
+                   "belongs to run %s: unset it or use another "
+                   "--checkpoint-dir", env_id, run_id);
+  if (!run_id) run_id = env_id;
+  gf_status st;
+  if (run_id) {
+    if (strlen(run_id) >= sizeof t->run_id)
+      return gf_fail(err, GF_EINVAL, "run id '%s' is too long", run_id);
+    snprintf(t->run_id, sizeof t->run_id, "%s", run_id);
+    st = resume_run(t, log, err);
+  } else {
+    st = create_run(t, si->device_desc, err);
+  }
+  if (st != GF_OK) return st;
+
+  mlflow_logger_options lo;
+  mlflow_logger_options_init(&lo);
+  lo.outbox_path = t->outbox;
+  if (mlflow_logger_open(&t->logger, &t->mcfg, t->run_id, &lo, &e) !=
+      MLFLOW_OK)
+    return mlfail(err, "metric logger", &e);
+  return gf_uploader_start(&t->uploader, &t->mcfg, t->artifact_uri, log, err);
+}
+
+static void tracker_free(gf_tracker *t) {
+  if (!t) return;
+  gf_uploader_free(t->uploader);
+  if (t->logger) mlflow_logger_close(t->logger, 10, NULL, NULL);
+  mlflow_client_free(t->client);
+  mlflow_config_free(&t->mcfg);
+  free(t->artifact_uri);
+  for (size_t i = 0; i < t->n_seen; i++) free(t->seen[i].key);
+  free(t->seen);
+  free(t);
+}
+
+gf_status gf_tracker_start(gf_tracker **out, const gf_tracker_start_info *si,
+                           FILE *log, gf_err *err) {
+  *out = NULL;
+  gf_tracker *t = calloc(1, sizeof *t);
+  if (!t) return gf_fail(err, GF_ENOMEM, "out of memory");
+  t->cfg = *si->cfg;
+  atomic_init(&t->dropped, 0);
+  atomic_init(&t->skipped, 0);
+  snprintf(t->outbox, sizeof t->outbox, "%s/mlflow.outbox",
+           si->cfg->checkpoint_dir);
+  gf_status st = tracker_connect(t, si, log, err);
+  if (st != GF_OK) {
+    /* A run that exists but could not be set up properly is marked FAILED
+     * so the UI does not show it RUNNING forever. */
+    if (t->run_id[0] && t->client)
+      mlflow_run_update(t->client, t->run_id, MLFLOW_RUN_FAILED,
+                        mlflow_now_ms(), NULL);
+    tracker_free(t);
+    return st;
+  }
+  *out = t;
+  return GF_OK;
+}
+
+const char *gf_tracker_run_id(const gf_tracker *t) { return t->run_id; }
+
+int64_t gf_tracker_monitor_first_step(const gf_tracker *t) {
+  return t->monitor_first;
+}
+
+void gf_tracker_metric(gf_tracker *t, const char *key, double value,
+                       int64_t timestamp_ms, int64_t step) {
+  const seen_metric *s = seen_find(t, key);
+  if (s && step <= s->step) {
+    atomic_fetch_add(&t->skipped, 1);
+    return;
+  }
+  if (mlflow_logger_log_metric(t->logger, key, value, timestamp_ms, step) !=
+      MLFLOW_OK)
+    atomic_fetch_add(&t->dropped, 1);
+}
+
+gf_status gf_tracker_flush(gf_tracker *t, double timeout_s, gf_err *err) {
+  mlflow_error e;
+  if (mlflow_logger_flush(t->logger, timeout_s, &e) != MLFLOW_OK)
+    return mlfail(err, "flushing metrics", &e);
+  return GF_OK;
+}
+
+void gf_tracker_upload(gf_tracker *t, const char *local_path, const char *dest,
+                       bool take_ownership) {
+  gf_uploader_push(t->uploader, local_path, dest, take_ownership);
+}
+
+void gf_tracker_uploads_wait(gf_tracker *t) { gf_uploader_wait(t->uploader); }
+
+/* Removes dir and the plain files in it (the model directory is flat). */
+static void rm_tree(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *de;
+  char path[GF_TRAIN_PATH_MAX + 300];
+  while ((de = readdir(d)) != NULL) {
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+      continue;
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    unlink(path);
+  }
+  closedir(d);
+  rmdir(dir);
+}
+
+gf_status gf_tracker_log_model(gf_tracker *t, const gf_gan *gan, FILE *log,
+                               gf_err *err) {
+  if (t->model_logged) {
+    if (log)
+      fprintf(log, "ganflow-train: run %s already holds its registered model "
+              "(tag ganflow.model_version); not registering again\n",
+              t->run_id);
+    return GF_OK;
+  }
+  char dir[GF_TRAIN_PATH_MAX + 32];
+  snprintf(dir, sizeof dir, "%s/.model-tmp", t->cfg.checkpoint_dir);
+  rm_tree(dir);
+
+  /* generator.safetensors: G's tensors under their nn.Module names
+   * ("main.0.weight": the state_dict name without "g."). */
+  gf_st_tensor_desc desc[GF_NET_MAX_TENSORS];
+  size_t n = 0;
+  for (int i = 0; i < gan->g.n_tensors; i++) {
+    const gf_param *p = &gan->g.tensors[i];
+    const char *name = strncmp(p->name, "g.", 2) == 0 ? p->name + 2 : p->name;
+    desc[n++] = (gf_st_tensor_desc){name, GF_ST_F32, p->value.ndim,
+                                    p->value.shape, p->value.data};
+  }
+  char steps[32];
+  snprintf(steps, sizeof steps, "%lld", (long long)gan->adam_step_g);
+  gf_st_kv meta[] = {{"ganflow.run_id", t->run_id},
+                     {"ganflow.adam_step", steps}};
+  mlflow_error e;
+  char *mlflow_version = NULL;
+  if (mlflow_server_version(t->client, &mlflow_version, &e) != MLFLOW_OK)
+    return mlfail(err, "server version", &e);
+  gf_mlmodel_info info = {"model", t->run_id, mlflow_version,
+                          GF_TRAIN_VERSION};
+  gf_status st = gf_mlmodel_write(dir, &gan->cfg, desc, n, meta,
+                                  sizeof meta / sizeof *meta, &info, NULL, err);
+  free(mlflow_version);
+  if (st != GF_OK) {
+    rm_tree(dir);
+    return st;
+  }
+  mlflow_status ms = mlflow_artifact_upload_dir(t->client, t->artifact_uri,
+                                                dir, "model", &e);
+  rm_tree(dir);
+  if (ms != MLFLOW_OK) return mlfail(err, "uploading model/", &e);
+  if (!t->cfg.register_model[0]) return GF_OK;
+
+  const char *name = t->cfg.register_model;
+  if (mlflow_registered_model_create(t->client, name, &e) != MLFLOW_OK)
+    return mlfail(err, "registered-models/create", &e);
+  size_t src_len = strlen(t->artifact_uri) + 8;
+  char *source = malloc(src_len);
+  if (!source) return gf_fail(err, GF_ENOMEM, "out of memory");
+  snprintf(source, src_len, "%s/model", t->artifact_uri);
+  mlflow_model_version mv;
+  memset(&mv, 0, sizeof mv);
+  ms = mlflow_model_version_create(t->client, name, source, t->run_id, &mv, &e);
+  free(source);
+  if (ms != MLFLOW_OK) return mlfail(err, "model-versions/create", &e);
+  st = GF_OK;
+  if (mlflow_model_version_wait_ready(t->client, name, mv.version, 300, NULL,
+                                      &e) != MLFLOW_OK)
+    st = mlfail(err, "waiting for the model version", &e);
+  if (st == GF_OK && t->cfg.alias[0] &&
+      mlflow_alias_set(t->client, name, t->cfg.alias, mv.version, &e) !=
+          MLFLOW_OK)
+    st = mlfail(err, "setting the alias", &e);
+  if (st == GF_OK) {
+    char tag[GF_TRAIN_NAME_MAX + 32];
+    snprintf(tag, sizeof tag, "%s/%s", name, mv.version);
+    if (mlflow_set_tag(t->client, t->run_id, "ganflow.model_version", tag,
+                       &e) != MLFLOW_OK)
+      st = mlfail(err, "tagging the run", &e);
+    else if (log)
+      fprintf(log, "ganflow-train: registered models:/%s/%s%s%s\n", name,
+              mv.version, t->cfg.alias[0] ? " as @" : "", t->cfg.alias);
+  }
+  mlflow_model_version_free(&mv);
+  return st;
+}
+
+int gf_tracker_finish(gf_tracker *t, int run_status, FILE *log) {
+  if (!t) return 0;
+  int rc = 0;
+  gf_uploader_wait(t->uploader);
+  int up_ok = 0, up_failed = 0;
+  gf_uploader_counts(t->uploader, &up_ok, &up_failed);
+  gf_uploader_free(t->uploader);
+  t->uploader = NULL;
+
+  mlflow_error e;
+  mlflow_logger_stats ls;
+  memset(&ls, 0, sizeof ls);
+  mlflow_status ms = mlflow_logger_close(t->logger, 60, &ls, &e);
+  t->logger = NULL;
+  if (log) {
+    if (ms != MLFLOW_OK)
+      fprintf(log, "ganflow-train: %llu metric batches are still in the outbox "
+              "%s (%s); nothing is lost: they are sent when this command runs "
+              "again, or now with `ganflow sync %s`\n",
+              (unsigned long long)ls.outbox_pending, t->outbox, e.message,
+              t->cfg.checkpoint_dir);
+    uint64_t dropped = atomic_load(&t->dropped);
+    if (dropped)
+      fprintf(log, "ganflow-train: %llu metric points could not be queued "
+              "(logger full or invalid key)\n", (unsigned long long)dropped);
+    if (up_failed)
+      fprintf(log, "ganflow-train: %d of %d artifact uploads failed\n",
+              up_failed, up_ok + up_failed);
+  }
+  if (run_status) {
+    if (mlflow_run_update(t->client, t->run_id,
+                          (mlflow_run_status)run_status, mlflow_now_ms(),
+                          &e) != MLFLOW_OK) {
+      if (log)
+        fprintf(log, "ganflow-train: could not set run %s to %s: %s\n",
+                t->run_id,
+                mlflow_run_status_name((mlflow_run_status)run_status), e.message);
+      rc = 1;
+    }
+  }
+  tracker_free(t);
+  return rc;
+}
