@@ -1,0 +1,252 @@
+/* test_train_config.c - ganflow-train's command line (train_config.c):
+ * every flag parsed into the config, defaults, each bad value a usage
+ * error naming its flag, --help, --device cuda refused, the config
+ * flattened to MLflow params, and the executable's exit codes (0 for
+ * --help, 2 for a bad flag). Unit: no server, no data. */
+#include <stdarg.h>
+#include <sys/wait.h>
+
+#include "check.h"
+#include "gf/train.h"
+
+#define MAX_ARGS 64
+
+/* Parses a NULL-terminated list of arguments (argv[0] added). */
+static gf_parse_result parse(gf_train_config *cfg, gf_err *err, ...) {
+  char *argv[MAX_ARGS];
+  int argc = 0;
+  argv[argc++] = "ganflow-train";
+  va_list ap;
+  va_start(ap, err);
+  for (char *a; (a = va_arg(ap, char *)) != NULL && argc < MAX_ARGS - 1;)
+    argv[argc++] = a;
+  va_end(ap);
+  argv[argc] = NULL;
+  memset(err, 0, sizeof *err);
+  return gf_train_parse_args(cfg, argc, argv, err);
+}
+
+/* A bad command line whose message must name `flag`. */
+#define BAD(flag, ...)                                                      \
+  do {                                                                      \
+    gf_train_config c_;                                                     \
+    gf_err e_;                                                              \
+    gf_parse_result r_ = parse(&c_, &e_, "--data", "/d", __VA_ARGS__, NULL); \
+    CHECKF(r_ == GF_PARSE_USAGE, "%s accepted", flag);                      \
+    CHECKF(strstr(e_.msg, flag) != NULL, "message '%s' lacks %s", e_.msg,   \
+           flag);                                                           \
+  } while (0)
+
+static void test_defaults(void) {
+  gf_train_config c;
+  gf_err e;
+  unsetenv("MLFLOW_EXPERIMENT_NAME");
+  REQUIRE(parse(&c, &e, "--data", "/data/fm", NULL) == GF_PARSE_OK);
+  CHECK_STR_EQ(c.data, "/data/fm");
+  CHECK(c.model == GF_ARCH_DCGAN);
+  CHECK_INT_EQ(c.image_size, 28);
+  CHECK_INT_EQ(c.channels, 1);
+  CHECK_INT_EQ(c.z_dim, 100);
+  CHECK_INT_EQ(c.batch, 64);
+  CHECK_NEAR(c.lr_g, 2e-4, 0);
+  CHECK_NEAR(c.lr_d, 2e-4, 0);
+  CHECK_STR_EQ(c.device, "cpu");
+  CHECK_INT_EQ(c.checkpoint_every, 500);
+  CHECK_INT_EQ(c.keep, 3);
+  CHECK(c.resume == GF_RESUME_AUTO);
+  CHECK_INT_EQ(c.sample_every, 500);
+  CHECK_INT_EQ(c.eval_every, 1000);
+  CHECK_INT_EQ(c.log_every, 10);
+  CHECK_STR_EQ(c.experiment, "ganflow");
+  CHECK_STR_EQ(c.register_model, "ganflow-dcgan");
+  CHECK_STR_EQ(c.checkpoint_dir, "checkpoints/ganflow/default");
+  CHECK(!c.deterministic);
+
+  REQUIRE(parse(&c, &e, "--data", "/d", "--model", "mlp", NULL) ==
+          GF_PARSE_OK);
+  CHECK_INT_EQ(c.z_dim, 50);
+  CHECK_STR_EQ(c.register_model, "ganflow-mlp");
+
+  setenv("MLFLOW_EXPERIMENT_NAME", "from env/x", 1);
+  REQUIRE(parse(&c, &e, "--data", "/d", "--run-name", "r1", NULL) ==
+          GF_PARSE_OK);
+  CHECK_STR_EQ(c.experiment, "from env/x");
+  CHECK_STR_EQ(c.checkpoint_dir, "checkpoints/from_env_x/r1");
+  unsetenv("MLFLOW_EXPERIMENT_NAME");
+}
+
+static void test_every_flag(void) {
+  gf_train_config c;
+  gf_err e;
+  gf_parse_result r = parse(
+      &c, &e, "--data", "cifar10:/c", "--model", "dcgan", "--steps", "123",
+      "--batch", "16", "--lr-g", "1e-3", "--lr-d", "0.0005", "--z-dim", "64",
+      "--seed", "18446744073709551615", "--device", "cpu", "--threads", "3",
+      "--checkpoint-dir", "/tmp/ck", "--checkpoint-every", "7", "--keep", "5",
+      "--resume", "never", "--sample-every", "11", "--eval-every", "13",
+      "--experiment", "exp", "--run-name", "rn", "--register-model", "reg",
+      "--alias", "prod", "--image-size", "32", "--channels", "3",
+      "--log-every", "2", "--deterministic", "--eval-images", "500", NULL);
+  CHECKF(r == GF_PARSE_OK, "%s", e.msg);
+  CHECK_STR_EQ(c.data, "cifar10:/c");
+  CHECK(c.model == GF_ARCH_DCGAN);
+  CHECK_INT_EQ(c.steps, 123);
+  CHECK_INT_EQ(c.batch, 16);
+  CHECK_NEAR(c.lr_g, 1e-3, 0);
+  CHECK_NEAR(c.lr_d, 5e-4, 0);
+  CHECK_INT_EQ(c.z_dim, 64);
+  CHECK(c.seed == UINT64_MAX);
+  CHECK_INT_EQ(c.threads, 3);
+  CHECK_STR_EQ(c.checkpoint_dir, "/tmp/ck");
+  CHECK_INT_EQ(c.checkpoint_every, 7);
+  CHECK_INT_EQ(c.keep, 5);
+  CHECK(c.resume == GF_RESUME_NEVER);
+  CHECK_INT_EQ(c.sample_every, 11);
+  CHECK_INT_EQ(c.eval_every, 13);
+  CHECK_STR_EQ(c.experiment, "exp");
+  CHECK_STR_EQ(c.run_name, "rn");
+  CHECK_STR_EQ(c.register_model, "reg");
+  CHECK_STR_EQ(c.alias, "prod");
+  CHECK_INT_EQ(c.image_size, 32);
+  CHECK_INT_EQ(c.channels, 3);
+  CHECK_INT_EQ(c.log_every, 2);
+  CHECK(c.deterministic);
+  CHECK_INT_EQ(c.eval_images, 500);
+
+  REQUIRE(parse(&c, &e, "--data", "/d", "--resume", "/x/ckpt.safetensors",
+                NULL) == GF_PARSE_OK);
+  CHECK(c.resume == GF_RESUME_PATH);
+  CHECK_STR_EQ(c.resume_path, "/x/ckpt.safetensors");
+  REQUIRE(parse(&c, &e, "--data", "/d", "--register-model", "", NULL) ==
+          GF_PARSE_OK);
+  CHECK_STR_EQ(c.register_model, "");
+  /* --name=value works as getopt_long allows. */
+  REQUIRE(parse(&c, &e, "--data=/e", "--steps=9", NULL) == GF_PARSE_OK);
+  CHECK_STR_EQ(c.data, "/e");
+  CHECK_INT_EQ(c.steps, 9);
+}
+
+static void test_bad_values(void) {
+  BAD("--model", "--model", "resnet");
+  BAD("--steps", "--steps", "0");
+  BAD("--steps", "--steps", "12x");
+  BAD("--steps", "--steps", "-5");
+  BAD("--batch", "--batch", "1");
+  BAD("--batch", "--batch", "abc");
+  BAD("--lr-g", "--lr-g", "0");
+  BAD("--lr-g", "--lr-g", "nan");
+  BAD("--lr-d", "--lr-d", "fast");
+  BAD("--z-dim", "--z-dim", "0");
+  BAD("--seed", "--seed", "-1");
+  BAD("--seed", "--seed", "99999999999999999999999");
+  BAD("--device", "--device", "gpu");
+  BAD("--device", "--device", "cuda:x");
+  BAD("--device", "--device", "cuda");
+  BAD("--device", "--device", "cuda:1");
+  BAD("--threads", "--threads", "-2");
+  BAD("--checkpoint-dir", "--checkpoint-dir", "");
+  BAD("--checkpoint-every", "--checkpoint-every", "-1");
+  BAD("--keep", "--keep", "0");
+  BAD("--resume", "--resume", "");
+  BAD("--sample-every", "--sample-every", "x");
+  BAD("--eval-every", "--eval-every", "1.5");
+  BAD("--experiment", "--experiment", "");
+  BAD("--alias", "--alias", "latest");
+  BAD("--alias", "--alias", "v3");
+  BAD("--alias", "--alias", "a/b");
+  BAD("--alias", "--register-model", "", "--alias", "prod");
+  BAD("--image-size", "--image-size", "40");
+  BAD("--image-size", "--image-size", "big");
+  BAD("--channels", "--channels", "2");
+  BAD("--log-every", "--log-every", "0");
+  BAD("--no-such-flag", "--no-such-flag", "1");
+  BAD("--steps", "--steps");
+  /* --data is required. */
+  gf_train_config c;
+  gf_err e;
+  CHECK(parse(&c, &e, "--steps", "5", NULL) == GF_PARSE_USAGE);
+  CHECK(strstr(e.msg, "--data") != NULL);
+  CHECK(parse(&c, &e, "--data", "/d", "stray", NULL) == GF_PARSE_USAGE);
+  CHECK(strstr(e.msg, "stray") != NULL);
+  /* cuda says why. */
+  CHECK(parse(&c, &e, "--data", "/d", "--device", "cuda:0", NULL) ==
+        GF_PARSE_USAGE);
+  CHECK(strstr(e.msg, "CUDA") != NULL);
+}
+
+static void test_help(void) {
+  gf_train_config c;
+  gf_err e;
+  CHECK(parse(&c, &e, "--help", NULL) == GF_PARSE_HELP);
+  CHECK(parse(&c, &e, "--steps", "3", "--help", NULL) == GF_PARSE_HELP);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  REQUIRE(f);
+  gf_train_usage(f, "ganflow-train");
+  fclose(f);
+  static const char *const flags[] = {
+    "--data", "--model", "--steps", "--batch", "--lr-g", "--lr-d", "--z-dim",
+    "--seed", "--device", "--threads", "--checkpoint-dir",
+    "--checkpoint-every", "--keep", "--resume", "--sample-every",
+    "--eval-every", "--experiment", "--run-name", "--register-model",
+    "--alias", "--image-size", "--channels", "--log-every", "--deterministic",
+    "--help", "MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID", "ganflow sync"};
+  for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
+    CHECKF(strstr(text, flags[i]) != NULL, "--help lacks %s", flags[i]);
+  free(text);
+}
+
+static void test_params(void) {
+  gf_train_config c;
+  gf_err e;
+  REQUIRE(parse(&c, &e, "--data", "/fm", "--model", "mlp", "--lr-g", "2e-4",
+                "--seed", "7", "--steps", "60", NULL) == GF_PARSE_OK);
+  gf_train_param p[GF_TRAIN_MAX_PARAMS];
+  size_t n = gf_train_config_params(&c, p, GF_TRAIN_MAX_PARAMS);
+  CHECK(n >= 19 && n <= GF_TRAIN_MAX_PARAMS);
+  const char *want[][2] = {{"data", "/fm"},     {"model", "mlp"},
+                           {"z_dim", "50"},     {"steps", "60"},
+                           {"batch", "64"},     {"lr_g", "0.0002"},
+                           {"lr_d", "0.0002"},  {"seed", "7"},
+                           {"device", "cpu"},   {"image_size", "28"},
+                           {"channels", "1"},   {"log_every", "10"},
+                           {"world_size", "1"}, {"deterministic", "false"}};
+  for (size_t w = 0; w < sizeof want / sizeof *want; w++) {
+    const char *got = NULL;
+    for (size_t i = 0; i < n; i++)
+      if (strcmp(p[i].key, want[w][0]) == 0) got = p[i].value;
+    CHECKF(got && strcmp(got, want[w][1]) == 0, "param %s = %s, want %s",
+           want[w][0], got ? got : "(missing)", want[w][1]);
+  }
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = i + 1; j < n; j++)
+      CHECKF(strcmp(p[i].key, p[j].key) != 0, "duplicate param %s", p[i].key);
+  /* A truncated table stays within n_max. */
+  CHECK_INT_EQ(gf_train_config_params(&c, p, 3), 3);
+}
+
+/* The executable's exit codes. */
+static int run_bin(const char *args) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>&1", GF_TRAIN_BIN, args);
+  int rc = system(cmd);
+  return rc == -1 ? -1 : WEXITSTATUS(rc);
+}
+
+static void test_exit_codes(void) {
+  CHECK_INT_EQ(run_bin("--help"), 0);
+  CHECK_INT_EQ(run_bin("--data /d --batch x"), 2);
+  CHECK_INT_EQ(run_bin("--data /d --device cuda"), 2);
+  CHECK_INT_EQ(run_bin(""), 2);
+}
+
+int main(void) {
+  test_defaults();
+  test_every_flag();
+  test_bad_values();
+  test_help();
+  test_params();
+  test_exit_codes();
+  return check_report();
+}

@@ -1,0 +1,301 @@
+/* test_train_integration.c - the ganflow-train executable against the real
+ * MLflow server of the `mlflow` ctest fixture, on Fashion-MNIST
+ * (/usr/share/datasets/fashion-mnist; the test FAILS without it).
+ *
+ *   1. A full run (mlp, 60 steps): exit 0; the run FINISHED; params; loss/d
+ *      has exactly one point per logged step; swd/ and system metrics;
+ *      sample grid and checkpoints uploaded; a READY model version with the
+ *      alias, whose model directory downloads and verifies (gf_mlmodel_read).
+ *   2. SIGTERM after the first logged step: exit 0, run KILLED, a checkpoint
+ *      on disk; the same command again resumes into the same run id,
+ *      finishes, and loss/d still has exactly one point per logged step
+ *      (exactly-once across the resume); the final checkpoint's tensors are
+ *      byte-identical to run 1's in the same configuration. */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "check.h"
+#include "gf/checkpoint.h"
+#include "gf/mlmodel.h"
+#include "gf/safetensors.h"
+#include "mlflow_test.h"
+
+#define FASHION "/usr/share/datasets/fashion-mnist"
+
+static char g_uri[512];
+
+/* Starts ganflow-train with args (NULL-terminated), stderr+stdout into log. */
+static pid_t spawn(const char *log, char *const *args) {
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) _exit(126);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    close(fd);
+    execv(GF_TRAIN_BIN, args);
+    _exit(127);
+  }
+  return pid;
+}
+
+static int wait_rc(pid_t pid) {
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+static void dump_log(const char *log) {
+  char *text = NULL;
+  FILE *f = fopen(log, "r");
+  if (!f) return;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  text = calloc(1, (size_t)n + 1);
+  if (text && fread(text, 1, (size_t)n, f) == (size_t)n)
+    fprintf(stderr, "---- %s ----\n%s----\n", log, text);
+  free(text);
+  fclose(f);
+}
+
+static bool log_contains(const char *log, const char *needle) {
+  FILE *f = fopen(log, "r");
+  if (!f) return false;
+  char line[1024];
+  bool found = false;
+  while (!found && fgets(line, sizeof line, f)) found = strstr(line, needle);
+  fclose(f);
+  return found;
+}
+
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* loss/d must hold exactly the steps log_every, 2*log_every, ..., steps. */
+static void check_history(mlflow_client *c, const char *run_id,
+                          const char *key, int64_t every, int64_t steps) {
+  mlflow_metric_list h;
+  mlflow_error e;
+  REQUIRE(mlflow_metric_history(c, run_id, key, &h, &e) == MLFLOW_OK);
+  CHECKF((int64_t)h.count == steps / every, "%s: %zu points, want %lld", key,
+         h.count, (long long)(steps / every));
+  for (size_t i = 0; i < h.count; i++)
+    CHECKF(h.items[i].step == (int64_t)(i + 1) * every,
+           "%s point %zu at step %lld", key, i, (long long)h.items[i].step);
+  mlflow_metric_list_free(&h);
+}
+
+static bool has_metric(const mlflow_run *r, const char *prefix) {
+  for (size_t i = 0; i < r->n_metrics; i++)
+    if (strncmp(r->metrics[i].key, prefix, strlen(prefix)) == 0) return true;
+  return false;
+}
+
+static bool has_artifact(const mlflow_file_list *l, const char *path) {
+  for (size_t i = 0; i < l->count; i++)
+    if (strcmp(l->items[i].path, path) == 0) return true;
+  return false;
+}
+
+/* The tensor bytes of a checkpoint (digest of the data buffer). */
+static bool ckpt_digest(const char *path, char out[65]) {
+  gf_st_file f;
+  gf_st_file_init(&f);
+  gf_err err;
+  if (gf_st_open(&f, path, GF_ST_VERIFY_SHA256, &err) != GF_OK) return false;
+  const char *d = NULL;
+  for (size_t i = 0; i < f.n_meta; i++)
+    if (strcmp(f.meta[i].key, GF_ST_DATA_SHA256_KEY) == 0) d = f.meta[i].value;
+  if (d) snprintf(out, 65, "%s", d);
+  gf_st_file_free(&f);
+  return d != NULL;
+}
+
+static void full_run(mlflow_client *c, char final_digest[65]) {
+  char exp[128], model[128], dir[1024], log[1100];
+  test_unique(exp, sizeof exp, "train-it");
+  test_unique(model, sizeof model, "train-it-model");
+  snprintf(dir, sizeof dir, "%s/full", GF_TEST_TMP);
+  snprintf(log, sizeof log, "%s/full.log", GF_TEST_TMP);
+  char *args[] = {GF_TRAIN_BIN, "--data", FASHION, "--model", "mlp",
+                  "--steps", "60", "--batch", "32", "--log-every", "10",
+                  "--sample-every", "30", "--eval-every", "30",
+                  "--checkpoint-every", "20", "--threads", "2",
+                  "--checkpoint-dir", dir, "--experiment", exp,
+                  "--register-model", model, "--alias", "candidate", NULL};
+  double t0 = mono_s();
+  int rc = wait_rc(spawn(log, args));
+  fprintf(stderr, "full run: %.1f s\n", mono_s() - t0);
+  CHECK_INT_EQ(rc, 0);
+  if (rc != 0) dump_log(log);
+
+  char path[1200];
+  snprintf(path, sizeof path, "%s/run_id", dir);
+  char *run_id = test_read_text(path);
+  REQUIRE(run_id && strlen(run_id) == 32);
+  mlflow_run run;
+  mlflow_error e;
+  REQUIRE(mlflow_run_get(c, run_id, &run, &e) == MLFLOW_OK);
+  CHECK(run.info.status == MLFLOW_RUN_FINISHED);
+  CHECK(run.info.end_time_ms > 0);
+  CHECK_STR_EQ(mlflow_run_param(&run, "model"), "mlp");
+  CHECK_STR_EQ(mlflow_run_param(&run, "steps"), "60");
+  CHECK_STR_EQ(mlflow_run_param(&run, "z_dim"), "50");
+  CHECK_STR_EQ(mlflow_run_param(&run, "lr_g"), "0.0002");
+  CHECK_STR_EQ(mlflow_run_tag(&run, "ganflow.version"), "0.1.0");
+  CHECK(mlflow_run_tag(&run, "ganflow.device") != NULL);
+  CHECK_STR_EQ(mlflow_run_tag(&run, "ganflow.world_size"), "1");
+  CHECK(has_metric(&run, "swd/avg"));
+  CHECK(has_metric(&run, "swd/28"));
+  CHECK(has_metric(&run, "system/cpu_utilization_percentage"));
+  CHECK(has_metric(&run, "perf/images_per_sec"));
+  CHECK(has_metric(&run, "d/real"));
+  check_history(c, run_id, "loss/d", 10, 60);
+  check_history(c, run_id, "loss/g", 10, 60);
+  check_history(c, run_id, "swd/avg", 30, 60);
+
+  mlflow_file_list l;
+  REQUIRE(mlflow_artifact_list(c, run.info.artifact_uri, NULL, 1, &l, &e) ==
+          MLFLOW_OK);
+  CHECK(has_artifact(&l, "samples/step_30.png"));
+  CHECK(has_artifact(&l, "samples/step_60.png"));
+  CHECK(has_artifact(&l, "checkpoints/ckpt-000000000020.safetensors"));
+  CHECK(has_artifact(&l, "checkpoints/ckpt-000000000060.safetensors"));
+  CHECK(has_artifact(&l, "model/MLmodel"));
+  CHECK(has_artifact(&l, "model/generator.safetensors"));
+  mlflow_file_list_free(&l);
+
+  mlflow_model_version mv;
+  REQUIRE(mlflow_alias_get(c, model, "candidate", &mv, &e) == MLFLOW_OK);
+  CHECK_STR_EQ(mv.status, "READY");
+  CHECK_STR_EQ(mv.run_id, run_id);
+  mlflow_model_version_free(&mv);
+  char uri[400], mdir[1200];
+  snprintf(uri, sizeof uri, "models:/%s@candidate", model);
+  snprintf(mdir, sizeof mdir, "%s/downloaded-model", GF_TEST_TMP);
+  CHECK(mlflow_model_download(c, uri, mdir, NULL, &e) == MLFLOW_OK);
+  gf_mlmodel m;
+  gf_err gerr;
+  CHECKF(gf_mlmodel_read(mdir, &m, &gerr) == GF_OK, "%s", gerr.msg);
+  CHECK_STR_EQ(m.run_id, run_id);
+  CHECK(m.config.architecture == GF_ARCH_MLP);
+  CHECK_INT_EQ(m.config.z_dim, 50);
+  gf_mlmodel_free(&m);
+
+  snprintf(path, sizeof path, "%s/ckpt-000000000060.safetensors", dir);
+  CHECK(ckpt_digest(path, final_digest));
+  mlflow_run_free(&run);
+  free(run_id);
+}
+
+/* Same configuration as full_run but longer intervals so the signal lands
+ * early; the final state must still equal an uninterrupted run's. */
+static void sigterm_run(mlflow_client *c) {
+  char exp[128], dir[1024], log[1100];
+  test_unique(exp, sizeof exp, "train-sig");
+  snprintf(dir, sizeof dir, "%s/sig", GF_TEST_TMP);
+  snprintf(log, sizeof log, "%s/sig.log", GF_TEST_TMP);
+  char *args[] = {GF_TRAIN_BIN, "--data", FASHION, "--model", "mlp",
+                  "--steps", "100", "--batch", "16", "--log-every", "10",
+                  "--sample-every", "0", "--eval-every", "0",
+                  "--checkpoint-every", "50", "--threads", "2",
+                  "--checkpoint-dir", dir, "--experiment", exp,
+                  "--register-model", "", NULL};
+  pid_t pid = spawn(log, args);
+  double t0 = mono_s();
+  while (!log_contains(log, "step 10/") && mono_s() - t0 < 60) {
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  CHECK(kill(pid, SIGTERM) == 0);
+  int rc = wait_rc(pid);
+  CHECK_INT_EQ(rc, 0);
+  CHECK(log_contains(log, "stopped by a signal"));
+  if (rc != 0 || !log_contains(log, "stopped by a signal")) dump_log(log);
+
+  char path[1200], latest[1200];
+  snprintf(path, sizeof path, "%s/run_id", dir);
+  char *run_id = test_read_text(path);
+  REQUIRE(run_id);
+  mlflow_run run;
+  mlflow_error e;
+  REQUIRE(mlflow_run_get(c, run_id, &run, &e) == MLFLOW_OK);
+  CHECK(run.info.status == MLFLOW_RUN_KILLED);
+  mlflow_run_free(&run);
+  gf_ckpt_meta meta;
+  gf_err gerr;
+  CHECKF(gf_checkpoint_find_latest(dir, latest, sizeof latest, &meta, NULL,
+                                   NULL, 0, &gerr) == GF_OK, "%s", gerr.msg);
+  CHECK(meta.step >= 10 && meta.step < 100);
+  CHECK_STR_EQ(meta.run_id, run_id);
+
+  /* The same command resumes into the same run and finishes. */
+  snprintf(log, sizeof log, "%s/sig-resume.log", GF_TEST_TMP);
+  rc = wait_rc(spawn(log, args));
+  CHECK_INT_EQ(rc, 0);
+  CHECK(log_contains(log, "resuming from"));
+  if (rc != 0) dump_log(log);
+  char *run_id2 = test_read_text(path);
+  CHECK_STR_EQ(run_id2, run_id);
+  REQUIRE(mlflow_run_get(c, run_id, &run, &e) == MLFLOW_OK);
+  CHECK(run.info.status == MLFLOW_RUN_FINISHED);
+  CHECK(has_metric(&run, "system/"));
+  mlflow_run_free(&run);
+  check_history(c, run_id, "loss/d", 10, 100);
+  check_history(c, run_id, "d/fake", 10, 100);
+
+  /* Bit-identical to an uninterrupted run of the same configuration. */
+  char dir2[1100], final1[1200], final2[1200], d1[65] = "", d2[65] = "";
+  snprintf(dir2, sizeof dir2, "%s/sig-ref", GF_TEST_TMP);
+  args[20] = dir2;
+  snprintf(log, sizeof log, "%s/sig-ref.log", GF_TEST_TMP);
+  rc = wait_rc(spawn(log, args));
+  CHECK_INT_EQ(rc, 0);
+  snprintf(final1, sizeof final1, "%s/ckpt-000000000100.safetensors", dir);
+  snprintf(final2, sizeof final2, "%s/ckpt-000000000100.safetensors", dir2);
+  CHECK(ckpt_digest(final1, d1));
+  CHECK(ckpt_digest(final2, d2));
+  CHECKF(strcmp(d1, d2) == 0, "resumed %s vs uninterrupted %s", d1, d2);
+  free(run_id);
+  free(run_id2);
+}
+
+int main(void) {
+  struct stat sb;
+  if (stat(FASHION "/train-images-idx3-ubyte.gz", &sb) != 0) {
+    fprintf(stderr, "%s missing: install dataset-fashion-mnist "
+            "(deploy/install-deps.sh)\n", FASHION);
+    return 1;
+  }
+  char *uri = test_mlflow_uri();
+  snprintf(g_uri, sizeof g_uri, "%s", uri);
+  free(uri);
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", GF_TEST_TMP,
+           GF_TEST_TMP);
+  REQUIRE(system(cmd) == 0);
+  setenv("MLFLOW_TRACKING_URI", g_uri, 1);
+  setenv("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL", "0.5", 1);
+  unsetenv("MLFLOW_RUN_ID");
+  unsetenv("MLFLOW_EXPERIMENT_NAME");
+
+  mlflow_config cfg;
+  test_config(&cfg, g_uri);
+  mlflow_client *c = NULL;
+  mlflow_error e;
+  REQUIRE(mlflow_client_new(&c, &cfg, &e) == MLFLOW_OK);
+  char digest[65] = "";
+  full_run(c, digest);
+  sigterm_run(c);
+  mlflow_client_free(c);
+  mlflow_config_free(&cfg);
+  return check_report();
+}
