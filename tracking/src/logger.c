@@ -2,8 +2,10 @@
  *
  * Concurrency: one mutex guards the ring, the pending params/tags, the
  * counters and the flags. Callers hold it only to copy a point in; the
- * worker holds it only to copy a batch out. All HTTP and disk I/O happens
- * in the worker, unlocked. */
+ * worker holds it only to read or move head and count, and copies a
+ * batch's slots unlocked (they stay counted, so no caller reuses them until
+ * the worker releases them). All HTTP and disk I/O happens in the worker,
+ * unlocked. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -347,10 +349,7 @@ static void *worker(void *arg) {
       pthread_cond_broadcast(&lg->done);
       continue;
     }
-    for (size_t i = 0; i < n; i++)
-      batch[i] = lg->ring[(lg->head + i) % lg->opts.queue_capacity];
-    lg->head = (lg->head + n) % lg->opts.queue_capacity;
-    lg->count -= n;
+    size_t head = lg->head;
     kv_item *kv = NULL;
     if (nkv) {
       kv = malloc(nkv * sizeof *kv);
@@ -362,8 +361,19 @@ static void *worker(void *arg) {
         nkv = 0;
       }
     }
-    pthread_cond_broadcast(&lg->room);
     int outbox_busy = lg->stats.outbox_pending > 0;
+    pthread_mutex_unlock(&lg->mu);
+
+    /* Copy the n oldest points without the lock: callers write only behind
+     * head + count, and these slots stay counted until released below, so
+     * a log call never waits for this copy. */
+    if (batch)
+      for (size_t i = 0; i < n; i++)
+        batch[i] = lg->ring[(head + i) % lg->opts.queue_capacity];
+    pthread_mutex_lock(&lg->mu);
+    lg->head = (head + n) % lg->opts.queue_capacity;
+    lg->count -= n;
+    pthread_cond_broadcast(&lg->room);
     pthread_mutex_unlock(&lg->mu);
 
     char *body = batch ? build_body(lg->run_id, batch, n, kv, nkv) : NULL;
@@ -455,7 +465,9 @@ mlflow_status mlflow_logger_open(mlflow_logger **out, const mlflow_config *cfg,
   lg->opts.outbox_path = NULL;
   lg->run_id = strdup(run_id);
   lg->outbox_path = o.outbox_path ? strdup(o.outbox_path) : NULL;
+  /* Touched now, so no log call pays a page fault on a fresh slot. */
   lg->ring = malloc(o.queue_capacity * sizeof *lg->ring);
+  if (lg->ring) memset(lg->ring, 0, o.queue_capacity * sizeof *lg->ring);
   mlflow_status st;
   if (!lg->run_id || !lg->ring || (o.outbox_path && !lg->outbox_path)) {
     st = mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
