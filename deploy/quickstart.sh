@@ -12,7 +12,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 STEPS=${GANFLOW_QUICKSTART_STEPS:-3000}
 ./deploy/install-deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)" --target ganflow-train ganflow
 ./deploy/mlflow-local.sh start
 export MLFLOW_TRACKING_URI=$(./deploy/mlflow-local.sh uri)
