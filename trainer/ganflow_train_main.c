@@ -46,5 +46,8 @@ int main(int argc, char **argv) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGINT, &sa, NULL);
+  /* A closed stderr pipe (a log viewer gone) must not kill the run and
+   * leave it RUNNING in MLflow: writes then fail with EPIPE instead. */
+  signal(SIGPIPE, SIG_IGN);
   return (int)gf_train_run(&cfg, &g_stop);
 }

@@ -41,7 +41,7 @@ static char *slurp(const char *path, size_t *n) {
 }
 
 static int same_file(const char *a, const char *b) {
-  size_t na, nb;
+  size_t na = 0, nb = 0;
   char *x = slurp(a, &na), *y = slurp(b, &nb);
   int same = x && y && na == nb && memcmp(x, y, na) == 0;
   free(x);
@@ -108,6 +108,12 @@ static void test_experiments(char *exp_id_out, size_t cap) {
   CHECK_STR_EQ(e2.lifecycle_stage, "active");
   mlflow_experiment_free(&e2);
 
+  CHECK_INT_EQ(mlflow_experiment_set_tag(client, e.experiment_id,
+                                         "mlflow.experimentKind",
+                                         "custom_model_development", &err),
+               MLFLOW_OK);
+  CHECK_INT_EQ(mlflow_experiment_set_tag(client, e.experiment_id, "bad key!",
+                                         "x", &err), MLFLOW_E_INVALID);
   CHECK_INT_EQ(mlflow_experiment_get(client, "987654321", &e2, &err),
                MLFLOW_E_NOT_FOUND);
   CHECK_STR_EQ(err.error_code, "RESOURCE_DOES_NOT_EXIST");

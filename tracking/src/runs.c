@@ -178,6 +178,22 @@ mlflow_status mlflow_experiment_get_or_create(mlflow_client *c,
   return MLFLOW_OK;
 }
 
+mlflow_status mlflow_experiment_set_tag(mlflow_client *c,
+                                        const char *experiment_id,
+                                        const char *key, const char *value,
+                                        mlflow_error *err) {
+  mlflow_status st;
+  if ((st = mlflow_need(experiment_id, "experiment id", err)) ||
+      (st = mlflow_validate_key(key, err)))
+    return st;
+  if (!value || strlen(value) > MLFLOW_MAX_TAG_VALUE_LEN)
+    return mlflow_fail(err, MLFLOW_E_INVALID,
+                       "experiment tag '%s': value missing or too long", key);
+  return mlflow_api_fields(c, "POST", "experiments/set-experiment-tag", NULL,
+                           err, "experiment_id", experiment_id, "key", key,
+                           "value", value, NULL);
+}
+
 /* ---- runs --------------------------------------------------------------- */
 
 #define CREATE_ID_TAG "ganflow.create_id"

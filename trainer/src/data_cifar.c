@@ -75,7 +75,7 @@ static gf_status cifar_load(gf_dataset *ds, gf_src *srcs, int nsrc,
                             const gf_data_options *opt, gf_err *err) {
   gf_status st = gf_data_check_geometry(opt, err);
   if (st) return st;
-  uint64_t counts[CIFAR_FILES], total = 0;
+  uint64_t counts[CIFAR_FILES] = {0}, total = 0;
   for (int f = 0; f < nsrc; f++) {
     st = cifar_count(&srcs[f], &counts[f], err);
     if (st) return st;

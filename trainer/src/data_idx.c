@@ -112,7 +112,7 @@ static gf_status idx_load(gf_dataset *ds, gf_src *img, gf_src *lbl,
                           const gf_data_options *opt, gf_err *err) {
   gf_status st = gf_data_check_geometry(opt, err);
   if (st) return st;
-  idx_header hi, hl;
+  idx_header hi = {0}, hl = {0};
   st = read_header(img, 3, &hi, err);
   if (st) return st;
   const uint32_t n = hi.dims[0], rows = hi.dims[1], cols = hi.dims[2];

@@ -165,13 +165,20 @@ static gf_status resume_run(gf_tracker *t, FILE *log, gf_err *err) {
 }
 
 static gf_status create_run(gf_tracker *t, const char *device_desc,
-                            gf_err *err) {
+                            FILE *log, gf_err *err) {
   mlflow_error e;
   mlflow_experiment exp;
   memset(&exp, 0, sizeof exp);
   if (mlflow_experiment_get_or_create(t->client, t->cfg.experiment, &exp,
                                       &e) != MLFLOW_OK)
     return mlfail(err, "experiment", &e);
+  /* Without this tag MLflow 3's UI opens the experiment in its GenAI view;
+   * a failure only costs the UI's default view, so it is not fatal. */
+  if (mlflow_experiment_set_tag(t->client, exp.experiment_id,
+                                "mlflow.experimentKind",
+                                "custom_model_development", &e) != MLFLOW_OK)
+    fprintf(log, "ganflow-train: warning: cannot tag the experiment: %s\n",
+            e.message);
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   const char *user = getenv("USER");
@@ -241,7 +248,7 @@ static gf_status tracker_connect(gf_tracker *t, const gf_tracker_start_info *si,
     snprintf(t->run_id, sizeof t->run_id, "%s", run_id);
     st = resume_run(t, log, err);
   } else {
-    st = create_run(t, si->device_desc, err);
+    st = create_run(t, si->device_desc, log, err);
   }
   if (st != GF_OK) return st;
 

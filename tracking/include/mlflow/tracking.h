@@ -136,6 +136,14 @@ mlflow_status mlflow_experiment_get_or_create(mlflow_client *c,
                                               mlflow_experiment *out,
                                               mlflow_error *err);
 
+/* Sets (or overwrites) a tag of an experiment. MLflow 3's UI reads
+ * "mlflow.experimentKind" ("custom_model_development" for training) to
+ * choose between its model-training and GenAI views. */
+mlflow_status mlflow_experiment_set_tag(mlflow_client *c,
+                                        const char *experiment_id,
+                                        const char *key, const char *value,
+                                        mlflow_error *err);
+
 /* ---- runs -------------------------------------------------------------- */
 
 /* runs/create is not idempotent: a retry after a lost answer can create a
