@@ -6,7 +6,7 @@
 
 #include "check.h"
 #include "gf/ckpt_meta.h"
-#include "model_test_util.h"
+#include "file_util.h"
 
 static gf_ckpt_meta sample(void) {
   gf_ckpt_meta m;

@@ -10,7 +10,7 @@
 
 #include "check.h"
 #include "gf/image_grid.h"
-#include "model_test_util.h"
+#include "file_util.h"
 
 /* Decodes png (libpng's simplified API) into a malloc'd buffer of w*h*c
  * bytes in the file's own format; returns NULL on failure. */

@@ -10,7 +10,7 @@
 
 #include "check.h"
 #include "gf/mlmodel.h"
-#include "model_test_util.h"
+#include "file_util.h"
 
 static float g_w[6] = {1, 2, 3, 4, 5, 6};
 static float g_mean[2] = {0.5f, -0.5f};

@@ -9,7 +9,7 @@
 
 #include "check.h"
 #include "gf/mlmodel.h"
-#include "model_test_util.h"
+#include "file_util.h"
 
 static const char k_script[] =
     "import sys, yaml\n"

@@ -8,7 +8,7 @@
 #include "check.h"
 #include "gf/atomic_file.h"
 #include "gf/safetensors.h"
-#include "model_test_util.h"
+#include "file_util.h"
 
 static float w[2][3] = {{1.5f, -2.0f, 3.25f}, {0.0f, 1e-8f, -7.0f}};
 static double dbl[4] = {1.0, 2.0, -3.5, 1e300};

@@ -9,7 +9,7 @@
 
 #include "check.h"
 #include "gf/safetensors.h"
-#include "model_test_util.h"
+#include "file_util.h"
 
 static char g_dir[256];
 

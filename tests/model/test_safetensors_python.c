@@ -9,7 +9,7 @@
 
 #include "check.h"
 #include "gf/safetensors.h"
-#include "model_test_util.h"
+#include "file_util.h"
 
 int main(int argc, char **argv) {
   if (argc != 3 || !argv[1][0]) SKIP_TEST("no python interpreter given");

@@ -4,7 +4,7 @@
 
 #include "check.h"
 #include "gf/sha256.h"
-#include "model_test_util.h"
+#include "file_util.h"
 
 int main(void) {
   char hex[GF_SHA256_HEX_LEN + 1];

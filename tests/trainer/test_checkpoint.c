@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "file_util.h"
 #include "gf/checkpoint.h"
 #include "gf/ctx.h"
 #include "gf/gan.h"
@@ -24,53 +25,6 @@
 static const char *g_ganflow_bin;
 
 /* ---- files -------------------------------------------------------------- */
-
-static void make_tmpdir(char *buf, size_t cap) {
-  const char *base = getenv("TMPDIR");
-  snprintf(buf, cap, "%s/gf_ckpt_test_XXXXXX", base && *base ? base : "/tmp");
-  REQUIRE(mkdtemp(buf) != NULL);
-}
-
-/* Removes dir and everything under it (two levels are enough here). */
-static void rm_tree(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return;
-  struct dirent *e;
-  char path[4096];
-  while ((e = readdir(d))) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    struct stat sb;
-    if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-      rm_tree(path);
-    else
-      unlink(path);
-  }
-  closedir(d);
-  rmdir(dir);
-}
-
-static unsigned char *read_all(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  REQUIRE(f != NULL);
-  REQUIRE(fseek(f, 0, SEEK_END) == 0);
-  long n = ftell(f);
-  REQUIRE(n >= 0);
-  rewind(f);
-  unsigned char *buf = malloc(n ? (size_t)n : 1);
-  REQUIRE(buf != NULL);
-  REQUIRE(fread(buf, 1, (size_t)n, f) == (size_t)n);
-  fclose(f);
-  *len = (size_t)n;
-  return buf;
-}
-
-static void write_all(const char *path, const void *p, size_t n) {
-  FILE *f = fopen(path, "wb");
-  REQUIRE(f != NULL);
-  REQUIRE(fwrite(p, 1, n, f) == n);
-  REQUIRE(fclose(f) == 0);
-}
 
 static int file_exists(const char *path) {
   struct stat sb;
@@ -245,7 +199,7 @@ static void test_round_trip(gf_ctx *ctx, const gf_model_config *cfg, int batch,
   fill_real(&real);
 
   char dir[512], path[1024];
-  make_tmpdir(dir, sizeof dir);
+  tu_mkdtemp(dir, sizeof dir);
   gf_gan a, b;
   make_gan(&a, ctx, cfg, batch, 7, 2, &real);
   CHECK(a.adam_step_g == 2 && a.adam_step_d == 2);
@@ -313,11 +267,11 @@ static void test_round_trip(gf_ctx *ctx, const gf_model_config *cfg, int batch,
     CHECK(gf_checkpoint_load(bad, &b, NULL, &err) == GF_EFORMAT);
     CHECK(strstr(err.msg, "g.adam_step") != NULL);
     size_t len;
-    unsigned char *bytes = read_all(path, &len);
+    unsigned char *bytes = tu_read(path, &len);
     bytes[len - 3] ^= 0x40;
-    write_all(bad, bytes, len);
+    tu_write(bad, bytes, len);
     CHECK(gf_checkpoint_load(bad, &b, NULL, &err) == GF_EINTEGRITY);
-    write_all(bad, bytes, len / 2);
+    tu_write(bad, bytes, len / 2);
     CHECK(gf_checkpoint_load(bad, &b, NULL, &err) != GF_OK);
     free(bytes);
     CHECK(unchanged(&b, snap, snap_len));
@@ -334,7 +288,7 @@ static void test_round_trip(gf_ctx *ctx, const gf_model_config *cfg, int batch,
   gf_gan_free(&a);
   gf_gan_free(&b);
   gf_tensor_free(&real);
-  rm_tree(dir);
+  tu_rmdir(dir);
 }
 
 /* ---- pruning ------------------------------------------------------------ */
@@ -348,13 +302,13 @@ static void test_keep(gf_ctx *ctx, const gf_model_config *cfg) {
   gf_gan g;
   make_gan(&g, ctx, cfg, 2, 3, 0, &real);
   char dir[512], p[1024];
-  make_tmpdir(dir, sizeof dir);
+  tu_mkdtemp(dir, sizeof dir);
   gf_ckpt_meta m;
   /* A stale temporary file of an interrupted write, and an unrelated file. */
   snprintf(p, sizeof p, "%s/ckpt-000000000009.safetensors.tmp.AbC123", dir);
-  write_all(p, "partial", 7);
+  tu_write(p, "partial", 7);
   snprintf(p, sizeof p, "%s/notes.txt", dir);
-  write_all(p, "keep me", 7);
+  tu_write(p, "keep me", 7);
   for (int s = 1; s <= 5; s++) {
     meta_for(&m, &g, s);
     REQUIRE(gf_checkpoint_save(dir, &g, &m, 3, NULL, 0, &err) == GF_OK);
@@ -390,7 +344,7 @@ static void test_keep(gf_ctx *ctx, const gf_model_config *cfg) {
   CHECK(!gf_checkpoint_parse_name("ckpt-99999999999999999999.safetensors", &step));
   gf_gan_free(&g);
   gf_tensor_free(&real);
-  rm_tree(dir);
+  tu_rmdir(dir);
 }
 
 /* ---- corruption --------------------------------------------------------- */
@@ -424,7 +378,7 @@ static void test_corruption(gf_ctx *ctx, const gf_model_config *cfg) {
   gf_gan g;
   make_gan(&g, ctx, cfg, 2, 3, 1, &real);
   char dir[512], p3[1024], p[1024];
-  make_tmpdir(dir, sizeof dir);
+  tu_mkdtemp(dir, sizeof dir);
   gf_ckpt_meta m;
   for (int s = 1; s <= 3; s++) {
     meta_for(&m, &g, s);
@@ -433,7 +387,7 @@ static void test_corruption(gf_ctx *ctx, const gf_model_config *cfg) {
   expect_latest(dir, 3, 0, NULL, "all good");
   ckpt_path(p3, sizeof p3, dir, 3);
   size_t len;
-  unsigned char *good = read_all(p3, &len);
+  unsigned char *good = tu_read(p3, &len);
   uint64_t hlen = 0;
   for (int i = 7; i >= 0; i--) hlen = (hlen << 8) | good[i];
   REQUIRE(hlen + 8 < len);
@@ -443,7 +397,7 @@ static void test_corruption(gf_ctx *ctx, const gf_model_config *cfg) {
   const size_t cuts[] = {0, 1, 7, 8, 20, (size_t)hlen + 7, (size_t)hlen + 8,
                          (size_t)hlen + 9, len / 2, len - 1};
   for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
-    write_all(p3, good, cuts[i]);
+    tu_write(p3, good, cuts[i]);
     char what[64];
     snprintf(what, sizeof what, "truncated at %zu of %zu", cuts[i], len);
     expect_latest(dir, 2, 1, name3, what);
@@ -456,7 +410,7 @@ static void test_corruption(gf_ctx *ctx, const gf_model_config *cfg) {
     REQUIRE(b != NULL);
     memcpy(b, good, len);
     b[flips[i]] ^= 0x01;
-    write_all(p3, b, len);
+    tu_write(p3, b, len);
     expect_latest(dir, 2, 1, name3, "flipped data byte");
     free(b);
   }
@@ -468,7 +422,7 @@ static void test_corruption(gf_ctx *ctx, const gf_model_config *cfg) {
     REQUIRE(b != NULL);
     memcpy(b, good, len);
     b[len - 2] ^= 0x80;
-    write_all(p3, b, len);
+    tu_write(p3, b, len);
     REQUIRE(gf_checkpoint_find_latest(dir, path, sizeof path, NULL, &n, msg,
                                       sizeof msg, &err) == GF_OK);
     CHECKF(strstr(msg, "sha") || strstr(msg, "digest") || strstr(msg, "SHA"),
@@ -481,15 +435,15 @@ static void test_corruption(gf_ctx *ctx, const gf_model_config *cfg) {
     REQUIRE(b != NULL);
     memcpy(b, good, len);
     memset(b + 8, 'x', 16);
-    write_all(p3, b, len);
+    tu_write(p3, b, len);
     expect_latest(dir, 2, 1, name3, "header garbage");
     memcpy(b, good, len);
     b[8 + hlen / 2] = '\0';
-    write_all(p3, b, len);
+    tu_write(p3, b, len);
     expect_latest(dir, 2, 1, name3, "NUL in header");
     memcpy(b, good, len);
     memset(b, 0xff, 8);
-    write_all(p3, b, len);
+    tu_write(p3, b, len);
     expect_latest(dir, 2, 1, name3, "huge header length");
     /* A digit of the stored step changed: metadata garbage. */
     memcpy(b, good, len);
@@ -499,14 +453,14 @@ static void test_corruption(gf_ctx *ctx, const gf_model_config *cfg) {
       if (!memcmp(b + i, key, strlen(key))) at = b + i + strlen(key);
     REQUIRE(at != NULL);
     *at = 'z';
-    write_all(p3, b, len);
+    tu_write(p3, b, len);
     expect_latest(dir, 2, 1, name3, "metadata garbage");
     free(b);
   }
   /* A valid checkpoint under the wrong name (its metadata says step 3). */
-  write_all(p3, good, len);
+  tu_write(p3, good, len);
   ckpt_path(p, sizeof p, dir, 8);
-  write_all(p, good, len);
+  tu_write(p, good, len);
   expect_latest(dir, 3, 1, "ckpt-000000000008", "misnamed copy");
   unlink(p);
   /* A directory where a checkpoint should be. */
@@ -516,20 +470,20 @@ static void test_corruption(gf_ctx *ctx, const gf_model_config *cfg) {
   rmdir(p);
   /* A complete temporary file of a newer step is ignored, not counted. */
   snprintf(p, sizeof p, "%s/ckpt-000000000004.safetensors.tmp.Zy9x8W", dir);
-  write_all(p, good, len);
+  tu_write(p, good, len);
   expect_latest(dir, 3, 0, NULL, "stale tmp file");
   /* Two newest corrupted: both skipped. */
-  write_all(p3, good, len / 3);
+  tu_write(p3, good, len / 3);
   char p2[1024];
   ckpt_path(p2, sizeof p2, dir, 2);
   size_t len2;
-  unsigned char *good2 = read_all(p2, &len2);
-  write_all(p2, "", 0);
+  unsigned char *good2 = tu_read(p2, &len2);
+  tu_write(p2, "", 0);
   expect_latest(dir, 1, 2, "ckpt-000000000002", "two corrupted");
   /* All corrupted: GF_ENOTFOUND, every one counted. */
   char p1[1024];
   ckpt_path(p1, sizeof p1, dir, 1);
-  write_all(p1, "garbage!garbage!", 16);
+  tu_write(p1, "garbage!garbage!", 16);
   char path[1024], msg[600];
   int n = -1;
   CHECK(gf_checkpoint_find_latest(dir, path, sizeof path, NULL, &n, msg,
@@ -537,15 +491,15 @@ static void test_corruption(gf_ctx *ctx, const gf_model_config *cfg) {
   CHECK_INT_EQ(n, 3);
   CHECK(strstr(msg, "ckpt-000000000001") != NULL);
   /* An empty or missing directory: GF_ENOTFOUND. */
-  rm_tree(dir);
+  tu_rmdir(dir);
   CHECK(gf_checkpoint_find_latest(dir, path, sizeof path, NULL, NULL, NULL, 0,
                                   &err) == GF_ENOTFOUND);
-  make_tmpdir(dir, sizeof dir);
+  tu_mkdtemp(dir, sizeof dir);
   CHECK(gf_checkpoint_find_latest(dir, path, sizeof path, NULL, NULL, NULL, 0,
                                   &err) == GF_ENOTFOUND);
   /* Too small a path buffer. */
   ckpt_path(p, sizeof p, dir, 1);
-  write_all(p, good2, len2); /* step-2 metadata under name 1: skipped */
+  tu_write(p, good2, len2); /* step-2 metadata under name 1: skipped */
   meta_for(&m, &g, 5);
   REQUIRE(gf_checkpoint_save(dir, &g, &m, 0, NULL, 0, &err) == GF_OK);
   char small[8];
@@ -555,7 +509,7 @@ static void test_corruption(gf_ctx *ctx, const gf_model_config *cfg) {
   free(good);
   gf_gan_free(&g);
   gf_tensor_free(&real);
-  rm_tree(dir);
+  tu_rmdir(dir);
 }
 
 /* ---- inspect ------------------------------------------------------------ */
@@ -569,7 +523,7 @@ static int run_ganflow(const char *args, const char *tmpdir, char **out_text) {
   int rc = system(cmd);
   REQUIRE(rc != -1 && WIFEXITED(rc));
   size_t len;
-  unsigned char *b = read_all(out, &len);
+  unsigned char *b = tu_read(out, &len);
   char *s = malloc(len + 1);
   REQUIRE(s != NULL);
   memcpy(s, b, len);
@@ -588,7 +542,7 @@ static void test_inspect(gf_ctx *ctx, const gf_model_config *cfg) {
   gf_gan g;
   make_gan(&g, ctx, cfg, 2, 3, 1, &real);
   char dir[512], path[1100], mdir[1024], args[2300];
-  make_tmpdir(dir, sizeof dir);
+  tu_mkdtemp(dir, sizeof dir);
   gf_ckpt_meta m;
   meta_for(&m, &g, 17);
   REQUIRE(gf_checkpoint_save(dir, &g, &m, 0, path, sizeof path, &err) == GF_OK);
@@ -670,9 +624,9 @@ static void test_inspect(gf_ctx *ctx, const gf_model_config *cfg) {
 
   /* A flipped data byte: described, reported, exit 1. */
   size_t len;
-  unsigned char *b = read_all(path, &len);
+  unsigned char *b = tu_read(path, &len);
   b[len - 1] ^= 0x01;
-  write_all(path, b, len);
+  tu_write(path, b, len);
   f = tmpfile();
   REQUIRE(f != NULL);
   CHECK(gf_inspect_print(path, f, &err) == GF_EINTEGRITY);
@@ -684,7 +638,7 @@ static void test_inspect(gf_ctx *ctx, const gf_model_config *cfg) {
   CHECK_INT_EQ(run_ganflow(args, dir, &out), 1);
   free(out);
   /* Truncated: cannot be parsed, error. */
-  write_all(path, b, len / 2);
+  tu_write(path, b, len / 2);
   f = tmpfile();
   REQUIRE(f != NULL);
   CHECK(gf_inspect_print(path, f, &err) != GF_OK);
@@ -692,7 +646,7 @@ static void test_inspect(gf_ctx *ctx, const gf_model_config *cfg) {
   free(b);
   /* A model file changed after writing. */
   snprintf(path, sizeof path, "%s/config.json", mdir);
-  write_all(path, "{}", 2);
+  tu_write(path, "{}", 2);
   f = tmpfile();
   REQUIRE(f != NULL);
   CHECK(gf_inspect_print(mdir, f, &err) == GF_EINTEGRITY);
@@ -704,7 +658,7 @@ static void test_inspect(gf_ctx *ctx, const gf_model_config *cfg) {
 
   gf_gan_free(&g);
   gf_tensor_free(&real);
-  rm_tree(dir);
+  tu_rmdir(dir);
 }
 
 int main(int argc, char **argv) {

@@ -87,29 +87,31 @@ static mlflow_status experiment_from_answer(cJSON *ans, mlflow_experiment *out,
   return st;
 }
 
-mlflow_status mlflow_experiment_get_by_name(mlflow_client *c, const char *name,
-                                            mlflow_experiment *out,
-                                            mlflow_error *err) {
+/* GET endpoint?field=value, answered with {experiment: ...}. */
+static mlflow_status experiment_fetch(mlflow_client *c, const char *endpoint,
+                                      const char *field, const char *value,
+                                      const char *what, mlflow_experiment *out,
+                                      mlflow_error *err) {
   memset(out, 0, sizeof *out);
-  mlflow_status st = mlflow_need(name, "experiment name", err);
+  mlflow_status st = mlflow_need(value, what, err);
   if (st) return st;
   cJSON *ans;
-  st = mlflow_api_fields(c, "GET", "experiments/get-by-name", &ans, err,
-                         "experiment_name", name, NULL);
+  st = mlflow_api_fields(c, "GET", endpoint, &ans, err, field, value, NULL);
   if (st) return st;
   return experiment_from_answer(ans, out, err);
 }
 
+mlflow_status mlflow_experiment_get_by_name(mlflow_client *c, const char *name,
+                                            mlflow_experiment *out,
+                                            mlflow_error *err) {
+  return experiment_fetch(c, "experiments/get-by-name", "experiment_name", name,
+                          "experiment name", out, err);
+}
+
 mlflow_status mlflow_experiment_get(mlflow_client *c, const char *experiment_id,
                                     mlflow_experiment *out, mlflow_error *err) {
-  memset(out, 0, sizeof *out);
-  mlflow_status st = mlflow_need(experiment_id, "experiment id", err);
-  if (st) return st;
-  cJSON *ans;
-  st = mlflow_api_fields(c, "GET", "experiments/get", &ans, err,
-                         "experiment_id", experiment_id, NULL);
-  if (st) return st;
-  return experiment_from_answer(ans, out, err);
+  return experiment_fetch(c, "experiments/get", "experiment_id", experiment_id,
+                          "experiment id", out, err);
 }
 
 mlflow_status mlflow_experiment_create(mlflow_client *c, const char *name,

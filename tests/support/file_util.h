@@ -1,12 +1,13 @@
-/* model_test_util.h - helpers shared by the tests of gf_model: temporary
- * directories, whole-file read/write. Test code only (it may exit). */
-#ifndef GF_MODEL_TEST_UTIL_H
-#define GF_MODEL_TEST_UTIL_H
+/* file_util.h - file helpers shared by the tests: temporary directories,
+ * tree removal, whole-file read/write. Test code only (it may exit). */
+#ifndef GF_TEST_FILE_UTIL_H
+#define GF_TEST_FILE_UTIL_H
 
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -14,11 +15,11 @@
 /* Creates a fresh directory under $TMPDIR (or /tmp) into buf. */
 static inline void tu_mkdtemp(char *buf, size_t cap) {
   const char *base = getenv("TMPDIR");
-  snprintf(buf, cap, "%s/gf_model_test_XXXXXX", base && *base ? base : "/tmp");
+  snprintf(buf, cap, "%s/gf_test_XXXXXX", base && *base ? base : "/tmp");
   REQUIRE(mkdtemp(buf) != NULL);
 }
 
-/* Removes the regular files of dir, then dir (no recursion needed). */
+/* Removes dir and everything under it; links are removed, not followed. */
 static inline void tu_rmdir(const char *dir) {
   DIR *d = opendir(dir);
   if (!d) return;
@@ -26,8 +27,13 @@ static inline void tu_rmdir(const char *dir) {
   char path[4096];
   while ((e = readdir(d))) {
     if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    unlink(path);
+    int len = snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (len < 0 || (size_t)len >= sizeof path) continue; /* not ours */
+    struct stat sb;
+    if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+      tu_rmdir(path);
+    else
+      unlink(path);
   }
   closedir(d);
   rmdir(dir);
