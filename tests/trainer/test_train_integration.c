@@ -11,8 +11,10 @@
  *      finishes, and loss/d still has exactly one point per logged step
  *      (exactly-once across the resume); the final checkpoint's tensors are
  *      byte-identical to run 1's in the same configuration. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -196,6 +198,73 @@ static void full_run(mlflow_client *c, char final_digest[65]) {
   free(run_id);
 }
 
+/* Reads the hex mask after `field` ("SigBlk:", "SigCgt:") in a
+ * /proc/.../status file; false when absent. */
+static bool status_mask(const char *path, const char *field,
+                        unsigned long long *out) {
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  char line[256];
+  bool ok = false;
+  size_t n = strlen(field);
+  while (!ok && fgets(line, sizeof line, f))
+    if (!strncmp(line, field, n))
+      ok = sscanf(line + n, "%llx", out) == 1;
+  fclose(f);
+  return ok;
+}
+
+/* The system call a thread is blocked in (/proc/.../syscall), -1 if none
+ * could be read. */
+static long thread_syscall(const char *task_dir) {
+  char path[400];
+  snprintf(path, sizeof path, "%s/syscall", task_dir);
+  FILE *f = fopen(path, "r");
+  long nr = -1;
+  if (f) {
+    if (fscanf(f, "%ld", &nr) != 1) nr = -1;
+    fclose(f);
+  }
+  return nr;
+}
+
+/* While training runs, no thread may take SIGTERM/SIGINT asynchronously:
+ * both are blocked in every thread (the OpenMP workers included) and no
+ * handler is installed; one thread takes them in sigwait() (the kernel
+ * shows them unblocked there while it waits in rt_sigtimedwait). Returns
+ * the number of threads seen, 0 when /proc could not be read. */
+static int check_signal_masks(pid_t pid) {
+  unsigned long long want = (1ULL << (SIGTERM - 1)) | (1ULL << (SIGINT - 1));
+  char dir[64];
+  snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  int threads = 0, waiting = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    char task[330], path[350];
+    unsigned long long blk = 0, cgt = 0;
+    snprintf(task, sizeof task, "%s/%s", dir, e->d_name);
+    snprintf(path, sizeof path, "%s/status", task);
+    if (!status_mask(path, "SigBlk:", &blk) ||
+        !status_mask(path, "SigCgt:", &cgt))
+      continue; /* the thread ended meanwhile */
+    threads++;
+    CHECKF((cgt & want) == 0, "thread %s: SigCgt %llx: a handler is "
+           "installed for SIGTERM/SIGINT", e->d_name, cgt);
+    if ((blk & want) == want) continue;
+    long nr = thread_syscall(task);
+    waiting++;
+    CHECKF(nr == SYS_rt_sigtimedwait, "thread %s: SigBlk %llx lacks "
+           "SIGTERM/SIGINT and it is not in sigwait (syscall %ld)",
+           e->d_name, blk, nr);
+  }
+  closedir(d);
+  CHECKF(waiting <= 1, "%d threads take SIGTERM/SIGINT", waiting);
+  return threads;
+}
+
 /* Same configuration as full_run but longer intervals so the signal lands
  * early; the final state must still equal an uninterrupted run's. */
 static void sigterm_run(mlflow_client *c) {
@@ -215,6 +284,9 @@ static void sigterm_run(mlflow_client *c) {
     struct timespec ts = {0, 20 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
+  /* main, signal, loader, uploader, logger, monitor and an OpenMP worker */
+  int threads = check_signal_masks(pid);
+  CHECKF(threads >= 5, "%d threads seen in /proc", threads);
   CHECK(kill(pid, SIGTERM) == 0);
   int rc = wait_rc(pid);
   CHECK_INT_EQ(rc, 0);

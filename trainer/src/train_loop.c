@@ -447,7 +447,7 @@ static void train_state_free(train_state *st) {
 static bool due(int64_t k, int64_t every) { return every > 0 && k % every == 0; }
 
 /* The step loop; *k_out = steps completed when it returns. */
-static gf_status loop(train_state *st, const volatile sig_atomic_t *stop,
+static gf_status loop(train_state *st, const atomic_int *stop,
                       int64_t *k_out, gf_err *err) {
   const gf_train_config *cfg = st->cfg;
   const gf_model_config *m = &st->mcfg;
@@ -456,7 +456,7 @@ static gf_status loop(train_state *st, const volatile sig_atomic_t *stop,
   gf_gan_stats gs;
   memset(&gs, 0, sizeof gs);
   gf_status s = GF_OK;
-  while (k < cfg->steps && !*stop) {
+  while (k < cfg->steps && !atomic_load(stop)) {
     const gf_batch *b = NULL;
     double t0 = now_s();
     s = gf_data_loader_next(st->loader, &b, err);
@@ -503,8 +503,7 @@ static gf_status loop(train_state *st, const volatile sig_atomic_t *stop,
   return s;
 }
 
-gf_train_exit gf_train_run(const gf_train_config *cfg,
-                           const volatile sig_atomic_t *stop) {
+gf_train_exit gf_train_run(const gf_train_config *cfg, const atomic_int *stop) {
   train_state st;
   memset(&st, 0, sizeof st);
   st.cfg = cfg;

@@ -13,12 +13,12 @@
  *
  * Nothing here prints except gf_train_run (progress and log lines on
  * stderr, as the executable's contract says) and gf_train_usage; nothing
- * exits (ganflow_train_main.c does). No global state: the stop flag the
- * signal handler sets is owned by main() and passed in by pointer. */
+ * exits (ganflow_train_main.c does). No global state: the stop flag that
+ * main()'s signal thread sets is owned by main() and passed in by pointer. */
 #ifndef GF_TRAIN_H
 #define GF_TRAIN_H
 
-#include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -134,12 +134,11 @@ typedef enum gf_train_exit {
 } gf_train_exit;
 
 /* Runs the whole training of cfg (finished config): resume, MLflow,
- * loop, checkpoints, model registration. *stop (owned by main, set by its
- * signal handler) is read at every step boundary: nonzero stops the run
- * with a checkpoint and status KILLED. Prints progress and errors to
- * stderr. Never exits. */
-gf_train_exit gf_train_run(const gf_train_config *cfg,
-                           const volatile sig_atomic_t *stop);
+ * loop, checkpoints, model registration. *stop (owned by the caller; set
+ * from another thread, e.g. the one that receives SIGTERM/SIGINT) is read
+ * at every step boundary: nonzero stops the run with a checkpoint and
+ * status KILLED. Prints progress and errors to stderr. Never exits. */
+gf_train_exit gf_train_run(const gf_train_config *cfg, const atomic_int *stop);
 
 /* ---- MLflow glue (train_tracking.c) --------------------------------- */
 
