@@ -4,7 +4,7 @@
  * all backends and then calls ctx->ops->fn. A backend therefore receives
  * well-formed tensors on its own device and only computes. A NULL entry means
  * the backend lacks the op (the call returns GF_EUNSUPPORTED). A new backend
- * (CUDA) adds one table and one case in ctx.c; callers do not change. */
+ * adds one table and one case in ctx.c; callers do not change. */
 #ifndef GF_BACKEND_H
 #define GF_BACKEND_H
 
@@ -18,6 +18,9 @@ typedef struct gf_backend_ops {
   /* Releases ctx->impl; must accept impl == NULL. */
   void (*fini)(gf_ctx *ctx);
   void (*stats)(const gf_ctx *ctx, gf_ctx_stats *out);
+  /* Waits until every op queued on ctx has finished; NULL for a backend
+   * whose ops return finished (the CPU's). */
+  gf_status (*sync)(gf_ctx *ctx, gf_err *err);
 
   gf_status (*linear_fwd)(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *w,
                           const gf_tensor *b, gf_tensor *y, gf_err *err);
@@ -86,5 +89,9 @@ enum { GF_ACT_RELU = 0, GF_ACT_LEAKY_RELU, GF_ACT_TANH, GF_ACT_SIGMOID };
 
 /* The CPU backend's table (cpu/cpu_ctx.c). */
 extern const gf_backend_ops gf_cpu_backend_ops;
+#ifdef GF_HAVE_CUDA
+/* The CUDA backend's table (cuda/cuda_ctx.c), in builds with CUDA. */
+extern const gf_backend_ops gf_cuda_backend_ops;
+#endif
 
 #endif

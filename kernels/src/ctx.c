@@ -1,5 +1,5 @@
 /* ctx.c - gf_ctx creation and the choice of a backend's dispatch table; see
- * gf/ctx.h. The backends themselves live in cpu/ (and cuda/, later). */
+ * gf/ctx.h. The backends themselves live in cpu/ and cuda/. */
 #include "gf/ctx.h"
 
 #include <string.h>
@@ -31,8 +31,14 @@ gf_status gf_ctx_init(gf_ctx *ctx, const gf_ctx_config *cfg, gf_err *err) {
     ctx->device = GF_DEV_CPU;
     break;
   case GF_BACKEND_CUDA:
+#ifdef GF_HAVE_CUDA
+    ctx->ops = &gf_cuda_backend_ops;
+    ctx->device = GF_DEV_CUDA;
+    break;
+#else
     return gf_fail(err, GF_EUNSUPPORTED,
                    "ctx: the CUDA backend is not built in this library");
+#endif
   default:
     return gf_fail(err, GF_EINVAL, "ctx: unknown backend %d",
                    (int)cfg->backend);
@@ -59,4 +65,17 @@ gf_ctx_stats gf_ctx_get_stats(const gf_ctx *ctx) {
   memset(&s, 0, sizeof s);
   if (ctx && ctx->ops && ctx->ops->stats) ctx->ops->stats(ctx, &s);
   return s;
+}
+
+gf_status gf_ctx_sync(gf_ctx *ctx, gf_err *err) {
+  if (!ctx || !ctx->ops) return gf_fail(err, GF_EINVAL, "ctx: not initialized");
+  return ctx->ops->sync ? ctx->ops->sync(ctx, err) : GF_OK;
+}
+
+int gf_cuda_built(void) {
+#ifdef GF_HAVE_CUDA
+  return 1;
+#else
+  return 0;
+#endif
 }

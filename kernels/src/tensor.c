@@ -1,9 +1,14 @@
 /* tensor.c - gf_tensor descriptors, their allocation, and gf_arena; see
- * gf/tensor.h. Device memory other than the CPU's is a later issue. */
+ * gf/tensor.h. CUDA memory goes through cuda/cuda_mem.c in builds with
+ * CUDA. */
 #include "gf/tensor.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#ifdef GF_HAVE_CUDA
+#include "cuda/cuda_mem.h"
+#endif
 
 size_t gf_dtype_size(gf_dtype dtype) {
   switch (dtype) {
@@ -75,36 +80,84 @@ static size_t round_up(size_t n) {
   return (n + GF_ALIGN - 1) / GF_ALIGN * GF_ALIGN;
 }
 
-/* Allocates nbytes of zeroed device memory (the caller frees it with
- * device_free). NULL on failure. */
-static void *device_alloc(gf_device device, size_t nbytes) {
-  if (device != GF_DEV_CPU) return NULL;
+/* Allocates nbytes of zeroed memory on device (the caller frees it with
+ * device_free); *out NULL and err filled on failure. */
+static gf_status device_alloc(gf_device device, int index, size_t nbytes,
+                              void **out, gf_err *err) {
+  *out = NULL;
   size_t sz = round_up(nbytes ? nbytes : 1);
+  if (device == GF_DEV_CUDA) {
+#ifdef GF_HAVE_CUDA
+    return gf_cuda_mem_alloc(index, sz, out, err);
+#else
+    (void)index;
+    return gf_fail(err, GF_EUNSUPPORTED,
+                   "tensor: CUDA memory asked for, but this build has no "
+                   "CUDA backend");
+#endif
+  }
+  if (index != 0)
+    return gf_fail(err, GF_EINVAL, "tensor: CPU memory has no ordinal %d",
+                   index);
   void *p = aligned_alloc(GF_ALIGN, sz);
-  if (p) memset(p, 0, sz);
-  return p;
+  if (!p)
+    return gf_fail(err, GF_ENOMEM, "tensor: cannot allocate %zu bytes", sz);
+  memset(p, 0, sz);
+  *out = p;
+  return GF_OK;
 }
 
-static void device_free(gf_device device, void *p) {
+static void device_free(gf_device device, int index, void *p) {
   if (device == GF_DEV_CPU) free(p);
+#ifdef GF_HAVE_CUDA
+  else if (device == GF_DEV_CUDA) gf_cuda_mem_free(index, p);
+#endif
+  (void)index;
+}
+
+gf_status gf_tensor_init_on(gf_tensor *t, gf_dtype dtype, gf_device device,
+                            int device_index, int ndim, const int64_t *shape,
+                            gf_err *err) {
+  size_t nbytes = 0;
+  gf_status st = describe(t, dtype, device, ndim, shape, &nbytes, err);
+  if (st) return st;
+  void *p = NULL;
+  st = device_alloc(device, device_index, nbytes, &p, err);
+  if (st) {
+    memset(t, 0, sizeof *t);
+    return st;
+  }
+  t->data = p;
+  t->device_index = device_index;
+  t->owns = true;
+  return GF_OK;
 }
 
 gf_status gf_tensor_init(gf_tensor *t, gf_dtype dtype, gf_device device,
                          int ndim, const int64_t *shape, gf_err *err) {
-  size_t nbytes = 0;
-  gf_status st = describe(t, dtype, device, ndim, shape, &nbytes, err);
-  if (st) return st;
-  if (device != GF_DEV_CPU)
-    return gf_fail(err, GF_EUNSUPPORTED,
-                   "tensor: device memory other than the CPU's is not built");
-  t->data = device_alloc(device, nbytes);
-  if (!t->data) {
-    memset(t, 0, sizeof *t);
-    return gf_fail(err, GF_ENOMEM, "tensor: cannot allocate %zu bytes",
-                   nbytes);
+  return gf_tensor_init_on(t, dtype, device, 0, ndim, shape, err);
+}
+
+gf_status gf_tensor_copy(gf_tensor *dst, const gf_tensor *src, gf_err *err) {
+  if (!dst || !src) return gf_fail(err, GF_EINVAL, "tensor copy: NULL tensor");
+  size_t n = gf_tensor_nbytes(src);
+  if (n != gf_tensor_nbytes(dst))
+    return gf_fail(err, GF_EINVAL, "tensor copy: %zu bytes into %zu", n,
+                   gf_tensor_nbytes(dst));
+  if (n == 0 || dst->data == src->data) return GF_OK;
+  if (!dst->data || !src->data)
+    return gf_fail(err, GF_EINVAL, "tensor copy: tensor without data");
+  if (dst->device == GF_DEV_CPU && src->device == GF_DEV_CPU) {
+    memmove(dst->data, src->data, n);
+    return GF_OK;
   }
-  t->owns = true;
-  return GF_OK;
+#ifdef GF_HAVE_CUDA
+  return gf_cuda_memcpy(dst->data, dst->device, dst->device_index, src->data,
+                        src->device, src->device_index, n, err);
+#else
+  return gf_fail(err, GF_EUNSUPPORTED,
+                 "tensor copy: CUDA memory in a build without CUDA");
+#endif
 }
 
 gf_status gf_tensor_view(gf_tensor *t, void *data, gf_dtype dtype,
@@ -140,31 +193,35 @@ gf_status gf_tensor_reshape_view(gf_tensor *out, const gf_tensor *src,
 
 void gf_tensor_free(gf_tensor *t) {
   if (!t) return;
-  if (t->owns) device_free(t->device, t->data);
+  if (t->owns) device_free(t->device, t->device_index, t->data);
   memset(t, 0, sizeof *t);
 }
 
 size_t gf_arena_slot_bytes(size_t nbytes) { return round_up(nbytes); }
 
-gf_status gf_arena_init(gf_arena *a, gf_device device, size_t cap_bytes,
-                        gf_err *err) {
+gf_status gf_arena_init_on(gf_arena *a, gf_device device, int device_index,
+                           size_t cap_bytes, gf_err *err) {
   if (!a) return gf_fail(err, GF_EINVAL, "arena: NULL");
   memset(a, 0, sizeof *a);
-  if (device != GF_DEV_CPU)
-    return gf_fail(err, GF_EUNSUPPORTED,
-                   "arena: device memory other than the CPU's is not built");
+  if (device != GF_DEV_CPU && device != GF_DEV_CUDA)
+    return gf_fail(err, GF_EINVAL, "arena: unknown device %d", (int)device);
   size_t cap = round_up(cap_bytes);
-  a->base = device_alloc(device, cap);
-  if (!a->base)
-    return gf_fail(err, GF_ENOMEM, "arena: cannot allocate %zu bytes", cap);
+  gf_status st = device_alloc(device, device_index, cap, &a->base, err);
+  if (st) return st;
   a->cap = cap;
   a->device = device;
+  a->device_index = device_index;
   return GF_OK;
+}
+
+gf_status gf_arena_init(gf_arena *a, gf_device device, size_t cap_bytes,
+                        gf_err *err) {
+  return gf_arena_init_on(a, device, 0, cap_bytes, err);
 }
 
 void gf_arena_free(gf_arena *a) {
   if (!a) return;
-  device_free(a->device, a->base);
+  device_free(a->device, a->device_index, a->base);
   memset(a, 0, sizeof *a);
 }
 

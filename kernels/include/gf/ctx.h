@@ -17,7 +17,8 @@
 
 typedef enum gf_backend {
   GF_BACKEND_CPU = 0,  /* oneDNN + OpenMP C loops; tensors on GF_DEV_CPU */
-  GF_BACKEND_CUDA = 1, /* cuDNN/cuBLAS (later issue); tensors on GF_DEV_CUDA */
+  GF_BACKEND_CUDA = 1, /* cuDNN/cuBLAS + own kernels, one stream per ctx;
+                          tensors on GF_DEV_CUDA (builds with CUDA only) */
 } gf_backend;
 
 typedef struct gf_ctx_config {
@@ -43,18 +44,38 @@ typedef struct gf_ctx {
   const struct gf_backend_ops *ops;  /* never NULL after init */
   void *impl;                        /* backend state, owned by the ctx:
                                         oneDNN engine/stream, primitive cache,
-                                        scratch arenas (cpu/cpu_backend.h) */
+                                        scratch arenas (cpu/cpu_backend.h);
+                                        CUDA stream, cuBLAS/cuDNN handles,
+                                        workspace (cuda/cuda_backend.h) */
+  int deterministic;                 /* 0 after init; the caller may set 1
+                                        before any op: the CUDA backend then
+                                        uses only deterministic algorithms
+                                        (the CPU backend always is) */
+  int allow_tf32;                    /* 0 after init; 1 lets the CUDA
+                                        backend run f32 convolutions and
+                                        GEMMs on TF32 tensor cores (about
+                                        1e-3 relative error) */
 } gf_ctx;
 
 /* Fills ctx (caller-owned struct) for cfg->backend; cfg NULL means CPU with
  * every core. Allocates the backend state (engine, stream, caches), owned by
- * ctx until gf_ctx_free. GF_EUNSUPPORTED for a backend this build lacks. On
- * failure nothing needs freeing (gf_ctx_free is still harmless). */
+ * ctx until gf_ctx_free. GF_EUNSUPPORTED for a backend this build lacks;
+ * GF_EDEVICE with a message starting "no CUDA device: " for CUDA on a
+ * machine without a usable GPU (or without cfg->device_index). On failure
+ * nothing needs freeing (gf_ctx_free is still harmless). */
 gf_status gf_ctx_init(gf_ctx *ctx, const gf_ctx_config *cfg, gf_err *err);
 
 /* Releases the backend state, cached primitives and scratch; tensors are
  * not touched (they are the caller's). Accepts NULL and a freed ctx. */
 void gf_ctx_free(gf_ctx *ctx);
+
+/* Returns when every op queued on ctx has finished (CUDA ops are queued on
+ * the ctx's stream and return before they run; CPU ops return finished).
+ * Errors of queued work surface here. */
+gf_status gf_ctx_sync(gf_ctx *ctx, gf_err *err);
+
+/* True when this build has the CUDA backend (a GPU may still be absent). */
+int gf_cuda_built(void);
 
 /* Counters of the primitive cache and scratch, for tests and benchmarks. */
 gf_ctx_stats gf_ctx_get_stats(const gf_ctx *ctx);

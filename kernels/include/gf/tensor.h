@@ -26,7 +26,8 @@ typedef enum gf_dtype {
 
 typedef enum gf_device {
   GF_DEV_CPU = 0,  /* host memory */
-  GF_DEV_CUDA = 1, /* device memory of CUDA ordinal device_index (later issue) */
+  GF_DEV_CUDA = 1, /* device memory of CUDA ordinal device_index (builds
+                      with CUDA; the host must not dereference it) */
 } gf_device;
 
 typedef struct gf_tensor {
@@ -56,10 +57,25 @@ bool gf_tensor_same_shape(const gf_tensor *a, const gf_tensor *b);
 /* Allocates a zero-filled, GF_ALIGN-aligned buffer for shape on device and
  * describes it in *t (t->owns = true). The caller owns the memory and
  * releases it with gf_tensor_free(t). shape is copied. On failure *t is left
- * empty (data NULL) and nothing needs freeing. CPU only in this build;
- * GF_DEV_CUDA returns GF_EUNSUPPORTED until the CUDA backend exists. */
+ * empty (data NULL) and nothing needs freeing. GF_DEV_CUDA means ordinal 0
+ * (gf_tensor_init_on names another); in a build without CUDA it returns
+ * GF_EUNSUPPORTED, on a machine without a GPU GF_EDEVICE ("no CUDA
+ * device: ..."). */
 gf_status gf_tensor_init(gf_tensor *t, gf_dtype dtype, gf_device device,
                          int ndim, const int64_t *shape, gf_err *err);
+/* gf_tensor_init on CUDA ordinal device_index (ignored, must be 0, on the
+ * CPU). Ownership as gf_tensor_init. */
+gf_status gf_tensor_init_on(gf_tensor *t, gf_dtype dtype, gf_device device,
+                            int device_index, int ndim, const int64_t *shape,
+                            gf_err *err);
+
+/* Copies src's bytes into dst, wherever each lives (host or CUDA memory,
+ * any direction); both must hold the same number of bytes. Allocates
+ * nothing. Returns when dst holds the data, after the work already queued
+ * on the device (every ctx stream of the CUDA backend is a blocking stream,
+ * so ops queued before are finished first). The way data enters and leaves
+ * a CUDA ctx: batches in, losses, samples and checkpoints out. */
+gf_status gf_tensor_copy(gf_tensor *dst, const gf_tensor *src, gf_err *err);
 
 /* Describes memory the caller already owns (t->owns = false); allocates
  * nothing. data must stay valid while the view is used; gf_tensor_free on a
@@ -91,9 +107,14 @@ typedef struct gf_arena {
 } gf_arena;
 
 /* Allocates a zero-filled block of cap_bytes (rounded up to GF_ALIGN) on
- * device. The arena owns it; release with gf_arena_free. */
+ * device (CUDA: ordinal 0). The arena owns it; release with
+ * gf_arena_free. */
 gf_status gf_arena_init(gf_arena *a, gf_device device, size_t cap_bytes,
                         gf_err *err);
+/* gf_arena_init on CUDA ordinal device_index (0 on the CPU); the tensors
+ * carved from it carry that ordinal. */
+gf_status gf_arena_init_on(gf_arena *a, gf_device device, int device_index,
+                           size_t cap_bytes, gf_err *err);
 /* Releases the block; every tensor carved from it becomes invalid. Accepts
  * NULL and a freed arena. */
 void gf_arena_free(gf_arena *a);

@@ -1,0 +1,148 @@
+/* cuda_backend.h - private state and helpers of the CUDA backend: the
+ * stream, the cuBLAS and cuDNN handles and descriptors, the workspace and
+ * the algorithm cache that live in each gf_ctx, the checks that turn CUDA,
+ * cuBLAS and cuDNN errors into gf_status with file:line, and the op entry
+ * points of cuda_*.c. Not a public header. No global state: every handle
+ * belongs to one ctx. */
+#ifndef GF_CUDA_BACKEND_H
+#define GF_CUDA_BACKEND_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+#include <stddef.h>
+
+#include "../backend.h"
+#include "cuda_kernels.h"
+#include "cuda_plan.h"
+
+typedef struct gf_cuda_state {
+  cudaStream_t stream;         /* owned; blocking stream, so that the legacy
+                                  default stream (cudaMemcpy of
+                                  gf_tensor_copy) orders after its work */
+  cublasHandle_t blas;         /* owned; bound to stream */
+  cudnnHandle_t dnn;           /* owned; bound to stream */
+  cudnnTensorDescriptor_t xd, yd, bd; /* owned; re-set by each op */
+  cudnnFilterDescriptor_t wd;  /* owned */
+  cudnnConvolutionDescriptor_t cd; /* owned */
+  void *ws;                    /* owned device workspace of ws_cap bytes */
+  size_t ws_cap;               /* grows by gf_cuda_ws_grow, never shrinks */
+  size_t ws_max;               /* upper bound for one algorithm's workspace
+                                  (a quarter of the device memory) */
+  gf_cuda_algo_cache algos;    /* conv algorithm choices of this ctx */
+} gf_cuda_state;
+
+static inline gf_cuda_state *gf_cu(gf_ctx *ctx) {
+  return (gf_cuda_state *)ctx->impl;
+}
+
+/* Each turns a failed call into GF_EDEVICE naming the call, file:line and
+ * the library's message; GF_OK on success. */
+gf_status gf_cuda_check(cudaError_t e, const char *call, const char *file,
+                        int line, gf_err *err);
+gf_status gf_cublas_check(cublasStatus_t s, const char *call,
+                          const char *file, int line, gf_err *err);
+gf_status gf_cudnn_check(cudnnStatus_t s, const char *call, const char *file,
+                         int line, gf_err *err);
+#define CU_TRY(call)                                                       \
+  do {                                                                     \
+    gf_status st_ = gf_cuda_check((call), #call, __FILE__, __LINE__, err); \
+    if (st_) return st_;                                                   \
+  } while (0)
+#define BLAS_TRY(call)                                                     \
+  do {                                                                     \
+    gf_status st_ = gf_cublas_check((call), #call, __FILE__, __LINE__,     \
+                                    err);                                  \
+    if (st_) return st_;                                                   \
+  } while (0)
+#define DNN_TRY(call)                                                      \
+  do {                                                                     \
+    gf_status st_ = gf_cudnn_check((call), #call, __FILE__, __LINE__, err); \
+    if (st_) return st_;                                                   \
+  } while (0)
+
+/* Makes ctx's device current for the calling thread; every op starts so. */
+gf_status gf_cuda_enter(gf_ctx *ctx, gf_err *err);
+/* In an op entry point (ctx and err in scope): gf_cuda_enter or return. */
+#define CU_ENTER()                               \
+  do {                                           \
+    gf_status e_ = gf_cuda_enter(ctx, err);      \
+    if (e_) return e_;                           \
+  } while (0)
+/* Returns the status of a gf_ call that failed. */
+#define GF_TRY(expr)                             \
+  do {                                           \
+    gf_status t_ = (expr);                       \
+    if (t_) return t_;                           \
+  } while (0)
+
+/* Returns the ctx's workspace grown to at least bytes (owned by the ctx,
+ * valid until the next call; contents unspecified). Growing waits for the
+ * stream before the old block is released. */
+gf_status gf_cuda_ws(gf_ctx *ctx, size_t bytes, void **out, gf_err *err);
+
+/* Op entry points (cuda_dnn.c, cuda_blas.c, cuda_eltwise.c); see
+ * backend.h for their contracts. */
+gf_status gf_cuda_linear_fwd(gf_ctx *ctx, const gf_tensor *x,
+                             const gf_tensor *w, const gf_tensor *b,
+                             gf_tensor *y, gf_err *err);
+gf_status gf_cuda_linear_bwd(gf_ctx *ctx, const gf_tensor *x,
+                             const gf_tensor *w, const gf_tensor *dy,
+                             gf_tensor *dx, gf_tensor *dw, gf_tensor *db,
+                             gf_accum accum, gf_err *err);
+gf_status gf_cuda_conv2d_fwd(gf_ctx *ctx, const gf_tensor *x,
+                             const gf_tensor *w, const gf_tensor *b,
+                             const gf_conv_params *p, gf_tensor *y,
+                             gf_err *err);
+gf_status gf_cuda_conv2d_bwd(gf_ctx *ctx, const gf_tensor *x,
+                             const gf_tensor *w, const gf_tensor *dy,
+                             const gf_conv_params *p, gf_tensor *dx,
+                             gf_tensor *dw, gf_tensor *db, gf_accum accum,
+                             gf_err *err);
+gf_status gf_cuda_deconv2d_fwd(gf_ctx *ctx, const gf_tensor *x,
+                               const gf_tensor *w, const gf_tensor *b,
+                               const gf_conv_params *p, gf_tensor *y,
+                               gf_err *err);
+gf_status gf_cuda_deconv2d_bwd(gf_ctx *ctx, const gf_tensor *x,
+                               const gf_tensor *w, const gf_tensor *dy,
+                               const gf_conv_params *p, gf_tensor *dx,
+                               gf_tensor *dw, gf_tensor *db, gf_accum accum,
+                               gf_err *err);
+gf_status gf_cuda_bn_fwd_train(gf_ctx *ctx, const gf_tensor *x,
+                               const gf_tensor *gamma, const gf_tensor *beta,
+                               gf_tensor *running_mean,
+                               gf_tensor *running_var, const gf_bn_params *p,
+                               gf_tensor *y, gf_tensor *save_mean,
+                               gf_tensor *save_var, gf_err *err);
+gf_status gf_cuda_bn_fwd_infer(gf_ctx *ctx, const gf_tensor *x,
+                               const gf_tensor *gamma, const gf_tensor *beta,
+                               const gf_tensor *running_mean,
+                               const gf_tensor *running_var, float eps,
+                               gf_tensor *y, gf_err *err);
+gf_status gf_cuda_bn_bwd(gf_ctx *ctx, const gf_tensor *x,
+                         const gf_tensor *gamma, const gf_tensor *save_mean,
+                         const gf_tensor *save_var, float eps,
+                         const gf_tensor *dy, gf_tensor *dx,
+                         gf_tensor *dgamma, gf_tensor *dbeta, gf_accum accum,
+                         gf_err *err);
+gf_status gf_cuda_act_fwd(gf_ctx *ctx, int kind, float alpha,
+                          const gf_tensor *x, gf_tensor *y, gf_err *err);
+gf_status gf_cuda_act_bwd(gf_ctx *ctx, int kind, float alpha,
+                          const gf_tensor *in, const gf_tensor *dy,
+                          gf_tensor *dx, gf_err *err);
+gf_status gf_cuda_dropout(gf_ctx *ctx, const gf_tensor *x, float p,
+                          const gf_philox_stream *s, gf_tensor *y,
+                          gf_err *err);
+gf_status gf_cuda_bce_fwd(gf_ctx *ctx, const gf_tensor *x,
+                          const gf_tensor *t, gf_tensor *loss, gf_err *err);
+gf_status gf_cuda_bce_bwd(gf_ctx *ctx, const gf_tensor *x,
+                          const gf_tensor *t, float dloss, gf_tensor *dx,
+                          gf_err *err);
+gf_status gf_cuda_adam(gf_ctx *ctx, const gf_adam_params *p, int64_t step,
+                       gf_tensor *param, const gf_tensor *grad, gf_tensor *m,
+                       gf_tensor *v, gf_err *err);
+gf_status gf_cuda_fill(gf_ctx *ctx, gf_tensor *t, float value, gf_err *err);
+gf_status gf_cuda_copy(gf_ctx *ctx, const gf_tensor *src, gf_tensor *dst,
+                       gf_err *err);
+
+#endif

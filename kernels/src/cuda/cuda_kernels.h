@@ -1,0 +1,63 @@
+/* cuda_kernels.h - launchers of the backend's own CUDA kernels
+ * (cuda_kernels.cu), callable from C. Each launcher queues its kernel on
+ * stream and returns cudaGetLastError() of the launch (cudaSuccess when
+ * there was nothing to do); it never synchronizes. Pointers are device
+ * pointers; n counts f32 elements. Not a public header. */
+#ifndef GF_CUDA_KERNELS_H
+#define GF_CUDA_KERNELS_H
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* y = f(x), kind a GF_ACT_* value (backend.h). */
+cudaError_t gf_cuk_act_fwd(cudaStream_t s, int kind, float alpha,
+                           const float *x, float *y, int64_t n);
+/* dx = f'(in) dy, in the forward input (relu, leaky) or output. */
+cudaError_t gf_cuk_act_bwd(cudaStream_t s, int kind, float alpha,
+                           const float *in, const float *dy, float *dx,
+                           int64_t n);
+/* y[i] = x[i] * (u_i >= p ? scale : 0), u_i the uniform of Philox word
+ * offset + i under (key, ctr_hi): the same words as gf_philox_uniform. */
+cudaError_t gf_cuk_dropout(cudaStream_t s, const float *x, float *y,
+                           int64_t n, float p, float scale,
+                           const uint32_t key[2], const uint32_t ctr_hi[2],
+                           uint64_t offset);
+/* out[0] = (float)(sum_i bce(x_i, t_i) / n), summed in double in a fixed
+ * order (one block), so the value does not vary between runs. */
+cudaError_t gf_cuk_bce_fwd(cudaStream_t s, const float *x, const float *t,
+                           int64_t n, float *out);
+/* dx = scale (sigmoid(x) - t). */
+cudaError_t gf_cuk_bce_bwd(cudaStream_t s, const float *x, const float *t,
+                           float scale, float *dx, int64_t n);
+
+/* Scalars of one Adam update, formed on the host as torch.optim.Adam. */
+typedef struct gf_cuk_adam_args {
+  float b1, b2, omb1, omb2, step_size, bc2_sqrt, eps, wd;
+} gf_cuk_adam_args;
+cudaError_t gf_cuk_adam(cudaStream_t s, const gf_cuk_adam_args *a, float *w,
+                        const float *g, float *m, float *v, int64_t n);
+cudaError_t gf_cuk_fill(cudaStream_t s, float *t, float value, int64_t n);
+
+/* y[n, c, s] += b[c] for y viewed as [N, C, S]. */
+cudaError_t gf_cuk_bias_add(cudaStream_t s, float *y, const float *b,
+                            int64_t N, int64_t C, int64_t S);
+/* db[c] (+)= sum over n, s of dy[n, c, s], in a fixed order per channel. */
+cudaError_t gf_cuk_bias_grad(cudaStream_t s, const float *dy, int64_t N,
+                             int64_t C, int64_t S, float *db, int accumulate);
+/* invstd[c] = 1 / sqrt(var[c] + eps). */
+cudaError_t gf_cuk_bn_invstd(cudaStream_t s, const float *var, float eps,
+                             float *invstd, int64_t C);
+/* var[c] = max(1 / invstd[c]^2 - eps, 0): the biased variance back from
+ * cuDNN's saved inverse standard deviation. */
+cudaError_t gf_cuk_bn_var(cudaStream_t s, const float *invstd, float eps,
+                          float *var, int64_t C);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
