@@ -2,6 +2,7 @@
  * operations mirrors PyTorch's DCGAN example (examples/dcgan/main.py), so
  * the golden test (tests/model/golden/make_golden.py) can replay it. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gf/gan.h"
@@ -32,8 +33,6 @@ gf_status gf_gan_init(gf_gan *gan, gf_ctx *ctx, const gf_model_config *cfg,
   if (!ctx || !cfg) return gf_fail(err, GF_EINVAL, "gan: NULL ctx or config");
   if (max_batch < 2)
     return gf_fail(err, GF_EINVAL, "gan: max_batch %d < 2 (batch norm needs 2 samples)", max_batch);
-  if (ctx->device != GF_DEV_CPU)
-    return gf_fail(err, GF_EUNSUPPORTED, "gan: the step reads losses from host memory (CPU only)");
   gan->cfg = *cfg;
   if (hp) gan->hp = *hp;
   else gf_gan_hparams_default(&gan->hp);
@@ -45,15 +44,24 @@ gf_status gf_gan_init(gf_gan *gan, gf_ctx *ctx, const gf_model_config *cfg,
   size_t bytes = gf_arena_slot_bytes((size_t)(mb * cfg->z_dim) * 4) +
                  3 * gf_arena_slot_bytes((size_t)mb * 4) +
                  gf_arena_slot_bytes((size_t)(mb * img) * 4) + gf_arena_slot_bytes(4);
-  TRY(gf_arena_init(&gan->scratch, ctx->device, bytes, err));
+  TRY(gf_arena_init_on(&gan->scratch, ctx->device, ctx->device_index, bytes, err));
   TRY(carve(&gan->scratch, mb * cfg->z_dim, &gan->z, err));
   TRY(carve(&gan->scratch, mb, &gan->ones, err));
   TRY(carve(&gan->scratch, mb, &gan->zeros, err));
   TRY(carve(&gan->scratch, mb, &gan->dlogit, err));
   TRY(carve(&gan->scratch, mb * img, &gan->dfake, err));
   TRY(carve(&gan->scratch, 1, &gan->loss, err));
-  for (int64_t i = 0; i < mb; i++) gan->ones[i] = 1.0f; /* zeros: arena is zeroed */
-  return GF_OK;
+  if (ctx->device == GF_DEV_CPU) {
+    for (int64_t i = 0; i < mb; i++) gan->ones[i] = 1.0f; /* zeros: arena is zeroed */
+    return GF_OK;
+  }
+  gan->host = malloc((size_t)(mb + 1) * sizeof(float));
+  if (!gan->host) return gf_fail(err, GF_ENOMEM, "gan: out of memory");
+  gf_tensor ones;
+  TRY(gf_tensor_view(&ones, gan->ones, GF_F32, ctx->device, 1, &mb, err));
+  ones.device_index = ctx->device_index;
+  TRY(gf_fill(ctx, &ones, 1.0f, err));
+  return gf_ctx_sync(ctx, err);
 }
 
 void gf_gan_free(gf_gan *gan) {
@@ -61,6 +69,7 @@ void gf_gan_free(gf_gan *gan) {
   gf_net_free(&gan->g);
   gf_net_free(&gan->d);
   gf_arena_free(&gan->scratch);
+  free(gan->host);
   memset(gan, 0, sizeof *gan);
 }
 
@@ -77,17 +86,41 @@ size_t gf_gan_arena_bytes(const gf_gan *gan) {
   return gf_net_arena_bytes(&gan->g) + gf_net_arena_bytes(&gan->d) + gan->scratch.cap;
 }
 
-static gf_status vec(gf_tensor *t, float *data, int64_t n, gf_err *err) {
-  int64_t shape[2] = {n, 1};
-  return gf_tensor_view(t, data, GF_F32, GF_DEV_CPU, 2, shape, err);
+/* A view of n values at data on ctx's device. */
+static gf_status dview(gf_tensor *t, const gf_ctx *ctx, float *data, int ndim,
+                       const int64_t *shape, gf_err *err) {
+  TRY(gf_tensor_view(t, data, GF_F32, ctx->device, ndim, shape, err));
+  t->device_index = ctx->device_index;
+  return GF_OK;
 }
 
-static double mean_sigmoid(const gf_tensor *logits) {
-  const float *x = logits->data;
+static gf_status vec(gf_tensor *t, const gf_ctx *ctx, float *data, int64_t n, gf_err *err) {
+  int64_t shape[2] = {n, 1};
+  return dview(t, ctx, data, 2, shape, err);
+}
+
+/* Host-readable values of t: t's own data on the CPU, else a copy into
+ * gan->host (which holds max_batch + 1 floats). */
+static gf_status host_of(gf_gan *gan, const gf_tensor *t, const float **out, gf_err *err) {
+  if (t->device == GF_DEV_CPU) {
+    *out = t->data;
+    return GF_OK;
+  }
+  gf_tensor h;
+  TRY(gf_tensor_view(&h, gan->host, GF_F32, GF_DEV_CPU, t->ndim, t->shape, err));
+  TRY(gf_tensor_copy(&h, t, err));
+  *out = gan->host;
+  return GF_OK;
+}
+
+static gf_status mean_sigmoid(gf_gan *gan, const gf_tensor *logits, double *out, gf_err *err) {
+  const float *x;
+  TRY(host_of(gan, logits, &x, err));
   int64_t n = gf_tensor_numel(logits);
   double s = 0.0;
   for (int64_t i = 0; i < n; i++) s += 1.0 / (1.0 + exp(-(double)x[i]));
-  return s / (double)n;
+  *out = s / (double)n;
+  return GF_OK;
 }
 
 /* BCE-with-logits of logits against target: the loss into *loss, its
@@ -97,10 +130,13 @@ static gf_status bce(gf_gan *gan, gf_ctx *ctx, const gf_tensor *logits,
                      gf_err *err) {
   gf_tensor l;
   int64_t one = 1;
-  TRY(gf_tensor_view(&l, gan->loss, GF_F32, GF_DEV_CPU, 1, &one, err));
+  TRY(dview(&l, ctx, gan->loss, 1, &one, err));
   TRY(gf_bce_logits_fwd(ctx, logits, target, &l, err));
-  *loss = gan->loss[0];
-  return gf_bce_logits_bwd(ctx, logits, target, 1.0f, dlogit, err);
+  TRY(gf_bce_logits_bwd(ctx, logits, target, 1.0f, dlogit, err));
+  const float *v;
+  TRY(host_of(gan, &l, &v, err));
+  *loss = v[0];
+  return GF_OK;
 }
 
 gf_status gf_gan_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real, const gf_tensor *z,
@@ -117,22 +153,25 @@ gf_status gf_gan_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real, const gf_
   /* Latents. */
   gf_tensor zt;
   int64_t zs[2] = {n, gan->cfg.z_dim};
-  TRY(gf_tensor_view(&zt, gan->z, GF_F32, GF_DEV_CPU, 2, zs, err));
+  TRY(dview(&zt, ctx, gan->z, 2, zs, err));
   if (z) {
     if (!z->data || z->dtype != GF_F32 || gf_tensor_numel(z) != n * gan->cfg.z_dim)
       return gf_fail(err, GF_EINVAL, "gan: z must hold %lld x %d f32 values", (long long)n,
                      gan->cfg.z_dim);
-    TRY(gf_copy(ctx, z, &zt, err));
+    if (z->device == ctx->device && z->device_index == ctx->device_index)
+      TRY(gf_copy(ctx, z, &zt, err));
+    else
+      TRY(gf_tensor_copy(&zt, z, err));
   } else {
     TRY(gf_latent_sample(&zt, seed, GF_RNG_LATENT, step, rank, err));
   }
 
   gf_tensor ones, zeros, dlogit, dfake, fake, logits;
-  TRY(vec(&ones, gan->ones, n, err));
-  TRY(vec(&zeros, gan->zeros, n, err));
-  TRY(vec(&dlogit, gan->dlogit, n, err));
+  TRY(vec(&ones, ctx, gan->ones, n, err));
+  TRY(vec(&zeros, ctx, gan->zeros, n, err));
+  TRY(vec(&dlogit, ctx, gan->dlogit, n, err));
   int64_t img[4] = {n, gan->cfg.image_channels, gan->cfg.image_height, gan->cfg.image_width};
-  TRY(gf_tensor_view(&dfake, gan->dfake, GF_F32, GF_DEV_CPU, 4, img, err));
+  TRY(dview(&dfake, ctx, gan->dfake, 4, img, err));
 
   /* fake = G(z); G's activations stay put until its backward below. */
   TRY(gf_net_forward(&gan->g, ctx, &zt, GF_MODE_TRAIN, seed, step, rank, 0, &fake, err));
@@ -140,11 +179,11 @@ gf_status gf_gan_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real, const gf_
   /* D step: real with label 1, then fake (detached) with label 0. */
   TRY(gf_net_forward(&gan->d, ctx, real, GF_MODE_TRAIN, seed, step, rank, 0, &logits, err));
   TRY(bce(gan, ctx, &logits, &ones, &dlogit, &s.loss_d_real, err));
-  s.d_real = mean_sigmoid(&logits);
+  TRY(mean_sigmoid(gan, &logits, &s.d_real, err));
   TRY(gf_net_backward(&gan->d, ctx, &dlogit, NULL, true, GF_OVERWRITE, err));
   TRY(gf_net_forward(&gan->d, ctx, &fake, GF_MODE_TRAIN, seed, step, rank, 1, &logits, err));
   TRY(bce(gan, ctx, &logits, &zeros, &dlogit, &s.loss_d_fake, err));
-  s.d_fake = mean_sigmoid(&logits);
+  TRY(mean_sigmoid(gan, &logits, &s.d_fake, err));
   TRY(gf_net_backward(&gan->d, ctx, &dlogit, NULL, true, GF_ACCUMULATE, err));
   TRY(gf_net_adam(&gan->d, ctx, &gan->hp.adam_d, gan->adam_step_d + 1, err));
   gan->adam_step_d++;
@@ -153,7 +192,7 @@ gf_status gf_gan_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real, const gf_
   /* G step: fake through the updated D with label 1, back into G. */
   TRY(gf_net_forward(&gan->d, ctx, &fake, GF_MODE_TRAIN, seed, step, rank, 2, &logits, err));
   TRY(bce(gan, ctx, &logits, &ones, &dlogit, &s.loss_g, err));
-  s.d_fake_after = mean_sigmoid(&logits);
+  TRY(mean_sigmoid(gan, &logits, &s.d_fake_after, err));
   TRY(gf_net_backward(&gan->d, ctx, &dlogit, &dfake, false, GF_OVERWRITE, err));
   TRY(gf_net_backward(&gan->g, ctx, &dfake, NULL, true, GF_OVERWRITE, err));
   TRY(gf_net_adam(&gan->g, ctx, &gan->hp.adam_g, gan->adam_step_g + 1, err));

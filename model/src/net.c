@@ -154,8 +154,7 @@ gf_status gf_nb_act(gf_net *net, gf_layer_kind kind, float arg, gf_err *err) {
 
 static gf_status arena_init(gf_arena *a, gf_ctx *ctx, size_t bytes, gf_err *err) {
   if (bytes == 0) return GF_OK; /* stays zeroed: an empty arena */
-  TRY(gf_arena_init(a, ctx->device, bytes, err));
-  a->device_index = ctx->device_index;
+  TRY(gf_arena_init_on(a, ctx->device, ctx->device_index, bytes, err));
   return GF_OK;
 }
 
@@ -291,8 +290,16 @@ gf_status gf_net_init(gf_net *net, gf_ctx *ctx, const gf_model_config *cfg,
                    (long long)numel_of(last->out_ndim, last->out),
                    (long long)numel_of(net->out_ndim, net->out_shape));
   TRY(allocate(net, ctx, err));
-  if (ctx->device == GF_DEV_CPU) reset_bn_stats(net);
-  return GF_OK;
+  if (ctx->device == GF_DEV_CPU) {
+    reset_bn_stats(net);
+    return GF_OK;
+  }
+  for (int i = 0; i < net->n_tensors; i++) { /* device: the same values */
+    gf_param *p = &net->tensors[i];
+    if (!p->trainable)
+      TRY(gf_fill(ctx, &p->value, p->kind == GF_PARAM_BN_RUNNING_VAR ? 1.0f : 0.0f, err));
+  }
+  return gf_ctx_sync(ctx, err);
 }
 
 void gf_net_free(gf_net *net) {
@@ -311,14 +318,70 @@ static void zero_arena(gf_arena *a) {
   if (a->base) memset(a->base, 0, a->used);
 }
 
+/* A 1-D view of the used part of a (on its device), for whole-arena
+ * copies. */
+static gf_status arena_all(const gf_arena *a, gf_tensor *t, gf_err *err) {
+  TRY(gf_arena_view_all(a, t, err));
+  t->device_index = a->device_index;
+  return GF_OK;
+}
+
+static gf_status init_params_host(gf_net *net, uint64_t seed, gf_err *err);
+
+/* Device nets: the same initialisation, run on host copies of the params
+ * and bn_stats arenas (same layout), then copied over; grads and moments
+ * are zeroed by copying zeros. Temporaries are freed before returning. */
+static gf_status init_params_device(gf_net *net, uint64_t seed, gf_err *err) {
+  size_t big = net->params.used;
+  if (net->bn_stats.used > big) big = net->bn_stats.used;
+  float *hp = calloc(1, net->params.used + 64), *hs = calloc(1, net->bn_stats.used + 64);
+  float *zeros = calloc(1, big + 64);
+  gf_param saved[GF_NET_MAX_TENSORS];
+  memcpy(saved, net->tensors, sizeof saved);
+  gf_status st = GF_OK;
+  if (!hp || !hs || !zeros) st = gf_fail(err, GF_ENOMEM, "net: out of memory");
+  for (int i = 0; st == GF_OK && i < net->n_tensors; i++) { /* point at host copies */
+    gf_param *p = &net->tensors[i];
+    gf_arena *a = p->trainable ? &net->params : &net->bn_stats;
+    char *host = (char *)(p->trainable ? hp : hs);
+    p->value.data = host + ((char *)p->value.data - (char *)a->base);
+    p->value.device = GF_DEV_CPU;
+    p->value.device_index = 0;
+  }
+  if (st == GF_OK) st = init_params_host(net, seed, err);
+  memcpy(net->tensors, saved, sizeof saved);
+  gf_arena *arenas[5] = {&net->params, &net->bn_stats, &net->grads, &net->adam_m, &net->adam_v};
+  const float *src[5] = {hp, hs, zeros, zeros, zeros};
+  for (int i = 0; st == GF_OK && i < 5; i++) {
+    if (!arenas[i]->base || arenas[i]->used == 0) continue;
+    gf_tensor d, h;
+    st = arena_all(arenas[i], &d, err);
+    if (st == GF_OK)
+      st = gf_tensor_view(&h, (void *)src[i], GF_F32, GF_DEV_CPU, d.ndim, d.shape, err);
+    if (st == GF_OK) st = gf_tensor_copy(&d, &h, err);
+  }
+  free(hp);
+  free(hs);
+  free(zeros);
+  return st;
+}
+
 gf_status gf_net_init_params(gf_net *net, uint64_t seed, gf_err *err) {
   if (!net || !net->layers) return gf_fail(err, GF_EINVAL, "net: not built");
+  net->fwd_batch = 0;
   if (net->params.base && net->params.device != GF_DEV_CPU)
-    return gf_fail(err, GF_EUNSUPPORTED, "net: init writes host memory (CPU nets only)");
-  zero_arena(&net->params);
-  zero_arena(&net->grads);
-  zero_arena(&net->adam_m);
-  zero_arena(&net->adam_v);
+    return init_params_device(net, seed, err);
+  return init_params_host(net, seed, err);
+}
+
+/* Initialisation into host memory (the tensors' data is host memory). */
+static gf_status init_params_host(gf_net *net, uint64_t seed, gf_err *err) {
+  if (net->params.device == GF_DEV_CPU) { /* device nets: zeroed copies */
+    zero_arena(&net->params);
+    zero_arena(&net->grads);
+    zero_arena(&net->adam_m);
+    zero_arena(&net->adam_v);
+  }
   reset_bn_stats(net);
   net->fwd_batch = 0;
   return net->cfg.architecture == GF_ARCH_MLP ? gf_mlp_init_params(net, seed, err)
@@ -465,9 +528,21 @@ size_t gf_net_arena_bytes(const gf_net *net) {
 
 gf_status gf_latent_sample(gf_tensor *z, uint64_t seed, gf_rng_purpose purpose, int64_t step,
                            int rank, gf_err *err) {
-  if (!z || !z->data || z->dtype != GF_F32 || z->device != GF_DEV_CPU)
-    return gf_fail(err, GF_EINVAL, "latent: z must be a non-empty f32 CPU tensor");
+  if (!z || !z->data || z->dtype != GF_F32)
+    return gf_fail(err, GF_EINVAL, "latent: z must be a non-empty f32 tensor");
   gf_philox_stream s = gf_rng_stream(seed, purpose, step, rank, 0);
-  gf_philox_normal(&s, z->data, (size_t)gf_tensor_numel(z), 0.0f, 1.0f);
-  return GF_OK;
+  size_t n = (size_t)gf_tensor_numel(z);
+  if (z->device == GF_DEV_CPU) {
+    gf_philox_normal(&s, z->data, n, 0.0f, 1.0f);
+    return GF_OK;
+  }
+  /* device z: drawn on the host (the same values), then copied */
+  float *h = malloc(n * sizeof(float));
+  if (!h) return gf_fail(err, GF_ENOMEM, "latent: out of memory");
+  gf_philox_normal(&s, h, n, 0.0f, 1.0f);
+  gf_tensor ht;
+  gf_status st = gf_tensor_view(&ht, h, GF_F32, GF_DEV_CPU, z->ndim, z->shape, err);
+  if (st == GF_OK) st = gf_tensor_copy(z, &ht, err);
+  free(h);
+  return st;
 }

@@ -41,12 +41,15 @@ typedef struct gf_gan {
   int64_t adam_step_g;  /* Adam updates applied to G so far (checkpointed
                            with the moments; the next update is +1) */
   int64_t adam_step_d;  /* the same for D */
-  gf_arena scratch;     /* the buffers below */
+  gf_arena scratch;     /* the buffers below, on the ctx's device */
   float *z;             /* [max_batch, z_dim] latents of the last step */
   float *ones, *zeros;  /* [max_batch] labels */
   float *dlogit;        /* [max_batch] gradient of a loss wrt D's logits */
   float *dfake;         /* [max_batch, C, H, W] gradient wrt G's output */
   float *loss;          /* [1] */
+  float *host;          /* [max_batch + 1] host memory (owned, malloc) the
+                           losses and logits of a device step are read
+                           back into; NULL on the CPU */
 } gf_gan;
 
 /* What one step measured. Losses are the means PyTorch's BCEWithLogitsLoss
@@ -80,8 +83,10 @@ gf_status gf_gan_init_params(gf_gan *gan, uint64_t seed, gf_err *err);
  * in gan->z. Updates both networks' parameters, Adam state, step counts and
  * BN running statistics (G once, D three times, as PyTorch does). stats
  * (may be NULL) receives the losses. On an error the networks may be
- * partly updated: restore them from a checkpoint. CPU only for now (the
- * losses are read from host memory). */
+ * partly updated: restore them from a checkpoint. real must be on the
+ * ctx's device; z may be on the host or the device. On a CUDA ctx the
+ * step queues its ops on the ctx's stream and waits only where a loss or
+ * D's mean output is read back for stats (3 small copies). */
 gf_status gf_gan_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real,
                       const gf_tensor *z, uint64_t seed, int64_t step,
                       int rank, gf_gan_stats *stats, gf_err *err);

@@ -130,7 +130,8 @@ void gf_net_free(gf_net *net);
  *         uniform U(-l, l), l = sqrt(6 / (fan_in + fan_out)), biases 0,
  *         BN gamma 1, beta 0.
  * BN running stats are reset to mean 0, var 1; grads and Adam moments to 0.
- * CPU tensors only (GF_EUNSUPPORTED otherwise). */
+ * On a device net the values are made on the host (the same bits) and
+ * copied over. */
 gf_status gf_net_init_params(gf_net *net, uint64_t seed, gf_err *err);
 
 /* Looks a tensor up by state_dict name; NULL when absent. */
@@ -173,7 +174,8 @@ int64_t gf_net_num_bn_stats(const gf_net *net);
 size_t gf_net_arena_bytes(const gf_net *net);
 
 /* Fills z [n, z_dim] with N(0, 1) latents from stream (seed, purpose, step,
- * rank, 0): sample k of rank r is the same whatever n. CPU only. */
+ * rank, 0): sample k of rank r is the same whatever n. A device z gets the
+ * same values, drawn on the host and copied. */
 gf_status gf_latent_sample(gf_tensor *z, uint64_t seed,
                            gf_rng_purpose purpose, int64_t step, int rank,
                            gf_err *err);

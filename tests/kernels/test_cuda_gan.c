@@ -1,0 +1,147 @@
+/* test_cuda_gan.c - a whole G+D training step (gf_gan_step) on the CUDA
+ * backend against the same step on the CPU (label gpu; exits 77 where there
+ * is no GPU), for mlp (with dropout: the masks must match) and dcgan-28:
+ * the initial parameters are bit-identical (made on the host either way);
+ * after each of 3 steps the losses and D outputs agree to 1e-3 relative
+ * and every arena (G and D parameters, BN running stats, Adam moments)
+ * agrees within tolerances that allow Adam's first steps, which move each
+ * weight by about lr * sign(g), to flip the sign of a gradient that is
+ * ~0 (|diff| <= 2 lr per step). Then determinism: two CUDA runs under
+ * ctx->deterministic end bit-identical. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "gf/gan.h"
+#include "kt_cuda.h"
+#include "kt_util.h"
+
+static void fill_real(gf_tensor *x, int64_t step) {
+  float *p = x->data;
+  int64_t n = gf_tensor_numel(x);
+  for (int64_t i = 0; i < n; i++)
+    p[i] = (float)(((i * 2654435761u + (uint64_t)step * 97u) >> 7) % 255) / 127.0f - 1.0f;
+}
+
+/* Host copy of a device arena's used bytes as a 1-D tensor. */
+static gf_tensor arena_host(const gf_arena *a) {
+  gf_tensor v;
+  gf_err e = {0};
+  REQUIRE(gf_arena_view_all(a, &v, &e) == GF_OK);
+  v.device_index = a->device_index;
+  return kt_to_host(&v);
+}
+
+/* Device arena d against host arena h: within tol. */
+static size_t cmp_arena(const char *label, const gf_arena *d, const gf_arena *h, kt_tol tol) {
+  if (h->used == 0 && d->used == 0) return 0;
+  if (h->used != d->used) return 1;
+  gf_tensor got = arena_host(d);
+  double *want = kt_dbl(&(gf_tensor){.data = h->base, .shape = {(int64_t)(h->used / 4), 1, 1, 1},
+                                     .ndim = 1, .dtype = GF_F32, .device = GF_DEV_CPU});
+  size_t bad = kt_compare(label, got.data, want, h->used / 4, tol.atol, tol.rtol);
+  free(want);
+  gf_tensor_free(&got);
+  return bad;
+}
+
+static size_t diff_arena(const gf_arena *a, const gf_arena *b) {
+  if (a->used != b->used) return 1;
+  if (a->used == 0) return 0;
+  gf_tensor x = arena_host(a), y = arena_host(b);
+  size_t bad = memcmp(x.data, y.data, a->used) != 0;
+  gf_tensor_free(&x);
+  gf_tensor_free(&y);
+  return bad;
+}
+
+static void cmp_net(const char *what, const gf_net *d, const gf_net *h, int steps) {
+  char lab[96];
+  double lr = 2e-4;
+  kt_tol pt = {2.5 * lr * steps, 1e-3}; /* params: sign flips of ~0 grads */
+  kt_tol mt = {1e-4, 2e-2};             /* moments and BN statistics */
+  snprintf(lab, sizeof lab, "%s params", what);
+  CHECKF(cmp_arena(lab, &d->params, &h->params, pt) == 0, "%s", lab);
+  snprintf(lab, sizeof lab, "%s bn_stats", what);
+  CHECKF(cmp_arena(lab, &d->bn_stats, &h->bn_stats, mt) == 0, "%s", lab);
+  snprintf(lab, sizeof lab, "%s adam_m", what);
+  CHECKF(cmp_arena(lab, &d->adam_m, &h->adam_m, mt) == 0, "%s", lab);
+}
+
+static void near_rel(const char *what, double a, double b) {
+  CHECKF(fabs(a - b) <= 1e-3 * fabs(b) + 1e-5, "%s: cuda %.9g cpu %.9g", what, a, b);
+}
+
+static void run(gf_ctx *cpu, gf_ctx *gpu, const gf_model_config *c, int n, const char *what) {
+  gf_err e = {0};
+  gf_gan h, d, d2;
+  REQUIRE(gf_gan_init(&h, cpu, c, NULL, n, &e) == GF_OK);
+  gf_status st = gf_gan_init(&d, gpu, c, NULL, n, &e);
+  CHECKF(st == GF_OK, "%s: %s", what, e.msg);
+  REQUIRE(st == GF_OK);
+  REQUIRE(gf_gan_init(&d2, gpu, c, NULL, n, &e) == GF_OK);
+  REQUIRE(gf_gan_init_params(&h, 7, &e) == GF_OK);
+  REQUIRE(gf_gan_init_params(&d, 7, &e) == GF_OK);
+  REQUIRE(gf_gan_init_params(&d2, 7, &e) == GF_OK);
+  kt_tol exact = {0, 0};
+  CHECKF(cmp_arena("init G", &d.g.params, &h.g.params, exact) == 0, "%s init G", what);
+  CHECKF(cmp_arena("init D", &d.d.params, &h.d.params, exact) == 0, "%s init D", what);
+  CHECKF(cmp_arena("init D bn", &d.d.bn_stats, &h.d.bn_stats, exact) == 0, "%s", what);
+  gf_tensor real;
+  int64_t rs[4] = {n, c->image_channels, c->image_height, c->image_width};
+  REQUIRE(gf_tensor_init(&real, GF_F32, GF_DEV_CPU, 4, rs, &e) == GF_OK);
+  for (int64_t step = 0; step < 3; step++) {
+    fill_real(&real, step);
+    gf_tensor rd = kt_to_dev(&real);
+    gf_gan_stats sh, sd, sd2;
+    REQUIRE(gf_gan_step(&h, cpu, &real, NULL, 99, step, 0, &sh, &e) == GF_OK);
+    gpu->deterministic = 1;
+    st = gf_gan_step(&d, gpu, &rd, NULL, 99, step, 0, &sd, &e);
+    CHECKF(st == GF_OK, "%s step %lld: %s", what, (long long)step, e.msg);
+    REQUIRE(st == GF_OK);
+    REQUIRE(gf_gan_step(&d2, gpu, &rd, NULL, 99, step, 0, &sd2, &e) == GF_OK);
+    gpu->deterministic = 0;
+    char lab[64];
+    snprintf(lab, sizeof lab, "%s step %lld", what, (long long)step);
+    near_rel(lab, sd.loss_d_real, sh.loss_d_real);
+    near_rel(lab, sd.loss_d_fake, sh.loss_d_fake);
+    near_rel(lab, sd.loss_g, sh.loss_g);
+    near_rel(lab, sd.d_real, sh.d_real);
+    near_rel(lab, sd.d_fake_after, sh.d_fake_after);
+    CHECKF(memcmp(&sd, &sd2, sizeof sd) == 0, "%s: deterministic stats differ", lab);
+    cmp_net(lab, &d.g, &h.g, (int)step + 1);
+    cmp_net(lab, &d.d, &h.d, (int)step + 1);
+    gf_net *nets[4] = {&d.g, &d.d, &d2.g, &d2.d};
+    for (int k = 0; k < 2; k++) {
+      CHECKF(diff_arena(&nets[k]->params, &nets[k + 2]->params) == 0 &&
+                 diff_arena(&nets[k]->adam_v, &nets[k + 2]->adam_v) == 0 &&
+                 diff_arena(&nets[k]->bn_stats, &nets[k + 2]->bn_stats) == 0,
+             "%s: deterministic runs differ (%s)", lab, k ? "D" : "G");
+    }
+    gf_tensor_free(&rd);
+  }
+  CHECK_INT_EQ(d.adam_step_g, 3);
+  gf_tensor_free(&real);
+  gf_gan_free(&h);
+  gf_gan_free(&d);
+  gf_gan_free(&d2);
+}
+
+int main(void) {
+  gf_ctx gpu, cpu;
+  kt_cuda_ctx_or_skip(&gpu);
+  gf_err e = {0};
+  gf_ctx_config cc = {GF_BACKEND_CPU, 2, 0};
+  REQUIRE(gf_ctx_init(&cpu, &cc, &e) == GF_OK);
+  gf_model_config c;
+  gf_model_config_default(&c, GF_ARCH_MLP);
+  run(&cpu, &gpu, &c, 16, "mlp");
+  gf_model_config_default(&c, GF_ARCH_DCGAN);
+  c.image_height = c.image_width = 28;
+  c.image_channels = 1;
+  c.ngf = c.ndf = 32;
+  run(&cpu, &gpu, &c, 16, "dcgan28");
+  gf_ctx_free(&gpu);
+  gf_ctx_free(&cpu);
+  return check_report();
+}
