@@ -129,19 +129,19 @@ mlflow_status mlflow_model_versions_search(mlflow_client *c, const char *name,
                                            mlflow_model_version_list *out,
                                            mlflow_error *err) {
   memset(out, 0, sizeof *out);
-  mlflow_status st = mlflow_need(name, "model name", err);
-  if (st) return st;
-  if (strchr(name, '\''))
+  mlflow_status st = MLFLOW_OK;
+  if (name && strchr(name, '\''))
     return mlflow_fail(err, MLFLOW_E_INVALID,
                        "model name '%s' contains a quote", name);
   mlflow_buf filter = {0};
   char *token = NULL;
-  if (mlflow_buf_appendf(&filter, "name='%s'", name))
+  if (name && mlflow_buf_appendf(&filter, "name='%s'", name))
     return mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
   for (;;) {
     cJSON *ans = NULL;
     st = mlflow_api_fields(c, "GET", "model-versions/search", &ans, err,
-                           "filter", filter.data, "max_results", "1000",
+                           "filter", name ? filter.data : NULL,
+                           "max_results", "1000",
                            "order_by", "version_number DESC", "page_token",
                            token, NULL);
     free(token);

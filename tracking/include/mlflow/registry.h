@@ -61,7 +61,8 @@ mlflow_status mlflow_model_version_wait_ready(mlflow_client *c,
                                               mlflow_model_version *out,
                                               mlflow_error *err);
 
-/* Every version of one registered model, newest first. */
+/* Every version of one registered model, newest first; name NULL lists the
+ * versions of every registered model. */
 mlflow_status mlflow_model_versions_search(mlflow_client *c, const char *name,
                                            mlflow_model_version_list *out,
                                            mlflow_error *err);

@@ -1,0 +1,304 @@
+/* http.c - the libmicrohttpd side of ganflow-serve: per-request state,
+ * routing (404 / 405), bearer auth (401), body limits (413, 415), the hand
+ * over of generation jobs to the workers (connection suspended, resumed
+ * when the answer is ready) and the answer itself. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "server_internal.h"
+
+static const char *const ALLOW_GET = "GET, HEAD";
+static const char *const ALLOW_POST = "POST";
+
+static gfs_slot *find_slot(gfs_server *s, const char *name, size_t n) {
+  for (int i = 0; i < s->n_slots; i++)
+    if (strlen(s->slots[i].name) == n && memcmp(s->slots[i].name, name, n) == 0)
+      return &s->slots[i];
+  return NULL;
+}
+
+static int ends_with(const char *s, size_t n, const char *suffix) {
+  size_t k = strlen(suffix);
+  return n > k && memcmp(s + n - k, suffix, k) == 0;
+}
+
+/* Sets route and endpoint; an unknown path (404) or a wrong method (405)
+ * is answered in r. The model name (*name, *name_len; NULL when the route
+ * has none) is looked up by the caller after auth. */
+static void route(gfs_server *s, gfs_req *r, const char *url,
+                  const char *method, const char **name, size_t *name_len) {
+  int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+  int post = strcmp(method, "POST") == 0;
+  *name = NULL;
+  *name_len = 0;
+  static const struct {
+    const char *path;
+    gfs_route route;
+    gfs_endpoint ep;
+  } fixed[] = {
+      {"/", GFS_R_PAGE, GFS_EP_PAGE},
+      {"/index.html", GFS_R_PAGE, GFS_EP_PAGE},
+      {"/ping", GFS_R_PING, GFS_EP_HEALTH},
+      {"/health", GFS_R_HEALTH, GFS_EP_HEALTH},
+      {"/version", GFS_R_VERSION, GFS_EP_HEALTH},
+      {"/v2/health/live", GFS_R_LIVE, GFS_EP_HEALTH},
+      {"/v2/health/ready", GFS_R_READY, GFS_EP_HEALTH},
+      {"/metrics", GFS_R_METRICS, GFS_EP_METRICS},
+      {"/invocations", GFS_R_INVOCATIONS, GFS_EP_INVOCATIONS},
+  };
+  r->ep = GFS_EP_OTHER;
+  for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+    if (strcmp(url, fixed[i].path) == 0) {
+      r->route = fixed[i].route;
+      r->ep = fixed[i].ep;
+    }
+  size_t n = strlen(url);
+  if (r->route == GFS_R_NONE && strncmp(url, "/v1/models/", 11) == 0 &&
+      ends_with(url, n, "/generate")) {
+    r->route = GFS_R_GENERATE;
+    r->ep = GFS_EP_GENERATE;
+    *name = url + 11;
+    *name_len = n - 11 - strlen("/generate");
+  } else if (r->route == GFS_R_NONE && strncmp(url, "/v2/models/", 11) == 0 &&
+             n > 11) {
+    *name = url + 11;
+    if (ends_with(url, n, "/infer")) {
+      r->route = GFS_R_INFER;
+      r->ep = GFS_EP_INFER;
+      *name_len = n - 11 - strlen("/infer");
+    } else if (ends_with(url, n, "/ready")) {
+      r->route = GFS_R_MODEL_READY;
+      r->ep = GFS_EP_METADATA;
+      *name_len = n - 11 - strlen("/ready");
+    } else {
+      r->route = GFS_R_MODEL_META;
+      r->ep = GFS_EP_METADATA;
+      *name_len = n - 11;
+    }
+  }
+  if (r->route == GFS_R_NONE) {
+    gfs_error(r, 404, "no such endpoint");
+    return;
+  }
+  int wants_post = r->route == GFS_R_INFER || r->route == GFS_R_INVOCATIONS;
+  if (wants_post ? !post : !get) {
+    r->allow = wants_post ? ALLOW_POST : ALLOW_GET;
+    gfs_error(r, 405, "method %s not allowed here (allowed: %s)", method,
+              r->allow);
+  }
+  (void)s;
+}
+
+static int is_probe(gfs_route rt) {
+  return rt == GFS_R_PING || rt == GFS_R_HEALTH || rt == GFS_R_LIVE ||
+         rt == GFS_R_READY || rt == GFS_R_MODEL_READY;
+}
+
+static int auth_ok(gfs_server *s, struct MHD_Connection *conn) {
+  const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                              MHD_HTTP_HEADER_AUTHORIZATION);
+  if (!h || strncasecmp(h, "Bearer ", 7) != 0) return 0;
+  h += 7;
+  size_t a = strlen(h), b = strlen(s->token);
+  unsigned diff = (unsigned)(a ^ b);
+  for (size_t i = 0; i < b; i++) diff |= (unsigned)(h[i < a ? i : 0] ^ s->token[i]);
+  return diff == 0;
+}
+
+static enum MHD_Result queue_answer(struct MHD_Connection *conn, gfs_req *r) {
+  if (!r->status) gfs_error(r, 500, "no answer was produced");
+  struct MHD_Response *resp = MHD_create_response_from_buffer(
+      r->resp_len, r->resp ? r->resp : (void *)"",
+      r->resp ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+  if (!resp) return MHD_NO;
+  r->resp = NULL; /* MHD frees it now */
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                          r->ctype ? r->ctype : "application/json");
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+  if (r->allow) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+  if (r->auth_header)
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                            "Bearer realm=\"ganflow-serve\"");
+  if (r->retry_after > 0) {
+    char ra[16];
+    snprintf(ra, sizeof ra, "%d", r->retry_after);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+  }
+  if (r->model[0]) {
+    MHD_add_response_header(resp, "X-Model-Name", r->model);
+    MHD_add_response_header(resp, "X-Model-Version", r->version);
+    if (r->alias[0]) MHD_add_response_header(resp, "X-Model-Alias", r->alias);
+  }
+  enum MHD_Result ok = MHD_queue_response(conn, (unsigned)r->status, resp);
+  MHD_destroy_response(resp);
+  r->answered = 1;
+  return ok;
+}
+
+static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind,
+                                 const char *key, const char *value) {
+  (void)kind;
+  gfs_req *r = cls;
+  if (r->status) return MHD_NO;
+  gf_err e;
+  if (gfs_gen_args_set(&r->args, key, value, r->max_images, &e) !=
+      GF_OK) {
+    gfs_error(r, 400, "%s", e.msg);
+    return MHD_NO;
+  }
+  return MHD_YES;
+}
+
+/* First call: the headers are in. Decides everything that does not need
+ * the body. */
+static void on_headers(gfs_server *s, gfs_req *r, struct MHD_Connection *conn,
+                       const char *url, const char *method) {
+  const char *name;
+  size_t name_len;
+  route(s, r, url, method, &name, &name_len);
+  if (r->status) return;
+  if (s->token && !is_probe(r->route) && !auth_ok(s, conn)) {
+    r->auth_header = 1;
+    gfs_error(r, 401, "missing or wrong bearer token");
+    return;
+  }
+  if (name) {
+    r->slot = find_slot(s, name, name_len);
+    if (!r->slot) {
+      gfs_error(r, 404, "unknown model '%.*s'", (int)(name_len > 100 ? 100 : name_len), name);
+      return;
+    }
+  } else if (r->route == GFS_R_INVOCATIONS) {
+    r->slot = &s->slots[0];
+  }
+  if (r->route == GFS_R_INFER || r->route == GFS_R_INVOCATIONS) {
+    const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (!ct || strncasecmp(ct, "application/json", 16) != 0) {
+      gfs_error(r, 415, "Content-Type must be application/json");
+      return;
+    }
+    const char *cl = MHD_lookup_connection_value(
+        conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    uint64_t len;
+    if (cl && gfs_parse_u64(cl, &len) == 0 && len > s->cfg.max_body) {
+      gfs_error(r, 413, "body of %llu bytes exceeds the limit of %zu",
+                (unsigned long long)len, s->cfg.max_body);
+      return;
+    }
+  }
+  if (r->route == GFS_R_GENERATE) {
+    gfs_gen_args_default(&r->args);
+    r->max_images = s->cfg.max_images;
+    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, query_arg, r);
+  }
+}
+
+static int append_body(gfs_server *s, gfs_req *r, const char *data,
+                       size_t n) {
+  if (r->body_len + n > s->cfg.max_body) return -1;
+  if (r->body_len + n + 1 > r->body_cap) {
+    size_t cap = r->body_cap ? r->body_cap : 4096;
+    while (cap < r->body_len + n + 1) cap *= 2;
+    if (cap > s->cfg.max_body + 1) cap = s->cfg.max_body + 1;
+    char *p = realloc(r->body, cap);
+    if (!p) return -1;
+    r->body = p;
+    r->body_cap = cap;
+  }
+  memcpy(r->body + r->body_len, data, n);
+  r->body_len += n;
+  r->body[r->body_len] = '\0';
+  return 0;
+}
+
+enum MHD_Result gfs_on_access(void *cls, struct MHD_Connection *conn,
+                              const char *url, const char *method,
+                              const char *version, const char *upload_data,
+                              size_t *upload_data_size, void **req_cls) {
+  (void)version;
+  gfs_server *s = cls;
+  gfs_req *r = *req_cls;
+  if (!r) {
+    r = calloc(1, sizeof *r);
+    if (!r) return MHD_NO;
+    atomic_init(&r->done, 0);
+    r->conn = conn;
+    r->t0 = gfs_now();
+    *req_cls = r;
+    on_headers(s, r, conn, url, method);
+    if (r->status) return queue_answer(conn, r);
+    return MHD_YES;
+  }
+  if (r->answered) {
+    *upload_data_size = 0;
+    return MHD_YES;
+  }
+  if (r->queued) /* resumed by a worker, or a spurious call */
+    return atomic_load(&r->done) ? queue_answer(conn, r) : MHD_YES;
+  if (*upload_data_size) {
+    if (append_body(s, r, upload_data, *upload_data_size) != 0) {
+      *upload_data_size = 0;
+      free(r->body);
+      r->body = NULL;
+      r->body_len = r->body_cap = 0;
+      gfs_error(r, 413, "body exceeds the limit of %zu bytes",
+                s->cfg.max_body);
+      return queue_answer(conn, r);
+    }
+    *upload_data_size = 0;
+    return MHD_YES;
+  }
+  if (r->route == GFS_R_GENERATE || r->route == GFS_R_INFER ||
+      r->route == GFS_R_INVOCATIONS) {
+    if (gfs_enqueue(s, r) == 0) return MHD_YES; /* suspended */
+    return queue_answer(conn, r);
+  }
+  gfs_handle_inline(s, r);
+  return queue_answer(conn, r);
+}
+
+void gfs_on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                      enum MHD_RequestTerminationCode toe) {
+  (void)conn;
+  gfs_server *s = cls;
+  gfs_req *r = *req_cls;
+  if (!r) return;
+  if (r->answered)
+    gfs_metrics_observe(&s->metrics, r->ep,
+                        toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ||
+                                r->status >= 400 ? r->status : 499,
+                        gfs_now() - r->t0);
+  free(r->body);
+  free(r->resp);
+  free(r);
+  *req_cls = NULL;
+}
+
+void gfs_error(gfs_req *r, int status, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  gfs_sbuf b;
+  gfs_sbuf_init(&b);
+  gfs_sbuf_puts(&b, "{\"error\": ");
+  gfs_sbuf_json_str(&b, msg);
+  gfs_sbuf_puts(&b, "}\n");
+  size_t len = 0;
+  char *body = gfs_sbuf_take(&b, &len);
+  gfs_answer(r, status, "application/json", body, body ? len : 0);
+}
+
+void gfs_answer(gfs_req *r, int status, const char *ctype, char *body,
+                size_t len) {
+  free(r->resp);
+  r->status = status;
+  r->ctype = ctype;
+  r->resp = body;
+  r->resp_len = body ? len : 0;
+}

@@ -1,0 +1,213 @@
+/* model.c - loading a verified model directory into inference networks,
+ * reference counting, latents, forward, PNG. See gfs/model.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gf/image_grid.h"
+#include "gf/mlmodel.h"
+#include "gf/safetensors.h"
+#include "gfs/model.h"
+
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+static void model_free(gfs_model *m) {
+  if (!m) return;
+  if (m->resident) atomic_fetch_sub(m->resident, 1);
+  for (int i = 0; m->exec && i < m->n_exec; i++) {
+    gfs_exec *e = &m->exec[i];
+    if (!e->ready) continue;
+    gf_tensor_free(&e->z);
+    gf_net_free(&e->g);
+    gf_ctx_free(&e->ctx);
+    pthread_mutex_destroy(&e->lock);
+  }
+  free(m->exec);
+  free(m->name);
+  free(m->version);
+  free(m->dir);
+  free(m->run_id);
+  free(m);
+}
+
+void gfs_model_ref(gfs_model *m) { atomic_fetch_add(&m->refs, 1); }
+
+void gfs_model_unref(gfs_model *m) {
+  if (m && atomic_fetch_sub(&m->refs, 1) == 1) model_free(m);
+}
+
+/* Copies the file's tensors into g: every tensor of g present as F32 with
+ * its numel, and the file holding nothing else. */
+static gf_status copy_weights(gf_net *g, const gf_st_file *f, gf_err *err) {
+  if (f->n_tensors != (size_t)g->n_tensors)
+    return gf_fail(err, GF_EFORMAT,
+                   "generator.safetensors: %zu tensors, the %s generator "
+                   "has %d", f->n_tensors, gf_arch_name(g->cfg.architecture),
+                   g->n_tensors);
+  for (int i = 0; i < g->n_tensors; i++) {
+    gf_param *p = &g->tensors[i];
+    const char *name = strncmp(p->name, "g.", 2) == 0 ? p->name + 2 : p->name;
+    const gf_st_tensor *t = gf_st_find(f, name);
+    if (!t)
+      return gf_fail(err, GF_EFORMAT, "generator.safetensors: %s missing",
+                     name);
+    size_t numel = (size_t)gf_tensor_numel(&p->value);
+    if (t->dtype != GF_ST_F32 || t->numel != numel)
+      return gf_fail(err, GF_EFORMAT,
+                     "generator.safetensors: %s is %s with %zu values, "
+                     "expected F32 with %zu", name, gf_st_dtype_name(t->dtype),
+                     t->numel, numel);
+    if (p->value.device != GF_DEV_CPU)
+      return gf_fail(err, GF_EUNSUPPORTED,
+                     "loading weights onto a %s device is not supported",
+                     "non-CPU");
+    memcpy(p->value.data, t->data, t->nbytes);
+  }
+  return GF_OK;
+}
+
+static gf_status exec_init(gfs_exec *e, const gf_model_config *cfg,
+                           const gfs_model_opts *o, const gf_st_file *f,
+                           gf_err *err) {
+  gf_ctx_config cc = {o->backend, o->threads, o->device_index};
+  gf_status st = gf_ctx_init(&e->ctx, &cc, err);
+  if (st != GF_OK) return st;
+  if (pthread_mutex_init(&e->lock, NULL) != 0) {
+    gf_ctx_free(&e->ctx);
+    return gf_fail(err, GF_ENOMEM, "pthread_mutex_init failed");
+  }
+  e->ready = 1; /* from here model_free releases what is set */
+  if ((st = gf_net_init(&e->g, &e->ctx, cfg, GF_NET_G, o->max_batch, false,
+                        err)))
+    return st;
+  int64_t zshape[2] = {o->max_batch, cfg->z_dim};
+  if ((st = gf_tensor_init(&e->z, GF_F32, e->ctx.device, 2, zshape, err)))
+    return st;
+  if ((st = copy_weights(&e->g, f, err))) return st;
+  /* Warm-up: builds the primitives of a one-image forward. */
+  gf_tensor z1, y;
+  int64_t one[2] = {1, cfg->z_dim};
+  if ((st = gf_tensor_view(&z1, e->z.data, GF_F32, e->z.device, 2, one, err)))
+    return st;
+  return gf_net_forward(&e->g, &e->ctx, &z1, GF_MODE_INFER, 0, 0, 0, 0, &y,
+                        err);
+}
+
+gf_status gfs_model_load(const char *dir, const char *name,
+                         const char *version, const gfs_model_opts *o,
+                         gfs_model **out, gf_err *err) {
+  *out = NULL;
+  if (!dir || !name || !version || !o || o->n_exec < 1 || o->threads < 1 ||
+      o->max_batch < 1)
+    return gf_fail(err, GF_EINVAL, "gfs_model_load: bad arguments");
+  gf_mlmodel mm;
+  gf_st_file f;
+  gf_mlmodel_init(&mm);
+  gf_st_file_init(&f);
+  gf_status st = gf_mlmodel_read(dir, &mm, err);
+  if (st == GF_OK) st = gf_mlmodel_load_generator(&mm, &f, err);
+  if (st != GF_OK) {
+    gf_mlmodel_free(&mm);
+    return st;
+  }
+  gfs_model *m = calloc(1, sizeof *m);
+  if (!m || !(m->exec = calloc((size_t)o->n_exec, sizeof *m->exec))) {
+    free(m);
+    st = gf_fail(err, GF_ENOMEM, "out of memory loading %s", dir);
+    goto done;
+  }
+  atomic_init(&m->refs, 1);
+  m->resident = o->resident;
+  if (m->resident) atomic_fetch_add(m->resident, 1);
+  m->n_exec = o->n_exec;
+  m->cfg = mm.config;
+  m->max_batch = o->max_batch;
+  m->image_numel = (size_t)mm.config.image_channels *
+                   (size_t)mm.config.image_height *
+                   (size_t)mm.config.image_width;
+  m->name = strdup(name);
+  m->version = strdup(version);
+  m->dir = strdup(dir);
+  m->run_id = dup_or_null(mm.run_id);
+  if (!m->name || !m->version || !m->dir || (mm.run_id && !m->run_id)) {
+    st = gf_fail(err, GF_ENOMEM, "out of memory loading %s", dir);
+    model_free(m);
+    goto done;
+  }
+  for (int i = 0; i < o->n_exec && st == GF_OK; i++)
+    st = exec_init(&m->exec[i], &mm.config, o, &f, err);
+  if (st != GF_OK) model_free(m);
+  else *out = m;
+done:
+  gf_st_file_free(&f);
+  gf_mlmodel_free(&mm);
+  return st;
+}
+
+gf_status gfs_model_latents(const gfs_model *m, const uint64_t *seeds, int n,
+                            int per_image, float *z, gf_err *err) {
+  if (n < 1 || n > m->max_batch)
+    return gf_fail(err, GF_EINVAL, "n must be 1..%d", m->max_batch);
+  int zd = m->cfg.z_dim;
+  gf_tensor t;
+  if (!per_image) {
+    int64_t shape[2] = {n, zd};
+    gf_status st = gf_tensor_view(&t, z, GF_F32, GF_DEV_CPU, 2, shape, err);
+    if (st) return st;
+    return gf_latent_sample(&t, seeds[0], GF_RNG_SAMPLE, 0, 0, err);
+  }
+  int64_t shape[2] = {1, zd};
+  for (int k = 0; k < n; k++) {
+    gf_status st = gf_tensor_view(&t, z + (size_t)k * (size_t)zd, GF_F32,
+                                  GF_DEV_CPU, 2, shape, err);
+    if (st == GF_OK)
+      st = gf_latent_sample(&t, seeds[k], GF_RNG_SAMPLE, 0, 0, err);
+    if (st) return st;
+  }
+  return GF_OK;
+}
+
+gf_status gfs_model_generate(gfs_model *m, int exec_idx, const float *z,
+                             int n, float *out, gf_err *err) {
+  if (n < 1 || n > m->max_batch)
+    return gf_fail(err, GF_EINVAL, "n must be 1..%d", m->max_batch);
+  if (exec_idx < 0) exec_idx = 0;
+  gfs_exec *e = &m->exec[exec_idx % m->n_exec];
+  size_t zbytes = (size_t)n * (size_t)m->cfg.z_dim * sizeof(float);
+  pthread_mutex_lock(&e->lock);
+  memcpy(e->z.data, z, zbytes);
+  gf_tensor zin, y;
+  int64_t shape[2] = {n, m->cfg.z_dim};
+  gf_status st = gf_tensor_view(&zin, e->z.data, GF_F32, e->z.device, 2,
+                                shape, err);
+  if (st == GF_OK)
+    st = gf_net_forward(&e->g, &e->ctx, &zin, GF_MODE_INFER, 0, 0, 0, 0, &y,
+                        err);
+  if (st == GF_OK) {
+    if ((size_t)gf_tensor_numel(&y) != (size_t)n * m->image_numel)
+      st = gf_fail(err, GF_ESTATE, "generator output has %lld values, "
+                   "expected %zu", (long long)gf_tensor_numel(&y),
+                   (size_t)n * m->image_numel);
+    else
+      memcpy(out, y.data, (size_t)n * m->image_numel * sizeof(float));
+  }
+  pthread_mutex_unlock(&e->lock);
+  return st;
+}
+
+gf_status gfs_images_png(const gfs_model *m, const float *images, int n,
+                         uint8_t **png, size_t *png_len, gf_err *err) {
+  *png = NULL;
+  *png_len = 0;
+  int nrow = 1;
+  while (nrow * nrow < n) nrow++;
+  uint8_t *pix = NULL;
+  int w, h, c;
+  gf_status st = gf_grid_to_rgb8(images, n, m->cfg.image_channels,
+                                 m->cfg.image_height, m->cfg.image_width,
+                                 nrow, n > 1 ? GF_GRID_DEFAULT_PAD : 0, &pix,
+                                 &w, &h, &c, err);
+  if (st != GF_OK) return st;
+  st = gf_png_encode(pix, w, h, c, png, png_len, err);
+  free(pix);
+  return st;
+}

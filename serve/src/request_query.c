@@ -1,0 +1,139 @@
+/* request_query.c - the query string of GET .../generate: percent
+ * decoding, key=value pairs, strict numbers. See gfs/request.h. */
+#include <string.h>
+
+#include "gfs/request.h"
+
+enum { KEY_SEED = 1u, KEY_N = 2u, KEY_CLASS = 4u, KEY_FORMAT = 8u };
+
+void gfs_gen_args_default(gfs_gen_args *a) {
+  memset(a, 0, sizeof *a);
+  a->n = 1;
+  a->format = GFS_FORMAT_PNG;
+}
+
+int gfs_parse_u64(const char *s, uint64_t *out) {
+  if (!s || !*s || strlen(s) > 20) return -1;
+  uint64_t v = 0;
+  for (const char *p = s; *p; p++) {
+    if (*p < '0' || *p > '9') return -1;
+    uint64_t d = (uint64_t)(*p - '0');
+    if (v > (UINT64_MAX - d) / 10) return -1;
+    v = v * 10 + d;
+  }
+  *out = v;
+  return 0;
+}
+
+int gfs_parse_i64(const char *s, int64_t *out) {
+  if (!s) return -1;
+  int neg = s[0] == '-';
+  uint64_t u;
+  if (gfs_parse_u64(s + neg, &u) != 0) return -1;
+  if (!neg && u > (uint64_t)INT64_MAX) return -1;
+  if (neg && u > (uint64_t)INT64_MAX + 1u) return -1;
+  *out = neg ? (int64_t)(0 - u) : (int64_t)u;
+  return 0;
+}
+
+static gf_status once(gfs_gen_args *a, unsigned bit, const char *key,
+                      gf_err *err) {
+  if (a->seen & bit)
+    return gf_fail(err, GF_EINVAL, "query: %s given twice", key);
+  a->seen |= bit;
+  return GF_OK;
+}
+
+gf_status gfs_gen_args_set(gfs_gen_args *a, const char *key,
+                           const char *value, int max_images, gf_err *err) {
+  if (!key || !*key) return gf_fail(err, GF_EFORMAT, "query: empty key");
+  if (!value) value = "";
+  gf_status st;
+  if (strcmp(key, "seed") == 0) {
+    if ((st = once(a, KEY_SEED, key, err))) return st;
+    if (gfs_parse_u64(value, &a->seed) != 0)
+      return gf_fail(err, GF_EINVAL,
+                     "query: seed must be an integer 0..18446744073709551615");
+  } else if (strcmp(key, "n") == 0) {
+    if ((st = once(a, KEY_N, key, err))) return st;
+    uint64_t n;
+    if (gfs_parse_u64(value, &n) != 0 || n < 1 || n > (uint64_t)max_images)
+      return gf_fail(err, GF_EINVAL, "query: n must be an integer 1..%d",
+                     max_images);
+    a->n = (int)n;
+  } else if (strcmp(key, "class") == 0) {
+    if ((st = once(a, KEY_CLASS, key, err))) return st;
+    if (gfs_parse_i64(value, &a->cls) != 0 || a->cls < 0)
+      return gf_fail(err, GF_EINVAL,
+                     "query: class must be a non-negative integer");
+    a->has_class = 1;
+  } else if (strcmp(key, "format") == 0) {
+    if ((st = once(a, KEY_FORMAT, key, err))) return st;
+    if (strcmp(value, "png") == 0) a->format = GFS_FORMAT_PNG;
+    else if (strcmp(value, "json") == 0) a->format = GFS_FORMAT_JSON;
+    else return gf_fail(err, GF_EINVAL, "query: format must be png or json");
+  } else {
+    return gf_fail(err, GF_EINVAL,
+                   "query: unknown parameter (expected seed, n, class, "
+                   "format)");
+  }
+  return GF_OK;
+}
+
+static int hexval(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* Decodes src[0..n) into dst (capacity n + 1); -1 on a bad escape or a
+ * decoded NUL. */
+static int pct_decode(const char *src, size_t n, char *dst) {
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = src[i];
+    if (c == '+') {
+      c = ' ';
+    } else if (c == '%') {
+      if (i + 2 >= n) return -1;
+      int h = hexval(src[i + 1]), l = hexval(src[i + 2]);
+      if (h < 0 || l < 0) return -1;
+      c = (char)(h * 16 + l);
+      i += 2;
+    }
+    if (c == '\0') return -1;
+    dst[o++] = c;
+  }
+  dst[o] = '\0';
+  return 0;
+}
+
+gf_status gfs_query_parse(const char *query, size_t len, int max_images,
+                          gfs_gen_args *out, gf_err *err) {
+  gfs_gen_args_default(out);
+  if (len == 0) return GF_OK;
+  if (!query) return gf_fail(err, GF_EINVAL, "query: NULL");
+  if (len > GFS_QUERY_MAX)
+    return gf_fail(err, GF_EFORMAT, "query: longer than %d bytes",
+                   GFS_QUERY_MAX);
+  char key[GFS_QUERY_MAX + 1], val[GFS_QUERY_MAX + 1];
+  size_t i = 0;
+  while (i <= len) {
+    size_t j = i;
+    while (j < len && query[j] != '&') j++;
+    if (j > i) { /* empty pieces ("a=1&&b=2") are skipped, as browsers do */
+      size_t eq = i;
+      while (eq < j && query[eq] != '=') eq++;
+      if (eq == i) return gf_fail(err, GF_EFORMAT, "query: empty key");
+      if (pct_decode(query + i, eq - i, key) != 0 ||
+          pct_decode(eq < j ? query + eq + 1 : "", eq < j ? j - eq - 1 : 0,
+                     val) != 0)
+        return gf_fail(err, GF_EFORMAT, "query: bad percent-encoding");
+      gf_status st = gfs_gen_args_set(out, key, val, max_images, err);
+      if (st != GF_OK) return st;
+    }
+    i = j + 1;
+  }
+  return GF_OK;
+}

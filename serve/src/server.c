@@ -1,0 +1,372 @@
+/* server.c - starting and stopping ganflow-serve: configuration checks,
+ * the token, the cache directory, the registry watcher thread, the worker
+ * pool and its bounded queue, the libmicrohttpd daemon. */
+#define _POSIX_C_SOURCE 200809L
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "server_internal.h"
+
+double gfs_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void gfs_log(gfs_server *s, const char *fmt, ...) {
+  if (!s->cfg.log) return;
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  s->cfg.log(s->cfg.log_arg, line);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap) {
+  gfs_server *s = cls;
+  if (!s->cfg.log) return;
+  char line[1024];
+  vsnprintf(line, sizeof line, fmt, ap);
+  size_t n = strlen(line);
+  while (n && line[n - 1] == '\n') line[--n] = '\0';
+  gfs_log(s, "http: %s", line);
+}
+
+/* ---- queue and workers ------------------------------------------------ */
+
+int gfs_enqueue(gfs_server *s, gfs_req *r) {
+  pthread_mutex_lock(&s->qlock);
+  if (s->stopping) {
+    pthread_mutex_unlock(&s->qlock);
+    r->retry_after = 1;
+    gfs_error(r, 503, "server is shutting down");
+    return -1;
+  }
+  /* Admitted jobs (waiting or running) are bounded by workers + queue. */
+  if (s->admitted >= s->cfg.workers + s->cfg.queue) {
+    pthread_mutex_unlock(&s->qlock);
+    atomic_fetch_add(&s->metrics.rejected, 1);
+    r->retry_after = 1;
+    gfs_error(r, 429, "too many requests: %d waiting", s->cfg.queue);
+    return -1;
+  }
+  r->queued = 1;
+  /* Suspended under the queue lock: no worker can resume it first. */
+  MHD_suspend_connection(r->conn);
+  r->next = NULL;
+  if (s->qtail) s->qtail->next = r;
+  else s->qhead = r;
+  s->qtail = r;
+  s->qlen++;
+  s->admitted++;
+  atomic_fetch_add(&s->metrics.queue_depth, 1);
+  atomic_fetch_add(&s->metrics.in_flight, 1);
+  pthread_cond_signal(&s->qcond);
+  pthread_mutex_unlock(&s->qlock);
+  return 0;
+}
+
+typedef struct worker_arg {
+  gfs_server *s;
+  int index;
+} worker_arg;
+
+static void *worker_main(void *arg) {
+  worker_arg wa = *(worker_arg *)arg;
+  free(arg);
+  gfs_server *s = wa.s;
+  for (;;) {
+    pthread_mutex_lock(&s->qlock);
+    while (!s->qhead && !s->stopping) pthread_cond_wait(&s->qcond, &s->qlock);
+    gfs_req *r = s->qhead;
+    if (!r) { /* stopping and drained */
+      pthread_mutex_unlock(&s->qlock);
+      return NULL;
+    }
+    s->qhead = r->next;
+    if (!s->qhead) s->qtail = NULL;
+    s->qlen--;
+    atomic_fetch_sub(&s->metrics.queue_depth, 1);
+    pthread_mutex_unlock(&s->qlock);
+    if (gfs_now() - r->t0 > s->cfg.deadline_s) {
+      atomic_fetch_add(&s->metrics.deadline_exceeded, 1);
+      r->retry_after = 1;
+      gfs_error(r, 503, "deadline of %g s passed while queued",
+                s->cfg.deadline_s);
+    } else {
+      gfs_handle_job(s, r, wa.index);
+    }
+    atomic_fetch_sub(&s->metrics.in_flight, 1);
+    pthread_mutex_lock(&s->qlock);
+    s->admitted--;
+    pthread_mutex_unlock(&s->qlock);
+    struct MHD_Connection *conn = r->conn;
+    atomic_store(&r->done, 1);
+    MHD_resume_connection(conn); /* r belongs to the polling thread now */
+  }
+}
+
+/* ---- registry watcher ------------------------------------------------- */
+
+static int all_loaded(gfs_server *s) {
+  for (int i = 0; i < s->n_slots; i++) {
+    gfs_model *m = gfs_slot_acquire(&s->slots[i]);
+    if (!m) return 0;
+    gfs_model_unref(m);
+  }
+  return 1;
+}
+
+int gfs_server_ready(gfs_server *s) { return all_loaded(s); }
+
+static void *watcher_main(void *arg) {
+  gfs_server *s = arg;
+  mlflow_client *c = NULL;
+  mlflow_error me;
+  if (mlflow_client_new(&c, &s->mcfg, &me) != MLFLOW_OK) {
+    gfs_log(s, "watcher: %s", me.message);
+    return NULL;
+  }
+  gfs_model_opts o = {s->cfg.backend, s->cfg.device_index, s->cfg.workers,
+                      s->cfg.threads, s->cfg.max_images,
+                      &s->metrics.resident};
+  for (;;) {
+    for (int i = 0; i < s->n_slots; i++) {
+      gfs_slot *sl = &s->slots[i];
+      int changed = 0;
+      gf_err e;
+      memset(&e, 0, sizeof e);
+      double t0 = gfs_now();
+      gf_status st = gfs_slot_sync(sl, c, s->cache_dir, &o, &changed, &e);
+      if (st != GF_OK && st != GF_ENOTFOUND) {
+        gfs_log(s, "model %s: reload failed, the loaded version keeps "
+                   "serving: %s", sl->uri, e.msg);
+      } else if (st == GF_ENOTFOUND) {
+        gfs_log(s, "model %s: %s", sl->uri, e.msg);
+      } else if (changed) {
+        gfs_model *m = gfs_slot_acquire(sl);
+        gfs_log(s, "model %s: version %s loaded in %.2f s from %s", sl->uri,
+                m ? m->version : "?", gfs_now() - t0, m ? m->dir : "?");
+        gfs_model_unref(m);
+      }
+    }
+    int ready = all_loaded(s);
+    /* Until every model is loaded, retry each second. */
+    double wait = ready ? s->cfg.poll_s : 1.0;
+    pthread_mutex_lock(&s->wlock);
+    if (!s->wstop && wait > 0) {
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      double t = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + wait;
+      ts.tv_sec = (time_t)t;
+      ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+      while (!s->wstop &&
+             pthread_cond_timedwait(&s->wcond, &s->wlock, &ts) != ETIMEDOUT) {
+      }
+    }
+    int stop = s->wstop || (ready && s->cfg.poll_s <= 0);
+    pthread_mutex_unlock(&s->wlock);
+    if (stop) break;
+  }
+  mlflow_client_free(c);
+  return NULL;
+}
+
+/* ---- start / stop ----------------------------------------------------- */
+
+static gf_status read_token(gfs_server *s, const char *path, gf_err *err) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return gf_fail(err, GF_EIO, "--token-file %s: %s", path, strerror(errno));
+  char line[512];
+  char *ok = fgets(line, sizeof line, f);
+  fclose(f);
+  size_t n = ok ? strlen(line) : 0;
+  while (n && (line[n - 1] == '\n' || line[n - 1] == '\r' ||
+               line[n - 1] == ' '))
+    line[--n] = '\0';
+  if (n < 8)
+    return gf_fail(err, GF_EINVAL, "--token-file %s: the token must be at "
+                   "least 8 characters", path);
+  s->token = strdup(line);
+  return s->token ? GF_OK : gf_fail(err, GF_ENOMEM, "out of memory");
+}
+
+static gf_status make_cache_dir(gfs_server *s, gf_err *err) {
+  char path[4096];
+  if (s->cfg.cache_dir) {
+    snprintf(path, sizeof path, "%s", s->cfg.cache_dir);
+  } else {
+    const char *home = getenv("HOME");
+    if (home && *home)
+      snprintf(path, sizeof path, "%s/.cache/ganflow-serve", home);
+    else
+      snprintf(path, sizeof path, ".ganflow-cache");
+  }
+  for (char *p = path + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    mkdir(path, 0755);
+    *p = '/';
+  }
+  if (mkdir(path, 0755) != 0 && errno != EEXIST)
+    return gf_fail(err, GF_EIO, "--cache-dir %s: %s", path, strerror(errno));
+  s->cache_dir = strdup(path);
+  return s->cache_dir ? GF_OK : gf_fail(err, GF_ENOMEM, "out of memory");
+}
+
+static gf_status check_device(const gfs_config *c, gf_err *err) {
+  gf_ctx ctx;
+  gf_ctx_config cc = {c->backend, 1, c->device_index};
+  gf_err e;
+  gf_status st = gf_ctx_init(&ctx, &cc, &e);
+  gf_ctx_free(&ctx);
+  if (st != GF_OK)
+    return gf_fail(err, st, "--device %s: %s", gf_backend_name(c->backend),
+                   e.msg);
+  /* Weights and latents are host memory in this loader (gfs/model.h). */
+  if (c->backend != GF_BACKEND_CPU)
+    return gf_fail(err, GF_EUNSUPPORTED, "--device %s: the model loader of "
+                   "this build places weights on the CPU only; use --device "
+                   "cpu", gf_backend_name(c->backend));
+  return GF_OK;
+}
+
+static gf_status start_daemon(gfs_server *s, gf_err *err) {
+  struct sockaddr_in addr;
+  memset(&addr, 0, sizeof addr);
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons((uint16_t)s->cfg.port);
+  const char *host = strcmp(s->cfg.host, "localhost") == 0 ? "127.0.0.1"
+                                                           : s->cfg.host;
+  if (inet_pton(AF_INET, host, &addr.sin_addr) != 1)
+    return gf_fail(err, GF_EINVAL, "--listen: '%s' is not an IPv4 address",
+                   s->cfg.host);
+  s->daemon = MHD_start_daemon(
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+          MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
+      (uint16_t)s->cfg.port, NULL, NULL, gfs_on_access, s,
+      MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+      MHD_OPTION_CONNECTION_TIMEOUT, s->cfg.conn_timeout_s,
+      MHD_OPTION_CONNECTION_LIMIT, s->cfg.max_conns,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+      MHD_OPTION_NOTIFY_COMPLETED, gfs_on_completed, s, MHD_OPTION_END);
+  if (!s->daemon)
+    return gf_fail(err, GF_EIO, "cannot listen on %s:%d (in use?)",
+                   s->cfg.host, s->cfg.port);
+  const union MHD_DaemonInfo *di =
+      MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+  s->port = di ? di->port : s->cfg.port;
+  return GF_OK;
+}
+
+gf_status gfs_server_start(const gfs_config *cfg, const mlflow_config *mcfg,
+                           gfs_server **out, gf_err *err) {
+  *out = NULL;
+  if (!cfg || cfg->n_models < 1 || cfg->n_models > GFS_MAX_MODELS ||
+      cfg->workers < 1 || cfg->workers > 64 || cfg->max_images < 1 ||
+      cfg->threads < 1 || cfg->queue < 0)
+    return gf_fail(err, GF_EINVAL, "server configuration out of range");
+  gf_status st = check_device(cfg, err);
+  if (st != GF_OK) return st;
+  gfs_server *s = calloc(1, sizeof *s);
+  if (!s) return gf_fail(err, GF_ENOMEM, "out of memory");
+  s->cfg = *cfg;
+  gfs_metrics_init(&s->metrics);
+  pthread_mutex_init(&s->qlock, NULL);
+  pthread_cond_init(&s->qcond, NULL);
+  pthread_mutex_init(&s->wlock, NULL);
+  pthread_cond_init(&s->wcond, NULL);
+  mlflow_error me;
+  if (mlflow_config_copy(&s->mcfg, mcfg, &me) != MLFLOW_OK) {
+    st = gf_fail(err, GF_ENOMEM, "%s", me.message);
+    goto fail;
+  }
+  for (int i = 0; i < cfg->n_models; i++) {
+    if ((st = gfs_slot_init(&s->slots[i], cfg->models[i], err))) {
+      gfs_slot_free(&s->slots[i]);
+      goto fail;
+    }
+    s->n_slots = i + 1;
+    for (int j = 0; j < i; j++)
+      if (strcmp(s->slots[j].name, s->slots[i].name) == 0) {
+        st = gf_fail(err, GF_EINVAL, "--model: %s is given twice",
+                     s->slots[i].name);
+        goto fail;
+      }
+  }
+  if (cfg->token_file && (st = read_token(s, cfg->token_file, err))) goto fail;
+  if ((st = make_cache_dir(s, err))) goto fail;
+  for (int i = 0; i < cfg->workers; i++) {
+    worker_arg *wa = malloc(sizeof *wa);
+    if (!wa) {
+      st = gf_fail(err, GF_ENOMEM, "out of memory");
+      goto fail;
+    }
+    *wa = (worker_arg){s, i};
+    if (pthread_create(&s->workers[i], NULL, worker_main, wa) != 0) {
+      free(wa);
+      st = gf_fail(err, GF_EIO, "cannot start worker thread");
+      goto fail;
+    }
+    s->n_workers = i + 1;
+  }
+  if ((st = start_daemon(s, err))) goto fail;
+  if (pthread_create(&s->watcher, NULL, watcher_main, s) != 0) {
+    st = gf_fail(err, GF_EIO, "cannot start the watcher thread");
+    goto fail;
+  }
+  s->watcher_started = 1;
+  if (cfg->port_file) {
+    FILE *f = fopen(cfg->port_file, "w");
+    if (!f || fprintf(f, "%d\n", s->port) < 0 || fclose(f) != 0) {
+      st = gf_fail(err, GF_EIO, "--port-file %s: cannot write",
+                   cfg->port_file);
+      goto fail;
+    }
+  }
+  gfs_log(s, "listening on http://%s:%d (%d model%s, %d workers, cache %s)",
+          s->cfg.host, s->port, s->n_slots, s->n_slots == 1 ? "" : "s",
+          s->n_workers, s->cache_dir);
+  *out = s;
+  return GF_OK;
+fail:
+  gfs_server_stop(s);
+  return st;
+}
+
+int gfs_server_port(const gfs_server *s) { return s->port; }
+
+void gfs_server_stop(gfs_server *s) {
+  if (!s) return;
+  pthread_mutex_lock(&s->wlock);
+  s->wstop = 1;
+  pthread_cond_broadcast(&s->wcond);
+  pthread_mutex_unlock(&s->wlock);
+  if (s->watcher_started) pthread_join(s->watcher, NULL);
+  /* Workers finish every queued job (resuming its connection) first. */
+  pthread_mutex_lock(&s->qlock);
+  s->stopping = 1;
+  pthread_cond_broadcast(&s->qcond);
+  pthread_mutex_unlock(&s->qlock);
+  for (int i = 0; i < s->n_workers; i++) pthread_join(s->workers[i], NULL);
+  if (s->daemon) MHD_stop_daemon(s->daemon);
+  for (int i = 0; i < s->n_slots; i++) gfs_slot_free(&s->slots[i]);
+  mlflow_config_free(&s->mcfg);
+  free(s->cache_dir);
+  free(s->token);
+  pthread_mutex_destroy(&s->qlock);
+  pthread_cond_destroy(&s->qcond);
+  pthread_mutex_destroy(&s->wlock);
+  pthread_cond_destroy(&s->wcond);
+  free(s);
+}

@@ -1,0 +1,118 @@
+/* server_internal.h - the server's private state shared by its parts:
+ * http.c (libmicrohttpd callbacks, routing, limits, auth), server.c (start,
+ * stop, queue, workers, watcher), handlers.c (what each endpoint answers),
+ * page.c (the HTML page). */
+#ifndef GFS_SERVER_INTERNAL_H
+#define GFS_SERVER_INTERNAL_H
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "gfs/metrics.h"
+#include "gfs/request.h"
+#include "gfs/server.h"
+#include "gfs/slot.h"
+#include "sbuf.h"
+
+typedef enum gfs_route {
+  GFS_R_NONE = 0,
+  GFS_R_GENERATE,     /* GET  /v1/models/{name}/generate   (worker) */
+  GFS_R_INFER,        /* POST /v2/models/{name}/infer      (worker) */
+  GFS_R_INVOCATIONS,  /* POST /invocations                 (worker) */
+  GFS_R_PING,         /* GET  /ping */
+  GFS_R_HEALTH,       /* GET  /health */
+  GFS_R_VERSION,      /* GET  /version */
+  GFS_R_LIVE,         /* GET  /v2/health/live */
+  GFS_R_READY,        /* GET  /v2/health/ready */
+  GFS_R_MODEL_META,   /* GET  /v2/models/{name} */
+  GFS_R_MODEL_READY,  /* GET  /v2/models/{name}/ready */
+  GFS_R_METRICS,      /* GET  /metrics */
+  GFS_R_PAGE,         /* GET  / */
+} gfs_route;
+
+/* Per-request state (*req_cls): created on the first callback, freed in
+ * the completed callback (STYLE habit 12). */
+typedef struct gfs_req {
+  struct gfs_req *next;        /* queue link */
+  struct MHD_Connection *conn;
+  double t0;                   /* monotonic seconds at the headers */
+  gfs_route route;
+  gfs_endpoint ep;
+  gfs_slot *slot;              /* borrowed from the server; NULL if none */
+  char *body;                  /* POST body (malloc'd), body_len bytes */
+  size_t body_len, body_cap;
+  int too_big;                 /* body passed max_body */
+  gfs_gen_args args;           /* GET generate's query */
+  int max_images;              /* the server's --max-images */
+  /* The answer, filled on the polling thread or by a worker. */
+  int status;                  /* 0 = not decided yet */
+  char *resp;                  /* malloc'd body, handed to MHD */
+  size_t resp_len;
+  const char *ctype;           /* static string */
+  const char *allow;           /* Allow header for 405, static */
+  int retry_after;             /* seconds; 0 = no header */
+  int auth_header;             /* add WWW-Authenticate */
+  char model[128];             /* X-Model-Name ("" = none) */
+  char version[32];            /* X-Model-Version */
+  char alias[64];              /* X-Model-Alias */
+  int queued;                  /* handed to the workers, connection suspended */
+  atomic_int done;             /* a worker has filled the answer */
+  int answered;                /* response queued to MHD */
+} gfs_req;
+
+struct gfs_server {
+  gfs_config cfg;              /* copy; strings below replace its pointers */
+  char *cache_dir;             /* malloc'd */
+  char *token;                 /* malloc'd bearer token, or NULL */
+  mlflow_config mcfg;          /* copy */
+  gfs_slot slots[GFS_MAX_MODELS];
+  int n_slots;
+  gfs_metrics metrics;
+  struct MHD_Daemon *daemon;
+  int port;
+  pthread_mutex_t qlock;       /* guards the queue and stopping */
+  pthread_cond_t qcond;
+  gfs_req *qhead, *qtail;
+  int qlen;                    /* jobs waiting */
+  int admitted;                /* jobs waiting or running */
+  int stopping;
+  pthread_t workers[64];
+  int n_workers;
+  pthread_mutex_t wlock;       /* guards wstop */
+  pthread_cond_t wcond;
+  int wstop;
+  pthread_t watcher;
+  int watcher_started;
+};
+
+double gfs_now(void);
+void gfs_log(gfs_server *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Sets r's answer to {"error": msg} with status. */
+void gfs_error(gfs_req *r, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Sets r's answer to a malloc'd body (ownership moves to r). */
+void gfs_answer(gfs_req *r, int status, const char *ctype, char *body,
+                size_t len);
+
+/* Answers the cheap endpoints on the polling thread. */
+void gfs_handle_inline(gfs_server *s, gfs_req *r);
+/* Runs a generation job on worker `worker`. */
+void gfs_handle_job(gfs_server *s, gfs_req *r, int worker);
+/* The HTML page of GET /. */
+void gfs_handle_page(gfs_server *s, gfs_req *r);
+
+/* libmicrohttpd callbacks (http.c). */
+enum MHD_Result gfs_on_access(void *cls, struct MHD_Connection *conn,
+                              const char *url, const char *method,
+                              const char *version, const char *upload_data,
+                              size_t *upload_data_size, void **req_cls);
+void gfs_on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                      enum MHD_RequestTerminationCode toe);
+
+/* Queues r for the workers; 0 when queued, -1 when full or stopping. */
+int gfs_enqueue(gfs_server *s, gfs_req *r);
+
+#endif

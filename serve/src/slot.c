@@ -1,0 +1,160 @@
+/* slot.c - model slots: acquire/install under a lock, and one poll of the
+ * registry (resolve, fetch, load beside the old version, swap). See
+ * gfs/slot.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gfs/slot.h"
+
+gf_status gfs_slot_init(gfs_slot *s, const char *uri, gf_err *err) {
+  memset(s, 0, sizeof *s);
+  atomic_init(&s->reloads, 0);
+  atomic_init(&s->reload_failures, 0);
+  if (pthread_mutex_init(&s->lock, NULL) != 0)
+    return gf_fail(err, GF_ENOMEM, "pthread_mutex_init failed");
+  mlflow_model_uri u;
+  mlflow_error me;
+  memset(&u, 0, sizeof u);
+  if (mlflow_model_uri_parse(uri, &u, &me) != MLFLOW_OK)
+    return gf_fail(err, GF_EINVAL, "--model %s: %s", uri, me.message);
+  s->uri = strdup(uri);
+  s->name = strdup(u.name);
+  s->alias = u.alias ? strdup(u.alias) : NULL;
+  int oom = !s->uri || !s->name || (u.alias && !s->alias);
+  mlflow_model_uri_free(&u);
+  if (oom) return gf_fail(err, GF_ENOMEM, "out of memory");
+  return GF_OK;
+}
+
+void gfs_slot_free(gfs_slot *s) {
+  if (!s || !s->uri) return;
+  gfs_model_unref(s->cur);
+  free(s->uri);
+  free(s->name);
+  free(s->alias);
+  free(s->failed_version);
+  free(s->versions_text);
+  pthread_mutex_destroy(&s->lock);
+  memset(s, 0, sizeof *s);
+}
+
+gfs_model *gfs_slot_acquire(gfs_slot *s) {
+  pthread_mutex_lock(&s->lock);
+  gfs_model *m = s->cur;
+  if (m) gfs_model_ref(m);
+  pthread_mutex_unlock(&s->lock);
+  return m;
+}
+
+void gfs_slot_install(gfs_slot *s, gfs_model *m) {
+  pthread_mutex_lock(&s->lock);
+  gfs_model *old = s->cur;
+  s->cur = m;
+  pthread_mutex_unlock(&s->lock);
+  gfs_model_unref(old); /* freed here or by its last request */
+}
+
+/* "3 @production, 2, 1 @candidate" from the registry; NULL on failure. */
+static char *versions_text(mlflow_client *c, const char *name) {
+  mlflow_model_version_list l;
+  mlflow_error me;
+  memset(&l, 0, sizeof l);
+  if (mlflow_model_versions_search(c, name, &l, &me) != MLFLOW_OK) return NULL;
+  size_t cap = 4096, len = 0;
+  char *out = malloc(cap);
+  if (!out) goto done;
+  out[0] = '\0';
+  for (size_t i = 0; i < l.count && i < 20; i++) {
+    const mlflow_model_version *v = &l.items[i];
+    /* model-versions/search leaves aliases out; model-versions/get has
+     * them. */
+    mlflow_model_version full;
+    memset(&full, 0, sizeof full);
+    if (v->n_aliases == 0 && v->version &&
+        mlflow_model_version_get(c, name, v->version, &full, &me) ==
+            MLFLOW_OK)
+      v = &full;
+    len += (size_t)snprintf(out + len, cap - len, "%s%s", i ? ", " : "",
+                            v->version ? v->version : "?");
+    for (size_t a = 0; a < v->n_aliases && len < cap; a++)
+      len += (size_t)snprintf(out + len, cap - len, " @%s", v->aliases[a]);
+    mlflow_model_version_free(&full);
+    if (len >= cap - 64) break;
+  }
+done:
+  mlflow_model_version_list_free(&l);
+  return out;
+}
+
+static gf_status record_failure(gfs_slot *s, const char *version,
+                                gf_status st, const gf_err *e, gf_err *err) {
+  pthread_mutex_lock(&s->lock);
+  free(s->failed_version);
+  s->failed_version = strdup(version);
+  snprintf(s->last_error, sizeof s->last_error, "version %.20s: %.400s", version,
+           e->msg);
+  pthread_mutex_unlock(&s->lock);
+  atomic_fetch_add(&s->reload_failures, 1);
+  return gf_fail(err, st, "%s version %s not loaded (%s)", s->name, version,
+                 e->msg);
+}
+
+gf_status gfs_slot_sync(gfs_slot *s, mlflow_client *c, const char *cache_dir,
+                        const gfs_model_opts *o, int *changed, gf_err *err) {
+  if (changed) *changed = 0;
+  char *vt = versions_text(c, s->name);
+  if (vt) {
+    pthread_mutex_lock(&s->lock);
+    free(s->versions_text);
+    s->versions_text = vt;
+    pthread_mutex_unlock(&s->lock);
+  }
+  mlflow_model_version mv;
+  mlflow_error me;
+  memset(&mv, 0, sizeof mv);
+  memset(&me, 0, sizeof me);
+  if (mlflow_model_resolve(c, s->uri, &mv, &me) != MLFLOW_OK) {
+    mlflow_model_version_free(&mv);
+    return gf_fail(err, GF_ENOTFOUND, "resolve %s: %s", s->uri, me.message);
+  }
+  char version[32];
+  snprintf(version, sizeof version, "%s", mv.version ? mv.version : "");
+  mlflow_model_version_free(&mv);
+
+  pthread_mutex_lock(&s->lock);
+  int same = (s->cur && strcmp(s->cur->version, version) == 0) ||
+             (s->failed_version && strcmp(s->failed_version, version) == 0);
+  pthread_mutex_unlock(&s->lock);
+  if (same) return GF_OK;
+
+  char dir[4096];
+  gf_err e;
+  memset(&e, 0, sizeof e);
+  gfs_model *m = NULL;
+  gf_status st = gfs_cache_fetch(c, cache_dir, s->name, version, dir,
+                                 sizeof dir, &e);
+  if (st == GF_OK) st = gfs_model_load(dir, s->name, version, o, &m, &e);
+  if (st == GF_EINTEGRITY || st == GF_EFORMAT || st == GF_EIO) {
+    /* A damaged cache entry is fetched once more; a damaged upload fails
+     * again and stays failed. */
+    gf_err e2;
+    if (gfs_cache_evict(dir, &e2) == GF_OK &&
+        gfs_cache_fetch(c, cache_dir, s->name, version, dir, sizeof dir,
+                        &e2) == GF_OK &&
+        gfs_model_load(dir, s->name, version, o, &m, &e2) == GF_OK)
+      st = GF_OK;
+    else if (st != GF_OK)
+      gfs_cache_evict(dir, &e2);
+  }
+  if (st != GF_OK) return record_failure(s, version, st, &e, err);
+  gfs_slot_install(s, m);
+  pthread_mutex_lock(&s->lock);
+  free(s->failed_version);
+  s->failed_version = NULL;
+  s->last_error[0] = '\0';
+  pthread_mutex_unlock(&s->lock);
+  atomic_fetch_add(&s->reloads, 1);
+  if (changed) *changed = 1;
+  return GF_OK;
+}

@@ -1,0 +1,45 @@
+/* cli.h - the registry commands of the `ganflow` admin CLI (DESIGN §2):
+ * promote (move an alias to a READY version), models (versions and
+ * aliases), generate (a PNG from a registered version, no server). The
+ * command line itself is parsed in trainer/ganflow_main.c; these functions
+ * do the work, print their report to `out` and return a status with a
+ * message in err (nothing here exits). */
+#ifndef GF_CLI_H
+#define GF_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "gf/status.h"
+#include "mlflow/mlflow.h"
+
+/* Points alias at version of registered model name after checking that the
+ * version exists and is READY (GF_ESTATE otherwise, naming its status) and
+ * that the alias is valid (GF_EINVAL). Prints "name@alias -> version N
+ * (was M)" to out. */
+gf_status gf_cli_promote(mlflow_client *c, const char *name,
+                         const char *version, const char *alias, FILE *out,
+                         gf_err *err);
+
+/* Prints one line per version of `name` (NULL: every registered model):
+ * name, version, status, aliases, run id, creation time (UTC). */
+gf_status gf_cli_models(mlflow_client *c, const char *name, FILE *out,
+                        gf_err *err);
+
+typedef struct gf_cli_generate_opts {
+  const char *uri;       /* models:/NAME@ALIAS, /VERSION or /latest */
+  uint64_t seed;         /* latents: Philox (seed, SAMPLE, 0, 0), image k =
+                            sample k (as ganflow-serve) */
+  int n;                 /* images, 1..1024; n > 1 gives a grid */
+  const char *out_path;  /* PNG written atomically */
+  const char *cache_dir; /* download cache (ganflow-serve's layout) */
+  int threads;           /* op threads, >= 1 */
+} gf_cli_generate_opts;
+
+/* Resolves the URI, fetches the version into the cache (digests verified
+ * on load), generates and writes the PNG: the same bytes ganflow-serve
+ * answers for GET .../generate?seed=S&n=N on that version. */
+gf_status gf_cli_generate(mlflow_client *c, const gf_cli_generate_opts *o,
+                          FILE *out, gf_err *err);
+
+#endif

@@ -1,0 +1,55 @@
+/* cli_generate.c - `ganflow generate`: a PNG from a registered version
+ * without a server, through the same cache, loader and latents as
+ * ganflow-serve (serve/include/gfs/). See gf/cli.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gf/atomic_file.h"
+#include "gf/cli.h"
+#include "gfs/model.h"
+#include "gfs/slot.h"
+
+gf_status gf_cli_generate(mlflow_client *c, const gf_cli_generate_opts *o,
+                          FILE *out, gf_err *err) {
+  if (!o->uri || !o->out_path || !o->cache_dir || o->n < 1 || o->n > 1024 ||
+      o->threads < 1)
+    return gf_fail(err, GF_EINVAL, "generate: bad arguments");
+  mlflow_model_version mv;
+  mlflow_error me;
+  memset(&mv, 0, sizeof mv);
+  memset(&me, 0, sizeof me);
+  if (mlflow_model_resolve(c, o->uri, &mv, &me) != MLFLOW_OK) {
+    mlflow_model_version_free(&mv);
+    return gf_fail(err, me.status == MLFLOW_E_NOT_FOUND ? GF_ENOTFOUND
+                                                         : GF_EIO,
+                   "%s: %s", o->uri, me.message);
+  }
+  char name[256], version[32], dir[4096];
+  snprintf(name, sizeof name, "%s", mv.name ? mv.name : "");
+  snprintf(version, sizeof version, "%s", mv.version ? mv.version : "");
+  mlflow_model_version_free(&mv);
+  gf_status st = gfs_cache_fetch(c, o->cache_dir, name, version, dir,
+                                 sizeof dir, err);
+  if (st != GF_OK) return st;
+  gfs_model_opts mo = {GF_BACKEND_CPU, 0, 1, o->threads, o->n, NULL};
+  gfs_model *m = NULL;
+  if ((st = gfs_model_load(dir, name, version, &mo, &m, err))) return st;
+  float *z = malloc((size_t)o->n * (size_t)m->cfg.z_dim * sizeof *z);
+  float *img = malloc((size_t)o->n * m->image_numel * sizeof *img);
+  uint8_t *png = NULL;
+  size_t len = 0;
+  if (!z || !img) st = gf_fail(err, GF_ENOMEM, "out of memory");
+  if (!st) st = gfs_model_latents(m, &o->seed, o->n, 0, z, err);
+  if (!st) st = gfs_model_generate(m, 0, z, o->n, img, err);
+  if (!st) st = gfs_images_png(m, img, o->n, &png, &len, err);
+  if (!st) st = gf_atomic_write_file(o->out_path, png, len, err);
+  if (!st)
+    fprintf(out, "%s: %d image%s of %s version %s, seed %llu (%zu bytes)\n",
+            o->out_path, o->n, o->n == 1 ? "" : "s", name, version,
+            (unsigned long long)o->seed, len);
+  free(png);
+  free(img);
+  free(z);
+  gfs_model_unref(m);
+  return st;
+}
