@@ -456,6 +456,17 @@ static gf_status loop(train_state *st, const atomic_int *stop,
   gf_gan_stats gs;
   memset(&gs, 0, sizeof gs);
   gf_status s = GF_OK;
+  /* The untrained generator's SWD is the baseline the series is read
+   * against (a resumed run already logged it; the tracker skips it). */
+  if (st->n_eval && k == 0) {
+    double avg = 0;
+    s = evaluate(st, 0, &avg, err);
+    if (s != GF_OK) {
+      *k_out = k;
+      return s;
+    }
+    fprintf(stderr, "step 0: swd/avg %.2f (untrained generator)\n", avg);
+  }
   while (k < cfg->steps && !atomic_load(stop)) {
     const gf_batch *b = NULL;
     double t0 = now_s();
