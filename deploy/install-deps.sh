@@ -16,6 +16,7 @@ PACKAGES=(
   python3 python3-venv python3-pip
   dataset-fashion-mnist
   curl procps
+  chromium wrk
 )
 
 SUDO=""

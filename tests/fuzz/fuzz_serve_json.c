@@ -1,0 +1,38 @@
+/* fuzz_serve_json.c - fuzz target for the JSON bodies of POST
+ * /v2/models/{name}/infer and POST /invocations: any bytes give an error
+ * (nothing left allocated) or a request of 1..max images whose seeds or
+ * finite latents are all there. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gfs/request.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check(const gfs_infer_req *r, int z_dim, int max) {
+  if (r->n < 1 || r->n > max) __builtin_trap();
+  if (!!r->seeds == !!r->z) __builtin_trap();
+  if (r->z)
+    for (size_t i = 0; i < (size_t)r->n * (size_t)z_dim; i++)
+      if (!isfinite(r->z[i])) __builtin_trap();
+  if (strnlen(r->id, sizeof r->id) == sizeof r->id) __builtin_trap();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  char *body = malloc(size ? size : 1);
+  if (!body) return 0;
+  if (size) memcpy(body, data, size);
+  gfs_infer_req r;
+  gf_err err;
+  if (gfs_v2_parse(body, size, 4, 8, &r, &err) == GF_OK) check(&r, 4, 8);
+  else if (r.seeds || r.z) __builtin_trap();
+  gfs_infer_req_free(&r);
+  if (gfs_invocations_parse(body, size, 4, 8, &r, &err) == GF_OK)
+    check(&r, 4, 8);
+  else if (r.seeds || r.z) __builtin_trap();
+  gfs_infer_req_free(&r);
+  free(body);
+  return 0;
+}

@@ -1,0 +1,29 @@
+/* fuzz_serve_query.c - fuzz target for the generate query parser
+ * (gfs_query_parse): any bytes give an error or arguments within their
+ * bounds, never a crash or a read past the input. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gfs/request.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  /* An exact-size copy so that a read past the end is caught by ASan. */
+  char *q = malloc(size ? size : 1);
+  if (!q) return 0;
+  if (size) memcpy(q, data, size);
+  gfs_gen_args a;
+  gf_err err;
+  if (gfs_query_parse(q, size, 64, &a, &err) == GF_OK) {
+    if (a.n < 1 || a.n > 64) __builtin_trap();
+    if (a.format != GFS_FORMAT_PNG && a.format != GFS_FORMAT_JSON)
+      __builtin_trap();
+    if (a.has_class && a.cls < 0) __builtin_trap();
+  } else if (strnlen(err.msg, sizeof err.msg) == 0) {
+    __builtin_trap();
+  }
+  free(q);
+  return 0;
+}

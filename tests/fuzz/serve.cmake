@@ -1,0 +1,8 @@
+# serve.cmake - fuzz targets for ganflow-serve's parsers of client input:
+# the generate query string and the JSON bodies (KServe V2 infer, MLflow
+# invocations). Included by tests/fuzz/CMakeLists.txt; seed corpora in
+# corpus/serve_<name>/.
+foreach(name query json)
+  gf_add_fuzz_target(serve_${name}
+    ${CMAKE_CURRENT_LIST_DIR}/fuzz_serve_${name}.c gfs_serve)
+endforeach()
