@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include "backend.h"
+#ifdef GF_HAVE_CUDA
+#include "cuda/cuda_mem.h"
+#endif
 
 const char *gf_backend_name(gf_backend backend) {
   switch (backend) {
@@ -77,5 +80,14 @@ int gf_cuda_built(void) {
   return 1;
 #else
   return 0;
+#endif
+}
+
+gf_status gf_cuda_device_check(int ordinal, gf_err *err) {
+#ifdef GF_HAVE_CUDA
+  return gf_cuda_probe(ordinal, NULL, err);
+#else
+  (void)ordinal;
+  return gf_fail(err, GF_EUNSUPPORTED, "this build has no CUDA backend");
 #endif
 }

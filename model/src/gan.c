@@ -81,6 +81,36 @@ gf_status gf_gan_init_params(gf_gan *gan, uint64_t seed, gf_err *err) {
   return GF_OK;
 }
 
+static gf_status copy_arena(gf_arena *dst, const gf_arena *src, gf_err *err) {
+  if (dst->used != src->used)
+    return gf_fail(err, GF_EINVAL, "gan: arenas of %zu and %zu bytes (other configs?)",
+                   dst->used, src->used);
+  if (src->used == 0) return GF_OK;
+  gf_tensor d, s;
+  TRY(gf_arena_view_all(dst, &d, err));
+  TRY(gf_arena_view_all(src, &s, err));
+  d.device_index = dst->device_index;
+  s.device_index = src->device_index;
+  return gf_tensor_copy(&d, &s, err);
+}
+
+gf_status gf_gan_copy_state(gf_gan *dst, const gf_gan *src, gf_err *err) {
+  if (!dst || !src || !dst->g.layers || !src->g.layers)
+    return gf_fail(err, GF_EINVAL, "gan: copy between unbuilt GANs");
+  const gf_net *sn[2] = {&src->g, &src->d};
+  gf_net *dn[2] = {&dst->g, &dst->d};
+  for (int i = 0; i < 2; i++) {
+    TRY(copy_arena(&dn[i]->params, &sn[i]->params, err));
+    TRY(copy_arena(&dn[i]->grads, &sn[i]->grads, err));
+    TRY(copy_arena(&dn[i]->adam_m, &sn[i]->adam_m, err));
+    TRY(copy_arena(&dn[i]->adam_v, &sn[i]->adam_v, err));
+    TRY(copy_arena(&dn[i]->bn_stats, &sn[i]->bn_stats, err));
+  }
+  dst->adam_step_g = src->adam_step_g;
+  dst->adam_step_d = src->adam_step_d;
+  return GF_OK;
+}
+
 size_t gf_gan_arena_bytes(const gf_gan *gan) {
   if (!gan) return 0;
   return gf_net_arena_bytes(&gan->g) + gf_net_arena_bytes(&gan->d) + gan->scratch.cap;

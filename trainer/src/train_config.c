@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gf/ctx.h"
 #include "gf/train.h"
 
 /* Copies src into a fixed buffer; GF_EINVAL naming the flag when too long. */
@@ -131,10 +132,18 @@ gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err) {
   if (!cfg->data[0])
     return gf_fail(err, GF_EINVAL, "--data: required (a directory of IDX "
                    "files, CIFAR-10 batches or PNG/JPEG images)");
-  if (strncmp(cfg->device, "cuda", 4) == 0)
-    return gf_fail(err, GF_EUNSUPPORTED,
-                   "--device %s: this build has no CUDA backend (it comes "
-                   "with a later release); use --device cpu", cfg->device);
+  if (strncmp(cfg->device, "cuda", 4) == 0) {
+    if (!gf_cuda_built())
+      return gf_fail(err, GF_EUNSUPPORTED,
+                     "--device %s: this build has no CUDA backend (configure "
+                     "with the CUDA toolkit and cuDNN); use --device cpu",
+                     cfg->device);
+    gf_err de;
+    int ordinal = cfg->device[4] == ':' ? atoi(cfg->device + 5) : 0;
+    if (gf_cuda_device_check(ordinal, &de) != GF_OK)
+      return gf_fail(err, GF_EDEVICE, "--device %s: %s; use --device cpu",
+                     cfg->device, de.msg);
+  }
   if (cfg->z_dim == 0) cfg->z_dim = cfg->model == GF_ARCH_MLP ? 50 : 100;
   if (cfg->model == GF_ARCH_DCGAN && cfg->image_size != 28 &&
       cfg->image_size != 32 && cfg->image_size != 64)
@@ -359,7 +368,7 @@ void gf_train_usage(FILE *out, const char *prog) {
 "  --lr-g X, --lr-d X      Adam learning rates of G and D (2e-4; betas 0.5,\n"
 "                          0.999)\n"
 "  --seed N                every random number derives from it (1)\n"
-"  --device cpu|cuda[:N]   cpu (this build has no CUDA backend) (cpu)\n"
+"  --device cpu|cuda[:N]   where the networks train: CPU or CUDA GPU N (cpu)\n"
 "  --threads N             CPU threads, 0 = every core (0); a bit-identical\n"
 "                          resume needs the same value\n"
 "  --deterministic         deterministic GPU algorithms (the CPU path always is)\n"

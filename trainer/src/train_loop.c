@@ -8,10 +8,17 @@
  * dropout masks from (seed, k) inside gf_gan_step and its data from
  * gf_data_position_of_step(k); a checkpoint taken after k steps holds
  * meta.step = k and every arena byte, so a run resumed from it repeats the
- * uninterrupted run's steps k, k+1, ... bit for bit (same --threads).
+ * uninterrupted run's steps k, k+1, ... bit for bit (same --threads; on
+ * --device cuda with --deterministic, on the same GPU model).
  * Sample grids and SWD use G in inference mode (BN running statistics,
  * nothing updated) with fixed latents from (seed, GF_RNG_SAMPLE), so they
  * never perturb training and are comparable over a run.
+ *
+ * --device cuda[:N]: the GAN's arenas live on the GPU; each batch is copied
+ * there, and a host twin of the GAN (same config, CPU memory) is what
+ * checkpoints are written from and loaded into (gf_gan_copy_state), and
+ * what the model directory is written from; sample grids and SWD images
+ * are read back from the GPU.
  *
  * Step numbering in MLflow: a metric logged "at step k" describes the
  * state after k completed optimizer steps (k = 1..steps); checkpoint
@@ -46,7 +53,14 @@ typedef struct train_state {
   gf_dataset ds;                /* owned */
   gf_ctx ctx;                   /* owned */
   bool ctx_ok;
-  gf_gan gan;                   /* owned */
+  gf_gan gan;                   /* owned; on ctx's device */
+  bool on_dev;                  /* ctx is a CUDA ctx: the members below */
+  gf_ctx hctx;                  /* owned; CPU ctx of the host twin */
+  bool hctx_ok;
+  gf_gan host;                  /* owned; host twin of gan (checkpoints,
+                                   model directory) */
+  gf_tensor dreal;              /* owned; device [batch, C, H, W] batch */
+  gf_tensor dz;                 /* owned; device [batch, z_dim] latents */
   gf_data_loader *loader;       /* owned */
   gf_tracker *tracker;          /* owned */
   gf_monitor *monitor;          /* owned */
@@ -160,25 +174,56 @@ static gf_status load_data(train_state *st, gf_err *err) {
   return gf_dataset_load(&st->ds, &opt, err);
 }
 
+/* The host twin of a device GAN and the device batch / latent buffers
+ * (--device cuda). */
+static gf_status build_device_side(train_state *st, const gf_gan_hparams *hp,
+                                   gf_err *err) {
+  const gf_model_config *m = &st->mcfg;
+  gf_ctx_config hc = {GF_BACKEND_CPU, 1, 0};
+  gf_status s = gf_ctx_init(&st->hctx, &hc, err);
+  if (s != GF_OK) return s;
+  st->hctx_ok = true;
+  s = gf_gan_init(&st->host, &st->hctx, m, hp, 2, err);
+  if (s != GF_OK) return s;
+  int64_t rs[4] = {st->cfg->batch, m->image_channels, m->image_height,
+                   m->image_width};
+  int64_t zs[2] = {st->cfg->batch, m->z_dim};
+  s = gf_tensor_init_on(&st->dreal, GF_F32, GF_DEV_CUDA,
+                        st->ctx.device_index, 4, rs, err);
+  if (s == GF_OK)
+    s = gf_tensor_init_on(&st->dz, GF_F32, GF_DEV_CUDA, st->ctx.device_index,
+                          2, zs, err);
+  return s;
+}
+
 /* Builds ctx and gan; loads the checkpoint or initialises from the seed. */
 static gf_status build_model(train_state *st, bool *usage, gf_err *err) {
   const gf_train_config *cfg = st->cfg;
   gf_ctx_config cc = {GF_BACKEND_CPU, cfg->threads, 0};
+  if (strncmp(cfg->device, "cuda", 4) == 0) { /* syntax checked by config */
+    cc.backend = GF_BACKEND_CUDA;
+    cc.device_index = cfg->device[4] == ':' ? atoi(cfg->device + 5) : 0;
+  }
   gf_status s = gf_ctx_init(&st->ctx, &cc, err);
   if (s != GF_OK) return s;
   st->ctx_ok = true;
+  st->ctx.deterministic = cfg->deterministic;
+  st->on_dev = st->ctx.device != GF_DEV_CPU;
   gf_gan_hparams hp;
   gf_gan_hparams_default(&hp);
   hp.adam_g.lr = cfg->lr_g;
   hp.adam_d.lr = cfg->lr_d;
   s = gf_gan_init(&st->gan, &st->ctx, &st->mcfg, &hp, cfg->batch, err);
   if (s != GF_OK) return s;
+  if (st->on_dev && (s = build_device_side(st, &hp, err)) != GF_OK) return s;
   st->start_step = 0;
   st->ckpt_step = -1;
   if (!st->ckpt_path[0]) return gf_gan_init_params(&st->gan, cfg->seed, err);
 
   gf_ckpt_meta meta;
-  s = gf_checkpoint_load(st->ckpt_path, &st->gan, &meta, err);
+  s = gf_checkpoint_load(st->ckpt_path, st->on_dev ? &st->host : &st->gan,
+                         &meta, err);
+  if (s == GF_OK && st->on_dev) s = gf_gan_copy_state(&st->gan, &st->host, err);
   if (s != GF_OK) {
     *usage = cfg->resume == GF_RESUME_PATH && s == GF_EINVAL;
     return s;
@@ -258,15 +303,28 @@ static gf_status generate(train_state *st, const float *zs, int n,
   size_t img = (size_t)m->image_channels * m->image_height * m->image_width;
   for (int i = 0; i < n; i += st->gan.max_batch) {
     int c = n - i < st->gan.max_batch ? n - i : st->gan.max_batch;
-    gf_tensor z, y;
+    gf_tensor z, y, dz;
     int64_t shape[2] = {c, m->z_dim};
     gf_status s = gf_tensor_view(&z, (void *)(zs + (size_t)i * m->z_dim),
                                  GF_F32, GF_DEV_CPU, 2, shape, err);
+    if (s == GF_OK && st->on_dev) { /* latents in, images out */
+      s = gf_tensor_reshape_view(&dz, &st->dz, 2, shape, err);
+      if (s == GF_OK) s = gf_tensor_copy(&dz, &z, err);
+      z = dz;
+    }
     if (s == GF_OK)
       s = gf_net_forward(&st->gan.g, &st->ctx, &z, GF_MODE_INFER,
                          st->cfg->seed, 0, 0, 0, &y, err);
     if (s != GF_OK) return s;
-    memcpy(st->gen + (size_t)i * img, y.data, (size_t)c * img * sizeof(float));
+    if (st->on_dev) {
+      gf_tensor h;
+      s = gf_tensor_view(&h, st->gen + (size_t)i * img, GF_F32, GF_DEV_CPU,
+                         y.ndim, y.shape, err);
+      if (s == GF_OK) s = gf_tensor_copy(&h, &y, err);
+      if (s != GF_OK) return s;
+    } else {
+      memcpy(st->gen + (size_t)i * img, y.data, (size_t)c * img * sizeof(float));
+    }
   }
   return GF_OK;
 }
@@ -338,7 +396,10 @@ static gf_status checkpoint(train_state *st, int64_t k, gf_err *err) {
            gf_tracker_run_id(st->tracker));
   meta.config = st->mcfg;
   char path[GF_TRAIN_PATH_MAX + 64];
-  s = gf_checkpoint_save(st->cfg->checkpoint_dir, &st->gan, &meta,
+  if (st->on_dev && (s = gf_gan_copy_state(&st->host, &st->gan, err)) != GF_OK)
+    return s;
+  s = gf_checkpoint_save(st->cfg->checkpoint_dir,
+                         st->on_dev ? &st->host : &st->gan, &meta,
                          st->cfg->keep, path, sizeof path, err);
   if (s != GF_OK) return s;
   st->ckpt_step = k;
@@ -437,6 +498,10 @@ static void train_state_free(train_state *st) {
   gf_monitor_free(st->monitor);
   gf_data_loader_free(st->loader);
   gf_gan_free(&st->gan);
+  gf_gan_free(&st->host);
+  gf_tensor_free(&st->dreal);
+  gf_tensor_free(&st->dz);
+  if (st->hctx_ok) gf_ctx_free(&st->hctx);
   if (st->ctx_ok) gf_ctx_free(&st->ctx);
   gf_dataset_free(&st->ds);
   free(st->grid_z);
@@ -477,6 +542,12 @@ static gf_status loop(train_state *st, const atomic_int *stop,
     int64_t shape[4] = {(int64_t)b->n, m->image_channels, m->image_height,
                         m->image_width};
     s = gf_tensor_view(&real, b->images, GF_F32, GF_DEV_CPU, 4, shape, err);
+    if (s == GF_OK && st->on_dev) { /* the batch goes to the GPU */
+      gf_tensor dr;
+      s = gf_tensor_reshape_view(&dr, &st->dreal, 4, shape, err);
+      if (s == GF_OK) s = gf_tensor_copy(&dr, &real, err);
+      real = dr;
+    }
     if (s == GF_OK)
       s = gf_gan_step(&st->gan, &st->ctx, &real, NULL, cfg->seed, k, 0, &gs,
                       err);
@@ -539,8 +610,12 @@ gf_train_exit gf_train_run(const gf_train_config *cfg, const atomic_int *stop) {
   if (alloc_eval(&st, &err) != GF_OK) goto out;
 
   char device_desc[64];
-  snprintf(device_desc, sizeof device_desc, "cpu (%d threads)",
-           st.ctx.nthreads);
+  if (st.on_dev)
+    snprintf(device_desc, sizeof device_desc, "cuda:%d%s",
+             st.ctx.device_index, cfg->deterministic ? " (deterministic)" : "");
+  else
+    snprintf(device_desc, sizeof device_desc, "cpu (%d threads)",
+             st.ctx.nthreads);
   gf_tracker_start_info si = {cfg, st.run_id[0] ? st.run_id : NULL,
                               device_desc};
   if (gf_tracker_start(&st.tracker, &si, stderr, &err) != GF_OK) goto out;
@@ -573,7 +648,9 @@ gf_train_exit gf_train_run(const gf_train_config *cfg, const atomic_int *stop) {
     rc = GF_TRAIN_EXIT_OK;
     goto out;
   }
-  if (gf_tracker_log_model(st.tracker, &st.gan, stderr, &err) != GF_OK) {
+  if ((st.on_dev && gf_gan_copy_state(&st.host, &st.gan, &err) != GF_OK) ||
+      gf_tracker_log_model(st.tracker, st.on_dev ? &st.host : &st.gan,
+                           stderr, &err) != GF_OK) {
     fprintf(stderr, "ganflow-train: training finished (checkpoint of step "
             "%lld written) but the model could not be logged: %s\nrun the "
             "same command again to retry\n", (long long)k, err.msg);

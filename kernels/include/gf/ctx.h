@@ -76,6 +76,10 @@ gf_status gf_ctx_sync(gf_ctx *ctx, gf_err *err);
 
 /* True when this build has the CUDA backend (a GPU may still be absent). */
 int gf_cuda_built(void);
+/* GF_OK when CUDA device `ordinal` can be used; else GF_EUNSUPPORTED (no
+ * CUDA backend in this build) or GF_EDEVICE ("no CUDA device: " and why).
+ * Creates nothing; for checking a --device flag before any work starts. */
+gf_status gf_cuda_device_check(int ordinal, gf_err *err);
 
 /* Counters of the primitive cache and scratch, for tests and benchmarks. */
 gf_ctx_stats gf_ctx_get_stats(const gf_ctx *ctx);

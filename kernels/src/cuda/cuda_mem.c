@@ -8,8 +8,11 @@ gf_status gf_cuda_probe(int ordinal, int *count, gf_err *err) {
   cudaError_t e = cudaGetDeviceCount(&n);
   if (count) *count = e == cudaSuccess ? n : 0;
   if (e != cudaSuccess) {
-    (void)cudaGetLastError(); /* clear the sticky-free error */
-    return gf_fail(err, GF_EDEVICE, "no CUDA device: %s (%s)",
+    (void)cudaGetLastError(); /* clear the (non-sticky) error */
+    const char *why = e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver
+                          ? "no usable NVIDIA GPU or driver on this machine: "
+                          : "";
+    return gf_fail(err, GF_EDEVICE, "no CUDA device: %s%s (%s)", why,
                    cudaGetErrorString(e), cudaGetErrorName(e));
   }
   if (n < 1)

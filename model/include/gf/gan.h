@@ -91,6 +91,14 @@ gf_status gf_gan_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real,
                       const gf_tensor *z, uint64_t seed, int64_t step,
                       int rank, gf_gan_stats *stats, gf_err *err);
 
+/* Copies the training state of src into dst: every arena of G and D
+ * (parameters, gradients, Adam moments, BN running statistics) and the Adam
+ * step counts. dst must be built from the same config (any max_batch, any
+ * device): the arenas then have the same layout byte for byte. This is how
+ * a GAN on a device is checkpointed and resumed through a host twin.
+ * Allocates nothing; returns when dst holds the data. */
+gf_status gf_gan_copy_state(gf_gan *dst, const gf_gan *src, gf_err *err);
+
 /* Bytes held by the arenas of G, D and the step's scratch. */
 size_t gf_gan_arena_bytes(const gf_gan *gan);
 
