@@ -1,28 +1,84 @@
 #!/usr/bin/env bash
-# The main job on the local default: installs what is missing, builds,
+# The whole loop on the local default: installs what is missing, builds,
 # starts a local MLflow server (http://127.0.0.1:5000 unless
 # GANFLOW_MLFLOW_PORT says otherwise), trains dcgan on Fashion-MNIST for a
 # few minutes on the CPU, registers the generator as a new version of
-# `fashion-dcgan` with the alias @production, and prints where to look.
+# `fashion-dcgan` (@candidate), promotes it to @production with
+# `ganflow promote`, starts ganflow-serve in the background following
+# models:/fashion-dcgan@production, saves a generated PNG with curl, and
+# prints where to look.
 # Run it again after an interruption: training resumes where it stopped.
-# The server keeps running; stop it with deploy/mlflow-local.sh stop.
+# Both servers keep running: stop MLflow with deploy/mlflow-local.sh stop
+# and ganflow-serve with kill "$(cat .state/serve/ganflow-serve.pid)".
 #   GANFLOW_QUICKSTART_STEPS  training steps (3000, about 7 minutes on 2 cores)
+#   GANFLOW_SERVE_PORT        ganflow-serve's port (8080; 0 = any free port)
+#   GANFLOW_BUILD_DIR         build folder (build)
+#   GANFLOW_STATE_DIR         checkpoints, server pid/log/cache, PNG (.state)
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 STEPS=${GANFLOW_QUICKSTART_STEPS:-3000}
+BUILD=${GANFLOW_BUILD_DIR:-build}
+STATE=${GANFLOW_STATE_DIR:-$ROOT/.state}
+SERVE_PORT=${GANFLOW_SERVE_PORT:-8080}
+SERVE_DIR="$STATE/serve"
+MODEL=fashion-dcgan
 ./deploy/install-deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$(nproc)" --target ganflow-train ganflow
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$BUILD" -j"$(nproc)" --target ganflow-train ganflow ganflow-serve
 ./deploy/mlflow-local.sh start
 export MLFLOW_TRACKING_URI=$(./deploy/mlflow-local.sh uri)
-./build/trainer/ganflow-train \
+"$BUILD"/trainer/ganflow-train \
   --data /usr/share/datasets/fashion-mnist --model dcgan --image-size 28 \
   --steps "$STEPS" --batch 64 --sample-every 500 --eval-every 500 \
-  --checkpoint-every 500 --checkpoint-dir "$ROOT/.state/checkpoints/quickstart" \
+  --checkpoint-every 500 --checkpoint-dir "$STATE/checkpoints/quickstart" \
   --experiment ganflow-quickstart --run-name dcgan-fashion \
-  --register-model fashion-dcgan --alias production
+  --register-model "$MODEL" --alias candidate
+
+# Promote the version just registered (the one @candidate points to).
+VERSION=$("$BUILD"/trainer/ganflow models "$MODEL" |
+  awk '$4 ~ /(^|,)@candidate(,|$)/ { print $2; exit }')
+if [ -z "$VERSION" ]; then
+  echo "quickstart: no version of $MODEL carries @candidate" >&2
+  exit 1
+fi
+"$BUILD"/trainer/ganflow promote "$MODEL" "$VERSION" --alias production
+
+# ganflow-serve in the background (a previous one is stopped first).
+mkdir -p "$SERVE_DIR"
+PID_FILE="$SERVE_DIR/ganflow-serve.pid"
+if [ -f "$PID_FILE" ] && kill -0 "$(cat "$PID_FILE")" 2>/dev/null; then
+  kill "$(cat "$PID_FILE")"
+  for _ in $(seq 50); do kill -0 "$(cat "$PID_FILE")" 2>/dev/null || break; sleep 0.2; done
+fi
+rm -f "$SERVE_DIR/port"
+nohup "$BUILD"/serve/ganflow-serve --model "models:/$MODEL@production" \
+  --listen "127.0.0.1:$SERVE_PORT" --port-file "$SERVE_DIR/port" \
+  --cache-dir "$SERVE_DIR/cache" --poll 10 \
+  >"$SERVE_DIR/ganflow-serve.log" 2>&1 </dev/null &
+echo $! >"$PID_FILE"
+SERVE_URL=""
+for _ in $(seq 300); do
+  if [ -s "$SERVE_DIR/port" ]; then
+    SERVE_URL="http://127.0.0.1:$(cat "$SERVE_DIR/port")"
+    curl -sf "$SERVE_URL/v2/health/ready" >/dev/null 2>&1 && break
+  fi
+  kill -0 "$(cat "$PID_FILE")" 2>/dev/null || break
+  sleep 0.2
+done
+if [ -z "$SERVE_URL" ] || ! curl -sf "$SERVE_URL/v2/health/ready" >/dev/null; then
+  echo "quickstart: ganflow-serve did not become ready; its log:" >&2
+  cat "$SERVE_DIR/ganflow-serve.log" >&2
+  exit 1
+fi
+PNG="$SERVE_DIR/$MODEL-seed0.png"
+curl -sf -o "$PNG" "$SERVE_URL/v1/models/$MODEL/generate?seed=0&n=16"
+
 echo
 echo "MLflow UI:        $MLFLOW_TRACKING_URI (experiment ganflow-quickstart)"
-echo "Registered model: models:/fashion-dcgan@production"
-echo "Checkpoints:      $ROOT/.state/checkpoints/quickstart (ganflow inspect FILE)"
+echo "Registered model: models:/$MODEL@production (version $VERSION)"
+echo "Checkpoints:      $STATE/checkpoints/quickstart (ganflow inspect FILE)"
+echo "ganflow-serve:    $SERVE_URL  (page: $SERVE_URL/, metrics: $SERVE_URL/metrics)"
+echo "                  curl -o out.png '$SERVE_URL/v1/models/$MODEL/generate?seed=1&n=16'"
+echo "                  stop: kill \$(cat $PID_FILE)"
+echo "Generated grid:   $PNG"
