@@ -75,6 +75,13 @@ static gf_status set_descs(gf_ctx *ctx, const geom *g, gf_err *err) {
 
 #define CAND_MAX 16
 
+/* Math types that run f32 data on tensor cores (TF32); DEFAULT_MATH
+ * entries are run with FMA_MATH when TF32 is off (see prepare). */
+static int is_tensor_op(cudnnMathType_t m) {
+  return m == CUDNN_TENSOR_OP_MATH ||
+         m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
+
 /* Heuristic candidates for kind, as gf_cuda_algo_cand, best first. */
 static gf_status candidates(gf_ctx *ctx, int kind, gf_cuda_algo_cand *c,
                             int *n, gf_err *err) {
@@ -90,7 +97,7 @@ static gf_status candidates(gf_ctx *ctx, int kind, gf_cuda_algo_cand *c,
       c[i] = (gf_cuda_algo_cand){(int)perf[i].algo,
                                  perf[i].status == CUDNN_STATUS_SUCCESS,
                                  perf[i].determinism == CUDNN_DETERMINISTIC,
-                                 perf[i].mathType != CUDNN_FMA_MATH,
+                                 is_tensor_op(perf[i].mathType),
                                  perf[i].memory};
   } else if (kind == K_BWD_DATA) {
     cudnnConvolutionBwdDataAlgoPerf_t perf[CAND_MAX];
@@ -100,7 +107,7 @@ static gf_status candidates(gf_ctx *ctx, int kind, gf_cuda_algo_cand *c,
       c[i] = (gf_cuda_algo_cand){(int)perf[i].algo,
                                  perf[i].status == CUDNN_STATUS_SUCCESS,
                                  perf[i].determinism == CUDNN_DETERMINISTIC,
-                                 perf[i].mathType != CUDNN_FMA_MATH,
+                                 is_tensor_op(perf[i].mathType),
                                  perf[i].memory};
   } else {
     cudnnConvolutionBwdFilterAlgoPerf_t perf[CAND_MAX];
@@ -110,7 +117,7 @@ static gf_status candidates(gf_ctx *ctx, int kind, gf_cuda_algo_cand *c,
       c[i] = (gf_cuda_algo_cand){(int)perf[i].algo,
                                  perf[i].status == CUDNN_STATUS_SUCCESS,
                                  perf[i].determinism == CUDNN_DETERMINISTIC,
-                                 perf[i].mathType != CUDNN_FMA_MATH,
+                                 is_tensor_op(perf[i].mathType),
                                  perf[i].memory};
   }
   *n = got < CAND_MAX ? got : CAND_MAX;
@@ -162,7 +169,11 @@ static gf_status prepare(gf_ctx *ctx, int kind, const geom *g,
     ch.key = key;
     if (i >= 0) {
       ch.algo = cand[i].algo;
-      ch.math = cand[i].tensor_op ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+      /* TF32 off: FMA math whatever the heuristics listed (it forbids
+       * TF32 for f32 data); on: the math type they listed. */
+      ch.math = !ctx->allow_tf32 ? CUDNN_FMA_MATH
+                : cand[i].tensor_op ? CUDNN_TENSOR_OP_MATH
+                                    : CUDNN_DEFAULT_MATH;
     } else { /* implicit GEMM: deterministic, FMA, little workspace */
       ch.algo = kind == K_FWD ? (int)CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM
                 : kind == K_BWD_DATA ? (int)CUDNN_CONVOLUTION_BWD_DATA_ALGO_1
