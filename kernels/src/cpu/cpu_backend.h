@@ -49,10 +49,14 @@ typedef struct gf_prim {
                                          the caller's tensor per execution */
   dnnl_memory_t inner[GF_PRIM_MAX_ARGS]; /* owned, NULL when mem is used
                                          directly; else the primitive's
-                                         layout, memory owned by oneDNN */
+                                         layout, its handle set per
+                                         execution into the ctx arena */
+  size_t inner_off[GF_PRIM_MAX_ARGS]; /* byte offset of inner[i] there */
   dnnl_primitive_t reorder[GF_PRIM_MAX_ARGS]; /* owned; mem <-> inner */
   dnnl_memory_t scratch_mem;          /* owned; NULL when none needed */
   size_t scratch_bytes;               /* user scratchpad this primitive uses */
+  size_t scratch_off;                 /* its byte offset in the ctx arena */
+  size_t arena_bytes;                 /* inner buffers + scratchpad */
 } gf_prim;
 
 typedef struct gf_cpu_state {
@@ -60,8 +64,12 @@ typedef struct gf_cpu_state {
   dnnl_stream_t stream;   /* owned; in-order, waited on after each op */
   gf_prim **cache;        /* owned array of owned entries, oldest first */
   size_t ncache;          /* <= GF_PRIM_CACHE_MAX */
-  void *scratchpad;       /* owned; oneDNN user scratchpad, >= every cached
-                             primitive's scratch_bytes once it ran */
+  void *scratchpad;       /* owned; the arena every primitive execution
+                             borrows: its blocked-layout copies of the
+                             arguments and its oneDNN user scratchpad.
+                             Only live during one execution, so one arena
+                             of the largest primitive's arena_bytes serves
+                             them all (not a buffer per primitive). */
   size_t scratchpad_cap;  /* bytes */
   float *tmp;             /* owned; temporaries of accumulating backwards */
   size_t tmp_cap;         /* floats */

@@ -99,13 +99,18 @@ static bool is_output(int arg) {
          arg == DNNL_ARG_DIFF_SCALE || arg == DNNL_ARG_DIFF_SHIFT;
 }
 
+/* Arena parts start on page boundaries, as oneDNN's own buffers do. */
+static size_t arena_round(size_t bytes) { return (bytes + 4095) / 4096 * 4096; }
+
 /* Gives argument i an internal buffer in the primitive's layout `want` and
  * the reorder between it and the caller's plain layout `user`. */
 static gf_status add_reorder(gf_cpu_state *st, gf_prim *p, int i,
                              const dnnl_memory_desc_t *want,
                              const dnnl_memory_desc_t *user, gf_err *err) {
   DNNL_TRY(dnnl_memory_create(&p->inner[i], want, st->engine,
-                              DNNL_MEMORY_ALLOCATE));
+                              DNNL_MEMORY_NONE));
+  p->inner_off[i] = p->arena_bytes;
+  p->arena_bytes += arena_round(dnnl_memory_desc_get_size(want));
   bool out = is_output(p->arg[i]);
   dnnl_primitive_desc_t rpd = NULL;
   DNNL_TRY(dnnl_reorder_primitive_desc_create(
@@ -163,6 +168,8 @@ gf_status gf_cpu_prim_add(gf_ctx *ctx, const gf_prim_key *key,
     const dnnl_memory_desc_t *smd =
         dnnl_primitive_desc_query_md(p->pd, dnnl_query_scratchpad_md, 0);
     p->scratch_bytes = smd ? dnnl_memory_desc_get_size(smd) : 0;
+    p->scratch_off = p->arena_bytes;
+    p->arena_bytes += arena_round(p->scratch_bytes);
     if (p->scratch_bytes) {
       s = dnnl_memory_create(&p->scratch_mem, smd, st->engine,
                              DNNL_MEMORY_NONE);
@@ -196,17 +203,23 @@ gf_status gf_cpu_prim_exec(gf_ctx *ctx, gf_prim *p, void *const *ptr,
     args[n].memory = p->inner[i] ? p->inner[i] : p->mem[i];
     n++;
   }
+  if (p->arena_bytes > st->scratchpad_cap) {
+    void *buf = aligned_alloc(4096, p->arena_bytes);
+    if (!buf)
+      return gf_fail(err, GF_ENOMEM, "cpu: arena of %zu bytes",
+                     p->arena_bytes);
+    free(st->scratchpad);
+    st->scratchpad = buf;
+    st->scratchpad_cap = p->arena_bytes;
+  }
+  char *arena = st->scratchpad;
+  for (int i = 0; i < p->nargs; i++)
+    if (p->inner[i])
+      DNNL_TRY(dnnl_memory_set_data_handle(p->inner[i],
+                                           arena + p->inner_off[i]));
   if (p->scratch_bytes) {
-    if (p->scratch_bytes > st->scratchpad_cap) {
-      size_t cap = (p->scratch_bytes + 4095) / 4096 * 4096;
-      void *buf = aligned_alloc(GF_ALIGN, cap);
-      if (!buf)
-        return gf_fail(err, GF_ENOMEM, "cpu: scratchpad of %zu bytes", cap);
-      free(st->scratchpad);
-      st->scratchpad = buf;
-      st->scratchpad_cap = cap;
-    }
-    DNNL_TRY(dnnl_memory_set_data_handle(p->scratch_mem, st->scratchpad));
+    DNNL_TRY(dnnl_memory_set_data_handle(p->scratch_mem,
+                                         arena + p->scratch_off));
     args[n].arg = DNNL_ARG_SCRATCHPAD;
     args[n].memory = p->scratch_mem;
     n++;
