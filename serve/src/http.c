@@ -197,6 +197,9 @@ static void on_headers(gfs_server *s, gfs_req *r, struct MHD_Connection *conn,
   }
 }
 
+/* Appends to r's body. -1: past max_body (413); -2: the bodies of all
+ * connections together would pass the server's budget (503). The bytes a
+ * body holds are counted in s->body_bytes until gfs_on_completed. */
 static int append_body(gfs_server *s, gfs_req *r, const char *data,
                        size_t n) {
   if (r->body_len + n > s->cfg.max_body) return -1;
@@ -204,8 +207,16 @@ static int append_body(gfs_server *s, gfs_req *r, const char *data,
     size_t cap = r->body_cap ? r->body_cap : 4096;
     while (cap < r->body_len + n + 1) cap *= 2;
     if (cap > s->cfg.max_body + 1) cap = s->cfg.max_body + 1;
+    size_t more = cap - r->body_cap;
+    if (atomic_fetch_add(&s->body_bytes, more) + more > s->body_budget) {
+      atomic_fetch_sub(&s->body_bytes, more);
+      return -2;
+    }
     char *p = realloc(r->body, cap);
-    if (!p) return -1;
+    if (!p) {
+      atomic_fetch_sub(&s->body_bytes, more);
+      return -2;
+    }
     r->body = p;
     r->body_cap = cap;
   }
@@ -213,6 +224,13 @@ static int append_body(gfs_server *s, gfs_req *r, const char *data,
   r->body_len += n;
   r->body[r->body_len] = '\0';
   return 0;
+}
+
+static void drop_body(gfs_server *s, gfs_req *r) {
+  atomic_fetch_sub(&s->body_bytes, r->body_cap);
+  free(r->body);
+  r->body = NULL;
+  r->body_len = r->body_cap = 0;
 }
 
 enum MHD_Result gfs_on_access(void *cls, struct MHD_Connection *conn,
@@ -240,13 +258,17 @@ enum MHD_Result gfs_on_access(void *cls, struct MHD_Connection *conn,
   if (r->queued) /* resumed by a worker, or a spurious call */
     return atomic_load(&r->done) ? queue_answer(conn, r) : MHD_YES;
   if (*upload_data_size) {
-    if (append_body(s, r, upload_data, *upload_data_size) != 0) {
+    int rc = append_body(s, r, upload_data, *upload_data_size);
+    if (rc != 0) {
       *upload_data_size = 0;
-      free(r->body);
-      r->body = NULL;
-      r->body_len = r->body_cap = 0;
-      gfs_error(r, 413, "body exceeds the limit of %zu bytes",
-                s->cfg.max_body);
+      drop_body(s, r);
+      if (rc == -1) {
+        gfs_error(r, 413, "body exceeds the limit of %zu bytes",
+                  s->cfg.max_body);
+      } else {
+        r->retry_after = 1;
+        gfs_error(r, 503, "too many request bodies in memory; retry");
+      }
       return queue_answer(conn, r);
     }
     *upload_data_size = 0;
@@ -272,7 +294,7 @@ void gfs_on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                         toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ||
                                 r->status >= 400 ? r->status : 499,
                         gfs_now() - r->t0);
-  free(r->body);
+  drop_body(s, r);
   free(r->resp);
   free(r);
   *req_cls = NULL;

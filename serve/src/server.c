@@ -282,6 +282,9 @@ gf_status gfs_server_start(const gfs_config *cfg, const mlflow_config *mcfg,
   if (!s) return gf_fail(err, GF_ENOMEM, "out of memory");
   s->cfg = *cfg;
   gfs_metrics_init(&s->metrics);
+  atomic_init(&s->body_bytes, 0);
+  s->body_budget = cfg->max_body > ((size_t)64 << 20) ? cfg->max_body
+                                                        : (size_t)64 << 20;
   pthread_mutex_init(&s->qlock, NULL);
   pthread_cond_init(&s->qcond, NULL);
   pthread_mutex_init(&s->wlock, NULL);

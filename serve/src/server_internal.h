@@ -69,6 +69,8 @@ struct gfs_server {
   gfs_slot slots[GFS_MAX_MODELS];
   int n_slots;
   gfs_metrics metrics;
+  atomic_size_t body_bytes;    /* request body bytes held, all connections */
+  size_t body_budget;          /* limit of body_bytes: max(64 MiB, max_body) */
   struct MHD_Daemon *daemon;
   int port;
   pthread_mutex_t qlock;       /* guards the queue and stopping */

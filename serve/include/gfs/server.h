@@ -38,7 +38,8 @@ typedef struct gfs_config {
   int threads;            /* op threads per worker */
   int queue;              /* jobs that may wait beyond the running ones:
                              more than workers + queue at once get 429 */
-  size_t max_body;        /* request body bytes */
+  size_t max_body;        /* request body bytes; all bodies held at once
+                             are bounded by max(64 MiB, max_body) (503) */
   double deadline_s;      /* longest a job may wait for a worker */
   unsigned conn_timeout_s;/* idle connection (half-sent request) timeout */
   unsigned max_conns;     /* open connections */
