@@ -308,7 +308,8 @@ static gf_status generate(train_state *st, const float *zs, int n,
     gf_status s = gf_tensor_view(&z, (void *)(zs + (size_t)i * m->z_dim),
                                  GF_F32, GF_DEV_CPU, 2, shape, err);
     if (s == GF_OK && st->on_dev) { /* latents in, images out */
-      s = gf_tensor_reshape_view(&dz, &st->dz, 2, shape, err);
+      s = gf_tensor_view(&dz, st->dz.data, GF_F32, GF_DEV_CUDA, 2, shape, err);
+      dz.device_index = st->dz.device_index; /* c <= batch rows of dz */
       if (s == GF_OK) s = gf_tensor_copy(&dz, &z, err);
       z = dz;
     }
@@ -544,7 +545,9 @@ static gf_status loop(train_state *st, const atomic_int *stop,
     s = gf_tensor_view(&real, b->images, GF_F32, GF_DEV_CPU, 4, shape, err);
     if (s == GF_OK && st->on_dev) { /* the batch goes to the GPU */
       gf_tensor dr;
-      s = gf_tensor_reshape_view(&dr, &st->dreal, 4, shape, err);
+      s = gf_tensor_view(&dr, st->dreal.data, GF_F32, GF_DEV_CUDA, 4, shape,
+                         err);
+      dr.device_index = st->dreal.device_index; /* b->n <= batch samples */
       if (s == GF_OK) s = gf_tensor_copy(&dr, &real, err);
       real = dr;
     }

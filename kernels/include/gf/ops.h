@@ -15,7 +15,9 @@
  *  - layouts are PyTorch's: linear W[out,in], conv W[Cout,Cin,kh,kw],
  *    transposed conv W[Cin,Cout,kh,kw], activations NCHW or [N,features].
  * Ops dispatch on ctx->backend through the table in kernels/src/backend.h,
- * so the same call runs on the CPU or (later) CUDA backend. */
+ * so the same call runs on the CPU or the CUDA backend (CUDA ops are queued
+ * on the ctx's stream and return before they finish: gf_ctx_sync, or
+ * gf_tensor_copy to the host, waits). */
 #ifndef GF_OPS_H
 #define GF_OPS_H
 

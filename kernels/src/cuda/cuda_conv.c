@@ -157,7 +157,7 @@ static gf_status prepare(gf_ctx *ctx, int kind, const geom *g,
   gf_cuda_key key;
   gf_cuda_key_make(&key, kind, v, (int)(sizeof v / sizeof v[0]));
   const gf_cuda_choice *hit = gf_cuda_cache_find(&s->algos, &key);
-  gf_cuda_choice ch;
+  gf_cuda_choice ch = {0};
   if (hit) {
     ch = *hit;
   } else {
@@ -174,14 +174,21 @@ static gf_status prepare(gf_ctx *ctx, int kind, const geom *g,
       ch.math = !ctx->allow_tf32 ? CUDNN_FMA_MATH
                 : cand[i].tensor_op ? CUDNN_TENSOR_OP_MATH
                                     : CUDNN_DEFAULT_MATH;
-    } else { /* implicit GEMM: deterministic, FMA, little workspace */
+    }
+    /* The pick must also run with the chosen math type; otherwise (or with
+     * no pick) implicit GEMM: deterministic, FMA, little workspace. */
+    bool usable = i >= 0 &&
+                  cudnnSetConvolutionMathType(s->cd, (cudnnMathType_t)ch.math) ==
+                      CUDNN_STATUS_SUCCESS &&
+                  ws_size(ctx, kind, ch.algo, &ch.ws_bytes, err) == GF_OK;
+    if (!usable) {
       ch.algo = kind == K_FWD ? (int)CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM
                 : kind == K_BWD_DATA ? (int)CUDNN_CONVOLUTION_BWD_DATA_ALGO_1
                                      : (int)CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
       ch.math = CUDNN_FMA_MATH;
+      DNN_TRY(cudnnSetConvolutionMathType(s->cd, (cudnnMathType_t)ch.math));
+      if ((st = ws_size(ctx, kind, ch.algo, &ch.ws_bytes, err))) return st;
     }
-    DNN_TRY(cudnnSetConvolutionMathType(s->cd, (cudnnMathType_t)ch.math));
-    if ((st = ws_size(ctx, kind, ch.algo, &ch.ws_bytes, err))) return st;
     gf_cuda_cache_put(&s->algos, &ch);
   }
   DNN_TRY(cudnnSetConvolutionMathType(s->cd, (cudnnMathType_t)ch.math));
