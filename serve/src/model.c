@@ -56,11 +56,13 @@ static gf_status copy_weights(gf_net *g, const gf_st_file *f, gf_err *err) {
                      "generator.safetensors: %s is %s with %zu values, "
                      "expected F32 with %zu", name, gf_st_dtype_name(t->dtype),
                      t->numel, numel);
-    if (p->value.device != GF_DEV_CPU)
-      return gf_fail(err, GF_EUNSUPPORTED,
-                     "loading weights onto a %s device is not supported",
-                     "non-CPU");
-    memcpy(p->value.data, t->data, t->nbytes);
+    /* The file's bytes (host, maybe unaligned) into the tensor, wherever
+     * the ctx keeps it. */
+    gf_tensor src;
+    gf_status st = gf_tensor_view(&src, (void *)t->data, GF_F32, GF_DEV_CPU,
+                                  p->value.ndim, p->value.shape, err);
+    if (st == GF_OK) st = gf_tensor_copy(&p->value, &src, err);
+    if (st != GF_OK) return st;
   }
   return GF_OK;
 }
@@ -80,7 +82,8 @@ static gf_status exec_init(gfs_exec *e, const gf_model_config *cfg,
                         err)))
     return st;
   int64_t zshape[2] = {o->max_batch, cfg->z_dim};
-  if ((st = gf_tensor_init(&e->z, GF_F32, e->ctx.device, 2, zshape, err)))
+  if ((st = gf_tensor_init_on(&e->z, GF_F32, e->ctx.device,
+                              e->ctx.device_index, 2, zshape, err)))
     return st;
   if ((st = copy_weights(&e->g, f, err))) return st;
   /* Warm-up: builds the primitives of a one-image forward. */
@@ -88,6 +91,7 @@ static gf_status exec_init(gfs_exec *e, const gf_model_config *cfg,
   int64_t one[2] = {1, cfg->z_dim};
   if ((st = gf_tensor_view(&z1, e->z.data, GF_F32, e->z.device, 2, one, err)))
     return st;
+  z1.device_index = e->z.device_index;
   return gf_net_forward(&e->g, &e->ctx, &z1, GF_MODE_INFER, 0, 0, 0, 0, &y,
                         err);
 }
@@ -172,24 +176,29 @@ gf_status gfs_model_generate(gfs_model *m, int exec_idx, const float *z,
     return gf_fail(err, GF_EINVAL, "n must be 1..%d", m->max_batch);
   if (exec_idx < 0) exec_idx = 0;
   gfs_exec *e = &m->exec[exec_idx % m->n_exec];
-  size_t zbytes = (size_t)n * (size_t)m->cfg.z_dim * sizeof(float);
   pthread_mutex_lock(&e->lock);
-  memcpy(e->z.data, z, zbytes);
-  gf_tensor zin, y;
+  /* Host latents in, host images out, through the executor's tensors
+   * (host or device memory, as its ctx keeps them). */
+  gf_tensor zhost, zin, y, yhost;
   int64_t shape[2] = {n, m->cfg.z_dim};
-  gf_status st = gf_tensor_view(&zin, e->z.data, GF_F32, e->z.device, 2,
+  int64_t oshape[2] = {n, (int64_t)m->image_numel};
+  gf_status st = gf_tensor_view(&zhost, (void *)z, GF_F32, GF_DEV_CPU, 2,
                                 shape, err);
+  /* zin: the first n rows of e->z. */
+  if (st == GF_OK)
+    st = gf_tensor_view(&zin, e->z.data, GF_F32, e->z.device, 2, shape, err);
+  zin.device_index = e->z.device_index;
+  if (st == GF_OK) st = gf_tensor_copy(&zin, &zhost, err);
   if (st == GF_OK)
     st = gf_net_forward(&e->g, &e->ctx, &zin, GF_MODE_INFER, 0, 0, 0, 0, &y,
                         err);
-  if (st == GF_OK) {
-    if ((size_t)gf_tensor_numel(&y) != (size_t)n * m->image_numel)
-      st = gf_fail(err, GF_ESTATE, "generator output has %lld values, "
-                   "expected %zu", (long long)gf_tensor_numel(&y),
-                   (size_t)n * m->image_numel);
-    else
-      memcpy(out, y.data, (size_t)n * m->image_numel * sizeof(float));
-  }
+  if (st == GF_OK && (size_t)gf_tensor_numel(&y) != (size_t)n * m->image_numel)
+    st = gf_fail(err, GF_ESTATE, "generator output has %lld values, "
+                 "expected %zu", (long long)gf_tensor_numel(&y),
+                 (size_t)n * m->image_numel);
+  if (st == GF_OK)
+    st = gf_tensor_view(&yhost, out, GF_F32, GF_DEV_CPU, 2, oshape, err);
+  if (st == GF_OK) st = gf_tensor_copy(&yhost, &y, err);
   pthread_mutex_unlock(&e->lock);
   return st;
 }

@@ -232,11 +232,6 @@ static gf_status check_device(const gfs_config *c, gf_err *err) {
   if (st != GF_OK)
     return gf_fail(err, st, "--device %s: %s", gf_backend_name(c->backend),
                    e.msg);
-  /* Weights and latents are host memory in this loader (gfs/model.h). */
-  if (c->backend != GF_BACKEND_CPU)
-    return gf_fail(err, GF_EUNSUPPORTED, "--device %s: the model loader of "
-                   "this build places weights on the CPU only; use --device "
-                   "cpu", gf_backend_name(c->backend));
   return GF_OK;
 }
 

@@ -8,6 +8,9 @@
  * another; any thread may use any executor. Latents are a pure function of
  * the seed (Philox stream (seed, GF_RNG_SAMPLE, step 0, rank 0), image k
  * being sample k): the same (version, seed, n) gives the same pixels.
+ * Weights, latents and images enter and leave through gf_tensor_copy, so an
+ * executor's ctx may be CPU or CUDA (where the build has that backend);
+ * callers always pass host memory.
  * Not here: the registry, HTTP, slots. */
 #ifndef GFS_MODEL_H
 #define GFS_MODEL_H
