@@ -9,6 +9,8 @@ cd "$ROOT"
 JOBS=$(nproc)
 
 "$ROOT/deploy/install-deps.sh"
+# Both builds with their test data need about 3 GB besides the checkout.
+echo "=== disk: $(df -h --output=avail "$ROOT" | tail -1 | tr -d ' ') free"
 
 run_suite() {
   local dir=$1; shift
@@ -19,6 +21,7 @@ run_suite() {
   cmake --build "$ROOT/$dir" -j"$JOBS"
   echo "=== $dir: ctest"
   (cd "$ROOT/$dir" && ctest --output-on-failure -j"$JOBS" --timeout 900)
+  echo "=== $dir: $(du -sh "$ROOT/$dir" | cut -f1) on disk, $(df -h --output=avail "$ROOT" | tail -1 | tr -d ' ') left"
 }
 
 run_suite build

@@ -232,5 +232,6 @@ int main(void) {
   st_http_free(&v2);
   st_http_free(&inv);
   free(uri);
+  test_drop_tmp(GF_TEST_TMP);
   return check_report();
 }

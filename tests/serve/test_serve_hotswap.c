@@ -203,5 +203,6 @@ int main(void) {
   mlflow_client_free(c);
   mlflow_config_free(&cfg);
   free(uri);
+  test_drop_tmp(GF_TEST_TMP);
   return check_report();
 }

@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "check.h"
+#include "file_util.h"
 #include "mlflow/mlflow.h"
 
 /* Reads a whole small text file, trailing newline removed; malloc'd. */
@@ -103,6 +105,35 @@ static inline void test_unique(char *out, size_t cap, const char *prefix) {
   static int counter; /* test-process local */
   snprintf(out, cap, "%s-%d-%d-%lld", prefix, (int)getpid(), ++counter,
            (long long)mlflow_now_ms());
+}
+
+/* Disk the suite holds on to: ganflow-train uploads every checkpoint as a
+ * run artifact (an mlp checkpoint is 27 MB), so a test that trains frees, once
+ * every check so far has passed, what it left on the fixture server and in
+ * its scratch folder; on a failure everything stays for the diagnosis.
+ *
+ * test_drop_artifacts removes the artifact folder of experiment `name` on the
+ * fixture server (STATE/artifacts/<experiment id>, the layout of mlflow
+ * server --artifacts-destination); runs, metrics and registry entries stay.
+ * test_drop_tmp removes dir. */
+static inline void test_drop_artifacts(mlflow_client *c, const char *name) {
+  const char *state = getenv("GF_TEST_MLFLOW_STATE");
+  if (check_failures_ || !state) return;
+  mlflow_experiment x;
+  mlflow_error e;
+  if (mlflow_experiment_get_by_name(c, name, &x, &e) != MLFLOW_OK) return;
+  char dir[2048];
+  int n = snprintf(dir, sizeof dir, "%s/artifacts/%s", state,
+                   x.experiment_id);
+  /* Experiment ids are digits; anything else is not a folder of ours. */
+  if (n > 0 && (size_t)n < sizeof dir && x.experiment_id[0] &&
+      strspn(x.experiment_id, "0123456789") == strlen(x.experiment_id))
+    tu_rmdir(dir);
+  mlflow_experiment_free(&x);
+}
+
+static inline void test_drop_tmp(const char *dir) {
+  if (!check_failures_) tu_rmdir(dir);
 }
 
 #endif

@@ -85,5 +85,6 @@ int main(int argc, char **argv) {
   mlflow_client_free(c);
   mlflow_config_free(&cfg);
   free(uri);
+  test_drop_tmp(GF_TEST_TMP);
   return check_report();
 }

@@ -483,7 +483,7 @@ static void check_outcome(mlflow_client *c, const char *dir, const char *exp,
 
 /* ---- scenario 0: the reference ------------------------------------------ */
 
-static void reference_run(void) {
+static void reference_run(mlflow_client *c) {
   double t0 = mono_s();
   char exp[128], dir[1100], log[1100];
   test_unique(exp, sizeof exp, "faults-ref");
@@ -498,6 +498,7 @@ static void reference_run(void) {
   REQUIRE(access(g_ref_final, R_OK) == 0);
   fprintf(stderr, "[reference] %d steps uninterrupted: %.1f s\n", REF_STEPS,
           mono_s() - t0);
+  test_drop_artifacts(c, exp); /* the final checkpoint on disk stays */
 }
 
 /* ---- scenario 1: SIGKILL at random steps -------------------------------- */
@@ -591,6 +592,8 @@ static void sigkill_scenario(mlflow_client *c) {
                   "sigkill");
   fprintf(stderr, "[sigkill] %d kills, %s: %.1f s\n", kills,
           ok ? "finished" : "FAILED", mono_s() - t0);
+  test_drop_artifacts(c, exp);
+  test_drop_tmp(dir);
 }
 
 /* ---- scenario 2 (+3): SIGTERM, then a corrupted newest checkpoint ------- */
@@ -716,6 +719,8 @@ static void corrupt_scenario(mlflow_client *c, bool truncate_it) {
   if (!named || !log_contains(log, want)) dump_log(log);
   check_outcome(c, dir, exp, first_run_id, REF_STEPS, g_ref_final, what);
   fprintf(stderr, "[%s] %.1f s\n", what, mono_s() - t0);
+  test_drop_artifacts(c, exp);
+  test_drop_tmp(dir);
 }
 
 /* ---- scenario 3: MLflow unreachable during the run ---------------------- */
@@ -1039,7 +1044,7 @@ int main(void) {
 #define WANT(name) (!only || !*only || strstr(only, name))
   if (WANT("outage")) own_server_start_async();
   if (WANT("data")) data_scenario(c);
-  if (WANT("kill") || WANT("corrupt")) reference_run();
+  if (WANT("kill") || WANT("corrupt")) reference_run(c);
   if (WANT("kill")) sigkill_scenario(c);
   if (WANT("corrupt")) {
     corrupt_scenario(c, true);
@@ -1049,5 +1054,6 @@ int main(void) {
   mlflow_client_free(c);
   mlflow_config_free(&cfg);
   fprintf(stderr, "test_train_faults: %.1f s in all\n", mono_s() - t_all);
+  test_drop_tmp(GF_TEST_TMP);
   return check_report();
 }

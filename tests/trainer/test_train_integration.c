@@ -199,6 +199,7 @@ static void full_run(mlflow_client *c, char final_digest[65]) {
   CHECK(ckpt_digest(path, final_digest));
   mlflow_run_free(&run);
   free(run_id);
+  test_drop_artifacts(c, exp);
 }
 
 /* Reads the hex mask after `field` ("SigBlk:", "SigCgt:") in a
@@ -341,6 +342,7 @@ static void sigterm_run(mlflow_client *c) {
   CHECKF(strcmp(d1, d2) == 0, "resumed %s vs uninterrupted %s", d1, d2);
   free(run_id);
   free(run_id2);
+  test_drop_artifacts(c, exp);
 }
 
 int main(void) {
@@ -372,5 +374,6 @@ int main(void) {
   sigterm_run(c);
   mlflow_client_free(c);
   mlflow_config_free(&cfg);
+  test_drop_tmp(GF_TEST_TMP);
   return check_report();
 }
