@@ -200,13 +200,14 @@ int st_server_stop(st_server *s) {
   return WEXITSTATUS(status);
 }
 
-static void write_model_dir(const char *dir, uint64_t seed, int corrupt) {
+static void write_model_dir(const char *dir, gf_arch arch, uint64_t seed,
+                            int corrupt) {
   gf_ctx ctx;
   gf_err err;
   gf_ctx_config cc = {GF_BACKEND_CPU, 1, 0};
   if (gf_ctx_init(&ctx, &cc, &err) != GF_OK) die(err.msg);
   gf_model_config cfg;
-  gf_model_config_default(&cfg, GF_ARCH_MLP);
+  gf_model_config_default(&cfg, arch);
   gf_net g;
   if (gf_net_init(&g, &ctx, &cfg, GF_NET_G, 1, false, &err) != GF_OK ||
       gf_net_init_params(&g, seed, &err) != GF_OK)
@@ -239,11 +240,18 @@ static void write_model_dir(const char *dir, uint64_t seed, int corrupt) {
 void st_register_synthetic(mlflow_client *c, const char *name,
                            uint64_t init_seed, int corrupt, const char *dir,
                            char *version) {
+  st_register_synthetic_arch(c, name, GF_ARCH_MLP, init_seed, corrupt, dir,
+                             version);
+}
+
+void st_register_synthetic_arch(mlflow_client *c, const char *name,
+                                gf_arch arch, uint64_t init_seed, int corrupt,
+                                const char *dir, char *version) {
   char mdir[600];
-  snprintf(mdir, sizeof mdir, "%s/synthetic-%llu-%d-%ld", dir,
+  snprintf(mdir, sizeof mdir, "%s/synthetic-%d-%llu-%d-%ld", dir, (int)arch,
            (unsigned long long)init_seed, corrupt, (long)time(NULL));
   mkdir(mdir, 0755);
-  write_model_dir(mdir, init_seed, corrupt);
+  write_model_dir(mdir, arch, init_seed, corrupt);
   mlflow_error me;
   mlflow_experiment exp;
   memset(&exp, 0, sizeof exp);

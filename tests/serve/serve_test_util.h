@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "gf/model_config.h"
 #include "mlflow/mlflow.h"
 
 typedef struct st_http {
@@ -59,6 +60,10 @@ void st_print_log(const char *path);
 void st_register_synthetic(mlflow_client *c, const char *name,
                            uint64_t init_seed, int corrupt, const char *dir,
                            char *version);
+/* The same with the default configuration of arch (mlp, or dcgan 64x64x3). */
+void st_register_synthetic_arch(mlflow_client *c, const char *name,
+                                gf_arch arch, uint64_t init_seed, int corrupt,
+                                const char *dir, char *version);
 
 /* Decodes a PNG; *pix is malloc'd (w * h * c bytes, c 1 or 3 or 4). 0 on
  * success. */
