@@ -9,10 +9,9 @@ perf/images_per_sec points, the first N points skipped as warm-up; each point
 is steps x batch / summed step time over --log-every steps) and the step time
 it implies, the best point (the figure closest to an idle machine when the
 load swings), the step-time split (median and mean of perf/data_wait_s and
-perf/compute_s: each monitor sample is the mean over the steps since the
-previous sample, so on a loaded machine a sample holding one stalled step
-pulls the unweighted mean up; the median is the robust figure), and the
-highest perf/peak_rss_megabytes.
+perf/compute_s, logged with the same points as perf/images_per_sec, each the
+mean over the --log-every steps before it; the same warm-up points skipped),
+and the highest perf/peak_rss_megabytes.
 """
 import json
 import statistics
@@ -52,8 +51,8 @@ def main():
     uri, run_id = args
     ips = [v for _, v in history(uri, run_id, "perf/images_per_sec")]
     ips = ips[skip:] if len(ips) > skip else ips
-    wait = [v for _, v in history(uri, run_id, "perf/data_wait_s")]
-    comp = [v for _, v in history(uri, run_id, "perf/compute_s")]
+    wait = [v for _, v in history(uri, run_id, "perf/data_wait_s")][skip:]
+    comp = [v for _, v in history(uri, run_id, "perf/compute_s")][skip:]
     peak = [v for _, v in history(uri, run_id, "perf/peak_rss_megabytes")]
     nan = float("nan")
     med_ips = statistics.median(ips) if ips else nan

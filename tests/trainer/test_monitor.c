@@ -267,7 +267,8 @@ static void test_names_cadence_memory(void) {
   CHECK_INT_EQ(st.gpus, 0);
   CHECK(strstr(gf_monitor_gpu_note(m), "cannot dlopen") != NULL);
   CHECK_INT_EQ(count_prefix(c, "system/gpu"), 0);
-  CHECK_INT_EQ(count_prefix(c, "perf/data_wait_s"), 0); /* no steps fed */
+  /* no steps fed */
+  CHECK_INT_EQ(count_prefix(c, "system/step_data_wait_seconds"), 0);
   CHECK_INT_EQ(c->n, st.samples * N_HOST_NAMES); /* nothing else emitted */
   CHECK_INT_EQ(st.read_failures, 0);
 
@@ -508,14 +509,16 @@ static void test_split_and_resume(void) {
   double v;
   CHECK(find(c, "system/cpu_utilization_percentage", 17, &v) == 1);
   CHECK(find(c, "system/cpu_utilization_percentage", 16, &v) == 0);
-  CHECK(find(c, "perf/data_wait_s", 17, &v) == 0); /* no steps before 17 */
-  CHECK(find(c, "perf/data_wait_s", 18, &v) == 1);
+  /* no steps before 17 */
+  CHECK(find(c, "system/step_data_wait_seconds", 17, &v) == 0);
+  CHECK(find(c, "system/step_data_wait_seconds", 18, &v) == 1);
   CHECK_NEAR(v, 0.15, 1e-12);
-  CHECK(find(c, "perf/compute_s", 18, &v) == 1);
+  CHECK(find(c, "system/step_compute_seconds", 18, &v) == 1);
   CHECK_NEAR(v, 0.50, 1e-12);
-  CHECK(find(c, "perf/allreduce_s", 18, &v) == 1);
+  CHECK(find(c, "system/step_allreduce_seconds", 18, &v) == 1);
   CHECK_NEAR(v, 0.10, 1e-12);
-  CHECK(find(c, "perf/compute_s", 19, &v) == 0); /* reset after a sample */
+  /* reset after a sample */
+  CHECK(find(c, "system/step_compute_seconds", 19, &v) == 0);
   int64_t samples = gf_monitor_get_stats(m).samples;
   CHECK_INT_EQ(gf_monitor_next_step(m), 17 + samples);
   gf_monitor_free(m);
@@ -531,11 +534,11 @@ static void test_split_and_resume(void) {
   gf_monitor_stop(m);
   int means = 0;
   for (int i = 0; i < c->n; i++) {
-    if (strcmp(c->r[i].name, "perf/data_wait_s") == 0) {
+    if (strcmp(c->r[i].name, "system/step_data_wait_seconds") == 0) {
       CHECK(c->r[i].value == 0.25);
       means++;
     }
-    if (strcmp(c->r[i].name, "perf/allreduce_s") == 0)
+    if (strcmp(c->r[i].name, "system/step_allreduce_seconds") == 0)
       CHECK(c->r[i].value == 0.125);
   }
   CHECK(means >= 1);

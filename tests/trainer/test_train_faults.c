@@ -13,7 +13,8 @@
  *      every tensor of the final checkpoint (G and D params, BN statistics,
  *      Adam moments and steps) byte-identical to the reference's (first
  *      differing tensor reported); one MLflow run throughout, FINISHED;
- *      loss/d, loss/g, d/real, d/fake hold exactly one point at each of
+ *      loss/d, loss/g, d/real, d/fake and the perf/ figures (images/s,
+ *      data wait, compute) hold exactly one point at each of
  *      steps 5, 10, ..., N (a metric "at step k" is the state after k
  *      optimizer steps, train_loop.c).
  *   2. SIGTERM after >= 2 checkpoints (this also covers the SIGTERM
@@ -27,7 +28,7 @@
  *      few seconds into a longer run and restarted >= 3.5 s later on the
  *      same port; the trainer keeps stepping while it is down (progress
  *      checked across the outage), exits 0, the run is FINISHED, every
- *      logged step of the four loss keys is on the server exactly once, and
+ *      logged step of those keys is on the server exactly once, and
  *      the outbox is gone. Should the trainer come near its end before the
  *      server is back, it is paused (SIGSTOP) until the server answers, so
  *      the result does not depend on how fast `mlflow server` starts.
@@ -71,7 +72,11 @@ static long g_ref_seed = DEFAULT_SEED;
 static char g_ref_final[1200];   /* reference final checkpoint */
 static pid_t g_child;            /* running trainer, killed at exit */
 static char g_own_state[1100];   /* own server's state dir, stopped at exit */
-static const char *const g_keys[4] = {"loss/d", "loss/g", "d/real", "d/fake"};
+/* The keys logged every --log-every steps (train_loop.c). */
+static const char *const g_keys[] = {"loss/d", "loss/g", "d/real", "d/fake",
+                                     "perf/images_per_sec", "perf/data_wait_s",
+                                     "perf/compute_s"};
+#define N_KEYS (int)(sizeof g_keys / sizeof g_keys[0])
 
 /* ---- small utilities ---------------------------------------------------- */
 
@@ -472,7 +477,7 @@ static void check_outcome(mlflow_client *c, const char *dir, const char *exp,
   mlflow_run_status st = run_status(c, first_run_id);
   CHECKF(st == MLFLOW_RUN_FINISHED, "%s: run %s is %s, want FINISHED", what,
          first_run_id, status_name(st));
-  for (int k = 0; k < 4; k++)
+  for (int k = 0; k < N_KEYS; k++)
     check_history(c, first_run_id, g_keys[k], LOG_EVERY, steps, what);
   if (ref_final) {
     snprintf(path, sizeof path, "%s/" GF_CKPT_NAME_FMT, dir, (long long)steps);
@@ -883,7 +888,7 @@ static void outage_scenario(void) {
     mlflow_run_status st = run_status(c, run_id);
     CHECKF(st == MLFLOW_RUN_FINISHED, "outage: run is %s, want FINISHED",
            status_name(st));
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < N_KEYS; k++)
       check_history(c, run_id, g_keys[k], LOG_EVERY, OUTAGE_STEPS, "outage");
     snprintf(path, sizeof path, "%s/mlflow.outbox", dir);
     CHECKF(access(path, F_OK) != 0, "outage: %s still exists after a "

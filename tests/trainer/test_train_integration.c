@@ -165,6 +165,9 @@ static void full_run(mlflow_client *c, char final_digest[65]) {
   CHECK(has_metric(&run, "d/real"));
   check_history(c, run_id, "loss/d", 10, 10, 60);
   check_history(c, run_id, "loss/g", 10, 10, 60);
+  check_history(c, run_id, "perf/images_per_sec", 10, 10, 60);
+  check_history(c, run_id, "perf/data_wait_s", 10, 10, 60);
+  check_history(c, run_id, "perf/compute_s", 10, 10, 60);
   check_history(c, run_id, "swd/avg", 0, 30, 60);
 
   mlflow_file_list l;

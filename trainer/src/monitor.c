@@ -125,9 +125,10 @@ static void take_sample(gf_monitor *m, int64_t step) {
   m->read_failures += failures;
   pthread_mutex_unlock(&m->lock);
   if (steps > 0) {
-    c->emit(c->user, "perf/data_wait_s", sd / (double)steps, step, ts);
-    c->emit(c->user, "perf/compute_s", sc / (double)steps, step, ts);
-    c->emit(c->user, "perf/allreduce_s", sa / (double)steps, step, ts);
+    double n = (double)steps;
+    c->emit(c->user, "system/step_data_wait_seconds", sd / n, step, ts);
+    c->emit(c->user, "system/step_compute_seconds", sc / n, step, ts);
+    c->emit(c->user, "system/step_allreduce_seconds", sa / n, step, ts);
   }
 }
 

@@ -71,9 +71,7 @@ static const seen_metric *seen_find(const gf_tracker *t, const char *key) {
 /* The keys the resource monitor emits with its own sample numbering. */
 static bool is_monitor_key(const char *key) {
   static const char *const perf[] = {"perf/rss_megabytes",
-                                     "perf/peak_rss_megabytes",
-                                     "perf/data_wait_s", "perf/compute_s",
-                                     "perf/allreduce_s"};
+                                     "perf/peak_rss_megabytes"};
   if (strncmp(key, "system/", 7) == 0) return true;
   for (size_t i = 0; i < sizeof perf / sizeof *perf; i++)
     if (strcmp(key, perf[i]) == 0) return true;

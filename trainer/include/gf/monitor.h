@@ -20,8 +20,13 @@
  *   system/gpu_{i}_memory_usage_percentage used / total * 100
  *   system/gpu_{i}_power_usage_watts       nvmlDeviceGetPowerUsage / 1000
  *   when the training loop reported steps since the previous sample (ours):
- *   perf/data_wait_s, perf/compute_s,      the mean over those steps of the
- *   perf/allreduce_s                       seconds given to gf_monitor_add_step
+ *   system/step_data_wait_seconds,         the mean over those steps of the
+ *   system/step_compute_seconds,           seconds given to
+ *   system/step_allreduce_seconds          gf_monitor_add_step
+ * (The trainer also logs its step-time split as perf/data_wait_s and
+ * perf/compute_s with every --log-every metric point, step-aligned with the
+ * losses; these are the same split on the wall-clock sampling cadence, next
+ * to the CPU and GPU charts.)
  * Every figure of one sample carries the same step and timestamp (Unix ms).
  * Steps count samples from cfg.first_step (0 for a new run, as MLflow's
  * own monitor; a resumed run passes gf_monitor_next_step of its last run).
