@@ -76,6 +76,19 @@ cleanup() {
 }
 trap cleanup EXIT
 uri=$(cat "$state/uri")
+# A freshly started MLflow 3 server keeps both cores busy for several
+# seconds after /health answers (its job-queue consumers start and import
+# mlflow); a training started then runs its first steps at a fraction of its
+# speed. Wait (at most 60 s) until the machine is >= 90 % idle over 1 s.
+cpu_idle_pct() {
+  local a b
+  read -r -a a < /proc/stat; sleep 1; read -r -a b < /proc/stat
+  local busy=0 idle=0 i
+  for i in 1 2 3 6 7 8; do busy=$(( busy + b[i] - a[i] )); done
+  idle=$(( b[4] - a[4] + b[5] - a[5] ))
+  echo $(( 100 * idle / (busy + idle + 1) ))
+}
+for _ in $(seq 60); do [ "$(cpu_idle_pct)" -ge 90 ] && break; done
 export MLFLOW_TRACKING_URI=$uri MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL=2
 exp=bench-trainer-$$
 results=$out/results.txt
