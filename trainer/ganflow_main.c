@@ -281,7 +281,7 @@ static int cmd_generate(int argc, char **argv) {
   snprintf(cache, sizeof cache, "%s/.cache/ganflow-serve",
            home && *home ? home : ".");
   o.cache_dir = cache;
-  for (int i = 1; i < argc; i++) {
+  for (int i = 1; i < argc; i += 2) { /* every option takes a value */
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     unsigned long long x = 0;
     int bad = 0;
@@ -312,7 +312,6 @@ static int cmd_generate(int argc, char **argv) {
       command_usage(self, stderr);
       return EXIT_USAGE;
     }
-    i++;
   }
   if (!o.uri || !have_seed || !o.out_path) {
     fprintf(stderr, "ganflow generate: --model, --seed and -o are required\n");

@@ -1,10 +1,13 @@
 /* fuzz_safetensors.c - fuzz target for the strict safetensors parser
- * (buffer path): any input must give GF_OK or an error, and on GF_OK every
- * tensor's bytes, name and metadata must be readable. */
+ * (buffer path) and the checkpoint metadata reader on top of it: any input
+ * must give GF_OK or an error; on GF_OK every tensor's bytes, name and
+ * metadata must be readable, and gf_ckpt_meta_from_file must either refuse
+ * the metadata or return values inside their documented ranges. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "gf/ckpt_meta.h"
 #include "gf/safetensors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -26,6 +29,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       sum += (unsigned)strlen(f.meta[i].value);
     }
     (void)sum;
+    gf_ckpt_meta m;
+    if (gf_ckpt_meta_from_file(&f, &m, &err) == GF_OK) {
+      if (m.format_version != GF_CKPT_FORMAT_VERSION || m.step < 0 ||
+          m.epoch < 0 || m.epoch_offset < 0 || m.world_size < 1 ||
+          memchr(m.run_id, 0, sizeof m.run_id) == NULL)
+        __builtin_trap();
+    }
     gf_st_file_free(&f);
   }
   return 0;
