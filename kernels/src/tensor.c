@@ -252,5 +252,7 @@ void gf_arena_reset(gf_arena *a) {
 gf_status gf_arena_view_all(const gf_arena *a, gf_tensor *t, gf_err *err) {
   if (!a || !a->base) return gf_fail(err, GF_EINVAL, "arena: not initialized");
   int64_t n = (int64_t)(a->used / sizeof(float));
-  return gf_tensor_view(t, a->base, GF_F32, a->device, 1, &n, err);
+  gf_status st = gf_tensor_view(t, a->base, GF_F32, a->device, 1, &n, err);
+  if (st == GF_OK) t->device_index = a->device_index;
+  return st;
 }

@@ -41,7 +41,8 @@ static void test_ws(void) {
   CHECK_INT_EQ(gf_cuda_ws_grow(1 << 20, 10 << 20), 10 << 20); /* need */
   CHECK(gf_cuda_ws_grow(0, SIZE_MAX - 3) >= SIZE_MAX - 3);
   size_t sizes[4] = {10, 0, 256, 257}, off[4];
-  size_t total = gf_cuda_ws_layout(sizes, 4, off);
+  size_t total = 1;
+  CHECK_INT_EQ(gf_cuda_ws_layout(sizes, 4, off, &total), 0);
   CHECK_INT_EQ(off[0], 0);
   CHECK_INT_EQ(off[1], 256);
   CHECK_INT_EQ(off[2], 256);
@@ -49,8 +50,14 @@ static void test_ws(void) {
   CHECK_INT_EQ(total, 512 + 512);
   for (int i = 0; i < 4; i++) CHECK(off[i] % GF_CUDA_WS_ALIGN == 0);
   size_t big[2] = {SIZE_MAX / 2 + 1, SIZE_MAX / 2 + 1};
-  CHECK_INT_EQ(gf_cuda_ws_layout(big, 2, off), 0); /* overflow */
-  CHECK_INT_EQ(gf_cuda_ws_layout(sizes, 0, off), 0);
+  CHECK_INT_EQ(gf_cuda_ws_layout(big, 2, off, &total), -1); /* overflow */
+  CHECK_INT_EQ(gf_cuda_ws_layout(sizes, 0, off, &total), 0);
+  CHECK_INT_EQ(total, 0);
+  /* Nothing needed (affine batch norm at inference) is no overflow. */
+  size_t none[2] = {0, 0};
+  total = 1;
+  CHECK_INT_EQ(gf_cuda_ws_layout(none, 2, off, &total), 0);
+  CHECK_INT_EQ(total, 0);
 }
 
 static void test_pick(void) {

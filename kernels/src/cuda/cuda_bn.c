@@ -26,13 +26,16 @@ static gf_status bn_descs(gf_ctx *ctx, const gf_tensor *x, int64_t *C,
 /* Carves n buffers of sizes[i] bytes from the workspace into ptr[i]. */
 static gf_status carve(gf_ctx *ctx, const size_t *sizes, int n, void **ptr,
                        gf_err *err) {
-  size_t off[8];
-  size_t total = gf_cuda_ws_layout(sizes, n, off);
-  if (total == 0 && n > 0)
+  size_t off[8], total = 0;
+  if (gf_cuda_ws_layout(sizes, n, off, &total) != 0)
     return gf_fail(err, GF_ENOMEM, "cuda: batchnorm scratch overflows");
+  if (total == 0) { /* nothing to carve (affine, every output wanted) */
+    for (int i = 0; i < n; i++) ptr[i] = NULL;
+    return GF_OK;
+  }
   void *base = NULL;
   GF_TRY(gf_cuda_ws(ctx, total, &base, err));
-  for (int i = 0; i < n; i++) ptr[i] = (char *)base + off[i];
+  for (int i = 0; i < n; i++) ptr[i] = sizes[i] ? (char *)base + off[i] : NULL;
   return GF_OK;
 }
 

@@ -176,11 +176,12 @@ static gf_status prepare(gf_ctx *ctx, int kind, const geom *g,
                                     : CUDNN_DEFAULT_MATH;
     }
     /* The pick must also run with the chosen math type; otherwise (or with
-     * no pick) implicit GEMM: deterministic, FMA, little workspace. */
+     * no pick) implicit GEMM: deterministic, FMA, little workspace. The
+     * probe reports to no one: a refusal here is not an error. */
     bool usable = i >= 0 &&
                   cudnnSetConvolutionMathType(s->cd, (cudnnMathType_t)ch.math) ==
                       CUDNN_STATUS_SUCCESS &&
-                  ws_size(ctx, kind, ch.algo, &ch.ws_bytes, err) == GF_OK;
+                  ws_size(ctx, kind, ch.algo, &ch.ws_bytes, NULL) == GF_OK;
     if (!usable) {
       ch.algo = kind == K_FWD ? (int)CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM
                 : kind == K_BWD_DATA ? (int)CUDNN_CONVOLUTION_BWD_DATA_ALGO_1

@@ -27,8 +27,11 @@ __device__ __forceinline__ float sigmoid_f(float x) {
   return e / (1.0f + e);
 }
 
-__global__ void act_fwd_k(int kind, float alpha, const float *__restrict__ x,
-                          float *__restrict__ y, int64_t n) {
+/* The element-wise kernels take no __restrict__ on their input/output
+ * pairs: the API lets y be x and dx be dy (each element is read before it
+ * is written, by the same thread). */
+__global__ void act_fwd_k(int kind, float alpha, const float *x, float *y,
+                          int64_t n) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x) {
     float v = x[i];
@@ -43,9 +46,8 @@ __global__ void act_fwd_k(int kind, float alpha, const float *__restrict__ x,
   }
 }
 
-__global__ void act_bwd_k(int kind, float alpha, const float *__restrict__ a,
-                          const float *__restrict__ g, float *__restrict__ o,
-                          int64_t n) {
+__global__ void act_bwd_k(int kind, float alpha, const float *a,
+                          const float *g, float *o, int64_t n) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x) {
     float gi = g[i], ai = a[i], r;
@@ -79,7 +81,7 @@ __device__ __forceinline__ void philox(uint32_t c[4], uint32_t k0,
 
 /* One thread per Philox block: words 4b .. 4b+3 of the stream cover the
  * elements i with offset + i in that range. */
-__global__ void dropout_k(const float *__restrict__ x, float *__restrict__ y,
+__global__ void dropout_k(const float *x, float *y,
                           int64_t n, float p, float scale, uint32_t k0,
                           uint32_t k1, uint32_t h0, uint32_t h1,
                           uint64_t offset) {
@@ -122,9 +124,8 @@ __global__ void bce_fwd_k(const float *__restrict__ x,
   if (threadIdx.x == 0) out[0] = (float)(part[0] / (double)n);
 }
 
-__global__ void bce_bwd_k(const float *__restrict__ x,
-                          const float *__restrict__ t, float scale,
-                          float *__restrict__ dx, int64_t n) {
+__global__ void bce_bwd_k(const float *x, const float *t, float scale,
+                          float *dx, int64_t n) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x)
     dx[i] = scale * (sigmoid_f(x[i]) - t[i]);
@@ -183,14 +184,15 @@ __global__ void bias_grad_k(const float *__restrict__ dy, int64_t N,
 
 __global__ void bn_invstd_k(const float *__restrict__ var, float eps,
                             float *__restrict__ inv, int64_t C) {
-  int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (c < C) inv[c] = 1.0f / sqrtf(var[c] + eps);
+  for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < C;
+       c += (int64_t)gridDim.x * blockDim.x)
+    inv[c] = 1.0f / sqrtf(var[c] + eps);
 }
 
 __global__ void bn_var_k(const float *__restrict__ inv, float eps,
                          float *__restrict__ var, int64_t C) {
-  int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (c < C) {
+  for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < C;
+       c += (int64_t)gridDim.x * blockDim.x) {
     double d = (double)inv[c];
     double v = 1.0 / (d * d) - (double)eps;
     var[c] = v > 0.0 ? (float)v : 0.0f;

@@ -19,16 +19,19 @@ size_t gf_cuda_ws_grow(size_t cap, size_t need) {
   return geo > want ? geo : want;
 }
 
-size_t gf_cuda_ws_layout(const size_t *sizes, int n, size_t *offsets) {
+int gf_cuda_ws_layout(const size_t *sizes, int n, size_t *offsets,
+                      size_t *total) {
   size_t at = 0;
+  *total = 0;
   for (int i = 0; i < n; i++) {
     offsets[i] = at;
     if (sizes[i] == 0) continue;
     size_t r = round_up(sizes[i], GF_CUDA_WS_ALIGN);
-    if (r == 0 || at > SIZE_MAX - r) return 0;
+    if (r == 0 || at > SIZE_MAX - r) return -1;
     at += r;
   }
-  return at;
+  *total = at;
+  return 0;
 }
 
 int gf_cuda_pick_algo(const gf_cuda_algo_cand *c, int n, bool deterministic,

@@ -24,9 +24,11 @@ size_t gf_cuda_ws_grow(size_t cap, size_t need);
 
 /* Lays out n buffers of sizes[i] bytes back to back, each starting at a
  * multiple of GF_CUDA_WS_ALIGN: offsets[i] receives the start of buffer i
- * (sizes of 0 get an offset too, and take no room). Returns the total
- * bytes, or 0 when it would overflow size_t. */
-size_t gf_cuda_ws_layout(const size_t *sizes, int n, size_t *offsets);
+ * (sizes of 0 get an offset too, and take no room); *total receives the
+ * bytes of the whole (0 when every size is 0). Returns 0, or -1 when the
+ * total would overflow size_t. */
+int gf_cuda_ws_layout(const size_t *sizes, int n, size_t *offsets,
+                      size_t *total);
 
 /* One candidate algorithm as cuDNN's heuristics list it (best first). */
 typedef struct gf_cuda_algo_cand {
