@@ -265,11 +265,23 @@ static gf_status bias_grad(gf_ctx *ctx, const gf_tensor *dy, gf_tensor *db,
   return GF_OK;
 }
 
+/* An empty batch (N = 0, which the op layer accepts; cuDNN descriptors do
+ * not): nothing to compute, and overwritten parameter gradients are 0. */
+static gf_status empty_bwd(gf_ctx *ctx, gf_tensor *dw, gf_tensor *db,
+                           gf_accum accum, gf_err *err) {
+  if (accum == GF_ACCUMULATE) return GF_OK;
+  cudaStream_t st = gf_cu(ctx)->stream;
+  if (dw) CU_TRY(cudaMemsetAsync(dw->data, 0, gf_tensor_nbytes(dw), st));
+  if (db) CU_TRY(cudaMemsetAsync(db->data, 0, gf_tensor_nbytes(db), st));
+  return GF_OK;
+}
+
 gf_status gf_cuda_conv2d_fwd(gf_ctx *ctx, const gf_tensor *x,
                              const gf_tensor *w, const gf_tensor *b,
                              const gf_conv_params *p, gf_tensor *y,
                              gf_err *err) {
   CU_ENTER();
+  if (x->shape[0] == 0) return GF_OK;
   geom g = {0};
   GF_TRY(make_geom(x, y, w, p, &g, err));
   GF_TRY(run_fwd(ctx, &g, x->data, w->data, y->data, 0.0f, err));
@@ -282,6 +294,7 @@ gf_status gf_cuda_conv2d_bwd(gf_ctx *ctx, const gf_tensor *x,
                              gf_tensor *dw, gf_tensor *db, gf_accum accum,
                              gf_err *err) {
   CU_ENTER();
+  if (x->shape[0] == 0) return empty_bwd(ctx, dw, db, accum, err);
   geom g = {0};
   GF_TRY(make_geom(x, dy, w, p, &g, err));
   if (dx) GF_TRY(run_bwd_data(ctx, &g, w->data, dy->data, dx->data, 0.0f, err));
@@ -296,6 +309,7 @@ gf_status gf_cuda_deconv2d_fwd(gf_ctx *ctx, const gf_tensor *x,
                                const gf_conv_params *p, gf_tensor *y,
                                gf_err *err) {
   CU_ENTER();
+  if (x->shape[0] == 0) return GF_OK;
   geom g = {0}; /* conv from y (Cout channels) to x (Cin channels) */
   GF_TRY(make_geom(y, x, w, p, &g, err));
   GF_TRY(run_bwd_data(ctx, &g, w->data, x->data, y->data, 0.0f, err));
@@ -308,6 +322,7 @@ gf_status gf_cuda_deconv2d_bwd(gf_ctx *ctx, const gf_tensor *x,
                                gf_tensor *dw, gf_tensor *db, gf_accum accum,
                                gf_err *err) {
   CU_ENTER();
+  if (x->shape[0] == 0) return empty_bwd(ctx, dw, db, accum, err);
   geom g = {0};
   GF_TRY(make_geom(dy, x, w, p, &g, err));
   if (dx) GF_TRY(run_fwd(ctx, &g, dy->data, w->data, dx->data, 0.0f, err));
