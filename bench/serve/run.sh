@@ -13,6 +13,7 @@
 #   BUILD_DIR      where to build Release binaries (build-bench-serve)
 #   GANFLOW_SERVE, GANFLOW_TRAIN   binaries to use instead of building
 #   WORKERS        --workers of the server (2)     THREADS --threads (1)
+#   BATCH_ROWS     --batch-rows of the server (0: each request its own pass)
 #   DURATION       seconds per wrk run (10)
 #   MODEL_ARCH     mlp or dcgan (mlp; dcgan is trained at --image-size 28)
 #   OUT            results folder (/tmp/ganflow-bench-serve)
@@ -24,6 +25,7 @@ root=$(cd "$here/../.." && pwd)
 build=${BUILD_DIR:-$root/build-bench-serve}
 workers=${WORKERS:-2}
 threads=${THREADS:-1}
+batch_rows=${BATCH_ROWS:-0}
 duration=${DURATION:-10}
 arch=${MODEL_ARCH:-mlp}
 out=${OUT:-/tmp/ganflow-bench-serve}
@@ -64,8 +66,8 @@ size_flag=()
 
 "$serve" --model "models:/bench-$arch@production" --listen 127.0.0.1:0 \
   --port-file "$out/port" --cache-dir "$out/cache" --poll 0 \
-  --workers "$workers" --threads "$threads" --queue 1024 --max-conns 1024 \
-  >"$out/serve.log" 2>&1 &
+  --workers "$workers" --threads "$threads" --batch-rows "$batch_rows" \
+  --queue 1024 --max-conns 1024 >"$out/serve.log" 2>&1 &
 serve_pid=$!
 for _ in $(seq 300); do
   [ -s "$out/port" ] && curl -sf "http://127.0.0.1:$(cat "$out/port")/v2/health/ready" >/dev/null && break
@@ -76,7 +78,7 @@ rss_kb() { awk -v k="$1" '$1 == k":" { print $2 }' "/proc/$serve_pid/status"; }
 rss_idle=$(rss_kb VmRSS)
 
 {
-  echo "ganflow-serve bench: $arch generator, $workers workers x $threads thread(s), wrk ${duration}s per row"
+  echo "ganflow-serve bench: $arch generator, $workers workers x $threads thread(s), --batch-rows $batch_rows, wrk ${duration}s per row"
   echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
   printf '%-6s %-4s %10s %10s %10s %10s %8s\n' conns n "req/s" "images/s" "p50 ms" "p99 ms" non2xx
 } | tee "$out/results.txt"

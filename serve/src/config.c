@@ -43,6 +43,11 @@ const char *gfs_usage(void) {
          "                       file's first line) except on health probes\n"
          "  --workers N          generation threads (default 2)\n"
          "  --threads N          op threads per worker (default 1)\n"
+         "  --batch-rows B       run the generator B rows at a time and let\n"
+         "                       queued requests for one model share a pass\n"
+         "                       (default 0: each request its own pass); the\n"
+         "                       bytes for a seed then depend on B, not on\n"
+         "                       the load\n"
          "  --queue N            jobs waiting beyond the running ones before\n"
          "                       429 (default 64)\n"
          "  --max-body BYTES     request body limit (default 1048576)\n"
@@ -160,6 +165,8 @@ gf_status gfs_config_parse_args(gfs_config *c, int argc, char **argv,
       if (!(st = int_arg(flag, v, 1, 64, &x, err))) c->workers = (int)x;
     } else if (strcmp(flag, "--threads") == 0) {
       if (!(st = int_arg(flag, v, 1, 256, &x, err))) c->threads = (int)x;
+    } else if (strcmp(flag, "--batch-rows") == 0) {
+      if (!(st = int_arg(flag, v, 0, 1024, &x, err))) c->batch_rows = (int)x;
     } else if (strcmp(flag, "--queue") == 0) {
       if (!(st = int_arg(flag, v, 0, 100000, &x, err))) c->queue = (int)x;
     } else if (strcmp(flag, "--max-body") == 0) {

@@ -129,22 +129,25 @@ static void json_images(gfs_sbuf *b, const float *img, size_t count,
   }
 }
 
-/* Runs the generator for req's latents; the answer is written in r. */
-static void run_job(gfs_server *s, gfs_req *r, gfs_model *m, int worker,
-                    const float *z, int n, const gfs_infer_req *ir) {
+/* A generation request between parsing and answering. */
+typedef struct gen_job {
+  gfs_req *r;
+  gfs_model *m;       /* a reference of the job's own */
+  gfs_infer_req ir;
+  float *z;           /* n * z_dim latents: ir.z or zown */
+  float *zown;        /* malloc'd latents made from seeds */
+  int n;
+  float *img;         /* n images, set by the pass(es) */
+} gen_job;
+
+/* Writes r's answer from j->img. */
+static void answer_images(gfs_server *s, const gen_job *j) {
+  gfs_req *r = j->r;
+  const gfs_model *m = j->m;
+  const float *img = j->img;
+  int n = j->n;
   size_t count = (size_t)n * m->image_numel;
-  float *img = malloc(count * sizeof *img);
-  if (!img) {
-    gfs_error(r, 500, "out of memory");
-    return;
-  }
   gf_err e;
-  if (gfs_model_generate(m, worker, z, n, img, &e) != GF_OK) {
-    gfs_log(s, "model %s version %s: %s", m->name, m->version, e.msg);
-    gfs_error(r, 500, "generation failed: %s", e.msg);
-    free(img);
-    return;
-  }
   atomic_fetch_add(&s->metrics.images, (unsigned long)n);
   const gf_model_config *c = &m->cfg;
   gfs_sbuf b;
@@ -173,9 +176,9 @@ static void run_job(gfs_server *s, gfs_req *r, gfs_model *m, int worker,
     gfs_sbuf_json_str(&b, m->name);
     gfs_sbuf_puts(&b, ", \"model_version\": ");
     gfs_sbuf_json_str(&b, m->version);
-    if (ir->id[0]) {
+    if (j->ir.id[0]) {
       gfs_sbuf_puts(&b, ", \"id\": ");
-      gfs_sbuf_json_str(&b, ir->id);
+      gfs_sbuf_json_str(&b, j->ir.id);
     }
     gfs_sbuf_printf(&b, ", \"outputs\": [{\"name\": \"image\", \"datatype\": "
                         "\"FP32\", \"shape\": [%d, %d, %d, %d], \"data\": [",
@@ -194,64 +197,167 @@ static void run_job(gfs_server *s, gfs_req *r, gfs_model *m, int worker,
     answer_sbuf(r, 200, "application/json", &b);
   }
   gfs_sbuf_free(&b);
-  free(img);
 }
 
-void gfs_handle_job(gfs_server *s, gfs_req *r, int worker) {
+/* Parses r against the model its slot serves now and makes its latents.
+ * Returns 1 with *j ready for a pass, or 0 when r has been answered (an
+ * error) and *j holds nothing. */
+static int job_prepare(gfs_server *s, gfs_req *r, gen_job *j) {
+  memset(j, 0, sizeof *j);
+  j->r = r;
+  gfs_infer_req_init(&j->ir);
   gfs_model *m = gfs_slot_acquire(r->slot);
   if (!m) {
     r->retry_after = 1;
     gfs_error(r, 503, "model '%s' is not loaded yet", r->slot->name);
-    return;
+    return 0;
   }
+  j->m = m;
   set_model_headers(r, r->slot, m);
   gf_err e;
-  gfs_infer_req ir;
-  gfs_infer_req_init(&ir);
-  float *z = NULL;
-  int n = 0;
   if (r->route == GFS_R_GENERATE) {
     if (r->args.has_class && m->cfg.num_classes == 0) {
       gfs_error(r, 400, "class: model '%s' is unconditional", m->name);
-      goto done;
+      goto fail;
     }
     if (r->args.has_class && r->args.cls >= m->cfg.num_classes) {
       gfs_error(r, 400, "class must be 0..%d", m->cfg.num_classes - 1);
-      goto done;
+      goto fail;
     }
     if (r->args.has_class) {
       gfs_error(r, 400, "class: conditional generation is not supported");
-      goto done;
+      goto fail;
     }
-    n = r->args.n;
+    j->n = r->args.n;
   } else {
     gf_status st = r->route == GFS_R_INFER
                        ? gfs_v2_parse(r->body, r->body_len, m->cfg.z_dim,
-                                      s->cfg.max_images, &ir, &e)
+                                      s->cfg.max_images, &j->ir, &e)
                        : gfs_invocations_parse(r->body, r->body_len,
                                                m->cfg.z_dim,
-                                               s->cfg.max_images, &ir, &e);
+                                               s->cfg.max_images, &j->ir, &e);
     if (st != GF_OK) {
       gfs_error(r, 400, "%s", e.msg);
-      goto done;
+      goto fail;
     }
-    n = ir.n;
+    j->n = j->ir.n;
   }
-  if (ir.z) {
-    run_job(s, r, m, worker, ir.z, n, &ir);
-    goto done;
+  if (j->ir.z) {
+    j->z = j->ir.z;
+    return 1;
   }
-  z = malloc((size_t)n * (size_t)m->cfg.z_dim * sizeof *z);
-  if (!z) {
+  j->zown = malloc((size_t)j->n * (size_t)m->cfg.z_dim * sizeof *j->zown);
+  if (!j->zown) {
     gfs_error(r, 500, "out of memory");
-    goto done;
+    goto fail;
   }
-  gf_status st = ir.seeds ? gfs_model_latents(m, ir.seeds, n, 1, z, &e)
-                          : gfs_model_latents(m, &r->args.seed, n, 0, z, &e);
-  if (st != GF_OK) gfs_error(r, 400, "%s", e.msg);
-  else run_job(s, r, m, worker, z, n, &ir);
-done:
-  free(z);
-  gfs_infer_req_free(&ir);
+  gf_status st =
+      j->ir.seeds ? gfs_model_latents(m, j->ir.seeds, j->n, 1, j->zown, &e)
+                  : gfs_model_latents(m, &r->args.seed, j->n, 0, j->zown, &e);
+  if (st != GF_OK) {
+    gfs_error(r, 400, "%s", e.msg);
+    goto fail;
+  }
+  j->z = j->zown;
+  return 1;
+fail:
+  free(j->zown);
+  gfs_infer_req_free(&j->ir);
   gfs_model_unref(m);
+  memset(j, 0, sizeof *j);
+  return 0;
+}
+
+static void job_free(gen_job *j) {
+  free(j->zown);
+  gfs_infer_req_free(&j->ir);
+  gfs_model_unref(j->m);
+}
+
+/* Runs rows latents (z, row-major) through m in passes of exactly `pass`
+ * rows, the last padded with zero latents (pass 0: one pass of all rows).
+ * img receives rows images. */
+static gf_status run_passes(gfs_server *s, gfs_model *m, int worker,
+                            const float *z, int rows, int pass, float *img,
+                            gf_err *err) {
+  if (pass <= 0) {
+    atomic_fetch_add(&s->metrics.passes, 1);
+    return gfs_model_generate(m, worker, z, rows, img, err);
+  }
+  size_t zd = (size_t)m->cfg.z_dim, inum = m->image_numel;
+  float *zp = calloc((size_t)pass * zd, sizeof *zp);
+  float *ip = malloc((size_t)pass * inum * sizeof *ip);
+  gf_status st = GF_OK;
+  if (!zp || !ip) st = gf_fail(err, GF_ENOMEM, "out of memory");
+  for (int at = 0; st == GF_OK && at < rows; at += pass) {
+    int k = rows - at < pass ? rows - at : pass;
+    memcpy(zp, z + (size_t)at * zd, (size_t)k * zd * sizeof *zp);
+    if (k < pass) memset(zp + (size_t)k * zd, 0, (size_t)(pass - k) * zd *
+                                                   sizeof *zp);
+    st = gfs_model_generate(m, worker, zp, pass, ip, err);
+    atomic_fetch_add(&s->metrics.passes, 1);
+    if (st == GF_OK)
+      memcpy(img + (size_t)at * inum, ip, (size_t)k * inum * sizeof *ip);
+  }
+  free(zp);
+  free(ip);
+  return st;
+}
+
+/* One pass group: the jobs js[0..n) share model js[0].m; their latents
+ * are laid end to end and run together; each then gets its answer. */
+static void run_group(gfs_server *s, gen_job *js, int n, int worker) {
+  gfs_model *m = js[0].m;
+  size_t zd = (size_t)m->cfg.z_dim, inum = m->image_numel;
+  int rows = 0;
+  for (int i = 0; i < n; i++) rows += js[i].n;
+  float *z = n == 1 ? js[0].z : malloc((size_t)rows * zd * sizeof *z);
+  float *img = malloc((size_t)rows * inum * sizeof *img);
+  gf_err e;
+  gf_status st = GF_OK;
+  if (!z || !img) st = gf_fail(&e, GF_ENOMEM, "out of memory");
+  if (st == GF_OK && n > 1)
+    for (int i = 0, at = 0; i < n; at += js[i].n, i++)
+      memcpy(z + (size_t)at * zd, js[i].z, (size_t)js[i].n * zd * sizeof *z);
+  if (st == GF_OK)
+    st = run_passes(s, m, worker, z, rows, s->cfg.batch_rows, img, &e);
+  if (st != GF_OK)
+    gfs_log(s, "model %s version %s: %s", m->name, m->version, e.msg);
+  if (n > 1) atomic_fetch_add(&s->metrics.shared_jobs, (unsigned long)n);
+  for (int i = 0, at = 0; i < n; at += js[i].n, i++) {
+    if (st != GF_OK) {
+      gfs_error(js[i].r, 500, "generation failed: %s", e.msg);
+      continue;
+    }
+    js[i].img = img + (size_t)at * inum;
+    answer_images(s, &js[i]);
+  }
+  if (n > 1) free(z);
+  free(img);
+}
+
+void gfs_handle_jobs(gfs_server *s, gfs_req **rs, int n, int worker) {
+  gen_job js[GFS_MAX_SHARED];
+  int k = 0;
+  for (int i = 0; i < n && i < GFS_MAX_SHARED; i++)
+    if (job_prepare(s, rs[i], &js[k])) k++;
+  /* Jobs of one model version run together; a version swapped in while
+   * they were queued makes a group of its own. */
+  int done[GFS_MAX_SHARED] = {0};
+  for (int i = 0; i < k; i++) {
+    if (done[i]) continue;
+    gen_job group[GFS_MAX_SHARED];
+    int g = 0;
+    for (int t = i; t < k; t++)
+      if (!done[t] && js[t].m == js[i].m) {
+        group[g++] = js[t];
+        done[t] = 1;
+      }
+    run_group(s, group, g, worker);
+  }
+  for (int i = 0; i < k; i++) job_free(&js[i]);
+}
+
+void gfs_handle_job(gfs_server *s, gfs_req *r, int worker) {
+  gfs_handle_jobs(s, &r, 1, worker);
 }

@@ -27,6 +27,8 @@ void gfs_metrics_init(gfs_metrics *m) {
   }
   for (int c = 0; c <= GFS_N_CODES; c++) atomic_init(&m->codes[c], 0);
   atomic_init(&m->images, 0);
+  atomic_init(&m->passes, 0);
+  atomic_init(&m->shared_jobs, 0);
   atomic_init(&m->queue_depth, 0);
   atomic_init(&m->in_flight, 0);
   atomic_init(&m->rejected, 0);
@@ -169,6 +171,16 @@ gf_status gfs_metrics_render(gfs_metrics *m, gfs_slot *slots, int n,
                       "# TYPE ganflow_serve_images_total counter\n"
                       "ganflow_serve_images_total %lu\n",
                   atomic_load(&m->images));
+  gfs_sbuf_printf(&b, "# HELP ganflow_serve_forward_passes_total Generator "
+                      "forward passes.\n"
+                      "# TYPE ganflow_serve_forward_passes_total counter\n"
+                      "ganflow_serve_forward_passes_total %lu\n"
+                      "# HELP ganflow_serve_shared_jobs_total Requests "
+                      "whose images shared a forward pass with another "
+                      "request's.\n"
+                      "# TYPE ganflow_serve_shared_jobs_total counter\n"
+                      "ganflow_serve_shared_jobs_total %lu\n",
+                  atomic_load(&m->passes), atomic_load(&m->shared_jobs));
   gfs_sbuf_printf(&b, "# HELP ganflow_serve_model_versions_resident Loaded "
                       "versions in memory: serving, still finishing requests "
                       "after a swap, or loading.\n# TYPE "

@@ -83,10 +83,48 @@ typedef struct worker_arg {
   int index;
 } worker_arg;
 
+/* Under qlock: takes from the queue the jobs that may share r's passes
+ * (same model slot) while their images known so far (GET's n; 1 for a
+ * body) stay under `rows`; they go to out[] after r. Returns the count
+ * in out[], r included. */
+static int take_sharers(gfs_server *s, gfs_req *r, int rows, gfs_req **out) {
+  int n = 0, images = r->route == GFS_R_GENERATE ? r->args.n : 1;
+  out[n++] = r;
+  gfs_req **link = &s->qhead, *prev = NULL;
+  while (*link && images < rows && n < GFS_MAX_SHARED) {
+    gfs_req *q = *link;
+    int qi = q->route == GFS_R_GENERATE ? q->args.n : 1;
+    if (q->slot != r->slot || images + qi > rows) {
+      prev = q;
+      link = &q->next;
+      continue;
+    }
+    *link = q->next; /* unlink q */
+    if (s->qtail == q) s->qtail = prev;
+    s->qlen--;
+    atomic_fetch_sub(&s->metrics.queue_depth, 1);
+    out[n++] = q;
+    images += qi;
+  }
+  return n;
+}
+
+/* Hands r back to the polling thread with its answer. */
+static void finish_job(gfs_server *s, gfs_req *r) {
+  atomic_fetch_sub(&s->metrics.in_flight, 1);
+  pthread_mutex_lock(&s->qlock);
+  s->admitted--;
+  pthread_mutex_unlock(&s->qlock);
+  struct MHD_Connection *conn = r->conn;
+  atomic_store(&r->done, 1);
+  MHD_resume_connection(conn); /* r belongs to the polling thread now */
+}
+
 static void *worker_main(void *arg) {
   worker_arg wa = *(worker_arg *)arg;
   free(arg);
   gfs_server *s = wa.s;
+  gfs_req *batch[GFS_MAX_SHARED];
   for (;;) {
     pthread_mutex_lock(&s->qlock);
     while (!s->qhead && !s->stopping) pthread_cond_wait(&s->qcond, &s->qlock);
@@ -99,22 +137,26 @@ static void *worker_main(void *arg) {
     if (!s->qhead) s->qtail = NULL;
     s->qlen--;
     atomic_fetch_sub(&s->metrics.queue_depth, 1);
+    int n = s->cfg.batch_rows > 0 ? take_sharers(s, r, s->cfg.batch_rows, batch)
+                                  : (batch[0] = r, 1);
     pthread_mutex_unlock(&s->qlock);
-    if (gfs_now() - r->t0 > s->cfg.deadline_s) {
-      atomic_fetch_add(&s->metrics.deadline_exceeded, 1);
-      r->retry_after = 1;
-      gfs_error(r, 503, "deadline of %g s passed while queued",
-                s->cfg.deadline_s);
-    } else {
-      gfs_handle_job(s, r, wa.index);
+    /* Jobs past their deadline are answered 503; the rest run. */
+    int k = 0;
+    double now = gfs_now();
+    for (int i = 0; i < n; i++) {
+      gfs_req *q = batch[i];
+      if (now - q->t0 > s->cfg.deadline_s) {
+        atomic_fetch_add(&s->metrics.deadline_exceeded, 1);
+        q->retry_after = 1;
+        gfs_error(q, 503, "deadline of %g s passed while queued",
+                  s->cfg.deadline_s);
+        finish_job(s, q);
+      } else {
+        batch[k++] = q;
+      }
     }
-    atomic_fetch_sub(&s->metrics.in_flight, 1);
-    pthread_mutex_lock(&s->qlock);
-    s->admitted--;
-    pthread_mutex_unlock(&s->qlock);
-    struct MHD_Connection *conn = r->conn;
-    atomic_store(&r->done, 1);
-    MHD_resume_connection(conn); /* r belongs to the polling thread now */
+    if (k) gfs_handle_jobs(s, batch, k, wa.index);
+    for (int i = 0; i < k; i++) finish_job(s, batch[i]);
   }
 }
 
@@ -139,9 +181,10 @@ static void *watcher_main(void *arg) {
     gfs_log(s, "watcher: %s", me.message);
     return NULL;
   }
+  int rows = s->cfg.max_images > s->cfg.batch_rows ? s->cfg.max_images
+                                                   : s->cfg.batch_rows;
   gfs_model_opts o = {s->cfg.backend, s->cfg.device_index, s->cfg.workers,
-                      s->cfg.threads, s->cfg.max_images,
-                      &s->metrics.resident};
+                      s->cfg.threads, rows, &s->metrics.resident};
   for (;;) {
     for (int i = 0; i < s->n_slots; i++) {
       gfs_slot *sl = &s->slots[i];

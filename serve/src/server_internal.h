@@ -101,8 +101,15 @@ void gfs_answer(gfs_req *r, int status, const char *ctype, char *body,
 
 /* Answers the cheap endpoints on the polling thread. */
 void gfs_handle_inline(gfs_server *s, gfs_req *r);
+/* Most requests that may share generator passes (--batch-rows). */
+#define GFS_MAX_SHARED 64
+
 /* Runs a generation job on worker `worker`. */
 void gfs_handle_job(gfs_server *s, gfs_req *r, int worker);
+/* Runs n <= GFS_MAX_SHARED generation jobs on worker `worker`: those that
+ * get the same model version share forward passes (in passes of
+ * cfg.batch_rows rows when it is > 0); each gets its own answer. */
+void gfs_handle_jobs(gfs_server *s, gfs_req **rs, int n, int worker);
 /* The HTML page of GET /. */
 void gfs_handle_page(gfs_server *s, gfs_req *r);
 

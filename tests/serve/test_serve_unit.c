@@ -159,6 +159,16 @@ static void test_config(void) {
   CHECK_INT_EQ(args(&c, &help, &e, 3, "--model", "models:/a@p", "--poll"),
                GF_EINVAL);
   CHECK(strstr(e.msg, "--poll") != NULL);
+  CHECK_INT_EQ(args(&c, &help, &e, 4, "--model", "models:/a@p",
+                    "--batch-rows", "8"), GF_OK);
+  CHECK_INT_EQ(c.batch_rows, 8);
+  CHECK_INT_EQ(args(&c, &help, &e, 2, "--model", "models:/a@p"), GF_OK);
+  CHECK_INT_EQ(c.batch_rows, 0); /* default: no shared passes */
+  CHECK_INT_EQ(args(&c, &help, &e, 4, "--model", "models:/a@p",
+                    "--batch-rows", "-1"), GF_EINVAL);
+  CHECK(strstr(e.msg, "--batch-rows") != NULL);
+  CHECK_INT_EQ(args(&c, &help, &e, 4, "--model", "models:/a@p",
+                    "--batch-rows", "4096"), GF_EINVAL);
 }
 
 static void test_metrics(void) {
@@ -174,6 +184,8 @@ static void test_metrics(void) {
   CHECK(strstr(text, "ganflow_serve_request_failures_total{endpoint="
                      "\"generate\"} 1"));
   CHECK(strstr(text, "ganflow_serve_responses_total{code=\"429\"} 1"));
+  CHECK(strstr(text, "ganflow_serve_forward_passes_total 0\n"));
+  CHECK(strstr(text, "ganflow_serve_shared_jobs_total 0\n"));
   /* cumulative buckets: 0.0001 <= 0.0005, 0.0015 <= 0.002 */
   CHECK(strstr(text, "{endpoint=\"generate\",le=\"0.0005\"} 1\n"));
   CHECK(strstr(text, "{endpoint=\"generate\",le=\"0.001\"} 1\n"));

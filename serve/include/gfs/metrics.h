@@ -35,6 +35,9 @@ typedef struct gfs_metrics {
                                             cumulative; the last is +Inf */
   atomic_ulong lat_sum_us[GFS_EP_COUNT]; /* microseconds */
   atomic_ulong images;                   /* images generated */
+  atomic_ulong passes;                   /* generator forward passes */
+  atomic_ulong shared_jobs;              /* jobs that shared a pass with
+                                            another (--batch-rows) */
   atomic_long queue_depth;               /* jobs waiting for a worker */
   atomic_long in_flight;                 /* jobs queued or running */
   atomic_ulong rejected;                 /* 429: queue full */

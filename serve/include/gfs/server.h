@@ -36,6 +36,10 @@ typedef struct gfs_config {
   const char *token_file; /* bearer token file, or NULL (borrowed) */
   int workers;            /* generation threads (= executors per model) */
   int threads;            /* op threads per worker */
+  int batch_rows;         /* 0: a request's images are one forward pass of
+                             their own. B > 0: every pass has exactly B rows
+                             (padded), and queued requests for the same
+                             model share passes (--batch-rows) */
   int queue;              /* jobs that may wait beyond the running ones:
                              more than workers + queue at once get 429 */
   size_t max_body;        /* request body bytes; all bodies held at once

@@ -1,0 +1,179 @@
+/* test_serve_batching.c - --batch-rows against the `mlflow` fixture: with
+ * one worker and passes of 4 rows, 8 client threads send, for 12 seeds at
+ * once, four kinds of request: a PNG of one image, a PNG grid of 6 (two
+ * passes, the second padded), and V2 infer with FP32 answers for 1 and for
+ * 5 seeds (the FP32 text shows a difference a PNG's 8 bits may hide: the
+ * GEMM's rounding depends on the rows in a pass, so without fixed-size
+ * passes these answers change under load). Every answer must hold the very
+ * bytes the same request got alone before the load, /metrics must show
+ * that requests did share passes, and a second server process with the
+ * same --batch-rows answers the same bytes again. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "mlflow_test.h"
+#include "serve_test_util.h"
+
+#define MODEL "batch-mlp"
+#define N_SEEDS 12
+#define N_THREADS 8
+#define PER_THREAD 40
+
+typedef struct ref {
+  char *body;
+  size_t len;
+} ref;
+
+#define N_KINDS 4 /* PNG n=1, PNG n=6, V2 FP32 n=1, V2 FP32 n=5 */
+
+typedef struct shared {
+  const st_server *s;
+  ref refs[N_KINDS][N_SEEDS]; /* the lone answers */
+  atomic_long failures, mismatches, total;
+} shared;
+
+/* One request of kind for seed; 0 with a 200 answer in *h. */
+static int ask(const st_server *s, int kind, int seed, st_http *h) {
+  char url[256], body[256];
+  if (kind < 2) {
+    snprintf(url, sizeof url, "%s/v1/models/" MODEL "/generate?seed=%d&n=%d",
+             s->base, seed, kind ? 6 : 1);
+    return st_get(url, h) == 0 && h->status == 200 ? 0 : -1;
+  }
+  int n = kind == 2 ? 1 : 5;
+  int at = snprintf(body, sizeof body,
+                    "{\"inputs\": [{\"name\": \"seed\", \"shape\": [%d], "
+                    "\"datatype\": \"INT64\", \"data\": [", n);
+  for (int k = 0; k < n; k++)
+    at += snprintf(body + at, sizeof body - (size_t)at, "%s%d", k ? ", " : "",
+                   seed * 7 + k);
+  snprintf(body + at, sizeof body - (size_t)at, "]}]}");
+  snprintf(url, sizeof url, "%s/v2/models/" MODEL "/infer", s->base);
+  const char *hdr[] = {"Content-Type: application/json", NULL};
+  return st_request("POST", url, hdr, body, strlen(body), 30, h) == 0 &&
+                 h->status == 200
+             ? 0
+             : -1;
+}
+
+/* The lone answers: one request at a time. */
+static void take_refs(const st_server *s, ref refs[N_KINDS][N_SEEDS]) {
+  for (int seed = 0; seed < N_SEEDS; seed++)
+    for (int kind = 0; kind < N_KINDS; kind++) {
+      st_http h;
+      REQUIRE(ask(s, kind, seed, &h) == 0);
+      refs[kind][seed].body = h.body;
+      refs[kind][seed].len = h.len;
+      h.body = NULL;
+      st_http_free(&h);
+    }
+}
+
+typedef struct client_arg {
+  shared *sh;
+  int id;
+} client_arg;
+
+static void *client(void *arg) {
+  shared *sh = ((client_arg *)arg)->sh;
+  int id = ((client_arg *)arg)->id;
+  for (int i = 0; i < PER_THREAD; i++) {
+    int seed = (id * 5 + i) % N_SEEDS, kind = (i + id) % N_KINDS;
+    st_http h;
+    int rc = ask(sh->s, kind, seed, &h);
+    atomic_fetch_add(&sh->total, 1);
+    const ref *want = &sh->refs[kind][seed];
+    if (rc != 0)
+      atomic_fetch_add(&sh->failures, 1);
+    else if (h.len != want->len || memcmp(h.body, want->body, h.len) != 0)
+      atomic_fetch_add(&sh->mismatches, 1);
+    st_http_free(&h);
+  }
+  return NULL;
+}
+
+static double metric(const st_server *s, const char *series) {
+  char url[128];
+  snprintf(url, sizeof url, "%s/metrics", s->base);
+  st_http h;
+  double v = -1;
+  if (st_get(url, &h) == 0 && h.status == 200) v = st_metric(h.body, series);
+  st_http_free(&h);
+  return v;
+}
+
+int main(void) {
+  char *uri = test_mlflow_uri();
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", GF_TEST_TMP,
+           GF_TEST_TMP);
+  REQUIRE(system(cmd) == 0);
+  mlflow_config cfg;
+  test_config(&cfg, uri);
+  mlflow_client *c = NULL;
+  mlflow_error me;
+  REQUIRE(mlflow_client_new(&c, &cfg, &me) == MLFLOW_OK);
+  char v1[32];
+  st_register_synthetic(c, MODEL, 404, 0, GF_TEST_TMP, v1);
+
+  st_server s;
+  const char *extra[] = {"--model", "models:/" MODEL "/1", "--poll", "0",
+                         "--workers", "1", "--batch-rows", "4", NULL};
+  st_server_start(&s, GF_TEST_TMP, uri, extra, 1);
+
+  shared sh;
+  memset(&sh, 0, sizeof sh);
+  sh.s = &s;
+  take_refs(&s, sh.refs);
+  double passes0 = metric(&s, "ganflow_serve_forward_passes_total");
+  /* Alone, each n=1 request is one pass; each of 6 or 5 images, two. */
+  CHECKF(passes0 == N_SEEDS * (1 + 2 + 1 + 2), "%g passes for the lone "
+         "requests", passes0);
+  CHECK(metric(&s, "ganflow_serve_shared_jobs_total") == 0);
+
+  pthread_t th[N_THREADS];
+  client_arg ca[N_THREADS];
+  for (int i = 0; i < N_THREADS; i++) {
+    ca[i] = (client_arg){&sh, i};
+    REQUIRE(pthread_create(&th[i], NULL, client, &ca[i]) == 0);
+  }
+  for (int i = 0; i < N_THREADS; i++) pthread_join(th[i], NULL);
+  long total = atomic_load(&sh.total);
+  long failures = atomic_load(&sh.failures);
+  long mismatches = atomic_load(&sh.mismatches);
+  double shared_jobs = metric(&s, "ganflow_serve_shared_jobs_total");
+  double passes = metric(&s, "ganflow_serve_forward_passes_total") - passes0;
+  printf("batching: %ld requests, %ld failed, %ld with other bytes than "
+         "alone; %g requests shared a pass; %g passes\n",
+         total, failures, mismatches, shared_jobs, passes);
+  CHECK_INT_EQ(total, N_THREADS * PER_THREAD);
+  CHECK_INT_EQ(failures, 0);
+  CHECK_INT_EQ(mismatches, 0);
+  CHECKF(shared_jobs >= 2, "no request shared a pass (%g)", shared_jobs);
+  CHECK_INT_EQ(st_server_stop(&s), 0);
+
+  /* Another process with the same pass size: the same bytes. */
+  st_server_start(&s, GF_TEST_TMP, uri, extra, 1);
+  ref again[N_KINDS][N_SEEDS];
+  take_refs(&s, again);
+  for (int k = 0; k < N_KINDS; k++)
+    for (int i = 0; i < N_SEEDS; i++) {
+      const ref *a = &again[k][i], *b = &sh.refs[k][i];
+      CHECKF(a->len == b->len && !memcmp(a->body, b->body, a->len),
+             "kind %d seed %d: another process answered other bytes", k, i);
+      free(again[k][i].body);
+      free(sh.refs[k][i].body);
+    }
+  CHECK_INT_EQ(st_server_stop(&s), 0);
+
+  mlflow_client_free(c);
+  mlflow_config_free(&cfg);
+  free(uri);
+  test_drop_tmp(GF_TEST_TMP);
+  return check_report();
+}
