@@ -314,3 +314,13 @@ double st_metric(const char *text, const char *series) {
   }
   return -1;
 }
+
+double st_server_metric(const st_server *s, const char *series) {
+  char url[128];
+  snprintf(url, sizeof url, "%s/metrics", s->base);
+  st_http h;
+  double v = -1;
+  if (st_get(url, &h) == 0 && h.status == 200) v = st_metric(h.body, series);
+  st_http_free(&h);
+  return v;
+}

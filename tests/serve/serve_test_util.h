@@ -73,5 +73,8 @@ int st_png_decode(const void *data, size_t len, int *w, int *h, int *c,
 /* A metric's value from Prometheus text ("name{labels}" as written, or a
  * bare name); -1 when absent. */
 double st_metric(const char *text, const char *series);
+/* The same series read from the running server's /metrics; -1 when absent
+ * or when /metrics does not answer 200. */
+double st_server_metric(const st_server *s, const char *series);
 
 #endif

@@ -97,27 +97,12 @@ static void *client(void *arg) {
   return NULL;
 }
 
-static double metric(const st_server *s, const char *series) {
-  char url[128];
-  snprintf(url, sizeof url, "%s/metrics", s->base);
-  st_http h;
-  double v = -1;
-  if (st_get(url, &h) == 0 && h.status == 200) v = st_metric(h.body, series);
-  st_http_free(&h);
-  return v;
-}
-
 int main(void) {
   char *uri = test_mlflow_uri();
-  char cmd[1024];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", GF_TEST_TMP,
-           GF_TEST_TMP);
-  REQUIRE(system(cmd) == 0);
+  tu_fresh_dir(GF_TEST_TMP);
   mlflow_config cfg;
   test_config(&cfg, uri);
-  mlflow_client *c = NULL;
-  mlflow_error me;
-  REQUIRE(mlflow_client_new(&c, &cfg, &me) == MLFLOW_OK);
+  mlflow_client *c = test_client(&cfg);
   char v1[32];
   st_register_synthetic(c, MODEL, 404, 0, GF_TEST_TMP, v1);
 
@@ -130,11 +115,11 @@ int main(void) {
   memset(&sh, 0, sizeof sh);
   sh.s = &s;
   take_refs(&s, sh.refs);
-  double passes0 = metric(&s, "ganflow_serve_forward_passes_total");
+  double passes0 = st_server_metric(&s, "ganflow_serve_forward_passes_total");
   /* Alone, each n=1 request is one pass; each of 6 or 5 images, two. */
   CHECKF(passes0 == N_SEEDS * (1 + 2 + 1 + 2), "%g passes for the lone "
          "requests", passes0);
-  CHECK(metric(&s, "ganflow_serve_shared_jobs_total") == 0);
+  CHECK(st_server_metric(&s, "ganflow_serve_shared_jobs_total") == 0);
 
   pthread_t th[N_THREADS];
   client_arg ca[N_THREADS];
@@ -146,8 +131,8 @@ int main(void) {
   long total = atomic_load(&sh.total);
   long failures = atomic_load(&sh.failures);
   long mismatches = atomic_load(&sh.mismatches);
-  double shared_jobs = metric(&s, "ganflow_serve_shared_jobs_total");
-  double passes = metric(&s, "ganflow_serve_forward_passes_total") - passes0;
+  double shared_jobs = st_server_metric(&s, "ganflow_serve_shared_jobs_total");
+  double passes = st_server_metric(&s, "ganflow_serve_forward_passes_total") - passes0;
   printf("batching: %ld requests, %ld failed, %ld with other bytes than "
          "alone; %g requests shared a pass; %g passes\n",
          total, failures, mismatches, shared_jobs, passes);

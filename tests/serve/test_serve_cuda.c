@@ -147,9 +147,7 @@ int main(void) {
   REQUIRE(system(cmd) == 0);
   mlflow_config cfg;
   test_config(&cfg, uri);
-  mlflow_client *c = NULL;
-  mlflow_error me;
-  REQUIRE(mlflow_client_new(&c, &cfg, &me) == MLFLOW_OK);
+  mlflow_client *c = test_client(&cfg);
 
   char mlp[128], dcgan[128], v_mlp[32], v_dcgan[32];
   test_unique(mlp, sizeof mlp, "cuda-mlp");

@@ -83,10 +83,7 @@ static void check_png(const st_http *h, int w_expect, int h_expect) {
 
 int main(void) {
   char *uri = test_mlflow_uri();
-  char cmd[1024];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", GF_TEST_TMP,
-           GF_TEST_TMP);
-  REQUIRE(system(cmd) == 0);
+  tu_fresh_dir(GF_TEST_TMP);
   char log[600], ck[600];
   snprintf(log, sizeof log, "%s/train.log", GF_TEST_TMP);
   snprintf(ck, sizeof ck, "%s/ck", GF_TEST_TMP);

@@ -214,15 +214,11 @@ static void *flood_main(void *arg) {
 
 int main(void) {
   char *uri = test_mlflow_uri();
-  char cmd[1024];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", GF_TEST_TMP,
-           GF_TEST_TMP);
-  REQUIRE(system(cmd) == 0);
+  tu_fresh_dir(GF_TEST_TMP);
   mlflow_config cfg;
   test_config(&cfg, uri);
-  mlflow_client *c = NULL;
+  mlflow_client *c = test_client(&cfg);
   mlflow_error me;
-  REQUIRE(mlflow_client_new(&c, &cfg, &me) == MLFLOW_OK);
   char v[32];
   st_register_synthetic(c, MODEL, 7, 0, GF_TEST_TMP, v);
   REQUIRE(mlflow_alias_set(c, MODEL, "prod", v, &me) == MLFLOW_OK);

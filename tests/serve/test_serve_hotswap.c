@@ -91,27 +91,12 @@ static void set_alias(mlflow_client *c, const char *version) {
   }
 }
 
-static double metric(const st_server *s, const char *series) {
-  char url[128];
-  snprintf(url, sizeof url, "%s/metrics", s->base);
-  st_http h;
-  double v = -1;
-  if (st_get(url, &h) == 0 && h.status == 200) v = st_metric(h.body, series);
-  st_http_free(&h);
-  return v;
-}
-
 int main(void) {
   char *uri = test_mlflow_uri();
-  char cmd[1024];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", GF_TEST_TMP,
-           GF_TEST_TMP);
-  REQUIRE(system(cmd) == 0);
+  tu_fresh_dir(GF_TEST_TMP);
   mlflow_config cfg;
   test_config(&cfg, uri);
-  mlflow_client *c = NULL;
-  mlflow_error me;
-  REQUIRE(mlflow_client_new(&c, &cfg, &me) == MLFLOW_OK);
+  mlflow_client *c = test_client(&cfg);
   char v1[32], v2[32], v3[32];
   st_register_synthetic(c, MODEL, 101, 0, GF_TEST_TMP, v1);
   st_register_synthetic(c, MODEL, 202, 0, GF_TEST_TMP, v2);
@@ -161,14 +146,14 @@ int main(void) {
   char series[256];
   snprintf(series, sizeof series, "ganflow_serve_model_reloads_total{model="
            "\"%s\",uri=\"models:/%s@live\"}", MODEL, MODEL);
-  CHECK_NEAR(metric(&s, series), 3, 0); /* v1, v2, v1 */
+  CHECK_NEAR(st_server_metric(&s, series), 3, 0); /* v1, v2, v1 */
 
   /* The damaged version: refused, the old one keeps serving. */
   set_alias(c, v3);
   snprintf(series, sizeof series, "ganflow_serve_model_reload_failures_total"
            "{model=\"%s\",uri=\"models:/%s@live\"}", MODEL, MODEL);
   double t0 = now_s(), failures = 0;
-  while (now_s() - t0 < 15 && (failures = metric(&s, series)) < 1)
+  while (now_s() - t0 < 15 && (failures = st_server_metric(&s, series)) < 1)
     usleep(50000);
   CHECK_NEAR(failures, 1, 0);
   st_http h;
@@ -179,12 +164,12 @@ int main(void) {
         memcmp(h.body, sh.ref[1], h.len) == 0);
   st_http_free(&h);
   usleep(600000); /* a few more polls: still failed once, not retried */
-  CHECK_NEAR(metric(&s, series), 1, 0);
+  CHECK_NEAR(st_server_metric(&s, series), 1, 0);
   snprintf(series, sizeof series, "ganflow_serve_model_version{model=\"%s\","
            "uri=\"models:/%s@live\"}", MODEL, MODEL);
-  CHECK_NEAR(metric(&s, series), 1, 0);
+  CHECK_NEAR(st_server_metric(&s, series), 1, 0);
   /* Swapped-out versions were freed after their last request. */
-  CHECK_NEAR(metric(&s, "ganflow_serve_model_versions_resident"), 1, 0);
+  CHECK_NEAR(st_server_metric(&s, "ganflow_serve_model_versions_resident"), 1, 0);
 
   CHECK(st_server_alive(&s));
   CHECK_INT_EQ(st_server_stop(&s), 0);

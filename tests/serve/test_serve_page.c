@@ -42,14 +42,11 @@ int main(void) {
   if (!chromium) SKIP_TEST("chromium is not installed");
   char *uri = test_mlflow_uri();
   char cmd[4096];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", GF_TEST_TMP,
-           GF_TEST_TMP);
-  REQUIRE(system(cmd) == 0);
+  tu_fresh_dir(GF_TEST_TMP);
   mlflow_config cfg;
   test_config(&cfg, uri);
-  mlflow_client *c = NULL;
+  mlflow_client *c = test_client(&cfg);
   mlflow_error me;
-  REQUIRE(mlflow_client_new(&c, &cfg, &me) == MLFLOW_OK);
   char v[32];
   st_register_synthetic(c, MODEL, 11, 0, GF_TEST_TMP, v);
   REQUIRE(mlflow_alias_set(c, MODEL, "production", v, &me) == MLFLOW_OK);

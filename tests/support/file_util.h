@@ -39,6 +39,22 @@ static inline void tu_rmdir(const char *dir) {
   rmdir(dir);
 }
 
+/* Makes dir an empty directory (removed first when it exists; missing
+ * parents are created). */
+static inline void tu_fresh_dir(const char *dir) {
+  tu_rmdir(dir);
+  char path[4096];
+  int len = snprintf(path, sizeof path, "%s", dir);
+  REQUIRE(len > 0 && (size_t)len < sizeof path);
+  for (char *p = path + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    mkdir(path, 0755); /* exists already, or the next mkdir says why */
+    *p = '/';
+  }
+  REQUIRE(mkdir(path, 0755) == 0);
+}
+
 /* Number of entries in dir whose name contains needle. */
 static inline int tu_count_names(const char *dir, const char *needle) {
   DIR *d = opendir(dir);

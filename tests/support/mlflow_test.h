@@ -63,6 +63,17 @@ static inline void test_config(mlflow_config *cfg, const char *uri) {
   cfg->timeout_s = 60;
 }
 
+/* A client for cfg (test_config); exits 1 when it cannot be made. */
+static inline mlflow_client *test_client(const mlflow_config *cfg) {
+  mlflow_client *c = NULL;
+  mlflow_error err;
+  if (mlflow_client_new(&c, cfg, &err) != MLFLOW_OK) {
+    fprintf(stderr, "client: %s\n", err.message);
+    exit(1);
+  }
+  return c;
+}
+
 /* Runs deploy/mlflow-local.sh CMD with its state in `state` and extra
  * environment assignments (e.g. "GANFLOW_MLFLOW_AUTH=1"); returns the exit
  * status. */

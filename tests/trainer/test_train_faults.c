@@ -809,9 +809,7 @@ static void outage_scenario(void) {
           "other scenarios)\n", uri, g_first_start.took_s);
   mlflow_config cfg;
   test_config(&cfg, uri);
-  mlflow_client *c = NULL;
-  mlflow_error e;
-  REQUIRE(mlflow_client_new(&c, &cfg, &e) == MLFLOW_OK);
+  mlflow_client *c = test_client(&cfg);
 
   char exp[128], dir[1100], log[1100];
   test_unique(exp, sizeof exp, "faults-outage");
@@ -1030,10 +1028,7 @@ int main(void) {
   char *uri = test_mlflow_uri();
   snprintf(g_uri, sizeof g_uri, "%s", uri);
   free(uri);
-  char cmd[1200];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", GF_TEST_TMP,
-           GF_TEST_TMP);
-  REQUIRE(system(cmd) == 0);
+  tu_fresh_dir(GF_TEST_TMP);
   atexit(kill_child_at_exit);
   signal(SIGPIPE, SIG_IGN);
   unsetenv("MLFLOW_RUN_ID");

@@ -358,10 +358,7 @@ int main(void) {
   char *uri = test_mlflow_uri();
   snprintf(g_uri, sizeof g_uri, "%s", uri);
   free(uri);
-  char cmd[1200];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", GF_TEST_TMP,
-           GF_TEST_TMP);
-  REQUIRE(system(cmd) == 0);
+  tu_fresh_dir(GF_TEST_TMP);
   setenv("MLFLOW_TRACKING_URI", g_uri, 1);
   setenv("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL", "0.5", 1);
   unsetenv("MLFLOW_RUN_ID");
