@@ -137,8 +137,9 @@ static void *worker_main(void *arg) {
     if (!s->qhead) s->qtail = NULL;
     s->qlen--;
     atomic_fetch_sub(&s->metrics.queue_depth, 1);
-    int n = s->cfg.batch_rows > 0 ? take_sharers(s, r, s->cfg.batch_rows, batch)
-                                  : (batch[0] = r, 1);
+    batch[0] = r;
+    int n = 1;
+    if (s->cfg.batch_rows > 0) n = take_sharers(s, r, s->cfg.batch_rows, batch);
     pthread_mutex_unlock(&s->qlock);
     /* Jobs past their deadline are answered 503; the rest run. */
     int k = 0;

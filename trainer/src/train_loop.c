@@ -458,14 +458,16 @@ typedef struct window {
   int64_t steps;
   double data_s;       /* seconds waiting for the loader's batch */
   double compute_s;    /* seconds in the G+D step (device included) */
-  double step_s;       /* seconds in data wait + compute */
   double ema_step_s;   /* smoothed seconds per step, for the ETA */
 } window;
 
+/* Seconds of the window's steps: data wait + compute. */
+static double window_s(const window *w) { return w->data_s + w->compute_s; }
+
 static void progress(train_state *st, int64_t k, const gf_gan_stats *gs,
                      const window *w, bool log_line) {
-  double ips = w->step_s > 0 ? (double)w->steps * st->cfg->batch / w->step_s
-                             : 0;
+  double secs = window_s(w);
+  double ips = secs > 0 ? (double)w->steps * st->cfg->batch / secs : 0;
   if (w->ema_step_s > 0) ips = st->cfg->batch / w->ema_step_s;
   char eta[32];
   fmt_eta(eta, sizeof eta, (double)(st->cfg->steps - k) * w->ema_step_s);
@@ -492,9 +494,10 @@ static void log_step_metrics(train_state *st, int64_t k,
   gf_tracker_metric(t, "loss/g", gs->loss_g, ts, k);
   gf_tracker_metric(t, "d/real", gs->d_real, ts, k);
   gf_tracker_metric(t, "d/fake", gs->d_fake, ts, k);
-  if (w->steps > 0 && w->step_s > 0) {
+  double secs = window_s(w);
+  if (w->steps > 0 && secs > 0) {
     gf_tracker_metric(t, "perf/images_per_sec",
-                      (double)w->steps * st->cfg->batch / w->step_s, ts, k);
+                      (double)w->steps * st->cfg->batch / secs, ts, k);
     /* The step-time split: mean seconds per step over the window. */
     gf_tracker_metric(t, "perf/data_wait_s", w->data_s / (double)w->steps, ts,
                       k);
@@ -526,7 +529,7 @@ static gf_status loop(train_state *st, const atomic_int *stop,
   const gf_train_config *cfg = st->cfg;
   const gf_model_config *m = &st->mcfg;
   int64_t k = st->start_step;
-  window w = {0, 0, 0, 0, 0};
+  window w = {0, 0, 0, 0};
   gf_gan_stats gs;
   memset(&gs, 0, sizeof gs);
   gf_status s = GF_OK;
@@ -569,13 +572,12 @@ static gf_status loop(train_state *st, const atomic_int *stop,
     w.steps++;
     w.data_s += t1 - t0;
     w.compute_s += t2 - t1;
-    w.step_s += t2 - t0;
     w.ema_step_s = w.ema_step_s > 0 ? 0.9 * w.ema_step_s + 0.1 * (t2 - t0)
                                     : t2 - t0;
     bool log_now = due(k, cfg->log_every);
     if (log_now) log_step_metrics(st, k, &gs, &w);
     progress(st, k, &gs, &w, log_now);
-    if (log_now) w.steps = 0, w.data_s = w.compute_s = w.step_s = 0;
+    if (log_now) w.steps = 0, w.data_s = w.compute_s = 0;
     if (due(k, cfg->sample_every) || (k == cfg->steps && cfg->sample_every)) {
       s = write_samples(st, k, err);
       if (s != GF_OK) break;
