@@ -199,6 +199,13 @@ static void answer_images(gfs_server *s, const gen_job *j) {
   gfs_sbuf_free(&b);
 }
 
+/* Releases what job_prepare gave j (latents, parsed body, model ref). */
+static void job_free(gen_job *j) {
+  free(j->zown);
+  gfs_infer_req_free(&j->ir);
+  gfs_model_unref(j->m);
+}
+
 /* Parses r against the model its slot serves now and makes its latents.
  * Returns 1 with *j ready for a pass, or 0 when r has been answered (an
  * error) and *j holds nothing. */
@@ -261,17 +268,9 @@ static int job_prepare(gfs_server *s, gfs_req *r, gen_job *j) {
   j->z = j->zown;
   return 1;
 fail:
-  free(j->zown);
-  gfs_infer_req_free(&j->ir);
-  gfs_model_unref(m);
+  job_free(j);
   memset(j, 0, sizeof *j);
   return 0;
-}
-
-static void job_free(gen_job *j) {
-  free(j->zown);
-  gfs_infer_req_free(&j->ir);
-  gfs_model_unref(j->m);
 }
 
 /* Runs rows latents (z, row-major) through m in passes of exactly `pass`
