@@ -8,15 +8,23 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 MLFLOW_VERSION=3.17.2   # newest 3.x whose dependencies PyPI serves here (3.18.0 lacks mlflow-skinny 3.18.0)
 
+# Installed with --no-install-recommends, so every package something needs is
+# named here, including those a -dev package only recommends:
+#   ocl-icd-opencl-dev  libdnnl-dev's CMake config calls find_package(OpenCL)
+#                       and fails without it, though the package only
+#                       recommends it
+#   mmdebstrap          tests/fresh-machine.sh builds a bare Debian root
 PACKAGES=(
   build-essential cmake pkg-config git ca-certificates
   clang llvm
   libcurl4-openssl-dev libcjson-dev libssl-dev zlib1g-dev
-  libmicrohttpd-dev libpng-dev libjpeg-dev libyaml-dev libdnnl-dev
+  libmicrohttpd-dev libpng-dev libjpeg-dev libyaml-dev
+  libdnnl-dev ocl-icd-opencl-dev
   python3 python3-venv python3-pip
   dataset-fashion-mnist
-  curl procps
+  curl procps time
   chromium wrk
+  mmdebstrap
 )
 
 SUDO=""
