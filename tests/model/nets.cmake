@@ -11,7 +11,7 @@ endforeach()
 
 # One GAN step of mlp, dcgan-28 and dcgan-64 against PyTorch's numbers;
 # model_golden_fires perturbs one latent by 1e-3 and passes only when the
-# comparison then fails.
+# comparison then fails in each of the three networks.
 add_executable(test_golden ${CMAKE_CURRENT_LIST_DIR}/test_golden.c)
 target_link_libraries(test_golden PRIVATE gf_model)
 target_include_directories(test_golden PRIVATE ${GF_TEST_SUPPORT_DIR})

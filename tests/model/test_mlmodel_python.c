@@ -1,11 +1,14 @@
 /* test_mlmodel_python.c - MLflow reads MLmodel with PyYAML's safe_load:
  * check that the file we write loads there with the intended types (ints
  * as ints, versions, digests, uuid and time as strings), and that the
- * generator loads with safetensors.numpy when that is importable.
- * Usage: test_mlmodel_python PYTHON. Exits 77 (skip) when `import yaml`
- * fails. */
+ * generator loads with safetensors.numpy.
+ * Usage: test_mlmodel_python PYTHON (the checkout's .venv, where
+ * deploy/install-deps.sh puts PyYAML with MLflow, and safetensors). Exits 77
+ * (skipped), saying which, when the interpreter is missing or cannot import
+ * yaml or safetensors.numpy; once it can, every check runs. */
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "gf/mlmodel.h"
@@ -26,18 +29,19 @@ static const char k_script[] =
     "assert len(d['model_uuid']) == 32, d\n"
     "for n, f in g['files'].items():\n"
     "    assert type(f['sha256']) is str and len(f['sha256']) == 64, (n, f)\n"
-    "try:\n"
-    "    from safetensors.numpy import load_file\n"
-    "except ImportError:\n"
-    "    sys.exit(0)\n"
+    "from safetensors.numpy import load_file\n"
     "t = load_file(sys.argv[1] + '/generator.safetensors')\n"
     "assert t['w'].tolist() == [1.0, 2.0], t\n";
 
 int main(int argc, char **argv) {
   if (argc != 2 || !argv[1][0]) SKIP_TEST("no python interpreter given");
+  if (access(argv[1], X_OK) != 0)
+    SKIP_TEST("no python at the given path (deploy/install-deps.sh makes .venv)");
   char cmd[8192];
   snprintf(cmd, sizeof cmd, "'%s' -c 'import yaml' >/dev/null 2>&1", argv[1]);
   if (system(cmd) != 0) SKIP_TEST("python cannot import yaml");
+  snprintf(cmd, sizeof cmd, "'%s' -c 'import safetensors.numpy' >/dev/null 2>&1", argv[1]);
+  if (system(cmd) != 0) SKIP_TEST("python cannot import safetensors.numpy");
 
   char dir[256], mdir[300], script[300];
   tu_mkdtemp(dir, sizeof dir);

@@ -6,6 +6,7 @@
  * `import safetensors, numpy` fails. */
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "gf/safetensors.h"
@@ -13,6 +14,8 @@
 
 int main(int argc, char **argv) {
   if (argc != 3 || !argv[1][0]) SKIP_TEST("no python interpreter given");
+  if (access(argv[1], X_OK) != 0)
+    SKIP_TEST("no python at the given path (deploy/install-deps.sh makes .venv)");
   char cmd[8192];
   snprintf(cmd, sizeof cmd, "'%s' -c 'import safetensors, numpy' >/dev/null 2>&1", argv[1]);
   if (system(cmd) != 0) SKIP_TEST("python cannot import safetensors and numpy");
