@@ -1,14 +1,13 @@
 # Build options, compiler flags and optional-component detection.
-# Heavy optional parts (CUDA, cuDNN, NCCL, MPI) default to AUTO: on when
-# found, off otherwise, and the result is reported at configure time.
+# Heavy optional parts (CUDA, cuDNN) default to AUTO: on when found, off
+# otherwise, and the result is reported at configure time with what each
+# enables.
 
 include(CheckLanguage)
 
 set(GF_CUDA  AUTO CACHE STRING "Build the CUDA backend (AUTO, ON, OFF)")
 set(GF_CUDNN AUTO CACHE STRING "Use cuDNN in the CUDA backend (AUTO, ON, OFF)")
-set(GF_NCCL  AUTO CACHE STRING "Use NCCL for multi-GPU all-reduce (AUTO, ON, OFF)")
-set(GF_MPI   AUTO CACHE STRING "Use MPI for multi-rank runs (AUTO, ON, OFF)")
-foreach(opt GF_CUDA GF_CUDNN GF_NCCL GF_MPI)
+foreach(opt GF_CUDA GF_CUDNN)
   set_property(CACHE ${opt} PROPERTY STRINGS AUTO ON OFF)
 endforeach()
 option(GF_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
@@ -95,33 +94,18 @@ if(GF_CUDA_ENABLED AND NOT GF_CUDNN STREQUAL "OFF")
 endif()
 gf_resolve(GF_CUDNN _gf_cudnn_found)
 
-set(_gf_nccl_found OFF)
-if(GF_CUDA_ENABLED AND NOT GF_NCCL STREQUAL "OFF")
-  find_library(GF_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR}
-               ${CUDAToolkit_LIBRARY_ROOT} PATH_SUFFIXES lib64 lib)
-  find_path(GF_NCCL_INCLUDE nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
-  if(GF_NCCL_LIBRARY AND GF_NCCL_INCLUDE)
-    set(_gf_nccl_found ON)
-  endif()
-endif()
-gf_resolve(GF_NCCL _gf_nccl_found)
-
-set(_gf_mpi_found OFF)
-if(NOT GF_MPI STREQUAL "OFF")
-  find_package(MPI QUIET COMPONENTS C)
-  if(MPI_C_FOUND)
-    set(_gf_mpi_found ON)
-  endif()
-endif()
-gf_resolve(GF_MPI _gf_mpi_found)
-
 function(gf_report_configuration)
   message(STATUS "ganflow ${PROJECT_VERSION} configuration:")
   message(STATUS "  build type     ${CMAKE_BUILD_TYPE}")
   message(STATUS "  sanitizers     ${GF_SANITIZE}")
   message(STATUS "  fuzz targets   ${GF_FUZZ}")
-  message(STATUS "  CUDA           ${GF_CUDA_ENABLED} (${GF_CUDA})")
+  if(GF_CUDA_ENABLED AND GF_CUDNN_ENABLED)
+    set(_what "the CUDA backend: --device cuda in ganflow-train and ganflow-serve")
+  elseif(GF_CUDA_ENABLED)
+    set(_what "nothing: the CUDA backend needs cuDNN too; --device cpu only")
+  else()
+    set(_what "--device cpu only")
+  endif()
+  message(STATUS "  CUDA           ${GF_CUDA_ENABLED} (${GF_CUDA}): ${_what}")
   message(STATUS "  cuDNN          ${GF_CUDNN_ENABLED} (${GF_CUDNN})")
-  message(STATUS "  NCCL           ${GF_NCCL_ENABLED} (${GF_NCCL})")
-  message(STATUS "  MPI            ${GF_MPI_ENABLED} (${GF_MPI})")
 endfunction()
