@@ -2,11 +2,14 @@
 # The whole test suite, from nothing: installs the dependencies, then builds
 # and runs ctest twice, in the normal build (build/) and under
 # AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/). Integration
-# tests start their own MLflow servers on free loopback ports.
+# tests start their own MLflow servers on free loopback ports. Run as root
+# where mmdebstrap is installed (install-deps installs it), it then proves
+# both README commands on a bare Debian root (tests/fresh-machine.sh).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 JOBS=$(nproc)
+T0=$(date +%s)
 
 "$ROOT/deploy/install-deps.sh"
 # Both builds with their test data need about 3 GB besides the checkout.
@@ -29,4 +32,12 @@ run_suite build
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 run_suite build-asan -DGF_SANITIZE=ON -DGF_CUDA=OFF
-echo "=== all tests passed in both builds"
+echo "=== all tests passed in both builds ($(($(date +%s) - T0)) s so far)"
+unset ASAN_OPTIONS UBSAN_OPTIONS
+
+if [ "$(id -u)" -eq 0 ] && command -v mmdebstrap >/dev/null; then
+  "$ROOT/tests/fresh-machine.sh"
+else
+  echo "=== fresh-machine stage not run: it needs root and mmdebstrap"
+fi
+echo "=== run-all: done in $(($(date +%s) - T0)) s"
