@@ -36,13 +36,13 @@ export MLFLOW_TRACKING_URI=$(./deploy/mlflow-local.sh uri)
   --register-model "$MODEL" --alias candidate
 
 # Promote the version just registered (the one @candidate points to).
-VERSION=$("$BUILD"/trainer/ganflow models "$MODEL" |
+VERSION=$("$BUILD"/cli/ganflow models "$MODEL" |
   awk '$4 ~ /(^|,)@candidate(,|$)/ { print $2; exit }')
 if [ -z "$VERSION" ]; then
   echo "quickstart: no version of $MODEL carries @candidate" >&2
   exit 1
 fi
-"$BUILD"/trainer/ganflow promote "$MODEL" "$VERSION" --alias production
+"$BUILD"/cli/ganflow promote "$MODEL" "$VERSION" --alias production
 
 # ganflow-serve in the background (a previous one is stopped first).
 mkdir -p "$SERVE_DIR"

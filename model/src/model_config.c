@@ -184,12 +184,15 @@ gf_status gf_model_config_from_cjson(const cJSON *obj, gf_model_config *out, gf_
   return GF_OK;
 }
 
-gf_status gf_model_config_to_json(const gf_model_config *c, char **out, gf_err *err) {
+/* Both JSON forms: pretty with a trailing newline (config.json), or one
+ * line without spaces (checkpoint metadata). */
+static gf_status config_to_json(const gf_model_config *c, int compact, char **out,
+                                gf_err *err) {
   *out = NULL;
   gf_status st = gf_model_config_validate(c, err);
   if (st != GF_OK) return st;
   cJSON *o = gf_model_config_to_cjson(c);
-  char *text = o ? cJSON_Print(o) : NULL;
+  char *text = o ? (compact ? cJSON_PrintUnformatted(o) : cJSON_Print(o)) : NULL;
   cJSON_Delete(o);
   if (!text) return gf_fail(err, GF_ENOMEM, "config: out of memory");
   size_t n = strlen(text);
@@ -201,11 +204,20 @@ gf_status gf_model_config_to_json(const gf_model_config *c, char **out, gf_err *
     return gf_fail(err, GF_ENOMEM, "config: out of memory");
   }
   memcpy(s, text, n);
-  s[n] = '\n';
-  s[n + 1] = '\0';
+  if (!compact) s[n++] = '\n';
+  s[n] = '\0';
   cJSON_free(text);
   *out = s;
   return GF_OK;
+}
+
+gf_status gf_model_config_to_json(const gf_model_config *c, char **out, gf_err *err) {
+  return config_to_json(c, 0, out, err);
+}
+
+gf_status gf_model_config_to_json_compact(const gf_model_config *c, char **out,
+                                          gf_err *err) {
+  return config_to_json(c, 1, out, err);
 }
 
 gf_status gf_model_config_from_json(const char *json, size_t len, gf_model_config *out,

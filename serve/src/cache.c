@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gf/mlflow_status.h"
 #include "gfs/slot.h"
 
 /* Name as one safe path component: [A-Za-z0-9._-] kept, others '_'; a
@@ -75,8 +76,7 @@ gf_status gfs_cache_fetch(mlflow_client *c, const char *cache_dir,
   if (ms != MLFLOW_OK) {
     /* A concurrent fetch of the same version may have won the rename. */
     if (stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode)) return GF_OK;
-    return gf_fail(err, ms == MLFLOW_E_NOT_FOUND ? GF_ENOTFOUND : GF_EIO,
-                   "download %s: %s", uri, me.message);
+    return gf_fail_mlflow(err, &me, "download %s", uri);
   }
   return GF_OK;
 }

@@ -18,6 +18,7 @@
 #include "check.h"
 #include "file_util.h"
 #include "gf/checkpoint.h"
+#include "gf/cli.h"
 #include "gf/ctx.h"
 #include "gf/gan.h"
 #include "gf/mlmodel.h"

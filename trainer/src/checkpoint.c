@@ -12,7 +12,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checkpoint_internal.h"
 
 /* ---- layout ------------------------------------------------------------- */
 

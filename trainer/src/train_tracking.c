@@ -25,6 +25,7 @@
 
 #include "gf/atomic_file.h"
 #include "gf/gan.h"
+#include "gf/mlflow_status.h"
 #include "gf/mlmodel.h"
 #include "gf/train.h"
 #include "mlflow/mlflow.h"
@@ -79,8 +80,7 @@ static bool is_monitor_key(const char *key) {
 }
 
 static gf_status mlfail(gf_err *err, const char *what, const mlflow_error *e) {
-  return gf_fail(err, e->status == MLFLOW_E_CONNECT ? GF_EIO : GF_ESTATE,
-                 "MLflow: %s: %s", what, e->message);
+  return gf_fail_mlflow(err, e, "MLflow: %s", what);
 }
 
 static gf_status write_run_id(const gf_tracker *t, gf_err *err) {
@@ -228,7 +228,7 @@ static gf_status tracker_connect(gf_tracker *t, const gf_tracker_start_info *si,
                                  FILE *log, gf_err *err) {
   mlflow_error e;
   if (mlflow_config_from_env(&t->mcfg, &e) != MLFLOW_OK)
-    return gf_fail(err, GF_EINVAL, "MLflow configuration: %s", e.message);
+    return gf_fail_mlflow(err, &e, "MLflow configuration");
   if (mlflow_client_new(&t->client, &t->mcfg, &e) != MLFLOW_OK)
     return mlfail(err, "client", &e);
   const char *run_id = si->run_id;

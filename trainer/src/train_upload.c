@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gf/mlflow_status.h"
 #include "gf/train.h"
 #include "mlflow/mlflow.h"
 
@@ -83,14 +84,14 @@ gf_status gf_uploader_start(gf_uploader **out, const mlflow_config *cfg,
   mlflow_error e;
   if (mlflow_config_copy(&c, cfg, &e) != MLFLOW_OK) {
     free(u);
-    return gf_fail(err, GF_ENOMEM, "uploader: %s", e.message);
+    return gf_fail_mlflow(err, &e, "uploader");
   }
   if (c.max_retries > 2) c.max_retries = 2;
   mlflow_status st = mlflow_client_new(&u->client, &c, &e);
   mlflow_config_free(&c);
   if (st != MLFLOW_OK) {
     free(u);
-    return gf_fail(err, GF_EIO, "uploader: %s", e.message);
+    return gf_fail_mlflow(err, &e, "uploader");
   }
   u->artifact_uri = strdup(artifact_uri);
   u->log = log;

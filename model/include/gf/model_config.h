@@ -57,6 +57,9 @@ gf_status gf_model_config_validate(const gf_model_config *c, gf_err *err);
  * malloc'd NUL-terminated string *out (caller frees with free()). */
 gf_status gf_model_config_to_json(const gf_model_config *c, char **out,
                                   gf_err *err);
+/* The same as one line without spaces or newline (checkpoint metadata). */
+gf_status gf_model_config_to_json_compact(const gf_model_config *c,
+                                          char **out, gf_err *err);
 /* Parses len bytes of JSON (need not be NUL-terminated) into *out and
  * validates it; *out is untouched on failure. Copies nothing it keeps. */
 gf_status gf_model_config_from_json(const char *json, size_t len,

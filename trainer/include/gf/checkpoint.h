@@ -3,8 +3,7 @@
  * and step counters) as one safetensors file per checkpoint, written
  * atomically with a SHA-256 of the data and the metadata of gf/ckpt_meta.h;
  * the last K kept; the newest good one found on resume, skipping truncated
- * or corrupted files. Also the human-readable summary behind
- * `ganflow inspect`.
+ * or corrupted files. (`ganflow inspect` reads them through cli/.)
  *
  * Tensor names in a checkpoint file:
  *   "<param>"           every tensor of G and D by its state_dict name
@@ -25,7 +24,16 @@
 
 #include "gf/ckpt_meta.h"
 #include "gf/gan.h"
+#include "gf/net.h"
 #include "gf/status.h"
+
+/* Limits of a checkpoint file, for its writers and readers. Tensors: value
+ * + two Adam moments per tensor of G and D, plus the two step counters. */
+#define GF_CKPT_MAX_TENSORS (2 * 3 * GF_NET_MAX_TENSORS + 2)
+/* Longest tensor name: a parameter name plus ".adam_m". */
+#define GF_CKPT_TENSOR_NAME_MAX (GF_PARAM_NAME_MAX + 16)
+/* Longest path built by the checkpoint code (directory + file name). */
+#define GF_CKPT_PATH_MAX 4096
 
 /* File name of the checkpoint of a step, printf format taking (long long)
  * step; zero-padded so that names sort by step. */
@@ -71,12 +79,5 @@ gf_status gf_checkpoint_find_latest(const char *dir, char *path_out,
  * metadata. CPU arenas only (GF_EUNSUPPORTED otherwise). */
 gf_status gf_checkpoint_load(const char *path, gf_gan *gan,
                              gf_ckpt_meta *meta_out, gf_err *err);
-
-/* Human-readable summary (metadata, tensor table with shapes and byte
- * sizes, digest status) of a checkpoint file or an MLflow model directory
- * (MLmodel + files), for `ganflow inspect`. Writes only to out. A file
- * whose digest does not match is still described (status "MISMATCH") and
- * the call returns GF_EINTEGRITY after printing. */
-gf_status gf_inspect_print(const char *path, FILE *out, gf_err *err);
 
 #endif

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model_config_internal.h"
 
 #define K_VERSION "ganflow.format_version"
 #define K_STEP "ganflow.step"
@@ -46,12 +45,8 @@ gf_status gf_ckpt_meta_to_kv(const gf_ckpt_meta *m, gf_ckpt_meta_kv *out, gf_err
   memset(out, 0, sizeof *out);
   gf_status st = validate(m, err);
   if (st != GF_OK) return st;
-  cJSON *o = gf_model_config_to_cjson(&m->config);
-  char *js = o ? cJSON_PrintUnformatted(o) : NULL;
-  cJSON_Delete(o);
-  if (js) out->config_json = strdup(js);
-  cJSON_free(js);
-  if (!out->config_json) return gf_fail(err, GF_ENOMEM, "checkpoint: out of memory");
+  if ((st = gf_model_config_to_json_compact(&m->config, &out->config_json, err)) != GF_OK)
+    return st;
   snprintf(out->nums[0], sizeof out->nums[0], "%d", m->format_version);
   snprintf(out->nums[1], sizeof out->nums[1], "%lld", (long long)m->step);
   snprintf(out->nums[2], sizeof out->nums[2], "%lld", (long long)m->epoch);

@@ -4,12 +4,10 @@
 #include <time.h>
 
 #include "gf/cli.h"
+#include "gf/mlflow_status.h"
 
 static gf_status from_mlflow(const mlflow_error *me, gf_err *err) {
-  gf_status st = me->status == MLFLOW_E_NOT_FOUND ? GF_ENOTFOUND
-                 : me->status == MLFLOW_E_INVALID ? GF_EINVAL
-                                                  : GF_EIO;
-  return gf_fail(err, st, "%s", me->message);
+  return gf_fail_mlflow(err, me, NULL);
 }
 
 gf_status gf_cli_promote(mlflow_client *c, const char *name,

@@ -1,7 +1,8 @@
-/* cli.h - the registry commands of the `ganflow` admin CLI (DESIGN §2):
- * promote (move an alias to a READY version), models (versions and
- * aliases), generate (a PNG from a registered version, no server). The
- * command line itself is parsed in trainer/ganflow_main.c; these functions
+/* cli.h - the commands of the `ganflow` admin CLI (DESIGN §2): inspect (a
+ * checkpoint or model directory), promote (move an alias to a READY
+ * version), models (versions and aliases), generate (a PNG from a
+ * registered version, no server). The command line itself is parsed in
+ * cli/ganflow_main.c; these functions
  * do the work, print their report to `out` and return a status with a
  * message in err (nothing here exits). */
 #ifndef GF_CLI_H
@@ -12,6 +13,13 @@
 
 #include "gf/status.h"
 #include "mlflow/mlflow.h"
+
+/* Human-readable summary (metadata, tensor table with shapes and byte
+ * sizes, digest status) of a checkpoint file or an MLflow model directory
+ * (MLmodel + files), for `ganflow inspect`. Writes only to out. A file
+ * whose digest does not match is still described (status "MISMATCH") and
+ * the call returns GF_EINTEGRITY after printing. */
+gf_status gf_inspect_print(const char *path, FILE *out, gf_err *err);
 
 /* Points alias at version of registered model name after checking that the
  * version exists and is READY (GF_ESTATE otherwise, naming its status) and

@@ -6,6 +6,7 @@
 
 #include "gf/atomic_file.h"
 #include "gf/cli.h"
+#include "gf/mlflow_status.h"
 #include "gfs/model.h"
 #include "gfs/slot.h"
 
@@ -20,9 +21,7 @@ gf_status gf_cli_generate(mlflow_client *c, const gf_cli_generate_opts *o,
   memset(&me, 0, sizeof me);
   if (mlflow_model_resolve(c, o->uri, &mv, &me) != MLFLOW_OK) {
     mlflow_model_version_free(&mv);
-    return gf_fail(err, me.status == MLFLOW_E_NOT_FOUND ? GF_ENOTFOUND
-                                                         : GF_EIO,
-                   "%s: %s", o->uri, me.message);
+    return gf_fail_mlflow(err, &me, "%s", o->uri);
   }
   char name[256], version[32], dir[4096];
   snprintf(name, sizeof name, "%s", mv.name ? mv.name : "");

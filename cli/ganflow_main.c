@@ -1,6 +1,6 @@
 /* ganflow_main.c - `ganflow`, the admin command line: a small table of
  * subcommands over the libraries (inspect, sync, promote, models,
- * generate; the work is in gf/checkpoint.h, mlflow/ and gf/cli.h). Exit
+ * generate; the work is in gf/cli.h and mlflow/). Exit
  * codes: 0 success, 1 runtime error (message on stderr), 2 usage error.
  * Training is ganflow-train's job, serving ganflow-serve's. */
 #include <dirent.h>

@@ -1,4 +1,4 @@
-/* inspect.c - `ganflow inspect` (gf_inspect_print of gf/checkpoint.h): a
+/* inspect.c - `ganflow inspect` (gf_inspect_print of gf/cli.h): a
  * human-readable description of a checkpoint or any safetensors file
  * (metadata, tensor table, data digest status) or of an MLflow model
  * directory (MLmodel fields, file digests, the generator's tensors). Reads
@@ -8,8 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "checkpoint_internal.h"
 #include "gf/checkpoint.h"
+#include "gf/cli.h"
 #include "gf/mlmodel.h"
 #include "gf/sha256.h"
 
