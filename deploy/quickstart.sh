@@ -10,7 +10,9 @@
 # Run it again after an interruption: training resumes where it stopped.
 # Both servers keep running: stop MLflow with deploy/mlflow-local.sh stop
 # and ganflow-serve with kill "$(cat .state/serve/ganflow-serve.pid)".
-#   GANFLOW_QUICKSTART_STEPS  training steps (3000, about 7 minutes on 2 cores)
+#   GANFLOW_QUICKSTART_STEPS  training steps (3000: about 5 minutes on 2 cores
+#                             with AVX-512, about 18 with AVX2 only; fewer
+#                             steps, a blurrier generator: README)
 #   GANFLOW_SERVE_PORT        ganflow-serve's port (8080; 0 = any free port)
 #   GANFLOW_BUILD_DIR         build folder (build)
 #   GANFLOW_STATE_DIR         checkpoints, server pid/log/cache, PNG (.state)
