@@ -16,6 +16,7 @@
 #include <yaml.h>
 
 #include "gf/atomic_file.h"
+#include "gf/strbuf.h"
 #include "text.h"
 
 /* ---- small helpers ------------------------------------------------------ */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gf/atomic_file.h"
+#include "gf/strbuf.h"
 #include "text.h"
 
 /* The validated plan of one write: order, offsets, and the header bytes. */

@@ -26,10 +26,10 @@ static void answer_text(gfs_req *r, int status, const char *ctype,
   gfs_answer(r, status, ctype, body, strlen(body));
 }
 
-static void answer_sbuf(gfs_req *r, int status, const char *ctype,
-                        gfs_sbuf *b) {
+static void answer_strbuf(gfs_req *r, int status, const char *ctype,
+                          gf_strbuf *b) {
   size_t len = 0;
-  char *body = gfs_sbuf_take(b, &len);
+  char *body = gf_strbuf_take(b, &len);
   if (!body) gfs_error(r, 500, "out of memory");
   else gfs_answer(r, status, ctype, body, len);
 }
@@ -42,29 +42,29 @@ static void model_meta(gfs_req *r, gfs_slot *sl) {
     return;
   }
   const gf_model_config *c = &m->cfg;
-  gfs_sbuf b;
-  gfs_sbuf_init(&b);
-  gfs_sbuf_puts(&b, "{\"name\": ");
-  gfs_sbuf_json_str(&b, m->name);
-  gfs_sbuf_puts(&b, ", \"versions\": [");
-  gfs_sbuf_json_str(&b, m->version);
-  gfs_sbuf_puts(&b, "], \"platform\": \"ganflow\", \"uri\": ");
-  gfs_sbuf_json_str(&b, sl->uri);
-  gfs_sbuf_puts(&b, ", \"alias\": ");
-  if (sl->alias) gfs_sbuf_json_str(&b, sl->alias);
-  else gfs_sbuf_puts(&b, "null");
-  gfs_sbuf_printf(&b,
-                  ", \"architecture\": \"%s\", \"inputs\": [{\"name\": "
-                  "\"seed\", \"datatype\": \"INT64\", \"shape\": [-1]}, "
-                  "{\"name\": \"z\", \"datatype\": \"FP32\", \"shape\": [-1, "
-                  "%d]}], \"outputs\": [{\"name\": \"image\", \"datatype\": "
-                  "\"FP32\", \"shape\": [-1, %d, %d, %d]}], \"max_images\": "
-                  "%d}\n", gf_arch_name(c->architecture), c->z_dim,
-                  c->image_channels, c->image_height, c->image_width,
-                  m->max_batch);
+  gf_strbuf b;
+  gf_strbuf_init(&b);
+  gf_strbuf_puts(&b, "{\"name\": ");
+  gf_strbuf_json_cstr(&b, m->name);
+  gf_strbuf_puts(&b, ", \"versions\": [");
+  gf_strbuf_json_cstr(&b, m->version);
+  gf_strbuf_puts(&b, "], \"platform\": \"ganflow\", \"uri\": ");
+  gf_strbuf_json_cstr(&b, sl->uri);
+  gf_strbuf_puts(&b, ", \"alias\": ");
+  if (sl->alias) gf_strbuf_json_cstr(&b, sl->alias);
+  else gf_strbuf_puts(&b, "null");
+  gf_strbuf_printf(&b,
+                   ", \"architecture\": \"%s\", \"inputs\": [{\"name\": "
+                   "\"seed\", \"datatype\": \"INT64\", \"shape\": [-1]}, "
+                   "{\"name\": \"z\", \"datatype\": \"FP32\", \"shape\": [-1, "
+                   "%d]}], \"outputs\": [{\"name\": \"image\", \"datatype\": "
+                   "\"FP32\", \"shape\": [-1, %d, %d, %d]}], \"max_images\": "
+                   "%d}\n", gf_arch_name(c->architecture), c->z_dim,
+                   c->image_channels, c->image_height, c->image_width,
+                   m->max_batch);
   set_model_headers(r, sl, m);
   gfs_model_unref(m);
-  answer_sbuf(r, 200, "application/json", &b);
+  answer_strbuf(r, 200, "application/json", &b);
 }
 
 void gfs_handle_inline(gfs_server *s, gfs_req *r) {
@@ -115,16 +115,16 @@ void gfs_handle_inline(gfs_server *s, gfs_req *r) {
 }
 
 /* [n, C, H, W] values: pixels (uint8 as integers) or floats. */
-static void json_images(gfs_sbuf *b, const float *img, size_t count,
+static void json_images(gf_strbuf *b, const float *img, size_t count,
                         int pixels) {
   for (size_t i = 0; i < count; i++) {
-    if (i) gfs_sbuf_append(b, ",", 1);
+    if (i) gf_strbuf_append(b, ",", 1);
     float x = img[i];
     if (pixels) {
       float v = isnan(x) ? -1.0f : (x < -1.0f ? -1.0f : (x > 1.0f ? 1.0f : x));
-      gfs_sbuf_printf(b, "%d", (int)lrintf((v + 1.0f) * 0.5f * 255.0f));
+      gf_strbuf_printf(b, "%d", (int)lrintf((v + 1.0f) * 0.5f * 255.0f));
     } else {
-      gfs_sbuf_printf(b, "%.6g", isfinite(x) ? (double)x : 0.0);
+      gf_strbuf_printf(b, "%.6g", isfinite(x) ? (double)x : 0.0);
     }
   }
 }
@@ -150,8 +150,8 @@ static void answer_images(gfs_server *s, const gen_job *j) {
   gf_err e;
   atomic_fetch_add(&s->metrics.images, (unsigned long)n);
   const gf_model_config *c = &m->cfg;
-  gfs_sbuf b;
-  gfs_sbuf_init(&b);
+  gf_strbuf b;
+  gf_strbuf_init(&b);
   if (r->route == GFS_R_GENERATE && r->args.format == GFS_FORMAT_PNG) {
     uint8_t *png = NULL;
     size_t len = 0;
@@ -160,43 +160,43 @@ static void answer_images(gfs_server *s, const gen_job *j) {
     else
       gfs_answer(r, 200, "image/png", (char *)png, len);
   } else if (r->route == GFS_R_GENERATE) {
-    gfs_sbuf_puts(&b, "{\"model\": ");
-    gfs_sbuf_json_str(&b, m->name);
-    gfs_sbuf_puts(&b, ", \"version\": ");
-    gfs_sbuf_json_str(&b, m->version);
-    gfs_sbuf_printf(&b, ", \"seed\": %llu, \"shape\": [%d, %d, %d, %d], "
-                        "\"datatype\": \"UINT8\", \"data\": [",
-                    (unsigned long long)r->args.seed, n, c->image_channels,
-                    c->image_height, c->image_width);
+    gf_strbuf_puts(&b, "{\"model\": ");
+    gf_strbuf_json_cstr(&b, m->name);
+    gf_strbuf_puts(&b, ", \"version\": ");
+    gf_strbuf_json_cstr(&b, m->version);
+    gf_strbuf_printf(&b, ", \"seed\": %llu, \"shape\": [%d, %d, %d, %d], "
+                         "\"datatype\": \"UINT8\", \"data\": [",
+                     (unsigned long long)r->args.seed, n, c->image_channels,
+                     c->image_height, c->image_width);
     json_images(&b, img, count, 1);
-    gfs_sbuf_puts(&b, "]}\n");
-    answer_sbuf(r, 200, "application/json", &b);
+    gf_strbuf_puts(&b, "]}\n");
+    answer_strbuf(r, 200, "application/json", &b);
   } else if (r->route == GFS_R_INFER) {
-    gfs_sbuf_puts(&b, "{\"model_name\": ");
-    gfs_sbuf_json_str(&b, m->name);
-    gfs_sbuf_puts(&b, ", \"model_version\": ");
-    gfs_sbuf_json_str(&b, m->version);
+    gf_strbuf_puts(&b, "{\"model_name\": ");
+    gf_strbuf_json_cstr(&b, m->name);
+    gf_strbuf_puts(&b, ", \"model_version\": ");
+    gf_strbuf_json_cstr(&b, m->version);
     if (j->ir.id[0]) {
-      gfs_sbuf_puts(&b, ", \"id\": ");
-      gfs_sbuf_json_str(&b, j->ir.id);
+      gf_strbuf_puts(&b, ", \"id\": ");
+      gf_strbuf_json_cstr(&b, j->ir.id);
     }
-    gfs_sbuf_printf(&b, ", \"outputs\": [{\"name\": \"image\", \"datatype\": "
-                        "\"FP32\", \"shape\": [%d, %d, %d, %d], \"data\": [",
-                    n, c->image_channels, c->image_height, c->image_width);
+    gf_strbuf_printf(&b, ", \"outputs\": [{\"name\": \"image\", \"datatype\": "
+                         "\"FP32\", \"shape\": [%d, %d, %d, %d], \"data\": [",
+                     n, c->image_channels, c->image_height, c->image_width);
     json_images(&b, img, count, 0);
-    gfs_sbuf_puts(&b, "]}]}\n");
-    answer_sbuf(r, 200, "application/json", &b);
+    gf_strbuf_puts(&b, "]}]}\n");
+    answer_strbuf(r, 200, "application/json", &b);
   } else {
-    gfs_sbuf_puts(&b, "{\"predictions\": [");
+    gf_strbuf_puts(&b, "{\"predictions\": [");
     for (int k = 0; k < n; k++) {
-      gfs_sbuf_puts(&b, k ? ", [" : "[");
+      gf_strbuf_puts(&b, k ? ", [" : "[");
       json_images(&b, img + (size_t)k * m->image_numel, m->image_numel, 0);
-      gfs_sbuf_puts(&b, "]");
+      gf_strbuf_puts(&b, "]");
     }
-    gfs_sbuf_puts(&b, "]}\n");
-    answer_sbuf(r, 200, "application/json", &b);
+    gf_strbuf_puts(&b, "]}\n");
+    answer_strbuf(r, 200, "application/json", &b);
   }
-  gfs_sbuf_free(&b);
+  gf_strbuf_free(&b);
 }
 
 /* Releases what job_prepare gave j (latents, parsed body, model ref). */

@@ -306,13 +306,13 @@ void gfs_error(gfs_req *r, int status, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  gfs_sbuf b;
-  gfs_sbuf_init(&b);
-  gfs_sbuf_puts(&b, "{\"error\": ");
-  gfs_sbuf_json_str(&b, msg);
-  gfs_sbuf_puts(&b, "}\n");
+  gf_strbuf b;
+  gf_strbuf_init(&b);
+  gf_strbuf_puts(&b, "{\"error\": ");
+  gf_strbuf_json_cstr(&b, msg);
+  gf_strbuf_puts(&b, "}\n");
   size_t len = 0;
-  char *body = gfs_sbuf_take(&b, &len);
+  char *body = gf_strbuf_take(&b, &len);
   gfs_answer(r, status, "application/json", body, body ? len : 0);
 }
 

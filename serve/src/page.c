@@ -7,30 +7,30 @@
 
 #include "server_internal.h"
 
-static void url_component(gfs_sbuf *b, const char *s) {
+static void url_component(gf_strbuf *b, const char *s) {
   static const char hex[] = "0123456789ABCDEF";
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
     int ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
              (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' ||
              *p == '.' || *p == '~';
     if (ok) {
-      gfs_sbuf_append(b, (const char *)p, 1);
+      gf_strbuf_append(b, (const char *)p, 1);
     } else {
       char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
-      gfs_sbuf_append(b, e, 3);
+      gf_strbuf_append(b, e, 3);
     }
   }
 }
 
-static void row(gfs_sbuf *b, const char *k, const char *v) {
-  gfs_sbuf_puts(b, "<tr><th>");
-  gfs_sbuf_html(b, k);
-  gfs_sbuf_puts(b, "</th><td>");
-  gfs_sbuf_html(b, v);
-  gfs_sbuf_puts(b, "</td></tr>\n");
+static void row(gf_strbuf *b, const char *k, const char *v) {
+  gf_strbuf_puts(b, "<tr><th>");
+  gf_strbuf_html(b, k);
+  gf_strbuf_puts(b, "</th><td>");
+  gf_strbuf_html(b, v);
+  gf_strbuf_puts(b, "</td></tr>\n");
 }
 
-static void model_section(gfs_sbuf *b, gfs_slot *sl) {
+static void model_section(gf_strbuf *b, gfs_slot *sl) {
   gfs_model *m = gfs_slot_acquire(sl);
   pthread_mutex_lock(&sl->lock);
   char versions[1024], failed[600];
@@ -38,9 +38,9 @@ static void model_section(gfs_sbuf *b, gfs_slot *sl) {
            sl->versions_text ? sl->versions_text : "(unknown)");
   snprintf(failed, sizeof failed, "%s", sl->last_error);
   pthread_mutex_unlock(&sl->lock);
-  gfs_sbuf_puts(b, "<section class=\"model\"><h2>");
-  gfs_sbuf_html(b, sl->name);
-  gfs_sbuf_puts(b, "</h2>\n<table>\n");
+  gf_strbuf_puts(b, "<section class=\"model\"><h2>");
+  gf_strbuf_html(b, sl->name);
+  gf_strbuf_puts(b, "</h2>\n<table>\n");
   row(b, "URI", sl->uri);
   row(b, "alias", sl->alias ? sl->alias : "(none)");
   row(b, "serving version", m ? m->version : "(not loaded yet)");
@@ -57,35 +57,35 @@ static void model_section(gfs_sbuf *b, gfs_slot *sl) {
            atomic_load(&sl->reloads), atomic_load(&sl->reload_failures));
   row(b, "reloads", text);
   if (failed[0]) row(b, "last failure", failed);
-  gfs_sbuf_puts(b, "</table>\n");
+  gf_strbuf_puts(b, "</table>\n");
   if (m) {
-    gfs_sbuf_puts(b, "<img class=\"grid\" alt=\"generated grid\" "
-                     "width=\"512\" height=\"512\" src=\"/v1/models/");
+    gf_strbuf_puts(b, "<img class=\"grid\" alt=\"generated grid\" "
+                      "width=\"512\" height=\"512\" src=\"/v1/models/");
     url_component(b, sl->name);
-    gfs_sbuf_puts(b, "/generate?seed=0&amp;n=16\">\n");
+    gf_strbuf_puts(b, "/generate?seed=0&amp;n=16\">\n");
   }
-  gfs_sbuf_puts(b, "</section>\n");
+  gf_strbuf_puts(b, "</section>\n");
   gfs_model_unref(m);
 }
 
 void gfs_handle_page(gfs_server *s, gfs_req *r) {
-  gfs_sbuf b;
-  gfs_sbuf_init(&b);
-  gfs_sbuf_puts(&b,
-                "<!doctype html>\n<html><head><meta charset=\"utf-8\">"
-                "<title>ganflow-serve</title>\n<style>\n"
-                "body{font-family:sans-serif;background:#1d3557;"
-                "color:#f1faee;margin:24px}\n"
-                "th{text-align:left;padding-right:1em}\n"
-                "img.grid{image-rendering:pixelated;display:block;"
-                "margin:12px 0}\n</style></head><body>\n"
-                "<h1>ganflow-serve " GFS_VERSION "</h1>\n");
+  gf_strbuf b;
+  gf_strbuf_init(&b);
+  gf_strbuf_puts(&b,
+                 "<!doctype html>\n<html><head><meta charset=\"utf-8\">"
+                 "<title>ganflow-serve</title>\n<style>\n"
+                 "body{font-family:sans-serif;background:#1d3557;"
+                 "color:#f1faee;margin:24px}\n"
+                 "th{text-align:left;padding-right:1em}\n"
+                 "img.grid{image-rendering:pixelated;display:block;"
+                 "margin:12px 0}\n</style></head><body>\n"
+                 "<h1>ganflow-serve " GFS_VERSION "</h1>\n");
   for (int i = 0; i < s->n_slots; i++) model_section(&b, &s->slots[i]);
-  gfs_sbuf_puts(&b, "<p>API: <code>GET /v1/models/NAME/generate?seed=S&amp;"
-                    "n=N</code>, <code>POST /v2/models/NAME/infer</code>, "
-                    "<code>/metrics</code>.</p>\n</body></html>\n");
+  gf_strbuf_puts(&b, "<p>API: <code>GET /v1/models/NAME/generate?seed=S&amp;"
+                     "n=N</code>, <code>POST /v2/models/NAME/infer</code>, "
+                     "<code>/metrics</code>.</p>\n</body></html>\n");
   size_t len = 0;
-  char *body = gfs_sbuf_take(&b, &len);
+  char *body = gf_strbuf_take(&b, &len);
   if (!body) gfs_error(r, 500, "out of memory");
   else gfs_answer(r, 200, "text/html; charset=utf-8", body, len);
 }

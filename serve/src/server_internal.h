@@ -9,11 +9,11 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "gf/strbuf.h"
 #include "gfs/metrics.h"
 #include "gfs/request.h"
 #include "gfs/server.h"
 #include "gfs/slot.h"
-#include "sbuf.h"
 
 typedef enum gfs_route {
   GFS_R_NONE = 0,
