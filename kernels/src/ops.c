@@ -55,12 +55,6 @@ static gf_status check_shape(const gf_tensor *t, const char *op,
                  what, got, want);
 }
 
-#define TRY(expr)                                                          \
-  do {                                                                     \
-    gf_status st_ = (expr);                                                \
-    if (st_) return st_;                                                   \
-  } while (0)
-
 static gf_status check_accum(gf_accum a, const char *op, gf_err *err) {
   if (a != GF_OVERWRITE && a != GF_ACCUMULATE)
     return gf_fail(err, GF_EINVAL, "%s: bad accum mode %d", op, (int)a);
@@ -72,8 +66,8 @@ static gf_status check_accum(gf_accum a, const char *op, gf_err *err) {
 static gf_status linear_check(const gf_ctx *ctx, const char *op,
                               const gf_tensor *x, const gf_tensor *w,
                               gf_err *err) {
-  TRY(check_t(ctx, x, op, "x", err));
-  TRY(check_t(ctx, w, op, "w", err));
+  GF_TRY(check_t(ctx, x, op, "x", err));
+  GF_TRY(check_t(ctx, w, op, "w", err));
   if (x->ndim != 2 || w->ndim != 2)
     return gf_fail(err, GF_EINVAL, "%s: x and w must be 2-D ([N,in], [out,in])",
                    op);
@@ -87,14 +81,14 @@ gf_status gf_linear_fwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *w,
                         const gf_tensor *b, gf_tensor *y, gf_err *err) {
   const char *op = "linear_fwd";
   NEED_OP(ctx, linear_fwd, op);
-  TRY(linear_check(ctx, op, x, w, err));
+  GF_TRY(linear_check(ctx, op, x, w, err));
   int64_t ys[2] = {x->shape[0], w->shape[0]};
   if (b) {
-    TRY(check_t(ctx, b, op, "b", err));
-    TRY(check_shape(b, op, "b", 1, &w->shape[0], err));
+    GF_TRY(check_t(ctx, b, op, "b", err));
+    GF_TRY(check_shape(b, op, "b", 1, &w->shape[0], err));
   }
-  TRY(check_t(ctx, y, op, "y", err));
-  TRY(check_shape(y, op, "y", 2, ys, err));
+  GF_TRY(check_t(ctx, y, op, "y", err));
+  GF_TRY(check_shape(y, op, "y", 2, ys, err));
   return ctx->ops->linear_fwd(ctx, x, w, b, y, err);
 }
 
@@ -103,22 +97,22 @@ gf_status gf_linear_bwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *w,
                         gf_tensor *db, gf_accum accum, gf_err *err) {
   const char *op = "linear_bwd";
   NEED_OP(ctx, linear_bwd, op);
-  TRY(check_accum(accum, op, err));
-  TRY(linear_check(ctx, op, x, w, err));
+  GF_TRY(check_accum(accum, op, err));
+  GF_TRY(linear_check(ctx, op, x, w, err));
   int64_t ys[2] = {x->shape[0], w->shape[0]};
-  TRY(check_t(ctx, dy, op, "dy", err));
-  TRY(check_shape(dy, op, "dy", 2, ys, err));
+  GF_TRY(check_t(ctx, dy, op, "dy", err));
+  GF_TRY(check_shape(dy, op, "dy", 2, ys, err));
   if (dx) {
-    TRY(check_t(ctx, dx, op, "dx", err));
-    TRY(check_shape(dx, op, "dx", 2, x->shape, err));
+    GF_TRY(check_t(ctx, dx, op, "dx", err));
+    GF_TRY(check_shape(dx, op, "dx", 2, x->shape, err));
   }
   if (dw) {
-    TRY(check_t(ctx, dw, op, "dw", err));
-    TRY(check_shape(dw, op, "dw", 2, w->shape, err));
+    GF_TRY(check_t(ctx, dw, op, "dw", err));
+    GF_TRY(check_shape(dw, op, "dw", 2, w->shape, err));
   }
   if (db) {
-    TRY(check_t(ctx, db, op, "db", err));
-    TRY(check_shape(db, op, "db", 1, &w->shape[0], err));
+    GF_TRY(check_t(ctx, db, op, "db", err));
+    GF_TRY(check_shape(db, op, "db", 1, &w->shape[0], err));
   }
   if (!dx && !dw && !db) return GF_OK;
   return ctx->ops->linear_bwd(ctx, x, w, dy, dx, dw, db, accum, err);
@@ -185,16 +179,16 @@ static gf_status conv_check(const gf_ctx *ctx, const gf_tensor *x,
                             const gf_conv_params *p, bool transposed,
                             const gf_tensor *y, const char *yname,
                             const char *op, gf_err *err) {
-  TRY(check_t(ctx, x, op, "x", err));
-  TRY(check_t(ctx, w, op, "w", err));
+  GF_TRY(check_t(ctx, x, op, "x", err));
+  GF_TRY(check_t(ctx, w, op, "w", err));
   int64_t ys[4];
-  TRY(conv_shape(x, w, p, transposed, ys, op, err));
+  GF_TRY(conv_shape(x, w, p, transposed, ys, op, err));
   if (b) {
-    TRY(check_t(ctx, b, op, yname[0] == 'd' ? "db" : "b", err));
-    TRY(check_shape(b, op, yname[0] == 'd' ? "db" : "b", 1, &ys[1], err));
+    GF_TRY(check_t(ctx, b, op, yname[0] == 'd' ? "db" : "b", err));
+    GF_TRY(check_shape(b, op, yname[0] == 'd' ? "db" : "b", 1, &ys[1], err));
   }
-  TRY(check_t(ctx, y, op, yname, err));
-  TRY(check_shape(y, op, yname, 4, ys, err));
+  GF_TRY(check_t(ctx, y, op, yname, err));
+  GF_TRY(check_shape(y, op, yname, 4, ys, err));
   return GF_OK;
 }
 
@@ -202,7 +196,7 @@ gf_status gf_conv2d_fwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *w,
                         const gf_tensor *b, const gf_conv_params *p,
                         gf_tensor *y, gf_err *err) {
   NEED_OP(ctx, conv2d_fwd, "conv2d_fwd");
-  TRY(conv_check(ctx, x, w, b, p, false, y, "y", "conv2d_fwd", err));
+  GF_TRY(conv_check(ctx, x, w, b, p, false, y, "y", "conv2d_fwd", err));
   return ctx->ops->conv2d_fwd(ctx, x, w, b, p, y, err);
 }
 
@@ -212,15 +206,15 @@ static gf_status conv_bwd_check(const gf_ctx *ctx, const gf_tensor *x,
                                 const gf_tensor *dx, const gf_tensor *dw,
                                 const gf_tensor *db, gf_accum accum,
                                 const char *op, gf_err *err) {
-  TRY(check_accum(accum, op, err));
-  TRY(conv_check(ctx, x, w, db, p, transposed, dy, "dy", op, err));
+  GF_TRY(check_accum(accum, op, err));
+  GF_TRY(conv_check(ctx, x, w, db, p, transposed, dy, "dy", op, err));
   if (dx) {
-    TRY(check_t(ctx, dx, op, "dx", err));
-    TRY(check_shape(dx, op, "dx", 4, x->shape, err));
+    GF_TRY(check_t(ctx, dx, op, "dx", err));
+    GF_TRY(check_shape(dx, op, "dx", 4, x->shape, err));
   }
   if (dw) {
-    TRY(check_t(ctx, dw, op, "dw", err));
-    TRY(check_shape(dw, op, "dw", 4, w->shape, err));
+    GF_TRY(check_t(ctx, dw, op, "dw", err));
+    GF_TRY(check_shape(dw, op, "dw", 4, w->shape, err));
   }
   return GF_OK;
 }
@@ -230,8 +224,8 @@ gf_status gf_conv2d_bwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *w,
                         gf_tensor *dx, gf_tensor *dw, gf_tensor *db,
                         gf_accum accum, gf_err *err) {
   NEED_OP(ctx, conv2d_bwd, "conv2d_bwd");
-  TRY(conv_bwd_check(ctx, x, w, dy, p, false, dx, dw, db, accum, "conv2d_bwd",
-                     err));
+  GF_TRY(conv_bwd_check(ctx, x, w, dy, p, false, dx, dw, db, accum,
+                        "conv2d_bwd", err));
   if (!dx && !dw && !db) return GF_OK;
   return ctx->ops->conv2d_bwd(ctx, x, w, dy, p, dx, dw, db, accum, err);
 }
@@ -240,7 +234,7 @@ gf_status gf_deconv2d_fwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *w,
                           const gf_tensor *b, const gf_conv_params *p,
                           gf_tensor *y, gf_err *err) {
   NEED_OP(ctx, deconv2d_fwd, "deconv2d_fwd");
-  TRY(conv_check(ctx, x, w, b, p, true, y, "y", "deconv2d_fwd", err));
+  GF_TRY(conv_check(ctx, x, w, b, p, true, y, "y", "deconv2d_fwd", err));
   return ctx->ops->deconv2d_fwd(ctx, x, w, b, p, y, err);
 }
 
@@ -249,8 +243,8 @@ gf_status gf_deconv2d_bwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *w,
                           gf_tensor *dx, gf_tensor *dw, gf_tensor *db,
                           gf_accum accum, gf_err *err) {
   NEED_OP(ctx, deconv2d_bwd, "deconv2d_bwd");
-  TRY(conv_bwd_check(ctx, x, w, dy, p, true, dx, dw, db, accum,
-                     "deconv2d_bwd", err));
+  GF_TRY(conv_bwd_check(ctx, x, w, dy, p, true, dx, dw, db, accum,
+                        "deconv2d_bwd", err));
   if (!dx && !dw && !db) return GF_OK;
   return ctx->ops->deconv2d_bwd(ctx, x, w, dy, p, dx, dw, db, accum, err);
 }
@@ -262,13 +256,13 @@ static gf_status bn_check(const gf_ctx *ctx, const gf_tensor *x,
                           const gf_tensor *const *per_c,
                           const char *const *names, int n_per_c,
                           const char *op, gf_err *err) {
-  TRY(check_t(ctx, x, op, "x", err));
+  GF_TRY(check_t(ctx, x, op, "x", err));
   if (x->ndim != 2 && x->ndim != 4)
     return gf_fail(err, GF_EINVAL, "%s: x must be [N,C] or [N,C,H,W]", op);
   for (int i = 0; i < n_per_c; i++) {
     if (!per_c[i]) continue;
-    TRY(check_t(ctx, per_c[i], op, names[i], err));
-    TRY(check_shape(per_c[i], op, names[i], 1, &x->shape[1], err));
+    GF_TRY(check_t(ctx, per_c[i], op, names[i], err));
+    GF_TRY(check_shape(per_c[i], op, names[i], 1, &x->shape[1], err));
   }
   return GF_OK;
 }
@@ -289,7 +283,7 @@ gf_status gf_batchnorm_fwd_train(gf_ctx *ctx, const gf_tensor *x,
   const char *op = "batchnorm_fwd_train";
   NEED_OP(ctx, bn_fwd_train, op);
   if (!p) return gf_fail(err, GF_EINVAL, "%s: NULL params", op);
-  TRY(check_eps(p->eps, op, err));
+  GF_TRY(check_eps(p->eps, op, err));
   if (!(p->momentum >= 0.0f && p->momentum <= 1.0f))
     return gf_fail(err, GF_EINVAL, "%s: momentum must be in [0,1]", op);
   if (!gamma != !beta)
@@ -300,12 +294,12 @@ gf_status gf_batchnorm_fwd_train(gf_ctx *ctx, const gf_tensor *x,
                            save_var};
   const char *nm[] = {"gamma", "beta", "running_mean", "running_var",
                       "save_mean", "save_var"};
-  TRY(bn_check(ctx, x, pc, nm, 6, op, err));
+  GF_TRY(bn_check(ctx, x, pc, nm, 6, op, err));
   if (!save_mean || !save_var)
     return gf_fail(err, GF_EINVAL, "%s: save_mean and save_var are required",
                    op);
-  TRY(check_t(ctx, y, op, "y", err));
-  TRY(check_shape(y, op, "y", x->ndim, x->shape, err));
+  GF_TRY(check_t(ctx, y, op, "y", err));
+  GF_TRY(check_shape(y, op, "y", x->ndim, x->shape, err));
   int64_t m = gf_tensor_numel(x) / (x->shape[1] ? x->shape[1] : 1);
   if (m < 2)
     return gf_fail(err, GF_EINVAL,
@@ -322,16 +316,16 @@ gf_status gf_batchnorm_fwd_infer(gf_ctx *ctx, const gf_tensor *x,
                                  gf_tensor *y, gf_err *err) {
   const char *op = "batchnorm_fwd_infer";
   NEED_OP(ctx, bn_fwd_infer, op);
-  TRY(check_eps(eps, op, err));
+  GF_TRY(check_eps(eps, op, err));
   if (!gamma != !beta)
     return gf_fail(err, GF_EINVAL, "%s: gamma and beta go together", op);
   if (!running_mean || !running_var)
     return gf_fail(err, GF_EINVAL, "%s: running stats are required", op);
   const gf_tensor *pc[] = {gamma, beta, running_mean, running_var};
   const char *nm[] = {"gamma", "beta", "running_mean", "running_var"};
-  TRY(bn_check(ctx, x, pc, nm, 4, op, err));
-  TRY(check_t(ctx, y, op, "y", err));
-  TRY(check_shape(y, op, "y", x->ndim, x->shape, err));
+  GF_TRY(bn_check(ctx, x, pc, nm, 4, op, err));
+  GF_TRY(check_t(ctx, y, op, "y", err));
+  GF_TRY(check_shape(y, op, "y", x->ndim, x->shape, err));
   return ctx->ops->bn_fwd_infer(ctx, x, gamma, beta, running_mean,
                                 running_var, eps, y, err);
 }
@@ -344,8 +338,8 @@ gf_status gf_batchnorm_bwd(gf_ctx *ctx, const gf_tensor *x,
                            gf_accum accum, gf_err *err) {
   const char *op = "batchnorm_bwd";
   NEED_OP(ctx, bn_bwd, op);
-  TRY(check_accum(accum, op, err));
-  TRY(check_eps(eps, op, err));
+  GF_TRY(check_accum(accum, op, err));
+  GF_TRY(check_eps(eps, op, err));
   if (!save_mean || !save_var)
     return gf_fail(err, GF_EINVAL, "%s: save_mean and save_var are required",
                    op);
@@ -353,12 +347,12 @@ gf_status gf_batchnorm_bwd(gf_ctx *ctx, const gf_tensor *x,
     return gf_fail(err, GF_EINVAL, "%s: dgamma/dbeta need gamma", op);
   const gf_tensor *pc[] = {gamma, save_mean, save_var, dgamma, dbeta};
   const char *nm[] = {"gamma", "save_mean", "save_var", "dgamma", "dbeta"};
-  TRY(bn_check(ctx, x, pc, nm, 5, op, err));
-  TRY(check_t(ctx, dy, op, "dy", err));
-  TRY(check_shape(dy, op, "dy", x->ndim, x->shape, err));
+  GF_TRY(bn_check(ctx, x, pc, nm, 5, op, err));
+  GF_TRY(check_t(ctx, dy, op, "dy", err));
+  GF_TRY(check_shape(dy, op, "dy", x->ndim, x->shape, err));
   if (dx) {
-    TRY(check_t(ctx, dx, op, "dx", err));
-    TRY(check_shape(dx, op, "dx", x->ndim, x->shape, err));
+    GF_TRY(check_t(ctx, dx, op, "dx", err));
+    GF_TRY(check_shape(dx, op, "dx", x->ndim, x->shape, err));
   }
   if (!dx && !dgamma && !dbeta) return GF_OK;
   return ctx->ops->bn_bwd(ctx, x, gamma, save_mean, save_var, eps, dy, dx,
@@ -372,12 +366,12 @@ gf_status gf_batchnorm_bwd(gf_ctx *ctx, const gf_tensor *x,
 static gf_status same3(const gf_ctx *ctx, const char *op, const gf_tensor *a,
                        const char *an, const gf_tensor *b, const char *bn,
                        const gf_tensor *c, const char *cn, gf_err *err) {
-  TRY(check_t(ctx, a, op, an, err));
-  TRY(check_t(ctx, b, op, bn, err));
-  TRY(check_shape(b, op, bn, a->ndim, a->shape, err));
+  GF_TRY(check_t(ctx, a, op, an, err));
+  GF_TRY(check_t(ctx, b, op, bn, err));
+  GF_TRY(check_shape(b, op, bn, a->ndim, a->shape, err));
   if (c) {
-    TRY(check_t(ctx, c, op, cn, err));
-    TRY(check_shape(c, op, cn, a->ndim, a->shape, err));
+    GF_TRY(check_t(ctx, c, op, cn, err));
+    GF_TRY(check_shape(c, op, cn, a->ndim, a->shape, err));
   }
   return GF_OK;
 }
@@ -385,7 +379,7 @@ static gf_status same3(const gf_ctx *ctx, const char *op, const gf_tensor *a,
 static gf_status act_fwd(gf_ctx *ctx, int kind, float alpha, const gf_tensor *x,
                          gf_tensor *y, const char *op, gf_err *err) {
   NEED_OP(ctx, act_fwd, op);
-  TRY(same3(ctx, op, x, "x", y, "y", NULL, NULL, err));
+  GF_TRY(same3(ctx, op, x, "x", y, "y", NULL, NULL, err));
   return ctx->ops->act_fwd(ctx, kind, alpha, x, y, err);
 }
 
@@ -393,8 +387,8 @@ static gf_status act_bwd(gf_ctx *ctx, int kind, float alpha,
                          const gf_tensor *in, const gf_tensor *dy,
                          gf_tensor *dx, const char *op, gf_err *err) {
   NEED_OP(ctx, act_bwd, op);
-  TRY(same3(ctx, op, in, kind <= GF_ACT_LEAKY_RELU ? "x" : "y", dy, "dy", dx,
-            "dx", err));
+  GF_TRY(same3(ctx, op, in, kind <= GF_ACT_LEAKY_RELU ? "x" : "y", dy, "dy", dx,
+               "dx", err));
   if (!dx) return gf_fail(err, GF_EINVAL, "%s: dx is NULL", op);
   return ctx->ops->act_bwd(ctx, kind, alpha, in, dy, dx, err);
 }
@@ -445,7 +439,7 @@ static gf_status dropout(gf_ctx *ctx, const gf_tensor *x, float p,
   if (!(p >= 0.0f && p <= 1.0f))
     return gf_fail(err, GF_EINVAL, "%s: p must be in [0,1]", op);
   if (!s) return gf_fail(err, GF_EINVAL, "%s: NULL Philox stream", op);
-  TRY(same3(ctx, op, x, xn, y, yn, NULL, NULL, err));
+  GF_TRY(same3(ctx, op, x, xn, y, yn, NULL, NULL, err));
   return ctx->ops->dropout(ctx, x, p, s, y, err);
 }
 
@@ -466,8 +460,8 @@ gf_status gf_bce_logits_fwd(gf_ctx *ctx, const gf_tensor *x,
                             gf_err *err) {
   const char *op = "bce_logits_fwd";
   NEED_OP(ctx, bce_fwd, op);
-  TRY(same3(ctx, op, x, "x", target, "target", NULL, NULL, err));
-  TRY(check_t(ctx, loss, op, "loss", err));
+  GF_TRY(same3(ctx, op, x, "x", target, "target", NULL, NULL, err));
+  GF_TRY(check_t(ctx, loss, op, "loss", err));
   if (gf_tensor_numel(loss) != 1)
     return gf_fail(err, GF_EINVAL, "%s: loss must have 1 element", op);
   if (gf_tensor_numel(x) < 1)
@@ -480,7 +474,7 @@ gf_status gf_bce_logits_bwd(gf_ctx *ctx, const gf_tensor *x,
                             gf_tensor *dx, gf_err *err) {
   const char *op = "bce_logits_bwd";
   NEED_OP(ctx, bce_bwd, op);
-  TRY(same3(ctx, op, x, "x", target, "target", dx, "dx", err));
+  GF_TRY(same3(ctx, op, x, "x", target, "target", dx, "dx", err));
   if (!dx) return gf_fail(err, GF_EINVAL, "%s: dx is NULL", op);
   if (gf_tensor_numel(x) < 1)
     return gf_fail(err, GF_EINVAL, "%s: empty input", op);
@@ -501,23 +495,23 @@ gf_status gf_adam_step(gf_ctx *ctx, const gf_adam_params *p, int64_t step,
       !isfinite(p->lr) || !isfinite(p->eps) || !isfinite(p->weight_decay))
     return gf_fail(err, GF_EINVAL, "%s: lr, eps, weight_decay must be >= 0",
                    op);
-  TRY(same3(ctx, op, param, "param", grad, "grad", m, "m", err));
+  GF_TRY(same3(ctx, op, param, "param", grad, "grad", m, "m", err));
   if (!m) return gf_fail(err, GF_EINVAL, "%s: m is NULL", op);
-  TRY(same3(ctx, op, param, "param", v, "v", NULL, NULL, err));
+  GF_TRY(same3(ctx, op, param, "param", v, "v", NULL, NULL, err));
   return ctx->ops->adam(ctx, p, step, param, grad, m, v, err);
 }
 
 gf_status gf_fill(gf_ctx *ctx, gf_tensor *t, float value, gf_err *err) {
   NEED_OP(ctx, fill, "fill");
-  TRY(check_t(ctx, t, "fill", "t", err));
+  GF_TRY(check_t(ctx, t, "fill", "t", err));
   return ctx->ops->fill(ctx, t, value, err);
 }
 
 gf_status gf_copy(gf_ctx *ctx, const gf_tensor *src, gf_tensor *dst,
                   gf_err *err) {
   NEED_OP(ctx, copy, "copy");
-  TRY(check_t(ctx, src, "copy", "src", err));
-  TRY(check_t(ctx, dst, "copy", "dst", err));
+  GF_TRY(check_t(ctx, src, "copy", "src", err));
+  GF_TRY(check_t(ctx, dst, "copy", "dst", err));
   if (gf_tensor_numel(src) != gf_tensor_numel(dst))
     return gf_fail(err, GF_EINVAL, "copy: %lld elements into %lld",
                    (long long)gf_tensor_numel(src),

@@ -7,12 +7,6 @@
 
 #include "gf/gan.h"
 
-#define TRY(expr)                  \
-  do {                             \
-    gf_status st_ = (expr);        \
-    if (st_ != GF_OK) return st_;  \
-  } while (0)
-
 void gf_gan_hparams_default(gf_gan_hparams *hp) {
   gf_adam_params a = {2e-4, 0.5, 0.999, 1e-8, 0.0};
   hp->adam_g = a;
@@ -21,7 +15,7 @@ void gf_gan_hparams_default(gf_gan_hparams *hp) {
 
 static gf_status carve(gf_arena *a, int64_t n, float **p, gf_err *err) {
   gf_tensor t;
-  TRY(gf_arena_tensor(a, &t, GF_F32, 1, &n, err));
+  GF_TRY(gf_arena_tensor(a, &t, GF_F32, 1, &n, err));
   *p = t.data;
   return GF_OK;
 }
@@ -37,20 +31,20 @@ gf_status gf_gan_init(gf_gan *gan, gf_ctx *ctx, const gf_model_config *cfg,
   if (hp) gan->hp = *hp;
   else gf_gan_hparams_default(&gan->hp);
   gan->max_batch = max_batch;
-  TRY(gf_net_init(&gan->g, ctx, cfg, GF_NET_G, max_batch, true, err));
-  TRY(gf_net_init(&gan->d, ctx, cfg, GF_NET_D, max_batch, true, err));
+  GF_TRY(gf_net_init(&gan->g, ctx, cfg, GF_NET_G, max_batch, true, err));
+  GF_TRY(gf_net_init(&gan->d, ctx, cfg, GF_NET_D, max_batch, true, err));
   int64_t mb = max_batch;
   int64_t img = (int64_t)cfg->image_channels * cfg->image_height * cfg->image_width;
   size_t bytes = gf_arena_slot_bytes((size_t)(mb * cfg->z_dim) * 4) +
                  3 * gf_arena_slot_bytes((size_t)mb * 4) +
                  gf_arena_slot_bytes((size_t)(mb * img) * 4) + gf_arena_slot_bytes(4);
-  TRY(gf_arena_init_on(&gan->scratch, ctx->device, ctx->device_index, bytes, err));
-  TRY(carve(&gan->scratch, mb * cfg->z_dim, &gan->z, err));
-  TRY(carve(&gan->scratch, mb, &gan->ones, err));
-  TRY(carve(&gan->scratch, mb, &gan->zeros, err));
-  TRY(carve(&gan->scratch, mb, &gan->dlogit, err));
-  TRY(carve(&gan->scratch, mb * img, &gan->dfake, err));
-  TRY(carve(&gan->scratch, 1, &gan->loss, err));
+  GF_TRY(gf_arena_init_on(&gan->scratch, ctx->device, ctx->device_index, bytes, err));
+  GF_TRY(carve(&gan->scratch, mb * cfg->z_dim, &gan->z, err));
+  GF_TRY(carve(&gan->scratch, mb, &gan->ones, err));
+  GF_TRY(carve(&gan->scratch, mb, &gan->zeros, err));
+  GF_TRY(carve(&gan->scratch, mb, &gan->dlogit, err));
+  GF_TRY(carve(&gan->scratch, mb * img, &gan->dfake, err));
+  GF_TRY(carve(&gan->scratch, 1, &gan->loss, err));
   if (ctx->device == GF_DEV_CPU) {
     for (int64_t i = 0; i < mb; i++) gan->ones[i] = 1.0f; /* zeros: arena is zeroed */
     return GF_OK;
@@ -58,9 +52,9 @@ gf_status gf_gan_init(gf_gan *gan, gf_ctx *ctx, const gf_model_config *cfg,
   gan->host = malloc((size_t)(mb + 1) * sizeof(float));
   if (!gan->host) return gf_fail(err, GF_ENOMEM, "gan: out of memory");
   gf_tensor ones;
-  TRY(gf_tensor_view(&ones, gan->ones, GF_F32, ctx->device, 1, &mb, err));
+  GF_TRY(gf_tensor_view(&ones, gan->ones, GF_F32, ctx->device, 1, &mb, err));
   ones.device_index = ctx->device_index;
-  TRY(gf_fill(ctx, &ones, 1.0f, err));
+  GF_TRY(gf_fill(ctx, &ones, 1.0f, err));
   return gf_ctx_sync(ctx, err);
 }
 
@@ -75,8 +69,8 @@ void gf_gan_free(gf_gan *gan) {
 
 gf_status gf_gan_init_params(gf_gan *gan, uint64_t seed, gf_err *err) {
   if (!gan || !gan->g.layers) return gf_fail(err, GF_ESTATE, "gan: not built");
-  TRY(gf_net_init_params(&gan->g, seed, err));
-  TRY(gf_net_init_params(&gan->d, seed, err));
+  GF_TRY(gf_net_init_params(&gan->g, seed, err));
+  GF_TRY(gf_net_init_params(&gan->d, seed, err));
   gan->adam_step_g = gan->adam_step_d = 0;
   return GF_OK;
 }
@@ -87,8 +81,8 @@ static gf_status copy_arena(gf_arena *dst, const gf_arena *src, gf_err *err) {
                    dst->used, src->used);
   if (src->used == 0) return GF_OK;
   gf_tensor d, s;
-  TRY(gf_arena_view_all(dst, &d, err));
-  TRY(gf_arena_view_all(src, &s, err));
+  GF_TRY(gf_arena_view_all(dst, &d, err));
+  GF_TRY(gf_arena_view_all(src, &s, err));
   d.device_index = dst->device_index;
   s.device_index = src->device_index;
   return gf_tensor_copy(&d, &s, err);
@@ -100,11 +94,11 @@ gf_status gf_gan_copy_state(gf_gan *dst, const gf_gan *src, gf_err *err) {
   const gf_net *sn[2] = {&src->g, &src->d};
   gf_net *dn[2] = {&dst->g, &dst->d};
   for (int i = 0; i < 2; i++) {
-    TRY(copy_arena(&dn[i]->params, &sn[i]->params, err));
-    TRY(copy_arena(&dn[i]->grads, &sn[i]->grads, err));
-    TRY(copy_arena(&dn[i]->adam_m, &sn[i]->adam_m, err));
-    TRY(copy_arena(&dn[i]->adam_v, &sn[i]->adam_v, err));
-    TRY(copy_arena(&dn[i]->bn_stats, &sn[i]->bn_stats, err));
+    GF_TRY(copy_arena(&dn[i]->params, &sn[i]->params, err));
+    GF_TRY(copy_arena(&dn[i]->grads, &sn[i]->grads, err));
+    GF_TRY(copy_arena(&dn[i]->adam_m, &sn[i]->adam_m, err));
+    GF_TRY(copy_arena(&dn[i]->adam_v, &sn[i]->adam_v, err));
+    GF_TRY(copy_arena(&dn[i]->bn_stats, &sn[i]->bn_stats, err));
   }
   dst->adam_step_g = src->adam_step_g;
   dst->adam_step_d = src->adam_step_d;
@@ -119,7 +113,7 @@ size_t gf_gan_arena_bytes(const gf_gan *gan) {
 /* A view of n values at data on ctx's device. */
 static gf_status dview(gf_tensor *t, const gf_ctx *ctx, float *data, int ndim,
                        const int64_t *shape, gf_err *err) {
-  TRY(gf_tensor_view(t, data, GF_F32, ctx->device, ndim, shape, err));
+  GF_TRY(gf_tensor_view(t, data, GF_F32, ctx->device, ndim, shape, err));
   t->device_index = ctx->device_index;
   return GF_OK;
 }
@@ -137,15 +131,15 @@ static gf_status host_of(gf_gan *gan, const gf_tensor *t, const float **out, gf_
     return GF_OK;
   }
   gf_tensor h;
-  TRY(gf_tensor_view(&h, gan->host, GF_F32, GF_DEV_CPU, t->ndim, t->shape, err));
-  TRY(gf_tensor_copy(&h, t, err));
+  GF_TRY(gf_tensor_view(&h, gan->host, GF_F32, GF_DEV_CPU, t->ndim, t->shape, err));
+  GF_TRY(gf_tensor_copy(&h, t, err));
   *out = gan->host;
   return GF_OK;
 }
 
 static gf_status mean_sigmoid(gf_gan *gan, const gf_tensor *logits, double *out, gf_err *err) {
   const float *x;
-  TRY(host_of(gan, logits, &x, err));
+  GF_TRY(host_of(gan, logits, &x, err));
   int64_t n = gf_tensor_numel(logits);
   double s = 0.0;
   for (int64_t i = 0; i < n; i++) s += 1.0 / (1.0 + exp(-(double)x[i]));
@@ -160,11 +154,11 @@ static gf_status bce(gf_gan *gan, gf_ctx *ctx, const gf_tensor *logits,
                      gf_err *err) {
   gf_tensor l;
   int64_t one = 1;
-  TRY(dview(&l, ctx, gan->loss, 1, &one, err));
-  TRY(gf_bce_logits_fwd(ctx, logits, target, &l, err));
-  TRY(gf_bce_logits_bwd(ctx, logits, target, 1.0f, dlogit, err));
+  GF_TRY(dview(&l, ctx, gan->loss, 1, &one, err));
+  GF_TRY(gf_bce_logits_fwd(ctx, logits, target, &l, err));
+  GF_TRY(gf_bce_logits_bwd(ctx, logits, target, 1.0f, dlogit, err));
   const float *v;
-  TRY(host_of(gan, &l, &v, err));
+  GF_TRY(host_of(gan, &l, &v, err));
   *loss = v[0];
   return GF_OK;
 }
@@ -183,49 +177,49 @@ gf_status gf_gan_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real, const gf_
   /* Latents. */
   gf_tensor zt;
   int64_t zs[2] = {n, gan->cfg.z_dim};
-  TRY(dview(&zt, ctx, gan->z, 2, zs, err));
+  GF_TRY(dview(&zt, ctx, gan->z, 2, zs, err));
   if (z) {
     if (!z->data || z->dtype != GF_F32 || gf_tensor_numel(z) != n * gan->cfg.z_dim)
       return gf_fail(err, GF_EINVAL, "gan: z must hold %lld x %d f32 values", (long long)n,
                      gan->cfg.z_dim);
     if (z->device == ctx->device && z->device_index == ctx->device_index)
-      TRY(gf_copy(ctx, z, &zt, err));
+      GF_TRY(gf_copy(ctx, z, &zt, err));
     else
-      TRY(gf_tensor_copy(&zt, z, err));
+      GF_TRY(gf_tensor_copy(&zt, z, err));
   } else {
-    TRY(gf_latent_sample(&zt, seed, GF_RNG_LATENT, step, rank, err));
+    GF_TRY(gf_latent_sample(&zt, seed, GF_RNG_LATENT, step, rank, err));
   }
 
   gf_tensor ones, zeros, dlogit, dfake, fake, logits;
-  TRY(vec(&ones, ctx, gan->ones, n, err));
-  TRY(vec(&zeros, ctx, gan->zeros, n, err));
-  TRY(vec(&dlogit, ctx, gan->dlogit, n, err));
+  GF_TRY(vec(&ones, ctx, gan->ones, n, err));
+  GF_TRY(vec(&zeros, ctx, gan->zeros, n, err));
+  GF_TRY(vec(&dlogit, ctx, gan->dlogit, n, err));
   int64_t img[4] = {n, gan->cfg.image_channels, gan->cfg.image_height, gan->cfg.image_width};
-  TRY(dview(&dfake, ctx, gan->dfake, 4, img, err));
+  GF_TRY(dview(&dfake, ctx, gan->dfake, 4, img, err));
 
   /* fake = G(z); G's activations stay put until its backward below. */
-  TRY(gf_net_forward(&gan->g, ctx, &zt, GF_MODE_TRAIN, seed, step, rank, 0, &fake, err));
+  GF_TRY(gf_net_forward(&gan->g, ctx, &zt, GF_MODE_TRAIN, seed, step, rank, 0, &fake, err));
 
   /* D step: real with label 1, then fake (detached) with label 0. */
-  TRY(gf_net_forward(&gan->d, ctx, real, GF_MODE_TRAIN, seed, step, rank, 0, &logits, err));
-  TRY(bce(gan, ctx, &logits, &ones, &dlogit, &s.loss_d_real, err));
-  TRY(mean_sigmoid(gan, &logits, &s.d_real, err));
-  TRY(gf_net_backward(&gan->d, ctx, &dlogit, NULL, true, GF_OVERWRITE, err));
-  TRY(gf_net_forward(&gan->d, ctx, &fake, GF_MODE_TRAIN, seed, step, rank, 1, &logits, err));
-  TRY(bce(gan, ctx, &logits, &zeros, &dlogit, &s.loss_d_fake, err));
-  TRY(mean_sigmoid(gan, &logits, &s.d_fake, err));
-  TRY(gf_net_backward(&gan->d, ctx, &dlogit, NULL, true, GF_ACCUMULATE, err));
-  TRY(gf_net_adam(&gan->d, ctx, &gan->hp.adam_d, gan->adam_step_d + 1, err));
+  GF_TRY(gf_net_forward(&gan->d, ctx, real, GF_MODE_TRAIN, seed, step, rank, 0, &logits, err));
+  GF_TRY(bce(gan, ctx, &logits, &ones, &dlogit, &s.loss_d_real, err));
+  GF_TRY(mean_sigmoid(gan, &logits, &s.d_real, err));
+  GF_TRY(gf_net_backward(&gan->d, ctx, &dlogit, NULL, true, GF_OVERWRITE, err));
+  GF_TRY(gf_net_forward(&gan->d, ctx, &fake, GF_MODE_TRAIN, seed, step, rank, 1, &logits, err));
+  GF_TRY(bce(gan, ctx, &logits, &zeros, &dlogit, &s.loss_d_fake, err));
+  GF_TRY(mean_sigmoid(gan, &logits, &s.d_fake, err));
+  GF_TRY(gf_net_backward(&gan->d, ctx, &dlogit, NULL, true, GF_ACCUMULATE, err));
+  GF_TRY(gf_net_adam(&gan->d, ctx, &gan->hp.adam_d, gan->adam_step_d + 1, err));
   gan->adam_step_d++;
   s.loss_d = s.loss_d_real + s.loss_d_fake;
 
   /* G step: fake through the updated D with label 1, back into G. */
-  TRY(gf_net_forward(&gan->d, ctx, &fake, GF_MODE_TRAIN, seed, step, rank, 2, &logits, err));
-  TRY(bce(gan, ctx, &logits, &ones, &dlogit, &s.loss_g, err));
-  TRY(mean_sigmoid(gan, &logits, &s.d_fake_after, err));
-  TRY(gf_net_backward(&gan->d, ctx, &dlogit, &dfake, false, GF_OVERWRITE, err));
-  TRY(gf_net_backward(&gan->g, ctx, &dfake, NULL, true, GF_OVERWRITE, err));
-  TRY(gf_net_adam(&gan->g, ctx, &gan->hp.adam_g, gan->adam_step_g + 1, err));
+  GF_TRY(gf_net_forward(&gan->d, ctx, &fake, GF_MODE_TRAIN, seed, step, rank, 2, &logits, err));
+  GF_TRY(bce(gan, ctx, &logits, &ones, &dlogit, &s.loss_g, err));
+  GF_TRY(mean_sigmoid(gan, &logits, &s.d_fake_after, err));
+  GF_TRY(gf_net_backward(&gan->d, ctx, &dlogit, &dfake, false, GF_OVERWRITE, err));
+  GF_TRY(gf_net_backward(&gan->g, ctx, &dfake, NULL, true, GF_OVERWRITE, err));
+  GF_TRY(gf_net_adam(&gan->g, ctx, &gan->hp.adam_g, gan->adam_step_g + 1, err));
   gan->adam_step_g++;
 
   if (stats) *stats = s;

@@ -8,12 +8,6 @@
 
 #include "net_layers.h"
 
-#define TRY(expr)                  \
-  do {                             \
-    gf_status st_ = (expr);        \
-    if (st_ != GF_OK) return st_;  \
-  } while (0)
-
 /* ---- builder --------------------------------------------------------------- */
 
 /* Per-sample shape of the current last output (the net input when empty). */
@@ -70,7 +64,7 @@ static gf_status add_tensor(gf_net *net, const char *suffix, gf_param_kind kind,
 
 gf_status gf_nb_linear(gf_net *net, int64_t out_features, bool bias, gf_err *err) {
   gf_layer *l = NULL;
-  TRY(new_layer(net, GF_L_LINEAR, &l, err));
+  GF_TRY(new_layer(net, GF_L_LINEAR, &l, err));
   int64_t in = numel_of(l->in_ndim, l->in);
   l->in_ndim = 1;
   l->in[0] = in;
@@ -79,10 +73,10 @@ gf_status gf_nb_linear(gf_net *net, int64_t out_features, bool bias, gf_err *err
   l->out[0] = out_features;
   l->out[1] = l->out[2] = 1;
   int64_t ws[2] = {out_features, in};
-  TRY(add_tensor(net, "weight", GF_PARAM_WEIGHT, 2, ws, &l->p_w, err));
+  GF_TRY(add_tensor(net, "weight", GF_PARAM_WEIGHT, 2, ws, &l->p_w, err));
   net->tensors[l->p_w].fan_in = in;
   net->tensors[l->p_w].fan_out = out_features;
-  if (bias) TRY(add_tensor(net, "bias", GF_PARAM_BIAS, 1, &out_features, &l->p_b, err));
+  if (bias) GF_TRY(add_tensor(net, "bias", GF_PARAM_BIAS, 1, &out_features, &l->p_b, err));
   net->n_layers++;
   return GF_OK;
 }
@@ -90,7 +84,7 @@ gf_status gf_nb_linear(gf_net *net, int64_t out_features, bool bias, gf_err *err
 gf_status gf_nb_conv(gf_net *net, bool transposed, int64_t cout, int k,
                      int stride, int pad, gf_err *err) {
   gf_layer *l = NULL;
-  TRY(new_layer(net, transposed ? GF_L_DECONV : GF_L_CONV, &l, err));
+  GF_TRY(new_layer(net, transposed ? GF_L_DECONV : GF_L_CONV, &l, err));
   if (l->in_ndim == 1) { /* a vector (z) seen as [F, 1, 1] */
     l->in[1] = l->in[2] = 1;
   }
@@ -113,7 +107,7 @@ gf_status gf_nb_conv(gf_net *net, bool transposed, int64_t cout, int k,
   l->out[2] = ow;
   l->conv = (gf_conv_params){{stride, stride}, {pad, pad}, {0, 0}};
   int64_t ws[4] = {transposed ? cin : cout, transposed ? cout : cin, k, k};
-  TRY(add_tensor(net, "weight", GF_PARAM_WEIGHT, 4, ws, &l->p_w, err));
+  GF_TRY(add_tensor(net, "weight", GF_PARAM_WEIGHT, 4, ws, &l->p_w, err));
   net->tensors[l->p_w].fan_in = cin * k * k;
   net->tensors[l->p_w].fan_out = cout * k * k;
   net->n_layers++;
@@ -122,14 +116,14 @@ gf_status gf_nb_conv(gf_net *net, bool transposed, int64_t cout, int k,
 
 gf_status gf_nb_bn(gf_net *net, gf_err *err) {
   gf_layer *l = NULL;
-  TRY(new_layer(net, GF_L_BN, &l, err));
+  GF_TRY(new_layer(net, GF_L_BN, &l, err));
   l->out_ndim = l->in_ndim;
   memcpy(l->out, l->in, sizeof l->in);
   int64_t c = l->in[0];
-  TRY(add_tensor(net, "weight", GF_PARAM_BN_WEIGHT, 1, &c, &l->p_gamma, err));
-  TRY(add_tensor(net, "bias", GF_PARAM_BN_BIAS, 1, &c, &l->p_beta, err));
-  TRY(add_tensor(net, "running_mean", GF_PARAM_BN_RUNNING_MEAN, 1, &c, &l->p_rmean, err));
-  TRY(add_tensor(net, "running_var", GF_PARAM_BN_RUNNING_VAR, 1, &c, &l->p_rvar, err));
+  GF_TRY(add_tensor(net, "weight", GF_PARAM_BN_WEIGHT, 1, &c, &l->p_gamma, err));
+  GF_TRY(add_tensor(net, "bias", GF_PARAM_BN_BIAS, 1, &c, &l->p_beta, err));
+  GF_TRY(add_tensor(net, "running_mean", GF_PARAM_BN_RUNNING_MEAN, 1, &c, &l->p_rmean, err));
+  GF_TRY(add_tensor(net, "running_var", GF_PARAM_BN_RUNNING_VAR, 1, &c, &l->p_rvar, err));
   net->n_layers++;
   return GF_OK;
 }
@@ -140,7 +134,7 @@ gf_status gf_nb_act(gf_net *net, gf_layer_kind kind, float arg, gf_err *err) {
   if (net->n_layers == 0)
     return gf_fail(err, GF_EINVAL, "net: an element-wise layer cannot come first");
   gf_layer *l = NULL;
-  TRY(new_layer(net, kind, &l, err));
+  GF_TRY(new_layer(net, kind, &l, err));
   l->out_ndim = l->in_ndim;
   memcpy(l->out, l->in, sizeof l->in);
   l->in_place = true;
@@ -154,12 +148,12 @@ gf_status gf_nb_act(gf_net *net, gf_layer_kind kind, float arg, gf_err *err) {
 
 static gf_status arena_init(gf_arena *a, gf_ctx *ctx, size_t bytes, gf_err *err) {
   if (bytes == 0) return GF_OK; /* stays zeroed: an empty arena */
-  TRY(gf_arena_init_on(a, ctx->device, ctx->device_index, bytes, err));
+  GF_TRY(gf_arena_init_on(a, ctx->device, ctx->device_index, bytes, err));
   return GF_OK;
 }
 
 static gf_status carve(gf_arena *a, gf_tensor *t, const gf_tensor *like, gf_err *err) {
-  TRY(gf_arena_tensor(a, t, GF_F32, like->ndim, like->shape, err));
+  GF_TRY(gf_arena_tensor(a, t, GF_F32, like->ndim, like->shape, err));
   t->device_index = a->device_index;
   return GF_OK;
 }
@@ -167,7 +161,7 @@ static gf_status carve(gf_arena *a, gf_tensor *t, const gf_tensor *like, gf_err 
 /* A flat carve of n floats; returns the pointer in *p. */
 static gf_status carve_floats(gf_arena *a, int64_t n, float **p, gf_err *err) {
   gf_tensor t;
-  TRY(gf_arena_tensor(a, &t, GF_F32, 1, &n, err));
+  GF_TRY(gf_arena_tensor(a, &t, GF_F32, 1, &n, err));
   *p = t.data;
   return GF_OK;
 }
@@ -196,39 +190,39 @@ static gf_status allocate(gf_net *net, gf_ctx *ctx, gf_err *err) {
     if (l->kind == GF_L_BN) abytes += 2 * fbytes(l->out[0]);
   }
   abytes += 2 * fbytes(mb * maxn);
-  TRY(arena_init(&net->params, ctx, pbytes, err));
-  TRY(arena_init(&net->bn_stats, ctx, sbytes, err));
-  TRY(arena_init(&net->acts, ctx, abytes, err));
+  GF_TRY(arena_init(&net->params, ctx, pbytes, err));
+  GF_TRY(arena_init(&net->bn_stats, ctx, sbytes, err));
+  GF_TRY(arena_init(&net->acts, ctx, abytes, err));
   if (net->training) {
-    TRY(arena_init(&net->grads, ctx, pbytes, err));
-    TRY(arena_init(&net->adam_m, ctx, pbytes, err));
-    TRY(arena_init(&net->adam_v, ctx, pbytes, err));
+    GF_TRY(arena_init(&net->grads, ctx, pbytes, err));
+    GF_TRY(arena_init(&net->adam_m, ctx, pbytes, err));
+    GF_TRY(arena_init(&net->adam_v, ctx, pbytes, err));
   }
   for (int i = 0; i < net->n_tensors; i++) {
     gf_param *p = &net->tensors[i];
     gf_tensor shape = p->value;
     if (!p->trainable) {
-      TRY(carve(&net->bn_stats, &p->value, &shape, err));
+      GF_TRY(carve(&net->bn_stats, &p->value, &shape, err));
       continue;
     }
-    TRY(carve(&net->params, &p->value, &shape, err));
+    GF_TRY(carve(&net->params, &p->value, &shape, err));
     if (net->training) {
-      TRY(carve(&net->grads, &p->grad, &shape, err));
-      TRY(carve(&net->adam_m, &p->adam_m, &shape, err));
-      TRY(carve(&net->adam_v, &p->adam_v, &shape, err));
+      GF_TRY(carve(&net->grads, &p->grad, &shape, err));
+      GF_TRY(carve(&net->adam_m, &p->adam_m, &shape, err));
+      GF_TRY(carve(&net->adam_v, &p->adam_v, &shape, err));
     }
   }
   for (int i = 0; i < net->n_layers; i++) {
     gf_layer *l = &net->layers[i];
     if (l->in_place) l->act = net->layers[i - 1].act;
-    else TRY(carve_floats(&net->acts, mb * l->out_numel, &l->act, err));
+    else GF_TRY(carve_floats(&net->acts, mb * l->out_numel, &l->act, err));
     if (l->kind == GF_L_BN) {
-      TRY(carve_floats(&net->acts, l->out[0], &l->save_mean, err));
-      TRY(carve_floats(&net->acts, l->out[0], &l->save_var, err));
+      GF_TRY(carve_floats(&net->acts, l->out[0], &l->save_mean, err));
+      GF_TRY(carve_floats(&net->acts, l->out[0], &l->save_var, err));
     }
   }
-  TRY(carve_floats(&net->acts, mb * maxn, &net->dbuf[0], err));
-  TRY(carve_floats(&net->acts, mb * maxn, &net->dbuf[1], err));
+  GF_TRY(carve_floats(&net->acts, mb * maxn, &net->dbuf[0], err));
+  GF_TRY(carve_floats(&net->acts, mb * maxn, &net->dbuf[1], err));
   return GF_OK;
 }
 
@@ -248,7 +242,7 @@ gf_status gf_net_init(gf_net *net, gf_ctx *ctx, const gf_model_config *cfg,
   if (!net) return gf_fail(err, GF_EINVAL, "net: NULL net");
   memset(net, 0, sizeof *net);
   if (!ctx || !ctx->ops || !cfg) return gf_fail(err, GF_EINVAL, "net: NULL ctx or config");
-  TRY(gf_model_config_validate(cfg, err));
+  GF_TRY(gf_model_config_validate(cfg, err));
   if (role != GF_NET_G && role != GF_NET_D)
     return gf_fail(err, GF_EINVAL, "net: unknown role %d", (int)role);
   if (max_batch < 1 || max_batch > (1 << 20))
@@ -272,7 +266,7 @@ gf_status gf_net_init(gf_net *net, gf_ctx *ctx, const gf_model_config *cfg,
     net->in_shape[1] = cfg->image_height;
     net->in_shape[2] = cfg->image_width;
   }
-  TRY(cfg->architecture == GF_ARCH_MLP ? gf_mlp_build(net, err) : gf_dcgan_build(net, err));
+  GF_TRY(cfg->architecture == GF_ARCH_MLP ? gf_mlp_build(net, err) : gf_dcgan_build(net, err));
   if (net->n_layers == 0) return gf_fail(err, GF_EINVAL, "net: no layers");
   const gf_layer *last = &net->layers[net->n_layers - 1];
   if (role == GF_NET_G) {
@@ -289,7 +283,7 @@ gf_status gf_net_init(gf_net *net, gf_ctx *ctx, const gf_model_config *cfg,
     return gf_fail(err, GF_EINVAL, "net: the last layer yields %lld values per sample, not %lld",
                    (long long)numel_of(last->out_ndim, last->out),
                    (long long)numel_of(net->out_ndim, net->out_shape));
-  TRY(allocate(net, ctx, err));
+  GF_TRY(allocate(net, ctx, err));
   if (ctx->device == GF_DEV_CPU) {
     reset_bn_stats(net);
     return GF_OK;
@@ -297,7 +291,7 @@ gf_status gf_net_init(gf_net *net, gf_ctx *ctx, const gf_model_config *cfg,
   for (int i = 0; i < net->n_tensors; i++) { /* device: the same values */
     gf_param *p = &net->tensors[i];
     if (!p->trainable)
-      TRY(gf_fill(ctx, &p->value, p->kind == GF_PARAM_BN_RUNNING_VAR ? 1.0f : 0.0f, err));
+      GF_TRY(gf_fill(ctx, &p->value, p->kind == GF_PARAM_BN_RUNNING_VAR ? 1.0f : 0.0f, err));
   }
   return gf_ctx_sync(ctx, err);
 }
@@ -321,7 +315,7 @@ static void zero_arena(gf_arena *a) {
 /* A 1-D view of the used part of a (on its device), for whole-arena
  * copies. */
 static gf_status arena_all(const gf_arena *a, gf_tensor *t, gf_err *err) {
-  TRY(gf_arena_view_all(a, t, err));
+  GF_TRY(gf_arena_view_all(a, t, err));
   t->device_index = a->device_index;
   return GF_OK;
 }
@@ -402,7 +396,7 @@ static gf_status view(const gf_net *net, gf_tensor *t, const float *data, int n,
                       int ndim, const int64_t *s, gf_err *err) {
   int64_t shape[GF_MAX_DIMS] = {n, 1, 1, 1};
   for (int i = 0; i < ndim; i++) shape[i + 1] = s[i];
-  TRY(gf_tensor_view(t, (void *)data, GF_F32, net->acts.device, ndim + 1, shape, err));
+  GF_TRY(gf_tensor_view(t, (void *)data, GF_F32, net->acts.device, ndim + 1, shape, err));
   t->device_index = net->acts.device_index;
   return GF_OK;
 }
@@ -431,25 +425,25 @@ gf_status gf_net_forward(gf_net *net, gf_ctx *ctx, const gf_tensor *x, gf_net_mo
     return gf_fail(err, GF_EINVAL, "net: batch %lld outside [1, %d]", (long long)n, net->max_batch);
   if (pass < 0 || pass >= (int)(GF_RNG_SUB_MAX / 64))
     return gf_fail(err, GF_EINVAL, "net: pass %d out of range", pass);
-  TRY(check_io(net, x, "input", numel_of(net->in_ndim, net->in_shape), n, err));
+  GF_TRY(check_io(net, x, "input", numel_of(net->in_ndim, net->in_shape), n, err));
   net->fwd_batch = 0; /* invalid until this forward completes */
   const gf_layer *first = &net->layers[0];
-  TRY(view(net, &net->fwd_in, x->data, (int)n, first->in_ndim, first->in, err));
+  GF_TRY(view(net, &net->fwd_in, x->data, (int)n, first->in_ndim, first->in, err));
   const float *cur = x->data;
   for (int i = 0; i < net->n_layers; i++) {
     gf_layer *l = &net->layers[i];
     gf_layer_io io;
     memset(&io, 0, sizeof io);
-    TRY(view(net, &io.x, cur, (int)n, l->in_ndim, l->in, err));
+    GF_TRY(view(net, &io.x, cur, (int)n, l->in_ndim, l->in, err));
     float *ybuf = l->in_place ? (float *)cur : l->act;
-    TRY(view(net, &io.y, ybuf, (int)n, l->out_ndim, l->out, err));
+    GF_TRY(view(net, &io.y, ybuf, (int)n, l->out_ndim, l->out, err));
     gf_philox_stream drop = gf_rng_stream(seed, GF_RNG_DROPOUT, step, rank,
                                           (uint32_t)(pass * 64 + i));
     gf_status st = gf_layer_ops_of(l->kind)->fwd(net, l, ctx, &io, mode, &drop, err);
     if (st != GF_OK) return st;
     cur = ybuf;
   }
-  TRY(view(net, y, cur, (int)n, net->out_ndim, net->out_shape, err));
+  GF_TRY(view(net, y, cur, (int)n, net->out_ndim, net->out_shape, err));
   if (net->role == GF_NET_D) { /* [n, 1] */
     y->ndim = 2;
     y->shape[2] = y->shape[3] = 1;
@@ -462,8 +456,8 @@ gf_status gf_net_forward(gf_net *net, gf_ctx *ctx, const gf_tensor *x, gf_net_mo
 gf_status gf_net_output(const gf_net *net, gf_tensor *y, gf_err *err) {
   if (!net || !net->layers || !y) return gf_fail(err, GF_EINVAL, "net: NULL argument");
   if (net->fwd_batch < 1) return gf_fail(err, GF_ESTATE, "net: no forward yet");
-  TRY(view(net, y, net->layers[net->n_layers - 1].act, net->fwd_batch, net->out_ndim,
-           net->out_shape, err));
+  GF_TRY(view(net, y, net->layers[net->n_layers - 1].act, net->fwd_batch, net->out_ndim,
+              net->out_shape, err));
   if (net->role == GF_NET_D) {
     y->ndim = 2;
     y->shape[2] = y->shape[3] = 1;
@@ -479,8 +473,8 @@ gf_status gf_net_backward(gf_net *net, gf_ctx *ctx, const gf_tensor *dy, gf_tens
   if (param_grads && !net->training)
     return gf_fail(err, GF_ESTATE, "net: built without gradient arenas");
   int n = net->fwd_batch;
-  TRY(check_io(net, dy, "dy", numel_of(net->out_ndim, net->out_shape), n, err));
-  if (dx) TRY(check_io(net, dx, "dx", numel_of(net->in_ndim, net->in_shape), n, err));
+  GF_TRY(check_io(net, dy, "dy", numel_of(net->out_ndim, net->out_shape), n, err));
+  if (dx) GF_TRY(check_io(net, dx, "dx", numel_of(net->in_ndim, net->in_shape), n, err));
   const float *cur = dy->data;
   bool cur_is_callers = true;
   for (int i = net->n_layers - 1; i >= 0; i--) {
@@ -492,10 +486,10 @@ gf_status gf_net_backward(gf_net *net, gf_ctx *ctx, const gf_tensor *dy, gf_tens
     if (i == 0) dxbuf = dx ? dx->data : NULL;
     else if (l->in_place && !cur_is_callers) dxbuf = (float *)cur;
     else dxbuf = cur == net->dbuf[0] ? net->dbuf[1] : net->dbuf[0];
-    TRY(view(net, &io.x, xbuf, n, l->in_ndim, l->in, err));
-    TRY(view(net, &io.y, l->act, n, l->out_ndim, l->out, err));
-    TRY(view(net, &io.dy, cur, n, l->out_ndim, l->out, err));
-    if (dxbuf) TRY(view(net, &io.dx, dxbuf, n, l->in_ndim, l->in, err));
+    GF_TRY(view(net, &io.x, xbuf, n, l->in_ndim, l->in, err));
+    GF_TRY(view(net, &io.y, l->act, n, l->out_ndim, l->out, err));
+    GF_TRY(view(net, &io.dy, cur, n, l->out_ndim, l->out, err));
+    if (dxbuf) GF_TRY(view(net, &io.dx, dxbuf, n, l->in_ndim, l->in, err));
     gf_status st = gf_layer_ops_of(l->kind)->bwd(net, l, ctx, &io, param_grads, accum, err);
     if (st != GF_OK) return st;
     cur = dxbuf;
@@ -509,10 +503,10 @@ gf_status gf_net_adam(gf_net *net, gf_ctx *ctx, const gf_adam_params *p, int64_t
   if (!net || !net->training || !p) return gf_fail(err, GF_ESTATE, "net: not built for training");
   if (step < 1) return gf_fail(err, GF_EINVAL, "net: Adam step %lld must be >= 1", (long long)step);
   gf_tensor w, g, m, v;
-  TRY(gf_arena_view_all(&net->params, &w, err));
-  TRY(gf_arena_view_all(&net->grads, &g, err));
-  TRY(gf_arena_view_all(&net->adam_m, &m, err));
-  TRY(gf_arena_view_all(&net->adam_v, &v, err));
+  GF_TRY(gf_arena_view_all(&net->params, &w, err));
+  GF_TRY(gf_arena_view_all(&net->grads, &g, err));
+  GF_TRY(gf_arena_view_all(&net->adam_m, &m, err));
+  GF_TRY(gf_arena_view_all(&net->adam_v, &v, err));
   w.device_index = g.device_index = m.device_index = v.device_index = net->params.device_index;
   return gf_adam_step(ctx, p, step, &w, &g, &m, &v, err);
 }

@@ -12,12 +12,6 @@
  * BN gamma N(1, 0.02), beta 0. */
 #include "net_layers.h"
 
-#define TRY(expr)                  \
-  do {                             \
-    gf_status st_ = (expr);        \
-    if (st_ != GF_OK) return st_;  \
-  } while (0)
-
 /* Number of stride-2 stages, the size of the first/last feature map and
  * G's first width in units of ngf. */
 static void geometry(int size, int *stages, int *k0, int *g_mult) {
@@ -34,29 +28,29 @@ gf_status gf_dcgan_build(gf_net *net, gf_err *err) {
   geometry(c->image_height, &stages, &k0, &g_mult);
   if (net->role == GF_NET_G) {
     int64_t ch = (int64_t)c->ngf * g_mult;
-    TRY(gf_nb_conv(net, true, ch, k0, 1, 0, err));
-    TRY(gf_nb_bn(net, err));
-    TRY(gf_nb_act(net, GF_L_RELU, 0.0f, err));
+    GF_TRY(gf_nb_conv(net, true, ch, k0, 1, 0, err));
+    GF_TRY(gf_nb_bn(net, err));
+    GF_TRY(gf_nb_act(net, GF_L_RELU, 0.0f, err));
     for (int s = 1; s < stages; s++) {
       ch /= 2;
-      TRY(gf_nb_conv(net, true, ch, 4, 2, 1, err));
-      TRY(gf_nb_bn(net, err));
-      TRY(gf_nb_act(net, GF_L_RELU, 0.0f, err));
+      GF_TRY(gf_nb_conv(net, true, ch, 4, 2, 1, err));
+      GF_TRY(gf_nb_bn(net, err));
+      GF_TRY(gf_nb_act(net, GF_L_RELU, 0.0f, err));
     }
-    TRY(gf_nb_conv(net, true, c->image_channels, 4, 2, 1, err));
-    TRY(gf_nb_act(net, GF_L_TANH, 0.0f, err));
+    GF_TRY(gf_nb_conv(net, true, c->image_channels, 4, 2, 1, err));
+    GF_TRY(gf_nb_act(net, GF_L_TANH, 0.0f, err));
     return GF_OK;
   }
   int64_t ch = c->ndf;
-  TRY(gf_nb_conv(net, false, ch, 4, 2, 1, err));
-  TRY(gf_nb_act(net, GF_L_LRELU, GF_DCGAN_LRELU_SLOPE, err));
+  GF_TRY(gf_nb_conv(net, false, ch, 4, 2, 1, err));
+  GF_TRY(gf_nb_act(net, GF_L_LRELU, GF_DCGAN_LRELU_SLOPE, err));
   for (int s = 1; s < stages; s++) {
     ch *= 2;
-    TRY(gf_nb_conv(net, false, ch, 4, 2, 1, err));
-    TRY(gf_nb_bn(net, err));
-    TRY(gf_nb_act(net, GF_L_LRELU, GF_DCGAN_LRELU_SLOPE, err));
+    GF_TRY(gf_nb_conv(net, false, ch, 4, 2, 1, err));
+    GF_TRY(gf_nb_bn(net, err));
+    GF_TRY(gf_nb_act(net, GF_L_LRELU, GF_DCGAN_LRELU_SLOPE, err));
   }
-  TRY(gf_nb_conv(net, false, 1, k0, 1, 0, err));
+  GF_TRY(gf_nb_conv(net, false, 1, k0, 1, 0, err));
   return GF_OK;
 }
 

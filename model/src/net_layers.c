@@ -5,12 +5,6 @@
 
 #include "net_layers.h"
 
-#define TRY(expr)                  \
-  do {                             \
-    gf_status st_ = (expr);        \
-    if (st_ != GF_OK) return st_;  \
-  } while (0)
-
 static gf_tensor *pval(gf_net *net, int i) {
   return i < 0 ? NULL : &net->tensors[i].value;
 }
@@ -67,10 +61,10 @@ static gf_status conv_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
 static gf_status bn_stat_views(gf_net *net, gf_layer *l, gf_tensor *mean,
                                gf_tensor *var, gf_err *err) {
   int64_t c = l->out[0];
-  TRY(gf_tensor_view(mean, l->save_mean, GF_F32, net->acts.device, 1, &c,
-                     err));
+  GF_TRY(gf_tensor_view(mean, l->save_mean, GF_F32, net->acts.device, 1, &c,
+                        err));
   mean->device_index = net->acts.device_index;
-  TRY(gf_tensor_view(var, l->save_var, GF_F32, net->acts.device, 1, &c, err));
+  GF_TRY(gf_tensor_view(var, l->save_var, GF_F32, net->acts.device, 1, &c, err));
   var->device_index = net->acts.device_index;
   return GF_OK;
 }
@@ -84,7 +78,7 @@ static gf_status bn_fwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
                                   pval(net, l->p_rvar), GF_BN_EPS, &io->y,
                                   err);
   gf_tensor mean, var;
-  TRY(bn_stat_views(net, l, &mean, &var, err));
+  GF_TRY(bn_stat_views(net, l, &mean, &var, err));
   gf_bn_params p = {GF_BN_EPS, GF_BN_MOMENTUM};
   return gf_batchnorm_fwd_train(ctx, &io->x, pval(net, l->p_gamma),
                                 pval(net, l->p_beta), pval(net, l->p_rmean),
@@ -95,7 +89,7 @@ static gf_status bn_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
                         gf_layer_io *io, bool pg, gf_accum accum,
                         gf_err *err) {
   gf_tensor mean, var;
-  TRY(bn_stat_views(net, l, &mean, &var, err));
+  GF_TRY(bn_stat_views(net, l, &mean, &var, err));
   return gf_batchnorm_bwd(ctx, &io->x, pval(net, l->p_gamma), &mean, &var,
                           GF_BN_EPS, &io->dy, dx_or_null(io),
                           pgrad(net, l->p_gamma, pg),

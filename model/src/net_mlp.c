@@ -11,33 +11,27 @@
 
 #include "net_layers.h"
 
-#define TRY(expr)                  \
-  do {                             \
-    gf_status st_ = (expr);        \
-    if (st_ != GF_OK) return st_;  \
-  } while (0)
-
 gf_status gf_mlp_build(gf_net *net, gf_err *err) {
   const gf_model_config *c = &net->cfg;
   if (net->role == GF_NET_G) {
     int64_t out = (int64_t)c->image_channels * c->image_height * c->image_width;
-    TRY(gf_nb_linear(net, GF_MLP_G_HIDDEN1, true, err));
-    TRY(gf_nb_bn(net, err));
-    TRY(gf_nb_act(net, GF_L_RELU, 0.0f, err));
-    TRY(gf_nb_linear(net, GF_MLP_G_HIDDEN2, true, err));
-    TRY(gf_nb_bn(net, err));
-    TRY(gf_nb_act(net, GF_L_RELU, 0.0f, err));
-    TRY(gf_nb_linear(net, out, true, err));
-    TRY(gf_nb_act(net, GF_L_TANH, 0.0f, err));
+    GF_TRY(gf_nb_linear(net, GF_MLP_G_HIDDEN1, true, err));
+    GF_TRY(gf_nb_bn(net, err));
+    GF_TRY(gf_nb_act(net, GF_L_RELU, 0.0f, err));
+    GF_TRY(gf_nb_linear(net, GF_MLP_G_HIDDEN2, true, err));
+    GF_TRY(gf_nb_bn(net, err));
+    GF_TRY(gf_nb_act(net, GF_L_RELU, 0.0f, err));
+    GF_TRY(gf_nb_linear(net, out, true, err));
+    GF_TRY(gf_nb_act(net, GF_L_TANH, 0.0f, err));
     return GF_OK;
   }
-  TRY(gf_nb_linear(net, GF_MLP_D_HIDDEN1, true, err));
-  TRY(gf_nb_act(net, GF_L_LRELU, GF_MLP_LRELU_SLOPE, err));
-  TRY(gf_nb_act(net, GF_L_DROPOUT, GF_MLP_DROPOUT, err));
-  TRY(gf_nb_linear(net, GF_MLP_D_HIDDEN2, true, err));
-  TRY(gf_nb_act(net, GF_L_LRELU, GF_MLP_LRELU_SLOPE, err));
-  TRY(gf_nb_act(net, GF_L_DROPOUT, GF_MLP_DROPOUT, err));
-  TRY(gf_nb_linear(net, 1, true, err));
+  GF_TRY(gf_nb_linear(net, GF_MLP_D_HIDDEN1, true, err));
+  GF_TRY(gf_nb_act(net, GF_L_LRELU, GF_MLP_LRELU_SLOPE, err));
+  GF_TRY(gf_nb_act(net, GF_L_DROPOUT, GF_MLP_DROPOUT, err));
+  GF_TRY(gf_nb_linear(net, GF_MLP_D_HIDDEN2, true, err));
+  GF_TRY(gf_nb_act(net, GF_L_LRELU, GF_MLP_LRELU_SLOPE, err));
+  GF_TRY(gf_nb_act(net, GF_L_DROPOUT, GF_MLP_DROPOUT, err));
+  GF_TRY(gf_nb_linear(net, 1, true, err));
   return GF_OK;
 }
 

@@ -37,4 +37,16 @@ gf_status gf_fail(gf_err *err, gf_status code, const char *fmt, ...)
 /* Static name of a status ("GF_EINVAL"); never NULL. */
 const char *gf_status_name(gf_status s);
 
+/* GF_TRY(expr): evaluates expr, a gf_status, once; when it is not GF_OK,
+ * returns it from the enclosing function (which returns gf_status). The
+ * callee has already filled err; GF_TRY adds nothing to it and frees
+ * nothing, so use it only where an early return leaks nothing. Foreign
+ * statuses (CUDA, cuBLAS, cuDNN, oneDNN) have their own checks, which
+ * convert them and record file and line. */
+#define GF_TRY(expr)                            \
+  do {                                          \
+    gf_status gf_try_st_ = (expr);              \
+    if (gf_try_st_ != GF_OK) return gf_try_st_; \
+  } while (0)
+
 #endif

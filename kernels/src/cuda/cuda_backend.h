@@ -69,12 +69,6 @@ gf_status gf_cuda_enter(gf_ctx *ctx, gf_err *err);
     gf_status e_ = gf_cuda_enter(ctx, err);      \
     if (e_) return e_;                           \
   } while (0)
-/* Returns the status of a gf_ call that failed. */
-#define GF_TRY(expr)                             \
-  do {                                           \
-    gf_status t_ = (expr);                       \
-    if (t_) return t_;                           \
-  } while (0)
 
 /* Returns the ctx's workspace grown to at least bytes (owned by the ctx,
  * valid until the next call; contents unspecified). Growing waits for the
