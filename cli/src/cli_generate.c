@@ -1,13 +1,13 @@
 /* cli_generate.c - `ganflow generate`: a PNG from a registered version
- * without a server, through the same cache, loader and latents as
- * ganflow-serve (serve/include/gfs/). See gf/cli.h. */
+ * without a server, through ganflow-serve's download cache (gfs/slot.h)
+ * and the generator both use (gf/generator.h). See gf/cli.h. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "gf/atomic_file.h"
 #include "gf/cli.h"
+#include "gf/generator.h"
 #include "gf/mlflow_status.h"
-#include "gfs/model.h"
 #include "gfs/slot.h"
 
 gf_status gf_cli_generate(mlflow_client *c, const gf_cli_generate_opts *o,
@@ -30,17 +30,17 @@ gf_status gf_cli_generate(mlflow_client *c, const gf_cli_generate_opts *o,
   gf_status st = gfs_cache_fetch(c, o->cache_dir, name, version, dir,
                                  sizeof dir, err);
   if (st != GF_OK) return st;
-  gfs_model_opts mo = {GF_BACKEND_CPU, 0, 1, o->threads, o->n, NULL};
-  gfs_model *m = NULL;
-  if ((st = gfs_model_load(dir, name, version, &mo, &m, err))) return st;
+  gf_generator_opts mo = {GF_BACKEND_CPU, 0, 1, o->threads, o->n, NULL};
+  gf_generator *m = NULL;
+  if ((st = gf_generator_load(dir, name, version, &mo, &m, err))) return st;
   float *z = malloc((size_t)o->n * (size_t)m->cfg.z_dim * sizeof *z);
   float *img = malloc((size_t)o->n * m->image_numel * sizeof *img);
   uint8_t *png = NULL;
   size_t len = 0;
   if (!z || !img) st = gf_fail(err, GF_ENOMEM, "out of memory");
-  if (!st) st = gfs_model_latents(m, &o->seed, o->n, 0, z, err);
-  if (!st) st = gfs_model_generate(m, 0, z, o->n, img, err);
-  if (!st) st = gfs_images_png(m, img, o->n, &png, &len, err);
+  if (!st) st = gf_generator_latents(m, &o->seed, o->n, 0, z, err);
+  if (!st) st = gf_generator_run(m, 0, z, o->n, img, err);
+  if (!st) st = gf_generator_png(m, img, o->n, &png, &len, err);
   if (!st) st = gf_atomic_write_file(o->out_path, png, len, err);
   if (!st)
     fprintf(out, "%s: %d image%s of %s version %s, seed %llu (%zu bytes)\n",
@@ -49,6 +49,6 @@ gf_status gf_cli_generate(mlflow_client *c, const gf_cli_generate_opts *o,
   free(png);
   free(img);
   free(z);
-  gfs_model_unref(m);
+  gf_generator_unref(m);
   return st;
 }

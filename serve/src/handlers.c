@@ -10,7 +10,7 @@
 #include "server_internal.h"
 
 static void set_model_headers(gfs_req *r, const gfs_slot *sl,
-                              const gfs_model *m) {
+                              const gf_generator *m) {
   snprintf(r->model, sizeof r->model, "%s", m->name);
   snprintf(r->version, sizeof r->version, "%s", m->version);
   snprintf(r->alias, sizeof r->alias, "%s", sl->alias ? sl->alias : "");
@@ -35,7 +35,7 @@ static void answer_strbuf(gfs_req *r, int status, const char *ctype,
 }
 
 static void model_meta(gfs_req *r, gfs_slot *sl) {
-  gfs_model *m = gfs_slot_acquire(sl);
+  gf_generator *m = gfs_slot_acquire(sl);
   if (!m) {
     r->retry_after = 1;
     gfs_error(r, 503, "model '%s' is not loaded yet", sl->name);
@@ -63,7 +63,7 @@ static void model_meta(gfs_req *r, gfs_slot *sl) {
                    c->image_channels, c->image_height, c->image_width,
                    m->max_batch);
   set_model_headers(r, sl, m);
-  gfs_model_unref(m);
+  gf_generator_unref(m);
   answer_strbuf(r, 200, "application/json", &b);
 }
 
@@ -86,10 +86,10 @@ void gfs_handle_inline(gfs_server *s, gfs_req *r) {
                   ready ? "{\"ready\": true}\n" : "{\"ready\": false}\n");
       break;
     case GFS_R_MODEL_READY: {
-      gfs_model *m = gfs_slot_acquire(r->slot);
+      gf_generator *m = gfs_slot_acquire(r->slot);
       answer_text(r, m ? 200 : 503, "application/json",
                   m ? "{\"ready\": true}\n" : "{\"ready\": false}\n");
-      gfs_model_unref(m);
+      gf_generator_unref(m);
       break;
     }
     case GFS_R_MODEL_META:
@@ -132,7 +132,7 @@ static void json_images(gf_strbuf *b, const float *img, size_t count,
 /* A generation request between parsing and answering. */
 typedef struct gen_job {
   gfs_req *r;
-  gfs_model *m;       /* a reference of the job's own */
+  gf_generator *m;       /* a reference of the job's own */
   gfs_infer_req ir;
   float *z;           /* n * z_dim latents: ir.z or zown */
   float *zown;        /* malloc'd latents made from seeds */
@@ -143,7 +143,7 @@ typedef struct gen_job {
 /* Writes r's answer from j->img. */
 static void answer_images(gfs_server *s, const gen_job *j) {
   gfs_req *r = j->r;
-  const gfs_model *m = j->m;
+  const gf_generator *m = j->m;
   const float *img = j->img;
   int n = j->n;
   size_t count = (size_t)n * m->image_numel;
@@ -155,7 +155,7 @@ static void answer_images(gfs_server *s, const gen_job *j) {
   if (r->route == GFS_R_GENERATE && r->args.format == GFS_FORMAT_PNG) {
     uint8_t *png = NULL;
     size_t len = 0;
-    if (gfs_images_png(m, img, n, &png, &len, &e) != GF_OK)
+    if (gf_generator_png(m, img, n, &png, &len, &e) != GF_OK)
       gfs_error(r, 500, "PNG encoding failed: %s", e.msg);
     else
       gfs_answer(r, 200, "image/png", (char *)png, len);
@@ -203,7 +203,7 @@ static void answer_images(gfs_server *s, const gen_job *j) {
 static void job_free(gen_job *j) {
   free(j->zown);
   gfs_infer_req_free(&j->ir);
-  gfs_model_unref(j->m);
+  gf_generator_unref(j->m);
 }
 
 /* Parses r against the model its slot serves now and makes its latents.
@@ -213,7 +213,7 @@ static int job_prepare(gfs_server *s, gfs_req *r, gen_job *j) {
   memset(j, 0, sizeof *j);
   j->r = r;
   gfs_infer_req_init(&j->ir);
-  gfs_model *m = gfs_slot_acquire(r->slot);
+  gf_generator *m = gfs_slot_acquire(r->slot);
   if (!m) {
     r->retry_after = 1;
     gfs_error(r, 503, "model '%s' is not loaded yet", r->slot->name);
@@ -259,8 +259,8 @@ static int job_prepare(gfs_server *s, gfs_req *r, gen_job *j) {
     goto fail;
   }
   gf_status st =
-      j->ir.seeds ? gfs_model_latents(m, j->ir.seeds, j->n, 1, j->zown, &e)
-                  : gfs_model_latents(m, &r->args.seed, j->n, 0, j->zown, &e);
+      j->ir.seeds ? gf_generator_latents(m, j->ir.seeds, j->n, 1, j->zown, &e)
+                  : gf_generator_latents(m, &r->args.seed, j->n, 0, j->zown, &e);
   if (st != GF_OK) {
     gfs_error(r, 400, "%s", e.msg);
     goto fail;
@@ -276,12 +276,12 @@ fail:
 /* Runs rows latents (z, row-major) through m in passes of exactly `pass`
  * rows, the last padded with zero latents (pass 0: one pass of all rows).
  * img receives rows images. */
-static gf_status run_passes(gfs_server *s, gfs_model *m, int worker,
+static gf_status run_passes(gfs_server *s, gf_generator *m, int worker,
                             const float *z, int rows, int pass, float *img,
                             gf_err *err) {
   if (pass <= 0) {
     atomic_fetch_add(&s->metrics.passes, 1);
-    return gfs_model_generate(m, worker, z, rows, img, err);
+    return gf_generator_run(m, worker, z, rows, img, err);
   }
   size_t zd = (size_t)m->cfg.z_dim, inum = m->image_numel;
   float *zp = calloc((size_t)pass * zd, sizeof *zp);
@@ -293,7 +293,7 @@ static gf_status run_passes(gfs_server *s, gfs_model *m, int worker,
     memcpy(zp, z + (size_t)at * zd, (size_t)k * zd * sizeof *zp);
     if (k < pass) memset(zp + (size_t)k * zd, 0, (size_t)(pass - k) * zd *
                                                    sizeof *zp);
-    st = gfs_model_generate(m, worker, zp, pass, ip, err);
+    st = gf_generator_run(m, worker, zp, pass, ip, err);
     atomic_fetch_add(&s->metrics.passes, 1);
     if (st == GF_OK)
       memcpy(img + (size_t)at * inum, ip, (size_t)k * inum * sizeof *ip);
@@ -306,7 +306,7 @@ static gf_status run_passes(gfs_server *s, gfs_model *m, int worker,
 /* One pass group: the jobs js[0..n) share model js[0].m; their latents
  * are laid end to end and run together; each then gets its answer. */
 static void run_group(gfs_server *s, gen_job *js, int n, int worker) {
-  gfs_model *m = js[0].m;
+  gf_generator *m = js[0].m;
   size_t zd = (size_t)m->cfg.z_dim, inum = m->image_numel;
   int rows = 0;
   for (int i = 0; i < n; i++) rows += js[i].n;

@@ -124,7 +124,7 @@ static void render_models(gf_strbuf *b, gfs_slot *slots, int n) {
                     "ganflow_serve_model_reload_failures_total counter\n");
   for (int i = 0; i < n; i++) {
     gfs_slot *s = &slots[i];
-    gfs_model *m = gfs_slot_acquire(s);
+    gf_generator *m = gfs_slot_acquire(s);
     gf_strbuf *lb = &(gf_strbuf){0};
     gf_strbuf_puts(lb, "model=\"");
     label(lb, s->name);
@@ -140,7 +140,7 @@ static void render_models(gf_strbuf *b, gfs_slot *slots, int n) {
     gf_strbuf_printf(b, "ganflow_serve_model_reload_failures_total{%s} %lu\n",
                      l, atomic_load(&s->reload_failures));
     gf_strbuf_free(lb);
-    gfs_model_unref(m);
+    gf_generator_unref(m);
   }
 }
 

@@ -31,7 +31,7 @@ static void row(gf_strbuf *b, const char *k, const char *v) {
 }
 
 static void model_section(gf_strbuf *b, gfs_slot *sl) {
-  gfs_model *m = gfs_slot_acquire(sl);
+  gf_generator *m = gfs_slot_acquire(sl);
   pthread_mutex_lock(&sl->lock);
   char versions[1024], failed[600];
   snprintf(versions, sizeof versions, "%s",
@@ -65,7 +65,7 @@ static void model_section(gf_strbuf *b, gfs_slot *sl) {
     gf_strbuf_puts(b, "/generate?seed=0&amp;n=16\">\n");
   }
   gf_strbuf_puts(b, "</section>\n");
-  gfs_model_unref(m);
+  gf_generator_unref(m);
 }
 
 void gfs_handle_page(gfs_server *s, gfs_req *r) {

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "gf/mlflow_status.h"
 #include "server_internal.h"
 
 double gfs_now(void) {
@@ -165,9 +166,9 @@ static void *worker_main(void *arg) {
 
 static int all_loaded(gfs_server *s) {
   for (int i = 0; i < s->n_slots; i++) {
-    gfs_model *m = gfs_slot_acquire(&s->slots[i]);
+    gf_generator *m = gfs_slot_acquire(&s->slots[i]);
     if (!m) return 0;
-    gfs_model_unref(m);
+    gf_generator_unref(m);
   }
   return 1;
 }
@@ -184,7 +185,7 @@ static void *watcher_main(void *arg) {
   }
   int rows = s->cfg.max_images > s->cfg.batch_rows ? s->cfg.max_images
                                                    : s->cfg.batch_rows;
-  gfs_model_opts o = {s->cfg.backend, s->cfg.device_index, s->cfg.workers,
+  gf_generator_opts o = {s->cfg.backend, s->cfg.device_index, s->cfg.workers,
                       s->cfg.threads, rows, &s->metrics.resident};
   for (;;) {
     for (int i = 0; i < s->n_slots; i++) {
@@ -200,10 +201,10 @@ static void *watcher_main(void *arg) {
       } else if (st == GF_ENOTFOUND) {
         gfs_log(s, "model %s: %s", sl->uri, e.msg);
       } else if (changed) {
-        gfs_model *m = gfs_slot_acquire(sl);
+        gf_generator *m = gfs_slot_acquire(sl);
         gfs_log(s, "model %s: version %s loaded in %.2f s from %s", sl->uri,
                 m ? m->version : "?", gfs_now() - t0, m ? m->dir : "?");
-        gfs_model_unref(m);
+        gf_generator_unref(m);
       }
     }
     int ready = all_loaded(s);
@@ -334,7 +335,7 @@ gf_status gfs_server_start(const gfs_config *cfg, const mlflow_config *mcfg,
   pthread_cond_init(&s->wcond, NULL);
   mlflow_error me;
   if (mlflow_config_copy(&s->mcfg, mcfg, &me) != MLFLOW_OK) {
-    st = gf_fail(err, GF_ENOMEM, "%s", me.message);
+    st = gf_fail_mlflow(err, &me, NULL);
     goto fail;
   }
   for (int i = 0; i < cfg->n_models; i++) {

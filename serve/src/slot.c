@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gf/mlflow_status.h"
 #include "gfs/slot.h"
 
 gf_status gfs_slot_init(gfs_slot *s, const char *uri, gf_err *err) {
@@ -17,7 +18,7 @@ gf_status gfs_slot_init(gfs_slot *s, const char *uri, gf_err *err) {
   mlflow_error me;
   memset(&u, 0, sizeof u);
   if (mlflow_model_uri_parse(uri, &u, &me) != MLFLOW_OK)
-    return gf_fail(err, GF_EINVAL, "--model %s: %s", uri, me.message);
+    return gf_fail_mlflow(err, &me, "--model %s", uri);
   s->uri = strdup(uri);
   s->name = strdup(u.name);
   s->alias = u.alias ? strdup(u.alias) : NULL;
@@ -29,7 +30,7 @@ gf_status gfs_slot_init(gfs_slot *s, const char *uri, gf_err *err) {
 
 void gfs_slot_free(gfs_slot *s) {
   if (!s || !s->uri) return;
-  gfs_model_unref(s->cur);
+  gf_generator_unref(s->cur);
   free(s->uri);
   free(s->name);
   free(s->alias);
@@ -39,20 +40,20 @@ void gfs_slot_free(gfs_slot *s) {
   memset(s, 0, sizeof *s);
 }
 
-gfs_model *gfs_slot_acquire(gfs_slot *s) {
+gf_generator *gfs_slot_acquire(gfs_slot *s) {
   pthread_mutex_lock(&s->lock);
-  gfs_model *m = s->cur;
-  if (m) gfs_model_ref(m);
+  gf_generator *m = s->cur;
+  if (m) gf_generator_ref(m);
   pthread_mutex_unlock(&s->lock);
   return m;
 }
 
-void gfs_slot_install(gfs_slot *s, gfs_model *m) {
+void gfs_slot_install(gfs_slot *s, gf_generator *m) {
   pthread_mutex_lock(&s->lock);
-  gfs_model *old = s->cur;
+  gf_generator *old = s->cur;
   s->cur = m;
   pthread_mutex_unlock(&s->lock);
-  gfs_model_unref(old); /* freed here or by its last request */
+  gf_generator_unref(old); /* freed here or by its last request */
 }
 
 /* "3 @production, 2, 1 @candidate" from the registry; NULL on failure. */
@@ -101,7 +102,7 @@ static gf_status record_failure(gfs_slot *s, const char *version,
 }
 
 gf_status gfs_slot_sync(gfs_slot *s, mlflow_client *c, const char *cache_dir,
-                        const gfs_model_opts *o, int *changed, gf_err *err) {
+                        const gf_generator_opts *o, int *changed, gf_err *err) {
   if (changed) *changed = 0;
   char *vt = versions_text(c, s->name);
   if (vt) {
@@ -116,7 +117,7 @@ gf_status gfs_slot_sync(gfs_slot *s, mlflow_client *c, const char *cache_dir,
   memset(&me, 0, sizeof me);
   if (mlflow_model_resolve(c, s->uri, &mv, &me) != MLFLOW_OK) {
     mlflow_model_version_free(&mv);
-    return gf_fail(err, GF_ENOTFOUND, "resolve %s: %s", s->uri, me.message);
+    return gf_fail_mlflow(err, &me, "resolve %s", s->uri);
   }
   char version[32];
   snprintf(version, sizeof version, "%s", mv.version ? mv.version : "");
@@ -131,10 +132,10 @@ gf_status gfs_slot_sync(gfs_slot *s, mlflow_client *c, const char *cache_dir,
   char dir[4096];
   gf_err e;
   memset(&e, 0, sizeof e);
-  gfs_model *m = NULL;
+  gf_generator *m = NULL;
   gf_status st = gfs_cache_fetch(c, cache_dir, s->name, version, dir,
                                  sizeof dir, &e);
-  if (st == GF_OK) st = gfs_model_load(dir, s->name, version, o, &m, &e);
+  if (st == GF_OK) st = gf_generator_load(dir, s->name, version, o, &m, &e);
   if (st == GF_EINTEGRITY || st == GF_EFORMAT || st == GF_EIO) {
     /* A damaged cache entry is fetched once more; a damaged upload fails
      * again and stays failed. */
@@ -142,7 +143,7 @@ gf_status gfs_slot_sync(gfs_slot *s, mlflow_client *c, const char *cache_dir,
     if (gfs_cache_evict(dir, &e2) == GF_OK &&
         gfs_cache_fetch(c, cache_dir, s->name, version, dir, sizeof dir,
                         &e2) == GF_OK &&
-        gfs_model_load(dir, s->name, version, o, &m, &e2) == GF_OK)
+        gf_generator_load(dir, s->name, version, o, &m, &e2) == GF_OK)
       st = GF_OK;
     else if (st != GF_OK)
       gfs_cache_evict(dir, &e2);

@@ -17,6 +17,7 @@
 #include "gf/kernels.h"
 #include "gf/mlmodel.h"
 #include "gf/net.h"
+#include "model_dir_util.h"
 
 static void die(const char *what) {
   fprintf(stderr, "serve test setup: %s\n", what);
@@ -202,39 +203,8 @@ int st_server_stop(st_server *s) {
 
 static void write_model_dir(const char *dir, gf_arch arch, uint64_t seed,
                             int corrupt) {
-  gf_ctx ctx;
   gf_err err;
-  gf_ctx_config cc = {GF_BACKEND_CPU, 1, 0};
-  if (gf_ctx_init(&ctx, &cc, &err) != GF_OK) die(err.msg);
-  gf_model_config cfg;
-  gf_model_config_default(&cfg, arch);
-  gf_net g;
-  if (gf_net_init(&g, &ctx, &cfg, GF_NET_G, 1, false, &err) != GF_OK ||
-      gf_net_init_params(&g, seed, &err) != GF_OK)
-    die(err.msg);
-  gf_st_tensor_desc desc[GF_NET_MAX_TENSORS];
-  for (int i = 0; i < g.n_tensors; i++) {
-    const gf_param *p = &g.tensors[i];
-    desc[i] = (gf_st_tensor_desc){p->name + 2, GF_ST_F32, p->value.ndim,
-                                  p->value.shape, p->value.data};
-  }
-  gf_mlmodel_info info = {"model", NULL, "3.0.0", "0.1.0"};
-  char uuid[33];
-  if (gf_mlmodel_write(dir, &cfg, desc, (size_t)g.n_tensors, NULL, 0, &info,
-                       uuid, &err) != GF_OK)
-    die(err.msg);
-  gf_net_free(&g);
-  gf_ctx_free(&ctx);
-  if (corrupt) { /* flip one byte of the last tensor's data */
-    char path[700];
-    snprintf(path, sizeof path, "%s/generator.safetensors", dir);
-    FILE *f = fopen(path, "r+b");
-    if (!f || fseek(f, -100, SEEK_END) != 0) die("corrupt: open");
-    int ch = fgetc(f);
-    fseek(f, -100, SEEK_END);
-    fputc(ch ^ 0x5a, f);
-    fclose(f);
-  }
+  if (tu_write_model_dir(dir, arch, seed, corrupt, &err) != 0) die(err.msg);
 }
 
 void st_register_synthetic(mlflow_client *c, const char *name,

@@ -18,7 +18,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "gfs/model.h"
+#include "gf/generator.h"
 #include "mlflow/mlflow.h"
 
 typedef struct gfs_slot {
@@ -27,7 +27,7 @@ typedef struct gfs_slot {
   char *alias;             /* NAME@ALIAS: the alias, else NULL */
   pthread_mutex_t lock;    /* guards cur, failed_version, last_error,
                               versions_text */
-  gfs_model *cur;          /* loaded version (one reference), or NULL */
+  gf_generator *cur;          /* loaded version (one reference), or NULL */
   char *failed_version;    /* last version that failed to load, or NULL */
   char last_error[512];    /* why it failed; "" when none */
   char *versions_text;     /* registry snapshot for the HTML page: "3
@@ -43,19 +43,19 @@ gf_status gfs_slot_init(gfs_slot *s, const char *uri, gf_err *err);
 void gfs_slot_free(gfs_slot *s);
 
 /* The loaded version with one more reference (release with
- * gfs_model_unref), or NULL while nothing is loaded. */
-gfs_model *gfs_slot_acquire(gfs_slot *s);
+ * gf_generator_unref), or NULL while nothing is loaded. */
+gf_generator *gfs_slot_acquire(gfs_slot *s);
 
 /* Installs m (taking over the caller's reference); the old version loses
  * the slot's reference. */
-void gfs_slot_install(gfs_slot *s, gfs_model *m);
+void gfs_slot_install(gfs_slot *s, gf_generator *m);
 
 /* One poll: resolve the URI; when it names a version other than the loaded
  * one (and not the last failed one), fetch, load and install it. *changed
  * (may be NULL) is set to 1 when a version was installed. A failure leaves
  * the old version in place, is recorded in the slot and returned. */
 gf_status gfs_slot_sync(gfs_slot *s, mlflow_client *c, const char *cache_dir,
-                        const gfs_model_opts *o, int *changed, gf_err *err);
+                        const gf_generator_opts *o, int *changed, gf_err *err);
 
 /* Makes sure CACHE/<name>/<version> holds that version's model directory
  * (downloaded when missing) and writes its path to dir (cap bytes).

@@ -1,20 +1,20 @@
-/* model.c - loading a verified model directory into inference networks,
- * reference counting, latents, forward, PNG. See gfs/model.h. */
+/* generator.c - loading a verified model directory into inference
+ * networks, reference counting, latents, forward, PNG. See gf/generator.h. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "gf/image_grid.h"
 #include "gf/mlmodel.h"
 #include "gf/safetensors.h"
-#include "gfs/model.h"
+#include "gf/generator.h"
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
-static void model_free(gfs_model *m) {
+static void model_free(gf_generator *m) {
   if (!m) return;
   if (m->resident) atomic_fetch_sub(m->resident, 1);
   for (int i = 0; m->exec && i < m->n_exec; i++) {
-    gfs_exec *e = &m->exec[i];
+    gf_generator_exec *e = &m->exec[i];
     if (!e->ready) continue;
     gf_tensor_free(&e->z);
     gf_net_free(&e->g);
@@ -29,9 +29,9 @@ static void model_free(gfs_model *m) {
   free(m);
 }
 
-void gfs_model_ref(gfs_model *m) { atomic_fetch_add(&m->refs, 1); }
+void gf_generator_ref(gf_generator *m) { atomic_fetch_add(&m->refs, 1); }
 
-void gfs_model_unref(gfs_model *m) {
+void gf_generator_unref(gf_generator *m) {
   if (m && atomic_fetch_sub(&m->refs, 1) == 1) model_free(m);
 }
 
@@ -67,8 +67,8 @@ static gf_status copy_weights(gf_net *g, const gf_st_file *f, gf_err *err) {
   return GF_OK;
 }
 
-static gf_status exec_init(gfs_exec *e, const gf_model_config *cfg,
-                           const gfs_model_opts *o, const gf_st_file *f,
+static gf_status exec_init(gf_generator_exec *e, const gf_model_config *cfg,
+                           const gf_generator_opts *o, const gf_st_file *f,
                            gf_err *err) {
   gf_ctx_config cc = {o->backend, o->threads, o->device_index};
   gf_status st = gf_ctx_init(&e->ctx, &cc, err);
@@ -96,13 +96,13 @@ static gf_status exec_init(gfs_exec *e, const gf_model_config *cfg,
                         err);
 }
 
-gf_status gfs_model_load(const char *dir, const char *name,
-                         const char *version, const gfs_model_opts *o,
-                         gfs_model **out, gf_err *err) {
+gf_status gf_generator_load(const char *dir, const char *name,
+                            const char *version, const gf_generator_opts *o,
+                            gf_generator **out, gf_err *err) {
   *out = NULL;
   if (!dir || !name || !version || !o || o->n_exec < 1 || o->threads < 1 ||
       o->max_batch < 1)
-    return gf_fail(err, GF_EINVAL, "gfs_model_load: bad arguments");
+    return gf_fail(err, GF_EINVAL, "gf_generator_load: bad arguments");
   gf_mlmodel mm;
   gf_st_file f;
   gf_mlmodel_init(&mm);
@@ -113,7 +113,7 @@ gf_status gfs_model_load(const char *dir, const char *name,
     gf_mlmodel_free(&mm);
     return st;
   }
-  gfs_model *m = calloc(1, sizeof *m);
+  gf_generator *m = calloc(1, sizeof *m);
   if (!m || !(m->exec = calloc((size_t)o->n_exec, sizeof *m->exec))) {
     free(m);
     st = gf_fail(err, GF_ENOMEM, "out of memory loading %s", dir);
@@ -147,8 +147,8 @@ done:
   return st;
 }
 
-gf_status gfs_model_latents(const gfs_model *m, const uint64_t *seeds, int n,
-                            int per_image, float *z, gf_err *err) {
+gf_status gf_generator_latents(const gf_generator *m, const uint64_t *seeds,
+                               int n, int per_image, float *z, gf_err *err) {
   if (n < 1 || n > m->max_batch)
     return gf_fail(err, GF_EINVAL, "n must be 1..%d", m->max_batch);
   int zd = m->cfg.z_dim;
@@ -170,12 +170,12 @@ gf_status gfs_model_latents(const gfs_model *m, const uint64_t *seeds, int n,
   return GF_OK;
 }
 
-gf_status gfs_model_generate(gfs_model *m, int exec_idx, const float *z,
-                             int n, float *out, gf_err *err) {
+gf_status gf_generator_run(gf_generator *m, int exec_idx, const float *z,
+                           int n, float *out, gf_err *err) {
   if (n < 1 || n > m->max_batch)
     return gf_fail(err, GF_EINVAL, "n must be 1..%d", m->max_batch);
   if (exec_idx < 0) exec_idx = 0;
-  gfs_exec *e = &m->exec[exec_idx % m->n_exec];
+  gf_generator_exec *e = &m->exec[exec_idx % m->n_exec];
   pthread_mutex_lock(&e->lock);
   /* Host latents in, host images out, through the executor's tensors
    * (host or device memory, as its ctx keeps them). */
@@ -203,8 +203,9 @@ gf_status gfs_model_generate(gfs_model *m, int exec_idx, const float *z,
   return st;
 }
 
-gf_status gfs_images_png(const gfs_model *m, const float *images, int n,
-                         uint8_t **png, size_t *png_len, gf_err *err) {
+gf_status gf_generator_png(const gf_generator *m, const float *images,
+                           int n, uint8_t **png, size_t *png_len,
+                           gf_err *err) {
   *png = NULL;
   *png_len = 0;
   int nrow = 1;

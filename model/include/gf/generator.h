@@ -1,9 +1,10 @@
-/* model.h - one loaded version of a registered generator: the verified
+/* generator.h - one loaded version of a registered generator: the verified
  * MLflow model directory (DESIGN §4.3) turned into G networks ready for
- * inference, reference-counted so that a hot swap (§4.5) frees it after
- * the last request that uses it.
+ * inference, reference-counted so that a hot swap in ganflow-serve (§4.5)
+ * frees it after the last request that uses it. Used by ganflow-serve and
+ * by `ganflow generate`, so both give the same bytes for a version and seed.
  *
- * A model has n_exec executors, each a private (ctx, G) pair guarded by its
+ * A generator has n_exec executors, each a private (ctx, G) pair guarded by its
  * own mutex: executor k is meant for worker k, so workers never wait on one
  * another; any thread may use any executor. Latents are a pure function of
  * the seed (Philox stream (seed, GF_RNG_SAMPLE, step 0, rank 0), image k
@@ -11,9 +12,9 @@
  * Weights, latents and images enter and leave through gf_tensor_copy, so an
  * executor's ctx may be CPU or CUDA (where the build has that backend);
  * callers always pass host memory.
- * Not here: the registry, HTTP, slots. */
-#ifndef GFS_MODEL_H
-#define GFS_MODEL_H
+ * Not here: the registry, HTTP, slots (serve/). */
+#ifndef GF_GENERATOR_H
+#define GF_GENERATOR_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -25,7 +26,7 @@
 #include "gf/net.h"
 #include "gf/status.h"
 
-typedef struct gfs_model_opts {
+typedef struct gf_generator_opts {
   gf_backend backend;  /* GF_BACKEND_CPU; CUDA when the build has it */
   int device_index;    /* CUDA ordinal */
   int n_exec;          /* executors, >= 1 */
@@ -33,17 +34,17 @@ typedef struct gfs_model_opts {
   int max_batch;       /* images per forward, >= 1 */
   atomic_long *resident; /* counts loaded versions not yet freed (+1 on
                             load, -1 on free); may be NULL */
-} gfs_model_opts;
+} gf_generator_opts;
 
-typedef struct gfs_exec {
+typedef struct gf_generator_exec {
   pthread_mutex_t lock; /* guards ctx, g and z */
   gf_ctx ctx;
   gf_net g;             /* max_batch samples, inference only */
   gf_tensor z;          /* [max_batch, z_dim] latent buffer */
   int ready;            /* ctx, g, z initialised (for the free path) */
-} gfs_exec;
+} gf_generator_exec;
 
-typedef struct gfs_model {
+typedef struct gf_generator {
   atomic_int refs;        /* owners: the slot + each request using it */
   char *name;             /* registered model name (malloc'd) */
   char *version;          /* registry version ("3"), malloc'd */
@@ -52,40 +53,41 @@ typedef struct gfs_model {
   gf_model_config cfg;
   int max_batch;
   size_t image_numel;     /* C * H * W floats per image */
-  gfs_exec *exec;         /* n_exec entries, owned */
+  gf_generator_exec *exec;         /* n_exec entries, owned */
   int n_exec;
-  atomic_long *resident;  /* gfs_model_opts.resident (borrowed), or NULL */
-} gfs_model;
+  atomic_long *resident;  /* gf_generator_opts.resident (borrowed), or NULL */
+} gf_generator;
 
 /* Reads dir with gf_mlmodel_read (every digest verified), loads
  * generator.safetensors (digest checked on the loaded bytes) into n_exec G
  * networks (every tensor present with the right shape, nothing extra), and
  * runs one warm-up forward on each. name and version are copied.
- * Memory: *out is malloc'd with refs = 1; release with gfs_model_unref.
+ * Memory: *out is malloc'd with refs = 1; release with gf_generator_unref.
  * On failure *out is NULL and nothing is left allocated. */
-gf_status gfs_model_load(const char *dir, const char *name,
-                         const char *version, const gfs_model_opts *o,
-                         gfs_model **out, gf_err *err);
+gf_status gf_generator_load(const char *dir, const char *name,
+                            const char *version, const gf_generator_opts *o,
+                            gf_generator **out, gf_err *err);
 
-void gfs_model_ref(gfs_model *m);
+void gf_generator_ref(gf_generator *m);
 /* Drops one reference; the last one frees everything. Accepts NULL. */
-void gfs_model_unref(gfs_model *m);
+void gf_generator_unref(gf_generator *m);
 
 /* Fills z [n, z_dim] (n * z_dim floats, caller's memory): image k from
  * seeds[k] (stream (seeds[k], SAMPLE, 0, 0), sample 0) when per_image,
  * else image k is sample k of seeds[0]. */
-gf_status gfs_model_latents(const gfs_model *m, const uint64_t *seeds, int n,
-                            int per_image, float *z, gf_err *err);
+gf_status gf_generator_latents(const gf_generator *m, const uint64_t *seeds,
+                               int n, int per_image, float *z, gf_err *err);
 
 /* Runs G on n latents (n * z_dim floats; n 1..max_batch) on executor
  * exec_idx % n_exec and copies the images (float NCHW in [-1, 1]) to out
  * (n * image_numel floats, caller's memory). */
-gf_status gfs_model_generate(gfs_model *m, int exec_idx, const float *z,
-                             int n, float *out, gf_err *err);
+gf_status gf_generator_run(gf_generator *m, int exec_idx, const float *z,
+                           int n, float *out, gf_err *err);
 
 /* Encodes n images of m's shape as one PNG (a grid with a 2-pixel border
  * when n > 1, the bare image when n == 1). *png is malloc'd (caller frees). */
-gf_status gfs_images_png(const gfs_model *m, const float *images, int n,
-                         uint8_t **png, size_t *png_len, gf_err *err);
+gf_status gf_generator_png(const gf_generator *m, const float *images,
+                           int n, uint8_t **png, size_t *png_len,
+                           gf_err *err);
 
 #endif

@@ -1,0 +1,147 @@
+/* test_generator.c - the generator of a verified model directory
+ * (gf/generator.h), on its own: load with several executors, latents as a
+ * pure function of the seed, executors that agree bit for bit, the
+ * reference count and the resident gauge, PNG output with the image's
+ * geometry, and the refusals (a corrupted weight file, a missing
+ * directory, a batch larger than max_batch) that leave nothing allocated. */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "file_util.h"
+#include "gf/generator.h"
+#include "gf/mlmodel.h"
+#include "model_dir_util.h"
+
+static void write_model(const char *dir, gf_arch arch, uint64_t seed) {
+  gf_err err = {0};
+  int rc = tu_write_model_dir(dir, arch, seed, 0, &err);
+  REQUIRE(rc == 0);
+}
+
+static uint32_t be32(const uint8_t *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void test_load_and_generate(const char *dir) {
+  atomic_long resident;
+  atomic_init(&resident, 0);
+  gf_generator_opts o = {GF_BACKEND_CPU, 0, 2, 1, 4, &resident};
+  gf_generator *m = NULL;
+  gf_err err = {0};
+  gf_status st = gf_generator_load(dir, "fashion", "3", &o, &m, &err);
+  CHECKF(st == GF_OK, "%s", err.msg);
+  REQUIRE(m != NULL);
+  CHECK_STR_EQ(m->name, "fashion");
+  CHECK_STR_EQ(m->version, "3");
+  CHECK_INT_EQ(m->n_exec, 2);
+  CHECK_INT_EQ(atomic_load(&m->refs), 1);
+  CHECK_INT_EQ(atomic_load(&resident), 1);
+  int zd = m->cfg.z_dim;
+  size_t numel = m->image_numel;
+  CHECK_INT_EQ(numel, (size_t)m->cfg.image_channels * m->cfg.image_height *
+                          m->cfg.image_width);
+
+  /* Latents: a pure function of the seed; per-image mode gives image k
+   * the first sample of seeds[k]. */
+  float *z1 = malloc(4 * (size_t)zd * sizeof *z1);
+  float *z2 = malloc(4 * (size_t)zd * sizeof *z2);
+  float *zk = malloc((size_t)zd * sizeof *zk);
+  REQUIRE(z1 && z2 && zk);
+  uint64_t seeds[4] = {7, 8, 9, 10};
+  CHECK(gf_generator_latents(m, seeds, 4, 0, z1, &err) == GF_OK);
+  CHECK(gf_generator_latents(m, seeds, 4, 0, z2, &err) == GF_OK);
+  CHECK(memcmp(z1, z2, 4 * (size_t)zd * sizeof *z1) == 0);
+  CHECK(gf_generator_latents(m, seeds, 4, 1, z2, &err) == GF_OK);
+  for (int k = 0; k < 4; k++) {
+    CHECK(gf_generator_latents(m, &seeds[k], 1, 0, zk, &err) == GF_OK);
+    CHECKF(memcmp(zk, z2 + (size_t)k * zd, (size_t)zd * sizeof *zk) == 0,
+           "per-image latent %d", k);
+  }
+  CHECK(memcmp(z1 + zd, z2 + zd, (size_t)zd * sizeof *z1) != 0);
+
+  /* Both executors give the same bytes; images lie in [-1, 1]. */
+  float *a = malloc(4 * numel * sizeof *a), *b = malloc(4 * numel * sizeof *b);
+  REQUIRE(a && b);
+  CHECKF(gf_generator_run(m, 0, z1, 4, a, &err) == GF_OK, "%s", err.msg);
+  CHECKF(gf_generator_run(m, 1, z1, 4, b, &err) == GF_OK, "%s", err.msg);
+  CHECK(memcmp(a, b, 4 * numel * sizeof *a) == 0);
+  int in_range = 1, varied = 0;
+  for (size_t i = 0; i < 4 * numel; i++) {
+    if (!(a[i] >= -1.0f && a[i] <= 1.0f)) in_range = 0;
+    if (a[i] != a[0]) varied = 1;
+  }
+  CHECK(in_range);
+  CHECK(varied);
+  CHECK_INT_EQ(gf_generator_run(m, 0, z1, 5, a, &err), GF_EINVAL);
+  CHECK_INT_EQ(gf_generator_run(m, 0, z1, 0, a, &err), GF_EINVAL);
+  CHECK_INT_EQ(gf_generator_latents(m, seeds, 5, 0, z1, &err), GF_EINVAL);
+
+  /* PNG: one bare image, or a grid with a 2-pixel border. */
+  uint8_t *png = NULL;
+  size_t len = 0;
+  CHECK(gf_generator_png(m, a, 1, &png, &len, &err) == GF_OK);
+  REQUIRE(png && len > 24);
+  CHECK(memcmp(png, "\x89PNG\r\n\x1a\n", 8) == 0);
+  CHECK_INT_EQ(be32(png + 16), m->cfg.image_width);
+  CHECK_INT_EQ(be32(png + 20), m->cfg.image_height);
+  free(png);
+  png = NULL;
+  CHECK(gf_generator_png(m, a, 4, &png, &len, &err) == GF_OK);
+  REQUIRE(png && len > 24);
+  CHECK(be32(png + 16) > (uint32_t)m->cfg.image_width);
+  free(png);
+
+  /* References: the last unref frees and drops the resident gauge. */
+  gf_generator_ref(m);
+  CHECK_INT_EQ(atomic_load(&m->refs), 2);
+  gf_generator_unref(m);
+  CHECK_INT_EQ(atomic_load(&resident), 1);
+  gf_generator_unref(m);
+  CHECK_INT_EQ(atomic_load(&resident), 0);
+  gf_generator_unref(NULL);
+  free(a);
+  free(b);
+  free(z1);
+  free(z2);
+  free(zk);
+}
+
+static void test_refusals(const char *dir, const char *missing) {
+  atomic_long resident;
+  atomic_init(&resident, 0);
+  gf_generator_opts o = {GF_BACKEND_CPU, 0, 1, 1, 2, &resident};
+  gf_generator *m = (gf_generator *)1;
+  gf_err err = {0};
+  CHECK(gf_generator_load(missing, "x", "1", &o, &m, &err) != GF_OK);
+  CHECK(m == NULL);
+  CHECK(strstr(err.msg, "MLmodel") != NULL || strstr(err.msg, missing) != NULL);
+
+  /* One flipped byte in the weights: refused by digest, nothing kept. */
+  REQUIRE(tu_write_model_dir(dir, GF_ARCH_MLP, 11, 1, &err) == 0);
+  m = (gf_generator *)1;
+  CHECK_INT_EQ(gf_generator_load(dir, "x", "1", &o, &m, &err), GF_EINTEGRITY);
+  CHECK(m == NULL);
+  CHECK_INT_EQ(atomic_load(&resident), 0);
+
+  gf_generator_opts bad = {GF_BACKEND_CPU, 0, 0, 1, 2, NULL};
+  CHECK_INT_EQ(gf_generator_load(dir, "x", "1", &bad, &m, &err), GF_EINVAL);
+}
+
+int main(void) {
+  char root[256], dir[320], dcgan[320], missing[320];
+  tu_mkdtemp(root, sizeof root);
+  snprintf(dir, sizeof dir, "%s/mlp", root);
+  snprintf(dcgan, sizeof dcgan, "%s/dcgan", root);
+  snprintf(missing, sizeof missing, "%s/none", root);
+  write_model(dir, GF_ARCH_MLP, 11);
+  test_load_and_generate(dir);
+  write_model(dcgan, GF_ARCH_DCGAN, 12);
+  test_load_and_generate(dcgan);
+  test_refusals(dir, missing);
+  tu_rmdir(root);
+  return check_report();
+}
