@@ -132,7 +132,12 @@ for d in proc sys dev; do
   mount --make-rslave "$CHROOT/$d" 2>/dev/null || true
 done
 
-in_root() { chroot "$CHROOT" /usr/bin/env -i "${ENVV[@]}" /bin/bash -c "cd /root/ganflow && $1"; }
+# Runs a command inside the root. In the background with a wait, so that a
+# signal to this script runs its traps at once instead of after the command.
+in_root() {
+  chroot "$CHROOT" /usr/bin/env -i "${ENVV[@]}" /bin/bash -c "cd /root/ganflow && $1" &
+  wait $!
+}
 
 say "README command 1: ./deploy/quickstart.sh ($STEPS training steps, free ports)"
 in_root "GANFLOW_QUICKSTART_STEPS=$STEPS GANFLOW_MLFLOW_PORT=0 GANFLOW_SERVE_PORT=0 ./deploy/quickstart.sh"
