@@ -109,8 +109,9 @@ static bool read_run_id_file(train_state *st) {
   bool ok = fgets(line, sizeof line, f) != NULL;
   fclose(f);
   line[strcspn(line, "\r\n")] = '\0';
-  if (!ok || !line[0] || strlen(line) > GF_CKPT_RUN_ID_MAX) return false;
-  snprintf(st->run_id, sizeof st->run_id, "%s", line);
+  size_t n = strlen(line);
+  if (!ok || n == 0 || n > GF_CKPT_RUN_ID_MAX) return false;
+  memcpy(st->run_id, line, n + 1); /* fits: run_id holds MAX + 1 bytes */
   return true;
 }
 
