@@ -9,7 +9,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "gf/checkpoint.h"
 #include "gf/cli.h"
 #include "gf/status.h"
 #include "mlflow/mlflow.h"

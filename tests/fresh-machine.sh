@@ -16,7 +16,7 @@
 # (skipped) without them. Every process started inside is stopped and every
 # mount undone on any exit; the root is deleted unless the stage failed and
 # GANFLOW_FRESH_KEEP=1.
-#   GANFLOW_FRESH_DIR      where the root is built (a new folder under /var/tmp)
+#   GANFLOW_FRESH_DIR      the folder in which a new one holds the root (/var/tmp)
 #   GANFLOW_FRESH_SOURCES  apt sources file (the machine's own)
 #   GANFLOW_FRESH_STEPS    quickstart training steps (40)
 #   GANFLOW_FRESH_LABELS   ctest label regex of the smoke subset (unit|fuzz)
@@ -41,9 +41,9 @@ fi
 [ -n "$SOURCES" ] && [ -s "$SOURCES" ] || { echo "fresh-machine: no apt sources file found" >&2; exit 1; }
 SUITE=$(. /etc/os-release && echo "${VERSION_CODENAME:?}")
 
-WORK=${GANFLOW_FRESH_DIR:-$(mktemp -d /var/tmp/ganflow-fresh.XXXXXX)}
+# A new folder of its own (deleted at the end), never one the caller named.
+WORK=$(mktemp -d "${GANFLOW_FRESH_DIR:-/var/tmp}/ganflow-fresh.XXXXXX")
 CHROOT="$WORK/root"
-
 
 # Processes whose root directory is the chroot: the MLflow server and
 # ganflow-serve the quickstart leaves running, and anything a failure left.
@@ -91,7 +91,6 @@ for f in /etc/apt/apt.conf.d/*; do
 done
 
 say "mmdebstrap $SUITE (minbase) from $SOURCES into $CHROOT"
-mkdir -p "$WORK"
 mmdebstrap --quiet --variant=minbase "${APTOPTS[@]}" "$SUITE" "$CHROOT" "$SOURCES"
 
 # What lets the root reach the registries this machine reaches: CA

@@ -132,7 +132,7 @@ static void json_images(gf_strbuf *b, const float *img, size_t count,
 /* A generation request between parsing and answering. */
 typedef struct gen_job {
   gfs_req *r;
-  gf_generator *m;       /* a reference of the job's own */
+  gf_generator *m;    /* a reference of the job's own */
   gfs_infer_req ir;
   float *z;           /* n * z_dim latents: ir.z or zown */
   float *zown;        /* malloc'd latents made from seeds */
@@ -259,8 +259,9 @@ static int job_prepare(gfs_server *s, gfs_req *r, gen_job *j) {
     goto fail;
   }
   gf_status st =
-      j->ir.seeds ? gf_generator_latents(m, j->ir.seeds, j->n, 1, j->zown, &e)
-                  : gf_generator_latents(m, &r->args.seed, j->n, 0, j->zown, &e);
+      j->ir.seeds
+          ? gf_generator_latents(m, j->ir.seeds, j->n, 1, j->zown, &e)
+          : gf_generator_latents(m, &r->args.seed, j->n, 0, j->zown, &e);
   if (st != GF_OK) {
     gfs_error(r, 400, "%s", e.msg);
     goto fail;

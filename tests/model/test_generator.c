@@ -23,7 +23,8 @@ static void write_model(const char *dir, gf_arch arch, uint64_t seed) {
 }
 
 static uint32_t be32(const uint8_t *p) {
-  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
+         p[3];
 }
 
 static void test_load_and_generate(const char *dir) {

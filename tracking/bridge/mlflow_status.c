@@ -24,7 +24,8 @@ gf_status gf_status_from_mlflow(mlflow_status s) {
   return GF_EIO;
 }
 
-gf_status gf_fail_mlflow(gf_err *err, const mlflow_error *me, const char *fmt, ...) {
+gf_status gf_fail_mlflow(gf_err *err, const mlflow_error *me, const char *fmt,
+                         ...) {
   gf_status st = gf_status_from_mlflow(me->status);
   if (st == GF_OK) st = GF_EIO;
   if (!fmt) return gf_fail(err, st, "%s", me->message);

@@ -53,7 +53,7 @@ typedef struct gf_generator {
   gf_model_config cfg;
   int max_batch;
   size_t image_numel;     /* C * H * W floats per image */
-  gf_generator_exec *exec;         /* n_exec entries, owned */
+  gf_generator_exec *exec; /* n_exec entries, owned */
   int n_exec;
   atomic_long *resident;  /* gf_generator_opts.resident (borrowed), or NULL */
 } gf_generator;

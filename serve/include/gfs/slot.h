@@ -27,7 +27,7 @@ typedef struct gfs_slot {
   char *alias;             /* NAME@ALIAS: the alias, else NULL */
   pthread_mutex_t lock;    /* guards cur, failed_version, last_error,
                               versions_text */
-  gf_generator *cur;          /* loaded version (one reference), or NULL */
+  gf_generator *cur;       /* loaded version (one reference), or NULL */
   char *failed_version;    /* last version that failed to load, or NULL */
   char last_error[512];    /* why it failed; "" when none */
   char *versions_text;     /* registry snapshot for the HTML page: "3
