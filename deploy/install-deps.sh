@@ -14,6 +14,8 @@ MLFLOW_VERSION=3.17.2   # newest 3.x whose dependencies PyPI serves here (3.18.0
 #                       and fails without it, though the package only
 #                       recommends it
 #   mmdebstrap          tests/fresh-machine.sh builds a bare Debian root
+#   openmpi-bin         mpirun for multi-rank jobs and tests; libopenmpi-dev
+#                       only brings the headers and mpicc wrappers
 PACKAGES=(
   build-essential cmake pkg-config git ca-certificates
   clang llvm
@@ -25,6 +27,7 @@ PACKAGES=(
   curl procps time
   chromium wrk
   mmdebstrap
+  libopenmpi-dev openmpi-bin
 )
 
 SUDO=""

@@ -26,6 +26,7 @@ const char *gf_status_name(gf_status s) {
   case GF_EINTEGRITY: return "GF_EINTEGRITY";
   case GF_ENOTFOUND: return "GF_ENOTFOUND";
   case GF_ESTATE: return "GF_ESTATE";
+  case GF_ETIMEOUT: return "GF_ETIMEOUT";
   }
   return "GF_UNKNOWN";
 }

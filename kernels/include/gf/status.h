@@ -22,6 +22,7 @@ typedef enum gf_status {
   GF_EINTEGRITY = -7, /* checksum or digest mismatch */
   GF_ENOTFOUND = -8,  /* a named thing does not exist */
   GF_ESTATE = -9,     /* call not valid in the object's current state */
+  GF_ETIMEOUT = -10,  /* a peer or device did not answer in time */
 } gf_status;
 
 typedef struct gf_err {
