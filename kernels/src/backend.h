@@ -60,6 +60,14 @@ typedef struct gf_backend_ops {
                       float eps, const gf_tensor *dy, gf_tensor *dx,
                       gf_tensor *dgamma, gf_tensor *dbeta, gf_accum accum,
                       gf_err *err);
+  /* dx from global statistics and reduced sums (gf_batchnorm_bwd_dx);
+   * gamma may be NULL, dx may be dy or x. */
+  gf_status (*bn_bwd_dx)(gf_ctx *ctx, const gf_tensor *x,
+                         const gf_tensor *gamma, const gf_tensor *mean,
+                         const gf_tensor *var, float eps, const gf_tensor *dy,
+                         const gf_tensor *sum_dy,
+                         const gf_tensor *sum_dy_xhat, double count,
+                         gf_tensor *dx, gf_err *err);
 
   /* Element-wise activations: kind selects the function, alpha is the
    * LeakyReLU slope (ignored by the others). fwd: y = f(x). bwd: `in` is

@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "backend.h"
@@ -357,6 +358,45 @@ gf_status gf_batchnorm_bwd(gf_ctx *ctx, const gf_tensor *x,
   if (!dx && !dgamma && !dbeta) return GF_OK;
   return ctx->ops->bn_bwd(ctx, x, gamma, save_mean, save_var, eps, dy, dx,
                           dgamma, dbeta, accum, err);
+}
+
+/* dx may be dy or x (the backends compute element by element), but must not
+ * overlap either of them in any other way. */
+gf_status gf_batchnorm_bwd_dx(gf_ctx *ctx, const gf_tensor *x,
+                              const gf_tensor *gamma, const gf_tensor *mean,
+                              const gf_tensor *var, float eps,
+                              const gf_tensor *dy, const gf_tensor *sum_dy,
+                              const gf_tensor *sum_dy_xhat, double count,
+                              gf_tensor *dx, gf_err *err) {
+  const char *op = "batchnorm_bwd_dx";
+  NEED_OP(ctx, bn_bwd_dx, op);
+  GF_TRY(check_eps(eps, op, err));
+  if (!(count >= 1.0) || !isfinite(count))
+    return gf_fail(err, GF_EINVAL, "%s: count must be >= 1 (got %g)", op,
+                   count);
+  if (!mean || !var)
+    return gf_fail(err, GF_EINVAL, "%s: mean and var are required", op);
+  if (!sum_dy || !sum_dy_xhat)
+    return gf_fail(err, GF_EINVAL, "%s: sum_dy and sum_dy_xhat are required",
+                   op);
+  if (!dx) return gf_fail(err, GF_EINVAL, "%s: dx is NULL", op);
+  const gf_tensor *pc[] = {gamma, mean, var, sum_dy, sum_dy_xhat};
+  const char *nm[] = {"gamma", "mean", "var", "sum_dy", "sum_dy_xhat"};
+  GF_TRY(bn_check(ctx, x, pc, nm, 5, op, err));
+  GF_TRY(check_t(ctx, dy, op, "dy", err));
+  GF_TRY(check_shape(dy, op, "dy", x->ndim, x->shape, err));
+  GF_TRY(check_t(ctx, dx, op, "dx", err));
+  GF_TRY(check_shape(dx, op, "dx", x->ndim, x->shape, err));
+  uintptr_t nb = (uintptr_t)gf_tensor_nbytes(x), d = (uintptr_t)dx->data;
+  const gf_tensor *ins[2] = {x, dy};
+  for (int i = 0; i < 2 && nb > 0; i++) {
+    uintptr_t a = (uintptr_t)ins[i]->data;
+    if (a != d && a < d + nb && d < a + nb)
+      return gf_fail(err, GF_EINVAL, "%s: dx partly overlaps %s", op,
+                     i ? "dy" : "x");
+  }
+  return ctx->ops->bn_bwd_dx(ctx, x, gamma, mean, var, eps, dy, sum_dy,
+                             sum_dy_xhat, count, dx, err);
 }
 
 /* ---- element-wise ---------------------------------------------------------- */

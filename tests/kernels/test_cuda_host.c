@@ -22,11 +22,11 @@ static void test_table(void) {
       (const void *)o->conv2d_fwd,   (const void *)o->conv2d_bwd,
       (const void *)o->deconv2d_fwd, (const void *)o->deconv2d_bwd,
       (const void *)o->bn_fwd_train, (const void *)o->bn_fwd_infer,
-      (const void *)o->bn_bwd,       (const void *)o->act_fwd,
-      (const void *)o->act_bwd,      (const void *)o->dropout,
-      (const void *)o->bce_fwd,      (const void *)o->bce_bwd,
-      (const void *)o->adam,         (const void *)o->fill,
-      (const void *)o->copy};
+      (const void *)o->bn_bwd,       (const void *)o->bn_bwd_dx,
+      (const void *)o->act_fwd,      (const void *)o->act_bwd,
+      (const void *)o->dropout,      (const void *)o->bce_fwd,
+      (const void *)o->bce_bwd,      (const void *)o->adam,
+      (const void *)o->fill,         (const void *)o->copy};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
     CHECKF(fns[i] != NULL, "entry %zu of the CUDA table is NULL", i);
   /* every op of the CPU table has a CUDA twin */

@@ -1,7 +1,8 @@
 /* test_cuda_ops.c - every op of the CUDA backend against its CPU twin
  * (label gpu; exits 77 where there is no GPU): linear, conv2d and
  * transposed conv2d (forward, backward, accumulate, out_pad), batch norm
- * (train 2-D/4-D, affine or not, running stats; infer; backward), the four
+ * (train 2-D/4-D, affine or not, running stats; infer; backward; the sync
+ * BN pieces: backward sums with dx NULL and gf_batchnorm_bwd_dx), the four
  * activations, dropout (mask bit-identical to the CPU's Philox stream, at
  * an unaligned offset, p = 0 and 1), BCE-with-logits, Adam over steps with
  * weight decay, fill and copy. Then: deterministic mode gives bit-identical
@@ -192,6 +193,67 @@ static void test_bn(void) {
   for (int nd = 2; nd <= 4; nd += 2)
     for (int aff = 0; aff < 2; aff++)
       for (int run = 0; run < 2; run++) bn_case(nd, aff, run);
+}
+
+/* Sync BN's pieces: gf_batchnorm_bwd with dx = NULL (the local sums, here
+ * through cuDNN into scratch) and gf_batchnorm_bwd_dx from the same global
+ * statistics and sums on both backends (the CPU's, copied to the device),
+ * with count = 3 m as for three ranks, then again with dx in place of dy. */
+static void bn_sync_case(int ndim, int affine) {
+  gf_err e = {0};
+  int64_t N = 6, C = 5, H = ndim == 4 ? 7 : 1, W = ndim == 4 ? 3 : 1;
+  twin x = ndim == 4 ? tw(4, N, C, H, W, -2, 3) : tw(2, N, C, 1, 1, -2, 3);
+  twin y = ndim == 4 ? rnd(4, N, C, H, W) : rnd(2, N, C, 1, 1);
+  twin dy = ndim == 4 ? rnd(4, N, C, H, W) : rnd(2, N, C, 1, 1);
+  twin dx = ndim == 4 ? rnd(4, N, C, H, W) : rnd(2, N, C, 1, 1);
+  twin g = tw(1, C, 1, 1, 1, 0.5, 1.5), be = rnd(1, C, 1, 1, 1);
+  twin one = tw(1, C, 1, 1, 1, 1, 1);
+  twin sm = rnd(1, C, 1, 1, 1), sv = rnd(1, C, 1, 1, 1);
+  twin sdx = rnd(1, C, 1, 1, 1), sdy = rnd(1, C, 1, 1, 1);
+  gf_bn_params p = {1e-5f, 0.1f};
+  char lab[64];
+  snprintf(lab, sizeof lab, "bn sync %dd affine%d", ndim == 4 ? 2 : 1, affine);
+  twin *gs = affine ? &g : &one; /* the sums need a gamma: ones */
+  REQUIRE(gf_batchnorm_fwd_train(&cpu, &x.h, affine ? &g.h : NULL,
+                                 affine ? &be.h : NULL, NULL, NULL, &p, &y.h,
+                                 &sm.h, &sv.h, &e) == GF_OK);
+  gf_tensor_free(&sm.d);
+  gf_tensor_free(&sv.d);
+  sm.d = kt_to_dev(&sm.h);
+  sv.d = kt_to_dev(&sv.h);
+  REQUIRE(gf_batchnorm_bwd(&cpu, &x.h, &gs->h, &sm.h, &sv.h, p.eps, &dy.h,
+                           NULL, &sdx.h, &sdy.h, GF_OVERWRITE, &e) == GF_OK);
+  CHECKF(gf_batchnorm_bwd(&gpu, &x.d, &gs->d, &sm.d, &sv.d, p.eps, &dy.d,
+                          NULL, &sdx.d, &sdy.d, GF_OVERWRITE, &e) == GF_OK,
+         "%s: %s", lab, e.msg);
+  same("bn sync sum_dy_xhat (dx NULL)", &sdx, KT_TOL_F32);
+  same("bn sync sum_dy (dx NULL)", &sdy, KT_TOL_F32);
+  gf_tensor_free(&sdx.d);
+  gf_tensor_free(&sdy.d);
+  sdx.d = kt_to_dev(&sdx.h);
+  sdy.d = kt_to_dev(&sdy.h);
+  double count = 3.0 * (double)(N * H * W);
+  REQUIRE(gf_batchnorm_bwd_dx(&cpu, &x.h, affine ? &g.h : NULL, &sm.h, &sv.h,
+                              p.eps, &dy.h, &sdy.h, &sdx.h, count, &dx.h,
+                              &e) == GF_OK);
+  CHECKF(gf_batchnorm_bwd_dx(&gpu, &x.d, affine ? &g.d : NULL, &sm.d, &sv.d,
+                             p.eps, &dy.d, &sdy.d, &sdx.d, count, &dx.d,
+                             &e) == GF_OK, "%s: %s", lab, e.msg);
+  /* the same f32 arithmetic on the same inputs; only FMA contraction may
+   * differ (one rounding of the product term) */
+  same(lab, &dx, KT_TOL_F32_ELT);
+  CHECKF(gf_batchnorm_bwd_dx(&gpu, &x.d, affine ? &g.d : NULL, &sm.d, &sv.d,
+                             p.eps, &dy.d, &sdy.d, &sdx.d, count, &dy.d,
+                             &e) == GF_OK, "%s: %s", lab, e.msg);
+  CHECKF(kt_cmp_dev("bn sync dx in dy", &dy.d, &dx.h, KT_TOL_F32_ELT) == 0,
+         "%s: dx in place of dy", lab);
+  twin *all[] = {&x, &y, &dy, &dx, &g, &be, &one, &sm, &sv, &sdx, &sdy};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) twin_free(all[i]);
+}
+
+static void test_bn_sync(void) {
+  for (int nd = 2; nd <= 4; nd += 2)
+    for (int aff = 0; aff < 2; aff++) bn_sync_case(nd, aff);
 }
 
 static void test_act(void) {
@@ -404,6 +466,7 @@ int main(void) {
   test_linear();
   test_conv();
   test_bn();
+  test_bn_sync();
   test_act();
   test_dropout();
   test_bce();

@@ -107,13 +107,34 @@ gf_status gf_batchnorm_fwd_infer(gf_ctx *ctx, const gf_tensor *x,
                                  const gf_tensor *running_var, float eps,
                                  gf_tensor *y, gf_err *err);
 /* Backward of the training mode (batch statistics), from save_mean/var.
- * dgamma/dbeta must be NULL when gamma is NULL. */
+ * dgamma/dbeta must be NULL when gamma is NULL. With dx NULL it computes
+ * only dgamma = sum dy xhat and dbeta = sum dy: given the global mean and
+ * var as save_mean/var, these are the local sums a sync BN all-reduces
+ * before gf_batchnorm_bwd_dx (they do not depend on gamma: an affine=False
+ * layer passes a gamma of ones to get them). */
 gf_status gf_batchnorm_bwd(gf_ctx *ctx, const gf_tensor *x,
                            const gf_tensor *gamma, const gf_tensor *save_mean,
                            const gf_tensor *save_var, float eps,
                            const gf_tensor *dy, gf_tensor *dx,
                            gf_tensor *dgamma, gf_tensor *dbeta,
                            gf_accum accum, gf_err *err);
+/* Backward of batch norm whose statistics (mean, var: biased, over `count`
+ * values per channel, possibly on several ranks) and whose per-channel sums
+ * sum_dy = sum dy and sum_dy_xhat = sum dy xhat were reduced over all ranks
+ * (sync BN; the local sums come from gf_batchnorm_bwd with dx NULL):
+ *   dx = gamma rstd (dy - sum_dy / count - xhat sum_dy_xhat / count),
+ *   xhat = (x - mean) rstd, rstd = 1 / sqrt(var + eps).
+ * x, dy, dx are [N,C] or [N,C,H,W]; gamma, mean, var and the sums are [C].
+ * gamma may be NULL (affine=False: gamma = 1); dx is required and may be dy
+ * or x (element-wise: each element is read before it is written, no other
+ * overlap). count >= 1 (finite), normally the global N*H*W. With one rank
+ * and count = N*H*W it equals gf_batchnorm_bwd's dx. */
+gf_status gf_batchnorm_bwd_dx(gf_ctx *ctx, const gf_tensor *x,
+                              const gf_tensor *gamma, const gf_tensor *mean,
+                              const gf_tensor *var, float eps,
+                              const gf_tensor *dy, const gf_tensor *sum_dy,
+                              const gf_tensor *sum_dy_xhat, double count,
+                              gf_tensor *dx, gf_err *err);
 
 /* ---- element-wise activations (any shape; y may be x, dx may be dy) ---- */
 gf_status gf_relu_fwd(gf_ctx *ctx, const gf_tensor *x, gf_tensor *y,

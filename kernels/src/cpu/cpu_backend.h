@@ -183,6 +183,12 @@ gf_status gf_cpu_bn_bwd(gf_ctx *ctx, const gf_tensor *x,
                         const gf_tensor *save_var, float eps,
                         const gf_tensor *dy, gf_tensor *dx, gf_tensor *dgamma,
                         gf_tensor *dbeta, gf_accum accum, gf_err *err);
+gf_status gf_cpu_bn_bwd_dx(gf_ctx *ctx, const gf_tensor *x,
+                           const gf_tensor *gamma, const gf_tensor *mean,
+                           const gf_tensor *var, float eps,
+                           const gf_tensor *dy, const gf_tensor *sum_dy,
+                           const gf_tensor *sum_dy_xhat, double count,
+                           gf_tensor *dx, gf_err *err);
 gf_status gf_cpu_act_fwd(gf_ctx *ctx, int kind, float alpha,
                          const gf_tensor *x, gf_tensor *y, gf_err *err);
 gf_status gf_cpu_act_bwd(gf_ctx *ctx, int kind, float alpha,

@@ -346,6 +346,7 @@ const gf_backend_ops gf_cpu_backend_ops = {
     .bn_fwd_train = gf_cpu_bn_fwd_train,
     .bn_fwd_infer = gf_cpu_bn_fwd_infer,
     .bn_bwd = gf_cpu_bn_bwd,
+    .bn_bwd_dx = gf_cpu_bn_bwd_dx,
     .act_fwd = gf_cpu_act_fwd,
     .act_bwd = gf_cpu_act_bwd,
     .dropout = gf_cpu_dropout,

@@ -1,7 +1,8 @@
 /* cpu_eltwise.c - the CPU ops written as plain C loops (OpenMP threads,
  * loops the compiler vectorizes): activations, dropout, BCE-with-logits,
- * Adam, fill and copy. Each element's result depends only on its own inputs,
- * so results do not depend on the thread count (BCE sums serially). */
+ * Adam, fill, copy and the batch-norm dx of sync BN (element-wise once the
+ * per-channel sums are given). Each element's result depends only on its own
+ * inputs, so results do not depend on the thread count (BCE sums serially). */
 #include <math.h>
 #include <string.h>
 
@@ -209,5 +210,44 @@ gf_status gf_cpu_copy(gf_ctx *ctx, const gf_tensor *src, gf_tensor *dst,
   (void)err;
   if (src->data != dst->data)
     memmove(dst->data, src->data, gf_tensor_nbytes(src));
+  return GF_OK;
+}
+
+/* x, dy, dx viewed as [N, C, S]. Per channel, as the CUDA kernel
+ * (bn_bwd_dx_coef_k) does it: rstd in float exactly as oneDNN's batch norm
+ * forms it (1 / sqrtf(var + eps)), a = gamma rstd, and the two quotients
+ * mdy = sum_dy / count, k = rstd sum_dy_xhat / count in double, rounded
+ * once; then per element, in float, dx = a (dy - mdy - (x - mean) k). No
+ * restrict: dx may be dy or x. */
+gf_status gf_cpu_bn_bwd_dx(gf_ctx *ctx, const gf_tensor *x,
+                           const gf_tensor *gamma, const gf_tensor *mean,
+                           const gf_tensor *var, float eps,
+                           const gf_tensor *dy, const gf_tensor *sum_dy,
+                           const gf_tensor *sum_dy_xhat, double count,
+                           gf_tensor *dx, gf_err *err) {
+  (void)err;
+  int64_t N = x->shape[0], C = x->shape[1];
+  int64_t S = x->ndim == 4 ? x->shape[2] * x->shape[3] : 1;
+  const float *xp = x->data, *gp = gamma ? gamma->data : NULL;
+  const float *mp = mean->data, *vp = var->data, *g = dy->data;
+  const float *sdy = sum_dy->data, *sdx = sum_dy_xhat->data;
+  float *o = dx->data;
+  int nt = ctx->nthreads;
+#pragma omp parallel for num_threads(nt) if (N * C * S >= GF_PAR_MIN) \
+    schedule(static)
+  for (int64_t c = 0; c < C; c++) {
+    float rstd = 1.0f / sqrtf(vp[c] + eps);
+    float a = (gp ? gp[c] : 1.0f) * rstd;
+    float mdy = (float)((double)sdy[c] / count);
+    float k = (float)((double)rstd * (double)sdx[c] / count);
+    float mu = mp[c];
+    for (int64_t n = 0; n < N; n++) {
+      int64_t base = (n * C + c) * S;
+      for (int64_t s = 0; s < S; s++) {
+        float xv = xp[base + s], gv = g[base + s];
+        o[base + s] = a * (gv - mdy - (xv - mu) * k);
+      }
+    }
+  }
   return GF_OK;
 }

@@ -1,5 +1,6 @@
 /* cuda_bn.c - batch normalization on cuDNN (spatial mode: statistics per
- * channel over N*H*W; BatchNorm1d's [N,C] is seen as [N,C,1,1]).
+ * channel over N*H*W; BatchNorm1d's [N,C] is seen as [N,C,1,1]), and the
+ * sync-BN dx (gf_batchnorm_bwd_dx) on the backend's own kernel.
  * cuDNN keeps the inverse standard deviation where the gf_ API keeps the
  * biased variance (save_var): two small kernels convert between them.
  * gamma/beta NULL (affine=False) run with ones/zeros, and gradients the
@@ -121,5 +122,30 @@ gf_status gf_cuda_bn_bwd(gf_ctx *ctx, const gf_tensor *x,
       x->data, s->xd, dy->data, s->xd, dx ? dx->data : buf[4], s->bd,
       gamma ? gamma->data : buf[0], dgamma ? dgamma->data : buf[2],
       dbeta ? dbeta->data : buf[3], (double)eps, save_mean->data, buf[1]));
+  return GF_OK;
+}
+
+/* Not cuDNN: its backward recomputes the sums from the local batch, where
+ * sync BN has them reduced over ranks. The per-channel coefficients (3 C
+ * floats) live in the ctx workspace until the kernel has read them: the
+ * workspace is only reused by later ops on the same stream. */
+gf_status gf_cuda_bn_bwd_dx(gf_ctx *ctx, const gf_tensor *x,
+                            const gf_tensor *gamma, const gf_tensor *mean,
+                            const gf_tensor *var, float eps,
+                            const gf_tensor *dy, const gf_tensor *sum_dy,
+                            const gf_tensor *sum_dy_xhat, double count,
+                            gf_tensor *dx, gf_err *err) {
+  CU_ENTER();
+  gf_cuda_state *s = gf_cu(ctx);
+  int64_t N = x->shape[0], C = x->shape[1];
+  int64_t S = x->ndim == 4 ? x->shape[2] * x->shape[3] : 1;
+  if (N * C * S == 0) return GF_OK;
+  size_t sizes[1] = {3 * (size_t)C * sizeof(float)};
+  void *buf[1] = {0};
+  GF_TRY(carve(ctx, sizes, 1, buf, err));
+  CU_TRY(gf_cuk_bn_bwd_dx(s->stream, x->data, dy->data,
+                          gamma ? gamma->data : NULL, mean->data, var->data,
+                          sum_dy->data, sum_dy_xhat->data, eps, count, N, C,
+                          S, buf[0], dx->data));
   return GF_OK;
 }

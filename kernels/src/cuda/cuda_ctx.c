@@ -131,6 +131,7 @@ const gf_backend_ops gf_cuda_backend_ops = {
     .bn_fwd_train = gf_cuda_bn_fwd_train,
     .bn_fwd_infer = gf_cuda_bn_fwd_infer,
     .bn_bwd = gf_cuda_bn_bwd,
+    .bn_bwd_dx = gf_cuda_bn_bwd_dx,
     .act_fwd = gf_cuda_act_fwd,
     .act_bwd = gf_cuda_act_bwd,
     .dropout = gf_cuda_dropout,

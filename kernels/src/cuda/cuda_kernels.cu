@@ -1,7 +1,8 @@
 /* cuda_kernels.cu - the CUDA backend's own kernels: activations, dropout
  * (Philox-4x32-10, word for word the CPU stream of gf/philox.h), BCE with
- * logits, fused Adam, fill, bias add / bias gradient and the BN statistic
- * conversions; see cuda_kernels.h for the launchers' contracts.
+ * logits, fused Adam, fill, bias add / bias gradient, the BN statistic
+ * conversions and the sync-BN dx; see cuda_kernels.h for the launchers'
+ * contracts.
  * Every reduction has a fixed order, so results do not vary between runs
  * (DESIGN §4.1). Elementwise kernels are grid-stride loops. */
 #include <math.h>
@@ -199,6 +200,37 @@ __global__ void bn_var_k(const float *__restrict__ inv, float eps,
   }
 }
 
+/* Per channel: coef[c] = gamma rstd, coef[C + c] = sum_dy / count,
+ * coef[2C + c] = rstd sum_dy_xhat / count, formed as gf_cpu_bn_bwd_dx
+ * forms them. */
+__global__ void bn_bwd_dx_coef_k(const float *__restrict__ gamma,
+                                 const float *__restrict__ var,
+                                 const float *__restrict__ sum_dy,
+                                 const float *__restrict__ sum_dy_xhat,
+                                 float eps, double count, int64_t C,
+                                 float *__restrict__ coef) {
+  for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < C;
+       c += (int64_t)gridDim.x * blockDim.x) {
+    float rstd = 1.0f / sqrtf(var[c] + eps);
+    coef[c] = (gamma ? gamma[c] : 1.0f) * rstd;
+    coef[C + c] = (float)((double)sum_dy[c] / count);
+    coef[2 * C + c] = (float)((double)rstd * (double)sum_dy_xhat[c] / count);
+  }
+}
+
+/* No __restrict__ on x, dy, dx: dx may be either input. */
+__global__ void bn_bwd_dx_k(const float *x, const float *dy,
+                            const float *__restrict__ mean,
+                            const float *__restrict__ coef, int64_t C,
+                            int64_t S, float *dx, int64_t total) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t c = (i / S) % C;
+    float xv = x[i], gv = dy[i];
+    dx[i] = coef[c] * (gv - coef[C + c] - (xv - mean[c]) * coef[2 * C + c]);
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -284,6 +316,23 @@ cudaError_t gf_cuk_bn_var(cudaStream_t s, const float *invstd, float eps,
                           float *var, int64_t C) {
   if (C <= 0) return cudaSuccess;
   bn_var_k<<<blocks_for(C), kThreads, 0, s>>>(invstd, eps, var, C);
+  return cudaGetLastError();
+}
+
+cudaError_t gf_cuk_bn_bwd_dx(cudaStream_t s, const float *x, const float *dy,
+                             const float *gamma, const float *mean,
+                             const float *var, const float *sum_dy,
+                             const float *sum_dy_xhat, float eps,
+                             double count, int64_t N, int64_t C, int64_t S,
+                             float *coef, float *dx) {
+  int64_t total = N * C * S;
+  if (total <= 0) return cudaSuccess;
+  bn_bwd_dx_coef_k<<<blocks_for(C), kThreads, 0, s>>>(
+      gamma, var, sum_dy, sum_dy_xhat, eps, count, C, coef);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  bn_bwd_dx_k<<<blocks_for(total), kThreads, 0, s>>>(x, dy, mean, coef, C, S,
+                                                      dx, total);
   return cudaGetLastError();
 }
 

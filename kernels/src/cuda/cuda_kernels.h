@@ -56,6 +56,20 @@ cudaError_t gf_cuk_bn_invstd(cudaStream_t s, const float *var, float eps,
 cudaError_t gf_cuk_bn_var(cudaStream_t s, const float *invstd, float eps,
                           float *var, int64_t C);
 
+/* Batch-norm dx from global statistics and reduced sums (sync BN), for x,
+ * dy, dx viewed as [N, C, S], with the CPU backend's arithmetic: per
+ * channel rstd = 1 / sqrtf(var + eps), a = gamma rstd (gamma NULL: 1),
+ * mdy = sum_dy / count and k = rstd sum_dy_xhat / count (quotients in
+ * double, rounded once), into coef (scratch of 3 C floats); then per
+ * element dx = a (dy - mdy - (x - mean) k). dx may be dy or x. Two
+ * launches; returns the first failure. */
+cudaError_t gf_cuk_bn_bwd_dx(cudaStream_t s, const float *x, const float *dy,
+                             const float *gamma, const float *mean,
+                             const float *var, const float *sum_dy,
+                             const float *sum_dy_xhat, float eps,
+                             double count, int64_t N, int64_t C, int64_t S,
+                             float *coef, float *dx);
+
 #ifdef __cplusplus
 }
 #endif
