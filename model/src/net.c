@@ -304,6 +304,7 @@ void gf_net_free(gf_net *net) {
   gf_arena_free(&net->adam_v);
   gf_arena_free(&net->bn_stats);
   gf_arena_free(&net->acts);
+  gf_net_sync_free(net->sync);
   free(net->layers);
   memset(net, 0, sizeof *net);
 }
@@ -414,7 +415,7 @@ static gf_status check_io(const gf_net *net, const gf_tensor *t, const char *wha
 }
 
 gf_status gf_net_forward(gf_net *net, gf_ctx *ctx, const gf_tensor *x, gf_net_mode mode,
-                         uint64_t seed, int64_t step, int rank, int pass, gf_tensor *y,
+                         uint64_t seed, int64_t step, int64_t sample0, int pass, gf_tensor *y,
                          gf_err *err) {
   if (!net || !net->layers || !ctx || !y) return gf_fail(err, GF_EINVAL, "net: NULL argument");
   if (mode != GF_MODE_TRAIN && mode != GF_MODE_INFER)
@@ -425,6 +426,8 @@ gf_status gf_net_forward(gf_net *net, gf_ctx *ctx, const gf_tensor *x, gf_net_mo
     return gf_fail(err, GF_EINVAL, "net: batch %lld outside [1, %d]", (long long)n, net->max_batch);
   if (pass < 0 || pass >= (int)(GF_RNG_SUB_MAX / 64))
     return gf_fail(err, GF_EINVAL, "net: pass %d out of range", pass);
+  if (sample0 < 0)
+    return gf_fail(err, GF_EINVAL, "net: first sample index %lld < 0", (long long)sample0);
   GF_TRY(check_io(net, x, "input", numel_of(net->in_ndim, net->in_shape), n, err));
   net->fwd_batch = 0; /* invalid until this forward completes */
   const gf_layer *first = &net->layers[0];
@@ -437,8 +440,9 @@ gf_status gf_net_forward(gf_net *net, gf_ctx *ctx, const gf_tensor *x, gf_net_mo
     GF_TRY(view(net, &io.x, cur, (int)n, l->in_ndim, l->in, err));
     float *ybuf = l->in_place ? (float *)cur : l->act;
     GF_TRY(view(net, &io.y, ybuf, (int)n, l->out_ndim, l->out, err));
-    gf_philox_stream drop = gf_rng_stream(seed, GF_RNG_DROPOUT, step, rank,
-                                          (uint32_t)(pass * 64 + i));
+    gf_philox_stream drop = gf_rng_sample_stream(seed, GF_RNG_DROPOUT, step,
+                                                 (uint32_t)(pass * 64 + i),
+                                                 sample0, l->in_numel);
     gf_status st = gf_layer_ops_of(l->kind)->fwd(net, l, ctx, &io, mode, &drop, err);
     if (st != GF_OK) return st;
     cur = ybuf;
@@ -492,6 +496,8 @@ gf_status gf_net_backward(gf_net *net, gf_ctx *ctx, const gf_tensor *dy, gf_tens
     if (dxbuf) GF_TRY(view(net, &io.dx, dxbuf, n, l->in_ndim, l->in, err));
     gf_status st = gf_layer_ops_of(l->kind)->bwd(net, l, ctx, &io, param_grads, accum, err);
     if (st != GF_OK) return st;
+    if (param_grads && net->grad_hook)
+      GF_TRY(net->grad_hook(net->grad_hook_user, net, i, err));
     cur = dxbuf;
     cur_is_callers = false;
   }
@@ -521,11 +527,14 @@ size_t gf_net_arena_bytes(const gf_net *net) {
 }
 
 gf_status gf_latent_sample(gf_tensor *z, uint64_t seed, gf_rng_purpose purpose, int64_t step,
-                           int rank, gf_err *err) {
+                           int64_t sample0, gf_err *err) {
   if (!z || !z->data || z->dtype != GF_F32)
     return gf_fail(err, GF_EINVAL, "latent: z must be a non-empty f32 tensor");
-  gf_philox_stream s = gf_rng_stream(seed, purpose, step, rank, 0);
+  if (z->ndim < 1 || z->shape[0] < 1 || sample0 < 0)
+    return gf_fail(err, GF_EINVAL, "latent: z needs a sample axis and sample0 >= 0");
   size_t n = (size_t)gf_tensor_numel(z);
+  gf_philox_stream s = gf_rng_sample_stream(seed, purpose, step, 0, sample0,
+                                            (int64_t)n / z->shape[0]);
   if (z->device == GF_DEV_CPU) {
     gf_philox_normal(&s, z->data, n, 0.0f, 1.0f);
     return GF_OK;

@@ -61,7 +61,7 @@ gf_status gf_dcgan_init_params(gf_net *net, uint64_t seed, gf_err *err) {
   gf_rng_purpose purpose = net->role == GF_NET_G ? GF_RNG_INIT_G : GF_RNG_INIT_D;
   for (int t = 0; t < net->n_tensors; t++) {
     gf_param *p = &net->tensors[t];
-    gf_philox_stream s = gf_rng_stream(seed, purpose, 0, 0, (uint32_t)t);
+    gf_philox_stream s = gf_rng_stream(seed, purpose, 0, (uint32_t)t);
     size_t n = (size_t)gf_tensor_numel(&p->value);
     if (p->kind == GF_PARAM_WEIGHT) gf_philox_normal(&s, p->value.data, n, 0.0f, 0.02f);
     else if (p->kind == GF_PARAM_BN_WEIGHT) gf_philox_normal(&s, p->value.data, n, 1.0f, 0.02f);

@@ -77,17 +77,21 @@ static gf_status bn_fwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
                                   pval(net, l->p_beta), pval(net, l->p_rmean),
                                   pval(net, l->p_rvar), GF_BN_EPS, &io->y,
                                   err);
+  if (net->bn_comm) return gf_syncbn_fwd(net, l, ctx, io, err);
   gf_tensor mean, var;
   GF_TRY(bn_stat_views(net, l, &mean, &var, err));
   gf_bn_params p = {GF_BN_EPS, GF_BN_MOMENTUM};
+  bool upd = !net->bn_frozen;
   return gf_batchnorm_fwd_train(ctx, &io->x, pval(net, l->p_gamma),
-                                pval(net, l->p_beta), pval(net, l->p_rmean),
-                                pval(net, l->p_rvar), &p, &io->y, &mean, &var,
-                                err);
+                                pval(net, l->p_beta),
+                                upd ? pval(net, l->p_rmean) : NULL,
+                                upd ? pval(net, l->p_rvar) : NULL, &p, &io->y,
+                                &mean, &var, err);
 }
 static gf_status bn_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
                         gf_layer_io *io, bool pg, gf_accum accum,
                         gf_err *err) {
+  if (net->bn_comm) return gf_syncbn_bwd(net, l, ctx, io, pg, accum, err);
   gf_tensor mean, var;
   GF_TRY(bn_stat_views(net, l, &mean, &var, err));
   return gf_batchnorm_bwd(ctx, &io->x, pval(net, l->p_gamma), &mean, &var,

@@ -48,6 +48,8 @@ typedef struct gf_layer {
                             in_place (layer 0 is never in place) */
   float *save_mean;      /* BN: [C] batch mean / biased var of the last */
   float *save_var;       /*     train forward, in the acts arena */
+  double sync_count;     /* BN, sync BN: values per channel over all
+                            ranks in the last train forward */
   gf_philox_stream drop_stream; /* DROPOUT: stream of the last forward */
   bool drop_applied;     /* DROPOUT: the last forward applied a mask */
 } gf_layer;
@@ -81,6 +83,16 @@ gf_status gf_nb_conv(gf_net *net, bool transposed, int64_t out_channels,
                      int k, int stride, int pad, gf_err *err);
 gf_status gf_nb_bn(gf_net *net, gf_err *err);
 gf_status gf_nb_act(gf_net *net, gf_layer_kind kind, float arg, gf_err *err);
+
+/* Sync BN (net_sync.c): the train-mode forward and the backward of BN
+ * layer l when net->bn_comm is set. */
+gf_status gf_syncbn_fwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
+                        gf_layer_io *io, gf_err *err);
+gf_status gf_syncbn_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
+                        gf_layer_io *io, bool param_grads, gf_accum accum,
+                        gf_err *err);
+/* Frees the sync scratch; NULL is fine. */
+void gf_net_sync_free(struct gf_net_sync *s);
 
 /* The network descriptions (net_mlp.c, net_dcgan.c): set net->in_* and
  * append the layers of net->role for net->cfg. */

@@ -47,7 +47,7 @@ gf_status gf_mlp_init_params(gf_net *net, uint64_t seed, gf_err *err) {
     float *d = p->value.data;
     int64_t n = gf_tensor_numel(&p->value);
     if (p->kind == GF_PARAM_WEIGHT) {
-      gf_philox_stream s = gf_rng_stream(seed, purpose, 0, 0, (uint32_t)t);
+      gf_philox_stream s = gf_rng_stream(seed, purpose, 0, (uint32_t)t);
       gf_philox_uniform(&s, d, (size_t)n);
       double limit = sqrt(6.0 / (double)(p->fan_in + p->fan_out));
       for (int64_t i = 0; i < n; i++) d[i] = (float)((2.0 * (double)d[i] - 1.0) * limit);

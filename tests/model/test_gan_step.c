@@ -76,12 +76,14 @@ static void run(gf_ctx *ctx, const gf_model_config *c, int n, const char *what) 
   REQUIRE(gf_gan_step(&a, ctx, &real, NULL, 99, 4, 0, &sa, &err) == GF_OK);
   REQUIRE(gf_gan_step(&b, ctx, &real, NULL, 99, 5, 0, &sb, &err) == GF_OK);
   CHECKF(!same_arena(&a.g.params, &b.g.params), "%s: step index ignored", what);
-  /* Another rank draws other latents. */
+  /* Latents are keyed by the global sample index: a slice that starts at
+   * sample 1 draws the whole batch's rows shifted by one. */
   gf_gan_stats s0, s1;
   REQUIRE(gf_gan_step(&a, ctx, &real, NULL, 99, 6, 0, &s0, &err) == GF_OK);
-  float z0 = a.z[0];
+  float z0 = a.z[0], z1 = a.z[c->z_dim];
   REQUIRE(gf_gan_step(&a, ctx, &real, NULL, 99, 6, 1, &s1, &err) == GF_OK);
   CHECK(a.z[0] != z0);
+  CHECK(a.z[0] == z1);
   /* Bad batches are refused. */
   int64_t one[4] = {1, c->image_channels, c->image_height, c->image_width};
   gf_tensor small;

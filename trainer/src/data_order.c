@@ -26,11 +26,11 @@ static int cmp_key(const void *a, const void *b) {
 }
 
 /* The permutation into perm using keys (n entries of scratch). Stream:
- * gf_rng_stream(seed, GF_RNG_DATA_PERM, epoch, rank 0, sub 0); image i gets
+ * gf_rng_stream(seed, GF_RNG_DATA_PERM, epoch, sub 0); image i gets
  * words 2i, 2i+1. epoch < 2^32 (the caller checks). */
 static void permute(uint64_t seed, uint64_t epoch, uint32_t n, uint32_t *perm,
                     perm_key *keys) {
-  gf_philox_stream s = gf_rng_stream(seed, GF_RNG_DATA_PERM, (int64_t)epoch, 0, 0);
+  gf_philox_stream s = gf_rng_stream(seed, GF_RNG_DATA_PERM, (int64_t)epoch, 0);
   uint32_t words[512];
   for (uint32_t i = 0; i < n; i += 256) {
     uint32_t k = n - i < 256 ? n - i : 256;

@@ -21,7 +21,7 @@
 #include "gf/philox.h"
 #include "gf/rng.h"
 
-/* Streams: gf_rng_stream(seed, GF_RNG_SWD, step 0, rank 0, sub). */
+/* Streams: gf_rng_stream(seed, GF_RNG_SWD, step 0, sub). */
 #define SWD_SUB_POSITIONS 0x100u /* + level */
 #define SWD_SUB_DIRECTIONS 0x200u /* + level */
 
@@ -33,7 +33,7 @@
 #define MAX_DESCRIPTORS ((int64_t)1 << 30)
 
 static gf_philox_stream swd_stream(uint64_t seed, uint32_t sub) {
-  return gf_rng_stream(seed, GF_RNG_SWD, 0, 0, sub);
+  return gf_rng_stream(seed, GF_RNG_SWD, 0, sub);
 }
 
 gf_swd_config gf_swd_config_default(void) {

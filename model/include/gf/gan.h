@@ -10,18 +10,39 @@
  *   G step: loss_g = BCE(D(fake), 1) through the UPDATED D; one Adam
  *           update of G (D's parameter gradients are not formed).
  * Randomness (DESIGN §4.1): z (when not given) from (seed, GF_RNG_LATENT,
- * step, rank); dropout masks from (seed, GF_RNG_DROPOUT, step, rank,
- * pass * 64 + layer) with pass 0 real, 1 fake, 2 G step. No RNG state: on
- * the CPU backend, with the same thread count, the same parameters,
- * inputs, seed and step give bit-identical results.
+ * step) at the rows of the batch's global sample indices; dropout masks
+ * from (seed, GF_RNG_DROPOUT, step, pass * 64 + layer) likewise, with pass
+ * 0 real, 1 fake, 2 G step. No RNG state: on the CPU backend, with the
+ * same thread count, the same parameters, inputs, seed and step give
+ * bit-identical results.
  *
- * Not here: data loading, checkpoint files, all-reduce (trainer/). */
+ * Data parallelism (DESIGN §4.6, gf_gan_distribute): each rank runs the
+ * step on its slice of the global batch. The step has two seams, one
+ * before each Adam update: D's gradient is all-reduced after the D
+ * step's backward, G's after the G step's. Each is cut into buckets of
+ * consecutive parameters, and a bucket's all-reduce starts as soon as the
+ * backward has produced its last gradient (a hook in gf_net_backward),
+ * while earlier layers still run their backward; the step waits for all
+ * of them just before Adam. A rank's slice may be cut into micro-batches
+ * (gradient accumulation), whose gradients add up before the seam. Each
+ * micro-batch's loss gradient is scaled by 1 / (micro-batches x ranks)
+ * and the all-reduce sums, so the update is that of one rank running the
+ * whole global batch with per-micro-batch batch-norm statistics.
+ * Exact mode adds the micro-batch gradients in a fixed binary tree, which
+ * the all-reduce (algorithm tree) continues across ranks, so the result
+ * has the same bits at any power-of-two world size.
+ *
+ * Not here: data loading, checkpoint files, launching (trainer/). */
 #ifndef GF_GAN_H
 #define GF_GAN_H
 
 #include <stdint.h>
 
 #include "gf/net.h"
+#include "gf/sha256.h"
+
+struct gf_comm;
+struct gf_grad_sync;
 
 typedef struct gf_gan_hparams {
   gf_adam_params adam_g; /* default lr 2e-4, beta1 0.5, beta2 0.999, eps 1e-8 */
@@ -31,6 +52,32 @@ typedef struct gf_gan_hparams {
 /* DCGAN's Adam settings for both networks (lr 2e-4, betas (0.5, 0.999),
  * eps 1e-8, no weight decay). */
 void gf_gan_hparams_default(gf_gan_hparams *hp);
+
+/* How a step is spread over ranks and micro-batches (gf_gan_distribute). */
+typedef struct gf_gan_dist {
+  struct gf_comm *comm; /* borrowed; NULL: one rank, no all-reduce */
+  int micro;            /* micro-batches each rank's slice is cut into
+                           (>= 1; 1 = none) */
+  bool exact;           /* exact mode: micro-batch gradients summed in a
+                           fixed binary tree (micro a power of two, the
+                           comm's algorithm tree, CPU backend); BN running
+                           statistics replayed in global micro-batch
+                           order on every rank */
+  bool sync_bn;         /* BN statistics over all ranks (not with exact) */
+  size_t bucket_bytes;  /* gradient all-reduce bucket; 0 = 1 MiB */
+} gf_gan_dist;
+
+/* What the seams measured, summed since gf_gan_distribute (or the last
+ * gf_gan_sync_stats_reset). */
+typedef struct gf_gan_sync_stats {
+  uint64_t steps;        /* seams passed (2 per step) */
+  double allreduce_s;    /* wall seconds from the first bucket's start to
+                            the last bucket's completion, summed */
+  double exposed_s;      /* of which the step waited after its backward
+                            had ended (not hidden behind the backward) */
+  uint64_t bytes;        /* gradient bytes all-reduced */
+  uint64_t buckets;      /* buckets all-reduced */
+} gf_gan_sync_stats;
 
 typedef struct gf_gan {
   gf_model_config cfg;  /* copy */
@@ -50,6 +97,8 @@ typedef struct gf_gan {
   float *host;          /* [max_batch + 1] host memory (owned, malloc) the
                            losses and logits of a device step are read
                            back into; NULL on the CPU */
+  gf_gan_dist dist;      /* copy; comm NULL for one rank */
+  struct gf_grad_sync *sync_g, *sync_d; /* owned; NULL for one rank */
 } gf_gan;
 
 /* What one step measured. Losses are the means PyTorch's BCEWithLogitsLoss
@@ -77,10 +126,37 @@ void gf_gan_free(gf_gan *gan);
  * the seed), zeroes the Adam moments and step counts. */
 gf_status gf_gan_init_params(gf_gan *gan, uint64_t seed, gf_err *err);
 
+/* Spreads the following steps over the ranks of d->comm and d->micro
+ * micro-batches (d NULL: back to one rank, one batch). Allocates the
+ * bucket tables (and exact mode's tree levels, micro-batch statistics
+ * log), owned by gan until gf_gan_free; d->comm is borrowed and must
+ * outlive the steps. Every rank must call it with the same d. GF_EINVAL
+ * for combinations that cannot work (exact with sync_bn, exact without a
+ * power-of-two micro, micro < 1). */
+gf_status gf_gan_distribute(gf_gan *gan, gf_ctx *ctx, const gf_gan_dist *d,
+                            gf_err *err);
+
+/* The seams' measurements since gf_gan_distribute or the last reset. */
+void gf_gan_sync_stats_get(const gf_gan *gan, gf_gan_sync_stats *out);
+void gf_gan_sync_stats_reset(gf_gan *gan);
+
+/* Sends rank 0's training state (the arenas of gf_gan_copy_state and the
+ * Adam step counts) to every rank of comm; every rank calls it. */
+gf_status gf_gan_broadcast_state(gf_gan *gan, struct gf_comm *comm,
+                                 gf_err *err);
+
+/* SHA-256 of G's and D's parameters and Adam moments (and BN running
+ * statistics when with_bn_stats), read back from the device when needed:
+ * equal digests on every rank mean the ranks hold the same model. */
+gf_status gf_gan_digest(const gf_gan *gan, bool with_bn_stats,
+                        char hex[GF_SHA256_HEX_LEN + 1], gf_err *err);
+
 /* One training step on real [n, C, H, W] (any shape with n samples of
- * C*H*W values; 2 <= n <= max_batch). z: [n, z_dim] latents, or NULL to
- * draw them from (seed, GF_RNG_LATENT, step, rank); either way they are left
- * in gan->z. Updates both networks' parameters, Adam state, step counts and
+ * C*H*W values; 2 <= n <= max_batch; with micro-batches, n a multiple of
+ * micro with at least 2 samples each). real's first sample is global
+ * sample sample0 of the step's batch (0 for one rank). z: [n, z_dim]
+ * latents, or NULL to draw them from (seed, GF_RNG_LATENT, step) at global
+ * samples sample0 ..; either way they are left in gan->z. Updates both networks' parameters, Adam state, step counts and
  * BN running statistics (G once, D three times, as PyTorch does). stats
  * (may be NULL) receives the losses. On an error the networks may be
  * partly updated: restore them from a checkpoint. real must be on the
@@ -89,7 +165,7 @@ gf_status gf_gan_init_params(gf_gan *gan, uint64_t seed, gf_err *err);
  * D's mean output is read back for stats (3 small copies). */
 gf_status gf_gan_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real,
                       const gf_tensor *z, uint64_t seed, int64_t step,
-                      int rank, gf_gan_stats *stats, gf_err *err);
+                      int64_t sample0, gf_gan_stats *stats, gf_err *err);
 
 /* Copies the training state of src into dst: every arena of G and D
  * (parameters, gradients, Adam moments, BN running statistics) and the Adam

@@ -107,6 +107,23 @@ typedef struct gf_net {
   int fwd_batch;            /* N of the last forward; 0 = none yet */
   gf_net_mode fwd_mode;
   float *dbuf[2];           /* backward ping-pong buffers in acts */
+  /* Data parallelism (DESIGN §4.6; gf_net_set_sync_bn and the GAN step's
+   * gradient sync set them; gf_net_free clears them). NULL/false for one
+   * rank. */
+  struct gf_comm *bn_comm;  /* borrowed: train-mode batch norm takes its
+                               statistics over every rank of this
+                               communicator (sync BN, net_sync.c) */
+  struct gf_net_sync *sync; /* owned: sync-BN scratch (host and device) */
+  bool bn_frozen;           /* true: a train-mode forward leaves the BN
+                               running statistics alone (a recomputed
+                               forward must not count twice) */
+  /* Called after layer `layer`'s backward has written its parameter
+   * gradients (param_grads true), in backward order (last layer first):
+   * the all-reduce of a bucket can start while earlier layers still run
+   * their backward. An error stops the backward. NULL: no hook. */
+  gf_status (*grad_hook)(void *user, struct gf_net *net, int layer,
+                         gf_err *err);
+  void *grad_hook_user;     /* borrowed; passed to grad_hook */
 } gf_net;
 
 /* Builds network `role` of cfg (validated; dcgan: 28/32/64, 1 or 3
@@ -141,12 +158,16 @@ gf_param *gf_net_find(gf_net *net, const char *name);
  * (or any shape with the same per-sample numel). y receives a view of the
  * output in the acts arena ([n, C, H, W] for G, [n, 1] for D), valid until
  * the next forward. Dropout masks (mlp D, train mode) come from stream
- * (seed, GF_RNG_DROPOUT, step, rank, pass * 64 + layer): pass separates
- * forwards within one step (the GAN step uses 0 real, 1 fake, 2 G step).
- * x is borrowed: it must stay unchanged until gf_net_backward. */
+ * (seed, GF_RNG_DROPOUT, step, pass * 64 + layer) at the words of global
+ * samples sample0 .. sample0 + n - 1 (x's first sample is global sample
+ * sample0 of the step's batch), so a batch cut into slices gets the masks
+ * the whole batch gets: pass separates forwards within one step (the GAN
+ * step uses 0 real, 1 fake, 2 G step). x is borrowed: it must stay
+ * unchanged until gf_net_backward. */
 gf_status gf_net_forward(gf_net *net, gf_ctx *ctx, const gf_tensor *x,
                          gf_net_mode mode, uint64_t seed, int64_t step,
-                         int rank, int pass, gf_tensor *y, gf_err *err);
+                         int64_t sample0, int pass, gf_tensor *y,
+                         gf_err *err);
 
 /* Backward of the last GF_MODE_TRAIN forward. dy: gradient of the loss wrt
  * that forward's output (same shape). dx (may be NULL) receives the
@@ -173,11 +194,21 @@ int64_t gf_net_num_bn_stats(const gf_net *net);
 /* Bytes held by the net's arenas (all six). */
 size_t gf_net_arena_bytes(const gf_net *net);
 
-/* Fills z [n, z_dim] with N(0, 1) latents from stream (seed, purpose, step,
- * rank, 0): sample k of rank r is the same whatever n. A device z gets the
- * same values, drawn on the host and copied. */
+/* Fills z [n, z_dim] with N(0, 1) latents from stream (seed, purpose,
+ * step, 0): row i is global sample sample0 + i, the same values whatever
+ * n and however a batch is cut. A device z gets the same values, drawn on
+ * the host and copied. */
 gf_status gf_latent_sample(gf_tensor *z, uint64_t seed,
-                           gf_rng_purpose purpose, int64_t step, int rank,
-                           gf_err *err);
+                           gf_rng_purpose purpose, int64_t step,
+                           int64_t sample0, gf_err *err);
+
+/* Makes train-mode batch norm of net take its statistics over every rank
+ * of comm (sync BN: the batch mean and variance, and in the backward the
+ * sums of dy and dy * xhat, are all-reduced, so N ranks of B/N samples
+ * normalize as one rank of B would); comm NULL returns to per-rank
+ * statistics. Allocates the sync scratch (owned by net, freed by
+ * gf_net_free); comm is borrowed and must outlive its use. */
+gf_status gf_net_set_sync_bn(gf_net *net, gf_ctx *ctx, struct gf_comm *comm,
+                             gf_err *err);
 
 #endif

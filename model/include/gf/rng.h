@@ -1,13 +1,18 @@
 /* rng.h - how ganflow keys its Philox-4x32-10 streams (DESIGN §4.1): every
- * random number is a pure function of (seed, purpose, step, rank, sub,
- * index), so nothing keeps RNG state and a checkpoint needs only the step.
+ * random number is a pure function of (seed, purpose, step, sub, index), so
+ * nothing keeps RNG state and a checkpoint needs only the step. Never of the
+ * rank: a per-sample draw (latents, dropout masks) uses the words of its
+ * GLOBAL sample index, so N ranks that each take a slice of the global
+ * batch draw exactly the numbers one rank draws for the whole batch.
  *
  * The mapping onto gf_philox_stream (kernels/include/gf/philox.h):
  *   key       = { seed & 0xffffffff, seed >> 32 }
  *   ctr_hi[0] = purpose (bits 0..7) | sub (bits 8..31)
  *   ctr_hi[1] = step (low 32 bits; steps are < 2^32)
- *   offset    = rank << 40; word `index` of the stream is offset + index
- * so each rank owns 2^40 words of each (purpose, step, sub) stream. `sub`
+ *   offset    = 0; the caller sets it to the first word it needs: sample
+ *               g of a draw of W words per sample owns words g*W ..
+ *               g*W + W-1 (gf_rng_sample_offset)
+ * `sub`
  * separates streams of one purpose within a step: the parameter tensor
  * being initialised, the dropout layer and D pass, ...
  *
@@ -31,11 +36,17 @@ typedef enum gf_rng_purpose {
 } gf_rng_purpose;
 
 #define GF_RNG_SUB_MAX 0xFFFFFFu /* sub has 24 bits */
-#define GF_RNG_RANK_SHIFT 40     /* offset = rank << 40 */
 
-/* The stream for (seed, purpose, step, rank, sub); a pure function, no
- * allocation. sub is masked to 24 bits, step to 32 bits. */
+/* The stream for (seed, purpose, step, sub) at offset 0; a pure function,
+ * no allocation. sub is masked to 24 bits, step to 32 bits. */
 gf_philox_stream gf_rng_stream(uint64_t seed, gf_rng_purpose purpose,
-                               int64_t step, int rank, uint32_t sub);
+                               int64_t step, uint32_t sub);
+
+/* The stream positioned at global sample `sample0` of a draw of
+ * words_per_sample words per sample (offset = sample0 * words_per_sample). */
+gf_philox_stream gf_rng_sample_stream(uint64_t seed, gf_rng_purpose purpose,
+                                      int64_t step, uint32_t sub,
+                                      int64_t sample0,
+                                      int64_t words_per_sample);
 
 #endif
