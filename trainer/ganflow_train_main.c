@@ -16,11 +16,14 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "gf/comm.h"
 #include "gf/train.h"
 
 typedef struct signal_watch {
@@ -37,6 +40,82 @@ static void *signal_thread(void *arg) {
     atomic_store(&w->stop, 1);
   }
   return NULL;
+}
+
+/* 64-bit FNV-1a of the params a run logs: equal on every rank when the
+ * ranks were given the same flags. */
+static uint64_t config_hash(const gf_train_config *cfg) {
+  gf_train_param params[GF_TRAIN_MAX_PARAMS];
+  size_t n = gf_train_config_params(cfg, params, GF_TRAIN_MAX_PARAMS);
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) {
+    const char *parts[2] = {params[i].key, params[i].value};
+    for (int j = 0; j < 2; j++)
+      for (const char *p = parts[j]; ; p++) {
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+        if (!*p) break;
+      }
+  }
+  return h;
+}
+
+/* MPI-launched ranks: the communicator, then agreement that every rank
+ * parsed its command line and got the same one, so that a bad flag on one
+ * rank fails every rank at once (exit 2) instead of hanging the others.
+ * Returns the exit status (0 to go on); *comm owned by the caller. */
+static int start_ranks(gf_comm **comm, const gf_launch_info *launch,
+                       const gf_train_config *cfg, bool parsed, gf_err *err) {
+  if (!gf_comm_built(GF_COMM_MPI)) {
+    gf_fail(err, GF_EUNSUPPORTED, "launched by %s as one of %d ranks, but "
+            "this build has no MPI (install libopenmpi-dev and rebuild)",
+            launch->launcher, launch->world_size);
+    return GF_TRAIN_EXIT_FAIL;
+  }
+  gf_comm_config cc = {GF_COMM_MPI, GF_ALLREDUCE_ENGINE, 60, NULL, launch};
+  if (parsed) {
+    cc.algo = cfg->exact_reduce ? GF_ALLREDUCE_TREE
+                                : (gf_allreduce_algo)cfg->allreduce;
+    cc.timeout_s = cfg->comm_timeout;
+  }
+  if (gf_comm_init(comm, &cc, err) != GF_OK) return GF_TRAIN_EXIT_FAIL;
+  int world = gf_comm_world(*comm);
+  /* {parsed, hash}: hash 0 for a rank that could not parse */
+  uint64_t mine[2] = {parsed, 0};
+  gf_train_config tmp;
+  if (parsed) {
+    tmp = *cfg;
+    tmp.world_size = world;
+    mine[1] = config_hash(&tmp);
+  }
+  uint64_t *all = calloc((size_t)world * 2, sizeof *all);
+  if (!all) {
+    gf_fail(err, GF_ENOMEM, "out of memory");
+    return GF_TRAIN_EXIT_FAIL;
+  }
+  gf_err e;
+  if (gf_comm_allgather(*comm, mine, sizeof mine, all, &e) != GF_OK) {
+    free(all);
+    *err = e;
+    return GF_TRAIN_EXIT_FAIL;
+  }
+  int bad = -1, differ = -1;
+  for (int r = 0; r < world; r++) {
+    if (!all[2 * r] && bad < 0) bad = r;
+    if (all[2 * r] && all[2 * r + 1] != all[1] && all[0] && differ < 0) differ = r;
+  }
+  free(all);
+  if (!parsed) return GF_TRAIN_EXIT_USAGE; /* main prints the rank's own error */
+  if (bad >= 0) {
+    gf_fail(err, GF_EINVAL, "rank %d refused its command line (its message "
+            "says why); stopping", bad);
+    return GF_TRAIN_EXIT_USAGE;
+  }
+  if (differ >= 0) {
+    gf_fail(err, GF_EINVAL, "rank %d was given other flags than rank 0: "
+            "every rank must run the same command", differ);
+    return GF_TRAIN_EXIT_USAGE;
+  }
+  return 0;
 }
 
 int main(int argc, char **argv) {
@@ -70,15 +149,38 @@ int main(int argc, char **argv) {
   const char *prog = argc > 0 && argv[0] ? argv[0] : "ganflow-train";
   const char *slash = strrchr(prog, '/');
   if (slash) prog = slash + 1;
-  switch (gf_train_parse_args(&cfg, argc, argv, &err)) {
-  case GF_PARSE_HELP:
-    gf_train_usage(stdout, prog);
-    return 0;
-  case GF_PARSE_USAGE:
-    fprintf(stderr, "%s: %s\nTry '%s --help'.\n", prog, err.msg, prog);
+  /* How the job was started: one process, mpirun/srun ranks, or
+   * torchrun-style variables. */
+  gf_launch_info launch;
+  if (gf_launch_detect(&launch, gf_launch_getenv, NULL, &err) != GF_OK) {
+    fprintf(stderr, "%s: %s\n", prog, err.msg);
     return GF_TRAIN_EXIT_USAGE;
-  case GF_PARSE_OK:
-    break;
   }
-  return (int)gf_train_run(&cfg, &watch->stop);
+  gf_parse_result pr = gf_train_parse_args(&cfg, argc, argv, &err);
+  if (pr == GF_PARSE_HELP) {
+    if (launch.rank == 0) gf_train_usage(stdout, prog);
+    return 0;
+  }
+  gf_comm *comm = NULL;
+  if (launch.world_size > 1 && strcmp(launch.launcher, "torchrun") != 0) {
+    int rc = start_ranks(&comm, &launch, &cfg, pr == GF_PARSE_OK, &err);
+    if (rc != 0) {
+      if (err.msg[0])
+        fprintf(stderr, "%s: rank %d: %s\n", prog, launch.rank, err.msg);
+      gf_comm_free(comm);
+      return rc;
+    }
+  }
+  if (pr == GF_PARSE_USAGE) {
+    fprintf(stderr, "%s: %s\nTry '%s --help'.\n", prog, err.msg, prog);
+    gf_comm_free(comm);
+    return GF_TRAIN_EXIT_USAGE;
+  }
+  cfg.world_size = launch.world_size;
+  gf_train_exit rc = gf_train_run(&cfg, &launch, comm, &watch->stop);
+  /* A rank that failed takes the job down at once rather than leave the
+   * others waiting out their timeout in a collective. */
+  if (rc == GF_TRAIN_EXIT_FAIL && comm) gf_comm_abort(comm, (int)rc);
+  gf_comm_free(comm);
+  return (int)rc;
 }

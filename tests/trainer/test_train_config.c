@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include "check.h"
+#include "gf/comm.h"
 #include "gf/ctx.h"
 #include "gf/train.h"
 
@@ -121,6 +122,20 @@ static void test_every_flag(void) {
   REQUIRE(parse(&c, &e, "--data", "/d", "--register-model", "", NULL) ==
           GF_PARSE_OK);
   CHECK_STR_EQ(c.register_model, "");
+  REQUIRE(parse(&c, &e, "--data", "/d", "--allreduce", "hierarchical",
+                "--sync-bn", "--grad-accum", "4", "--bucket-kb", "256",
+                "--comm-timeout", "30", "--check-every", "0", NULL) ==
+          GF_PARSE_OK);
+  CHECK_INT_EQ(c.allreduce, GF_ALLREDUCE_HIER);
+  CHECK(c.sync_bn);
+  CHECK_INT_EQ(c.grad_accum, 4);
+  CHECK_INT_EQ(c.bucket_kb, 256);
+  CHECK(c.comm_timeout == 30);
+  CHECK_INT_EQ(c.check_every, 0);
+  REQUIRE(parse(&c, &e, "--data", "/d", "--exact-reduce", "--exact-shards",
+                "4", "--batch", "16", NULL) == GF_PARSE_OK);
+  CHECK(c.exact_reduce);
+  CHECK_INT_EQ(c.exact_shards, 4);
   /* --name=value works as getopt_long allows. */
   REQUIRE(parse(&c, &e, "--data=/e", "--steps=9", NULL) == GF_PARSE_OK);
   CHECK_STR_EQ(c.data, "/e");
@@ -162,6 +177,18 @@ static void test_bad_values(void) {
   BAD("--channels", "--channels", "2");
   BAD("--log-every", "--log-every", "0");
   BAD("--no-such-flag", "--no-such-flag", "1");
+  /* Data parallelism. */
+  BAD("--allreduce", "--allreduce", "butterfly");
+  BAD("--grad-accum", "--grad-accum", "0");
+  BAD("--exact-shards", "--exact-shards", "0");
+  BAD("--exact-shards", "--exact-reduce", "--exact-shards", "6");
+  BAD("--exact-reduce", "--exact-reduce", "--batch", "12");
+  BAD("--exact-reduce", "--exact-reduce", "--sync-bn");
+  BAD("--exact-reduce", "--exact-reduce", "--grad-accum", "2");
+  BAD("--bucket-kb", "--bucket-kb", "1");
+  BAD("--comm-timeout", "--comm-timeout", "0.5");
+  BAD("--comm-timeout", "--comm-timeout", "soon");
+  BAD("--check-every", "--check-every", "-1");
   BAD("--steps", "--steps");
   /* --data is required. */
   gf_train_config c;
@@ -195,7 +222,9 @@ static void test_help(void) {
     "--checkpoint-every", "--keep", "--resume", "--sample-every",
     "--eval-every", "--experiment", "--run-name", "--register-model",
     "--alias", "--image-size", "--channels", "--log-every", "--deterministic",
-    "--help", "MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID", "ganflow sync"};
+    "--allreduce", "--sync-bn", "--grad-accum", "--exact-reduce",
+    "--exact-shards", "--bucket-kb", "--comm-timeout", "--check-every",
+    "mpirun", "--help", "MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID", "ganflow sync"};
   for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
     CHECKF(strstr(text, flags[i]) != NULL, "--help lacks %s", flags[i]);
   free(text);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gf/comm.h"
 #include "gf/ctx.h"
 #include "gf/train.h"
 
@@ -48,6 +49,13 @@ void gf_train_config_default(gf_train_config *cfg) {
   snprintf(cfg->experiment, sizeof cfg->experiment, "%s",
            exp && *exp ? exp : GF_TRAIN_DEFAULT_EXPERIMENT);
   cfg->eval_images = GF_TRAIN_EVAL_IMAGES;
+  cfg->allreduce = GF_ALLREDUCE_ENGINE;
+  cfg->grad_accum = 1;
+  cfg->exact_shards = 8;
+  cfg->bucket_kb = 1024;
+  cfg->comm_timeout = 300;
+  cfg->check_every = 100;
+  cfg->world_size = 1;
 }
 
 /* Integer in [lo, hi]; the message names the flag. */
@@ -152,6 +160,23 @@ gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err) {
   if (cfg->model == GF_ARCH_DCGAN && cfg->channels != 1 && cfg->channels != 3)
     return gf_fail(err, GF_EINVAL, "--channels: dcgan takes 1 or 3, not %d",
                    cfg->channels);
+  if (cfg->exact_reduce) {
+    int s = cfg->exact_shards;
+    if (s & (s - 1))
+      return gf_fail(err, GF_EINVAL, "--exact-shards: %d is not a power of two", s);
+    if (cfg->batch % s != 0 || cfg->batch / s < 2)
+      return gf_fail(err, GF_EINVAL, "--exact-reduce: --batch %d does not cut "
+                     "into %d shards of at least 2 images (--exact-shards)",
+                     cfg->batch, s);
+    if (cfg->sync_bn)
+      return gf_fail(err, GF_EINVAL, "--exact-reduce keeps batch-norm "
+                     "statistics per shard; it does not combine with --sync-bn");
+    if (cfg->grad_accum != 1)
+      return gf_fail(err, GF_EINVAL, "--exact-reduce sets the micro-batches "
+                     "itself (--exact-shards / ranks); drop --grad-accum");
+    if (strcmp(cfg->device, "cpu") != 0)
+      return gf_fail(err, GF_EINVAL, "--exact-reduce runs on --device cpu only");
+  }
   if (!cfg->register_set)
     snprintf(cfg->register_model, sizeof cfg->register_model, "ganflow-%s",
              gf_arch_name(cfg->model));
@@ -189,6 +214,8 @@ enum {
   OPT_KEEP, OPT_RESUME, OPT_SAMPLE_EVERY, OPT_EVAL_EVERY, OPT_EXPERIMENT,
   OPT_RUN_NAME, OPT_REGISTER, OPT_ALIAS, OPT_IMAGE_SIZE, OPT_CHANNELS,
   OPT_LOG_EVERY, OPT_DETERMINISTIC, OPT_HELP, OPT_EVAL_IMAGES,
+  OPT_ALLREDUCE, OPT_SYNC_BN, OPT_GRAD_ACCUM, OPT_EXACT, OPT_EXACT_SHARDS,
+  OPT_BUCKET_KB, OPT_COMM_TIMEOUT, OPT_CHECK_EVERY,
 };
 
 static const struct option k_options[] = {
@@ -217,6 +244,14 @@ static const struct option k_options[] = {
   {"channels", required_argument, NULL, OPT_CHANNELS},
   {"log-every", required_argument, NULL, OPT_LOG_EVERY},
   {"deterministic", no_argument, NULL, OPT_DETERMINISTIC},
+  {"allreduce", required_argument, NULL, OPT_ALLREDUCE},
+  {"sync-bn", no_argument, NULL, OPT_SYNC_BN},
+  {"grad-accum", required_argument, NULL, OPT_GRAD_ACCUM},
+  {"exact-reduce", no_argument, NULL, OPT_EXACT},
+  {"exact-shards", required_argument, NULL, OPT_EXACT_SHARDS},
+  {"bucket-kb", required_argument, NULL, OPT_BUCKET_KB},
+  {"comm-timeout", required_argument, NULL, OPT_COMM_TIMEOUT},
+  {"check-every", required_argument, NULL, OPT_CHECK_EVERY},
   {"help", no_argument, NULL, OPT_HELP},
   {NULL, 0, NULL, 0},
 };
@@ -306,6 +341,39 @@ static gf_status apply_option(gf_train_config *cfg, int opt, const char *arg,
   case OPT_DETERMINISTIC:
     cfg->deterministic = true;
     return GF_OK;
+  case OPT_ALLREDUCE: {
+    gf_allreduce_algo a;
+    gf_err e;
+    if (gf_allreduce_algo_parse(arg, &a, &e) != GF_OK)
+      return gf_fail(err, GF_EINVAL, "--allreduce: '%s' is not ring, "
+                     "reduce-bcast, hierarchical or tree", arg);
+    cfg->allreduce = (int)a;
+    return GF_OK;
+  }
+  case OPT_SYNC_BN:
+    cfg->sync_bn = true;
+    return GF_OK;
+  case OPT_GRAD_ACCUM:
+    return parse_int("--grad-accum", arg, 1, 4096, &cfg->grad_accum, err);
+  case OPT_EXACT:
+    cfg->exact_reduce = true;
+    return GF_OK;
+  case OPT_EXACT_SHARDS:
+    return parse_int("--exact-shards", arg, 1, 4096, &cfg->exact_shards, err);
+  case OPT_BUCKET_KB:
+    return parse_int("--bucket-kb", arg, 4, 1 << 20, &cfg->bucket_kb, err);
+  case OPT_COMM_TIMEOUT: {
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (!*arg || *end || errno == ERANGE || !isfinite(v) || v < 1 || v > 86400)
+      return gf_fail(err, GF_EINVAL, "--comm-timeout: '%s' is not a number "
+                     "of seconds in [1, 86400]", arg);
+    cfg->comm_timeout = v;
+    return GF_OK;
+  }
+  case OPT_CHECK_EVERY:
+    return parse_i64("--check-every", arg, 0, big, &cfg->check_every, err);
   default:
     return gf_fail(err, GF_EINVAL, "unknown option");
   }
@@ -364,7 +432,7 @@ void gf_train_usage(FILE *out, const char *prog) {
 "  --z-dim N               latent size (mlp 50, dcgan 100)\n"
 "Training:\n"
 "  --steps N               optimizer steps in all (5000)\n"
-"  --batch N               images per step (64)\n"
+"  --batch N               images per step, all ranks together (64)\n"
 "  --lr-g X, --lr-d X      Adam learning rates of G and D (2e-4; betas 0.5,\n"
 "                          0.999)\n"
 "  --seed N                every random number derives from it (1)\n"
@@ -372,6 +440,19 @@ void gf_train_usage(FILE *out, const char *prog) {
 "  --threads N             CPU threads, 0 = every core (0); a bit-identical\n"
 "                          resume needs the same value\n"
 "  --deterministic         deterministic GPU algorithms (the CPU path always is)\n"
+"Multiple ranks (launch with mpirun/srun, or torchrun-style RANK, WORLD_SIZE,\n"
+"LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT):\n"
+"  --allreduce ALGO        ring (the engine's own), reduce-bcast, hierarchical\n"
+"                          or tree (ring)\n"
+"  --sync-bn               batch norm over the global batch, not each rank's\n"
+"  --grad-accum K          cut each rank's slice into K micro-batches (1)\n"
+"  --exact-reduce          bit-identical at 1, 2, 4, ... ranks: the batch is cut\n"
+"                          into --exact-shards S micro-batches (8) whose\n"
+"                          gradients add in a fixed tree (CPU only)\n"
+"  --bucket-kb N           gradient all-reduce bucket size (1024)\n"
+"  --comm-timeout S        a collective waiting longer fails the job (300)\n"
+"  --check-every N         steps between checks that every rank holds the\n"
+"                          same parameters; 0 = never (100)\n"
 "Checkpoints:\n"
 "  --checkpoint-dir DIR    (checkpoints/<experiment>/<run-name or default>)\n"
 "  --checkpoint-every N    steps between checkpoints; 0 = at the end only (500)\n"
@@ -454,8 +535,16 @@ size_t gf_train_config_params(const gf_train_config *cfg,
   P("eval_every", "%" PRId64, cfg->eval_every);
   P("log_every", "%" PRId64, cfg->log_every);
   P("deterministic", "%s", cfg->deterministic ? "true" : "false");
-  P("world_size", "%d", 1);
+  P("world_size", "%d", cfg->world_size);
   P("eval_images", "%d", cfg->eval_images);
+  int world = cfg->world_size > 0 ? cfg->world_size : 1;
+  P("local_batch", "%d", cfg->batch / world);
+  P("allreduce", "%s",
+    cfg->exact_reduce ? "tree" : gf_allreduce_algo_name(cfg->allreduce));
+  P("sync_bn", "%s", cfg->sync_bn ? "true" : "false");
+  P("grad_accum", "%d", cfg->exact_reduce ? cfg->exact_shards / world
+                                          : cfg->grad_accum);
+  P("exact_reduce", "%s", cfg->exact_reduce ? "true" : "false");
 #undef P
   return n;
 }

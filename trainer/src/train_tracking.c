@@ -162,7 +162,7 @@ static gf_status resume_run(gf_tracker *t, FILE *log, gf_err *err) {
   return write_run_id(t, err);
 }
 
-static gf_status create_run(gf_tracker *t, const char *device_desc,
+static gf_status create_run(gf_tracker *t, const gf_tracker_start_info *si,
                             FILE *log, gf_err *err) {
   mlflow_error e;
   mlflow_experiment exp;
@@ -177,8 +177,9 @@ static gf_status create_run(gf_tracker *t, const char *device_desc,
                                 "custom_model_development", &e) != MLFLOW_OK)
     fprintf(log, "ganflow-train: warning: cannot tag the experiment: %s\n",
             e.message);
-  char host[256] = "";
+  char host[256] = "", world[16];
   gethostname(host, sizeof host - 1);
+  snprintf(world, sizeof world, "%d", t->cfg.world_size);
   const char *user = getenv("USER");
   mlflow_kv tags[] = {
     {"ganflow.version", GF_TRAIN_VERSION},
@@ -187,8 +188,9 @@ static gf_status create_run(gf_tracker *t, const char *device_desc,
     {"mlflow.source.type", "LOCAL"},
     {"mlflow.user", user && *user ? user : "unknown"},
     {"ganflow.host", host},
-    {"ganflow.device", device_desc},
-    {"ganflow.world_size", "1"},
+    {"ganflow.device", si->device_desc},
+    {"ganflow.world_size", world},
+    {"ganflow.hosts", si->hosts && *si->hosts ? si->hosts : host},
   };
   size_t n_tags = sizeof tags / sizeof *tags;
   if (!GF_GIT_COMMIT[0]) { /* unknown commit: leave the tag out */
@@ -246,7 +248,7 @@ static gf_status tracker_connect(gf_tracker *t, const gf_tracker_start_info *si,
     snprintf(t->run_id, sizeof t->run_id, "%s", run_id);
     st = resume_run(t, log, err);
   } else {
-    st = create_run(t, si->device_desc, log, err);
+    st = create_run(t, si, log, err);
   }
   if (st != GF_OK) return st;
 

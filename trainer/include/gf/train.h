@@ -51,7 +51,8 @@ typedef struct gf_train_config {
   int z_dim;                          /* --z-dim; 0 = model default (mlp 50,
                                          dcgan 100) until _finish */
   int64_t steps;                      /* --steps, optimizer steps (5000) */
-  int batch;                          /* --batch, per rank (64) */
+  int batch;                          /* --batch, the GLOBAL batch: all
+                                         ranks together (64) */
   double lr_g, lr_d;                  /* --lr-g, --lr-d (2e-4) */
   uint64_t seed;                      /* --seed (1) */
   char device[32];                    /* --device as given ("cpu") */
@@ -76,6 +77,23 @@ typedef struct gf_train_config {
   bool deterministic;                 /* --deterministic */
   int eval_images;                    /* SWD set size (2000; fewer when the
                                          dataset is smaller) */
+  /* Data parallelism (DESIGN §4.6). */
+  int allreduce;                      /* --allreduce: a gf_allreduce_algo
+                                         (ring) */
+  bool sync_bn;                       /* --sync-bn */
+  int grad_accum;                     /* --grad-accum K: micro-batches per
+                                         rank and step (1) */
+  bool exact_reduce;                  /* --exact-reduce */
+  int exact_shards;                   /* --exact-shards S: the global batch's
+                                         fixed micro-batches in exact mode (8) */
+  int bucket_kb;                      /* --bucket-kb: gradient all-reduce
+                                         bucket (1024) */
+  double comm_timeout;                /* --comm-timeout SECONDS (300) */
+  int64_t check_every;                /* --check-every N: steps between
+                                         parameter digest checks across
+                                         ranks; 0 = never (100) */
+  int world_size;                     /* ranks of the job: set by main from
+                                         the launch (1), not a flag */
 } gf_train_config;
 
 /* The defaults above (experiment from MLFLOW_EXPERIMENT_NAME when set). */
@@ -112,10 +130,11 @@ gf_status gf_train_model_config(const gf_train_config *cfg,
  * GF_TRAIN_PARAM_VAL_MAX bytes). Only what defines the training result and
  * its cadence: data, model, image_size, channels, z_dim, steps, batch,
  * lr_g, lr_d, seed, device, threads, checkpoint_every, keep, sample_every,
- * eval_every, log_every, deterministic, world_size, eval_images. Returns
+ * eval_every, log_every, deterministic, world_size, eval_images,
+ * local_batch, allreduce, sync_bn, grad_accum, exact_reduce. Returns
  * the number of params (<= n_max). */
 #define GF_TRAIN_PARAM_VAL_MAX GF_TRAIN_PATH_MAX
-#define GF_TRAIN_MAX_PARAMS 24
+#define GF_TRAIN_MAX_PARAMS 32
 typedef struct gf_train_param {
   const char *key;
   char value[GF_TRAIN_PARAM_VAL_MAX];
@@ -134,11 +153,21 @@ typedef enum gf_train_exit {
 } gf_train_exit;
 
 /* Runs the whole training of cfg (finished config): resume, MLflow,
- * loop, checkpoints, model registration. *stop (owned by the caller; set
- * from another thread, e.g. the one that receives SIGTERM/SIGINT) is read
- * at every step boundary: nonzero stops the run with a checkpoint and
- * status KILLED. Prints progress and errors to stderr. Never exits. */
-gf_train_exit gf_train_run(const gf_train_config *cfg, const atomic_int *stop);
+ * loop, checkpoints, model registration. launch (borrowed; NULL: one
+ * process) says how the job was started; comm (borrowed; NULL for one
+ * rank) holds the job's CPU ranks (MPI); GPU ranks get an NCCL
+ * communicator made here from launch. Every rank calls gf_train_run with
+ * the same cfg (cfg->world_size its world); rank 0 tracks and
+ * checkpoints.
+ * *stop (owned by the caller; set from another thread, e.g. the one that
+ * receives SIGTERM/SIGINT) is read at every step boundary: nonzero on any
+ * rank stops every rank after the same step, with a checkpoint and status
+ * KILLED. Prints progress and errors to stderr. Never exits. */
+struct gf_comm;
+struct gf_launch_info;
+gf_train_exit gf_train_run(const gf_train_config *cfg,
+                           const struct gf_launch_info *launch,
+                           struct gf_comm *comm, const atomic_int *stop);
 
 /* ---- MLflow glue (train_tracking.c) --------------------------------- */
 
@@ -151,6 +180,8 @@ typedef struct gf_tracker_start_info {
                                 file), or NULL: MLFLOW_RUN_ID, else a new
                                 run */
   const char *device_desc;   /* "cpu (2 threads)" */
+  const char *hosts;         /* every rank's host, "a,b" (tag
+                                ganflow.hosts); NULL: this host */
 } gf_tracker_start_info;
 
 /* Connects (mlflow_config_from_env), then either resumes run_id (replays

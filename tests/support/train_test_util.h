@@ -1,0 +1,221 @@
+/* train_test_util.h - what the tests that drive the ganflow-train
+ * executable share: clocks, reading its log, the checkpoints it left, a
+ * byte-for-byte checkpoint comparison and the exactly-once check of a
+ * metric's history in MLflow. Header-only (static functions); include
+ * after check.h, gf/checkpoint.h, gf/safetensors.h and mlflow_test.h. */
+#ifndef GF_TRAIN_TEST_UTIL_H
+#define GF_TRAIN_TEST_UTIL_H
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+
+static inline double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static inline void sleep_s(double s) {
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+/* The whole file, NUL-terminated (caller frees); NULL when unreadable. */
+static inline char *read_all(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)(n > 0 ? n : 0) + 1);
+  size_t got = buf ? fread(buf, 1, (size_t)(n > 0 ? n : 0), f) : 0;
+  fclose(f);
+  if (buf) buf[got] = '\0';
+  if (len) *len = got;
+  return buf;
+}
+
+static inline void dump_log(const char *log) {
+  char *text = read_all(log, NULL);
+  fprintf(stderr, "---- %s ----\n%s----\n", log, text ? text : "(unreadable)");
+  free(text);
+}
+
+static inline bool log_contains(const char *log, const char *needle) {
+  char *text = read_all(log, NULL);
+  bool found = text && strstr(text, needle);
+  free(text);
+  return found;
+}
+
+/* The K of the last "step K/N" log line (plain lines: stderr is a file);
+ * 0 when none yet. */
+static inline long log_last_step(const char *log) {
+  char *text = read_all(log, NULL);
+  long last = 0;
+  for (char *p = text; p && *p;) {
+    long k, n;
+    if (strncmp(p, "step ", 5) == 0 && sscanf(p, "step %ld/%ld", &k, &n) == 2)
+      last = k;
+    char *nl = strchr(p, '\n');
+    p = nl ? nl + 1 : NULL;
+  }
+  free(text);
+  return last;
+}
+
+/* Newest ckpt-*.safetensors step in dir by name (not verified); -1. */
+static inline long newest_ckpt_on_disk(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  long best = -1;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    int64_t s;
+    if (gf_checkpoint_parse_name(de->d_name, &s) && s > best) best = (long)s;
+  }
+  closedir(d);
+  return best;
+}
+
+static inline int count_ckpts(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  int n = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    int64_t s;
+    n += gf_checkpoint_parse_name(de->d_name, &s);
+  }
+  closedir(d);
+  return n;
+}
+
+/* Exit code, 128 + signal when killed by one. */
+static inline int decode_status(int status) {
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+/* Every tensor of two checkpoints byte-identical: names, dtypes, shapes,
+ * bytes. Reports the first difference (tensor, element, values). Also
+ * checks that the file holds what the comparison claims to cover. */
+static inline void compare_ckpts(const char *got_path, const char *ref_path,
+                          const char *what) {
+  gf_st_file a, b;
+  gf_st_file_init(&a);
+  gf_st_file_init(&b);
+  gf_err err;
+  gf_status s = gf_st_open(&a, got_path, GF_ST_VERIFY_SHA256, &err);
+  CHECKF(s == GF_OK, "%s: %s: %s", what, got_path, err.msg);
+  if (s != GF_OK) return;
+  s = gf_st_open(&b, ref_path, GF_ST_VERIFY_SHA256, &err);
+  CHECKF(s == GF_OK, "%s: reference %s: %s", what, ref_path, err.msg);
+  if (s != GF_OK) {
+    gf_st_file_free(&a);
+    return;
+  }
+  int n_g = 0, n_d = 0, n_m = 0, n_v = 0, n_bn = 0, n_step = 0;
+  for (size_t i = 0; i < a.n_tensors; i++) {
+    const char *nm = a.tensors[i].name;
+    n_g += strncmp(nm, "g.", 2) == 0;
+    n_d += strncmp(nm, "d.", 2) == 0;
+    n_m += strstr(nm, ".adam_m") != NULL;
+    n_v += strstr(nm, ".adam_v") != NULL;
+    n_bn += strstr(nm, "running_mean") != NULL ||
+            strstr(nm, "running_var") != NULL;
+    n_step += strcmp(nm, "g.adam_step") == 0 || strcmp(nm, "d.adam_step") == 0;
+  }
+  CHECKF(n_g > 0 && n_d > 0 && n_m > 0 && n_v > 0 && n_bn > 0 && n_step == 2,
+         "%s: checkpoint lacks tensor kinds (g %d d %d adam_m %d adam_v %d "
+         "bn %d adam_step %d)", what, n_g, n_d, n_m, n_v, n_bn, n_step);
+  CHECKF(a.n_tensors == b.n_tensors, "%s: %zu tensors vs reference %zu", what,
+         a.n_tensors, b.n_tensors);
+  size_t n_diff = 0;
+  for (size_t i = 0; i < a.n_tensors; i++) {
+    const gf_st_tensor *ta = &a.tensors[i];
+    const gf_st_tensor *tb = gf_st_find(&b, ta->name);
+    if (!tb) {
+      if (!n_diff++)
+        fprintf(stderr, "%s: first difference: tensor %s missing from the "
+                "reference\n", what, ta->name);
+      continue;
+    }
+    bool same = ta->dtype == tb->dtype && ta->ndim == tb->ndim &&
+                ta->nbytes == tb->nbytes &&
+                memcmp(ta->shape, tb->shape, sizeof ta->shape) == 0 &&
+                memcmp(ta->data, tb->data, ta->nbytes) == 0;
+    if (same) continue;
+    if (!n_diff++) {
+      size_t off = 0;
+      const uint8_t *pa = ta->data, *pb = tb->data;
+      size_t n = ta->nbytes < tb->nbytes ? ta->nbytes : tb->nbytes;
+      while (off < n && pa[off] == pb[off]) off++;
+      if (ta->dtype == GF_ST_F32 && tb->dtype == GF_ST_F32 && off < n) {
+        size_t el = off / 4;
+        float va, vb;
+        memcpy(&va, pa + el * 4, 4);
+        memcpy(&vb, pb + el * 4, 4);
+        fprintf(stderr, "%s: first differing tensor %s (%zu bytes): element "
+                "%zu is %.9g, reference %.9g\n", what, ta->name, ta->nbytes,
+                el, (double)va, (double)vb);
+      } else {
+        fprintf(stderr, "%s: first differing tensor %s: dtype/shape/size or "
+                "byte %zu differ\n", what, ta->name, off);
+      }
+    }
+  }
+  CHECKF(n_diff == 0, "%s: %zu of %zu tensors differ from the uninterrupted "
+         "run's (%s vs %s)", what, n_diff, a.n_tensors, got_path, ref_path);
+  if (n_diff == 0 && a.n_tensors == b.n_tensors)
+    fprintf(stderr, "%s: all %zu tensors byte-identical to the reference\n",
+            what, a.n_tensors);
+  gf_st_file_free(&a);
+  gf_st_file_free(&b);
+}
+
+/* key holds exactly one point at each of every, 2*every, ..., steps: no
+ * duplicate, none missing, nothing else. */
+static inline void check_history(mlflow_client *c, const char *run_id,
+                          const char *key, long every, long steps,
+                          const char *what) {
+  mlflow_metric_list h;
+  mlflow_error e;
+  mlflow_status ms = mlflow_metric_history(c, run_id, key, &h, &e);
+  CHECKF(ms == MLFLOW_OK, "%s: history of %s: %s", what, key, e.message);
+  if (ms != MLFLOW_OK) return;
+  int *seen = calloc((size_t)steps + 1, sizeof *seen);
+  REQUIRE(seen);
+  long stray = 0, dup = 0, missing = 0;
+  for (size_t i = 0; i < h.count; i++) {
+    int64_t s = h.items[i].step;
+    if (s < every || s > steps || s % every) {
+      if (!stray++)
+        fprintf(stderr, "%s: %s: stray point at step %lld\n", what, key,
+                (long long)s);
+      continue;
+    }
+    if (seen[s]++ == 1)
+      fprintf(stderr, "%s: %s: step %lld logged more than once\n", what, key,
+              (long long)s);
+    if (seen[s] > 1) dup++;
+  }
+  for (long s = every; s <= steps; s += every)
+    if (!seen[s] && !missing++)
+      fprintf(stderr, "%s: %s: first missing step %ld\n", what, key, s);
+  CHECKF(stray == 0 && dup == 0 && missing == 0 &&
+         (long)h.count == steps / every,
+         "%s: %s has %zu points (want %ld): %ld duplicate, %ld missing, %ld "
+         "stray", what, key, h.count, steps / every, dup, missing, stray);
+  free(seen);
+  mlflow_metric_list_free(&h);
+}
+
+#endif
