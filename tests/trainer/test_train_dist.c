@@ -139,6 +139,7 @@ static pid_t spawn(const char *log, const cmd *c) {
     close(fd);
     setenv("MLFLOW_TRACKING_URI", g_uri, 1);
     setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+    setenv("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL", "0.2", 1);
     execv(c->argv[0], c->argv);
     _exit(127);
   }
@@ -280,7 +281,7 @@ static void one_run(mlflow_client *mc, const char *exp, mlflow_run_status want,
 
 /* ---- 1. sync BN: 2 x 8 against 1 x 16 ----------------------------------- */
 
-static void sync_scenario(char *ref2, size_t cap) {
+static void sync_scenario(mlflow_client *mc, char *ref2, size_t cap) {
   char dir1[1024], exp1[1024], log1[1024], dir2[1024], exp2[1024], log2[1024];
   paths(dir1, exp1, log1, sizeof dir1, "sync-1rank");
   paths(dir2, exp2, log2, sizeof dir2, "sync-2ranks");
@@ -299,6 +300,29 @@ static void sync_scenario(char *ref2, size_t cap) {
   check_close(b, a, "sync: 2 ranks x 8 vs 1 rank x 16, 20 steps");
   CHECKF(log_contains(log2, "x 2 ranks"), "sync: the 2-rank run does not say "
          "it ran on 2 ranks");
+  /* Rank 1's system metrics reached the run through rank 0, under MLflow's
+   * per-node name; the params say how the job was spread. */
+  char id[64] = "";
+  one_run(mc, exp2, MLFLOW_RUN_FINISHED, id, sizeof id, "sync: 2 ranks");
+  mlflow_run r;
+  mlflow_error e;
+  if (id[0] && mlflow_run_get(mc, id, &r, &e) == MLFLOW_OK) {
+    bool sys1 = false, ar = false;
+    for (size_t i = 0; i < r.n_metrics; i++) {
+      sys1 |= strcmp(r.metrics[i].key,
+                     "system/rank_1/cpu_utilization_percentage") == 0;
+      ar |= strcmp(r.metrics[i].key, "perf/allreduce_s") == 0;
+    }
+    CHECKF(sys1, "sync: no system/rank_1/cpu_utilization_percentage in the run");
+    CHECKF(ar, "sync: no perf/allreduce_s in the run");
+    const char *ws = mlflow_run_param(&r, "world_size");
+    const char *lb = mlflow_run_param(&r, "local_batch");
+    CHECKF(ws && strcmp(ws, "2") == 0, "sync: param world_size %s", ws ? ws : "-");
+    CHECKF(lb && strcmp(lb, "8") == 0, "sync: param local_batch %s", lb ? lb : "-");
+    mlflow_run_free(&r);
+  } else {
+    CHECKF(false, "sync: runs/get %s: %s", id, e.message);
+  }
   snprintf(ref2, cap, "%s", b);
 }
 
@@ -551,7 +575,7 @@ int main(void) {
 #define WANT(name) (!only || !*only || strstr(only, name))
   char ref2[1200] = "";
   if (WANT("launch")) launch_scenario();
-  if (WANT("sync") || WANT("elastic")) sync_scenario(ref2, sizeof ref2);
+  if (WANT("sync") || WANT("elastic")) sync_scenario(mc, ref2, sizeof ref2);
   if (WANT("elastic")) elastic_scenario(ref2);
   if (WANT("exact")) exact_scenario();
   if (WANT("kill")) kill_scenario(mc);

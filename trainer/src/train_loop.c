@@ -931,6 +931,7 @@ gf_train_exit gf_train_run(const gf_train_config *cfg,
   int64_t k = st.start_step;
   if (loop(&st, stop, &k, &err) != GF_OK) goto out;
   gf_monitor_stop(st.monitor);
+  if (relay_system_metrics(&st, &err) != GF_OK) goto out; /* the last ones */
 
   /* The last state is always on disk (and uploaded) before the run ends. */
   if (st.ckpt_step != k && checkpoint(&st, k, &err) != GF_OK) goto out;
