@@ -1,13 +1,16 @@
 # Build options, compiler flags and optional-component detection.
-# Heavy optional parts (CUDA, cuDNN) default to AUTO: on when found, off
-# otherwise, and the result is reported at configure time with what each
-# enables.
+# Heavy optional parts (CUDA, cuDNN, MPI, NCCL) default to AUTO: on when
+# found, off otherwise, and the result is reported at configure time with
+# what each enables.
 
 include(CheckLanguage)
 
 set(GF_CUDA  AUTO CACHE STRING "Build the CUDA backend (AUTO, ON, OFF)")
 set(GF_CUDNN AUTO CACHE STRING "Use cuDNN in the CUDA backend (AUTO, ON, OFF)")
-foreach(opt GF_CUDA GF_CUDNN)
+set(GF_MPI   AUTO CACHE STRING "Build the mpi collective backend (AUTO, ON, OFF)")
+set(GF_NCCL  AUTO CACHE STRING
+    "Build the nccl collective backend; needs the CUDA backend (AUTO, ON, OFF)")
+foreach(opt GF_CUDA GF_CUDNN GF_MPI GF_NCCL)
   set_property(CACHE ${opt} PROPERTY STRINGS AUTO ON OFF)
 endforeach()
 option(GF_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
@@ -94,6 +97,30 @@ if(GF_CUDA_ENABLED AND NOT GF_CUDNN STREQUAL "OFF")
 endif()
 gf_resolve(GF_CUDNN _gf_cudnn_found)
 
+# MPI (C bindings only): gf_comm's mpi backend and the NCCL id broadcast
+# under mpirun/srun. Only a process that asks for it initializes MPI.
+set(_gf_mpi_found OFF)
+if(NOT GF_MPI STREQUAL "OFF")
+  find_package(MPI QUIET COMPONENTS C)
+  if(MPI_C_FOUND)
+    set(_gf_mpi_found ON)
+  endif()
+endif()
+gf_resolve(GF_MPI _gf_mpi_found)
+
+# NCCL from the CUDA toolkit's prefix (nccl.h, libnccl); it needs the CUDA
+# backend (CUDA and cuDNN), since its buffers live on a gf_ctx's device.
+set(_gf_nccl_found OFF)
+if(GF_CUDA_ENABLED AND GF_CUDNN_ENABLED AND NOT GF_NCCL STREQUAL "OFF")
+  find_library(GF_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR}
+               ${CUDAToolkit_LIBRARY_ROOT} PATH_SUFFIXES lib64 lib)
+  find_path(GF_NCCL_INCLUDE nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+  if(GF_NCCL_LIBRARY AND GF_NCCL_INCLUDE)
+    set(_gf_nccl_found ON)
+  endif()
+endif()
+gf_resolve(GF_NCCL _gf_nccl_found)
+
 function(gf_report_configuration)
   message(STATUS "ganflow ${PROJECT_VERSION} configuration:")
   message(STATUS "  build type     ${CMAKE_BUILD_TYPE}")
@@ -108,4 +135,18 @@ function(gf_report_configuration)
   endif()
   message(STATUS "  CUDA           ${GF_CUDA_ENABLED} (${GF_CUDA}): ${_what}")
   message(STATUS "  cuDNN          ${GF_CUDNN_ENABLED} (${GF_CUDNN})")
+  if(GF_MPI_ENABLED)
+    set(_what "gf_comm backend mpi (host buffers), NCCL id over MPI")
+  else()
+    set(_what "no mpi comm backend")
+  endif()
+  message(STATUS "  MPI            ${GF_MPI_ENABLED} (${GF_MPI}): ${_what}")
+  if(GF_NCCL_ENABLED)
+    set(_what "gf_comm backend nccl (device buffers on the CUDA backend)")
+  elseif(GF_NCCL STREQUAL "OFF")
+    set(_what "no nccl comm backend")
+  else()
+    set(_what "no nccl comm backend (needs the CUDA backend and NCCL)")
+  endif()
+  message(STATUS "  NCCL           ${GF_NCCL_ENABLED} (${GF_NCCL}): ${_what}")
 endfunction()

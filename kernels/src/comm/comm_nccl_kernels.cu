@@ -1,0 +1,98 @@
+/* comm_nccl_kernels.cu - device kernels of the nccl engine: the ordered add
+ * of the tree all-reduce (lower rank's value + higher rank's, so every rank
+ * holds the same bits as the host engine) and AVG's scale by 1/world; see
+ * comm_nccl_kernels.h. Grid-stride loops; explicit _rn intrinsics so that
+ * nothing is contracted or reassociated. */
+#include <stdint.h>
+
+#include "comm_nccl_kernels.h"
+
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocks_for(size_t n) {
+  size_t b = (n + kThreads - 1) / kThreads;
+  if (b > 65536) b = 65536;
+  return b < 1 ? 1u : (unsigned)b;
+}
+
+__global__ void add_f32(float *d, const float *a, const float *b, size_t n) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x)
+    d[i] = __fadd_rn(a[i], b[i]);
+}
+
+__global__ void add_f64(double *d, const double *a, const double *b,
+                        size_t n) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x)
+    d[i] = __dadd_rn(a[i], b[i]);
+}
+
+__global__ void add_i64(int64_t *d, const int64_t *a, const int64_t *b,
+                        size_t n) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x)
+    d[i] = (int64_t)((uint64_t)a[i] + (uint64_t)b[i]);
+}
+
+__global__ void scale_f32(float *p, float s, size_t n) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x)
+    p[i] = __fmul_rn(p[i], s);
+}
+
+__global__ void scale_f64(double *p, double s, size_t n) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x)
+    p[i] = __dmul_rn(p[i], s);
+}
+
+}  // namespace
+
+/* gf_comm_dtype values (gf/comm.h); kept in step by hand, the header is C */
+enum { CDT_F32 = 0, CDT_F64 = 1, CDT_I64 = 2 };
+
+extern "C" {
+
+cudaError_t gf_comm_cuk_add(cudaStream_t s, int dt, void *dst,
+                            const void *lower, const void *higher,
+                            size_t n) {
+  if (n == 0) return cudaSuccess;
+  switch (dt) {
+  case CDT_F32:
+    add_f32<<<blocks_for(n), kThreads, 0, s>>>(
+        (float *)dst, (const float *)lower, (const float *)higher, n);
+    break;
+  case CDT_F64:
+    add_f64<<<blocks_for(n), kThreads, 0, s>>>(
+        (double *)dst, (const double *)lower, (const double *)higher, n);
+    break;
+  case CDT_I64:
+    add_i64<<<blocks_for(n), kThreads, 0, s>>>(
+        (int64_t *)dst, (const int64_t *)lower, (const int64_t *)higher, n);
+    break;
+  default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t gf_comm_cuk_scale(cudaStream_t s, int dt, void *buf, size_t n,
+                              int world) {
+  if (n == 0) return cudaSuccess;
+  switch (dt) {
+  case CDT_F32:
+    scale_f32<<<blocks_for(n), kThreads, 0, s>>>(
+        (float *)buf, (float)(1.0 / world), n);
+    break;
+  case CDT_F64:
+    scale_f64<<<blocks_for(n), kThreads, 0, s>>>((double *)buf, 1.0 / world,
+                                                 n);
+    break;
+  default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+}  // extern "C"
