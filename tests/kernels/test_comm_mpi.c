@@ -18,7 +18,11 @@
  *     and a second wait with a longer timeout completes with the right sum;
  *   - init refusals: a launch MPI disagrees with, tree at world 3, local
  *     at world > 1.
- * The first comm initializes MPI and is freed last (finalizing it). */
+ * The first comm initializes MPI and is freed last (finalizing it).
+ *
+ * GF_COMM_BENCH=<n> in the environment replaces the checks by a timing:
+ * the median of 20 blocking all-reduces of n floats per algorithm, printed
+ * by rank 0. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -461,6 +465,41 @@ static void check_refusals(const gf_launch_info *li) {
   CHECK(st == (gf_comm_built(GF_COMM_NCCL) ? GF_EINVAL : GF_EUNSUPPORTED));
 }
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int bench(gf_comm *owner, const gf_launch_info *li, size_t n) {
+  float *buf = malloc(n * sizeof(float));
+  REQUIRE(buf);
+  gf_err e = {0};
+  for (int a = GF_ALLREDUCE_ENGINE; a <= GF_ALLREDUCE_TREE; a++) {
+    gf_comm_config cfg = {GF_COMM_MPI, (gf_allreduce_algo)a, 60, NULL, li};
+    gf_comm *c = NULL;
+    if (gf_comm_init(&c, &cfg, &e)) continue; /* tree at a world of 3 */
+    double t[20];
+    for (int k = -3; k < 20; k++) {
+      for (size_t i = 0; i < n; i++) buf[i] = (float)(i % 7);
+      REQUIRE(gf_comm_barrier(owner, &e) == GF_OK);
+      double t0 = now_s();
+      REQUIRE(gf_comm_allreduce(c, buf, n, GF_CDT_F32, GF_RED_SUM, &e) ==
+              GF_OK);
+      if (k >= 0) t[k] = now_s() - t0;
+    }
+    qsort(t, 20, sizeof t[0], cmp_double);
+    if (li->rank == 0)
+      printf("allreduce %-12s %zu f32 x %d ranks: median %.3f ms "
+             "(min %.3f, max %.3f), %.2f GB/s of buffer\n",
+             gf_allreduce_algo_name((gf_allreduce_algo)a), n,
+             li->world_size, 1e3 * t[10], 1e3 * t[0], 1e3 * t[19],
+             (double)(n * sizeof(float)) / t[10] / 1e9);
+    gf_comm_free(c);
+  }
+  free(buf);
+  return 0;
+}
+
 int main(void) {
   if (!gf_comm_built(GF_COMM_MPI)) SKIP_TEST("this build has no MPI");
   gf_launch_info li;
@@ -473,6 +512,12 @@ int main(void) {
   gf_comm *owner = NULL;
   gf_comm_config cfg = {GF_COMM_MPI, GF_ALLREDUCE_ENGINE, 30.0, NULL, &li};
   REQUIRE(gf_comm_init(&owner, &cfg, &e) == GF_OK);
+  const char *nb = getenv("GF_COMM_BENCH");
+  if (nb && atol(nb) > 0) {
+    int rc = bench(owner, &li, (size_t)atol(nb));
+    gf_comm_free(owner);
+    return rc;
+  }
   check_owner(owner, &li);
   check_refusals(&li);
   for (int a = GF_ALLREDUCE_ENGINE; a <= GF_ALLREDUCE_TREE; a++)

@@ -14,7 +14,8 @@
  * broadcast, barrier, allgather) with the same counts, dtypes and roots;
  * handles may be tested and waited for in any order.
  *
- * A gf_comm is used by one thread at a time. No global state: a process may
+ * A gf_comm is used by one thread at a time (mpi: the thread that created
+ * it, MPI_THREAD_FUNNELED). No global state: a process may
  * hold several comms (with mpi, the one that initialized MPI must be freed
  * last, since freeing it finalizes MPI). Not here: bucketing of gradients,
  * which buffers to reduce, when to wait (the trainer's business). */

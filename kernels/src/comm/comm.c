@@ -4,6 +4,7 @@
  * The engines (comm_local.c, comm_mpi.c, comm_nccl.c) only start and test
  * steps. Launch parsing is in comm_launch.c, the TCP rendezvous in
  * comm_rdv.c. */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,11 +96,22 @@ double gf_comm_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void gf_comm_backoff(long *delay_ns) {
-  if (*delay_ns <= 0) *delay_ns = 2000;
-  struct timespec ts = {0, *delay_ns};
+void gf_comm_poll_start(gf_comm_poll *p) {
+  p->t0 = gf_comm_now();
+  p->delay_ns = 0;
+}
+
+void gf_comm_poll_pause(gf_comm_poll *p) {
+  if (p->delay_ns == 0) {
+    if (gf_comm_now() - p->t0 < GF_COMM_SPIN_S) {
+      sched_yield();
+      return;
+    }
+    p->delay_ns = 2000;
+  }
+  struct timespec ts = {0, p->delay_ns};
   nanosleep(&ts, NULL);
-  *delay_ns = *delay_ns >= 500000 ? 1000000 : *delay_ns * 2;
+  p->delay_ns = p->delay_ns >= 500000 ? 1000000 : p->delay_ns * 2;
 }
 
 size_t gf_comm_dtype_size(gf_comm_dtype dt) {
@@ -409,7 +421,8 @@ static int req_finished(const gf_comm_req *r) {
  * (successfully or not); leaves it outstanding on GF_ETIMEOUT. */
 static gf_status req_wait(gf_comm *c, int slot, gf_err *err) {
   double t0 = gf_comm_now(), deadline = t0 + c->timeout_s;
-  long delay = 0;
+  gf_comm_poll poll;
+  gf_comm_poll_start(&poll);
   gf_comm_req *r = &c->reqs[slot];
   progress_all(c);
   while (!req_finished(r)) {
@@ -428,7 +441,7 @@ static gf_status req_wait(gf_comm *c, int slot, gf_err *err) {
                      r->started ? "" : " (not started: earlier operations "
                                        "are still pending)");
     }
-    gf_comm_backoff(&delay);
+    gf_comm_poll_pause(&poll);
     progress_all(c);
   }
   c->stats.wait_s += gf_comm_now() - t0;

@@ -157,9 +157,19 @@ extern const gf_comm_ops gf_comm_nccl_ops;
 /* ---- helpers shared by the engines (comm.c) ------------------------------ */
 /* CLOCK_MONOTONIC in seconds. */
 double gf_comm_now(void);
-/* Sleeps *delay_ns nanoseconds and grows it (x2 up to 1 ms): the back-off
- * of every polling loop. Start with *delay_ns = 0. */
-void gf_comm_backoff(long *delay_ns);
+/* The pause between two polls of a waiting loop. For the first
+ * GF_COMM_SPIN_S of the loop it only yields the CPU: MPI's non-blocking
+ * collectives advance only inside MPI_Test, one round per call, so a sleep
+ * between polls would stretch a many-round operation (a 4 MB reduce is
+ * hundreds of rounds). After that it sleeps, 2 us doubling to 1 ms, so a
+ * long wait for a late peer costs no CPU. */
+#define GF_COMM_SPIN_S 0.05
+typedef struct gf_comm_poll {
+  double t0;     /* CLOCK_MONOTONIC seconds when the loop started */
+  long delay_ns; /* next sleep; 0 until the spin phase is over */
+} gf_comm_poll;
+void gf_comm_poll_start(gf_comm_poll *p);
+void gf_comm_poll_pause(gf_comm_poll *p);
 /* Bytes of one element of dt. */
 size_t gf_comm_dtype_size(gf_comm_dtype dt);
 /* Host: dst[i] = lower[i] + higher[i] for n elements of dt (dst may alias

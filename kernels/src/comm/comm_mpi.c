@@ -65,7 +65,8 @@ static MPI_Datatype mpi_type(gf_comm_dtype dt) {
 static gf_status wait_until(MPI_Request *rq, int n, double deadline,
                             const char *what, double timeout_s,
                             gf_err *err) {
-  long delay = 0;
+  gf_comm_poll poll;
+  gf_comm_poll_start(&poll);
   for (;;) {
     int flag = 0;
     MPI_TRY(MPI_Testall(n, rq, &flag, MPI_STATUSES_IGNORE));
@@ -74,7 +75,7 @@ static gf_status wait_until(MPI_Request *rq, int n, double deadline,
       return gf_fail(err, GF_ETIMEOUT,
                      "mpi: %s did not complete within %.3g s (a rank is "
                      "missing or stuck)", what, timeout_s);
-    gf_comm_backoff(&delay);
+    gf_comm_poll_pause(&poll);
   }
 }
 

@@ -78,7 +78,8 @@ static ncclDataType_t nccl_type(gf_comm_dtype dt) {
  * the deadline passed (GF_ETIMEOUT naming `what`). */
 static gf_status settle(ncclComm_t comm, double deadline, double timeout_s,
                         const char *what, gf_err *err) {
-  long delay = 0;
+  gf_comm_poll poll;
+  gf_comm_poll_start(&poll);
   for (;;) {
     ncclResult_t a = ncclInProgress;
     NCCL_TRY(ncclCommGetAsyncError(comm, &a), comm);
@@ -89,7 +90,7 @@ static gf_status settle(ncclComm_t comm, double deadline, double timeout_s,
       return gf_fail(err, GF_ETIMEOUT,
                      "nccl: %s did not complete within %.3g s (a rank is "
                      "missing or stuck)", what, timeout_s);
-    gf_comm_backoff(&delay);
+    gf_comm_poll_pause(&poll);
   }
 }
 
