@@ -50,8 +50,7 @@ static void check_identity(const gf_launch_info *li, gf_allreduce_algo a) {
   CHECK(memcmp(f, f0, sizeof f) == 0 && memcmp(d, d0, sizeof d) == 0 &&
         memcmp(q, q0, sizeof q) == 0);
   int h = -1, done = 0;
-  CHECK(gf_comm_iallreduce(c, f, 5, GF_CDT_F32, GF_RED_AVG, &h, &e) ==
-        GF_OK);
+  CHECK(gf_comm_iallreduce(c, f, 5, GF_CDT_F32, GF_RED_AVG, &h, &e) == GF_OK);
   CHECK(gf_comm_test(c, h, &done, &e) == GF_OK && done == 1);
   CHECK(gf_comm_wait(c, h, &e) == GF_OK);
   CHECK(memcmp(f, f0, sizeof f) == 0);
@@ -77,10 +76,10 @@ static void check_handles(const gf_launch_info *li) {
   double x[65];
   int h[65], done = 0;
   for (int i = 0; i < 64; i++)
-    CHECK(gf_comm_iallreduce(c, &x[i], 1, GF_CDT_F64, GF_RED_SUM, &h[i],
-                             &e) == GF_OK);
-  CHECK(gf_comm_iallreduce(c, &x[64], 1, GF_CDT_F64, GF_RED_SUM, &h[64],
-                           &e) == GF_ESTATE);
+    CHECK(gf_comm_iallreduce(c, &x[i], 1, GF_CDT_F64, GF_RED_SUM, &h[i], &e) ==
+          GF_OK);
+  CHECK(gf_comm_iallreduce(c, &x[64], 1, GF_CDT_F64, GF_RED_SUM, &h[64], &e) ==
+        GF_ESTATE);
   CHECKF(strstr(e.msg, "64") != NULL, "%s", e.msg);
   CHECK(h[64] == -1);
   /* a blocking call still has a slot of its own */
@@ -89,8 +88,7 @@ static void check_handles(const gf_launch_info *li) {
   /* released: waiting again, or on a reused slot's old handle, is refused */
   CHECK(gf_comm_wait(c, h[5], &e) == GF_EINVAL);
   int h2 = -1;
-  CHECK(gf_comm_iallreduce(c, x, 1, GF_CDT_F64, GF_RED_SUM, &h2, &e) ==
-        GF_OK);
+  CHECK(gf_comm_iallreduce(c, x, 1, GF_CDT_F64, GF_RED_SUM, &h2, &e) == GF_OK);
   CHECK(h2 != h[0]);
   CHECK(gf_comm_test(c, h[0], &done, &e) == GF_EINVAL);
   CHECK(gf_comm_wait(c, h2, &e) == GF_OK);
@@ -110,10 +108,8 @@ static void check_refusals(const gf_launch_info *li) {
   int64_t q = 1;
   CHECK(gf_comm_allreduce(c, u, 2, GF_CDT_U8, GF_RED_SUM, &e) == GF_EINVAL);
   CHECK(strstr(e.msg, "u8") != NULL);
-  CHECK(gf_comm_allreduce(c, &q, 1, GF_CDT_I64, GF_RED_AVG, &e) ==
-        GF_EINVAL);
-  CHECK(gf_comm_allreduce(c, NULL, 2, GF_CDT_F32, GF_RED_SUM, &e) ==
-        GF_EINVAL);
+  CHECK(gf_comm_allreduce(c, &q, 1, GF_CDT_I64, GF_RED_AVG, &e) == GF_EINVAL);
+  CHECK(gf_comm_allreduce(c, NULL, 2, GF_CDT_F32, GF_RED_SUM, &e) == GF_EINVAL);
   CHECK(gf_comm_allreduce(c, NULL, 0, GF_CDT_F32, GF_RED_SUM, &e) == GF_OK);
   CHECK(gf_comm_allreduce(c, f, 2, (gf_comm_dtype)7, GF_RED_SUM, &e) ==
         GF_EINVAL);
@@ -126,8 +122,7 @@ static void check_refusals(const gf_launch_info *li) {
   CHECK(gf_comm_broadcast(c, u, 2, GF_CDT_U8, 0, &e) == GF_OK);
   CHECK(gf_comm_allgather(c, NULL, 4, f, &e) == GF_EINVAL);
   CHECK(gf_comm_allgather(c, f, 4, NULL, &e) == GF_EINVAL);
-  CHECK(gf_comm_allreduce(NULL, f, 2, GF_CDT_F32, GF_RED_SUM, &e) ==
-        GF_EINVAL);
+  CHECK(gf_comm_allreduce(NULL, f, 2, GF_CDT_F32, GF_RED_SUM, &e) == GF_EINVAL);
   gf_comm_set_timeout(c, -1);
   CHECK(gf_comm_timeout(c) == 600.0);
   gf_comm_set_timeout(c, 0.25);
@@ -135,8 +130,7 @@ static void check_refusals(const gf_launch_info *li) {
 
   /* after abort every collective is refused; free still frees */
   gf_comm_abort(c, 1);
-  CHECK(gf_comm_allreduce(c, f, 2, GF_CDT_F32, GF_RED_SUM, &e) ==
-        GF_ESTATE);
+  CHECK(gf_comm_allreduce(c, f, 2, GF_CDT_F32, GF_RED_SUM, &e) == GF_ESTATE);
   CHECK(strstr(e.msg, "aborted") != NULL);
   CHECK(gf_comm_barrier(c, &e) == GF_ESTATE);
   int h = 0;
@@ -182,8 +176,7 @@ static void check_init_refusals(const gf_launch_info *li) {
   /* backends this build lacks say so */
   for (int b = GF_COMM_MPI; b <= GF_COMM_NCCL; b++) {
     if (gf_comm_built((gf_comm_backend)b)) continue;
-    gf_comm_config nb = {(gf_comm_backend)b, GF_ALLREDUCE_ENGINE, 1, NULL,
-                         li};
+    gf_comm_config nb = {(gf_comm_backend)b, GF_ALLREDUCE_ENGINE, 1, NULL, li};
     CHECK(gf_comm_init(&c, &nb, &e) == GF_EUNSUPPORTED && c == NULL);
     CHECKF(strstr(e.msg, gf_comm_backend_name((gf_comm_backend)b)) &&
                strstr(e.msg, "not built"),

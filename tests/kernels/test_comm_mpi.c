@@ -159,16 +159,15 @@ static size_t compare_sum(gf_comm *c, gf_comm_dtype dt, gf_reduce_op op,
     if (op == GF_RED_AVG) sum /= world, tol /= world;
     if (fabs(got - sum) > tol || !exact_ok) {
       if (bad < 3)
-        fprintf(stderr, "  [%zu] got %.17g want %.17g (tol %.3g)%s\n", i,
-                got, sum, tol, exact_ok ? "" : " not the tree's bits");
+        fprintf(stderr, "  [%zu] got %.17g want %.17g (tol %.3g)%s\n", i, got,
+                sum, tol, exact_ok ? "" : " not the tree's bits");
       bad++;
     }
   }
   return bad;
 }
 
-static void fill(gf_comm_dtype dt, void *buf, int rank, size_t off,
-                 size_t n) {
+static void fill(gf_comm_dtype dt, void *buf, int rank, size_t off, size_t n) {
   for (size_t k = 0; k < n; k++) {
     if (dt == GF_CDT_F32) ((float *)buf)[k] = (float)val(rank, off + k);
     else if (dt == GF_CDT_F64) ((double *)buf)[k] = val(rank, off + k);
@@ -236,12 +235,12 @@ static void check_allreduce(gf_comm *c, const char *an) {
         other_seq += memcmp(&seq, &s, 4) != 0;
       }
     }
-    CHECKF(miss == 0, "tree: %zu of 256 not the rank-order tree's bits",
-           miss);
+    CHECKF(miss == 0, "tree: %zu of 256 not the rank-order tree's bits", miss);
     if (world == 4)
       CHECKF(other_tree > 64 && other_seq > 64,
              "tree inputs too tame: only %zu (%zu) of 256 differ in "
-             "(v0+v2)+(v1+v3) (((v0+v1)+v2)+v3)", other_tree, other_seq);
+             "(v0+v2)+(v1+v3) (((v0+v1)+v2)+v3)",
+             other_tree, other_seq);
   }
 
   /* count 0 is a no-op; u8, AVG of i64 and NULL are refused */
@@ -249,10 +248,8 @@ static void check_allreduce(gf_comm *c, const char *an) {
   unsigned char u8[4] = {0};
   CHECK(gf_comm_allreduce(c, u8, 4, GF_CDT_U8, GF_RED_SUM, &e) == GF_EINVAL);
   int64_t i1 = 1;
-  CHECK(gf_comm_allreduce(c, &i1, 1, GF_CDT_I64, GF_RED_AVG, &e) ==
-        GF_EINVAL);
-  CHECK(gf_comm_allreduce(c, NULL, 3, GF_CDT_F32, GF_RED_SUM, &e) ==
-        GF_EINVAL);
+  CHECK(gf_comm_allreduce(c, &i1, 1, GF_CDT_I64, GF_RED_AVG, &e) == GF_EINVAL);
+  CHECK(gf_comm_allreduce(c, NULL, 3, GF_CDT_F32, GF_RED_SUM, &e) == GF_EINVAL);
 }
 
 static void check_nonblocking(gf_comm *c, const char *an) {
@@ -265,8 +262,8 @@ static void check_nonblocking(gf_comm *c, const char *an) {
   int req[NB], waited[NB] = {0};
   for (int b = 0; b < NB; b++) {
     gf_reduce_op op = GF_RED_SUM;
-    CHECKF(gf_comm_iallreduce(c, buf + (size_t)b * BUCKET, BUCKET,
-                              GF_CDT_F32, op, &req[b], &e) == GF_OK,
+    CHECKF(gf_comm_iallreduce(c, buf + (size_t)b * BUCKET, BUCKET, GF_CDT_F32,
+                              op, &req[b], &e) == GF_OK,
            "%s: iallreduce %d: %s", an, b, e.msg);
     if (b == 3) /* a blocking call among the outstanding ones */
       CHECKF(gf_comm_barrier(c, &e) == GF_OK, "%s: barrier: %s", an, e.msg);
@@ -281,8 +278,7 @@ static void check_nonblocking(gf_comm *c, const char *an) {
       if (waited[b]) continue;
       CHECK(gf_comm_test(c, req[b], &done, &e) == GF_OK);
       if (done) {
-        CHECKF(gf_comm_wait(c, req[b], &e) == GF_OK, "%s: wait: %s", an,
-               e.msg);
+        CHECKF(gf_comm_wait(c, req[b], &e) == GF_OK, "%s: wait: %s", an, e.msg);
         waited[b] = 1;
         left--;
       }
@@ -312,14 +308,13 @@ static void check_limit(gf_comm *c, const char *an) {
   int world = gf_comm_world(c);
   for (int i = 0; i < 65; i++) x[i] = i + 1;
   for (int i = 0; i < 64; i++)
-    CHECKF(gf_comm_iallreduce(c, &x[i], 1, GF_CDT_F64, GF_RED_SUM, &h[i],
-                              &e) == GF_OK,
+    CHECKF(gf_comm_iallreduce(c, &x[i], 1, GF_CDT_F64, GF_RED_SUM, &h[i], &e) ==
+               GF_OK,
            "%s: handle %d: %s", an, i, e.msg);
-  CHECK(gf_comm_iallreduce(c, &x[64], 1, GF_CDT_F64, GF_RED_SUM, &h[64],
-                           &e) == GF_ESTATE);
+  CHECK(gf_comm_iallreduce(c, &x[64], 1, GF_CDT_F64, GF_RED_SUM, &h[64], &e) ==
+        GF_ESTATE);
   for (int i = 63; i >= 0; i--)
-    CHECKF(gf_comm_wait(c, h[i], &e) == GF_OK, "%s: wait %d: %s", an, i,
-           e.msg);
+    CHECKF(gf_comm_wait(c, h[i], &e) == GF_OK, "%s: wait %d: %s", an, i, e.msg);
   for (int i = 0; i < 64; i++) CHECK(x[i] == (double)(i + 1) * world);
 }
 
@@ -335,16 +330,15 @@ static void check_timeout(gf_comm *c, const char *an) {
   if (rank == 1) sleep(2);
   if (rank == 0) gf_comm_set_timeout(c, 0.3);
   int h = -1;
-  CHECK(gf_comm_iallreduce(c, x, 4, GF_CDT_F32, GF_RED_SUM, &h, &e) ==
-        GF_OK);
+  CHECK(gf_comm_iallreduce(c, x, 4, GF_CDT_F32, GF_RED_SUM, &h, &e) == GF_OK);
   if (rank == 0) {
     double t0 = now_s();
     gf_status st = gf_comm_wait(c, h, &e);
     double dt = now_s() - t0;
     CHECKF(st == GF_ETIMEOUT, "%s: wait gave %s", an, gf_status_name(st));
     CHECKF(dt >= 0.29 && dt < 1.5, "%s: timed out after %.3f s", an, dt);
-    CHECKF(strstr(e.msg, "allreduce") && strstr(e.msg, "0.3 s"), "%s: %s",
-           an, e.msg);
+    CHECKF(strstr(e.msg, "allreduce") && strstr(e.msg, "0.3 s"), "%s: %s", an,
+           e.msg);
     int done = 1;
     CHECK(gf_comm_test(c, h, &done, &e) == GF_OK && done == 0);
     gf_comm_set_timeout(c, 30);
@@ -429,8 +423,7 @@ static void check_owner(gf_comm *c, const gf_launch_info *li) {
   for (int i = 0; i < 100; i++) d[i] = rank == 1 ? val(1, i) : -1.0;
   for (int i = 0; i < 7; i++) q[i] = rank == 1 ? vali(1, i) : 0;
   for (int i = 0; i < 33; i++) u[i] = (unsigned char)(rank == 1 ? i * 7 : 0);
-  CHECKF(gf_comm_broadcast(c, d, 100, GF_CDT_F64, 1, &e) == GF_OK, "%s",
-         e.msg);
+  CHECKF(gf_comm_broadcast(c, d, 100, GF_CDT_F64, 1, &e) == GF_OK, "%s", e.msg);
   CHECK(gf_comm_broadcast(c, q, 7, GF_CDT_I64, 1, &e) == GF_OK);
   CHECK(gf_comm_broadcast(c, u, 33, GF_CDT_U8, 1, &e) == GF_OK);
   for (int i = 0; i < 100; i++) CHECK(d[i] == val(1, i));
@@ -491,8 +484,8 @@ static int bench(gf_comm *owner, const gf_launch_info *li, size_t n) {
     if (li->rank == 0)
       printf("allreduce %-12s %zu f32 x %d ranks: median %.3f ms "
              "(min %.3f, max %.3f), %.2f GB/s of buffer\n",
-             gf_allreduce_algo_name((gf_allreduce_algo)a), n,
-             li->world_size, 1e3 * t[10], 1e3 * t[0], 1e3 * t[19],
+             gf_allreduce_algo_name((gf_allreduce_algo)a), n, li->world_size,
+             1e3 * t[10], 1e3 * t[0], 1e3 * t[19],
              (double)(n * sizeof(float)) / t[10] / 1e9);
     gf_comm_free(c);
   }
@@ -506,8 +499,8 @@ int main(void) {
   gf_err e = {0};
   REQUIRE(gf_launch_detect(&li, gf_launch_getenv, NULL, &e) == GF_OK);
   if (li.world_size < 2 || li.world_size > MAXW)
-    SKIP_TEST("run under mpiexec -np 2 (or 4); this is rank %d of %d",
-              li.rank, li.world_size);
+    SKIP_TEST("run under mpiexec -np 2 (or 4); this is rank %d of %d", li.rank,
+              li.world_size);
 
   gf_comm *owner = NULL;
   gf_comm_config cfg = {GF_COMM_MPI, GF_ALLREDUCE_ENGINE, 30.0, NULL, &li};

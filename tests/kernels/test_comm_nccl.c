@@ -108,8 +108,7 @@ static void check_algo(gf_ctx *ctx, const gf_launch_info *li,
   CHECK(dev_equals(dall, mine, sizeof mine));
 
   /* host buffers are refused with a message saying so */
-  CHECK(gf_comm_allreduce(c, hf, 300, GF_CDT_F32, GF_RED_SUM, &e) ==
-        GF_EINVAL);
+  CHECK(gf_comm_allreduce(c, hf, 300, GF_CDT_F32, GF_RED_SUM, &e) == GF_EINVAL);
   CHECKF(strstr(e.msg, "host memory") != NULL, "%s", e.msg);
 
   gf_comm_stats s;
@@ -137,8 +136,7 @@ static void check_timeout_and_abort(gf_ctx *ctx, const gf_launch_info *li) {
    * the all-reduce ordered after it, waits for it */
   REQUIRE(cudaLaunchHostFunc(0, hold_stream, NULL) == cudaSuccess);
   int r = -1;
-  CHECK(gf_comm_iallreduce(c, d, 64, GF_CDT_F32, GF_RED_SUM, &r, &e) ==
-        GF_OK);
+  CHECK(gf_comm_iallreduce(c, d, 64, GF_CDT_F32, GF_RED_SUM, &r, &e) == GF_OK);
   double t0 = now_s();
   gf_status st = gf_comm_wait(c, r, &e);
   double dt = now_s() - t0;
@@ -150,8 +148,7 @@ static void check_timeout_and_abort(gf_ctx *ctx, const gf_launch_info *li) {
 
   /* abort an idle communicator: collectives refuse, free still frees */
   gf_comm_abort(c, 3);
-  CHECK(gf_comm_allreduce(c, d, 64, GF_CDT_F32, GF_RED_SUM, &e) ==
-        GF_ESTATE);
+  CHECK(gf_comm_allreduce(c, d, 64, GF_CDT_F32, GF_RED_SUM, &e) == GF_ESTATE);
   CHECK(gf_comm_barrier(c, &e) == GF_ESTATE);
   gf_comm_free(c);
   cudaFree(d);

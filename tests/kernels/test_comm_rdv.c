@@ -69,8 +69,8 @@ static void test_world4(void) {
   fill_blob(blob, sizeof blob);
   gf_err e = {0};
   double t0 = gf_comm_now();
-  gf_status st = gf_comm_rdv_share("127.0.0.1", port, 0, 4, blob,
-                                   sizeof blob, 10.0, &e);
+  gf_status st = gf_comm_rdv_share("127.0.0.1", port, 0, 4, blob, sizeof blob,
+                                   10.0, &e);
   CHECKF(st == GF_OK, "rank 0: %s", e.msg);
   CHECK(gf_comm_now() - t0 < 5.0);
   for (int i = 0; i < 3; i++) CHECK_INT_EQ(reap(kids[i]), 0);
@@ -81,8 +81,8 @@ static void test_nobody_comes(void) {
   unsigned char blob[16] = {1};
   gf_err e = {0};
   double t0 = gf_comm_now();
-  gf_status st = gf_comm_rdv_share("127.0.0.1", port, 0, 2, blob,
-                                   sizeof blob, 0.3, &e);
+  gf_status st = gf_comm_rdv_share("127.0.0.1", port, 0, 2, blob, sizeof blob,
+                                   0.3, &e);
   double dt = gf_comm_now() - t0;
   CHECK_INT_EQ(st, GF_ETIMEOUT);
   CHECKF(dt >= 0.29 && dt < 2.0, "waited %.3f s", dt);
@@ -94,8 +94,8 @@ static void test_nobody_listens(void) {
   unsigned char blob[16];
   gf_err e = {0};
   double t0 = gf_comm_now();
-  gf_status st = gf_comm_rdv_share("127.0.0.1", port, 1, 2, blob,
-                                   sizeof blob, 0.3, &e);
+  gf_status st = gf_comm_rdv_share("127.0.0.1", port, 1, 2, blob, sizeof blob,
+                                   0.3, &e);
   double dt = gf_comm_now() - t0;
   CHECK_INT_EQ(st, GF_ETIMEOUT);
   CHECKF(dt >= 0.29 && dt < 2.0, "waited %.3f s", dt);
@@ -110,11 +110,10 @@ static void test_wrong_world(void) {
   unsigned char blob[128];
   fill_blob(blob, sizeof blob);
   gf_err e = {0};
-  gf_status st = gf_comm_rdv_share("127.0.0.1", port, 0, 2, blob,
-                                   sizeof blob, 0.8, &e);
+  gf_status st = gf_comm_rdv_share("127.0.0.1", port, 0, 2, blob, sizeof blob,
+                                   0.8, &e);
   CHECK_INT_EQ(st, GF_ETIMEOUT);
-  CHECKF(strstr(e.msg, "rejected") && !strstr(e.msg, "(0 hellos"), "%s",
-         e.msg);
+  CHECKF(strstr(e.msg, "rejected") && !strstr(e.msg, "(0 hellos"), "%s", e.msg);
   CHECK_INT_EQ(reap(kid), 10 - GF_ETIMEOUT);
 }
 
@@ -134,8 +133,8 @@ static void test_port_taken(void) {
   int port = ntohs(a.sin6_port);
   unsigned char blob[8] = {0};
   gf_err e = {0};
-  gf_status st = gf_comm_rdv_share("127.0.0.1", port, 0, 2, blob,
-                                   sizeof blob, 0.5, &e);
+  gf_status st = gf_comm_rdv_share("127.0.0.1", port, 0, 2, blob, sizeof blob,
+                                   0.5, &e);
   CHECK_INT_EQ(st, GF_EIO);
   CHECKF(strstr(e.msg, "MASTER_PORT") != NULL, "%s", e.msg);
   close(fd);

@@ -67,16 +67,16 @@ typedef enum gf_comm_dtype {
 /* ---- launch ---------------------------------------------------------------
  * How the process was launched, from the environment. */
 typedef struct gf_launch_info {
-  int rank, world_size;       /* 0 <= rank < world_size <= 65536 */
-  int local_rank;             /* 0 <= local_rank < local_world_size; when
-                                 the launcher does not say, rank (one node
-                                 assumed; gf_comm finds the real topology
-                                 from hostnames) */
-  int local_world_size;       /* 1..world_size; world_size when not said */
-  char launcher[16];          /* "none", "mpirun", "srun", "torchrun" */
-  char master_addr[256];      /* torchrun: MASTER_ADDR ("" otherwise) */
-  int master_port;            /* torchrun: MASTER_PORT (0 otherwise) */
-  char hostname[256];         /* gethostname() of this process */
+  int rank, world_size;  /* 0 <= rank < world_size <= 65536 */
+  int local_rank;        /* 0 <= local_rank < local_world_size; when
+                            the launcher does not say, rank (one node
+                            assumed; gf_comm finds the real topology
+                            from hostnames) */
+  int local_world_size;  /* 1..world_size; world_size when not said */
+  char launcher[16];     /* "none", "mpirun", "srun", "torchrun" */
+  char master_addr[256]; /* torchrun: MASTER_ADDR ("" otherwise) */
+  int master_port;       /* torchrun: MASTER_PORT (0 otherwise) */
+  char hostname[256];    /* gethostname() of this process */
 } gf_launch_info;
 
 /* Fills *out from environment variables read through get(user, name), which
@@ -133,8 +133,7 @@ typedef struct gf_comm gf_comm; /* opaque */
  * lacks the backend; GF_EINVAL for a bad config (tree at a world that is
  * not a power of two, nccl without a CUDA ctx); GF_ETIMEOUT when peers do
  * not arrive. On failure *out is NULL and nothing needs freeing. */
-gf_status gf_comm_init(gf_comm **out, const gf_comm_config *cfg,
-                       gf_err *err);
+gf_status gf_comm_init(gf_comm **out, const gf_comm_config *cfg, gf_err *err);
 /* Releases the communicator; NULL fine. MPI_Finalize when it initialized
  * MPI. With operations still in flight (after a GF_ETIMEOUT) it does not
  * wait for peers that may never come: mpi leaves its communicators, the

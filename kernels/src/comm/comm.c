@@ -43,7 +43,8 @@ gf_status gf_allreduce_algo_parse(const char *s, gf_allreduce_algo *out,
   }
   return gf_fail(err, GF_EINVAL,
                  "comm: unknown all-reduce algorithm \"%.64s\" (ring, "
-                 "reduce-bcast, hierarchical, tree)", s ? s : "(null)");
+                 "reduce-bcast, hierarchical, tree)",
+                 s ? s : "(null)");
 }
 
 gf_status gf_comm_backend_parse(const char *s, gf_comm_backend *out,
@@ -198,8 +199,8 @@ static gf_status slot_of(gf_comm *c, int handle, int *slot, gf_err *err) {
   int s = handle >= 0 ? handle % 128 : -1;
   if (s < 0 || s >= GF_COMM_MAX_REQ || !c->reqs[s].active ||
       handle_of(c, s) != handle)
-    return gf_fail(err, GF_EINVAL,
-                   "comm: request handle %d is not outstanding", handle);
+    return gf_fail(err, GF_EINVAL, "comm: request handle %d is not outstanding",
+                   handle);
   *slot = s;
   return GF_OK;
 }
@@ -280,8 +281,7 @@ static void plan_allreduce(const gf_comm *c, gf_comm_req *r) {
 }
 
 /* A free slot: user slots for handles, the spare ones for blocking calls. */
-static gf_status take_slot(gf_comm *c, int internal, int *slot,
-                           gf_err *err) {
+static gf_status take_slot(gf_comm *c, int internal, int *slot, gf_err *err) {
   int lo = internal ? GF_COMM_MAX_REQ : 0;
   int hi = internal ? GF_COMM_SLOTS : GF_COMM_MAX_REQ;
   for (int s = lo; s < hi; s++) {
@@ -293,7 +293,8 @@ static gf_status take_slot(gf_comm *c, int internal, int *slot,
   if (internal)
     return gf_fail(err, GF_ESTATE,
                    "comm: %d blocking operations are still in flight after "
-                   "timeouts; abort the comm", GF_COMM_SLOTS - GF_COMM_MAX_REQ);
+                   "timeouts; abort the comm",
+                   GF_COMM_SLOTS - GF_COMM_MAX_REQ);
   return gf_fail(err, GF_ESTATE,
                  "comm: %d non-blocking all-reduces are already outstanding "
                  "(the most a comm holds); wait for some first",
@@ -323,8 +324,7 @@ static gf_status req_create(gf_comm *c, int internal, gf_comm_req *proto,
   r->t_start = gf_comm_now();
   if (r->count == 0 && r->op != GF_OP_BARRIER)
     r->nsteps = 0; /* every rank passes the same count: nothing to move */
-  else if (c->ops->fence)
-    push_step(r, GF_STEP_FENCE, GF_SCOPE_WORLD, 0, 0);
+  else if (c->ops->fence) push_step(r, GF_STEP_FENCE, GF_SCOPE_WORLD, 0, 0);
   if (c->ops->begin) {
     gf_status st = c->ops->begin(c, slot, err);
     if (st) {
@@ -436,10 +436,11 @@ static gf_status req_wait(gf_comm *c, int slot, gf_err *err) {
                      "%.3g s: waiting on step %d of %d, %s%s",
                      op_name(r->op), r->count, dtype_name(r->dt),
                      gf_comm_backend_name(c->backend),
-                     gf_allreduce_algo_name(c->algo), c->timeout_s,
-                     r->cur + 1, r->nsteps, what,
-                     r->started ? "" : " (not started: earlier operations "
-                                       "are still pending)");
+                     gf_allreduce_algo_name(c->algo), c->timeout_s, r->cur + 1,
+                     r->nsteps, what,
+                     r->started ? ""
+                                : " (not started: earlier operations "
+                                  "are still pending)");
     }
     gf_comm_poll_pause(&poll);
     progress_all(c);
@@ -463,8 +464,7 @@ static gf_status run_blocking(gf_comm *c, gf_comm_req *proto, gf_err *err) {
 static gf_status check_data(gf_comm *c, const char *what, const void *buf,
                             size_t count, gf_comm_dtype dt, gf_err *err) {
   if ((unsigned)dt > GF_CDT_U8)
-    return gf_fail(err, GF_EINVAL, "comm: %s: unknown dtype %d", what,
-                   (int)dt);
+    return gf_fail(err, GF_EINVAL, "comm: %s: unknown dtype %d", what, (int)dt);
   size_t es = gf_comm_dtype_size(dt);
   if (count > SIZE_MAX / es)
     return gf_fail(err, GF_EINVAL, "comm: %s: %zu elements overflow", what,
@@ -669,8 +669,7 @@ static gf_status find_topology(gf_comm *c, gf_err *err) {
   return GF_OK;
 }
 
-gf_status gf_comm_init(gf_comm **out, const gf_comm_config *cfg,
-                       gf_err *err) {
+gf_status gf_comm_init(gf_comm **out, const gf_comm_config *cfg, gf_err *err) {
   if (!out) return gf_fail(err, GF_EINVAL, "comm: NULL out");
   *out = NULL;
   if (!cfg || !cfg->launch)
@@ -683,8 +682,8 @@ gf_status gf_comm_init(gf_comm **out, const gf_comm_config *cfg,
     return gf_fail(err, GF_EINVAL, "comm: unknown all-reduce algorithm %d",
                    (int)cfg->algo);
   if (li->world_size < 1 || li->rank < 0 || li->rank >= li->world_size)
-    return gf_fail(err, GF_EINVAL, "comm: launch rank %d of world %d",
-                   li->rank, li->world_size);
+    return gf_fail(err, GF_EINVAL, "comm: launch rank %d of world %d", li->rank,
+                   li->world_size);
   const gf_comm_ops *ops = engine_of(cfg->backend);
   if (!ops)
     return gf_fail(err, GF_EUNSUPPORTED,
@@ -696,13 +695,14 @@ gf_status gf_comm_init(gf_comm **out, const gf_comm_config *cfg,
   if (cfg->backend == GF_COMM_LOCAL && li->world_size != 1)
     return gf_fail(err, GF_EINVAL,
                    "comm: the local backend runs world 1, but the launch "
-                   "(%s) says world %d: use mpi or nccl", li->launcher,
-                   li->world_size);
+                   "(%s) says world %d: use mpi or nccl",
+                   li->launcher, li->world_size);
   if (cfg->algo == GF_ALLREDUCE_TREE &&
       (li->world_size & (li->world_size - 1)) != 0)
     return gf_fail(err, GF_EINVAL,
                    "comm: the tree all-reduce needs a power-of-two world, "
-                   "not %d", li->world_size);
+                   "not %d",
+                   li->world_size);
   if (cfg->backend == GF_COMM_NCCL && !cfg->ctx)
     return gf_fail(err, GF_EINVAL, "comm: nccl needs a CUDA ctx (config.ctx)");
 

@@ -44,21 +44,19 @@ typedef enum gf_comm_stepkind {
   GF_STEP_XADD,          /* exchange with world rank `peer`, then
                             buf = lower rank's + higher rank's */
   GF_STEP_BARRIER,
-  GF_STEP_ALLGATHER,     /* sendbuf (elem bytes) -> buf (world * elem) */
+  GF_STEP_ALLGATHER, /* sendbuf (elem bytes) -> buf (world * elem) */
   /* local steps */
-  GF_STEP_SCALE,         /* buf *= 1/world */
-  GF_STEP_FENCE          /* device engines: wait for the queued work */
+  GF_STEP_SCALE, /* buf *= 1/world */
+  GF_STEP_FENCE  /* device engines: wait for the queued work */
 } gf_comm_stepkind;
 
 /* Steps that talk to peers (and so keep the lane order). */
-static inline int gf_comm_step_talks(int kind) {
-  return kind < GF_STEP_SCALE;
-}
+static inline int gf_comm_step_talks(int kind) { return kind < GF_STEP_SCALE; }
 
 typedef enum gf_comm_scope {
   GF_SCOPE_WORLD = 0,
-  GF_SCOPE_NODE,    /* the ranks of this host */
-  GF_SCOPE_LEADERS  /* local rank 0 of every host */
+  GF_SCOPE_NODE,   /* the ranks of this host */
+  GF_SCOPE_LEADERS /* local rank 0 of every host */
 } gf_comm_scope;
 
 typedef struct gf_comm_step {
@@ -70,25 +68,25 @@ typedef struct gf_comm_step {
 } gf_comm_step;
 
 typedef struct gf_comm_req {
-  int active;           /* slot holds a request until it is released */
-  unsigned gen;         /* bumped at each release; part of the handle */
+  int active;   /* slot holds a request until it is released */
+  unsigned gen; /* bumped at each release; part of the handle */
   gf_comm_opkind op;
-  void *buf;            /* in place data; allgather: the `all` output */
-  const void *sendbuf;  /* allgather: `mine` */
-  size_t count;         /* elements (allgather: bytes per rank) */
-  size_t elem;          /* bytes per element (allgather: 1) */
+  void *buf;           /* in place data; allgather: the `all` output */
+  const void *sendbuf; /* allgather: `mine` */
+  size_t count;        /* elements (allgather: bytes per rank) */
+  size_t elem;         /* bytes per element (allgather: 1) */
   gf_comm_dtype dt;
   gf_reduce_op red;
-  int root;             /* broadcast root */
-  uint64_t seq;         /* order of creation, the same on every rank */
-  int lane;             /* seq % lanes */
-  int nsteps, cur;      /* steps[cur] is in flight or next; cur == nsteps
-                           when done */
-  int started;          /* steps[cur] has been started */
+  int root;        /* broadcast root */
+  uint64_t seq;    /* order of creation, the same on every rank */
+  int lane;        /* seq % lanes */
+  int nsteps, cur; /* steps[cur] is in flight or next; cur == nsteps
+                      when done */
+  int started;     /* steps[cur] has been started */
   gf_comm_step steps[GF_COMM_MAX_STEPS];
-  gf_status failed;     /* GF_OK, or the error that ended it (fail_err) */
+  gf_status failed; /* GF_OK, or the error that ended it (fail_err) */
   gf_err fail_err;
-  double t_start;       /* CLOCK_MONOTONIC seconds at creation */
+  double t_start; /* CLOCK_MONOTONIC seconds at creation */
 } gf_comm_req;
 
 struct gf_comm;
@@ -121,8 +119,7 @@ typedef struct gf_comm_ops {
   gf_status (*step_start)(struct gf_comm *c, int slot, gf_err *err);
   /* Tests the started step; *done = 1 once it has finished (and its local
    * part, such as the add of XADD, is done). */
-  gf_status (*step_test)(struct gf_comm *c, int slot, int *done,
-                         gf_err *err);
+  gf_status (*step_test)(struct gf_comm *c, int slot, int *done, gf_err *err);
   /* Releases the engine's per-request state of `slot`; may be NULL. */
   void (*release)(struct gf_comm *c, int slot);
 } gf_comm_ops;
@@ -131,16 +128,16 @@ struct gf_comm {
   gf_comm_backend backend;
   gf_allreduce_algo algo;
   const gf_comm_ops *ops;
-  void *impl;              /* engine state, owned (ops->fini) */
-  gf_launch_info launch;   /* copy of the config's */
-  struct gf_ctx *ctx;      /* nccl: borrowed CUDA ctx; else NULL */
-  double timeout_s;        /* > 0 */
-  int rank, world;         /* this rank in 0..world-1 */
+  void *impl;                  /* engine state, owned (ops->fini) */
+  gf_launch_info launch;       /* copy of the config's */
+  struct gf_ctx *ctx;          /* nccl: borrowed CUDA ctx; else NULL */
+  double timeout_s;            /* > 0 */
+  int rank, world;             /* this rank in 0..world-1 */
   int local_rank, local_world; /* among the ranks with this hostname */
-  int nodes;               /* distinct hostnames, >= 1 */
-  int node_index;          /* 0..nodes-1: order of first appearance */
-  int aborted;             /* gf_comm_abort ran */
-  uint64_t next_seq;       /* requests created so far */
+  int nodes;                   /* distinct hostnames, >= 1 */
+  int node_index;              /* 0..nodes-1: order of first appearance */
+  int aborted;                 /* gf_comm_abort ran */
+  uint64_t next_seq;           /* requests created so far */
   gf_comm_req reqs[GF_COMM_SLOTS];
   gf_comm_stats stats;
 };
@@ -194,9 +191,8 @@ gf_status gf_comm_rdv_share(const char *addr, int port, int rank, int world,
 /* MPI for the nccl engine's bootstrap (comm_mpi.c). Initializes MPI unless
  * it already is (*we_init = 1 then), checks rank and size against launch,
  * and broadcasts root 0's n-byte blob with the timeout. */
-gf_status gf_comm_mpi_share(const gf_launch_info *launch, void *blob,
-                            size_t n, double timeout_s, int *we_init,
-                            gf_err *err);
+gf_status gf_comm_mpi_share(const gf_launch_info *launch, void *blob, size_t n,
+                            double timeout_s, int *we_init, gf_err *err);
 /* MPI_Finalize when we_init and MPI is not finalized yet. */
 void gf_comm_mpi_release(int we_init);
 /* MPI_Abort(MPI_COMM_WORLD, code) when MPI is initialized. */

@@ -62,9 +62,8 @@ static gf_status parse_int(const char *name, const char *v, long lo, long hi,
   if (i == 0 || v[i]) {
     quote(v, q, sizeof q);
     if (sig > 9)
-      return gf_fail(err, GF_EINVAL,
-                     "launch: %s=%s is out of range [%ld, %ld]", name, q, lo,
-                     hi);
+      return gf_fail(err, GF_EINVAL, "launch: %s=%s is out of range [%ld, %ld]",
+                     name, q, lo, hi);
     return gf_fail(err, GF_EINVAL,
                    "launch: %s=%s is not a non-negative decimal integer", name,
                    q);
@@ -139,7 +138,8 @@ static gf_status slurm_tasks_per_node(const char *v, int node, int *out,
       quote(v, q, sizeof q);
       return gf_fail(err, GF_EINVAL,
                      "launch: %s=%s differs between nodes and SLURM_NODEID is "
-                     "unset", name, q);
+                     "unset",
+                     name, q);
     }
     *out = uniform;
   } else if (node >= seen) {
@@ -179,8 +179,8 @@ static gf_status check_layout(const gf_launch_info *o, const char *rank_var,
                               const char *world_var, const char *lrank_var,
                               const char *lworld_var, gf_err *err) {
   if (o->rank >= o->world_size)
-    return gf_fail(err, GF_EINVAL, "launch: %s=%d is not below %s=%d",
-                   rank_var, o->rank, world_var, o->world_size);
+    return gf_fail(err, GF_EINVAL, "launch: %s=%d is not below %s=%d", rank_var,
+                   o->rank, world_var, o->world_size);
   if (o->local_world_size > o->world_size)
     return gf_fail(err, GF_EINVAL, "launch: %s=%d exceeds %s=%d", lworld_var,
                    o->local_world_size, world_var, o->world_size);
@@ -209,14 +209,13 @@ static gf_status detect_mpirun(const env_src *e, gf_launch_info *o,
                       "OMPI_COMM_WORLD_LOCAL_SIZE", err);
 }
 
-static gf_status detect_srun(const env_src *e, gf_launch_info *o,
-                             gf_err *err) {
+static gf_status detect_srun(const env_src *e, gf_launch_info *o, gf_err *err) {
   int found = 0;
   const char *rank_var = "PMIX_RANK", *world_var = "OMPI_COMM_WORLD_SIZE";
   const char *lrank_var = "OMPI_COMM_WORLD_LOCAL_RANK";
   const char *lworld_var = "OMPI_COMM_WORLD_LOCAL_SIZE";
-  GF_TRY(env_int(e, rank_var, 0, GF_LAUNCH_MAX_WORLD - 1, &o->rank, &found,
-                 err));
+  GF_TRY(
+      env_int(e, rank_var, 0, GF_LAUNCH_MAX_WORLD - 1, &o->rank, &found, err));
   if (!found) {
     rank_var = "SLURM_PROCID";
     GF_TRY(env_int(e, rank_var, 0, GF_LAUNCH_MAX_WORLD - 1, &o->rank, &found,
@@ -242,8 +241,8 @@ static gf_status detect_srun(const env_src *e, gf_launch_info *o,
                  &found, err));
   if (!found) {
     lworld_var = "SLURM_NTASKS_PER_NODE";
-    GF_TRY(env_int(e, lworld_var, 1, GF_LAUNCH_MAX_WORLD,
-                   &o->local_world_size, &found, err));
+    GF_TRY(env_int(e, lworld_var, 1, GF_LAUNCH_MAX_WORLD, &o->local_world_size,
+                   &found, err));
   }
   if (!found) {
     const char *tpn = env_get(e, "SLURM_TASKS_PER_NODE");
@@ -252,8 +251,8 @@ static gf_status detect_srun(const env_src *e, gf_launch_info *o,
       lworld_var = "SLURM_TASKS_PER_NODE";
       GF_TRY(env_int(e, "SLURM_NODEID", 0, GF_LAUNCH_MAX_WORLD - 1, &node,
                      &found, err));
-      GF_TRY(slurm_tasks_per_node(tpn, found ? node : -1,
-                                  &o->local_world_size, err));
+      GF_TRY(slurm_tasks_per_node(tpn, found ? node : -1, &o->local_world_size,
+                                  err));
     }
   }
   strcpy(o->launcher, "srun");
@@ -273,8 +272,8 @@ static gf_status detect_torchrun(const env_src *e, gf_launch_info *o,
                  &found, err));
   GF_TRY(env_int(e, "LOCAL_WORLD_SIZE", 1, GF_LAUNCH_MAX_WORLD,
                  &o->local_world_size, &found, err));
-  GF_TRY(check_layout(o, "RANK", "WORLD_SIZE", "LOCAL_RANK",
-                      "LOCAL_WORLD_SIZE", err));
+  GF_TRY(check_layout(o, "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+                      err));
   const char *addr = env_get(e, "MASTER_ADDR");
   if (addr) {
     GF_TRY(check_addr(addr, err));
@@ -305,8 +304,7 @@ gf_status gf_launch_detect(gf_launch_info *out,
   strcpy(o.launcher, "none");
   env_src e = {get, user};
   gf_status st = GF_OK;
-  if (env_get(&e, "OMPI_COMM_WORLD_RANK"))
-    st = detect_mpirun(&e, &o, err);
+  if (env_get(&e, "OMPI_COMM_WORLD_RANK")) st = detect_mpirun(&e, &o, err);
   else if (env_get(&e, "PMIX_RANK") || env_get(&e, "SLURM_PROCID"))
     st = detect_srun(&e, &o, err);
   else if (env_get(&e, "RANK") || env_get(&e, "WORLD_SIZE"))

@@ -23,18 +23,18 @@ typedef struct mpi_slot {
 } mpi_slot;
 
 typedef struct mpi_state {
-  int we_init;                           /* this comm initialized MPI */
-  int nlanes;                            /* lanes created (<= LANES) */
-  MPI_Comm world[GF_COMM_LANES];         /* dups of MPI_COMM_WORLD */
-  MPI_Comm node[GF_COMM_LANES];          /* hier: ranks of this host, else
-                                            MPI_COMM_NULL */
-  MPI_Comm leaders[GF_COMM_LANES];       /* hier: local rank 0 of each host
-                                            (MPI_COMM_NULL elsewhere) */
+  int we_init;                     /* this comm initialized MPI */
+  int nlanes;                      /* lanes created (<= LANES) */
+  MPI_Comm world[GF_COMM_LANES];   /* dups of MPI_COMM_WORLD */
+  MPI_Comm node[GF_COMM_LANES];    /* hier: ranks of this host, else
+                                      MPI_COMM_NULL */
+  MPI_Comm leaders[GF_COMM_LANES]; /* hier: local rank 0 of each host
+                                      (MPI_COMM_NULL elsewhere) */
   mpi_slot slots[GF_COMM_SLOTS];
 } mpi_state;
 
-static gf_status mpi_check(int rc, const char *call, const char *file,
-                           int line, gf_err *err) {
+static gf_status mpi_check(int rc, const char *call, const char *file, int line,
+                           gf_err *err) {
   if (rc == MPI_SUCCESS) return GF_OK;
   char msg[MPI_MAX_ERROR_STRING + 1];
   int len = 0;
@@ -44,10 +44,10 @@ static gf_status mpi_check(int rc, const char *call, const char *file,
   return gf_fail(err, GF_EDEVICE, "mpi: %s failed at %s:%d: %s", call, file,
                  line, msg);
 }
-#define MPI_TRY(call)                                                     \
-  do {                                                                    \
-    gf_status st_ = mpi_check((call), #call, __FILE__, __LINE__, err);    \
-    if (st_) return st_;                                                  \
+#define MPI_TRY(call)                                                  \
+  do {                                                                 \
+    gf_status st_ = mpi_check((call), #call, __FILE__, __LINE__, err); \
+    if (st_) return st_;                                               \
   } while (0)
 
 static MPI_Datatype mpi_type(gf_comm_dtype dt) {
@@ -63,8 +63,7 @@ static MPI_Datatype mpi_type(gf_comm_dtype dt) {
 /* Tests n requests until all finished or the deadline (CLOCK_MONOTONIC
  * seconds) passes; `what` names the operation in the timeout message. */
 static gf_status wait_until(MPI_Request *rq, int n, double deadline,
-                            const char *what, double timeout_s,
-                            gf_err *err) {
+                            const char *what, double timeout_s, gf_err *err) {
   gf_comm_poll poll;
   gf_comm_poll_start(&poll);
   for (;;) {
@@ -74,7 +73,8 @@ static gf_status wait_until(MPI_Request *rq, int n, double deadline,
     if (gf_comm_now() >= deadline)
       return gf_fail(err, GF_ETIMEOUT,
                      "mpi: %s did not complete within %.3g s (a rank is "
-                     "missing or stuck)", what, timeout_s);
+                     "missing or stuck)",
+                     what, timeout_s);
     gf_comm_poll_pause(&poll);
   }
 }
@@ -82,8 +82,7 @@ static gf_status wait_until(MPI_Request *rq, int n, double deadline,
 /* Initializes MPI (FUNNELED) unless it is already; checks that MPI's rank
  * and size are the launch's. *we_init = 1 when this call initialized it (it
  * finalizes again on failure). */
-static gf_status mpi_open(const gf_launch_info *li, int *we_init,
-                          gf_err *err) {
+static gf_status mpi_open(const gf_launch_info *li, int *we_init, gf_err *err) {
   int inited = 0, finalized = 0, provided = 0, rank = -1, size = 0;
   *we_init = 0;
   MPI_TRY(MPI_Finalized(&finalized));
@@ -101,17 +100,18 @@ static gf_status mpi_open(const gf_launch_info *li, int *we_init,
   gf_status st = GF_OK;
   if (provided < MPI_THREAD_FUNNELED)
     st = gf_fail(err, GF_EUNSUPPORTED,
-                 "mpi: MPI provides thread level %d, below FUNNELED",
-                 provided);
-  if (!st) st = mpi_check(MPI_Comm_rank(MPI_COMM_WORLD, &rank),
-                          "MPI_Comm_rank", __FILE__, __LINE__, err);
-  if (!st) st = mpi_check(MPI_Comm_size(MPI_COMM_WORLD, &size),
-                          "MPI_Comm_size", __FILE__, __LINE__, err);
+                 "mpi: MPI provides thread level %d, below FUNNELED", provided);
+  if (!st)
+    st = mpi_check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank",
+                   __FILE__, __LINE__, err);
+  if (!st)
+    st = mpi_check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size",
+                   __FILE__, __LINE__, err);
   if (!st && (rank != li->rank || size != li->world_size))
     st = gf_fail(err, GF_EINVAL,
                  "mpi: MPI says rank %d of %d but the launch (%s) says rank "
-                 "%d of %d", rank, size, li->launcher, li->rank,
-                 li->world_size);
+                 "%d of %d",
+                 rank, size, li->launcher, li->rank, li->world_size);
   if (st && *we_init) {
     MPI_Finalize();
     *we_init = 0;
@@ -194,9 +194,10 @@ static gf_status mpi_init_hier(gf_comm *c, gf_err *err) {
       return gf_fail(err, GF_ESTATE,
                      "mpi: the shared-memory node has rank %d of %d but the "
                      "hostnames say local rank %d of %d (hosts sharing a "
-                     "name?)", nrank, nsize, c->local_rank, c->local_world);
-    MPI_TRY(MPI_Comm_split(s->world[l], nrank == 0 ? 0 : MPI_UNDEFINED,
-                           c->rank, &s->leaders[l]));
+                     "name?)",
+                     nrank, nsize, c->local_rank, c->local_world);
+    MPI_TRY(MPI_Comm_split(s->world[l], nrank == 0 ? 0 : MPI_UNDEFINED, c->rank,
+                           &s->leaders[l]));
     if (s->leaders[l] != MPI_COMM_NULL)
       MPI_TRY(MPI_Comm_set_errhandler(s->leaders[l], MPI_ERRORS_RETURN));
   }
@@ -227,12 +228,13 @@ static gf_status mpi_start(gf_comm *c, int slot, gf_err *err) {
   if (r->count > INT_MAX)
     return gf_fail(err, GF_EINVAL,
                    "mpi: %zu elements exceed MPI's int count; split the "
-                   "buffer", r->count);
+                   "buffer",
+                   r->count);
   int n = (int)r->count;
   switch (p->kind) {
   case GF_STEP_ALLREDUCE:
-    MPI_TRY(MPI_Iallreduce(MPI_IN_PLACE, r->buf, n, ty, MPI_SUM, comm,
-                           &m->rq[0]));
+    MPI_TRY(
+        MPI_Iallreduce(MPI_IN_PLACE, r->buf, n, ty, MPI_SUM, comm, &m->rq[0]));
     break;
   case GF_STEP_REDUCE: {
     int me = -1;
@@ -241,8 +243,8 @@ static gf_status mpi_start(gf_comm *c, int slot, gf_err *err) {
       MPI_TRY(MPI_Ireduce(MPI_IN_PLACE, r->buf, n, ty, MPI_SUM, p->peer, comm,
                           &m->rq[0]));
     else
-      MPI_TRY(MPI_Ireduce(r->buf, NULL, n, ty, MPI_SUM, p->peer, comm,
-                          &m->rq[0]));
+      MPI_TRY(
+          MPI_Ireduce(r->buf, NULL, n, ty, MPI_SUM, p->peer, comm, &m->rq[0]));
     break;
   }
   case GF_STEP_BCAST:
@@ -253,8 +255,10 @@ static gf_status mpi_start(gf_comm *c, int slot, gf_err *err) {
     if (bytes > m->scratch_cap) {
       void *q = malloc(bytes);
       if (!q)
-        return gf_fail(err, GF_ENOMEM, "mpi: cannot allocate %zu bytes of "
-                       "tree scratch", bytes);
+        return gf_fail(err, GF_ENOMEM,
+                       "mpi: cannot allocate %zu bytes of "
+                       "tree scratch",
+                       bytes);
       free(m->scratch);
       m->scratch = q;
       m->scratch_cap = bytes;
@@ -266,9 +270,7 @@ static gf_status mpi_start(gf_comm *c, int slot, gf_err *err) {
     m->nrq = 2;
     return GF_OK;
   }
-  case GF_STEP_BARRIER:
-    MPI_TRY(MPI_Ibarrier(comm, &m->rq[0]));
-    break;
+  case GF_STEP_BARRIER: MPI_TRY(MPI_Ibarrier(comm, &m->rq[0])); break;
   case GF_STEP_ALLGATHER:
     MPI_TRY(MPI_Iallgather(r->sendbuf, n, MPI_BYTE, r->buf, n, MPI_BYTE, comm,
                            &m->rq[0]));
@@ -299,8 +301,7 @@ static gf_status mpi_test(gf_comm *c, int slot, int *done, gf_err *err) {
     /* lower rank's value + higher rank's, whichever side this rank is */
     if (c->rank < p->peer)
       gf_comm_host_add(r->dt, r->buf, r->buf, m->scratch, r->count);
-    else
-      gf_comm_host_add(r->dt, r->buf, m->scratch, r->buf, r->count);
+    else gf_comm_host_add(r->dt, r->buf, m->scratch, r->buf, r->count);
   }
   *done = 1;
   return GF_OK;
@@ -330,9 +331,8 @@ const gf_comm_ops gf_comm_mpi_ops = {
 
 /* ---- bootstrap of the nccl engine --------------------------------------- */
 
-gf_status gf_comm_mpi_share(const gf_launch_info *launch, void *blob,
-                            size_t n, double timeout_s, int *we_init,
-                            gf_err *err) {
+gf_status gf_comm_mpi_share(const gf_launch_info *launch, void *blob, size_t n,
+                            double timeout_s, int *we_init, gf_err *err) {
   GF_TRY(mpi_open(launch, we_init, err));
   MPI_Comm dup = MPI_COMM_NULL;
   MPI_Request rq = MPI_REQUEST_NULL;

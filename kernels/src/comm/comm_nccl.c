@@ -19,36 +19,35 @@
 #include "comm_nccl_kernels.h"
 
 typedef struct nccl_slot {
-  cudaEvent_t ready;    /* recorded on the ctx stream at creation; owned */
-  cudaEvent_t done;     /* recorded on the comm stream by the fence; owned */
-  ncclComm_t pending;   /* comm of a call that answered ncclInProgress, or
-                           NULL when the started step is fully queued */
-  int post_done;        /* the step's follow-up (tree add, allgather copy
-                           out) is queued */
-  void *scratch;        /* tree: partner's buffer, cudaMallocAsync'd on the
-                           comm stream; owned until release */
+  cudaEvent_t ready;  /* recorded on the ctx stream at creation; owned */
+  cudaEvent_t done;   /* recorded on the comm stream by the fence; owned */
+  ncclComm_t pending; /* comm of a call that answered ncclInProgress, or
+                         NULL when the started step is fully queued */
+  int post_done;      /* the step's follow-up (tree add, allgather copy
+                         out) is queued */
+  void *scratch;      /* tree: partner's buffer, cudaMallocAsync'd on the
+                         comm stream; owned until release */
   size_t scratch_bytes;
 } nccl_slot;
 
 typedef struct nccl_state {
-  int device;                     /* CUDA ordinal of the ctx */
-  cudaStream_t ctx_stream;        /* the ctx's (borrowed) */
-  cudaStream_t stream;            /* the comm's own, non-blocking */
-  ncclComm_t world;               /* owned */
-  ncclComm_t node, leaders;       /* hier only (leaders NULL off leaders) */
-  int mpi_boot;                   /* the id went over MPI */
-  int we_init_mpi;                /* ... and this comm initialized MPI */
-  void *barrier_dev;              /* 8 bytes summed by the barrier */
-  unsigned char *dev_stage;       /* allgather: world * bytes on device */
-  unsigned char *host_stage;      /* ... and in pinned host memory */
-  size_t stage_cap;               /* bytes of each stage */
-  int stage_owner;                /* slot using the stages, or -1 */
+  int device;                /* CUDA ordinal of the ctx */
+  cudaStream_t ctx_stream;   /* the ctx's (borrowed) */
+  cudaStream_t stream;       /* the comm's own, non-blocking */
+  ncclComm_t world;          /* owned */
+  ncclComm_t node, leaders;  /* hier only (leaders NULL off leaders) */
+  int mpi_boot;              /* the id went over MPI */
+  int we_init_mpi;           /* ... and this comm initialized MPI */
+  void *barrier_dev;         /* 8 bytes summed by the barrier */
+  unsigned char *dev_stage;  /* allgather: world * bytes on device */
+  unsigned char *host_stage; /* ... and in pinned host memory */
+  size_t stage_cap;          /* bytes of each stage */
+  int stage_owner;           /* slot using the stages, or -1 */
   nccl_slot slots[GF_COMM_SLOTS];
 } nccl_state;
 
-static gf_status nccl_check(ncclResult_t r, ncclComm_t comm,
-                            const char *call, const char *file, int line,
-                            gf_err *err) {
+static gf_status nccl_check(ncclResult_t r, ncclComm_t comm, const char *call,
+                            const char *file, int line, gf_err *err) {
   if (r == ncclSuccess || r == ncclInProgress) return GF_OK;
   const char *last = comm ? ncclGetLastError(comm) : NULL;
   return gf_fail(err, r == ncclSystemError ? GF_EIO : GF_EDEVICE,
@@ -57,11 +56,11 @@ static gf_status nccl_check(ncclResult_t r, ncclComm_t comm,
                  last ? last : "");
 }
 /* NCCL_TRY(call, comm): ncclSuccess or ncclInProgress pass. */
-#define NCCL_TRY(call, comm)                                                \
-  do {                                                                      \
-    gf_status st_ =                                                         \
-        nccl_check((call), (comm), #call, __FILE__, __LINE__, err);         \
-    if (st_) return st_;                                                    \
+#define NCCL_TRY(call, comm)                                              \
+  do {                                                                    \
+    gf_status st_ = nccl_check((call), (comm), #call, __FILE__, __LINE__, \
+                               err);                                      \
+    if (st_) return st_;                                                  \
   } while (0)
 
 static ncclDataType_t nccl_type(gf_comm_dtype dt) {
@@ -89,7 +88,8 @@ static gf_status settle(ncclComm_t comm, double deadline, double timeout_s,
     if (gf_comm_now() >= deadline)
       return gf_fail(err, GF_ETIMEOUT,
                      "nccl: %s did not complete within %.3g s (a rank is "
-                     "missing or stuck)", what, timeout_s);
+                     "missing or stuck)",
+                     what, timeout_s);
     gf_comm_poll_pause(&poll);
   }
 }
@@ -199,8 +199,8 @@ static gf_status nccl_init_state(gf_comm *c, nccl_state *s, gf_err *err) {
   ncclResult_t r = ncclCommInitRankConfig(&s->world, c->world, id, c->rank,
                                           &cfg);
   if (r != ncclSuccess && r != ncclInProgress) {
-    gf_status st = nccl_check(r, s->world, "ncclCommInitRankConfig",
-                              __FILE__, __LINE__, err);
+    gf_status st = nccl_check(r, s->world, "ncclCommInitRankConfig", __FILE__,
+                              __LINE__, err);
     abort_comm(&s->world);
     return st;
   }
@@ -235,8 +235,8 @@ static gf_status nccl_init_hier(gf_comm *c, gf_err *err) {
   CU_TRY(cudaSetDevice(s->device));
   GF_TRY(split(c, s, c->node_index, &s->node,
                "ncclCommSplit (node communicator)", err));
-  return split(c, s, c->local_rank == 0 ? 0 : NCCL_SPLIT_NOCOLOR,
-               &s->leaders, "ncclCommSplit (node leaders)", err);
+  return split(c, s, c->local_rank == 0 ? 0 : NCCL_SPLIT_NOCOLOR, &s->leaders,
+               "ncclCommSplit (node leaders)", err);
 }
 
 static void nccl_abort(gf_comm *c, int code) {
@@ -262,11 +262,13 @@ static gf_status nccl_check_buf(gf_comm *c, const void *buf, size_t bytes,
   if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)
     return gf_fail(err, GF_EINVAL,
                    "nccl: the %zu-byte buffer is host memory; the nccl "
-                   "backend takes CUDA device buffers", bytes);
+                   "backend takes CUDA device buffers",
+                   bytes);
   if (a.device != s->device)
     return gf_fail(err, GF_EINVAL,
                    "nccl: the buffer is on CUDA device %d, the comm's ctx on "
-                   "%d", a.device, s->device);
+                   "%d",
+                   a.device, s->device);
   return GF_OK;
 }
 
@@ -341,8 +343,7 @@ static gf_status nccl_start(gf_comm *c, int slot, gf_err *err) {
   CU_TRY(cudaSetDevice(s->device));
   switch (p->kind) {
   case GF_STEP_ALLREDUCE:
-    res = ncclAllReduce(r->buf, r->buf, r->count, ty, ncclSum, comm,
-                        s->stream);
+    res = ncclAllReduce(r->buf, r->buf, r->count, ty, ncclSum, comm, s->stream);
     NCCL_TRY(res, comm);
     break;
   case GF_STEP_REDUCE:
@@ -351,8 +352,7 @@ static gf_status nccl_start(gf_comm *c, int slot, gf_err *err) {
     NCCL_TRY(res, comm);
     break;
   case GF_STEP_BCAST:
-    res = ncclBroadcast(r->buf, r->buf, r->count, ty, p->peer, comm,
-                        s->stream);
+    res = ncclBroadcast(r->buf, r->buf, r->count, ty, p->peer, comm, s->stream);
     NCCL_TRY(res, comm);
     break;
   case GF_STEP_XADD: {
@@ -375,8 +375,8 @@ static gf_status nccl_start(gf_comm *c, int slot, gf_err *err) {
     break;
   }
   case GF_STEP_BARRIER:
-    res = ncclAllReduce(s->barrier_dev, s->barrier_dev, 1, ncclInt64,
-                        ncclSum, comm, s->stream);
+    res = ncclAllReduce(s->barrier_dev, s->barrier_dev, 1, ncclInt64, ncclSum,
+                        comm, s->stream);
     NCCL_TRY(res, comm);
     break;
   case GF_STEP_ALLGATHER: {
@@ -399,15 +399,12 @@ static gf_status nccl_start(gf_comm *c, int slot, gf_err *err) {
     break;
   }
   case GF_STEP_SCALE:
-    CU_TRY(gf_comm_cuk_scale(s->stream, (int)r->dt, r->buf, r->count,
-                             c->world));
+    CU_TRY(
+        gf_comm_cuk_scale(s->stream, (int)r->dt, r->buf, r->count, c->world));
     break;
-  case GF_STEP_FENCE:
-    CU_TRY(cudaEventRecord(m->done, s->stream));
-    break;
+  case GF_STEP_FENCE: CU_TRY(cudaEventRecord(m->done, s->stream)); break;
   default:
-    return gf_fail(err, GF_EINVAL, "nccl: step kind %d is not mine",
-                   p->kind);
+    return gf_fail(err, GF_EINVAL, "nccl: step kind %d is not mine", p->kind);
   }
   if (res == ncclInProgress) m->pending = comm;
   return GF_OK;
@@ -422,15 +419,15 @@ static gf_status queue_post(gf_comm *c, int slot, gf_err *err) {
   if (p->kind == GF_STEP_XADD) {
     /* lower rank's value + higher rank's, whichever side this rank is */
     if (c->rank < p->peer)
-      CU_TRY(gf_comm_cuk_add(s->stream, (int)r->dt, r->buf, r->buf,
-                             m->scratch, r->count));
+      CU_TRY(gf_comm_cuk_add(s->stream, (int)r->dt, r->buf, r->buf, m->scratch,
+                             r->count));
     else
-      CU_TRY(gf_comm_cuk_add(s->stream, (int)r->dt, r->buf, m->scratch,
-                             r->buf, r->count));
+      CU_TRY(gf_comm_cuk_add(s->stream, (int)r->dt, r->buf, m->scratch, r->buf,
+                             r->count));
   } else if (p->kind == GF_STEP_ALLGATHER) {
     CU_TRY(cudaMemcpyAsync(s->host_stage, s->dev_stage,
-                           r->count * (size_t)c->world,
-                           cudaMemcpyDeviceToHost, s->stream));
+                           r->count * (size_t)c->world, cudaMemcpyDeviceToHost,
+                           s->stream));
   }
   m->post_done = 1;
   return GF_OK;
@@ -469,10 +466,8 @@ static gf_status nccl_test(gf_comm *c, int slot, int *done, gf_err *err) {
     if (r->op == GF_OP_ALLGATHER && s->stage_owner == slot) {
       size_t all = r->count * (size_t)c->world;
       if (is_device_ptr(r->buf))
-        CU_TRY(cudaMemcpy(r->buf, s->host_stage, all,
-                          cudaMemcpyHostToDevice));
-      else
-        memcpy(r->buf, s->host_stage, all);
+        CU_TRY(cudaMemcpy(r->buf, s->host_stage, all, cudaMemcpyHostToDevice));
+      else memcpy(r->buf, s->host_stage, all);
     }
   }
   *done = 1;

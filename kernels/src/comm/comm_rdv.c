@@ -117,7 +117,8 @@ static gf_status rdv_listen(int port, int *out, gf_err *err) {
                    "rendezvous: rank 0 cannot listen on MASTER_PORT %d: %s%s",
                    port, strerror(e),
                    e == EADDRINUSE ? " (another process holds the port: "
-                                     "pick a free MASTER_PORT)" : "");
+                                     "pick a free MASTER_PORT)"
+                                   : "");
   }
   *out = fd;
   return GF_OK;
@@ -144,8 +145,8 @@ static gf_status rdv_serve(int port, int world, const void *blob, size_t n,
     if (ms == 0) {
       st = gf_fail(err, GF_ETIMEOUT,
                    "rendezvous: rank 0 heard from %d of %d ranks on port %d "
-                   "within %.3g s (%d hellos rejected)", served, world - 1,
-                   port, timeout_s, rejected);
+                   "within %.3g s (%d hellos rejected)",
+                   served, world - 1, port, timeout_s, rejected);
       break;
     }
     int pr = poll(&pf, 1, ms);
@@ -263,7 +264,8 @@ static gf_status rdv_fetch(const char *addr, int port, int rank, int world,
       freeaddrinfo(ai);
       return gf_fail(err, GF_EFORMAT,
                      "rendezvous: %s:%d answered with something that is not "
-                     "this job's rank 0 (wrong magic or length)", addr, port);
+                     "this job's rank 0 (wrong magic or length)",
+                     addr, port);
     }
     ok = ok && io_full(fd, blob, n, 0, deadline) == 0;
     if (!ok) snprintf(why, sizeof why, "exchange: %s", strerror(errno));
@@ -276,8 +278,8 @@ static gf_status rdv_fetch(const char *addr, int port, int rank, int world,
   if (ai) freeaddrinfo(ai);
   return gf_fail(err, GF_ETIMEOUT,
                  "rendezvous: rank %d got no answer from rank 0 at %.100s:%d "
-                 "within %.3g s (last: %s)", rank, addr, port, timeout_s,
-                 why);
+                 "within %.3g s (last: %s)",
+                 rank, addr, port, timeout_s, why);
 }
 
 gf_status gf_comm_rdv_share(const char *addr, int port, int rank, int world,
@@ -287,13 +289,13 @@ gf_status gf_comm_rdv_share(const char *addr, int port, int rank, int world,
       (n && !blob) || n > (1u << 20))
     return gf_fail(err, GF_EINVAL,
                    "rendezvous: bad arguments (rank %d, world %d, port %d, "
-                   "%zu bytes)", rank, world, port, n);
+                   "%zu bytes)",
+                   rank, world, port, n);
   if (world == 1) return GF_OK;
   if (rank != 0 && (!addr || !addr[0]))
     return gf_fail(err, GF_EINVAL, "rendezvous: MASTER_ADDR is empty");
   double deadline = gf_comm_now() + timeout_s;
   if (rank == 0)
     return rdv_serve(port, world, blob, n, deadline, timeout_s, err);
-  return rdv_fetch(addr, port, rank, world, blob, n, deadline, timeout_s,
-                   err);
+  return rdv_fetch(addr, port, rank, world, blob, n, deadline, timeout_s, err);
 }
