@@ -42,6 +42,7 @@ static void fill_real(float *p, int64_t n, int64_t step) {
 
 static double arena_diff(const gf_arena *a, const gf_arena *b) {
   REQUIRE(a->used == b->used);
+  if (a->used == 0) return 0;
   const float *x = a->base, *y = b->base;
   double worst = 0;
   for (size_t i = 0; i < a->used / 4; i++) {
@@ -52,7 +53,7 @@ static double arena_diff(const gf_arena *a, const gf_arena *b) {
 }
 
 static bool same_arena(const gf_arena *a, const gf_arena *b) {
-  return a->used == b->used && memcmp(a->base, b->base, a->used) == 0;
+  return a->used == b->used && (a->used == 0 || memcmp(a->base, b->base, a->used) == 0);
 }
 
 typedef struct job {

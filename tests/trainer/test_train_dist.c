@@ -281,22 +281,33 @@ static void one_run(mlflow_client *mc, const char *exp, mlflow_run_status want,
 
 /* ---- 1. sync BN: 2 x 8 against 1 x 16 ----------------------------------- */
 
-static void sync_scenario(mlflow_client *mc, char *ref2, size_t cap) {
-  char dir1[1024], exp1[1024], log1[1024], dir2[1024], exp2[1024], log2[1024];
-  paths(dir1, exp1, log1, sizeof dir1, "sync-1rank");
-  paths(dir2, exp2, log2, sizeof dir2, "sync-2ranks");
+/* 20 steps with `flag` on 1 rank (NAME-1rank) and on 2 (NAME-2ranks):
+ * the final checkpoints into one (1 rank) and two (2 ranks), the 2-rank
+ * run's experiment and log into exp2 and log2 (1024 bytes each). */
+static bool one_and_two(const char *name, const char *flag, long ckpt_every,
+                        char *one, char *two, char *exp2, char *log2) {
+  char n1[128], n2[128], dir1[1024], exp1[1024], log1[1024], dir2[1024];
+  snprintf(n1, sizeof n1, "%s-1rank", name);
+  snprintf(n2, sizeof n2, "%s-2ranks", name);
+  paths(dir1, exp1, log1, sizeof dir1, n1);
+  paths(dir2, exp2, log2, sizeof dir2, n2);
   cmd c;
   launcher(&c, 0);
-  trainer(&c, dir1, exp1, 20, 0);
-  add(&c, "--sync-bn");
-  if (!run_ok(&c, log1, 0, "sync: 1 rank")) return;
+  trainer(&c, dir1, exp1, 20, ckpt_every);
+  add(&c, flag);
+  if (!run_ok(&c, log1, 0, n1)) return false;
   launcher(&c, 2);
-  trainer(&c, dir2, exp2, 20, 0);
-  add(&c, "--sync-bn");
-  if (!run_ok(&c, log2, 0, "sync: 2 ranks")) return;
-  char a[1200], b[1200];
-  ckpt_path(a, sizeof a, dir1, 20);
-  ckpt_path(b, sizeof b, dir2, 20);
+  trainer(&c, dir2, exp2, 20, ckpt_every);
+  add(&c, flag);
+  if (!run_ok(&c, log2, 0, n2)) return false;
+  ckpt_path(one, 1200, dir1, 20);
+  ckpt_path(two, 1200, dir2, 20);
+  return true;
+}
+
+static void sync_scenario(mlflow_client *mc, char *ref2, size_t cap) {
+  char a[1200], b[1200], exp2[1024], log2[1024];
+  if (!one_and_two("sync", "--sync-bn", 0, a, b, exp2, log2)) return;
   check_close(b, a, "sync: 2 ranks x 8 vs 1 rank x 16, 20 steps");
   CHECKF(log_contains(log2, "x 2 ranks"), "sync: the 2-rank run does not say "
          "it ran on 2 ranks");
@@ -470,21 +481,8 @@ static void elastic_scenario(const char *ref2) {
 }
 
 static void exact_scenario(void) {
-  char d1[1024], e1[1024], l1[1024], d2[1024], e2[1024], l2[1024];
-  paths(d1, e1, l1, sizeof d1, "exact-1rank");
-  paths(d2, e2, l2, sizeof d2, "exact-2ranks");
-  cmd c;
-  launcher(&c, 0);
-  trainer(&c, d1, e1, 20, 10);
-  add(&c, "--exact-reduce");
-  if (!run_ok(&c, l1, 0, "exact: 1 rank")) return;
-  launcher(&c, 2);
-  trainer(&c, d2, e2, 20, 10);
-  add(&c, "--exact-reduce");
-  if (!run_ok(&c, l2, 0, "exact: 2 ranks")) return;
-  char a[1200], b[1200];
-  ckpt_path(a, sizeof a, d1, 20);
-  ckpt_path(b, sizeof b, d2, 20);
+  char a[1200], b[1200], e2[1024], l2[1024];
+  if (!one_and_two("exact", "--exact-reduce", 10, a, b, e2, l2)) return;
   compare_ckpts(b, a, "exact: 2 ranks vs 1 rank");
   char got[1200] = "";
   two_legs("exact-2to1", 2, 0, true, got, sizeof got);
