@@ -156,9 +156,11 @@ gf_status gf_grad_sync_finish(gf_grad_sync *s, gf_err *err) {
   s->net->grad_hook_user = NULL;
   double t_end = now_s(); /* the backward is over */
   while (s->next < s->n) GF_TRY(start_bucket(s, &s->b[s->next], err));
+  /* Every request is waited on, also those poke() saw complete: the wait
+   * is what releases the comm's handle. */
   for (int i = 0; i < s->n; i++) {
     gf_grad_bucket *b = &s->b[i];
-    if (!b->done) GF_TRY(gf_comm_wait(s->comm, b->req, err));
+    GF_TRY(gf_comm_wait(s->comm, b->req, err));
     b->done = true;
   }
   double t_done = now_s();

@@ -189,6 +189,18 @@ static void small_buckets_overlap(gf_ctx *ctx, gf_comm *comm) {
          (unsigned long long)ss.buckets, (unsigned long long)ss.steps);
   CHECKF(ss.allreduce_s > ss.exposed_s, "no bucket started before the backward ended");
   gf_gan_free(&g);
+  /* Many steps of many small buckets, most of them complete during the
+   * backward: every request handle must come back to the comm (it holds
+   * 64), or a step fails after a few dozen. */
+  gf_gan m;
+  build(&m, ctx, GF_ARCH_MLP, 16);
+  job jm = {GF_ARCH_MLP, GF_ALLREDUCE_ENGINE, 16 * g_world, 1, false, false, 4096};
+  for (int round = 0; round < 8; round++)
+    train(&m, ctx, comm, &jm, g_rank, g_world, false, false, 1);
+  gf_gan_sync_stats_get(&m, &ss);
+  CHECKF(ss.buckets >= 48, "mlp, 4 KiB buckets: only %llu buckets in the last round",
+         (unsigned long long)ss.buckets);
+  gf_gan_free(&m);
 }
 
 int main(int argc, char **argv) {
