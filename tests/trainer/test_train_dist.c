@@ -578,6 +578,7 @@ int main(void) {
   if (WANT("exact")) exact_scenario();
   if (WANT("kill")) kill_scenario(mc);
   mlflow_client_free(mc);
+  mlflow_config_free(&cfg);
   fprintf(stderr, "test_train_dist: %.0f s\n", mono_s() - t_all);
   return check_report();
 }
