@@ -4,12 +4,14 @@
  * training loop that composes data, the GAN step, checkpoints, SWD and the
  * resource monitor.
  *
- * Four source files:
+ * Source files:
  *   train_config.c    gf_train_config, argv parsing (getopt_long), --help,
  *                     the config flattened to MLflow params
  *   train_tracking.c  gf_tracker: the MLflow side of one training process
  *   train_upload.c    gf_uploader: artifact uploads on a background thread
- *   train_loop.c      gf_train_run: the whole run, start to exit status
+ *   train_loop.c      gf_train_run: the whole run, start to exit status,
+ *                     over train_setup.c and train_outputs.c (the private
+ *                     train_state.h) and train_dist.c (the ranks)
  *
  * Nothing here prints except gf_train_run (progress and log lines on
  * stderr, as the executable's contract says) and gf_train_usage; nothing

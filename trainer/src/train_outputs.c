@@ -1,0 +1,191 @@
+/* train_outputs.c - what rank 0 of a ganflow-train run writes besides
+ * metrics (train_state.h): 8x8 sample grids, SWD evaluations against the
+ * data, and checkpoints with their uploads. Sample grids and SWD use G in
+ * inference mode with fixed latents from (seed, GF_RNG_SAMPLE), so they
+ * never perturb training and are comparable over a run. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gf/checkpoint.h"
+#include "gf/ctx.h"
+#include "gf/data.h"
+#include "gf/gan.h"
+#include "gf/image_grid.h"
+#include "gf/monitor.h"
+#include "gf/rng.h"
+#include "gf/swd.h"
+#include "gf/train.h"
+#include "mlflow/mlflow.h"
+#include "train_dist.h"
+#include "train_state.h"
+
+/* Fixed latents and the buffer generated images go to. */
+gf_status train_alloc_eval(train_state *st, gf_err *err) {
+  const gf_model_config *m = &st->mcfg;
+  size_t img = (size_t)m->image_channels * m->image_height * m->image_width;
+  int levels[GF_SWD_MAX_LEVELS];
+  gf_swd_config sc = gf_swd_config_default();
+  st->n_eval = 0;
+  if (st->cfg->eval_every > 0 && m->image_height == m->image_width &&
+      gf_swd_levels(m->image_height, sc.min_level, levels) > 0)
+    st->n_eval = (int)(st->ds.n < st->cfg->eval_images ? st->ds.n
+                                                       : st->cfg->eval_images);
+  else if (st->cfg->eval_every > 0)
+    fprintf(stderr, "ganflow-train: images of %dx%d are too small for the "
+            "SWD (side >= %d); no swd/ metrics\n", m->image_height,
+            m->image_width, sc.min_level);
+  size_t n_gen = (size_t)(st->n_eval > GRID_N ? st->n_eval : GRID_N);
+  st->grid_z = malloc((size_t)GRID_N * m->z_dim * sizeof(float));
+  st->eval_z = malloc((size_t)(st->n_eval ? st->n_eval : 1) * m->z_dim *
+                      sizeof(float));
+  st->gen = malloc(n_gen * img * sizeof(float));
+  if (!st->grid_z || !st->eval_z || !st->gen)
+    return gf_fail(err, GF_ENOMEM, "out of memory for sample images");
+  gf_tensor z;
+  int64_t gs[2] = {GRID_N, m->z_dim};
+  gf_status s = gf_tensor_view(&z, st->grid_z, GF_F32, GF_DEV_CPU, 2, gs, err);
+  if (s == GF_OK)
+    s = gf_latent_sample(&z, st->cfg->seed, GF_RNG_SAMPLE, 0, 0, err);
+  if (s == GF_OK && st->n_eval) {
+    int64_t es[2] = {st->n_eval, m->z_dim};
+    s = gf_tensor_view(&z, st->eval_z, GF_F32, GF_DEV_CPU, 2, es, err);
+    if (s == GF_OK)
+      s = gf_latent_sample(&z, st->cfg->seed, GF_RNG_SAMPLE, 1, 0, err);
+  }
+  return s;
+}
+
+/* G in inference mode on n latents into st->gen, in chunks of max_batch. */
+static gf_status generate(train_state *st, const float *zs, int n,
+                          gf_err *err) {
+  const gf_model_config *m = &st->mcfg;
+  size_t img = (size_t)m->image_channels * m->image_height * m->image_width;
+  for (int i = 0; i < n; i += st->gan.max_batch) {
+    int c = n - i < st->gan.max_batch ? n - i : st->gan.max_batch;
+    gf_tensor z, y, dz;
+    int64_t shape[2] = {c, m->z_dim};
+    gf_status s = gf_tensor_view(&z, (void *)(zs + (size_t)i * m->z_dim),
+                                 GF_F32, GF_DEV_CPU, 2, shape, err);
+    if (s == GF_OK && st->on_dev) { /* latents in, images out */
+      s = gf_tensor_view(&dz, st->dz.data, GF_F32, GF_DEV_CUDA, 2, shape, err);
+      dz.device_index = st->dz.device_index; /* c <= batch rows of dz */
+      if (s == GF_OK) s = gf_tensor_copy(&dz, &z, err);
+      z = dz;
+    }
+    if (s == GF_OK)
+      s = gf_net_forward(&st->gan.g, &st->ctx, &z, GF_MODE_INFER,
+                         st->cfg->seed, 0, 0, 0, &y, err);
+    if (s != GF_OK) return s;
+    if (st->on_dev) {
+      gf_tensor h;
+      s = gf_tensor_view(&h, st->gen + (size_t)i * img, GF_F32, GF_DEV_CPU,
+                         y.ndim, y.shape, err);
+      if (s == GF_OK) s = gf_tensor_copy(&h, &y, err);
+      if (s != GF_OK) return s;
+    } else {
+      memcpy(st->gen + (size_t)i * img, y.data, (size_t)c * img * sizeof(float));
+    }
+  }
+  return GF_OK;
+}
+
+gf_status train_write_samples(train_state *st, int64_t k, gf_err *err) {
+  gf_status s = generate(st, st->grid_z, GRID_N, err);
+  if (s != GF_OK) return s;
+  char dir[GF_TRAIN_PATH_MAX + 16], path[GF_TRAIN_PATH_MAX + 64],
+      dest[64];
+  snprintf(dir, sizeof dir, "%s/samples", st->cfg->checkpoint_dir);
+  s = train_make_dirs(dir, err);
+  if (s != GF_OK) return s;
+  snprintf(dest, sizeof dest, "samples/step_%lld.png", (long long)k);
+  snprintf(path, sizeof path, "%s/step_%lld.png", dir, (long long)k);
+  s = gf_png_write_grid(path, st->gen, GRID_N, st->mcfg.image_channels,
+                        st->mcfg.image_height, st->mcfg.image_width,
+                        GF_TRAIN_GRID_SIDE, err);
+  if (s != GF_OK) return s;
+  gf_tracker_upload(st->tracker, path, dest, false);
+  return GF_OK;
+}
+
+gf_status train_evaluate(train_state *st, int64_t k, double *avg,
+                          gf_err *err) {
+  gf_status s = generate(st, st->eval_z, st->n_eval, err);
+  if (s != GF_OK) return s;
+  const gf_model_config *m = &st->mcfg;
+  gf_swd_images fake = {st->gen, GF_SWD_F32, st->n_eval, m->image_channels,
+                        m->image_height, m->image_width};
+  gf_swd_images real = {st->ds.pixels, GF_SWD_U8, st->n_eval,
+                        m->image_channels, m->image_height, m->image_width};
+  gf_swd_config sc = gf_swd_config_default();
+  sc.seed = st->cfg->seed;
+  sc.threads = st->ctx.nthreads < GF_SWD_MAX_THREADS ? st->ctx.nthreads
+                                                      : GF_SWD_MAX_THREADS;
+  gf_swd_result r;
+  s = gf_swd(&fake, &real, &sc, &r, err);
+  if (s != GF_OK) return s;
+  int64_t ts = mlflow_now_ms();
+  char key[64];
+  for (int l = -1; l < r.levels; l++)
+    if (gf_swd_metric_name(&r, l, key, sizeof key))
+      gf_tracker_metric(st->tracker, key, l < 0 ? r.avg : r.swd[l], ts, k);
+  *avg = r.avg;
+  return GF_OK;
+}
+
+/* Flushes the metric logger (so every metric of steps <= k is on the
+ * server or in the outbox before a checkpoint claims step k), writes
+ * ckpt-k, and queues its upload from a hard-linked staging name, so that
+ * pruning cannot pull the file from under the uploader. */
+gf_status train_checkpoint(train_state *st, int64_t k, gf_err *err) {
+  /* Every rank has finished step k before rank 0 writes it down. */
+  if (st->world > 1) GF_TRY(gf_comm_barrier(st->dist.comm, err));
+  if (st->rank != 0) {
+    st->ckpt_step = k;
+    return GF_OK;
+  }
+  gf_err ferr;
+  if (gf_tracker_flush(st->tracker, 120, &ferr) != GF_OK)
+    fprintf(stderr, "\nganflow-train: warning: %s\n", ferr.msg);
+  gf_ckpt_meta meta;
+  memset(&meta, 0, sizeof meta);
+  meta.format_version = GF_CKPT_FORMAT_VERSION;
+  meta.step = k;
+  uint64_t ep, off;
+  gf_status s = gf_data_position_of_step((uint64_t)k, (uint64_t)st->cfg->batch,
+                                         (uint64_t)st->ds.n, &ep, &off, err);
+  if (s != GF_OK) return s;
+  meta.epoch = (int64_t)ep;
+  meta.epoch_offset = (int64_t)off;
+  meta.seed = st->cfg->seed;
+  meta.world_size = st->world;
+  snprintf(meta.run_id, sizeof meta.run_id, "%s",
+           gf_tracker_run_id(st->tracker));
+  meta.config = st->mcfg;
+  char path[GF_TRAIN_PATH_MAX + 64];
+  if (st->on_dev && (s = gf_gan_copy_state(&st->host, &st->gan, err)) != GF_OK)
+    return s;
+  s = gf_checkpoint_save(st->cfg->checkpoint_dir,
+                         st->on_dev ? &st->host : &st->gan, &meta,
+                         st->cfg->keep, path, sizeof path, err);
+  if (s != GF_OK) return s;
+  st->ckpt_step = k;
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  char stage[2 * GF_TRAIN_PATH_MAX + 96], dest[GF_TRAIN_PATH_MAX + 96];
+  snprintf(stage, sizeof stage, "%s/.upload-%s", st->cfg->checkpoint_dir,
+           base);
+  snprintf(dest, sizeof dest, "checkpoints/%s", base);
+  unlink(stage);
+  if (link(path, stage) == 0)
+    gf_tracker_upload(st->tracker, stage, dest, true);
+  else
+    fprintf(stderr, "\nganflow-train: %s not uploaded (cannot stage it: %s)\n",
+            base, strerror(errno));
+  return GF_OK;
+}

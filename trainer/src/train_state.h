@@ -1,0 +1,113 @@
+/* train_state.h - one ganflow-train run's state, private to gf_trainer and
+ * shared by its three files:
+ *   train_setup.c    where the run starts (checkpoint or new run), the
+ *                    data, the execution context and the GAN, the ranks'
+ *                    slices and state, the resource monitor
+ *   train_outputs.c  what rank 0 writes: sample grids, SWD evaluations,
+ *                    checkpoints (after a barrier of all ranks)
+ *   train_loop.c     the step loop and gf_train_run, start to exit status
+ * Every function returns a gf_status and fills err; none prints but the
+ * notes about resuming and skipped checkpoints, on stderr as the
+ * executable's contract says. */
+#ifndef GF_TRAIN_STATE_H
+#define GF_TRAIN_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "gf/checkpoint.h"
+#include "gf/ctx.h"
+#include "gf/data.h"
+#include "gf/gan.h"
+#include "gf/monitor.h"
+#include "gf/train.h"
+#include "train_dist.h"
+
+#define LOADER_DEPTH 4
+#define GRID_N (GF_TRAIN_GRID_SIDE * GF_TRAIN_GRID_SIDE)
+
+/* Everything one run holds; owned by gf_train_run's frame. */
+typedef struct train_state {
+  const gf_train_config *cfg;   /* borrowed */
+  gf_model_config mcfg;
+  gf_dataset ds;                /* owned */
+  gf_ctx ctx;                   /* owned */
+  bool ctx_ok;
+  gf_gan gan;                   /* owned; on ctx's device */
+  bool on_dev;                  /* ctx is a CUDA ctx: the members below */
+  gf_ctx hctx;                  /* owned; CPU ctx of the host twin */
+  bool hctx_ok;
+  gf_gan host;                  /* owned; host twin of gan (checkpoints,
+                                   model directory) */
+  gf_tensor dreal;              /* owned; device [batch, C, H, W] batch */
+  gf_tensor dz;                 /* owned; device [batch, z_dim] latents */
+  gf_data_loader *loader;       /* owned */
+  gf_tracker *tracker;          /* owned */
+  gf_monitor *monitor;          /* owned */
+  int64_t start_step;           /* steps completed when this process began */
+  int64_t ckpt_step;            /* step of the newest checkpoint on disk; -1 */
+  char run_id[GF_CKPT_RUN_ID_MAX + 1]; /* from the checkpoint or run_id file */
+  char ckpt_path[GF_TRAIN_PATH_MAX + 64];
+  int n_eval;                   /* SWD set size; 0 = no SWD */
+  float *grid_z;                /* owned; [GRID_N, z_dim] */
+  float *eval_z;                /* owned; [n_eval, z_dim] */
+  float *gen;                   /* owned; [max(n_eval, GRID_N), C, H, W] */
+  bool tty;                     /* stderr is a terminal */
+  double last_draw;             /* monotonic seconds of the last \r line */
+  gf_dist dist;                 /* the ranks (world 1 without a comm) */
+  int rank, world;
+  int local_batch;              /* this rank's slice of --batch */
+  int64_t sample0;              /* its first global sample of a step */
+  gf_relay relay;               /* every rank's system metrics (world > 1) */
+  bool relay_ok;
+  gf_gan_sync_stats sync_prev;  /* seams' totals at the last log point */
+} train_state;
+
+static inline double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- train_setup.c ---------------------------------------------------- */
+
+/* mkdir -p. */
+gf_status train_make_dirs(const char *path, gf_err *err);
+/* Decides where to start (rank 0): fills ckpt_path (or "") and run_id (or
+ * ""). GF_EINVAL for a refusal the user must resolve (exit 2). */
+gf_status train_choose_start(train_state *st, gf_err *err);
+/* Decodes --data into st->ds. */
+gf_status train_load_data(train_state *st, gf_err *err);
+/* The execution context of --device ("cuda" alone: LOCAL_RANK's GPU). */
+gf_status train_make_ctx(train_state *st, const gf_launch_info *launch,
+                         gf_err *err);
+/* Builds the GAN; loads the checkpoint or initialises from the seed.
+ * *usage tells a refusal (exit 2) from a failure. */
+gf_status train_build_model(train_state *st, bool *usage, gf_err *err);
+/* Checks --batch, --grad-accum and --exact-shards against the world size;
+ * sets this rank's slice. */
+gf_status train_plan_slices(train_state *st, gf_err *err);
+/* Rank 0's start (steps, run id) and GAN state to every rank. */
+gf_status train_share_start(train_state *st, gf_err *err);
+/* Spreads the GAN step over the ranks (gf_gan_distribute). */
+gf_status train_distribute(train_state *st, gf_comm *comm, gf_err *err);
+/* Every rank's host name, "a,b" without repeats, into out[cap]. */
+gf_status train_gather_hosts(train_state *st, char *out, size_t cap,
+                             gf_err *err);
+/* Starts the monitor: world 1 into the tracker, else into the relay. */
+gf_status train_start_monitors(train_state *st, gf_err *err);
+
+/* ---- train_outputs.c -------------------------------------------------- */
+
+/* Fixed latents of the sample grid and SWD, and the image buffer (rank 0). */
+gf_status train_alloc_eval(train_state *st, gf_err *err);
+/* The 8x8 grid of step k: PNG in the checkpoint dir, uploaded. */
+gf_status train_write_samples(train_state *st, int64_t k, gf_err *err);
+/* SWD of step k, logged; *avg its mean over levels. */
+gf_status train_evaluate(train_state *st, int64_t k, double *avg,
+                         gf_err *err);
+/* Barrier, then rank 0 writes and uploads ckpt-k. */
+gf_status train_checkpoint(train_state *st, int64_t k, gf_err *err);
+
+#endif
