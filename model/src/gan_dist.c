@@ -262,12 +262,19 @@ gf_status gf_gan_broadcast_state(gf_gan *gan, struct gf_comm *comm, gf_err *err)
     GF_TRY(bcast_arena(comm, &nets[i]->adam_v, err));
     GF_TRY(bcast_arena(comm, &nets[i]->bn_stats, err));
   }
-  int64_t steps[2] = {gan->adam_step_g, gan->adam_step_d};
-  if (gf_comm_device_buffers(comm)) return GF_OK; /* counts agree: same checkpoint */
-  GF_TRY(gf_comm_broadcast(comm, steps, 2, GF_CDT_I64, 0, err));
-  gan->adam_step_g = steps[0];
-  gan->adam_step_d = steps[1];
-  return GF_OK;
+  /* The Adam step counts are host values: allgather takes host memory on
+   * every backend (a device comm's broadcast would not), rank 0's win. */
+  int world = gf_comm_world(comm);
+  int64_t mine[2] = {gan->adam_step_g, gan->adam_step_d};
+  int64_t *all = calloc((size_t)world, sizeof mine);
+  if (!all) return gf_fail(err, GF_ENOMEM, "gan: out of memory");
+  gf_status st = gf_comm_allgather(comm, mine, sizeof mine, all, err);
+  if (st == GF_OK) {
+    gan->adam_step_g = all[0];
+    gan->adam_step_d = all[1];
+  }
+  free(all);
+  return st;
 }
 
 static gf_status digest_arena(gf_sha256 *h, const gf_arena *a, gf_err *err) {

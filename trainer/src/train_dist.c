@@ -59,17 +59,13 @@ gf_status gf_dist_sum_f64(gf_dist *d, double *buf, int n, gf_err *err) {
 gf_status gf_dist_bcast(gf_dist *d, void *buf, size_t bytes, gf_err *err) {
   if (!d->comm || d->world == 1) return GF_OK;
   if (!on_device(d)) return gf_comm_broadcast(d->comm, buf, bytes, GF_CDT_U8, 0, err);
-  size_t padded = (bytes + 3) & ~(size_t)3;
-  unsigned char *tmp = calloc(1, padded);
-  if (!tmp) return gf_fail(err, GF_ENOMEM, "out of memory");
-  memcpy(tmp, buf, bytes);
-  gf_tensor t;
-  gf_status st = stage_view(d, padded, &t, err);
-  if (st == GF_OK) st = host_copy(&t, tmp, padded, true, err);
-  if (st == GF_OK) st = gf_comm_broadcast(d->comm, t.data, padded, GF_CDT_U8, 0, err);
-  if (st == GF_OK) st = host_copy(&t, tmp, padded, false, err);
-  if (st == GF_OK) memcpy(buf, tmp, bytes);
-  free(tmp);
+  /* A device comm broadcasts device memory only; its allgather takes host
+   * memory, and these are a few bytes: rank 0's entry is the broadcast. */
+  unsigned char *all = calloc((size_t)d->world, bytes);
+  if (!all) return gf_fail(err, GF_ENOMEM, "out of memory");
+  gf_status st = gf_comm_allgather(d->comm, buf, bytes, all, err);
+  if (st == GF_OK) memcpy(buf, all, bytes);
+  free(all);
   return st;
 }
 
@@ -78,17 +74,8 @@ gf_status gf_dist_allgather(gf_dist *d, const void *mine, size_t bytes, void *al
     memmove(all, mine, bytes);
     return GF_OK;
   }
-  if (!on_device(d)) return gf_comm_allgather(d->comm, mine, bytes, all, err);
-  if (bytes % 4)
-    return gf_fail(err, GF_EINVAL, "allgather of %zu bytes: a multiple of 4 on devices", bytes);
-  size_t total = bytes * (size_t)d->world;
-  gf_tensor t;
-  GF_TRY(stage_view(d, total + bytes, &t, err));
-  gf_tensor in = t;
-  in.data = (char *)t.data + total;
-  GF_TRY(host_copy(&in, (void *)mine, bytes, true, err));
-  GF_TRY(gf_comm_allgather(d->comm, in.data, bytes, t.data, err));
-  return host_copy(&t, all, total, false, err);
+  /* host memory on every backend: the nccl comm stages it itself */
+  return gf_comm_allgather(d->comm, mine, bytes, all, err);
 }
 
 gf_status gf_dist_agree(gf_dist *d, gf_status mine, const char *phase, gf_err *err) {

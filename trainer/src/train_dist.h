@@ -36,7 +36,8 @@ gf_status gf_dist_agree(gf_dist *d, gf_status mine, const char *phase,
 
 /* In-place sum of n doubles over the ranks (host memory). */
 gf_status gf_dist_sum_f64(gf_dist *d, double *buf, int n, gf_err *err);
-/* Rank 0's bytes to every rank (host memory). */
+/* Rank 0's bytes to every rank (host memory; small values: a device comm
+ * sends them as an allgather). */
 gf_status gf_dist_bcast(gf_dist *d, void *buf, size_t bytes, gf_err *err);
 /* all[r * bytes ..] = rank r's mine (host memory). */
 gf_status gf_dist_allgather(gf_dist *d, const void *mine, size_t bytes,

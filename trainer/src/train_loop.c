@@ -29,9 +29,10 @@
  * all-reduces the gradients (gf/gan.h). Rank 0 alone decides where to
  * start, reads the checkpoint and sends the state to the others, talks to
  * MLflow, writes sample grids, SWD and checkpoints (after a barrier); the
- * others relay their system metrics to it. After every step the ranks sum
- * a few numbers: the stop flag (so that all stop at the same step), an
- * error flag, and the losses (logged as the means over ranks). Every
+ * others relay their system metrics to it. Before every step the ranks
+ * sum a flag for a batch that could not be read (no rank enters the step
+ * without its batch); after it, the stop flag (so that all stop at the
+ * same step) and the losses (logged as the means over ranks). Every
  * --check-every steps they compare digests of their parameters. */
 #include <errno.h>
 #include <inttypes.h>
@@ -183,7 +184,7 @@ static gf_status relay_system_metrics(train_state *st, gf_err *err) {
 }
 
 /* What the ranks sum after each step. */
-enum { AGG_STOP, AGG_ERROR, AGG_LOSS_D, AGG_LOSS_DR, AGG_LOSS_DF, AGG_LOSS_G,
+enum { AGG_STOP, AGG_LOSS_D, AGG_LOSS_DR, AGG_LOSS_DF, AGG_LOSS_G,
        AGG_D_REAL, AGG_D_FAKE, AGG_D_FAKE2, AGG_N };
 
 /* The step loop; *k_out = steps completed when it returns. */
@@ -249,7 +250,7 @@ static gf_status loop(train_state *st, const atomic_int *stop,
     double t2 = now_s();
     k++;
     /* The ranks agree on stopping and average the losses. */
-    double agg[AGG_N] = {atomic_load(stop) != 0, 0, gs.loss_d, gs.loss_d_real,
+    double agg[AGG_N] = {atomic_load(stop) != 0, gs.loss_d, gs.loss_d_real,
                          gs.loss_d_fake, gs.loss_g, gs.d_real, gs.d_fake,
                          gs.d_fake_after};
     if (st->world > 1) {
