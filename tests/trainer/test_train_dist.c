@@ -510,30 +510,30 @@ static void launch_case(const char *name, const cmd *c, const char *need1,
   if (rc != 2 || !ok) dump_log(log);
 }
 
+/* An MPMD command line: rank 0 runs the usual flags, rank 1 the same plus
+ * `flag value`. */
+static void mpmd_rank1_extra(cmd *c, const char *dir, const char *exp,
+                             const char *flag, const char *value) {
+  launcher(c, 1);
+  trainer(c, dir, exp, 10, 10);
+  add(c, ":");
+  add(c, "-np");
+  add(c, "1");
+  trainer(c, dir, exp, 10, 10);
+  add(c, flag);
+  add(c, value);
+}
+
 static void launch_scenario(void) {
   char dir[1024], exp[1024], log[1024];
   paths(dir, exp, log, sizeof dir, "launch");
   cmd c;
   /* MPMD: rank 0 fine, rank 1 with a bad --batch. */
-  launcher(&c, 1);
-  trainer(&c, dir, exp, 10, 10);
-  add(&c, ":");
-  add(&c, "-np");
-  add(&c, "1");
-  trainer(&c, dir, exp, 10, 10);
-  add(&c, "--batch");
-  add(&c, "x");
+  mpmd_rank1_extra(&c, dir, exp, "--batch", "x");
   launch_case("bad-flag-rank1", &c, "rank 1: --batch: 'x' is not an integer",
               "rank 0: rank 1 refused its command line");
   /* Flags that differ between the ranks. */
-  launcher(&c, 1);
-  trainer(&c, dir, exp, 10, 10);
-  add(&c, ":");
-  add(&c, "-np");
-  add(&c, "1");
-  trainer(&c, dir, exp, 10, 10);
-  add(&c, "--lr-d");
-  add(&c, "1e-3");
+  mpmd_rank1_extra(&c, dir, exp, "--lr-d", "1e-3");
   launch_case("other-flags", &c, "was given other flags than rank 0", NULL);
   /* A global batch 2 ranks do not divide. */
   launcher(&c, 2);
