@@ -16,6 +16,12 @@ MLFLOW_VERSION=3.17.2   # newest 3.x whose dependencies PyPI serves here (3.18.0
 #   mmdebstrap          tests/fresh-machine.sh builds a bare Debian root
 #   openmpi-bin         mpirun for multi-rank jobs and tests; libopenmpi-dev
 #                       only brings the headers and mpicc wrappers
+#   slurmctld slurmd    a private single-node Slurm for the trainer_slurm test
+#   slurm-client        (tests/support/slurm_fixture.sh) and deploy/slurm/;
+#                       the three packages slurm-wlm depends on, named here
+#                       so that sbatch/srun/sinfo come without it
+#   munge               munged and mungekey for Slurm's auth/munge (the three
+#                       depend on it; named because the fixture runs it)
 PACKAGES=(
   build-essential cmake pkg-config git ca-certificates
   clang llvm
@@ -28,6 +34,7 @@ PACKAGES=(
   chromium wrk
   mmdebstrap
   libopenmpi-dev openmpi-bin
+  slurmctld slurmd slurm-client munge
 )
 
 SUDO=""
