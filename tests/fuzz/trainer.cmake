@@ -9,3 +9,9 @@ if(TARGET gf_data)
     target_include_directories(fuzz_data_${name} PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../trainer)
   endforeach()
 endif()
+
+# The heartbeat line a rank writes for `ganflow launch` (gf/heartbeat.h).
+# Seed corpus in corpus/heartbeat/.
+if(TARGET gf_trainer)
+  gf_add_fuzz_target(heartbeat ${CMAKE_CURRENT_LIST_DIR}/fuzz_heartbeat.c gf_trainer)
+endif()
