@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "gf/cli.h"
+#include "gf/launch.h"
 #include "gf/status.h"
 #include "mlflow/mlflow.h"
 
@@ -28,6 +29,7 @@ static int cmd_sync(int argc, char **argv);
 static int cmd_promote(int argc, char **argv);
 static int cmd_models(int argc, char **argv);
 static int cmd_generate(int argc, char **argv);
+static int cmd_launch(int argc, char **argv);
 
 static const command COMMANDS[] = {
     {"inspect", "PATH",
@@ -53,6 +55,11 @@ static const command COMMANDS[] = {
      "(models:/NAME@ALIAS or models:/NAME/VERSION), without a server: the "
      "bytes ganflow-serve answers for the same version, seed and N",
      cmd_generate},
+    {"launch", "--nproc N [options] -- [WRAPPER...] ganflow-train ARGS...",
+     "run a training job on N ranks and keep it running: a rank that dies, "
+     "hangs or cannot start restarts the job from its newest good "
+     "checkpoint into the same MLflow run (ganflow launch --help)",
+     cmd_launch},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 
@@ -353,4 +360,28 @@ int main(int argc, char **argv) {
   fprintf(stderr, "ganflow: unknown command '%s'\n\n", argv[1]);
   usage(stderr);
   return EXIT_USAGE;
+}
+
+static int cmd_launch(int argc, char **argv) {
+  gf_launch_opts *o = calloc(1, sizeof *o);
+  if (!o) {
+    fprintf(stderr, "ganflow launch: out of memory\n");
+    return EXIT_RUNTIME;
+  }
+  gf_err err;
+  memset(&err, 0, sizeof err);
+  bool help = false;
+  int rc;
+  if (gf_launch_parse(o, argc, argv, &help, &err) != GF_OK) {
+    fprintf(stderr, "ganflow launch: %s\nTry 'ganflow launch --help'.\n",
+            err.msg);
+    rc = EXIT_USAGE;
+  } else if (help) {
+    gf_launch_usage(stdout);
+    rc = 0;
+  } else {
+    rc = gf_launch_run(o, stderr);
+  }
+  free(o);
+  return rc;
 }

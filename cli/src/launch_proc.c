@@ -1,0 +1,369 @@
+/* launch_proc.c - the processes of a supervised attempt: spawning the ranks
+ * (local) or the launcher (mpirun, srun) with their environment, signals,
+ * reaping, and small host facts (a free port, a host file's slots). */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "launch_internal.h"
+
+double launch_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+gf_status launch_free_port(int *port, gf_err *err) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return gf_fail(err, GF_EIO, "socket: %s", strerror(errno));
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  socklen_t len = sizeof a;
+  if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+      getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+    int e = errno;
+    close(fd);
+    return gf_fail(err, GF_EIO, "no free TCP port: %s", strerror(e));
+  }
+  close(fd);
+  *port = ntohs(a.sin_port);
+  return GF_OK;
+}
+
+static gf_status mkdirs(const char *path, gf_err *err) {
+  char buf[GF_TRAIN_PATH_MAX];
+  if (strlen(path) >= sizeof buf)
+    return gf_fail(err, GF_EINVAL, "%s: path too long", path);
+  strcpy(buf, path);
+  for (char *p = buf + 1; ; p++) {
+    if (*p == '/' || *p == '\0') {
+      char c = *p;
+      *p = '\0';
+      if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        return gf_fail(err, GF_EIO, "cannot create %s: %s", buf,
+                       strerror(errno));
+      *p = c;
+      if (!c) break;
+    }
+  }
+  return GF_OK;
+}
+
+gf_status launch_prepare_hb_dir(const char *dir, gf_err *err) {
+  GF_TRY(mkdirs(dir, err));
+  DIR *d = opendir(dir);
+  if (!d) return gf_fail(err, GF_EIO, "%s: %s", dir, strerror(errno));
+  struct dirent *e;
+  gf_status st = GF_OK;
+  while ((e = readdir(d)) != NULL) {
+    size_t n = strlen(e->d_name);
+    if (strncmp(e->d_name, "rank-", 5) != 0 || n < 4 ||
+        strcmp(e->d_name + n - 3, ".hb") != 0)
+      continue;
+    char p[GF_TRAIN_PATH_MAX + 300];
+    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+    if (unlink(p) != 0 && errno != ENOENT) {
+      st = gf_fail(err, GF_EIO, "cannot remove %s: %s", p, strerror(errno));
+      break;
+    }
+  }
+  closedir(d);
+  return st;
+}
+
+static void set_int_env(const char *name, int v) {
+  char b[32];
+  snprintf(b, sizeof b, "%d", v);
+  setenv(name, b, 1);
+}
+
+/* CUDA_VISIBLE_DEVICES for the attempt's slots when the ranks train on
+ * GPUs: the slot's entry of the caller's list, or its index. */
+static void set_visible_devices(const gf_launch_opts *o, const launch_attempt *a) {
+  if (strncmp(o->train.device, "cuda", 4) != 0) return;
+  const char *have = getenv("CUDA_VISIBLE_DEVICES");
+  char list[1024] = "";
+  size_t len = 0;
+  for (int i = 0; i < a->world; i++) {
+    char ent[64];
+    snprintf(ent, sizeof ent, "%d", a->r[i].slot);
+    if (have && *have) { /* the slot-th comma-separated entry */
+      const char *p = have;
+      for (int k = 0; k < a->r[i].slot && p; k++) {
+        p = strchr(p, ',');
+        if (p) p++;
+      }
+      if (p) {
+        size_t n = strcspn(p, ",");
+        if (n >= sizeof ent) n = sizeof ent - 1;
+        memcpy(ent, p, n);
+        ent[n] = '\0';
+      }
+    }
+    len += (size_t)snprintf(list + len, sizeof list - len, "%s%s",
+                            i ? "," : "", ent);
+    if (len >= sizeof list) return;
+  }
+  setenv("CUDA_VISIBLE_DEVICES", list, 1);
+}
+
+/* In a child: the environment and process state every started process
+ * gets, before exec. */
+static void child_common(pid_t pgid, const gf_launch_opts *o, int restarts) {
+  setpgid(0, pgid);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  signal(SIGPIPE, SIG_DFL);
+  setenv("GANFLOW_HEARTBEAT_DIR", o->hb_dir, 1);
+  set_int_env("GANFLOW_RESTART", restarts);
+}
+
+static pid_t spawn_one(pid_t pgid, char **argv, const gf_launch_opts *o,
+                       const launch_attempt *a, int rank, int restarts,
+                       gf_err *err) {
+  pid_t pid = fork();
+  if (pid < 0) {
+    gf_fail(err, GF_EIO, "fork: %s", strerror(errno));
+    return -1;
+  }
+  if (pid > 0) {
+    setpgid(pid, pgid ? pgid : pid); /* both sides: no race */
+    return pid;
+  }
+  child_common(pgid, o, restarts);
+  if (o->launcher == GF_LAUNCHER_LOCAL) {
+    /* the ranks' launch is ours, not an outer mpirun's or srun's */
+    unsetenv("OMPI_COMM_WORLD_RANK");
+    unsetenv("PMIX_RANK");
+    unsetenv("SLURM_PROCID");
+    set_int_env("RANK", rank);
+    set_int_env("WORLD_SIZE", a->world);
+    set_int_env("LOCAL_RANK", rank);
+    set_int_env("LOCAL_WORLD_SIZE", a->world);
+    set_int_env("GANFLOW_SLOT", a->r[rank].slot);
+    set_visible_devices(o, a);
+  }
+  setenv("MASTER_ADDR", a->master, 1);
+  set_int_env("MASTER_PORT", a->port);
+  execvp(argv[0], argv);
+  fprintf(stderr, "ganflow launch: cannot run %s: %s\n", argv[0],
+          strerror(errno));
+  _exit(127);
+}
+
+/* The launcher's command: mpirun/srun, its arguments, then the rank's. */
+static char **launcher_argv(const gf_launch_opts *o, const launch_attempt *a,
+                            char **argv, gf_err *err) {
+  int n = 0;
+  while (argv[n]) n++;
+  char **out = calloc((size_t)n + 16 + GF_LAUNCH_MAX_LARGS, sizeof *out);
+  if (!out) {
+    gf_fail(err, GF_ENOMEM, "out of memory");
+    return NULL;
+  }
+  int k = 0;
+  char np[32];
+  snprintf(np, sizeof np, "%d", a->world);
+  if (o->launcher == GF_LAUNCHER_MPIRUN) {
+    out[k++] = "mpirun";
+    out[k++] = "-np";
+    out[k++] = strdup(np);
+    if (o->hostfile[0]) {
+      out[k++] = "--hostfile";
+      out[k++] = (char *)o->hostfile;
+    }
+    /* the supervisor's variables reach every rank, on every host */
+    out[k++] = "-x";
+    out[k++] = "GANFLOW_HEARTBEAT_DIR";
+    out[k++] = "-x";
+    out[k++] = "GANFLOW_RESTART";
+  } else {
+    out[k++] = "srun";
+    char *nt = malloc(48);
+    if (nt) snprintf(nt, 48, "--ntasks=%d", a->world);
+    out[k++] = nt;
+    out[k++] = "--kill-on-bad-exit=1";
+  }
+  for (int i = 0; i < o->n_largs; i++) out[k++] = (char *)o->largs[i];
+  for (int i = 0; i < n; i++) out[k++] = argv[i];
+  return out;
+}
+
+gf_status launch_spawn(const gf_launch_opts *o, launch_attempt *a,
+                       char **argv, int restarts, gf_err *err) {
+  a->t_start = launch_now();
+  a->pgid = 0;
+  for (int i = 0; i < a->world; i++) a->r[i].t_change = a->t_start;
+  if (o->launcher == GF_LAUNCHER_LOCAL) {
+    for (int i = 0; i < a->world; i++) {
+      pid_t pid = spawn_one(a->pgid, argv, o, a, i, restarts, err);
+      if (pid < 0) {
+        launch_kill_all(a);
+        return GF_EIO;
+      }
+      a->r[i].pid = pid;
+      if (!a->pgid) a->pgid = pid;
+    }
+    return GF_OK;
+  }
+  char **largv = launcher_argv(o, a, argv, err);
+  if (!largv) return GF_ENOMEM;
+  /* mpirun -x and srun's default export take these from our environment */
+  setenv("GANFLOW_HEARTBEAT_DIR", o->hb_dir, 1);
+  set_int_env("GANFLOW_RESTART", restarts);
+  pid_t pid = spawn_one(0, largv, o, a, 0, restarts, err);
+  /* strings made by launcher_argv: the -np value and --ntasks= */
+  free(o->launcher == GF_LAUNCHER_MPIRUN ? largv[2] : largv[1]);
+  free(largv);
+  if (pid < 0) return GF_EIO;
+  a->launcher_pid = pid;
+  a->pgid = pid;
+  return GF_OK;
+}
+
+void launch_reap(launch_attempt *a) {
+  for (int i = 0; i < a->world; i++) {
+    launch_rank *r = &a->r[i];
+    if (r->pid <= 0 || r->exited) continue;
+    int st = 0;
+    if (waitpid(r->pid, &st, WNOHANG) == r->pid) {
+      r->exited = true;
+      r->status = st;
+    }
+  }
+  if (a->launcher_pid > 0 && !a->launcher_exited) {
+    int st = 0;
+    if (waitpid(a->launcher_pid, &st, WNOHANG) == a->launcher_pid) {
+      a->launcher_exited = true;
+      a->launcher_status = st;
+    }
+  }
+}
+
+/* Whether pid runs ganflow-train (its heartbeat may be older than the
+ * pid's reuse). */
+static bool pid_is_trainer(long pid) {
+  char p[64], comm[64] = "";
+  snprintf(p, sizeof p, "/proc/%ld/comm", pid);
+  int fd = open(p, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t n = read(fd, comm, sizeof comm - 1);
+  close(fd);
+  return n > 0 && strncmp(comm, "ganflow-train", 13) == 0;
+}
+
+void launch_signal(launch_attempt *a, int sig) {
+  if (a->pgid > 0) killpg(a->pgid, sig);
+  for (int i = 0; i < a->world; i++) {
+    launch_rank *r = &a->r[i];
+    if (r->pid > 0 && !r->exited) kill(r->pid, sig);
+  }
+  if (a->launcher_pid > 0 && !a->launcher_exited) kill(a->launcher_pid, sig);
+  if (a->launcher_pid <= 0 || sig != SIGKILL) return;
+  /* Ranks a launcher started may sit in their own process groups; their
+   * heartbeats name them, and the host they run on (a pid from another
+   * host must not be signalled here: the launcher ends those). */
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  for (int i = 0; i < a->world; i++) {
+    const launch_rank *r = &a->r[i];
+    if (r->have_hb && r->hb.pid > 1 &&
+        strncmp(r->hb.host, host, GF_HB_HOST_MAX) == 0 &&
+        pid_is_trainer(r->hb.pid))
+      kill((pid_t)r->hb.pid, sig);
+  }
+}
+
+void launch_kill_all(launch_attempt *a) {
+  launch_signal(a, SIGKILL);
+  for (int i = 0; i < a->world; i++) {
+    launch_rank *r = &a->r[i];
+    if (r->pid > 0 && !r->exited) {
+      int st = 0;
+      while (waitpid(r->pid, &st, 0) < 0 && errno == EINTR) {
+      }
+      r->exited = true;
+      r->status = st;
+    }
+  }
+  if (a->launcher_pid > 0 && !a->launcher_exited) {
+    int st = 0;
+    while (waitpid(a->launcher_pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    a->launcher_exited = true;
+    a->launcher_status = st;
+  }
+}
+
+gf_status launch_hostfile_slots(const char *path, int *slots, gf_err *err) {
+  FILE *f = fopen(path, "r");
+  if (!f) return gf_fail(err, GF_EIO, "--hostfile %s: %s", path, strerror(errno));
+  char line[1024];
+  int total = 0, lineno = 0;
+  gf_status st = GF_OK;
+  while (fgets(line, sizeof line, f)) {
+    lineno++;
+    char *h = strchr(line, '#');
+    if (h) *h = '\0';
+    char *tok = strtok(line, " \t\r\n");
+    if (!tok) continue;
+    int n = 1;
+    while ((tok = strtok(NULL, " \t\r\n")) != NULL) {
+      if (strncmp(tok, "slots=", 6) == 0) {
+        char *end = NULL;
+        long v = strtol(tok + 6, &end, 10);
+        if (!tok[6] || *end || v < 0 || v > GF_LAUNCH_MAX_RANKS) {
+          st = gf_fail(err, GF_EFORMAT, "--hostfile %s:%d: bad %s", path,
+                       lineno, tok);
+          break;
+        }
+        n = (int)v;
+      }
+    }
+    if (st != GF_OK) break;
+    total += n;
+    if (total > GF_LAUNCH_MAX_RANKS) total = GF_LAUNCH_MAX_RANKS;
+  }
+  fclose(f);
+  if (st == GF_OK) *slots = total;
+  return st;
+}
+
+void launch_describe_status(int status, char *out, size_t cap) {
+  if (WIFEXITED(status))
+    snprintf(out, cap, "exited with status %d", WEXITSTATUS(status));
+  else if (WIFSIGNALED(status))
+    snprintf(out, cap, "was killed by signal %d (%s)", WTERMSIG(status),
+             strsignal(WTERMSIG(status)));
+  else
+    snprintf(out, cap, "ended (wait status %#x)", (unsigned)status);
+}
+
+bool launch_pid_stopped(pid_t pid) {
+  char p[64], buf[512];
+  snprintf(p, sizeof p, "/proc/%ld/stat", (long)pid);
+  int fd = open(p, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  const char *rp = strrchr(buf, ')'); /* the name may hold spaces */
+  return rp && rp[1] == ' ' && (rp[2] == 'T' || rp[2] == 't');
+}

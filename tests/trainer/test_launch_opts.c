@@ -1,0 +1,199 @@
+/* test_launch_opts.c - unit tests of `ganflow launch`'s pure parts: its
+ * command line (gf_launch_parse), the world size and --grad-accum of an
+ * attempt (gf_launch_plan_world), the ranks' argv (gf_launch_argv), and
+ * the heartbeat file a rank writes for it (gf/heartbeat.h). */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "gf/heartbeat.h"
+#include "gf/launch.h"
+
+#define ARGC(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* Parses a copy of argv (the parser keeps pointers into it). */
+static gf_status parse(gf_launch_opts *o, int argc, const char *const *argv,
+                       char *msg, size_t cap) {
+  static char *copy[64];
+  for (int i = 0; i < argc; i++) copy[i] = (char *)argv[i];
+  bool help = false;
+  gf_err e;
+  memset(&e, 0, sizeof e);
+  gf_status st = gf_launch_parse(o, argc, copy, &help, &e);
+  snprintf(msg, cap, "%s", e.msg);
+  return st;
+}
+
+static void test_parse(void) {
+  gf_launch_opts o;
+  char msg[512];
+  const char *good[] = {"launch", "--nproc", "2", "--nproc-min=1",
+                        "--max-restarts", "5", "--hang-timeout", "7.5",
+                        "--", "env", "X=1", "/opt/bin/ganflow-train",
+                        "--data", "idx:/x", "--batch", "64",
+                        "--checkpoint-dir", "/tmp/ck"};
+  CHECKF(parse(&o, ARGC(good), good, msg, sizeof msg) == GF_OK, "%s", msg);
+  CHECK(o.nproc == 2 && o.nproc_min == 1 && o.max_restarts == 5);
+  CHECK(o.hang_timeout == 7.5 && o.start_timeout == 600);
+  CHECK(o.launcher == GF_LAUNCHER_LOCAL);
+  CHECK(o.train_at == 2 && o.ncmd == 9);
+  CHECK(o.train.batch == 64);
+  CHECK(strcmp(o.hb_dir, "/tmp/ck/heartbeat") == 0);
+
+  struct {
+    const char *argv[12];
+    int argc;
+    const char *want; /* in the message */
+  } bad[] = {
+      {{"launch", "--", "ganflow-train", "--data", "x"}, 5, "--nproc is required"},
+      {{"launch", "--nproc", "0", "--", "ganflow-train", "--data", "x"}, 7, "--nproc"},
+      {{"launch", "--nproc", "2", "--launcher", "pbs", "--", "ganflow-train",
+        "--data", "x"}, 9, "--launcher"},
+      {{"launch", "--nproc", "2"}, 3, "no training command"},
+      {{"launch", "--nproc", "2", "--", "python", "train.py"}, 6, "no ganflow-train"},
+      {{"launch", "--nproc", "2", "--", "ganflow-train", "--data", "x",
+        "--batch", "many"}, 9, "--batch"},
+      {{"launch", "--nproc", "2", "--nproc-min", "3", "--", "ganflow-train",
+        "--data", "x"}, 9, "--nproc-min"},
+      {{"launch", "--nproc", "2", "--hostfile", "h", "--", "ganflow-train",
+        "--data", "x"}, 9, "--hostfile"},
+      {{"launch", "--nproc", "2", "--hang-timeout", "-1", "--",
+        "ganflow-train", "--data", "x"}, 9, "--hang-timeout"},
+      {{"launch", "--nproc", "2", "--frobnicate", "1", "--", "ganflow-train",
+        "--data", "x"}, 9, "unknown flag"},
+      {{"launch", "--nproc", "2", "stray", "--", "ganflow-train", "--data",
+        "x"}, 8, "unexpected argument"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    gf_status st = parse(&o, bad[i].argc, bad[i].argv, msg, sizeof msg);
+    CHECKF(st == GF_EINVAL && strstr(msg, bad[i].want), "case %zu: %s", i, msg);
+  }
+}
+
+static gf_launch_opts make(int nproc, int nmin, int batch, int ga, bool exact,
+                           int shards) {
+  gf_launch_opts o;
+  memset(&o, 0, sizeof o);
+  gf_train_config_default(&o.train);
+  o.nproc = nproc;
+  o.nproc_min = nmin;
+  o.train.batch = batch;
+  o.train.grad_accum = ga;
+  o.train.exact_reduce = exact;
+  o.train.exact_shards = shards;
+  return o;
+}
+
+static void test_plan(void) {
+  int w = 0, ga = 0;
+  gf_err e;
+  gf_launch_opts o = make(2, 1, 64, 1, false, 8);
+  CHECK(gf_launch_plan_world(&o, 2, &w, &ga, &e) == GF_OK && w == 2 && ga == 1);
+  /* one slot lost: the same global batch, the same micro-batch of 32 */
+  CHECK(gf_launch_plan_world(&o, 1, &w, &ga, &e) == GF_OK && w == 1 && ga == 2);
+  CHECK(gf_launch_plan_world(&o, 0, &w, &ga, &e) == GF_ENOTFOUND);
+  CHECK(strstr(e.msg, "--nproc-min") != NULL);
+  /* more slots than asked for: nproc */
+  CHECK(gf_launch_plan_world(&o, 9, &w, &ga, &e) == GF_OK && w == 2);
+  /* 4 ranks of 6 images: 3 splits, and K*4/3 does not divide: K stays */
+  o = make(4, 1, 6, 1, false, 8);
+  CHECK(gf_launch_plan_world(&o, 4, &w, &ga, &e) == GF_OK && w == 3 && ga == 1);
+  o.nproc_min = 4;
+  CHECK(gf_launch_plan_world(&o, 4, &w, &ga, &e) == GF_ENOTFOUND);
+  CHECK(strstr(e.msg, "splits --batch 6") != NULL);
+  /* exact mode: a power of two dividing the shards */
+  o = make(4, 1, 64, 1, true, 8);
+  CHECK(gf_launch_plan_world(&o, 3, &w, &ga, &e) == GF_OK && w == 2);
+  /* --grad-accum 2 at 4 ranks of 16: micro-batch 8, kept at 2 ranks */
+  o = make(4, 2, 64, 2, false, 8);
+  CHECK(gf_launch_plan_world(&o, 2, &w, &ga, &e) == GF_OK && w == 2 && ga == 4);
+}
+
+static int count(char **v) {
+  int n = 0;
+  while (v[n]) n++;
+  return n;
+}
+
+static void test_argv(void) {
+  gf_launch_opts o;
+  char msg[512];
+  const char *argv[] = {"launch", "--nproc", "2", "--", "sh", "wrap.sh",
+                        "ganflow-train", "--data", "idx:/x", "--grad-accum",
+                        "1", "--resume", "never", "--batch=64"};
+  REQUIRE(parse(&o, ARGC(argv), argv, msg, sizeof msg) == GF_OK);
+  gf_err e;
+  char **v = gf_launch_argv(&o, 1, false, &e);
+  REQUIRE(v);
+  CHECK(count(v) == 10 && strcmp(v[0], "sh") == 0 && strcmp(v[9], "--batch=64") == 0);
+  gf_launch_argv_free(v);
+  v = gf_launch_argv(&o, 2, true, &e);
+  REQUIRE(v);
+  /* sh wrap.sh ganflow-train --grad-accum=2 --resume=auto --data idx:/x
+   * --batch=64 */
+  CHECKF(count(v) == 8, "%d", count(v));
+  CHECK(strcmp(v[2], "ganflow-train") == 0);
+  CHECK(strcmp(v[3], "--grad-accum=2") == 0);
+  CHECK(strcmp(v[4], "--resume=auto") == 0);
+  CHECK(strcmp(v[5], "--data") == 0 && strcmp(v[7], "--batch=64") == 0);
+  for (int i = 0; v[i]; i++) CHECK(strcmp(v[i], "never") != 0);
+  gf_launch_argv_free(v);
+}
+
+static void test_heartbeat(void) {
+  char dir[] = "/tmp/gf_hb_XXXXXX";
+  REQUIRE(mkdtemp(dir));
+  gf_heartbeat hb;
+  gf_err e;
+  gf_heartbeat_rec rec;
+  CHECK(gf_heartbeat_read(dir, 3, &rec, &e) == GF_ENOTFOUND);
+  REQUIRE(gf_heartbeat_open(&hb, dir, 3, &e) == GF_OK);
+  REQUIRE(gf_heartbeat_read(dir, 3, &rec, &e) == GF_OK);
+  CHECK(rec.rank == 3 && rec.pid == (long)getpid() && rec.seq == 1);
+  CHECK(rec.step == -1 && rec.phase == GF_HB_START && rec.run[0] == '\0');
+  CHECK(rec.host[0] != '\0');
+  gf_heartbeat_set_run(&hb, "abc/def 12");
+  gf_heartbeat_beat(&hb, GF_HB_TRAIN, 41);
+  gf_heartbeat_beat(&hb, GF_HB_CHECKPOINT, 42);
+  REQUIRE(gf_heartbeat_read(dir, 3, &rec, &e) == GF_OK);
+  CHECK(rec.seq == 3 && rec.step == 42 && rec.phase == GF_HB_CHECKPOINT);
+  CHECK(strcmp(rec.run, "abc_def_12") == 0);
+  gf_heartbeat_close(&hb);
+  gf_heartbeat_close(&hb); /* twice is fine */
+  char path[64];
+  snprintf(path, sizeof path, "%s/rank-3.hb", dir);
+  unlink(path);
+  rmdir(dir);
+
+  const char *bad[] = {
+      "",
+      "ganflow-heartbeat 2 rank=0 pid=1 seq=1 step=0 phase=train host=h run=-",
+      "ganflow-heartbeat 1 rank=0 pid=1 seq=1 step=0 phase=train host=h",
+      "ganflow-heartbeat 1 rank=0 pid=1 seq=1 step=0 phase=nap host=h run=-",
+      "ganflow-heartbeat 1 rank=0 pid=0 seq=1 step=0 phase=train host=h run=-",
+      "ganflow-heartbeat 1 rank=0 pid=1 seq=1 step=-2 phase=train host=h run=-",
+      "ganflow-heartbeat 1 rank=0 pid=1 seq=1 step=0 phase=train host=h run=- x",
+      "ganflow-heartbeat 1 rank=0 pid=1 seq=1 step=0 phase=train host=h/ run=-",
+      "ganflow-heartbeat 1 rank=x pid=1 seq=1 step=0 phase=train host=h run=-",
+      "ganflow-heartbeat 1 rank=0 pid=1 seq=99999999999999999999 step=0 "
+      "phase=train host=h run=-",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    CHECKF(gf_heartbeat_parse(bad[i], strlen(bad[i]), &rec, &e) == GF_EFORMAT,
+           "case %zu", i);
+  const char *ok = "ganflow-heartbeat 1 rank=1 pid=7 seq=9 step=5 phase=done "
+                   "host=a.b-c run=r1      \n";
+  CHECK(gf_heartbeat_parse(ok, strlen(ok), &rec, &e) == GF_OK);
+  CHECK(rec.phase == GF_HB_DONE && strcmp(rec.host, "a.b-c") == 0 &&
+        strcmp(rec.run, "r1") == 0);
+}
+
+int main(void) {
+  test_parse();
+  test_plan();
+  test_argv();
+  test_heartbeat();
+  return check_report();
+}
