@@ -69,7 +69,10 @@ stop() {
   for d in slurmd slurmctld munged; do
     [ -f "$dir/$d.pid" ] || continue
     pid=$(cat "$dir/$d.pid")
-    [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null || continue
+    if [ -z "$pid" ] || ! kill -TERM "$pid" 2>/dev/null; then
+      rm -f "$dir/$d.pid"
+      continue
+    fi
     for _ in $(seq 1 50); do
       kill -0 "$pid" 2>/dev/null || break
       sleep 0.1
@@ -103,9 +106,8 @@ start() {
   # but not list or write; the key is 0600.
   chmod 711 "$dir"
   mkdir -p "$dir/state" "$dir/spool" "$dir/log"
-  local me uid host cpus mem
+  local me host cpus mem
   me=$(id -un)
-  uid=$(id -u)
 
   # munge: a key of our own and a daemon on our own socket.
   if ! mungekey --create --keyfile="$dir/munge.key" >"$dir/log/mungekey.log" 2>&1; then
@@ -133,12 +135,14 @@ start() {
   host=$(sed -n 's/.*NodeName=\([^ ]*\).*/\1/p' <<<"$line")
   cpus=$(sed -n 's/.*CPUs=\([0-9]*\).*/\1/p' <<<"$line")
   mem=$(sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p' <<<"$line")
-  [ -n "$host" ] && [ -n "$cpus" ] && [ -n "$mem" ] ||
+  if [ -z "$host" ] || [ -z "$cpus" ] || [ -z "$mem" ]; then
     die77 "slurmd -C printed no node line: $line $(cat "$dir/log/slurmd-C.log")"
+  fi
   [ "$cpus" -ge 2 ] || cpus=2
 
   local ctld_port d_port
-  ctld_port=$(free_port) && d_port=$(free_port) || die1 "no free port"
+  ctld_port=$(free_port) || die1 "no free port"
+  d_port=$(free_port) || die1 "no free port"
   [ "$ctld_port" != "$d_port" ] || d_port=$(free_port)
 
   cat >"$dir/slurm.conf" <<EOF

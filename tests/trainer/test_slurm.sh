@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# test_slurm.sh - deploy/slurm/ganflow.sbatch on a real Slurm: a private
+# single-node cluster (tests/support/slurm_fixture.sh: own munged, slurmctld,
+# slurmd, no cgroups) runs `sbatch --wait --ntasks=2` of the script, which
+# runs `ganflow launch --launcher srun` over ganflow-train on Fashion-MNIST
+# (mlp, a few steps, 2 CPU ranks) against the MLflow server of the ctest
+# fixture `mlflow`. Then, through MLflow's REST API: the run (its id from
+# the checkpoint dir's run_id) is FINISHED with params world_size 2 and
+# local_batch 8, its loss/d history has every logged step once, and the model
+# was registered as a new version (version 1 of a fresh name, READY, made by
+# that run, under the alias the job asked for); Slurm's own record of the
+# job says COMPLETED 0:0.
+#
+#   test_slurm.sh SOURCE_DIR GANFLOW GANFLOW_TRAIN SCRATCH_DIR
+#
+# Exit 0 pass, 1 fail, 77 skip: Slurm cannot run here (binaries missing, a
+# daemon refused to start; the fixture prints the reason from the daemon's
+# log). Without the MLflow fixture or Fashion-MNIST it FAILS, as the other
+# integration tests do. Takes ~15-30 s.
+set -uo pipefail
+
+[ $# -eq 4 ] || { echo "usage: $0 SOURCE_DIR GANFLOW GANFLOW_TRAIN SCRATCH_DIR" >&2; exit 2; }
+SRC=$1 GANFLOW=$2 TRAIN=$3 WORK=$4
+FASHION=/usr/share/datasets/fashion-mnist
+STEPS=20
+LOG_EVERY=5
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+t0=$SECONDS
+
+state=${GF_TEST_MLFLOW_STATE:-}
+[ -n "$state" ] || fail "GF_TEST_MLFLOW_STATE is not set: run through ctest, which starts the MLflow fixture"
+URI=$(cat "$state/uri" 2>/dev/null) || fail "no MLflow server: $state/uri missing (did the fixture start?)"
+[ -f "$FASHION/train-images-idx3-ubyte.gz" ] || [ -f "$FASHION/train-images-idx3-ubyte" ] ||
+  fail "Fashion-MNIST missing in $FASHION (deploy/install-deps.sh installs dataset-fashion-mnist)"
+command -v python3 >/dev/null || fail "python3 missing"
+command -v curl >/dev/null || fail "curl missing"
+for b in "$GANFLOW" "$TRAIN"; do [ -x "$b" ] || fail "binary missing: $b"; done
+
+# The private Slurm; its folder goes into a unix socket name, so it is short.
+SLURM_DIR=$(mktemp -d "${TMPDIR:-/tmp}/gfslurm.XXXXXX") || fail "mktemp"
+cleanup() {
+  "$SRC/tests/support/slurm_fixture.sh" stop "$SLURM_DIR"
+  if [ "${passed:-0}" = 1 ]; then rm -rf "$SLURM_DIR"; else
+    echo "Slurm logs kept in $SLURM_DIR/log" >&2
+  fi
+}
+"$SRC/tests/support/slurm_fixture.sh" start "$SLURM_DIR"
+rc=$?
+if [ "$rc" -ne 0 ]; then
+  "$SRC/tests/support/slurm_fixture.sh" stop "$SLURM_DIR"
+  [ "$rc" -eq 77 ] && { echo "SKIP: Slurm cannot run here (reason above)" >&2; rm -rf "$SLURM_DIR"; exit 77; }
+  fail "the Slurm fixture did not start (logs in $SLURM_DIR/log)"
+fi
+trap cleanup EXIT
+# shellcheck disable=SC1091
+. "$SLURM_DIR/env"
+echo "Slurm up in $((SECONDS - t0)) s: $(sinfo -h -o '%P %a %D %T %N' | head -n 1)"
+
+# The job's files. GANFLOW_BIN_DIR: the two binaries under one folder, as an
+# install would have them.
+rm -rf "$WORK"
+mkdir -p "$WORK/bin" || fail "cannot make $WORK"
+ln -s "$GANFLOW" "$WORK/bin/ganflow" || fail "ln"
+ln -s "$TRAIN" "$WORK/bin/ganflow-train" || fail "ln"
+uniq="$$-$(date +%s%N)"
+EXP="slurm-$uniq"
+MODEL="slurm-model-$uniq"
+CKPT=$WORK/ckpt
+JOBLOG=$WORK/job.out
+
+t1=$SECONDS
+timeout 600 sbatch --wait --parsable --ntasks=2 --cpus-per-task=1 --time=10 \
+  --job-name=gftest --output="$JOBLOG" --chdir="$WORK" \
+  --export="ALL,GANFLOW_BIN_DIR=$WORK/bin,MLFLOW_TRACKING_URI=$URI,GANFLOW_MAX_RESTARTS=1,MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL=0.5" \
+  "$SRC/deploy/slurm/ganflow.sbatch" \
+  --data "$FASHION" --model mlp --steps "$STEPS" --batch 16 --seed 7 \
+  --log-every "$LOG_EVERY" --sample-every 0 --eval-every 0 \
+  --checkpoint-every 10 --check-every 1 --checkpoint-dir "$CKPT" \
+  --experiment "$EXP" --register-model "$MODEL" --alias slurm \
+  >"$WORK/sbatch.out" 2>&1
+rc=$?
+job=$(head -n 1 "$WORK/sbatch.out" | tr -dc '0-9')
+echo "sbatch --wait: exit $rc after $((SECONDS - t1)) s (job ${job:-?})"
+if [ "$rc" -ne 0 ]; then
+  echo "--- sbatch" >&2; cat "$WORK/sbatch.out" >&2
+  echo "--- job log $JOBLOG" >&2; cat "$JOBLOG" >&2 2>/dev/null
+  [ -n "$job" ] && scontrol show job "$job" >&2
+  fail "the job exited $rc"
+fi
+grep -q "ganflow launch exited 0" "$JOBLOG" || { cat "$JOBLOG" >&2; fail "the job log lacks 'ganflow launch exited 0'"; }
+
+# Slurm's record (MinJobAge keeps it; there is no accounting database).
+if [ -n "$job" ]; then
+  info=$(scontrol show job "$job")
+  if ! grep -q "JobState=COMPLETED" <<<"$info" || ! grep -q "ExitCode=0:0" <<<"$info"; then
+    echo "$info" >&2
+    fail "scontrol: job $job not COMPLETED 0:0"
+  fi
+fi
+
+# MLflow, through its REST API.
+RUN_ID=$(cat "$CKPT/run_id" 2>/dev/null) || { cat "$JOBLOG" >&2; fail "no $CKPT/run_id"; }
+api() { curl -sfS --max-time 30 -G "$URI/api/2.0/mlflow/$1" "${@:2}"; }
+run_json=$(api runs/get --data-urlencode "run_id=$RUN_ID") || fail "runs/get $RUN_ID"
+hist_json=$(api metrics/get-history --data-urlencode "run_id=$RUN_ID" \
+  --data-urlencode "metric_key=loss/d" --data-urlencode "max_results=1000") || fail "get-history"
+alias_json=$(api registered-models/alias --data-urlencode "name=$MODEL" \
+  --data-urlencode "alias=slurm") || fail "no alias slurm on registered model $MODEL"
+versions_json=$(api model-versions/search --data-urlencode "filter=name='$MODEL'") ||
+  fail "model-versions/search $MODEL"
+
+RUN_JSON=$run_json HIST_JSON=$hist_json ALIAS_JSON=$alias_json \
+VERSIONS_JSON=$versions_json RUN_ID=$RUN_ID STEPS=$STEPS LOG_EVERY=$LOG_EVERY \
+python3 - <<'EOF' || fail "MLflow checks (above)"
+import json, os, sys
+bad = []
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok: bad.append(what)
+run = json.loads(os.environ["RUN_JSON"])["run"]
+info, data = run["info"], run.get("data", {})
+params = {p["key"]: p["value"] for p in data.get("params", [])}
+tags = {t["key"]: t["value"] for t in data.get("tags", [])}
+check(info["status"] == "FINISHED", f"run {info['run_id']} status {info['status']}")
+check(params.get("world_size") == "2", f"param world_size {params.get('world_size')}")
+check(params.get("local_batch") == "8", f"param local_batch {params.get('local_batch')}")
+check(tags.get("ganflow.world_size", "2") == "2", f"tag ganflow.world_size {tags.get('ganflow.world_size')}")
+steps, every = int(os.environ["STEPS"]), int(os.environ["LOG_EVERY"])
+hist = sorted(m["step"] for m in json.loads(os.environ["HIST_JSON"]).get("metrics", []))
+want = list(range(every, steps + 1, every))
+check(hist == want, f"loss/d steps {hist} (want {want})")
+mv = json.loads(os.environ["ALIAS_JSON"])["model_version"]
+check(mv["run_id"] == os.environ["RUN_ID"], f"alias slurm -> version {mv['version']} of run {mv['run_id']}")
+check(mv["status"] == "READY", f"version status {mv['status']}")
+versions = json.loads(os.environ["VERSIONS_JSON"]).get("model_versions", [])
+check([v["version"] for v in versions] == ["1"] and mv["version"] == "1",
+      f"a new registered model with one version: {[v['version'] for v in versions]}")
+sys.exit(1 if bad else 0)
+EOF
+
+# Passed: free what the run left on the fixture server (checkpoints are
+# artifacts) and here.
+exp_id=$(RUN_JSON=$run_json python3 -c 'import json,os; print(json.loads(os.environ["RUN_JSON"])["run"]["info"]["experiment_id"])')
+case "$exp_id" in '' | *[!0-9]*) ;; *) rm -rf "${state:?}/artifacts/$exp_id" ;; esac
+rm -rf "$WORK"
+passed=1
+echo "PASS in $((SECONDS - t0)) s"
