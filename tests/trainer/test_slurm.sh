@@ -11,12 +11,23 @@
 # that run, under the alias the job asked for); Slurm's own record of the
 # job says COMPLETED 0:0.
 #
+# Then a stop and a resume, as at a time limit: a longer job gets
+# `scancel --batch --signal=TERM` (what --signal=B:TERM@120 does) once it
+# has logged a few steps; the script passes the signal on to ganflow launch,
+# whose ranks checkpoint: job exit 143, the run KILLED, a checkpoint past the
+# last periodic one. The same sbatch again resumes from it into that run,
+# which ends FINISHED with every logged step once.
+#
+# GF_SLURM_ONLY=run|stop runs one of the two. GANFLOW_LAUNCH_ARGS in the
+# environment reaches the script (e.g. "--launcher-arg --mpi=pmix" gives MPI
+# ranks Slurm's PMIx).
+#
 #   test_slurm.sh SOURCE_DIR GANFLOW GANFLOW_TRAIN SCRATCH_DIR
 #
 # Exit 0 pass, 1 fail, 77 skip: Slurm cannot run here (binaries missing, a
 # daemon refused to start; the fixture prints the reason from the daemon's
 # log). Without the MLflow fixture or Fashion-MNIST it FAILS, as the other
-# integration tests do. Takes ~15-30 s.
+# integration tests do. Takes ~1 min.
 set -uo pipefail
 
 [ $# -eq 4 ] || { echo "usage: $0 SOURCE_DIR GANFLOW GANFLOW_TRAIN SCRATCH_DIR" >&2; exit 2; }
@@ -69,6 +80,11 @@ MODEL="slurm-model-$uniq"
 CKPT=$WORK/ckpt
 JOBLOG=$WORK/job.out
 
+ONLY=${GF_SLURM_ONLY:-}
+api() { curl -sfS --max-time 30 -G "$URI/api/2.0/mlflow/$1" "${@:2}"; }
+exp_ids=()
+
+if [ -z "$ONLY" ] || [ "$ONLY" = run ]; then
 t1=$SECONDS
 timeout 600 sbatch --wait --parsable --ntasks=2 --cpus-per-task=1 --time=10 \
   --job-name=gftest --output="$JOBLOG" --chdir="$WORK" \
@@ -101,7 +117,6 @@ fi
 
 # MLflow, through its REST API.
 RUN_ID=$(cat "$CKPT/run_id" 2>/dev/null) || { cat "$JOBLOG" >&2; fail "no $CKPT/run_id"; }
-api() { curl -sfS --max-time 30 -G "$URI/api/2.0/mlflow/$1" "${@:2}"; }
 run_json=$(api runs/get --data-urlencode "run_id=$RUN_ID") || fail "runs/get $RUN_ID"
 hist_json=$(api metrics/get-history --data-urlencode "run_id=$RUN_ID" \
   --data-urlencode "metric_key=loss/d" --data-urlencode "max_results=1000") || fail "get-history"
@@ -139,10 +154,90 @@ check([v["version"] for v in versions] == ["1"] and mv["version"] == "1",
 sys.exit(1 if bad else 0)
 EOF
 
-# Passed: free what the run left on the fixture server (checkpoints are
+exp_ids+=("$(RUN_JSON=$run_json python3 -c 'import json,os; print(json.loads(os.environ["RUN_JSON"])["run"]["info"]["experiment_id"])')")
+echo "run: passed in $((SECONDS - t1)) s"
+fi
+
+if [ -z "$ONLY" ] || [ "$ONLY" = stop ]; then
+t1=$SECONDS
+SCKPT=$WORK/stop-ckpt
+SLOG=$WORK/stop.out
+SSTEPS=2000
+SEVERY=100
+stop_args=(--data "$FASHION" --model mlp --steps "$SSTEPS" --batch 16 --seed 7
+  --log-every "$SEVERY" --sample-every 0 --eval-every 0
+  --checkpoint-every 1000 --checkpoint-dir "$SCKPT"
+  --experiment "$EXP-stop" --register-model '')
+submit_opts=(--ntasks=2 --cpus-per-task=1 --time=10 --output="$SLOG" --chdir="$WORK"
+  --export="ALL,GANFLOW_BIN_DIR=$WORK/bin,MLFLOW_TRACKING_URI=$URI,GANFLOW_MAX_RESTARTS=1,MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL=0.5")
+job=$(sbatch --parsable --job-name=gftest-stop "${submit_opts[@]}" \
+  "$SRC/deploy/slurm/ganflow.sbatch" "${stop_args[@]}") || fail "sbatch of the job to stop"
+job=${job%%;*}
+# Until it has logged a few steps (the ranks started, the run exists).
+want_line="step $((3 * SEVERY))/"
+for _ in $(seq 1 1200); do
+  grep -q "$want_line" "$SLOG" 2>/dev/null && break
+  squeue -h -j "$job" 2>/dev/null | grep -q . || break
+  sleep 0.1
+done
+grep -q "$want_line" "$SLOG" 2>/dev/null ||
+  { cat "$SLOG" >&2; fail "stop: the job never reached $want_line"; }
+scancel --batch --signal=TERM "$job" || fail "scancel --batch --signal=TERM $job"
+for _ in $(seq 1 1200); do
+  scontrol show job "$job" 2>/dev/null | grep -qE "JobState=(RUNNING|COMPLETING|PENDING)" || break
+  sleep 0.1
+done
+info=$(scontrol show job "$job")
+if ! grep -q "ExitCode=143:0" <<<"$info"; then
+  cat "$SLOG" >&2
+  grep -E "JobState|ExitCode" <<<"$info" >&2
+  fail "stop: job $job did not exit 143 after scancel --batch --signal=TERM"
+fi
+SRUN_ID=$(cat "$SCKPT/run_id" 2>/dev/null) || fail "stop: no $SCKPT/run_id"
+status=$(api runs/get --data-urlencode "run_id=$SRUN_ID" |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["run"]["info"]["status"])')
+[ "$status" = KILLED ] || { cat "$SLOG" >&2; fail "stop: run $SRUN_ID is $status, want KILLED"; }
+last=$(find "$SCKPT" -maxdepth 1 -name 'ckpt-*.safetensors' | sort | tail -n 1)
+last_step=$(basename "${last:-ckpt-0}" .safetensors | sed 's/^ckpt-0*//')
+if [ -z "$last_step" ] || [ $((last_step % 1000)) -eq 0 ]; then
+  cat "$SLOG" >&2
+  fail "stop: no checkpoint at the stop step (newest: ${last:-none})"
+fi
+echo "stop: job $job exit 143 after $((SECONDS - t1)) s, run KILLED, checkpoint at step $last_step"
+
+# The same command again: it resumes into the same run.
+if ! timeout 600 sbatch --wait --job-name=gftest-resume "${submit_opts[@]}" \
+    "$SRC/deploy/slurm/ganflow.sbatch" "${stop_args[@]}" >"$WORK/resume.out" 2>&1; then
+  cat "$WORK/resume.out" "$SLOG" >&2
+  fail "resume: the job failed"
+fi
+[ "$(cat "$SCKPT/run_id")" = "$SRUN_ID" ] || fail "resume: another run id in $SCKPT/run_id"
+grep -q "resuming from .*ckpt-0*$last_step" "$SLOG" ||
+  { cat "$SLOG" >&2; fail "resume: not from the checkpoint at step $last_step"; }
+run_json=$(api runs/get --data-urlencode "run_id=$SRUN_ID") || fail "runs/get $SRUN_ID"
+hist_json=$(api metrics/get-history --data-urlencode "run_id=$SRUN_ID" \
+  --data-urlencode "metric_key=loss/d" --data-urlencode "max_results=10000") || fail "get-history"
+RUN_JSON=$run_json HIST_JSON=$hist_json STEPS=$SSTEPS LOG_EVERY=$SEVERY python3 - <<'PY' ||
+import json, os, sys
+run = json.loads(os.environ["RUN_JSON"])["run"]
+steps, every = int(os.environ["STEPS"]), int(os.environ["LOG_EVERY"])
+hist = sorted(m["step"] for m in json.loads(os.environ["HIST_JSON"]).get("metrics", []))
+want = list(range(every, steps + 1, every))
+ok = run["info"]["status"] == "FINISHED" and hist == want
+print(("ok   " if ok else "FAIL ") + f"resumed run {run['info']['status']}, loss/d steps "
+      + ("each once" if hist == want else f"{hist} (want {want})"))
+sys.exit(0 if ok else 1)
+PY
+  fail "resume: MLflow checks (above)"
+exp_ids+=("$(RUN_JSON=$run_json python3 -c 'import json,os; print(json.loads(os.environ["RUN_JSON"])["run"]["info"]["experiment_id"])')")
+echo "stop and resume: passed in $((SECONDS - t1)) s"
+fi
+
+# Passed: free what the runs left on the fixture server (checkpoints are
 # artifacts) and here.
-exp_id=$(RUN_JSON=$run_json python3 -c 'import json,os; print(json.loads(os.environ["RUN_JSON"])["run"]["info"]["experiment_id"])')
-case "$exp_id" in '' | *[!0-9]*) ;; *) rm -rf "${state:?}/artifacts/$exp_id" ;; esac
+for exp_id in "${exp_ids[@]}"; do
+  case "$exp_id" in '' | *[!0-9]*) ;; *) rm -rf "${state:?}/artifacts/$exp_id" ;; esac
+done
 rm -rf "$WORK"
 passed=1
 echo "PASS in $((SECONDS - t0)) s"
