@@ -1,14 +1,19 @@
 /* comm.h - the collective layer of data-parallel training (DESIGN §4.6):
  * how the process was launched, and a communicator with all-reduce,
- * broadcast, barrier and allgather on one of three engines, chosen like the
+ * broadcast, barrier and allgather on one of four engines, chosen like the
  * kernels' backends:
  *   local  world 1: every op is a no-op (allgather a copy); no library used
  *   mpi    host buffers; MPI non-blocking collectives (GF_HAVE_MPI builds)
  *   nccl   CUDA device buffers ordered after the gf_ctx's stream (builds
  *          with the CUDA backend and NCCL, GF_HAVE_NCCL)
+ *   tcp    host buffers over a full mesh of TCP connections bootstrapped
+ *          from MASTER_ADDR:MASTER_PORT, no library (every POSIX build):
+ *          CPU ranks of a torchrun-style launch, like PyTorch's gloo
  *
  * Every wait has a deadline (gf_comm_config.timeout_s): a peer that never
  * arrives gives GF_ETIMEOUT, never a hang; gf_comm_abort then ends the job.
+ * tcp: a peer that dies (its connection closes without gf_comm_free) is
+ * GF_EIO naming that rank at once, not at the timeout.
  * Collectives are matched across ranks by call order: every rank must call
  * the same sequence of gf_comm_* collectives (iallreduce, allreduce,
  * broadcast, barrier, allgather) with the same counts, dtypes and roots;
@@ -32,16 +37,19 @@ struct gf_ctx;
 typedef enum gf_comm_backend {
   GF_COMM_LOCAL = 0,
   GF_COMM_MPI = 1,
-  GF_COMM_NCCL = 2
+  GF_COMM_NCCL = 2,
+  GF_COMM_TCP = 3
 } gf_comm_backend;
 
 typedef enum gf_allreduce_algo {
-  /* "ring": the engine's own all-reduce (MPI_Allreduce / ncclAllReduce) */
+  /* "ring": the engine's own all-reduce (MPI_Allreduce / ncclAllReduce;
+   * tcp: a ring reduce-scatter + allgather, a fixed order of additions for
+   * a given world) */
   GF_ALLREDUCE_ENGINE = 0,
   /* "reduce-bcast": reduce to rank 0, then broadcast */
   GF_ALLREDUCE_REDUCE_BCAST = 1,
   /* "hierarchical": reduce inside each node (MPI_Comm_split_type SHARED;
-   * NCCL: a per-node communicator), all-reduce among node leaders,
+   * NCCL: a per-node communicator; tcp: the ranks of each hostname), all-reduce among node leaders,
    * broadcast inside the node */
   GF_ALLREDUCE_HIER = 2,
   /* "tree": recursive doubling with a fixed pairing, identical bits at any
@@ -74,8 +82,8 @@ typedef struct gf_launch_info {
                             from hostnames) */
   int local_world_size;  /* 1..world_size; world_size when not said */
   char launcher[16];     /* "none", "mpirun", "srun", "torchrun" */
-  char master_addr[256]; /* torchrun: MASTER_ADDR ("" otherwise) */
-  int master_port;       /* torchrun: MASTER_PORT (0 otherwise) */
+  char master_addr[256]; /* MASTER_ADDR ("" when not given) */
+  int master_port;       /* MASTER_PORT (0 when not given) */
   char hostname[256];    /* gethostname() of this process */
 } gf_launch_info;
 
@@ -94,6 +102,9 @@ typedef struct gf_launch_info {
  *             LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (both required
  *             when WORLD_SIZE > 1)
  *   none      otherwise: rank 0 of 1
+ * mpirun and srun launches take MASTER_ADDR and MASTER_PORT too when both
+ * are set (optional there; checked the same way; one without the other is
+ * ignored), so the tcp engine and the nccl rendezvous work under them.
  * Every value is checked: decimal digits only, 0 <= rank < world <= 65536,
  * local rank < local world <= world, port 1..65535, MASTER_ADDR a host name
  * or address. A malformed or missing value is GF_EINVAL with a message that
@@ -127,6 +138,12 @@ typedef struct gf_comm gf_comm; /* opaque */
  *         else over a small TCP rendezvous at MASTER_ADDR:MASTER_PORT (rank
  *         0 listens, the others connect); the communicators are
  *         non-blocking so every wait can time out.
+ *   tcp   rank 0 listens on MASTER_PORT (a port in use is GF_EIO naming
+ *         it), every rank connects to it (retrying until the timeout) and
+ *         gets the table of every rank's own listening port, then each
+ *         pair connects; a rank that does not arrive is GF_ETIMEOUT naming
+ *         it, a WORLD_SIZE that differs or a rank that comes twice
+ *         GF_EINVAL. Needs master_addr and master_port in the launch.
  *   local launch->world_size must be 1.
  * Then, when world > 1, the hostnames are allgathered (gf_comm_nodes, local
  * rank and world). GF_EUNSUPPORTED with a clear message when this build
@@ -138,12 +155,16 @@ gf_status gf_comm_init(gf_comm **out, const gf_comm_config *cfg, gf_err *err);
  * MPI. With operations still in flight (after a GF_ETIMEOUT) it does not
  * wait for peers that may never come: mpi leaves its communicators, the
  * buffers MPI may still write and MPI itself alone (call gf_comm_abort
- * first to end the job); nccl aborts its communicators. */
+ * first to end the job); nccl aborts its communicators; tcp closes its
+ * sockets without waiting (peers see a goodbye, or an error if they still
+ * expected data). */
 void gf_comm_free(gf_comm *c);
 /* Ends the job's other ranks too, for use after a timeout or a fatal error
  * on one rank. mpi (and nccl bootstrapped over MPI): MPI_Abort(code), which
  * does not return under Open MPI. nccl: ncclCommAbort on every
- * communicator, so that peers' pending operations fail. Afterwards every
+ * communicator, so that peers' pending operations fail. tcp: sends an
+ * abort notice and closes every socket, so that every peer fails at once
+ * with GF_EIO naming this rank. Afterwards every
  * collective on c returns GF_ESTATE; gf_comm_free is still needed. */
 void gf_comm_abort(gf_comm *c, int code);
 
@@ -155,28 +176,29 @@ int gf_comm_nodes(const gf_comm *c);       /* distinct hostnames */
 gf_comm_backend gf_comm_backend_of(const gf_comm *c);
 gf_allreduce_algo gf_comm_algo_of(const gf_comm *c);
 /* 1: data buffers of allreduce/broadcast are CUDA device pointers (nccl);
- * 0: host memory. */
+ * 0: host memory (local, mpi, tcp). */
 int gf_comm_device_buffers(const gf_comm *c);
 /* The timeout of every later wait, in seconds (<= 0 means 600 s); also for
  * requests already in flight. */
 void gf_comm_set_timeout(gf_comm *c, double timeout_s);
 double gf_comm_timeout(const gf_comm *c);
 
-/* True when this build has backend b (local: always). */
+/* True when this build has backend b (local and tcp: always). */
 int gf_comm_built(gf_comm_backend b);
-/* Static names: "local", "mpi", "nccl"; "ring", "reduce-bcast",
+/* Static names: "local", "mpi", "nccl", "tcp"; "ring", "reduce-bcast",
  * "hierarchical", "tree"; "?" for a value out of range. */
 const char *gf_comm_backend_name(gf_comm_backend b);
 const char *gf_allreduce_algo_name(gf_allreduce_algo a);
 /* Parses one of the algo names above; GF_EINVAL listing them otherwise. */
 gf_status gf_allreduce_algo_parse(const char *s, gf_allreduce_algo *out,
                                   gf_err *err);
-/* Parses "local", "mpi" or "nccl"; GF_EINVAL otherwise. */
+/* Parses "local", "mpi", "nccl" or "tcp"; GF_EINVAL otherwise. */
 gf_status gf_comm_backend_parse(const char *s, gf_comm_backend *out,
                                 gf_err *err);
 
 /* ---- collectives ----------------------------------------------------------
- * Buffers: host memory (local, mpi) or CUDA device memory (nccl, checked).
+ * Buffers: host memory (local, mpi, tcp) or CUDA device memory (nccl,
+ * checked).
  * count elements of dt; count 0 is a valid no-op. All ranks must pass the
  * same count, dt and op. */
 
@@ -190,7 +212,9 @@ gf_status gf_comm_allreduce(gf_comm *c, void *buf, size_t count,
  * the wait. The several-step algorithms (reduce-bcast, hierarchical, tree)
  * are state machines advanced by gf_comm_test / gf_comm_wait. nccl: the
  * operation is ordered after the work queued on the ctx's stream so far and
- * runs on a stream of the comm. */
+ * runs on a stream of the comm. tcp: one
+ * communicating step moves at a time, in call order, and only inside
+ * gf_comm_* calls (non-blocking sockets; no thread). */
 gf_status gf_comm_iallreduce(gf_comm *c, void *buf, size_t count,
                              gf_comm_dtype dt, gf_reduce_op op, int *req,
                              gf_err *err);

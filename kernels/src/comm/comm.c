@@ -1,9 +1,9 @@
 /* comm.c - gf_comm: the choice of an engine, argument checks, the request
  * state machine (steps of each algorithm, lane order, progress, timeouts),
  * topology from hostnames and statistics; see gf/comm.h and comm_impl.h.
- * The engines (comm_local.c, comm_mpi.c, comm_nccl.c) only start and test
- * steps. Launch parsing is in comm_launch.c, the TCP rendezvous in
- * comm_rdv.c. */
+ * The engines (comm_local.c, comm_mpi.c, comm_nccl.c, comm_tcp.c) only
+ * start and test steps. Launch parsing is in comm_launch.c, the TCP
+ * rendezvous in comm_rdv.c, sockets in comm_tcp_net.c. */
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +19,7 @@ const char *gf_comm_backend_name(gf_comm_backend b) {
   case GF_COMM_LOCAL: return "local";
   case GF_COMM_MPI: return "mpi";
   case GF_COMM_NCCL: return "nccl";
+  case GF_COMM_TCP: return "tcp";
   }
   return "?";
 }
@@ -49,14 +50,14 @@ gf_status gf_allreduce_algo_parse(const char *s, gf_allreduce_algo *out,
 
 gf_status gf_comm_backend_parse(const char *s, gf_comm_backend *out,
                                 gf_err *err) {
-  for (int b = GF_COMM_LOCAL; b <= GF_COMM_NCCL; b++) {
+  for (int b = GF_COMM_LOCAL; b <= GF_COMM_TCP; b++) {
     if (s && strcmp(s, gf_comm_backend_name((gf_comm_backend)b)) == 0) {
       *out = (gf_comm_backend)b;
       return GF_OK;
     }
   }
   return gf_fail(err, GF_EINVAL,
-                 "comm: unknown backend \"%.64s\" (local, mpi, nccl)",
+                 "comm: unknown backend \"%.64s\" (local, mpi, nccl, tcp)",
                  s ? s : "(null)");
 }
 
@@ -75,6 +76,7 @@ int gf_comm_built(gf_comm_backend b) {
 #else
     return 0;
 #endif
+  case GF_COMM_TCP: return 1; /* POSIX sockets only */
   }
   return 0;
 }
@@ -623,6 +625,7 @@ static const gf_comm_ops *engine_of(gf_comm_backend b) {
 #else
     return NULL;
 #endif
+  case GF_COMM_TCP: return &gf_comm_tcp_ops;
   }
   return NULL;
 }
@@ -675,7 +678,7 @@ gf_status gf_comm_init(gf_comm **out, const gf_comm_config *cfg, gf_err *err) {
   if (!cfg || !cfg->launch)
     return gf_fail(err, GF_EINVAL, "comm: NULL %s", cfg ? "launch" : "config");
   const gf_launch_info *li = cfg->launch;
-  if ((unsigned)cfg->backend > GF_COMM_NCCL)
+  if ((unsigned)cfg->backend > GF_COMM_TCP)
     return gf_fail(err, GF_EINVAL, "comm: unknown backend %d",
                    (int)cfg->backend);
   if ((unsigned)cfg->algo > GF_ALLREDUCE_TREE)
@@ -695,7 +698,7 @@ gf_status gf_comm_init(gf_comm **out, const gf_comm_config *cfg, gf_err *err) {
   if (cfg->backend == GF_COMM_LOCAL && li->world_size != 1)
     return gf_fail(err, GF_EINVAL,
                    "comm: the local backend runs world 1, but the launch "
-                   "(%s) says world %d: use mpi or nccl",
+                   "(%s) says world %d: use mpi, tcp or nccl",
                    li->launcher, li->world_size);
   if (cfg->algo == GF_ALLREDUCE_TREE &&
       (li->world_size & (li->world_size - 1)) != 0)

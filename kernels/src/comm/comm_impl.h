@@ -1,6 +1,6 @@
 /* comm_impl.h - private to kernels/src/comm/: the gf_comm struct, the
  * request state machine every collective runs through, and the engine table
- * (local, mpi, nccl) that comm.c dispatches to, like backend.h for ops.
+ * (local, mpi, nccl, tcp) that comm.c dispatches to, like backend.h for ops.
  *
  * Every collective is a request: a short list of steps (engine primitives
  * such as "reduce to root 0 inside the node" or "exchange with rank r^2 and
@@ -142,8 +142,9 @@ struct gf_comm {
   gf_comm_stats stats;
 };
 
-/* The engines (comm_local.c, comm_mpi.c, comm_nccl.c). */
+/* The engines (comm_local.c, comm_mpi.c, comm_nccl.c, comm_tcp.c). */
 extern const gf_comm_ops gf_comm_local_ops;
+extern const gf_comm_ops gf_comm_tcp_ops;
 #ifdef GF_HAVE_MPI
 extern const gf_comm_ops gf_comm_mpi_ops;
 #endif
@@ -175,6 +176,105 @@ void gf_comm_host_add(gf_comm_dtype dt, void *dst, const void *lower,
                       const void *higher, size_t n);
 /* Host: buf[i] *= 1/world (f32: the f32 of 1.0/world; f64: 1.0/world). */
 void gf_comm_host_scale(gf_comm_dtype dt, void *buf, size_t n, int world);
+
+/* ---- socket helpers (comm_tcp_net.c; used by comm_rdv.c and the tcp
+ * engine) ------------------------------------------------------------------
+ * Every socket is non-blocking and close-on-exec; every wait polls against
+ * a CLOCK_MONOTONIC deadline (seconds, gf_comm_now()). */
+struct addrinfo;
+/* Milliseconds left until the deadline for poll(): 0 once it has passed,
+ * at least 1 before. */
+int gf_comm_ms_left(double deadline);
+/* Big-endian integers of the wire formats. */
+void gf_comm_put_u32(unsigned char *p, uint32_t v);
+uint32_t gf_comm_get_u32(const unsigned char *p);
+int gf_comm_set_nonblock(int fd);
+/* Moves exactly n bytes over non-blocking fd before the deadline (out: send
+ * with MSG_NOSIGNAL, else recv). Returns 0, or -1 with errno (ETIMEDOUT at
+ * the deadline, EPIPE for a peer that closed). */
+int gf_comm_io_full(int fd, void *buf, size_t n, int out, double deadline);
+/* A non-blocking listening socket on `port` of every address (IPv6
+ * dual-stack, else IPv4), SO_REUSEADDR. port 0: an ephemeral port, written
+ * to *bound. The caller owns *out (close). GF_EIO naming `who` (message
+ * prefix) and, for port > 0, MASTER_PORT and the port; a port in use says
+ * so. */
+gf_status gf_comm_listen(const char *who, int port, int *out, int *bound,
+                         gf_err *err);
+/* One connection attempt to each address of the list; returns a connected
+ * non-blocking fd (the caller closes it) or -1 with errno of the last
+ * failure. Waits at most 1 s (and not past the deadline) per address. */
+int gf_comm_connect_once(const struct addrinfo *ai, double deadline);
+/* Connects to addr:port, retrying every 50 ms until the deadline (the peer
+ * may not listen yet). GF_OK with *fd connected (caller-owned);
+ * GF_EINVAL (err filled, naming `who`) when addr does not resolve;
+ * GF_ETIMEOUT at the deadline with only `why` filled (the last failure),
+ * for the caller's message. */
+gf_status gf_comm_dial(const char *who, const char *addr, int port,
+                       double deadline, int *fd, char *why, size_t why_cap,
+                       gf_err *err);
+
+/* ---- tcp engine wire format (comm_tcp_net.c) -----------------------------
+ * Bootstrap messages, integers big-endian, GF_TCP_MSG_BYTES each:
+ *   "gfTC" | version u16 (GF_TCP_VERSION) | kind u16 | rank u32 | world u32
+ *   | port u32 | token u32
+ * kinds: HELLO (rank -> rank 0: its rank, world and listening port),
+ * TABLE (rank 0 -> rank: rank = the recipient, token = this job's nonce;
+ * followed by world GF_TCP_ENTRY_BYTES entries), REJECT (rank 0 -> rank:
+ * port = the reason, world = rank 0's world), MESH (rank j -> rank i < j
+ * over j's new connection: j, the token) and MESH_ACK (i -> j). A table
+ * entry: family u8 (0 for rank 0, which everyone reaches at MASTER_ADDR; 4
+ * or 6) | 3 zero bytes | address (16 bytes; IPv4 in the first 4, the rest
+ * zero) | port u32. */
+#define GF_TCP_VERSION 1
+#define GF_TCP_MSG_BYTES 24
+#define GF_TCP_ENTRY_BYTES 24
+#define GF_TCP_MAX_WORLD 65536
+enum {
+  GF_TCP_HELLO = 1,
+  GF_TCP_TABLE = 2,
+  GF_TCP_REJECT = 3,
+  GF_TCP_MESH = 4,
+  GF_TCP_MESH_ACK = 5
+};
+/* REJECT reasons */
+enum { GF_TCP_R_WORLD = 1, GF_TCP_R_TWICE = 2, GF_TCP_R_VERSION = 3 };
+typedef struct gf_tcp_msg {
+  int kind;       /* GF_TCP_HELLO..GF_TCP_MESH_ACK */
+  int rank;       /* 0 <= rank < world */
+  int world;      /* 1..GF_TCP_MAX_WORLD */
+  int port;       /* HELLO: 1..65535; REJECT: the reason; else 0 */
+  uint32_t token; /* TABLE, MESH, MESH_ACK: != 0; else 0 */
+} gf_tcp_msg;
+typedef struct gf_tcp_entry {
+  int family;             /* 0 (rank 0), 4 or 6 */
+  unsigned char addr[16]; /* family 4: first 4 bytes */
+  int port;               /* 1..65535; 0 for rank 0 */
+} gf_tcp_entry;
+/* Writes m as GF_TCP_MSG_BYTES bytes (m is not checked). */
+void gf_comm_tcp_put_msg(unsigned char *p, const gf_tcp_msg *m);
+/* Parses n bytes from a peer (outside input): magic, version, kind, and
+ * every field against the kind's range above. GF_EFORMAT with a message
+ * naming the field otherwise; *out written only on success. */
+gf_status gf_comm_tcp_parse_msg(const unsigned char *p, size_t n,
+                                gf_tcp_msg *out, gf_err *err);
+/* Parses the n bytes of a table of `world` entries (n must be world *
+ * GF_TCP_ENTRY_BYTES): entry 0 all zero, the others family 4 or 6 with
+ * zero padding, a non-zero address and a port 1..65535. out has world
+ * entries (caller-owned); GF_EFORMAT naming the entry otherwise. */
+gf_status gf_comm_tcp_parse_table(const unsigned char *p, size_t n, int world,
+                                  gf_tcp_entry *out, gf_err *err);
+/* The tcp engine's bootstrap: rank 0 listens on MASTER_PORT and collects a
+ * HELLO from every rank, checks world agreement and that each rank comes
+ * once, and sends everyone the TABLE; then every rank j connects to every
+ * rank 0 < i < j and identifies itself (MESH / MESH_ACK); the connection
+ * to rank 0 is the one of the hello. fds (world entries, caller-owned) get
+ * one connected non-blocking TCP_NODELAY socket per peer (fds[rank] = -1),
+ * which the caller closes. Everything before one deadline: GF_ETIMEOUT
+ * names the ranks that did not arrive; GF_EINVAL for a world or rank that
+ * disagrees; GF_EIO for socket errors (a MASTER_PORT in use names it). On
+ * failure every socket is closed and fds are all -1. */
+gf_status gf_comm_tcp_bootstrap(const gf_launch_info *li, double timeout_s,
+                                int *fds, gf_err *err);
 
 /* ---- bootstrap helpers --------------------------------------------------- */
 /* TCP rendezvous (comm_rdv.c): rank 0 listens on port (all addresses) and

@@ -1,0 +1,657 @@
+/* test_comm_tcp.c - gf_comm's tcp engine (kernels/src/comm/comm_tcp*.c) on
+ * real processes: the binary forks and execs itself once per rank with
+ * torchrun-style variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+ * MASTER_ADDR=127.0.0.1, MASTER_PORT=a free port) and collects the ranks'
+ * exit statuses. argv[1] is the world (2 or 4). Each rank computes every
+ * rank's inputs itself and checks its results against a CPU reference:
+ *   - every algorithm (ring, reduce-bcast, hierarchical on one host and on
+ *     two fake hosts, tree) x SUM/AVG x f32/f64, and i64 SUM, within
+ *     rounding of the exact sum, identical bits on every rank;
+ *   - tree: bit for bit the sum in the fixed tree order, on inputs where
+ *     the reversed order gives other bits (checked, so the test can fail);
+ *   - 8 overlapping iallreduce requests with a barrier among them,
+ *     completed with test/wait in an order that differs between ranks;
+ *   - allgather, broadcast from rank 1 (f64, i64, u8), barrier, topology;
+ *   - ranks that call different collectives: GF_EINVAL on both sides;
+ *   - a rank that never calls: GF_ETIMEOUT within the timeout + 1 s;
+ *   - a rank that _exit()s in the middle of an all-reduce: GF_EIO naming it
+ *     within 2 s on every other rank;
+ *   - a rank with another WORLD_SIZE: rejected at bootstrap with a message
+ *     saying so;
+ * and in this process: MASTER_PORT in use (GF_EIO naming the port), a
+ * bootstrap where nobody comes (GF_ETIMEOUT naming the missing ranks), the
+ * wire parsers on good and bad messages.
+ *
+ * GF_COMM_BENCH=<n>: instead, rank 0 prints the median of 20 blocking
+ * all-reduces of n floats per algorithm. */
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "comm/comm_impl.h"
+#include "gf/comm.h"
+
+#define MAXW 8
+
+/* ---- inputs and references ---------------------------------------------- */
+
+static uint64_t hash64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  return x ^ (x >> 33);
+}
+
+/* Rank r's element i: full mantissas, exponents -3..3, both signs, so the
+ * order of additions shows in the rounded sums. */
+static double input(int r, size_t i) {
+  uint64_t h = hash64(((uint64_t)r << 40) + i + 17);
+  double m = 1.0 + (double)(h & 0xfffffffffffffull) / 4503599627370496.0;
+  return ((h >> 63) ? -1.0 : 1.0) * ldexp(m, (int)((h >> 52) % 7) - 3);
+}
+static int64_t input_i(int r, size_t i) {
+  return (int64_t)(hash64(((uint64_t)r << 40) ^ (i * 31 + 5)) >> 3);
+}
+
+/* The tree's sum in rank order (lower + higher, level 0 first); reversed:
+ * pairs half a world apart first (a wrong tree). */
+static float tree_f(int world, size_t i, int reversed) {
+  float v[MAXW];
+  for (int r = 0; r < world; r++) v[r] = (float)input(r, i);
+  if (reversed) {
+    for (int h = world / 2; h >= 1; h /= 2)
+      for (int r = 0; r < h; r++) v[r] = v[r] + v[r + h];
+  } else {
+    for (int l = 1; l < world; l *= 2)
+      for (int r = 0; r + l < world; r += 2 * l) v[r] = v[r] + v[r + l];
+  }
+  return v[0];
+}
+static double tree_d(int world, size_t i) {
+  double v[MAXW];
+  for (int r = 0; r < world; r++) v[r] = input(r, i);
+  for (int l = 1; l < world; l *= 2)
+    for (int r = 0; r + l < world; r += 2 * l) v[r] = v[r] + v[r + l];
+  return v[0];
+}
+
+static void fill_in(gf_comm_dtype dt, void *buf, int rank, size_t off,
+                    size_t n) {
+  for (size_t k = 0; k < n; k++) {
+    if (dt == GF_CDT_F32) ((float *)buf)[k] = (float)input(rank, off + k);
+    else if (dt == GF_CDT_F64) ((double *)buf)[k] = input(rank, off + k);
+    else ((int64_t *)buf)[k] = input_i(rank, off + k);
+  }
+}
+
+/* Misses of buf against the exact sum (x 1/world for AVG): within rounding
+ * for every algorithm; the tree's bits for the tree. */
+static size_t misses(gf_comm *c, gf_comm_dtype dt, gf_reduce_op op,
+                     const void *buf, size_t off, size_t n) {
+  int world = gf_comm_world(c);
+  int tree = gf_comm_algo_of(c) == GF_ALLREDUCE_TREE;
+  size_t bad = 0;
+  for (size_t k = 0; k < n; k++) {
+    size_t i = off + k;
+    double exact = 0, mag = 0;
+    for (int r = 0; r < world; r++) {
+      double x = dt == GF_CDT_F32 ? (double)(float)input(r, i) : input(r, i);
+      exact += x;
+      mag += fabs(x);
+    }
+    int bits_ok = 1;
+    double got, tol;
+    if (dt == GF_CDT_F32) {
+      got = ((const float *)buf)[k];
+      tol = 2.0 * world * ldexp(mag, -24);
+      if (tree) {
+        float want = tree_f(world, i, 0);
+        if (op == GF_RED_AVG) want *= (float)(1.0 / world);
+        bits_ok = memcmp(&want, (const float *)buf + k, 4) == 0;
+      }
+    } else {
+      got = ((const double *)buf)[k];
+      tol = 2.0 * world * ldexp(mag, -53);
+      if (tree) {
+        double want = tree_d(world, i);
+        if (op == GF_RED_AVG) want *= 1.0 / world;
+        bits_ok = memcmp(&want, (const double *)buf + k, 8) == 0;
+      }
+    }
+    if (op == GF_RED_AVG) exact /= world, tol /= world;
+    if (!(fabs(got - exact) <= tol) || !bits_ok) {
+      if (bad < 3)
+        fprintf(stderr, "  [%zu] %.17g, want %.17g +- %.3g%s\n", i, got, exact,
+                tol, bits_ok ? "" : " (not the tree's bits)");
+      bad++;
+    }
+  }
+  return bad;
+}
+
+static uint64_t fnv(const void *p, size_t n) {
+  const unsigned char *b = p;
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+static int identical_everywhere(gf_comm *c, const void *p, size_t n) {
+  uint64_t mine = fnv(p, n), all[MAXW];
+  gf_err e = {0};
+  if (gf_comm_allgather(c, &mine, sizeof mine, all, &e)) return 0;
+  for (int r = 0; r < gf_comm_world(c); r++)
+    if (all[r] != mine) return 0;
+  return 1;
+}
+
+static double now_s(void) { return gf_comm_now(); }
+
+/* ---- the ranks' checks --------------------------------------------------- */
+
+static void check_sums(gf_comm *c, const char *an) {
+  const size_t n = 1031; /* not a multiple of any world: uneven chunks */
+  int rank = gf_comm_rank(c), world = gf_comm_world(c);
+  double *buf = malloc(n * 8);
+  REQUIRE(buf);
+  gf_err e = {0};
+  for (int d = 0; d < 2; d++) {
+    for (int o = 0; o < 2; o++) {
+      gf_comm_dtype dt = d ? GF_CDT_F64 : GF_CDT_F32;
+      gf_reduce_op op = o ? GF_RED_AVG : GF_RED_SUM;
+      fill_in(dt, buf, rank, 0, n);
+      CHECKF(gf_comm_allreduce(c, buf, n, dt, op, &e) == GF_OK, "%s: %s", an,
+             e.msg);
+      size_t bad = misses(c, dt, op, buf, 0, n);
+      CHECKF(bad == 0, "%s %s %s: %zu of %zu wrong", an, d ? "f64" : "f32",
+             o ? "avg" : "sum", bad, n);
+      CHECKF(identical_everywhere(c, buf, n * (d ? 8 : 4)),
+             "%s: ranks hold different bits", an);
+    }
+  }
+  int64_t *ib = (int64_t *)buf;
+  fill_in(GF_CDT_I64, ib, rank, 0, n);
+  CHECKF(gf_comm_allreduce(c, ib, n, GF_CDT_I64, GF_RED_SUM, &e) == GF_OK,
+         "%s i64: %s", an, e.msg);
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t want = 0;
+    for (int r = 0; r < world; r++) want += (uint64_t)input_i(r, i);
+    bad += (uint64_t)ib[i] != want;
+  }
+  CHECKF(bad == 0, "%s i64: %zu wrong", an, bad);
+  /* fewer elements than ranks: empty ring chunks */
+  float small[3] = {1.0f + (float)rank, 2.0f, 3.0f};
+  CHECK(gf_comm_allreduce(c, small, 3, GF_CDT_F32, GF_RED_SUM, &e) == GF_OK);
+  CHECK(small[0] == (float)(world * (world + 1) / 2) &&
+        small[2] == 3.0f * (float)world);
+  CHECK(gf_comm_allreduce(c, NULL, 0, GF_CDT_F32, GF_RED_SUM, &e) == GF_OK);
+  free(buf);
+
+  if (gf_comm_algo_of(c) == GF_ALLREDUCE_TREE) {
+    /* the reference must be able to fail: the reversed tree (at 4) or the
+     * other operand order (at 2: the same bits, addition commutes, so the
+     * proof is the reversed tree at 4 and the written-out sum at 2) */
+    size_t differ = 0;
+    for (size_t i = 0; i < n; i++)
+      differ += tree_f(world, i, 0) != tree_f(world, i, 1);
+    if (world == 4)
+      CHECKF(differ > n / 8, "tree inputs too tame: %zu of %zu differ", differ,
+             n);
+    if (world == 2) {
+      float v[64];
+      fill_in(GF_CDT_F32, v, rank, 0, 64);
+      CHECK(gf_comm_allreduce(c, v, 64, GF_CDT_F32, GF_RED_SUM, &e) == GF_OK);
+      size_t miss = 0;
+      for (size_t i = 0; i < 64; i++) {
+        float s = (float)input(0, i) + (float)input(1, i);
+        miss += memcmp(&s, &v[i], 4) != 0;
+      }
+      CHECKF(miss == 0, "tree at 2: %zu not v0 + v1", miss);
+    }
+  }
+}
+
+static void check_overlap(gf_comm *c, const char *an) {
+  enum { NB = 8, LEN = 4099 };
+  int rank = gf_comm_rank(c);
+  float *buf = malloc(sizeof(float) * NB * LEN);
+  REQUIRE(buf);
+  fill_in(GF_CDT_F32, buf, rank, 0, (size_t)NB * LEN);
+  gf_err e = {0};
+  int h[NB], finished[NB] = {0};
+  for (int b = 0; b < NB; b++) {
+    CHECKF(gf_comm_iallreduce(c, buf + (size_t)b * LEN, LEN, GF_CDT_F32,
+                              GF_RED_SUM, &h[b], &e) == GF_OK,
+           "%s: iallreduce %d: %s", an, b, e.msg);
+    if (b == 4) CHECKF(gf_comm_barrier(c, &e) == GF_OK, "%s: %s", an, e.msg);
+  }
+  int left = NB;
+  double t0 = now_s();
+  while (left && now_s() - t0 < 20) {
+    for (int k = 0; k < NB; k++) {
+      int b = rank % 2 ? k : NB - 1 - k, done = 0;
+      if (finished[b]) continue;
+      CHECK(gf_comm_test(c, h[b], &done, &e) == GF_OK);
+      if (!done) continue;
+      CHECKF(gf_comm_wait(c, h[b], &e) == GF_OK, "%s: %s", an, e.msg);
+      finished[b] = 1;
+      left--;
+    }
+  }
+  CHECKF(left == 0, "%s: %d requests never finished", an, left);
+  for (int b = 0; b < NB; b++) {
+    size_t bad = misses(c, GF_CDT_F32, GF_RED_SUM, buf + (size_t)b * LEN,
+                        (size_t)b * LEN, LEN);
+    CHECKF(bad == 0, "%s: bucket %d: %zu wrong", an, b, bad);
+  }
+  /* waited on out of order, before any test */
+  for (int b = 0; b < NB; b++)
+    CHECK(gf_comm_iallreduce(c, buf + (size_t)b * LEN, 16, GF_CDT_F32,
+                             GF_RED_SUM, &h[b], &e) == GF_OK);
+  for (int b = NB - 1; b >= 0; b--)
+    CHECKF(gf_comm_wait(c, h[b], &e) == GF_OK, "%s: %s", an, e.msg);
+  CHECK(gf_comm_wait(c, h[0], &e) == GF_EINVAL);
+  free(buf);
+}
+
+static void run_algo(const gf_launch_info *li, gf_allreduce_algo a,
+                     const char *hosts) {
+  char an[64];
+  snprintf(an, sizeof an, "%s%s", gf_allreduce_algo_name(a),
+           hosts ? " (2 hosts)" : "");
+  gf_launch_info l = *li;
+  if (hosts)
+    snprintf(l.hostname, sizeof l.hostname, "%s-%d", hosts, l.rank % 2);
+  gf_comm_config cfg = {GF_COMM_TCP, a, 30.0, NULL, &l};
+  gf_comm *c = NULL;
+  gf_err e = {0};
+  gf_status st = gf_comm_init(&c, &cfg, &e);
+  CHECKF(st == GF_OK, "%s: init: %s", an, e.msg);
+  if (st) return;
+  if (hosts) {
+    CHECK_INT_EQ(gf_comm_nodes(c), 2);
+    CHECK_INT_EQ(gf_comm_local_rank(c), l.rank / 2);
+  }
+  check_sums(c, an);
+  check_overlap(c, an);
+  gf_comm_stats s;
+  gf_comm_get_stats(c, &s);
+  CHECKF(s.allreduce_calls > 10 && s.busy_s > 0, "%s: stats", an);
+  gf_comm_free(c);
+}
+
+static void check_basics(gf_comm *c, const gf_launch_info *li) {
+  int rank = gf_comm_rank(c), world = gf_comm_world(c);
+  gf_err e = {0};
+  CHECK(rank == li->rank && world == li->world_size);
+  CHECK(gf_comm_backend_of(c) == GF_COMM_TCP);
+  CHECK(gf_comm_device_buffers(c) == 0);
+  CHECK_INT_EQ(gf_comm_nodes(c), 1);
+  CHECK_INT_EQ(gf_comm_local_world(c), world);
+  CHECK_INT_EQ(gf_comm_local_rank(c), rank);
+  int me[3] = {rank, rank * rank, -rank}, all[3 * MAXW];
+  CHECKF(gf_comm_allgather(c, me, sizeof me, all, &e) == GF_OK, "%s", e.msg);
+  for (int r = 0; r < world; r++)
+    CHECK(all[3 * r] == r && all[3 * r + 1] == r * r && all[3 * r + 2] == -r);
+  double d[300];
+  int64_t q[5];
+  unsigned char u[77];
+  for (int i = 0; i < 300; i++) d[i] = rank == 1 ? input(1, i) : 0.0;
+  for (int i = 0; i < 5; i++) q[i] = rank == 1 ? input_i(1, i) : 0;
+  for (int i = 0; i < 77; i++) u[i] = (unsigned char)(rank == 1 ? i * 3 : 0);
+  CHECKF(gf_comm_broadcast(c, d, 300, GF_CDT_F64, 1, &e) == GF_OK, "%s", e.msg);
+  CHECK(gf_comm_broadcast(c, q, 5, GF_CDT_I64, 1, &e) == GF_OK);
+  CHECK(gf_comm_broadcast(c, u, 77, GF_CDT_U8, 1, &e) == GF_OK);
+  for (int i = 0; i < 300; i++) CHECK(d[i] == input(1, i));
+  for (int i = 0; i < 5; i++) CHECK(q[i] == input_i(1, i));
+  for (int i = 0; i < 77; i++) CHECK(u[i] == (unsigned char)(i * 3));
+  for (int k = 0; k < 5; k++) CHECK(gf_comm_barrier(c, &e) == GF_OK);
+  CHECK(gf_comm_broadcast(c, d, 1, GF_CDT_F64, world, &e) == GF_EINVAL);
+}
+
+/* Ranks that call different collectives fail with GF_EINVAL naming the
+ * mismatch, on a comm of their own. */
+static void check_mismatch(const gf_launch_info *li) {
+  gf_comm_config cfg = {GF_COMM_TCP, GF_ALLREDUCE_ENGINE, 10.0, NULL, li};
+  gf_comm *c = NULL;
+  gf_err e = {0};
+  REQUIRE(gf_comm_init(&c, &cfg, &e) == GF_OK);
+  float x[40] = {0};
+  gf_status st = gf_comm_allreduce(c, x, li->rank == 0 ? 40 : 20, GF_CDT_F32,
+                                   GF_RED_SUM, &e);
+  CHECKF(st == GF_EINVAL || st == GF_EIO, "mismatch gave %s: %s",
+         gf_status_name(st), e.msg);
+  /* the ranks next to rank 0 see its other count; farther ones may see
+   * the rank that failed go */
+  if (st == GF_EINVAL)
+    CHECKF(strstr(e.msg, "different orders or with different counts"), "%s",
+           e.msg);
+  gf_comm_free(c);
+}
+
+/* ---- scenarios (one per spawn of the world) ------------------------------ */
+
+static int child_main(const char *scenario) {
+  gf_launch_info li;
+  gf_err e = {0};
+  REQUIRE(gf_launch_detect(&li, gf_launch_getenv, NULL, &e) == GF_OK);
+  int world = li.world_size, last = world - 1;
+  if (!strcmp(scenario, "main")) {
+    gf_comm_config cfg = {GF_COMM_TCP, GF_ALLREDUCE_ENGINE, 30.0, NULL, &li};
+    gf_comm *c = NULL;
+    REQUIRE(gf_comm_init(&c, &cfg, &e) == GF_OK);
+    check_basics(c, &li);
+    for (int a = GF_ALLREDUCE_ENGINE; a <= GF_ALLREDUCE_TREE; a++)
+      run_algo(&li, (gf_allreduce_algo)a, NULL);
+    run_algo(&li, GF_ALLREDUCE_HIER, "fakehost");
+    check_mismatch(&li);
+    CHECK(gf_comm_barrier(c, &e) == GF_OK);
+    gf_comm_free(c);
+  } else if (!strcmp(scenario, "timeout")) {
+    gf_comm_config cfg = {GF_COMM_TCP, GF_ALLREDUCE_ENGINE, 30.0, NULL, &li};
+    gf_comm *c = NULL;
+    REQUIRE(gf_comm_init(&c, &cfg, &e) == GF_OK);
+    CHECK(gf_comm_barrier(c, &e) == GF_OK);
+    if (li.rank == last) {
+      usleep(2500 * 1000); /* never calls; leaves after the others */
+    } else {
+      float x[8] = {1};
+      gf_comm_set_timeout(c, 0.5);
+      double t0 = now_s();
+      gf_status st = gf_comm_allreduce(c, x, 8, GF_CDT_F32, GF_RED_SUM, &e);
+      double dt = now_s() - t0;
+      CHECKF(st == GF_ETIMEOUT, "rank %d: %s: %s", li.rank, gf_status_name(st),
+             e.msg);
+      CHECKF(dt >= 0.49 && dt < 1.5, "timed out after %.3f s", dt);
+      CHECKF(strstr(e.msg, "0.5 s") != NULL, "%s", e.msg);
+      /* every survivor times out before anyone's free says goodbye */
+      usleep(1000 * 1000);
+    }
+    gf_comm_free(c);
+  } else if (!strcmp(scenario, "dead")) {
+    gf_comm_config cfg = {GF_COMM_TCP, GF_ALLREDUCE_ENGINE, 30.0, NULL, &li};
+    gf_comm *c = NULL;
+    REQUIRE(gf_comm_init(&c, &cfg, &e) == GF_OK);
+    CHECK(gf_comm_barrier(c, &e) == GF_OK);
+    size_t n = 1 << 20;
+    float *x = calloc(n, sizeof *x);
+    REQUIRE(x);
+    if (li.rank == last) {
+      /* dies while the others are in an all-reduce, with their first
+       * chunks unread in its socket buffers */
+      usleep(300 * 1000);
+      _exit(check_report());
+    }
+    double t0 = now_s();
+    gf_status st = gf_comm_allreduce(c, x, n, GF_CDT_F32, GF_RED_SUM, &e);
+    double dt = now_s() - t0;
+    char name[32];
+    snprintf(name, sizeof name, "rank %d closed", last);
+    CHECKF(st == GF_EIO && strstr(e.msg, name) && strstr(e.msg, "die"),
+           "rank %d: %s: %s", li.rank, gf_status_name(st), e.msg);
+    CHECKF(dt < 2.0, "rank %d: the death took %.3f s to notice", li.rank, dt);
+    fprintf(stderr, "rank %d: %.3f s: %s\n", li.rank, dt, e.msg);
+    /* the comm stays broken, at once */
+    t0 = now_s();
+    CHECK(gf_comm_barrier(c, &e) == GF_EIO && now_s() - t0 < 0.5);
+    /* let the other survivors see the death before this abort's notice */
+    usleep(1000 * 1000);
+    gf_comm_abort(c, 3);
+    CHECK(gf_comm_barrier(c, &e) == GF_ESTATE);
+    gf_comm_free(c);
+    free(x);
+  } else if (!strcmp(scenario, "world")) {
+    /* the last rank thinks the world is one larger */
+    if (li.rank == last) li.world_size = world + 1;
+    gf_comm_config cfg = {GF_COMM_TCP, GF_ALLREDUCE_ENGINE, 3.0, NULL, &li};
+    gf_comm *c = NULL;
+    gf_status st = gf_comm_init(&c, &cfg, &e);
+    CHECK(st != GF_OK && c == NULL);
+    if (li.rank == 0)
+      CHECKF(st == GF_EINVAL && strstr(e.msg, "WORLD_SIZE differs"), "%s: %s",
+             gf_status_name(st), e.msg);
+    else if (li.rank == last)
+      CHECKF(st == GF_EINVAL && strstr(e.msg, "rejected") &&
+                 strstr(e.msg, "world size differs"),
+             "%s: %s", gf_status_name(st), e.msg);
+    else
+      CHECKF(st == GF_EIO || st == GF_ETIMEOUT, "%s: %s", gf_status_name(st),
+             e.msg);
+  } else if (!strcmp(scenario, "bench")) {
+    size_t n = (size_t)atol(getenv("GF_COMM_BENCH"));
+    float *buf = malloc(n * sizeof *buf);
+    REQUIRE(buf);
+    for (int a = GF_ALLREDUCE_ENGINE; a <= GF_ALLREDUCE_TREE; a++) {
+      gf_comm_config cfg = {GF_COMM_TCP, (gf_allreduce_algo)a, 60, NULL, &li};
+      gf_comm *c = NULL;
+      if (gf_comm_init(&c, &cfg, &e)) continue;
+      double t[20];
+      for (int k = -3; k < 20; k++) {
+        for (size_t i = 0; i < n; i++) buf[i] = (float)(i % 7);
+        REQUIRE(gf_comm_barrier(c, &e) == GF_OK);
+        double t0 = now_s();
+        REQUIRE(gf_comm_allreduce(c, buf, n, GF_CDT_F32, GF_RED_SUM, &e) == 0);
+        if (k >= 0) t[k] = now_s() - t0;
+      }
+      for (int i = 1; i < 20; i++)
+        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+          double tmp = t[j];
+          t[j] = t[j - 1];
+          t[j - 1] = tmp;
+        }
+      if (li.rank == 0)
+        printf("tcp allreduce %-12s %zu f32 x %d ranks: median %.3f ms "
+               "(min %.3f, max %.3f)\n",
+               gf_allreduce_algo_name((gf_allreduce_algo)a), n, world,
+               1e3 * t[10], 1e3 * t[0], 1e3 * t[19]);
+      gf_comm_free(c);
+    }
+    free(buf);
+  } else {
+    fprintf(stderr, "unknown scenario %s\n", scenario);
+    return 2;
+  }
+  int rc = check_report();
+  if (rc)
+    fprintf(stderr, "%s: rank %d of %d failed\n", scenario, li.rank, world);
+  return rc;
+}
+
+/* ---- the parent ---------------------------------------------------------- */
+
+/* A port that was free a moment ago. */
+static int free_port(void) {
+  int fd = -1, port = 0;
+  gf_err e = {0};
+  REQUIRE(gf_comm_listen("test", 0, &fd, &port, &e) == GF_OK);
+  close(fd);
+  return port;
+}
+
+/* Runs `scenario` on `world` ranks; every rank must exit 0 within
+ * limit_s. */
+static void spawn_world(const char *scenario, int world, double limit_s) {
+  int port = free_port();
+  pid_t pid[MAXW];
+  double t0 = now_s();
+  for (int r = 0; r < world; r++) {
+    pid[r] = fork();
+    REQUIRE(pid[r] >= 0);
+    if (pid[r] == 0) {
+      char v[4][16];
+      snprintf(v[0], 16, "%d", r);
+      snprintf(v[1], 16, "%d", world);
+      snprintf(v[2], 16, "%d", port);
+      unsetenv("OMPI_COMM_WORLD_RANK");
+      unsetenv("PMIX_RANK");
+      unsetenv("SLURM_PROCID");
+      setenv("RANK", v[0], 1);
+      setenv("LOCAL_RANK", v[0], 1);
+      setenv("WORLD_SIZE", v[1], 1);
+      setenv("LOCAL_WORLD_SIZE", v[1], 1);
+      setenv("MASTER_ADDR", "127.0.0.1", 1);
+      setenv("MASTER_PORT", v[2], 1);
+      execl("/proc/self/exe", "test_kernels_comm_tcp", "--rank", scenario,
+            (char *)NULL);
+      _exit(127);
+    }
+  }
+  int left = world, status[MAXW];
+  for (int r = 0; r < world; r++) status[r] = -1;
+  while (left) {
+    int ws = 0;
+    pid_t p = waitpid(-1, &ws, WNOHANG);
+    if (p > 0) {
+      for (int r = 0; r < world; r++)
+        if (pid[r] == p) {
+          status[r] = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+          pid[r] = 0;
+          left--;
+        }
+      continue;
+    }
+    if (now_s() - t0 > limit_s) {
+      for (int r = 0; r < world; r++)
+        if (pid[r] > 0) kill(pid[r], SIGKILL);
+      limit_s = 1e9;
+      continue;
+    }
+    usleep(10 * 1000);
+  }
+  double dt = now_s() - t0;
+  for (int r = 0; r < world; r++)
+    CHECKF(status[r] == 0, "%s: rank %d of %d exited with %d", scenario, r,
+           world, status[r]);
+  fprintf(stderr, "%s on %d ranks: %.2f s\n", scenario, world, dt);
+}
+
+static void test_port_in_use(void) {
+  /* another listener holds the port (the shared helper, port 0: any) */
+  int fd = -1, held = 0;
+  gf_err e = {0};
+  REQUIRE(gf_comm_listen("test", 0, &fd, &held, &e) == GF_OK && held > 0);
+  gf_launch_info li;
+  memset(&li, 0, sizeof li);
+  li.world_size = 2;
+  li.local_world_size = 2;
+  li.master_port = held;
+  strcpy(li.master_addr, "127.0.0.1");
+  strcpy(li.launcher, "torchrun");
+  strcpy(li.hostname, "here");
+  gf_comm_config cfg = {GF_COMM_TCP, GF_ALLREDUCE_ENGINE, 1.0, NULL, &li};
+  gf_comm *c = NULL;
+  CHECK_INT_EQ(gf_comm_init(&c, &cfg, &e), GF_EIO);
+  char port[32];
+  snprintf(port, sizeof port, "MASTER_PORT %d", li.master_port);
+  CHECKF(strstr(e.msg, port) && strstr(e.msg, "in use"), "%s", e.msg);
+  CHECK(c == NULL);
+  close(fd);
+}
+
+static void test_nobody_comes(void) {
+  gf_launch_info li;
+  memset(&li, 0, sizeof li);
+  li.world_size = 4;
+  li.local_world_size = 4;
+  li.master_port = free_port();
+  strcpy(li.master_addr, "127.0.0.1");
+  strcpy(li.hostname, "here");
+  gf_comm_config cfg = {GF_COMM_TCP, GF_ALLREDUCE_ENGINE, 0.3, NULL, &li};
+  gf_comm *c = NULL;
+  gf_err e = {0};
+  double t0 = now_s();
+  CHECK_INT_EQ(gf_comm_init(&c, &cfg, &e), GF_ETIMEOUT);
+  CHECK(now_s() - t0 < 1.3);
+  CHECKF(strstr(e.msg, "missing: 1, 2, 3"), "%s", e.msg);
+  /* a rank > 0 that finds nobody at MASTER_PORT */
+  li.rank = 2;
+  t0 = now_s();
+  CHECK_INT_EQ(gf_comm_init(&c, &cfg, &e), GF_ETIMEOUT);
+  CHECK(now_s() - t0 < 1.3);
+  CHECKF(strstr(e.msg, "could not reach rank 0"), "%s", e.msg);
+  /* no MASTER_PORT */
+  li.master_port = 0;
+  CHECK_INT_EQ(gf_comm_init(&c, &cfg, &e), GF_EINVAL);
+}
+
+static void test_parsers(void) {
+  unsigned char b[GF_TCP_MSG_BYTES];
+  gf_tcp_msg m, hello = {GF_TCP_HELLO, 3, 4, 40000, 0};
+  gf_err e = {0};
+  gf_comm_tcp_put_msg(b, &hello);
+  CHECK(gf_comm_tcp_parse_msg(b, sizeof b, &m, &e) == GF_OK);
+  CHECK(m.kind == GF_TCP_HELLO && m.rank == 3 && m.world == 4 &&
+        m.port == 40000 && m.token == 0);
+  CHECK(gf_comm_tcp_parse_msg(b, sizeof b - 1, &m, &e) == GF_EFORMAT);
+  const gf_tcp_msg bad[] = {
+      {GF_TCP_HELLO, 4, 4, 1, 0},     /* rank = world */
+      {GF_TCP_HELLO, 0, 4, 1, 0},     /* hello from 0 */
+      {GF_TCP_HELLO, 1, 4, 0, 0},     /* port 0 */
+      {GF_TCP_HELLO, 1, 4, 70000, 0}, /* port too big */
+      {GF_TCP_HELLO, 1, 4, 5, 9},     /* token in a hello */
+      {GF_TCP_TABLE, 1, 4, 0, 0},     /* table without a token */
+      {GF_TCP_MESH, 1, 0, 0, 7},      /* world 0 */
+      {GF_TCP_MESH, 1, 70000, 0, 7},  /* world too big */
+      {GF_TCP_REJECT, 0, 2, 9, 0},    /* unknown reason */
+      {9, 1, 2, 0, 0},                /* unknown kind */
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    gf_comm_tcp_put_msg(b, &bad[i]);
+    CHECKF(gf_comm_tcp_parse_msg(b, sizeof b, &m, &e) == GF_EFORMAT,
+           "bad message %zu accepted", i);
+  }
+  gf_comm_tcp_put_msg(b, &hello);
+  b[0] = 'x';
+  CHECK(gf_comm_tcp_parse_msg(b, sizeof b, &m, &e) == GF_EFORMAT);
+  CHECK(strstr(e.msg, "magic") != NULL);
+  gf_comm_tcp_put_msg(b, &hello);
+  b[5] = 2; /* version 2 */
+  CHECK(gf_comm_tcp_parse_msg(b, sizeof b, &m, &e) == GF_EFORMAT);
+  CHECK(strstr(e.msg, "version") != NULL);
+
+  unsigned char t[3 * GF_TCP_ENTRY_BYTES];
+  gf_tcp_entry ent[3];
+  memset(t, 0, sizeof t);
+  t[24] = 4, t[28] = 127, t[31] = 1, t[47] = 80;         /* 127.0.0.1:80 */
+  t[48] = 6, t[52 + 15] = 1, t[70] = 0x12, t[71] = 0x34; /* [::1]:4660 */
+  CHECK(gf_comm_tcp_parse_table(t, sizeof t, 3, ent, &e) == GF_OK);
+  CHECK(ent[1].family == 4 && ent[1].addr[0] == 127 && ent[1].port == 80);
+  CHECK(ent[2].family == 6 && ent[2].addr[15] == 1 && ent[2].port == 0x1234);
+  CHECK(gf_comm_tcp_parse_table(t, sizeof t - 1, 3, ent, &e) == GF_EFORMAT);
+  t[40] = 1; /* IPv4 with bytes past the fourth */
+  CHECK(gf_comm_tcp_parse_table(t, sizeof t, 3, ent, &e) == GF_EFORMAT);
+  t[40] = 0;
+  t[3] = 1; /* rank 0's entry not empty */
+  CHECK(gf_comm_tcp_parse_table(t, sizeof t, 3, ent, &e) == GF_EFORMAT);
+  t[3] = 0;
+  t[47] = 0; /* port 0 */
+  CHECK(gf_comm_tcp_parse_table(t, sizeof t, 3, ent, &e) == GF_EFORMAT);
+  CHECK(strstr(e.msg, "rank 1") != NULL);
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3 && !strcmp(argv[1], "--rank")) return child_main(argv[2]);
+  int world = argc > 1 ? atoi(argv[1]) : 2;
+  REQUIRE(world >= 2 && world <= MAXW);
+  CHECK(gf_comm_built(GF_COMM_TCP));
+  if (getenv("GF_COMM_BENCH")) {
+    spawn_world("bench", world, 300);
+    return check_report();
+  }
+  test_parsers();
+  test_port_in_use();
+  test_nobody_comes();
+  spawn_world("main", world, 60);
+  spawn_world("timeout", world, 20);
+  spawn_world("dead", world, 20);
+  spawn_world("world", world, 20);
+  return check_report();
+}
