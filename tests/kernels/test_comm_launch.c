@@ -2,8 +2,10 @@
  * each launcher (none, mpirun, srun via PMIx and via Slurm, torchrun), the
  * precedence between them, the defaults when a launcher leaves out the
  * local layout, SLURM_TASKS_PER_NODE's compressed form, and every malformed
- * value (GF_EINVAL with a message naming the variable). Also the names and
- * parsers of gf/comm.h and gf_launch_getenv on the real environment. */
+ * value (GF_EINVAL with a message naming the variable); MASTER_ADDR and
+ * MASTER_PORT under mpirun and srun (optional, checked when both are set).
+ * Also the names and parsers of gf/comm.h and gf_launch_getenv on the real
+ * environment. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,6 +91,21 @@ static const good_case GOOD[] = {
      {{"SLURM_PROCID=0", "SLURM_NTASKS=4", "SLURM_LOCALID=0",
        "SLURM_NTASKS_PER_NODE=2", "SLURM_TASKS_PER_NODE=garbage", NULL}},
      "srun", 0, 4, 0, 2, "", 0},
+    {"mpirun with MASTER_ADDR and MASTER_PORT (for tcp)",
+     {{"OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2",
+       "MASTER_ADDR=10.1.2.3", "MASTER_PORT=29400", NULL}},
+     "mpirun", 1, 2, 1, 2, "10.1.2.3", 29400},
+    {"mpirun with MASTER_ADDR alone: ignored",
+     {{"OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2",
+       "MASTER_ADDR=10.1.2.3", NULL}},
+     "mpirun", 1, 2, 1, 2, "", 0},
+    {"srun with MASTER_ADDR and MASTER_PORT",
+     {{"SLURM_PROCID=2", "SLURM_NTASKS=4", "MASTER_ADDR=node-7",
+       "MASTER_PORT=1", NULL}},
+     "srun", 2, 4, 2, 4, "node-7", 1},
+    {"srun with MASTER_PORT alone: ignored",
+     {{"SLURM_PROCID=0", "SLURM_NTASKS=1", "MASTER_PORT=oops", NULL}},
+     "srun", 0, 1, 0, 1, "", 0},
     {"torchrun",
      {{"RANK=3", "WORLD_SIZE=4", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2",
        "MASTER_ADDR=node-01.cluster", "MASTER_PORT=29500", NULL}},
@@ -208,6 +225,16 @@ static const bad_case BAD[] = {
        NULL}},
      "MASTER_PORT"},
     {{{"RANK=0", "WORLD_SIZE=1", "MASTER_PORT=http", NULL}}, "MASTER_PORT"},
+    /* under mpirun and srun both are optional, but checked when both set */
+    {{{"OMPI_COMM_WORLD_RANK=0", OMPI2, "MASTER_ADDR=h", "MASTER_PORT=0",
+       NULL}},
+     "MASTER_PORT"},
+    {{{"OMPI_COMM_WORLD_RANK=0", OMPI2, "MASTER_ADDR=a b", "MASTER_PORT=1",
+       NULL}},
+     "MASTER_ADDR"},
+    {{{"SLURM_PROCID=0", "SLURM_NTASKS=2", "MASTER_ADDR=h",
+       "MASTER_PORT=65536", NULL}},
+     "MASTER_PORT"},
     {{{"RANK=0", TR2, "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=1", NULL}},
      "LOCAL_RANK"},
     {{{"RANK=0", TR2, "LOCAL_WORLD_SIZE=3", NULL}}, "LOCAL_WORLD_SIZE"},
@@ -308,13 +335,15 @@ static void test_names(void) {
   CHECK(strstr(e.msg, "hierarchical") != NULL);
   CHECK(gf_allreduce_algo_parse(NULL, &a, &e) == GF_EINVAL);
   CHECK_STR_EQ(gf_allreduce_algo_name((gf_allreduce_algo)9), "?");
-  const char *bn[] = {"local", "mpi", "nccl"};
-  for (int i = 0; i < 3; i++) {
+  const char *bn[] = {"local", "mpi", "nccl", "tcp"};
+  for (int i = 0; i < 4; i++) {
     CHECK_STR_EQ(gf_comm_backend_name((gf_comm_backend)i), bn[i]);
     CHECK(gf_comm_backend_parse(bn[i], &b, &e) == GF_OK && (int)b == i);
   }
   CHECK(gf_comm_backend_parse("gloo", &b, &e) == GF_EINVAL);
   CHECK(gf_comm_built(GF_COMM_LOCAL));
+  CHECK(gf_comm_built(GF_COMM_TCP)); /* every POSIX build */
+  CHECK_STR_EQ(gf_comm_backend_name((gf_comm_backend)4), "?");
 }
 
 int main(void) {

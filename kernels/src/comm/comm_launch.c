@@ -292,6 +292,21 @@ static gf_status detect_torchrun(const env_src *e, gf_launch_info *o,
   return GF_OK;
 }
 
+/* mpirun and srun: MASTER_ADDR and MASTER_PORT when both are set (for the
+ * tcp engine and the nccl rendezvous), checked as under torchrun; one
+ * without the other is left alone. */
+static gf_status detect_master(const env_src *e, gf_launch_info *o,
+                               gf_err *err) {
+  const char *addr = env_get(e, "MASTER_ADDR");
+  int found = 0, port = 0;
+  if (!addr || !env_get(e, "MASTER_PORT")) return GF_OK;
+  GF_TRY(check_addr(addr, err));
+  GF_TRY(env_int(e, "MASTER_PORT", 1, 65535, &port, &found, err));
+  memcpy(o->master_addr, addr, strlen(addr) + 1);
+  o->master_port = port;
+  return GF_OK;
+}
+
 gf_status gf_launch_detect(gf_launch_info *out,
                            const char *(*get)(void *user, const char *name),
                            void *user, gf_err *err) {
@@ -309,6 +324,8 @@ gf_status gf_launch_detect(gf_launch_info *out,
     st = detect_srun(&e, &o, err);
   else if (env_get(&e, "RANK") || env_get(&e, "WORLD_SIZE"))
     st = detect_torchrun(&e, &o, err);
+  if (!st && strcmp(o.launcher, "mpirun") == 0) st = detect_master(&e, &o, err);
+  if (!st && strcmp(o.launcher, "srun") == 0) st = detect_master(&e, &o, err);
   if (st) return st;
   if (gethostname(o.hostname, sizeof o.hostname - 1) != 0 || !o.hostname[0])
     strcpy(o.hostname, "unknown-host");
