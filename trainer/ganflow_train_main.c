@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "gf/comm.h"
+#include "gf/heartbeat.h"
 #include "gf/train.h"
 
 typedef struct signal_watch {
@@ -59,19 +60,44 @@ static uint64_t config_hash(const gf_train_config *cfg) {
   return h;
 }
 
-/* MPI-launched ranks: the communicator, then agreement that every rank
- * parsed its command line and got the same one, so that a bad flag on one
- * rank fails every rank at once (exit 2) instead of hanging the others.
+/* The engine of CPU ranks: tcp when the launch gives MASTER_ADDR and
+ * MASTER_PORT and is not mpirun (torchrun-style variables, `ganflow
+ * launch`, srun with those set), else MPI. */
+static gf_comm_backend cpu_backend(const gf_launch_info *launch) {
+  if (strcmp(launch->launcher, "mpirun") != 0 && launch->master_addr[0] &&
+      launch->master_port > 0)
+    return GF_COMM_TCP;
+  return GF_COMM_MPI;
+}
+
+/* Whether main makes the job's communicator: CPU ranks of a world > 1.
+ * GPU ranks under torchrun-style variables get theirs (NCCL, bootstrapped
+ * through MASTER_PORT) in gf_train_run, so main leaves the port to it;
+ * under mpirun/srun main makes an MPI one for the start-up agreement. A
+ * rank whose command line did not parse cannot know its device and joins
+ * the agreement as a CPU rank would. */
+static bool main_makes_comm(const gf_launch_info *launch,
+                            const gf_train_config *cfg, bool parsed) {
+  if (launch->world_size <= 1) return false;
+  if (cpu_backend(launch) == GF_COMM_MPI) return true;
+  return !parsed || strncmp(cfg->device, "cuda", 4) != 0;
+}
+
+/* Ranks' communicator (MPI or tcp), then agreement that every rank parsed
+ * its command line and got the same one, so that a bad flag on one rank
+ * fails every rank at once (exit 2) instead of hanging the others.
  * Returns the exit status (0 to go on); *comm owned by the caller. */
 static int start_ranks(gf_comm **comm, const gf_launch_info *launch,
                        const gf_train_config *cfg, bool parsed, gf_err *err) {
-  if (!gf_comm_built(GF_COMM_MPI)) {
+  gf_comm_backend be = cpu_backend(launch);
+  if (!gf_comm_built(be)) {
     gf_fail(err, GF_EUNSUPPORTED, "launched by %s as one of %d ranks, but "
-            "this build has no MPI (install libopenmpi-dev and rebuild)",
+            "this build has no MPI (install libopenmpi-dev and rebuild, or "
+            "set MASTER_ADDR and MASTER_PORT for the tcp engine)",
             launch->launcher, launch->world_size);
     return GF_TRAIN_EXIT_FAIL;
   }
-  gf_comm_config cc = {GF_COMM_MPI, GF_ALLREDUCE_ENGINE, 60, NULL, launch};
+  gf_comm_config cc = {be, GF_ALLREDUCE_ENGINE, 60, NULL, launch};
   if (parsed) {
     cc.algo = cfg->exact_reduce ? GF_ALLREDUCE_TREE
                                 : (gf_allreduce_algo)cfg->allreduce;
@@ -161,8 +187,18 @@ int main(int argc, char **argv) {
     if (launch.rank == 0) gf_train_usage(stdout, prog);
     return 0;
   }
+  /* A supervisor (`ganflow launch`) watches the ranks through heartbeat
+   * files in GANFLOW_HEARTBEAT_DIR. */
+  gf_heartbeat hb;
+  gf_heartbeat_none(&hb);
+  const char *hb_dir = getenv("GANFLOW_HEARTBEAT_DIR");
+  if (hb_dir && *hb_dir &&
+      gf_heartbeat_open(&hb, hb_dir, launch.rank, &err) != GF_OK) {
+    fprintf(stderr, "%s: %s\n", prog, err.msg);
+    return GF_TRAIN_EXIT_FAIL;
+  }
   gf_comm *comm = NULL;
-  if (launch.world_size > 1 && strcmp(launch.launcher, "torchrun") != 0) {
+  if (main_makes_comm(&launch, &cfg, pr == GF_PARSE_OK)) {
     int rc = start_ranks(&comm, &launch, &cfg, pr == GF_PARSE_OK, &err);
     if (rc != 0) {
       if (err.msg[0])
@@ -177,10 +213,11 @@ int main(int argc, char **argv) {
     return GF_TRAIN_EXIT_USAGE;
   }
   cfg.world_size = launch.world_size;
-  gf_train_exit rc = gf_train_run(&cfg, &launch, comm, &watch->stop);
+  gf_train_exit rc = gf_train_run(&cfg, &launch, comm, &watch->stop, &hb);
   /* A rank that failed takes the job down at once rather than leave the
    * others waiting out their timeout in a collective. */
   if (rc == GF_TRAIN_EXIT_FAIL && comm) gf_comm_abort(comm, (int)rc);
   gf_comm_free(comm);
+  gf_heartbeat_close(&hb);
   return (int)rc;
 }

@@ -202,6 +202,7 @@ static gf_status loop(train_state *st, const atomic_int *stop,
    * against (a resumed run already logged it; the tracker skips it). */
   if (lead && st->n_eval && k == 0) {
     double avg = 0;
+    gf_heartbeat_beat(st->hb, GF_HB_EVAL, k);
     s = train_evaluate(st, 0, &avg, err);
     if (s != GF_OK) {
       *k_out = k;
@@ -211,6 +212,7 @@ static gf_status loop(train_state *st, const atomic_int *stop,
   }
   gf_gan_sync_stats_get(&st->gan, &st->sync_prev);
   bool stopped = false;
+  gf_heartbeat_beat(st->hb, GF_HB_TRAIN, k);
   while (k < cfg->steps && !stopped) {
     const gf_batch *b = NULL;
     double t0 = now_s();
@@ -249,6 +251,7 @@ static gf_status loop(train_state *st, const atomic_int *stop,
     gf_gan_sync_stats_get(&st->gan, &after);
     double t2 = now_s();
     k++;
+    gf_heartbeat_beat(st->hb, GF_HB_TRAIN, k);
     /* The ranks agree on stopping and average the losses. */
     double agg[AGG_N] = {atomic_load(stop) != 0, gs.loss_d, gs.loss_d_real,
                          gs.loss_d_fake, gs.loss_g, gs.d_real, gs.d_fake,
@@ -294,12 +297,14 @@ static gf_status loop(train_state *st, const atomic_int *stop,
     if (lead && st->n_eval &&
         (due(k, cfg->eval_every) || (k == cfg->steps && cfg->eval_every))) {
       double avg = 0;
+      gf_heartbeat_beat(st->hb, GF_HB_EVAL, k);
       s = train_evaluate(st, k, &avg, err);
       if (s != GF_OK) break;
       fprintf(stderr, "%sstep %lld: swd/avg %.2f\n", st->tty ? "\n" : "",
               (long long)k, avg);
     }
     if (due(k, cfg->checkpoint_every) && k != cfg->steps) {
+      gf_heartbeat_beat(st->hb, GF_HB_CHECKPOINT, k);
       s = train_checkpoint(st, k, err);
       if (s != GF_OK) break;
     }
@@ -311,10 +316,12 @@ static gf_status loop(train_state *st, const atomic_int *stop,
 
 gf_train_exit gf_train_run(const gf_train_config *cfg,
                            const gf_launch_info *launch, gf_comm *comm,
-                           const atomic_int *stop) {
+                           const atomic_int *stop, gf_heartbeat *hb) {
   train_state st;
   memset(&st, 0, sizeof st);
   st.cfg = cfg;
+  st.hb = hb;
+  gf_heartbeat_beat(hb, GF_HB_SETUP, -1);
   st.tty = isatty(STDERR_FILENO) == 1;
   gf_err err;
   memset(&err, 0, sizeof err);
@@ -343,7 +350,8 @@ gf_train_exit gf_train_run(const gf_train_config *cfg,
     st.world = st.dist.world;
   } else if (!comm && launch && launch->world_size > 1) {
     gf_fail(&err, GF_EINVAL, "launched as rank %d of %d (%s) without a "
-            "communicator: CPU ranks start with mpirun or srun",
+            "communicator: CPU ranks start with mpirun, srun or "
+            "torchrun-style variables (MASTER_ADDR, MASTER_PORT)",
             launch->rank, launch->world_size, launch->launcher);
     goto out_usage;
   }
@@ -398,6 +406,8 @@ gf_train_exit gf_train_run(const gf_train_config *cfg,
   }
   if (gf_dist_agree(&st.dist, s, "starting the MLflow run", &err) != GF_OK)
     goto out;
+  if (lead) gf_heartbeat_set_run(hb, gf_tracker_run_id(st.tracker));
+  gf_heartbeat_beat(hb, GF_HB_SETUP, st.start_step);
   if (lead)
     fprintf(stderr, "ganflow-train: run %s, %s %dx%dx%d, %lld images, %s, "
             "checkpoints in %s\n", gf_tracker_run_id(st.tracker),
@@ -415,6 +425,7 @@ gf_train_exit gf_train_run(const gf_train_config *cfg,
 
   int64_t k = st.start_step;
   if (loop(&st, stop, &k, &err) != GF_OK) goto out;
+  gf_heartbeat_beat(hb, GF_HB_FINISH, k);
   gf_monitor_stop(st.monitor);
   if (relay_system_metrics(&st, &err) != GF_OK) goto out; /* the last ones */
 
@@ -433,6 +444,7 @@ gf_train_exit gf_train_run(const gf_train_config *cfg,
             (long long)k);
     run_status = MLFLOW_RUN_KILLED;
     rc = GF_TRAIN_EXIT_OK;
+    gf_heartbeat_beat(hb, GF_HB_STOPPED, k);
     goto out;
   }
   if ((st.on_dev && gf_gan_copy_state(&st.host, &st.gan, &err) != GF_OK) ||
@@ -446,6 +458,7 @@ gf_train_exit gf_train_run(const gf_train_config *cfg,
   }
   run_status = MLFLOW_RUN_FINISHED;
   rc = GF_TRAIN_EXIT_OK;
+  gf_heartbeat_beat(hb, GF_HB_DONE, k);
   fprintf(stderr, "ganflow-train: finished %lld steps\n", (long long)k);
   goto out;
 

@@ -20,6 +20,7 @@
 #include "gf/ctx.h"
 #include "gf/data.h"
 #include "gf/gan.h"
+#include "gf/heartbeat.h"
 #include "gf/monitor.h"
 #include "gf/train.h"
 #include "train_dist.h"
@@ -62,6 +63,7 @@ typedef struct train_state {
   gf_relay relay;               /* every rank's system metrics (world > 1) */
   bool relay_ok;
   gf_gan_sync_stats sync_prev;  /* seams' totals at the last log point */
+  gf_heartbeat *hb;             /* borrowed; NULL: no supervisor */
 } train_state;
 
 static inline double now_s(void) {

@@ -164,12 +164,16 @@ typedef enum gf_train_exit {
  * *stop (owned by the caller; set from another thread, e.g. the one that
  * receives SIGTERM/SIGINT) is read at every step boundary: nonzero on any
  * rank stops every rank after the same step, with a checkpoint and status
- * KILLED. Prints progress and errors to stderr. Never exits. */
+ * KILLED. hb (borrowed; NULL: none) receives a beat at every step and
+ * change of phase (gf/heartbeat.h), for a supervisor. Prints progress and
+ * errors to stderr. Never exits. */
 struct gf_comm;
 struct gf_launch_info;
+struct gf_heartbeat;
 gf_train_exit gf_train_run(const gf_train_config *cfg,
                            const struct gf_launch_info *launch,
-                           struct gf_comm *comm, const atomic_int *stop);
+                           struct gf_comm *comm, const atomic_int *stop,
+                           struct gf_heartbeat *hb);
 
 /* ---- MLflow glue (train_tracking.c) --------------------------------- */
 
