@@ -58,6 +58,13 @@ void launch_reap(launch_attempt *a);
  * local ranks and, for ranks known only by heartbeat, their pids when they
  * run on this host). */
 void launch_signal(launch_attempt *a, int sig);
+/* Asks the ranks to stop (SIGTERM: they checkpoint at the next step).
+ * local: the ranks themselves. mpirun: the ranks on this host by their
+ * heartbeats (mpirun would turn a SIGTERM into a kill after a few
+ * seconds), mpirun when none is known. srun: `scancel --signal=TERM
+ * $SLURM_JOB_ID`, which reaches the job's steps but not the batch script
+ * (srun itself ends the step when signalled). */
+void launch_signal_stop(const gf_launch_opts *o, launch_attempt *a);
 /* SIGKILL to everything, then reaps it all (blocking; SIGKILL also ends a
  * stopped process). */
 void launch_kill_all(launch_attempt *a);

@@ -268,6 +268,8 @@ static bool pid_is_trainer(long pid) {
   return n > 0 && strncmp(comm, "ganflow-train", 13) == 0;
 }
 
+static int signal_local_ranks(launch_attempt *a, int sig);
+
 void launch_signal(launch_attempt *a, int sig) {
   if (a->pgid > 0) killpg(a->pgid, sig);
   for (int i = 0; i < a->world; i++) {
@@ -275,19 +277,52 @@ void launch_signal(launch_attempt *a, int sig) {
     if (r->pid > 0 && !r->exited) kill(r->pid, sig);
   }
   if (a->launcher_pid > 0 && !a->launcher_exited) kill(a->launcher_pid, sig);
-  if (a->launcher_pid <= 0 || sig != SIGKILL) return;
   /* Ranks a launcher started may sit in their own process groups; their
    * heartbeats name them, and the host they run on (a pid from another
    * host must not be signalled here: the launcher ends those). */
+  if (a->launcher_pid > 0 && sig == SIGKILL) signal_local_ranks(a, sig);
+}
+
+/* The pids of the attempt's ranks that run ganflow-train on this host, by
+ * their heartbeats; sig to each. Returns how many. */
+static int signal_local_ranks(launch_attempt *a, int sig) {
   char host[256] = "";
   gethostname(host, sizeof host - 1);
+  int n = 0;
   for (int i = 0; i < a->world; i++) {
     const launch_rank *r = &a->r[i];
     if (r->have_hb && r->hb.pid > 1 &&
         strncmp(r->hb.host, host, GF_HB_HOST_MAX) == 0 &&
-        pid_is_trainer(r->hb.pid))
-      kill((pid_t)r->hb.pid, sig);
+        pid_is_trainer(r->hb.pid) && kill((pid_t)r->hb.pid, sig) == 0)
+      n++;
   }
+  return n;
+}
+
+void launch_signal_stop(const gf_launch_opts *o, launch_attempt *a) {
+  if (o->launcher == GF_LAUNCHER_LOCAL) {
+    launch_signal(a, SIGTERM);
+    return;
+  }
+  if (o->launcher == GF_LAUNCHER_MPIRUN) {
+    if (signal_local_ranks(a, SIGTERM) == 0) launch_signal(a, SIGTERM);
+    return;
+  }
+  const char *job = getenv("SLURM_JOB_ID");
+  pid_t pid = job ? fork() : -1;
+  if (pid == 0) {
+    int fd = open("/dev/null", O_RDONLY);
+    if (fd >= 0) dup2(fd, 0);
+    execlp("scancel", "scancel", "--signal=TERM", job, (char *)NULL);
+    _exit(127);
+  }
+  int st = 0;
+  if (pid > 0) {
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+  }
+  if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    signal_local_ranks(a, SIGTERM); /* no scancel: the ranks here at least */
 }
 
 void launch_kill_all(launch_attempt *a) {

@@ -354,7 +354,7 @@ static void watch(sup *s, launch_attempt *a, outcome *out) {
       if (s->signals == 1) {
         say(s, "%s: passing SIGTERM to the ranks; they checkpoint at the "
             "next step and stop (a second signal kills them)", strsignal(sig));
-        launch_signal(a, SIGTERM);
+        launch_signal_stop(o, a);
       } else {
         say(s, "%s again: killing the ranks", strsignal(sig));
         launch_kill_all(a);
@@ -368,6 +368,11 @@ static void watch(sup *s, launch_attempt *a, outcome *out) {
     if (find_exit_failure(o, a, out) || find_hang(o, a, now, out)) {
       out->t_seen = now;
       launch_kill_all(a);
+      /* after a stop was asked for, an end is a stop, never a restart */
+      if (s->signals && out->end == END_FAILED) {
+        say(s, "after the stop signal: %s", out->cause);
+        out->end = END_ABORTED;
+      }
       return;
     }
     if (all_clean(o, a)) {
