@@ -6,7 +6,8 @@
  * rank's inputs itself and checks its results against a CPU reference:
  *   - every algorithm (ring, reduce-bcast, hierarchical on one host and on
  *     two fake hosts, tree) x SUM/AVG x f32/f64, and i64 SUM, within
- *     rounding of the exact sum, identical bits on every rank;
+ *     rounding of the exact sum, identical bits on every rank, and 4 MB
+ *     (more than the socket buffers) exactly;
  *   - tree: bit for bit the sum in the fixed tree order, on inputs where
  *     the reversed order gives other bits (checked, so the test can fail);
  *   - 8 overlapping iallreduce requests with a barrier among them,
@@ -194,6 +195,20 @@ static void check_sums(gf_comm *c, const char *an) {
         small[2] == 3.0f * (float)world);
   CHECK(gf_comm_allreduce(c, NULL, 0, GF_CDT_F32, GF_RED_SUM, &e) == GF_OK);
   free(buf);
+  /* a buffer larger than the socket buffers: messages move in pieces
+   * (small integers, so every order of additions is exact) */
+  const size_t big = (1u << 20) + 3;
+  float *fb = malloc(big * sizeof *fb);
+  REQUIRE(fb);
+  for (size_t i = 0; i < big; i++)
+    fb[i] = (float)((i % 13) * (size_t)(rank + 1));
+  CHECKF(gf_comm_allreduce(c, fb, big, GF_CDT_F32, GF_RED_SUM, &e) == GF_OK,
+         "%s big: %s", an, e.msg);
+  size_t wrong = 0;
+  for (size_t i = 0; i < big; i++)
+    wrong += fb[i] != (float)((i % 13) * (size_t)(world * (world + 1) / 2));
+  CHECKF(wrong == 0, "%s big: %zu of %zu wrong", an, wrong, big);
+  free(fb);
 
   if (gf_comm_algo_of(c) == GF_ALLREDUCE_TREE) {
     /* the reference must be able to fail: the reversed tree (at 4) or the
