@@ -20,9 +20,10 @@
  *   term    SIGTERM to the supervisor: exit 143, run KILLED with a
  *           checkpoint; the same command resumes it to FINISHED,
  *           byte-identical to ref.
- *   mpirun  --launcher mpirun (the MPI engine): kill -9 of a rank, which
- *           makes mpirun end the job; restarted, FINISHED, each step once.
- *           Skipped without mpirun.
+ *   mpirun  --launcher mpirun (the MPI engine) with a --hostfile of 2
+ *           slots: the host file shrinks to 1 slot and a rank is killed
+ *           (mpirun ends the job): restarted on 1 rank, FINISHED, each
+ *           step once. Skipped without mpirun.
  *   watchdog  no supervisor: 2 ranks started by hand with torchrun-style
  *           variables and --comm-timeout 3; SIGSTOP of rank 1: rank 0's
  *           collective times out and it exits 1 with the reason within
@@ -507,7 +508,14 @@ static void scenario_mpirun(void) {
   job_init(&j, "mpirun");
   cmd c;
   c.n = c.ns = 0;
+  char hostfile[600];
+  snprintf(hostfile, sizeof hostfile, "%s/mpirun.hosts", GF_TEST_TMP);
+  FILE *hf = fopen(hostfile, "w");
+  REQUIRE(hf);
+  fputs("localhost slots=2\n", hf);
+  fclose(hf);
   const char *pre[] = {GF_GANFLOW_BIN, "launch", "--nproc", "2",
+                       "--nproc-min", "1", "--hostfile", hostfile,
                        "--launcher", "mpirun", "--max-restarts", "2",
                        "--hang-timeout", "30", "--start-timeout", "120",
                        "--launcher-arg=--allow-run-as-root",
@@ -518,6 +526,10 @@ static void scenario_mpirun(void) {
   pid_t sup = spawn(&j, &c, false);
   gf_heartbeat_rec h, v;
   if (wait_step(&j, -1, 15, 120, &h) && beat(&j, 1, &v)) {
+    hf = fopen(hostfile, "w"); /* a host lost one of its slots */
+    REQUIRE(hf);
+    fputs("localhost slots=1 # one slot left\n", hf);
+    fclose(hf);
     kill((pid_t)v.pid, SIGKILL);
     double t_new = 0, rec = recovery(&j, h.pid, mono_s(), &t_new);
     fprintf(stderr, "mpirun: kill -9 of rank 1 at step %lld: first new step "
@@ -530,6 +542,13 @@ static void scenario_mpirun(void) {
   REQUIRE(run);
   check_run(&j, run, MLFLOW_RUN_FINISHED, 1);
   check_history(g_mc, run, "loss/d", EVERY, STEPS, "mpirun");
+  mlflow_run r;
+  mlflow_error e;
+  REQUIRE(mlflow_run_get(g_mc, run, &r, &e) == MLFLOW_OK);
+  const char *t1 = mlflow_run_tag(&r, "ganflow.restart.1");
+  CHECKF(t1 && strstr(t1, "on 1 rank (was 2)"), "mpirun: restart 1: %s",
+         t1 ? t1 : "-");
+  mlflow_run_free(&r);
   free(run);
 }
 
