@@ -12,8 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static inline double mono_s(void) {
   struct timespec ts;
@@ -102,6 +104,26 @@ static inline int count_ckpts(const char *dir) {
 static inline int decode_status(int status) {
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WEXITSTATUS(status);
+}
+
+/* Waits for child pid (the leader of its own process group): its exit
+ * code (decode_status), or -1 after timeout_s, when the whole group is
+ * killed and log is printed. */
+static inline int wait_group(pid_t pid, double timeout_s, const char *log) {
+  double t0 = mono_s();
+  for (;;) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) return decode_status(status);
+    if (mono_s() - t0 > timeout_s) {
+      fprintf(stderr, "%s: still running after %.0f s: killed\n", log,
+              timeout_s);
+      kill(-pid, SIGKILL);
+      waitpid(pid, NULL, 0);
+      dump_log(log);
+      return -1;
+    }
+    sleep_s(0.05);
+  }
 }
 
 /* Every tensor of two checkpoints byte-identical: names, dtypes, shapes,

@@ -161,23 +161,9 @@ static pid_t spawn(const job *j, const cmd *c, bool append) {
 }
 
 static int wait_exit(pid_t pid, double timeout_s, const job *j) {
-  double t0 = mono_s();
-  for (;;) {
-    int status = 0;
-    if (waitpid(pid, &status, WNOHANG) == pid) {
-      g_child = 0;
-      return decode_status(status);
-    }
-    if (mono_s() - t0 > timeout_s) {
-      fprintf(stderr, "%s: still running after %.0f s: killed\n", j->name, timeout_s);
-      kill(-pid, SIGKILL);
-      waitpid(pid, NULL, 0);
-      g_child = 0;
-      dump_log(j->log);
-      return -1;
-    }
-    sleep_s(0.05);
-  }
+  int rc = wait_group(pid, timeout_s, j->log);
+  g_child = 0;
+  return rc;
 }
 
 static void kill_child_at_exit(void) {

@@ -150,25 +150,9 @@ static pid_t spawn(const char *log, const cmd *c) {
 /* Exit status of the command; -1 (the process group killed) after
  * timeout_s. */
 static int run_wait(pid_t pid, double timeout_s, const char *log) {
-  double t0 = mono_s();
-  for (;;) {
-    int status = 0;
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) {
-      g_child = 0;
-      return decode_status(status);
-    }
-    if (mono_s() - t0 > timeout_s) {
-      fprintf(stderr, "%s: still running after %.0f s: killed\n", log,
-              timeout_s);
-      kill(-pid, SIGKILL);
-      waitpid(pid, NULL, 0);
-      g_child = 0;
-      dump_log(log);
-      return -1;
-    }
-    sleep_s(0.05);
-  }
+  int rc = wait_group(pid, timeout_s, log);
+  g_child = 0;
+  return rc;
 }
 
 static void kill_child_at_exit(void) {
