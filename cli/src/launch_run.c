@@ -105,10 +105,12 @@ static mlflow_client *client(sup *s) {
         e.message);
     return NULL;
   }
-  cfg.max_retries = 2;
+  /* at most ~11 s per call while a server is down: a restart event not
+   * sent is kept and sent with the next one */
+  cfg.max_retries = 1;
   cfg.backoff_factor = 0.5;
   cfg.backoff_jitter = 0.2;
-  cfg.timeout_s = 10;
+  cfg.timeout_s = 5;
   if (mlflow_client_new(&s->mc, &cfg, &e) != MLFLOW_OK) {
     say(s, "warning: MLflow client: %s", e.message);
     s->mc = NULL;
