@@ -75,5 +75,10 @@ gf_status launch_hostfile_slots(const char *path, int *slots, gf_err *err);
 void launch_describe_status(int status, char *out, size_t cap);
 /* Whether /proc says pid is stopped (state T). */
 bool launch_pid_stopped(pid_t pid);
+/* mpirun/srun: a rank of this host (by its heartbeat) whose process is gone
+ * although its last beat was not the end of its work (finish, done,
+ * stopped): the index of the first, or -1. Found before the launcher
+ * notices (mpirun takes about 2 s to exit after a rank died). */
+int launch_find_vanished(const launch_attempt *a);
 
 #endif

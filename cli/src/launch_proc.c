@@ -390,6 +390,30 @@ void launch_describe_status(int status, char *out, size_t cap) {
     snprintf(out, cap, "ended (wait status %#x)", (unsigned)status);
 }
 
+int launch_find_vanished(const launch_attempt *a) {
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  for (int i = 0; i < a->world; i++) {
+    const launch_rank *r = &a->r[i];
+    if (!r->have_hb || r->hb.pid <= 1 || r->hb.phase >= GF_HB_FINISH ||
+        strncmp(r->hb.host, host, GF_HB_HOST_MAX) != 0)
+      continue;
+    if (kill((pid_t)r->hb.pid, 0) != 0 && errno == ESRCH) return i;
+    /* a zombie (waiting for mpirun to reap it) is gone too */
+    char p[64], buf[256];
+    snprintf(p, sizeof p, "/proc/%ld/stat", r->hb.pid);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) continue;
+    buf[n] = '\0';
+    const char *rp = strrchr(buf, ')');
+    if (rp && rp[1] == ' ' && rp[2] == 'Z') return i;
+  }
+  return -1;
+}
+
 bool launch_pid_stopped(pid_t pid) {
   char p[64], buf[512];
   snprintf(p, sizeof p, "/proc/%ld/stat", (long)pid);

@@ -259,6 +259,15 @@ static bool find_exit_failure(const gf_launch_opts *o, launch_attempt *a,
                               outcome *out) {
   char how[128];
   if (o->launcher != GF_LAUNCHER_LOCAL) {
+    int gone = a->launcher_exited ? -1 : launch_find_vanished(a);
+    if (gone >= 0) {
+      const launch_rank *r = &a->r[gone];
+      out->end = END_FAILED;
+      snprintf(out->cause, sizeof out->cause, "rank %d (pid %ld on this host) "
+               "vanished at step %" PRId64 " (%s)", gone, r->hb.pid, r->hb.step,
+               gf_hb_phase_name(r->hb.phase));
+      return true;
+    }
     if (!a->launcher_exited || ok_exit(a->launcher_status)) return false;
     launch_describe_status(a->launcher_status, how, sizeof how);
     out->end = WIFEXITED(a->launcher_status) && WEXITSTATUS(a->launcher_status) == 2
@@ -300,16 +309,12 @@ static bool find_exit_failure(const gf_launch_opts *o, launch_attempt *a,
 static bool find_hang(const gf_launch_opts *o, launch_attempt *a, double now,
                       outcome *out) {
   double newest = a->t_start;
-  int newest_i = -1, oldest_i = -1, running = 0;
+  int newest_i = -1, running = 0;
   for (int i = 0; i < a->world; i++) {
     const launch_rank *r = &a->r[i];
     if (r->exited) continue;
     running++;
     if (r->t_change >= newest) newest = r->t_change, newest_i = i;
-    if (oldest_i < 0 || r->t_change < a->r[oldest_i].t_change ||
-        (r->t_change == a->r[oldest_i].t_change && r->have_hb &&
-         a->r[oldest_i].have_hb && r->hb.step < a->r[oldest_i].hb.step))
-      oldest_i = i;
   }
   if (!running) return false;
   gf_hb_phase ph = newest_i >= 0 && a->r[newest_i].have_hb
@@ -317,9 +322,27 @@ static bool find_hang(const gf_launch_opts *o, launch_attempt *a, double now,
   bool short_limit = ph == GF_HB_TRAIN || ph == GF_HB_CHECKPOINT;
   double limit = short_limit ? o->hang_timeout : o->start_timeout;
   if (now - newest <= limit) return false;
+  /* The cause: a stopped process when there is one (its peers wait for it
+   * in a collective and beat last in the same poll), else the rank whose
+   * beat is oldest, then the lowest step. */
+  int cause = -1;
+  bool stopped = false;
+  for (int i = 0; i < a->world; i++) {
+    const launch_rank *r = &a->r[i];
+    if (r->exited) continue;
+    long p = r->pid > 0 ? (long)r->pid : r->have_hb ? r->hb.pid : 0;
+    bool st = p > 0 && launch_pid_stopped((pid_t)p);
+    const launch_rank *c = cause >= 0 ? &a->r[cause] : NULL;
+    bool better = !c || (st && !stopped) ||
+                  (st == stopped &&
+                   (r->t_change < c->t_change ||
+                    (r->t_change == c->t_change && r->have_hb && c->have_hb &&
+                     r->hb.step < c->hb.step)));
+    if (better) cause = i, stopped = st;
+  }
+  int oldest_i = cause;
   const launch_rank *r = &a->r[oldest_i];
   long pid = r->pid > 0 ? (long)r->pid : r->have_hb ? r->hb.pid : 0;
-  bool stopped = pid > 0 && launch_pid_stopped((pid_t)pid);
   out->end = END_FAILED;
   out->start_slot = -1;
   if (r->have_hb)

@@ -316,7 +316,7 @@ static void scenario_kills(const job *ref) {
   cmd c;
   build(&c, &j, 4, 2, false);
   pid_t sup = spawn(&j, &c, false);
-  long old = -1;
+  long old = -1, stopped_pid = 0;
   for (int i = 0; i < 4; i++) {
     gf_heartbeat_rec h0, hv;
     if (!wait_step(&j, old, at[i], 120, &h0)) break;
@@ -335,6 +335,7 @@ static void scenario_kills(const job *ref) {
       CHECKF(rec >= 0 && rec <= 15, "kills: recovery %.2f s", rec);
     } else {
       kill((pid_t)hv.pid, SIGSTOP);
+      stopped_pid = hv.pid;
       double t_new = 0, rec = recovery(&j, old, t, &t_new);
       fprintf(stderr, "kills: SIGSTOP of rank %d at step %lld: detected and "
               "restarted after %.2f s (hang timeout %.0f s), first new step "
@@ -358,7 +359,9 @@ static void scenario_kills(const job *ref) {
   check_history(g_mc, run, "loss/g", EVERY, STEPS, "kills");
   free(run);
   CHECK(log_contains(j.log, "no heartbeat for"));
-  CHECK(log_contains(j.log, "stopped"));
+  char blame[64]; /* the stopped rank is the one named */
+  snprintf(blame, sizeof blame, "rank %d (pid %ld, stopped)", who[3], stopped_pid);
+  CHECKF(log_contains(j.log, blame), "kills: the log does not blame %s", blame);
 }
 
 static void scenario_slot(void) {
