@@ -53,6 +53,7 @@ struct gf_tracker {
   size_t n_seen;
   int64_t monitor_first;    /* first system-metric step of this process */
   bool model_logged;        /* the run already has ganflow.model_version */
+  char model_version[32];   /* the version this process registered; "" */
   char outbox[GF_TRAIN_PATH_MAX + 32];
   atomic_uint_fast64_t dropped; /* points the logger refused */
   atomic_uint_fast64_t skipped; /* points skipped as already on the server */
@@ -421,6 +422,8 @@ gf_status gf_tracker_log_model(gf_tracker *t, const gf_gan *gan, FILE *log,
       fprintf(log, "ganflow-train: registered models:/%s/%s%s%s\n", name,
               mv.version, t->cfg.alias[0] ? " as @" : "", t->cfg.alias);
   }
+  if (st == GF_OK)
+    snprintf(t->model_version, sizeof t->model_version, "%s", mv.version);
   mlflow_model_version_free(&mv);
   return st;
 }
@@ -467,4 +470,17 @@ int gf_tracker_finish(gf_tracker *t, int run_status, FILE *log) {
   }
   tracker_free(t);
   return rc;
+}
+
+const char *gf_tracker_model_version(const gf_tracker *t) {
+  return t ? t->model_version : "";
+}
+
+mlflow_client *gf_tracker_client(gf_tracker *t) { return t ? t->client : NULL; }
+
+void gf_tracker_set_tag(gf_tracker *t, const char *key, const char *value) {
+  if (!t) return;
+  mlflow_error e;
+  if (mlflow_logger_set_tag(t->logger, key, value, &e) != MLFLOW_OK)
+    atomic_fetch_add(&t->dropped, 1);
 }

@@ -245,6 +245,16 @@ gf_status gf_tracker_log_model(gf_tracker *t, const struct gf_gan *gan,
  * nonzero when the run status could not be set. */
 int gf_tracker_finish(gf_tracker *t, int run_status, FILE *log);
 
+/* The version gf_tracker_log_model registered in this process ("" when
+ * none); valid until gf_tracker_finish. */
+const char *gf_tracker_model_version(const gf_tracker *t);
+/* The run's client (borrowed; the training thread's connection, for
+ * synchronous calls from that thread); valid until gf_tracker_finish. */
+struct mlflow_client *gf_tracker_client(gf_tracker *t);
+/* Sets a run tag through the logger (queued, sent in order with the
+ * metrics; a refusal counts as dropped). */
+void gf_tracker_set_tag(gf_tracker *t, const char *key, const char *value);
+
 /* ---- artifact uploader (train_upload.c) ------------------------------ */
 
 typedef struct gf_uploader gf_uploader; /* opaque */
