@@ -41,9 +41,13 @@ static const command COMMANDS[] = {
      "mlflow.outbox, any *.outbox in PATH, or one file) to the MLflow "
      "server of MLFLOW_TRACKING_URI; each file is removed once sent",
      cmd_sync},
-    {"promote", "NAME VERSION --alias ALIAS",
+    {"promote", "NAME VERSION --alias ALIAS [--if-better METRIC[:min|max]]",
      "point ALIAS of registered model NAME at VERSION (refused unless the "
-     "version is READY)",
+     "version is READY); with --if-better only when the last value of METRIC "
+     "in VERSION's run beats the one of the version holding ALIAS now (min: "
+     "lower is better, the default; equal is refused; no holder, or a holder "
+     "without the metric, promotes; a candidate without it is refused); "
+     "prints what it compared and exits 1 when it refuses",
      cmd_promote},
     {"models", "[NAME]",
      "list the versions of NAME (or of every registered model) with their "
@@ -203,13 +207,17 @@ static int cmd_promote(int argc, char **argv) {
     command_usage(self, stdout);
     return 0;
   }
-  const char *pos[2] = {NULL, NULL}, *alias = NULL;
+  const char *pos[2] = {NULL, NULL}, *alias = NULL, *if_better = NULL;
   int npos = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--alias") == 0 && i + 1 < argc) {
       alias = argv[++i];
     } else if (strncmp(argv[i], "--alias=", 8) == 0) {
       alias = argv[i] + 8;
+    } else if (strcmp(argv[i], "--if-better") == 0 && i + 1 < argc) {
+      if_better = argv[++i];
+    } else if (strncmp(argv[i], "--if-better=", 12) == 0) {
+      if_better = argv[i] + 12;
     } else if (argv[i][0] != '-' && npos < 2) {
       pos[npos++] = argv[i];
     } else {
@@ -223,6 +231,14 @@ static int cmd_promote(int argc, char **argv) {
     command_usage(self, stderr);
     return EXIT_USAGE;
   }
+  char metric[256];
+  mlflow_gate_goal goal;
+  mlflow_error me;
+  if (if_better && mlflow_gate_metric_parse(if_better, metric, sizeof metric,
+                                            &goal, &me) != MLFLOW_OK) {
+    fprintf(stderr, "ganflow promote: --if-better: %s\n", me.message);
+    return EXIT_USAGE;
+  }
   mlflow_config cfg;
   mlflow_client *c = env_client("promote", &cfg);
   if (!c) {
@@ -231,6 +247,19 @@ static int cmd_promote(int argc, char **argv) {
   }
   gf_err err;
   memset(&err, 0, sizeof err);
+  if (if_better) {
+    int promoted = 0;
+    gf_status st = gf_cli_promote_if_better(c, pos[0], pos[1], alias,
+                                            if_better, stdout, &promoted,
+                                            &err);
+    int rc = finish("promote", st, &err, c, &cfg);
+    if (st == GF_OK && !promoted) {
+      fprintf(stderr, "ganflow promote: refused: %s@%s not moved to version "
+              "%s\n", pos[0], alias, pos[1]);
+      rc = EXIT_RUNTIME;
+    }
+    return rc;
+  }
   gf_status st = gf_cli_promote(c, pos[0], pos[1], alias, stdout, &err);
   return finish("promote", st, &err, c, &cfg);
 }

@@ -41,6 +41,32 @@ gf_status gf_cli_promote(mlflow_client *c, const char *name,
   return GF_OK;
 }
 
+gf_status gf_cli_promote_if_better(mlflow_client *c, const char *name,
+                                   const char *version, const char *alias,
+                                   const char *metric_spec, FILE *out,
+                                   int *promoted, gf_err *err) {
+  *promoted = 0;
+  if (!mlflow_alias_is_valid(alias))
+    return gf_fail(err, GF_EINVAL, "--alias '%s': use letters, digits, _ and "
+                   "-; 'latest' and v<number> are reserved", alias);
+  mlflow_error me;
+  memset(&me, 0, sizeof me);
+  char metric[256];
+  mlflow_gate_goal goal;
+  if (mlflow_gate_metric_parse(metric_spec, metric, sizeof metric, &goal,
+                               &me) != MLFLOW_OK)
+    return gf_fail(err, GF_EINVAL, "--if-better: %s", me.message);
+  mlflow_gate_result r;
+  if (mlflow_alias_set_if_better(c, name, version, alias, metric, goal, &r,
+                                 &me) != MLFLOW_OK) {
+    if (r.message[0]) fprintf(out, "%s\n", r.message);
+    return from_mlflow(&me, err);
+  }
+  fprintf(out, "%s\n", r.message);
+  *promoted = mlflow_gate_promoted(r.verdict);
+  return GF_OK;
+}
+
 gf_status gf_cli_models(mlflow_client *c, const char *name, FILE *out,
                         gf_err *err) {
   mlflow_model_version_list l;

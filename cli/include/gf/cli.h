@@ -29,6 +29,21 @@ gf_status gf_cli_promote(mlflow_client *c, const char *name,
                          const char *version, const char *alias, FILE *out,
                          gf_err *err);
 
+/* `ganflow promote ... --if-better METRIC[:min|max]`: the promotion gate
+ * of mlflow/registry.h (mlflow_alias_set_if_better), which moves alias to
+ * version only when version's run has a better last value of METRIC than
+ * the run of the version holding alias now (min: lower is better, the
+ * default). Prints the comparison ("swd/avg (lower is better): version 4 =
+ * 12.3 (run ...) vs version 3 = 15 (run ...): better, alias production ->
+ * 4") to out. GF_OK with *promoted 1 when the alias is on version
+ * afterwards, *promoted 0 when the gate refused (worse, equal, or no value
+ * for the candidate); an error status (GF_EINVAL for a bad spec or alias,
+ * GF_ESTATE when not READY, ...) when no decision could be made. */
+gf_status gf_cli_promote_if_better(mlflow_client *c, const char *name,
+                                   const char *version, const char *alias,
+                                   const char *metric_spec, FILE *out,
+                                   int *promoted, gf_err *err);
+
 /* Prints one line per version of `name` (NULL: every registered model):
  * name, version, status, aliases, run id, creation time (UTC). */
 gf_status gf_cli_models(mlflow_client *c, const char *name, FILE *out,

@@ -117,6 +117,89 @@ mlflow_status mlflow_model_download(mlflow_client *c, const char *uri,
                                     mlflow_model_version *out,
                                     mlflow_error *err);
 
+
+/* ---- promotion gate (registry_gate.c) ----------------------------------
+ * Moves an alias to a candidate version only when the candidate's metric
+ * beats the version that holds the alias now. The value of a version is the
+ * last value (runs/get's latest, i.e. the highest step) of the metric in
+ * the run that produced it (the version's run_id). Generic: versions, runs,
+ * one metric key; nothing here knows what the metric means.
+ *
+ * Decisions, in order:
+ *   candidate not READY                      -> MLFLOW_E_STATE (an error)
+ *   alias already on the candidate           -> PROMOTED_ALREADY (no call)
+ *   candidate has no run, no such metric,
+ *     or the value is NaN                    -> REFUSED_MISSING
+ *   no version holds the alias               -> PROMOTED_NO_HOLDER
+ *   the holder has no run, its run is gone,
+ *     it lacks the metric or its value is NaN -> PROMOTED_HOLDER_MISSING
+ *     (a holder that cannot be measured does not block a measured
+ *     candidate; the message says so)
+ *   candidate strictly better                -> PROMOTED_BETTER
+ *   equal                                    -> REFUSED_EQUAL
+ *   worse                                    -> REFUSED_WORSE
+ * MLflow has no compare-and-set on aliases: another writer moving the alias
+ * between the read and the write is not detected. */
+
+typedef enum mlflow_gate_goal {
+  MLFLOW_GATE_MIN = 0, /* lower is better (the default) */
+  MLFLOW_GATE_MAX = 1, /* higher is better */
+} mlflow_gate_goal;
+
+typedef enum mlflow_gate_verdict {
+  MLFLOW_GATE_PROMOTED_BETTER = 1,
+  MLFLOW_GATE_PROMOTED_NO_HOLDER,
+  MLFLOW_GATE_PROMOTED_HOLDER_MISSING,
+  MLFLOW_GATE_PROMOTED_ALREADY,
+  MLFLOW_GATE_REFUSED_WORSE,
+  MLFLOW_GATE_REFUSED_EQUAL,
+  MLFLOW_GATE_REFUSED_MISSING,
+} mlflow_gate_verdict;
+
+/* 1 for the PROMOTED_* verdicts (the alias is on the candidate afterwards). */
+int mlflow_gate_promoted(mlflow_gate_verdict v);
+/* "better", "no holder", "holder unmeasured", "already", "worse", "equal",
+ * "missing"; "?" outside the enum. Static strings. */
+const char *mlflow_gate_verdict_name(mlflow_gate_verdict v);
+
+/* What the gate compared; filled by mlflow_alias_set_if_better. Plain
+ * arrays, nothing to free. */
+typedef struct mlflow_gate_result {
+  mlflow_gate_verdict verdict;
+  char holder_version[32];     /* "" when no version held the alias */
+  char candidate_run_id[64];   /* "" when the version has no run */
+  char holder_run_id[64];      /* "" when none */
+  int candidate_has_value;     /* 1 when candidate_value is set (not NaN) */
+  int holder_has_value;
+  double candidate_value;
+  double holder_value;
+  char message[768];           /* one line, no newline: "swd/avg: version 4
+                                  = 12.3 (run ...) vs version 3 = 15
+                                  (run ...): better, alias production -> 4" */
+} mlflow_gate_result;
+
+/* Parses "METRIC[:min|max]" (the goal defaults to min) into metric
+ * (metric_size bytes, NUL-terminated) and *goal. Only a last ":min" or
+ * ":max" is a goal, so metric keys holding ':' stay whole. The key must be
+ * a valid MLflow key (mlflow_validate_key). MLFLOW_E_INVALID otherwise. */
+mlflow_status mlflow_gate_metric_parse(const char *spec, char *metric,
+                                       size_t metric_size,
+                                       mlflow_gate_goal *goal,
+                                       mlflow_error *err);
+
+/* The gate above for version of registered model name and alias. Returns
+ * MLFLOW_OK when a decision was made (promoted or refused: see
+ * out->verdict and out->message), another status when the registry or a
+ * run could not be read or the alias could not be set (err says which).
+ * out is always written (zeroed first). */
+mlflow_status mlflow_alias_set_if_better(mlflow_client *c, const char *name,
+                                         const char *version,
+                                         const char *alias,
+                                         const char *metric,
+                                         mlflow_gate_goal goal,
+                                         mlflow_gate_result *out,
+                                         mlflow_error *err);
+
 #ifdef __cplusplus
 }
 #endif
