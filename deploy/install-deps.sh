@@ -22,11 +22,19 @@ MLFLOW_VERSION=3.17.2   # newest 3.x whose dependencies PyPI serves here (3.18.0
 #                       so that sbatch/srun/sinfo come without it
 #   munge               munged and mungekey for Slurm's auth/munge (the three
 #                       depend on it; named because the fixture runs it)
+#   postgresql          initdb, pg_ctl, postgres and psql under
+#                       /usr/lib/postgresql/<ver>/bin for
+#                       `deploy/mlflow-local.sh --backend postgres` and the
+#                       `mlflow_pg` ctest fixture (its own cluster in the
+#                       state folder; Debian's `main` cluster is not used)
+#   libwebp-dev         the trainer encodes the `+compressed.webp` companion
+#                       of each sample grid it logs as an MLflow image (as
+#                       MlflowClient.log_image does); its tests decode it back
 PACKAGES=(
   build-essential cmake pkg-config git ca-certificates
   clang llvm
   libcurl4-openssl-dev libcjson-dev libssl-dev zlib1g-dev
-  libmicrohttpd-dev libpng-dev libjpeg-dev libyaml-dev
+  libmicrohttpd-dev libpng-dev libjpeg-dev libyaml-dev libwebp-dev
   libdnnl-dev ocl-icd-opencl-dev
   python3 python3-venv python3-pip
   dataset-fashion-mnist
@@ -35,6 +43,7 @@ PACKAGES=(
   mmdebstrap
   libopenmpi-dev openmpi-bin
   slurmctld slurmd slurm-client munge
+  postgresql
 )
 
 SUDO=""
@@ -66,11 +75,16 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 # safetensors: the tests check that our files load in Python's reader.
 SAFETENSORS_VERSION=0.8.0
-have=$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mlflow"), m.version("safetensors"))' 2>/dev/null || true)
-if [ "$have" != "$MLFLOW_VERSION $SAFETENSORS_VERSION" ]; then
+# psycopg (3, with its binary wheel: libpq inside): MLflow's driver for a
+# postgresql:// backend store; the SQLAlchemy that mlflow pulls in (2.1) maps
+# a plain postgresql:// to psycopg 3, not psycopg2.
+PSYCOPG_VERSION=3.3.9
+have=$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mlflow"), m.version("safetensors"), m.version("psycopg-binary"))' 2>/dev/null || true)
+if [ "$have" != "$MLFLOW_VERSION $SAFETENSORS_VERSION $PSYCOPG_VERSION" ]; then
   echo "install-deps: installing mlflow==$MLFLOW_VERSION into .venv"
   "$VENV/bin/pip" install -q --disable-pip-version-check \
-    "mlflow[auth]==$MLFLOW_VERSION" "safetensors==$SAFETENSORS_VERSION"
+    "mlflow[auth]==$MLFLOW_VERSION" "safetensors==$SAFETENSORS_VERSION" \
+    "psycopg[binary]==$PSYCOPG_VERSION"
 else
-  echo "install-deps: mlflow $MLFLOW_VERSION and safetensors present in .venv"
+  echo "install-deps: mlflow $MLFLOW_VERSION, safetensors and psycopg present in .venv"
 fi
