@@ -221,7 +221,7 @@ static void test_help(void) {
     "--seed", "--device", "--threads", "--checkpoint-dir",
     "--checkpoint-every", "--keep", "--resume", "--sample-every",
     "--eval-every", "--experiment", "--run-name", "--register-model",
-    "--alias", "--image-size", "--channels", "--log-every", "--deterministic",
+    "--alias", "--promote-if-better", "--image-size", "--channels", "--log-every", "--deterministic",
     "--allreduce", "--sync-bn", "--grad-accum", "--exact-reduce",
     "--exact-shards", "--bucket-kb", "--comm-timeout", "--check-every",
     "mpirun", "--help", "MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID", "ganflow sync"};
@@ -259,6 +259,37 @@ static void test_params(void) {
   CHECK_INT_EQ(gf_train_config_params(&c, p, 3), 3);
 }
 
+static void test_promote_flag(void) {
+  gf_train_config c;
+  gf_err e;
+  REQUIRE(parse(&c, &e, "--data", "/d", NULL) == GF_PARSE_OK);
+  CHECK_STR_EQ(c.promote_alias, "");
+  REQUIRE(parse(&c, &e, "--data", "/d", "--promote-if-better", "production",
+                NULL) == GF_PARSE_OK);
+  CHECK_STR_EQ(c.promote_alias, "production");
+  CHECK_STR_EQ(c.promote_metric, "swd/avg");
+  CHECK(!c.promote_max);
+  REQUIRE(parse(&c, &e, "--data", "/d", "--alias", "candidate",
+                "--promote-if-better", "prod:d/real:max", NULL) ==
+          GF_PARSE_OK);
+  CHECK_STR_EQ(c.promote_alias, "prod");
+  CHECK_STR_EQ(c.promote_metric, "d/real");
+  CHECK(c.promote_max);
+  REQUIRE(parse(&c, &e, "--data", "/d", "--promote-if-better", "p:swd/avg:min",
+                NULL) == GF_PARSE_OK);
+  CHECK_STR_EQ(c.promote_metric, "swd/avg");
+  CHECK(!c.promote_max);
+  BAD("--promote-if-better", "--promote-if-better", "");
+  BAD("--promote-if-better", "--promote-if-better", ":swd/avg");
+  BAD("--promote-if-better", "--promote-if-better", "latest");
+  BAD("--promote-if-better", "--promote-if-better", "p:a..b");
+  BAD("--promote-if-better", "--promote-if-better", "p::max");
+  BAD("--promote-if-better", "--register-model", "", "--promote-if-better",
+      "p");
+  BAD("--promote-if-better", "--alias", "prod", "--promote-if-better",
+      "prod:swd/avg");
+}
+
 /* The executable's exit codes. */
 static int run_bin(const char *args) {
   char cmd[1024];
@@ -272,6 +303,7 @@ static void test_exit_codes(void) {
   CHECK_INT_EQ(run_bin("--data /d --batch x"), 2);
   CHECK_INT_EQ(run_bin("--data /d --device cuda"), 2);
   CHECK_INT_EQ(run_bin(""), 2);
+  CHECK_INT_EQ(run_bin("--data /d --alias prod --promote-if-better prod"), 2);
 }
 
 int main(void) {
@@ -280,6 +312,7 @@ int main(void) {
   test_bad_values();
   test_help();
   test_params();
+  test_promote_flag();
   test_exit_codes();
   return check_report();
 }

@@ -14,6 +14,7 @@
 #include "gf/comm.h"
 #include "gf/ctx.h"
 #include "gf/train.h"
+#include "mlflow/registry.h"
 
 /* Copies src into a fixed buffer; GF_EINVAL naming the flag when too long. */
 static gf_status copy_str(char *dst, size_t cap, const char *src,
@@ -183,6 +184,13 @@ gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err) {
   if (cfg->alias[0] && !cfg->register_model[0])
     return gf_fail(err, GF_EINVAL, "--alias: needs a registered model "
                    "(--register-model is '')");
+  if (cfg->promote_alias[0] && !cfg->register_model[0])
+    return gf_fail(err, GF_EINVAL, "--promote-if-better: needs a registered "
+                   "model (--register-model is '')");
+  if (cfg->promote_alias[0] && strcmp(cfg->promote_alias, cfg->alias) == 0)
+    return gf_fail(err, GF_EINVAL, "--alias %s and --promote-if-better %s: "
+                   "the same alias, set unconditionally and gated; give one",
+                   cfg->alias, cfg->promote_alias);
   if (!cfg->checkpoint_dir[0]) {
     char e[GF_TRAIN_NAME_MAX], r[GF_TRAIN_NAME_MAX];
     safe_component(e, sizeof e, cfg->experiment);
@@ -212,7 +220,7 @@ enum {
   OPT_DATA = 256, OPT_MODEL, OPT_STEPS, OPT_BATCH, OPT_LR_G, OPT_LR_D,
   OPT_Z_DIM, OPT_SEED, OPT_DEVICE, OPT_THREADS, OPT_CKPT_DIR, OPT_CKPT_EVERY,
   OPT_KEEP, OPT_RESUME, OPT_SAMPLE_EVERY, OPT_EVAL_EVERY, OPT_EXPERIMENT,
-  OPT_RUN_NAME, OPT_REGISTER, OPT_ALIAS, OPT_IMAGE_SIZE, OPT_CHANNELS,
+  OPT_RUN_NAME, OPT_REGISTER, OPT_ALIAS, OPT_PROMOTE, OPT_IMAGE_SIZE, OPT_CHANNELS,
   OPT_LOG_EVERY, OPT_DETERMINISTIC, OPT_HELP, OPT_EVAL_IMAGES,
   OPT_ALLREDUCE, OPT_SYNC_BN, OPT_GRAD_ACCUM, OPT_EXACT, OPT_EXACT_SHARDS,
   OPT_BUCKET_KB, OPT_COMM_TIMEOUT, OPT_CHECK_EVERY,
@@ -240,6 +248,7 @@ static const struct option k_options[] = {
   {"run-name", required_argument, NULL, OPT_RUN_NAME},
   {"register-model", required_argument, NULL, OPT_REGISTER},
   {"alias", required_argument, NULL, OPT_ALIAS},
+  {"promote-if-better", required_argument, NULL, OPT_PROMOTE},
   {"image-size", required_argument, NULL, OPT_IMAGE_SIZE},
   {"channels", required_argument, NULL, OPT_CHANNELS},
   {"log-every", required_argument, NULL, OPT_LOG_EVERY},
@@ -255,6 +264,33 @@ static const struct option k_options[] = {
   {"help", no_argument, NULL, OPT_HELP},
   {NULL, 0, NULL, 0},
 };
+
+/* --promote-if-better ALIAS[:METRIC[:min|max]] (METRIC swd/avg, min). */
+static gf_status parse_promote(gf_train_config *cfg, const char *arg,
+                               gf_err *err) {
+  const char *colon = strchr(arg, ':');
+  size_t n = colon ? (size_t)(colon - arg) : strlen(arg);
+  if (n == 0 || n >= sizeof cfg->promote_alias)
+    return gf_fail(err, GF_EINVAL, "--promote-if-better: '%s': expected "
+                   "ALIAS[:METRIC[:min|max]]", arg);
+  char alias[GF_TRAIN_NAME_MAX];
+  memcpy(alias, arg, n);
+  alias[n] = '\0';
+  if (!mlflow_alias_is_valid(alias))
+    return gf_fail(err, GF_EINVAL, "--promote-if-better: '%s' is not a valid "
+                   "MLflow alias ([A-Za-z0-9_-]+, not 'latest' or v<digits>)",
+                   alias);
+  const char *spec = colon && colon[1] ? colon + 1 : "swd/avg";
+  mlflow_gate_goal goal;
+  mlflow_error me;
+  if (mlflow_gate_metric_parse(spec, cfg->promote_metric,
+                               sizeof cfg->promote_metric, &goal,
+                               &me) != MLFLOW_OK)
+    return gf_fail(err, GF_EINVAL, "--promote-if-better: %s", me.message);
+  memcpy(cfg->promote_alias, alias, n + 1);
+  cfg->promote_max = goal == MLFLOW_GATE_MAX;
+  return GF_OK;
+}
 
 static gf_status apply_option(gf_train_config *cfg, int opt, const char *arg,
                               gf_err *err) {
@@ -334,6 +370,8 @@ static gf_status apply_option(gf_train_config *cfg, int opt, const char *arg,
                        arg);
     }
     return copy_str(cfg->alias, sizeof cfg->alias, arg, "--alias", err);
+  case OPT_PROMOTE:
+    return parse_promote(cfg, arg, err);
   case OPT_IMAGE_SIZE:
     return parse_int("--image-size", arg, 1, 4096, &cfg->image_size, err);
   case OPT_CHANNELS:
@@ -476,6 +514,11 @@ void gf_train_usage(FILE *out, const char *prog) {
 "  --register-model NAME   registered model of the final generator\n"
 "                          (ganflow-<model>); '' skips registration\n"
 "  --alias NAME            alias set on the new version (none)\n"
+"  --promote-if-better ALIAS[:METRIC[:min|max]]\n"
+"                          move ALIAS to the new version only when its\n"
+"                          last METRIC (swd/avg) beats the version holding\n"
+"                          ALIAS (min: lower is better); a refusal does not\n"
+"                          fail the run (tag ganflow.promotion says why)\n"
 "  --help                  this text\n"
 "\n"
 "Environment: MLFLOW_TRACKING_URI (http://127.0.0.1:5000),\n"

@@ -314,6 +314,38 @@ static gf_status loop(train_state *st, const atomic_int *stop,
   return s;
 }
 
+/* --promote-if-better, at the end of a run that registered a version: the
+ * promotion gate of mlflow/registry.h on that version. Reported on stderr
+ * and in the run tag ganflow.promotion ("promoted: ...", "refused: ...",
+ * "error: ...", "skipped: ..."); never fails the run. */
+static void promote_if_better(gf_tracker *t, const gf_train_config *cfg) {
+  if (!cfg->promote_alias[0]) return;
+  const char *version = gf_tracker_model_version(t);
+  char tag[2048];
+  if (!version || !version[0]) {
+    snprintf(tag, sizeof tag, "skipped: no version registered by this "
+             "process (the run had its model already)");
+  } else {
+    mlflow_gate_result r;
+    mlflow_error me;
+    memset(&me, 0, sizeof me);
+    mlflow_status s = mlflow_alias_set_if_better(
+        gf_tracker_client(t), cfg->register_model, version, cfg->promote_alias,
+        cfg->promote_metric, cfg->promote_max ? MLFLOW_GATE_MAX : MLFLOW_GATE_MIN,
+        &r, &me);
+    if (s != MLFLOW_OK)
+      snprintf(tag, sizeof tag, "error: %.256s@%.128s not moved to version "
+               "%.32s: %.1024s",
+               cfg->register_model, cfg->promote_alias, version, me.message);
+    else
+      snprintf(tag, sizeof tag, "%s: %s",
+               mlflow_gate_promoted(r.verdict) ? "promoted" : "refused",
+               r.message);
+  }
+  fprintf(stderr, "ganflow-train: promotion %s\n", tag);
+  gf_tracker_set_tag(t, "ganflow.promotion", tag);
+}
+
 gf_train_exit gf_train_run(const gf_train_config *cfg,
                            const gf_launch_info *launch, gf_comm *comm,
                            const atomic_int *stop, gf_heartbeat *hb) {
@@ -456,6 +488,7 @@ gf_train_exit gf_train_run(const gf_train_config *cfg,
     err.msg[0] = '\0';
     goto out;
   }
+  promote_if_better(st.tracker, cfg);
   run_status = MLFLOW_RUN_FINISHED;
   rc = GF_TRAIN_EXIT_OK;
   gf_heartbeat_beat(hb, GF_HB_DONE, k);

@@ -76,6 +76,13 @@ typedef struct gf_train_config {
                                          "ganflow-<model>"; "" skips */
   bool register_set;                  /* --register-model was given */
   char alias[GF_TRAIN_NAME_MAX];      /* --alias ("" = none) */
+  char promote_alias[GF_TRAIN_NAME_MAX]; /* --promote-if-better ALIAS[:METRIC
+                                         [:min|max]]: the alias moved to the
+                                         new version only when METRIC beats
+                                         the holder's ("" = no gate) */
+  char promote_metric[256];           /* its METRIC (swd/avg), a valid key */
+  bool promote_max;                   /* its goal: true = higher is better
+                                         (default false: lower) */
   bool deterministic;                 /* --deterministic */
   int eval_images;                    /* SWD set size (2000; fewer when the
                                          dataset is smaller) */
