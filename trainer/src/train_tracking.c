@@ -23,6 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "gf/atomic_file.h"
 #include "gf/gan.h"
 #include "gf/mlflow_status.h"
@@ -346,19 +348,34 @@ static void rm_tree(const char *dir) {
   rmdir(dir);
 }
 
-gf_status gf_tracker_log_model(gf_tracker *t, const gf_gan *gan, FILE *log,
-                               gf_err *err) {
-  if (t->model_logged) {
+/* The run's final SWD points linked to the logged model: the same (key,
+ * value, timestamp, step) as the run holds, so its history keeps one point
+ * each (the server links it to the model). */
+static void link_final_metrics(gf_tracker *t, const char *model_id, FILE *log) {
+  mlflow_run run;
+  mlflow_error e;
+  if (mlflow_run_get(t->client, t->run_id, &run, &e) != MLFLOW_OK) {
     if (log)
-      fprintf(log, "ganflow-train: run %s already holds its registered model "
-              "(tag ganflow.model_version); not registering again\n",
-              t->run_id);
-    return GF_OK;
+      fprintf(log, "ganflow-train: warning: final metrics not linked to the "
+              "logged model: %s\n", e.message);
+    return;
   }
-  char dir[GF_TRAIN_PATH_MAX + 32];
-  snprintf(dir, sizeof dir, "%s/.model-tmp", t->cfg.checkpoint_dir);
-  rm_tree(dir);
+  mlflow_metric pick[64];
+  size_t n = 0;
+  for (size_t i = 0; i < run.n_metrics && n < 64; i++)
+    if (strncmp(run.metrics[i].key, "swd/", 4) == 0) pick[n++] = run.metrics[i];
+  if (n && mlflow_log_metrics_for_model(t->client, t->run_id, model_id, pick, n,
+                                        &e) != MLFLOW_OK && log)
+    fprintf(log, "ganflow-train: warning: final metrics not linked to the "
+            "logged model: %s\n", e.message);
+  mlflow_run_free(&run);
+}
 
+/* Writes the model directory into dir for artifact_path (the run's "model"
+ * or a logged model's artifact URI). */
+static gf_status write_model_dir(gf_tracker *t, const gf_gan *gan,
+                                 const char *dir, const char *artifact_path,
+                                 gf_err *err) {
   /* generator.safetensors: G's tensors under their nn.Module names
    * ("main.0.weight": the state_dict name without "g."). */
   gf_st_tensor_desc desc[GF_NET_MAX_TENSORS];
@@ -377,34 +394,112 @@ gf_status gf_tracker_log_model(gf_tracker *t, const gf_gan *gan, FILE *log,
   char *mlflow_version = NULL;
   if (mlflow_server_version(t->client, &mlflow_version, &e) != MLFLOW_OK)
     return mlfail(err, "server version", &e);
-  gf_mlmodel_info info = {"model", t->run_id, mlflow_version,
+  gf_mlmodel_info info = {artifact_path, t->run_id, mlflow_version,
                           GF_TRAIN_VERSION};
   gf_status st = gf_mlmodel_write(dir, &gan->cfg, desc, n, meta,
                                   sizeof meta / sizeof *meta, &info, NULL, err);
   free(mlflow_version);
-  if (st != GF_OK) {
+  return st;
+}
+
+/* MLflow 3: the generator as a logged model of the run (the experiment's
+ * Models tab), its files at the model's own artifact location, the final
+ * SWD linked to it. *lm receives it (caller frees). GF_EUNSUPPORTED when
+ * the server predates logged models: nothing was created. */
+static gf_status log_logged_model(gf_tracker *t, const gf_gan *gan,
+                                  const char *dir, mlflow_logged_model *lm,
+                                  FILE *log, gf_err *err) {
+  mlflow_error e;
+  mlflow_run run;
+  if (mlflow_run_get(t->client, t->run_id, &run, &e) != MLFLOW_OK)
+    return mlfail(err, "runs/get", &e);
+  char z[16], hw[32], ch[16];
+  snprintf(z, sizeof z, "%d", gan->cfg.z_dim);
+  snprintf(hw, sizeof hw, "%dx%d", gan->cfg.image_height, gan->cfg.image_width);
+  snprintf(ch, sizeof ch, "%d", gan->cfg.image_channels);
+  mlflow_kv params[] = {{"architecture", gf_arch_name(gan->cfg.architecture)},
+                        {"z_dim", z}, {"image_size", hw}, {"channels", ch}};
+  mlflow_kv tags[] = {{"ganflow.version", GF_TRAIN_VERSION}};
+  mlflow_status ms = mlflow_logged_model_create(
+      t->client, run.info.experiment_id, "generator", t->run_id, "ganflow",
+      tags, 1, params, sizeof params / sizeof *params, lm, &e);
+  mlflow_run_free(&run);
+  if (ms == MLFLOW_E_UNSUPPORTED) {
+    if (log)
+      fprintf(log, "ganflow-train: %s; the model goes to the run's model/ "
+              "artifacts\n", e.message);
+    return GF_EUNSUPPORTED;
+  }
+  if (ms != MLFLOW_OK) return mlfail(err, "logged-models/create", &e);
+  gf_status st = write_model_dir(t, gan, dir, lm->artifact_uri, err);
+  if (st == GF_OK &&
+      mlflow_run_log_model_output(t->client, t->run_id, lm->model_id,
+                                  gan->adam_step_g, &e) != MLFLOW_OK)
+    st = mlfail(err, "runs/outputs", &e);
+  if (st == GF_OK && mlflow_artifact_upload_dir(t->client, lm->artifact_uri,
+                                                dir, NULL, &e) != MLFLOW_OK)
+    st = mlfail(err, "uploading the logged model", &e);
+  if (mlflow_logged_model_finalize(t->client, lm->model_id, st == GF_OK, &e) !=
+          MLFLOW_OK &&
+      st == GF_OK)
+    st = mlfail(err, "logged-models/finalize", &e);
+  if (st == GF_OK) link_final_metrics(t, lm->model_id, log);
+  return st;
+}
+
+gf_status gf_tracker_log_model(gf_tracker *t, const gf_gan *gan, FILE *log,
+                               gf_err *err) {
+  if (t->model_logged) {
+    if (log)
+      fprintf(log, "ganflow-train: run %s already holds its registered model "
+              "(tag ganflow.model_version); not registering again\n",
+              t->run_id);
+    return GF_OK;
+  }
+  char dir[GF_TRAIN_PATH_MAX + 32];
+  snprintf(dir, sizeof dir, "%s/.model-tmp", t->cfg.checkpoint_dir);
+  rm_tree(dir);
+  mlflow_logged_model lm;
+  memset(&lm, 0, sizeof lm);
+  mlflow_error e;
+  gf_status st = log_logged_model(t, gan, dir, &lm, log, err);
+  if (st == GF_EUNSUPPORTED) {
+    /* an MLflow 2 server: the model directory as the run's model/ */
     rm_tree(dir);
+    st = write_model_dir(t, gan, dir, "model", err);
+    if (st == GF_OK && mlflow_artifact_upload_dir(t->client, t->artifact_uri,
+                                                  dir, "model", &e) != MLFLOW_OK)
+      st = mlfail(err, "uploading model/", &e);
+  }
+  rm_tree(dir);
+  if (st != GF_OK || !t->cfg.register_model[0]) {
+    mlflow_logged_model_free(&lm);
     return st;
   }
-  mlflow_status ms = mlflow_artifact_upload_dir(t->client, t->artifact_uri,
-                                                dir, "model", &e);
-  rm_tree(dir);
-  if (ms != MLFLOW_OK) return mlfail(err, "uploading model/", &e);
-  if (!t->cfg.register_model[0]) return GF_OK;
 
   const char *name = t->cfg.register_model;
-  if (mlflow_registered_model_create(t->client, name, &e) != MLFLOW_OK)
+  if (mlflow_registered_model_create(t->client, name, &e) != MLFLOW_OK) {
+    mlflow_logged_model_free(&lm);
     return mlfail(err, "registered-models/create", &e);
-  size_t src_len = strlen(t->artifact_uri) + 8;
-  char *source = malloc(src_len);
-  if (!source) return gf_fail(err, GF_ENOMEM, "out of memory");
-  snprintf(source, src_len, "%s/model", t->artifact_uri);
+  }
   mlflow_model_version mv;
   memset(&mv, 0, sizeof mv);
-  ms = mlflow_model_version_create(t->client, name, source, t->run_id, &mv, &e);
-  free(source);
-  if (ms != MLFLOW_OK) return mlfail(err, "model-versions/create", &e);
-  st = GF_OK;
+  mlflow_status ms;
+  if (lm.model_id) {
+    ms = mlflow_model_version_create_from_model(t->client, name, lm.model_id,
+                                                t->run_id, &mv, &e);
+  } else {
+    size_t src_len = strlen(t->artifact_uri) + 8;
+    char *source = malloc(src_len);
+    if (!source) return gf_fail(err, GF_ENOMEM, "out of memory");
+    snprintf(source, src_len, "%s/model", t->artifact_uri);
+    ms = mlflow_model_version_create(t->client, name, source, t->run_id, &mv, &e);
+    free(source);
+  }
+  if (ms != MLFLOW_OK) {
+    mlflow_logged_model_free(&lm);
+    return mlfail(err, "model-versions/create", &e);
+  }
   if (mlflow_model_version_wait_ready(t->client, name, mv.version, 300, NULL,
                                       &e) != MLFLOW_OK)
     st = mlfail(err, "waiting for the model version", &e);
@@ -412,6 +507,28 @@ gf_status gf_tracker_log_model(gf_tracker *t, const gf_gan *gan, FILE *log,
       mlflow_alias_set(t->client, name, t->cfg.alias, mv.version, &e) !=
           MLFLOW_OK)
     st = mlfail(err, "setting the alias", &e);
+  if (st == GF_OK && lm.model_id) {
+    /* the logged model's page links to its registry versions, as MLflow's
+     * client writes it: a JSON list of {name, version} */
+    cJSON *arr = cJSON_CreateArray();
+    cJSON *o = cJSON_CreateObject();
+    char *json = NULL;
+    if (arr && o && cJSON_AddStringToObject(o, "name", name) &&
+        cJSON_AddStringToObject(o, "version", mv.version)) {
+      cJSON_AddItemToArray(arr, o);
+      o = NULL;
+      json = cJSON_PrintUnformatted(arr);
+    }
+    cJSON_Delete(o);
+    cJSON_Delete(arr);
+    mlflow_kv tag = {"mlflow.modelVersions", json};
+    if (!json)
+      st = gf_fail(err, GF_ENOMEM, "out of memory");
+    else if (mlflow_logged_model_set_tags(t->client, lm.model_id, &tag, 1,
+                                          &e) != MLFLOW_OK)
+      st = mlfail(err, "tagging the logged model", &e);
+    free(json);
+  }
   if (st == GF_OK) {
     char tag[GF_TRAIN_NAME_MAX + 32];
     snprintf(tag, sizeof tag, "%s/%s", name, mv.version);
@@ -419,12 +536,15 @@ gf_status gf_tracker_log_model(gf_tracker *t, const gf_gan *gan, FILE *log,
                        &e) != MLFLOW_OK)
       st = mlfail(err, "tagging the run", &e);
     else if (log)
-      fprintf(log, "ganflow-train: registered models:/%s/%s%s%s\n", name,
-              mv.version, t->cfg.alias[0] ? " as @" : "", t->cfg.alias);
+      fprintf(log, "ganflow-train: registered models:/%s/%s%s%s%s%s\n", name,
+              mv.version, t->cfg.alias[0] ? " as @" : "", t->cfg.alias,
+              lm.model_id ? " from logged model " : "",
+              lm.model_id ? lm.model_id : "");
   }
   if (st == GF_OK)
     snprintf(t->model_version, sizeof t->model_version, "%s", mv.version);
   mlflow_model_version_free(&mv);
+  mlflow_logged_model_free(&lm);
   return st;
 }
 

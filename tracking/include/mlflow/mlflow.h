@@ -6,6 +6,7 @@
 #include "mlflow/tracking.h"
 #include "mlflow/artifacts.h"
 #include "mlflow/registry.h"
+#include "mlflow/logged_model.h"
 #include "mlflow/logger.h"
 
 #endif
