@@ -88,3 +88,22 @@ if [ "$have" != "$MLFLOW_VERSION $SAFETENSORS_VERSION $PSYCOPG_VERSION" ]; then
 else
   echo "install-deps: mlflow $MLFLOW_VERSION, safetensors and psycopg present in .venv"
 fi
+
+# An MLflow 2 server (the newest 2.x: before MLflow 3's logged models) in a
+# venv of its own: ganflow-train's fallback for a server without the
+# logged-models endpoints is tested against it. Its SQLAlchemy stays below
+# 2.1, which dropped a pool class MLflow 2 imports.
+MLFLOW2_VERSION=2.22.1
+SQLALCHEMY2_VERSION=2.0.58
+VENV2="$ROOT/.venv-mlflow2"
+if [ ! -x "$VENV2/bin/python" ]; then
+  /usr/bin/python3 -m venv "$VENV2"
+fi
+have2=$("$VENV2/bin/python" -c 'import importlib.metadata as m; print(m.version("mlflow"), m.version("sqlalchemy"))' 2>/dev/null || true)
+if [ "$have2" != "$MLFLOW2_VERSION $SQLALCHEMY2_VERSION" ]; then
+  echo "install-deps: installing mlflow==$MLFLOW2_VERSION into .venv-mlflow2"
+  "$VENV2/bin/pip" install -q --disable-pip-version-check \
+    "mlflow==$MLFLOW2_VERSION" "sqlalchemy==$SQLALCHEMY2_VERSION"
+else
+  echo "install-deps: mlflow $MLFLOW2_VERSION present in .venv-mlflow2"
+fi

@@ -1,5 +1,6 @@
 /* train_outputs.c - what rank 0 of a ganflow-train run writes besides
- * metrics (train_state.h): 8x8 sample grids, SWD evaluations against the
+ * metrics (train_state.h): 8x8 sample grids (MLflow images under the key
+ * GF_TRAIN_SAMPLES_KEY), SWD evaluations against the
  * data, and checkpoints with their uploads. Sample grids and SWD use G in
  * inference mode with fixed latents from (seed, GF_RNG_SAMPLE), so they
  * never perturb training and are comparable over a run. */
@@ -12,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gf/atomic_file.h"
 #include "gf/checkpoint.h"
 #include "gf/ctx.h"
 #include "gf/data.h"
@@ -23,7 +25,11 @@
 #include "gf/train.h"
 #include "mlflow/mlflow.h"
 #include "train_dist.h"
+#include "train_images.h"
 #include "train_state.h"
+
+/* The image key of the sample grids (the UI's chart title). */
+#define GF_TRAIN_SAMPLES_KEY "samples"
 
 /* Fixed latents and the buffer generated images go to. */
 gf_status train_alloc_eval(train_state *st, gf_err *err) {
@@ -95,22 +101,60 @@ static gf_status generate(train_state *st, const float *zs, int n,
   return GF_OK;
 }
 
+/* Writes bytes to <checkpoint-dir>/<name> and queues its upload as dest;
+ * the uploader owns (deletes) the file from then on. */
+static gf_status stage_upload(train_state *st, const char *name,
+                              const void *bytes, size_t len, const char *dest,
+                              gf_err *err) {
+  char path[GF_TRAIN_PATH_MAX + 96];
+  snprintf(path, sizeof path, "%s/%s", st->cfg->checkpoint_dir, name);
+  gf_status s = gf_atomic_write_file(path, bytes, len, err);
+  if (s == GF_OK) gf_tracker_upload(st->tracker, path, dest, true);
+  return s;
+}
+
+/* The 8x8 grid of step k, logged as MlflowClient.log_image(run, grid,
+ * key="samples", step=k) logs it (train_images.h): the PNG and its
+ * +compressed.webp preview under images/, and the tag mlflow.loggedImages
+ * once per process (at its first grid: no due step between the step this
+ * process started from and k). No copy stays on disk: the files are staged
+ * under hidden names in the checkpoint directory and deleted by the
+ * uploader. */
 gf_status train_write_samples(train_state *st, int64_t k, gf_err *err) {
   gf_status s = generate(st, st->grid_z, GRID_N, err);
   if (s != GF_OK) return s;
-  char dir[GF_TRAIN_PATH_MAX + 16], path[GF_TRAIN_PATH_MAX + 64],
-      dest[64];
-  snprintf(dir, sizeof dir, "%s/samples", st->cfg->checkpoint_dir);
-  s = train_make_dirs(dir, err);
-  if (s != GF_OK) return s;
-  snprintf(dest, sizeof dest, "samples/step_%lld.png", (long long)k);
-  snprintf(path, sizeof path, "%s/step_%lld.png", dir, (long long)k);
-  s = gf_png_write_grid(path, st->gen, GRID_N, st->mcfg.image_channels,
-                        st->mcfg.image_height, st->mcfg.image_width,
-                        GF_TRAIN_GRID_SIDE, err);
-  if (s != GF_OK) return s;
-  gf_tracker_upload(st->tracker, path, dest, false);
-  return GF_OK;
+  uint8_t *px = NULL, *png = NULL, *webp = NULL;
+  size_t png_len = 0, webp_len = 0;
+  int w = 0, h = 0, c = 0;
+  char uuid[GF_UUID_LEN + 1], name[64];
+  gf_image_names names;
+  s = gf_grid_to_rgb8(st->gen, GRID_N, st->mcfg.image_channels,
+                      st->mcfg.image_height, st->mcfg.image_width,
+                      GF_TRAIN_GRID_SIDE, GF_GRID_DEFAULT_PAD, &px, &w, &h,
+                      &c, err);
+  if (s == GF_OK) s = gf_png_encode(px, w, h, c, &png, &png_len, err);
+  if (s == GF_OK) s = gf_image_compressed_webp(px, w, h, c, &webp, &webp_len,
+                                               err);
+  if (s == GF_OK) s = gf_uuid4(uuid, err);
+  if (s == GF_OK)
+    s = gf_image_names_make(GF_TRAIN_SAMPLES_KEY, k, mlflow_now_ms(), uuid,
+                            &names, err);
+  if (s == GF_OK) {
+    snprintf(name, sizeof name, ".upload-samples-%lld.png", (long long)k);
+    s = stage_upload(st, name, png, png_len, names.png, err);
+  }
+  if (s == GF_OK) {
+    snprintf(name, sizeof name, ".upload-samples-%lld.webp", (long long)k);
+    s = stage_upload(st, name, webp, webp_len, names.webp, err);
+  }
+  free(px);
+  free(png);
+  free(webp);
+  int64_t every = st->cfg->sample_every;
+  if (s == GF_OK && every > 0 && (k - 1) / every * every <= st->start_step)
+    gf_tracker_set_tag(st->tracker, GF_IMAGE_LOGGED_TAG,
+                       GF_IMAGE_LOGGED_VALUE);
+  return s;
 }
 
 gf_status train_evaluate(train_state *st, int64_t k, double *avg,
