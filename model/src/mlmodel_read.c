@@ -24,6 +24,10 @@ void gf_mlmodel_free(gf_mlmodel *m) {
   free(m->utc_time_created);
   free(m->mlflow_version);
   free(m->ganflow_version);
+  for (size_t i = 0; i < m->n_sig_inputs; i++) free(m->sig_inputs[i].name);
+  free(m->sig_inputs);
+  for (size_t i = 0; i < m->n_sig_outputs; i++) free(m->sig_outputs[i].name);
+  free(m->sig_outputs);
   for (size_t i = 0; i < m->n_files; i++) free(m->files[i].name);
   free(m->files);
   free(m->dir);
@@ -130,6 +134,103 @@ static gf_status parse_files(const gf_ynode *files, gf_mlmodel *m, gf_err *err) 
   return GF_OK;
 }
 
+/* One TensorSpec object {"name", "type": "tensor", "tensor-spec":
+ * {"dtype", "shape"}} into t (t->name malloc'd). */
+static gf_status parse_tensor(const cJSON *o, const char *what, size_t idx,
+                              gf_mlmodel_tensor *t, gf_err *err) {
+  const cJSON *type = cJSON_GetObjectItemCaseSensitive(o, "type");
+  if (!cJSON_IsObject(o) || !cJSON_IsString(type))
+    return gf_fail(err, GF_EFORMAT, "MLmodel: signature.%s[%zu] is not a "
+                   "{\"type\": ...} object", what, idx);
+  if (strcmp(type->valuestring, "tensor") != 0)
+    return gf_fail(err, GF_EFORMAT, "MLmodel: signature.%s[%zu] has type "
+                   "\"%.32s\"; only tensor-based signatures are supported",
+                   what, idx, type->valuestring);
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "name");
+  const cJSON *spec = cJSON_GetObjectItemCaseSensitive(o, "tensor-spec");
+  const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(spec, "dtype");
+  const cJSON *shape = cJSON_GetObjectItemCaseSensitive(spec, "shape");
+  if ((name && !cJSON_IsNull(name) && !cJSON_IsString(name)) ||
+      !cJSON_IsString(dtype) || !cJSON_IsArray(shape))
+    return gf_fail(err, GF_EFORMAT, "MLmodel: signature.%s[%zu] needs a "
+                   "tensor-spec with a dtype string and a shape array", what,
+                   idx);
+  size_t dl = strlen(dtype->valuestring);
+  if (dl == 0 || dl >= sizeof t->dtype ||
+      strspn(dtype->valuestring, "abcdefghijklmnopqrstuvwxyz0123456789_") != dl)
+    return gf_fail(err, GF_EFORMAT, "MLmodel: signature.%s[%zu]: bad dtype",
+                   what, idx);
+  memcpy(t->dtype, dtype->valuestring, dl + 1);
+  int nd = cJSON_GetArraySize(shape);
+  if (nd > GF_MLMODEL_SIG_MAX_DIMS)
+    return gf_fail(err, GF_EFORMAT, "MLmodel: signature.%s[%zu]: %d "
+                   "dimensions (at most %d)", what, idx, nd,
+                   GF_MLMODEL_SIG_MAX_DIMS);
+  for (int d = 0; d < nd; d++) {
+    const cJSON *v = cJSON_GetArrayItem(shape, d);
+    double x = cJSON_IsNumber(v) ? v->valuedouble : -2;
+    if (!(x >= -1 && x <= 2147483647.0) || x != (double)(int64_t)x)
+      return gf_fail(err, GF_EFORMAT, "MLmodel: signature.%s[%zu]: shape[%d] "
+                     "is not an integer >= -1", what, idx, d);
+    t->shape[d] = (int64_t)x;
+  }
+  t->ndim = nd;
+  if (cJSON_IsString(name)) {
+    size_t nl = strlen(name->valuestring);
+    if (nl == 0 || nl > 255)
+      return gf_fail(err, GF_EFORMAT, "MLmodel: signature.%s[%zu]: bad name",
+                     what, idx);
+    if (!(t->name = strdup(name->valuestring)))
+      return gf_fail(err, GF_ENOMEM, "MLmodel: out of memory");
+  }
+  return GF_OK;
+}
+
+/* signature.inputs or .outputs: absent or null = none; else a string
+ * holding a JSON array of TensorSpecs. Allocates *out (owned by m). */
+static gf_status parse_schema(const gf_ynode *sig, const char *what,
+                              gf_mlmodel_tensor **out, size_t *n,
+                              gf_err *err) {
+  const gf_ynode *v = gf_ynode_get(sig, what);
+  if (!v || gf_ynode_is_null(v)) return GF_OK;
+  if (v->kind != GF_YN_SCALAR)
+    return gf_fail(err, GF_EFORMAT, "MLmodel: signature.%s is not a JSON "
+                   "string", what);
+  cJSON *arr = cJSON_Parse(v->text);
+  gf_status st = GF_OK;
+  int count = cJSON_IsArray(arr) ? cJSON_GetArraySize(arr) : -1;
+  if (count < 0)
+    st = gf_fail(err, GF_EFORMAT, "MLmodel: signature.%s is not a JSON "
+                 "array", what);
+  else if (count > GF_MLMODEL_SIG_MAX_TENSORS)
+    st = gf_fail(err, GF_EFORMAT, "MLmodel: signature.%s has %d tensors (at "
+                 "most %d)", what, count, GF_MLMODEL_SIG_MAX_TENSORS);
+  else if (count > 0 && !(*out = calloc((size_t)count, sizeof **out)))
+    st = gf_fail(err, GF_ENOMEM, "MLmodel: out of memory");
+  else if (count > 0)
+    *n = (size_t)count; /* zeroed entries; all freed with m */
+  for (int i = 0; st == GF_OK && i < count; i++)
+    st = parse_tensor(cJSON_GetArrayItem(arr, i), what, (size_t)i,
+                      &(*out)[i], err);
+  cJSON_Delete(arr);
+  return st;
+}
+
+/* The optional MLflow signature (see gf/mlmodel.h). */
+static gf_status parse_signature(const gf_ynode *root, gf_mlmodel *m,
+                                 gf_err *err) {
+  const gf_ynode *sig = gf_ynode_get(root, "signature");
+  if (!sig || gf_ynode_is_null(sig)) return GF_OK;
+  if (sig->kind != GF_YN_MAP)
+    return gf_fail(err, GF_EFORMAT, "MLmodel: signature is not a mapping");
+  m->has_signature = 1;
+  gf_status st = parse_schema(sig, "inputs", &m->sig_inputs, &m->n_sig_inputs,
+                              err);
+  if (st == GF_OK)
+    st = parse_schema(sig, "outputs", &m->sig_outputs, &m->n_sig_outputs, err);
+  return st;
+}
+
 static gf_status parse_tree(const gf_ynode *root, gf_mlmodel *m, gf_err *err) {
   if (root->kind != GF_YN_MAP) return gf_fail(err, GF_EFORMAT, "MLmodel: not a mapping");
   gf_status st;
@@ -149,6 +250,7 @@ static gf_status parse_tree(const gf_ynode *root, gf_mlmodel *m, gf_err *err) {
     return gf_fail(err, GF_EFORMAT, "MLmodel: flavors.%s.ganflow_version is missing",
                    GF_MLMODEL_FLAVOR);
   if ((st = parse_config(gf_ynode_get(gan, "config"), &m->config, err)) != GF_OK) return st;
+  if ((st = parse_signature(root, m, err)) != GF_OK) return st;
   return parse_files(gf_ynode_get(gan, "files"), m, err);
 }
 

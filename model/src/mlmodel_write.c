@@ -133,6 +133,15 @@ static void map_end(emit *e) {
   emit_event(e, &ev, yaml_mapping_end_event_initialize(&ev));
 }
 
+/* A scalar in YAML's single-quoted style, as PyYAML writes MLflow's JSON
+ * signature strings. */
+static void scalar_quoted(emit *e, const char *s) {
+  yaml_event_t ev;
+  int made = yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s), 1,
+                                          1, YAML_SINGLE_QUOTED_SCALAR_STYLE);
+  emit_event(e, &ev, made);
+}
+
 static void kv_str(emit *e, const char *k, const char *v) {
   scalar(e, k, 0);
   scalar(e, v, 0);
@@ -196,6 +205,25 @@ static gf_status mlmodel_yaml(const gf_model_config *c, const gf_mlmodel_info *i
   kv_str(&e, "mlflow_version", info->mlflow_version);
   kv_str(&e, "model_uuid", uuid);
   if (info->run_id) kv_str(&e, "run_id", info->run_id);
+  /* The signature in MLflow's own form (ModelSignature.to_dict): JSON
+   * strings of tensor specs. Input: the seed of each image (ganflow-serve
+   * also takes z; a signature names one). Output: the generator's float32
+   * images in [-1, 1], NCHW, as V2 infer and /invocations answer them. */
+  const char *sig_in = GF_MLMODEL_SIG_INPUTS;
+  char sig_out[200];
+  snprintf(sig_out, sizeof sig_out,
+           "[{\"name\": \"image\", \"type\": \"tensor\", \"tensor-spec\": "
+           "{\"dtype\": \"float32\", \"shape\": [-1, %d, %d, %d]}}]",
+           c->image_channels, c->image_height, c->image_width);
+  scalar(&e, "signature", 0);
+  map_start(&e);
+  scalar(&e, "inputs", 0);
+  scalar_quoted(&e, sig_in);
+  scalar(&e, "outputs", 0);
+  scalar_quoted(&e, sig_out);
+  scalar(&e, "params", 0);
+  scalar(&e, "null", 1);
+  map_end(&e);
   kv_str(&e, "utc_time_created", when);
   map_end(&e);
   emit_event(&e, &ev, yaml_document_end_event_initialize(&ev, 1));

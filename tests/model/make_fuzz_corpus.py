@@ -107,6 +107,15 @@ def mlmodel():
         " image_channels: 1, image_height: 28, image_width: 28, ndf: 8, ngf: 8, num_classes: 10,"
         " pixel_normalization: tanh_-1_1, z_dim: 2}, files: {config.json: {sha256: '" + "0" * 64 +
         "'}, generator.safetensors: {sha256: '" + "1" * 64 + "'}}}}}\n")
+    put("mlmodel", "valid_signature", MLMODEL.replace(
+        "utc_time_created:",
+        "signature:\n"
+        "  inputs: '[{\"name\": \"seed\", \"type\": \"tensor\", \"tensor-spec\": {\"dtype\":"
+        " \"int64\", \"shape\": [-1]}}]'\n"
+        "  outputs: '[{\"name\": \"image\", \"type\": \"tensor\", \"tensor-spec\": {\"dtype\":"
+        " \"float32\", \"shape\": [-1, 3, 64, 64]}}]'\n"
+        "  params: null\n"
+        "utc_time_created:"))
     put("mlmodel", "bad_escape", MLMODEL.replace("      config.json:", "      ../config.json:"))
     put("mlmodel", "bad_absolute", MLMODEL.replace("      config.json:", "      /etc/passwd:"))
     put("mlmodel", "bad_alias", MLMODEL.replace("artifact_path: model", "artifact_path: &a model\nx: *a"))

@@ -326,6 +326,76 @@ static void test_writer_rejects(const char *dir) {
   CHECK_INT_EQ(gf_mlmodel_write(sub, &c, t, 1, NULL, 0, &info, NULL, &err), GF_EIO);
 }
 
+/* The MLflow signature: written in MLflow's form, read back; an MLmodel
+ * without one (older versions) or with null is fine; malformed or
+ * column-based ones are refused. */
+static void test_signature(const char *dir) {
+  write_model(dir, NULL);
+  char *text = mlmodel_text(dir);
+  CHECKF(strstr(text, "signature:\n  inputs: '[{\"name\": \"seed\", \"type\": "
+                      "\"tensor\", \"tensor-spec\": {\"dtype\": \"int64\", "
+                      "\"shape\": [-1]}}]'\n  outputs: '[{\"name\": \"image\", "
+                      "\"type\": \"tensor\", \"tensor-spec\": {\"dtype\": "
+                      "\"float32\", \"shape\": [-1, 3, 64, 64]}}]'\n  params: "
+                      "null\n"), "MLmodel:\n%s", text);
+  gf_mlmodel m;
+  gf_err err = {GF_OK, ""};
+  REQUIRE(gf_mlmodel_parse(text, strlen(text), &m, &err) == GF_OK);
+  CHECK(m.has_signature);
+  REQUIRE(m.n_sig_inputs == 1 && m.n_sig_outputs == 1);
+  CHECK_STR_EQ(m.sig_inputs[0].name, "seed");
+  CHECK_STR_EQ(m.sig_inputs[0].dtype, "int64");
+  CHECK(m.sig_inputs[0].ndim == 1 && m.sig_inputs[0].shape[0] == -1);
+  const gf_mlmodel_tensor *o = &m.sig_outputs[0];
+  CHECK_STR_EQ(o->name, "image");
+  CHECK_STR_EQ(o->dtype, "float32");
+  CHECK(o->ndim == 4 && o->shape[0] == -1 && o->shape[1] == m.config.image_channels &&
+        o->shape[2] == m.config.image_height && o->shape[3] == m.config.image_width);
+  gf_mlmodel_free(&m);
+  CHECK(read_dir(dir, &err) == GF_OK);
+
+  /* Without a signature (an MLmodel of an older version), or null. */
+  char *start = strstr(text, "signature:");
+  char *end = strstr(text, "utc_time_created:");
+  REQUIRE(start && end && end > start);
+  char *cut = strdup(text);
+  REQUIRE(cut);
+  memmove(cut + (start - text), cut + (end - text), strlen(end) + 1);
+  REQUIRE(gf_mlmodel_parse(cut, strlen(cut), &m, &err) == GF_OK);
+  CHECK(!m.has_signature && m.n_sig_inputs == 0 && m.sig_inputs == NULL);
+  gf_mlmodel_free(&m);
+  free(cut);
+  char *nul = replace(text, "signature:\n  inputs:", "signature: null\nx_inputs:");
+  char *nul2 = replace(nul, "\n  outputs:", "\nx_outputs:");
+  char *nul3 = replace(nul2, "\n  params: null", "\nx_params: null");
+  CHECKF(parse_text(nul3, &err) == GF_OK, "%s", err.msg);
+  free(nul);
+  free(nul2);
+  free(nul3);
+
+  static const char *const bad[][2] = {
+      {"\"type\": \"tensor\", \"tensor-spec\": {\"dtype\": \"int64\"",
+       "\"type\": \"long\", \"tensor-spec\": {\"dtype\": \"int64\""},
+      {"\"shape\": [-1]", "\"shape\": [-1.5]"},
+      {"\"shape\": [-1]", "\"shape\": [-2]"},
+      {"\"shape\": [-1]", "\"shape\": [-1, 1, 1, 1, 1, 1, 1, 1, 1]"},
+      {"\"shape\": [-1]", "\"shape\": \"-1\""},
+      {"\"dtype\": \"int64\"", "\"dtype\": \"\""},
+      {"\"dtype\": \"int64\"", "\"dtype\": 64"},
+      {"\"name\": \"seed\"", "\"name\": 7"},
+      {"inputs: '[{", "inputs: '{{"},
+      {"inputs: '[{", "inputs:\n    - '[{"},
+      {"signature:\n  inputs", "signature: 3\nx_inputs"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char *t = replace(text, bad[i][0], bad[i][1]);
+    gf_status st = parse_text(t, &err);
+    CHECKF(st == GF_EFORMAT, "bad signature %zu accepted (%d):\n%s", i, (int)st, t);
+    free(t);
+  }
+  free(text);
+}
+
 int main(void) {
   char dir[256];
   tu_mkdtemp(dir, sizeof dir);
@@ -333,6 +403,7 @@ int main(void) {
   test_tampering(dir);
   test_hostile_text(dir);
   test_writer_rejects(dir);
+  test_signature(dir);
   tu_rmdir(dir);
   return check_report();
 }

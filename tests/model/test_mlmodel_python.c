@@ -1,7 +1,9 @@
 /* test_mlmodel_python.c - MLflow reads MLmodel with PyYAML's safe_load:
  * check that the file we write loads there with the intended types (ints
- * as ints, versions, digests, uuid and time as strings), and that the
- * generator loads with safetensors.numpy.
+ * as ints, versions, digests, uuid and time as strings), that the
+ * generator loads with safetensors.numpy, and that MLflow's own
+ * mlflow.models.Model.load reads the tensor signature (seed int64 [-1] ->
+ * image float32 [-1, C, H, W]).
  * Usage: test_mlmodel_python PYTHON (the checkout's .venv, where
  * deploy/install-deps.sh puts PyYAML with MLflow, and safetensors). Exits 77
  * (skipped), saying which, when the interpreter is missing or cannot import
@@ -31,7 +33,22 @@ static const char k_script[] =
     "    assert type(f['sha256']) is str and len(f['sha256']) == 64, (n, f)\n"
     "from safetensors.numpy import load_file\n"
     "t = load_file(sys.argv[1] + '/generator.safetensors')\n"
-    "assert t['w'].tolist() == [1.0, 2.0], t\n";
+    "assert t['w'].tolist() == [1.0, 2.0], t\n"
+    "assert type(d['signature']['inputs']) is str, d['signature']\n";
+
+/* MLflow's own reader: Model.load and the signature it finds. */
+static const char k_mlflow_script[] =
+    "import sys, numpy as np, mlflow\n"
+    "m = mlflow.models.Model.load(sys.argv[1])\n"
+    "print(m.signature.to_dict())\n"
+    "i, o = m.signature.inputs.inputs, m.signature.outputs.inputs\n"
+    "assert len(i) == 1 and len(o) == 1, m.signature\n"
+    "assert i[0].name == 'seed' and i[0].type == np.dtype('int64'), i\n"
+    "assert i[0].shape == (-1,), i\n"
+    "assert o[0].name == 'image' and o[0].type == np.dtype('float32'), o\n"
+    "assert o[0].shape == (-1, 3, 64, 64), o\n"
+    "assert m.run_id == '1234567890' and m.artifact_path == 'model', m\n"
+    "assert 'ganflow' in m.flavors, m.flavors\n";
 
 int main(int argc, char **argv) {
   if (argc != 2 || !argv[1][0]) SKIP_TEST("no python interpreter given");
@@ -60,6 +77,16 @@ int main(int argc, char **argv) {
   snprintf(cmd, sizeof cmd, "'%s' '%s' '%s'", argv[1], script, mdir);
   int rc = system(cmd);
   CHECKF(rc == 0, "python check failed (%d)", rc);
+  snprintf(cmd, sizeof cmd, "'%s' -c 'import mlflow' >/dev/null 2>&1", argv[1]);
+  if (system(cmd) != 0) {
+    fprintf(stderr, "python cannot import mlflow: MLflow's own reader not "
+            "checked\n");
+  } else {
+    tu_write(script, k_mlflow_script, strlen(k_mlflow_script));
+    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s'", argv[1], script, mdir);
+    rc = system(cmd);
+    CHECKF(rc == 0, "mlflow.models.Model.load check failed (%d)", rc);
+  }
   char p[400];
   snprintf(p, sizeof p, "%s/MLmodel", mdir);
   unlink(p);

@@ -3,7 +3,8 @@
  *   <dir>/MLmodel                YAML: artifact_path, flavors.ganflow
  *                                {ganflow_version, config, files: {name:
  *                                {sha256}}}, mlflow_version, model_uuid,
- *                                run_id, utc_time_created
+ *                                run_id, signature {inputs, outputs,
+ *                                params}, utc_time_created
  *   <dir>/generator.safetensors  G weights and BN statistics
  *   <dir>/config.json            gf_model_config as JSON
  *
@@ -11,11 +12,23 @@
  * MLmodel with libyaml (bounded: 1 MiB, nesting depth, no aliases), checks
  * the ganflow flavor, and verifies the SHA-256 of every listed file before
  * it returns; listed names must be plain file names (no '/', no "..", not
- * absolute). Which tensors G has is the networks' business. */
+ * absolute). Which tensors G has is the networks' business.
+ *
+ * The signature is MLflow's tensor-based one (mlflow.models.ModelSignature,
+ * TensorSpec), its inputs and outputs JSON strings inside the YAML:
+ *   inputs:  [{"name": "seed", "type": "tensor",
+ *              "tensor-spec": {"dtype": "int64", "shape": [-1]}}]
+ *   outputs: [{"name": "image", "type": "tensor",
+ *              "tensor-spec": {"dtype": "float32", "shape": [-1, C, H, W]}}]
+ * (images in [-1, 1], as ganflow-serve's V2 infer and /invocations answer;
+ * the PNG endpoints quantize them). The reader accepts an MLmodel without a
+ * signature (written before it existed) and refuses a malformed one or one
+ * that is not tensor-based. */
 #ifndef GF_MLMODEL_H
 #define GF_MLMODEL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gf/model_config.h"
 #include "gf/safetensors.h"
@@ -27,6 +40,19 @@
 #define GF_MLMODEL_CONFIG "config.json"
 #define GF_MLMODEL_FLAVOR "ganflow"
 #define GF_MLMODEL_MAX_BYTES (1u << 20)
+#define GF_MLMODEL_SIG_INPUTS                                                 \
+  "[{\"name\": \"seed\", \"type\": \"tensor\", \"tensor-spec\": {\"dtype\": " \
+  "\"int64\", \"shape\": [-1]}}]"
+#define GF_MLMODEL_SIG_MAX_TENSORS 16
+#define GF_MLMODEL_SIG_MAX_DIMS 8
+
+/* One tensor of the signature (a TensorSpec). */
+typedef struct gf_mlmodel_tensor {
+  char *name;                              /* malloc'd; NULL when unnamed */
+  char dtype[16];                          /* numpy name: "int64", "float32" */
+  int ndim;                                /* 0..GF_MLMODEL_SIG_MAX_DIMS */
+  int64_t shape[GF_MLMODEL_SIG_MAX_DIMS];  /* -1 = any size */
+} gf_mlmodel_tensor;
 
 /* Writer input; strings borrowed for the call. */
 typedef struct gf_mlmodel_info {
@@ -66,6 +92,11 @@ typedef struct gf_mlmodel {
   gf_model_config config; /* flavors.ganflow.config, validated */
   gf_mlmodel_file *files; /* n_files entries, names unique */
   size_t n_files;
+  int has_signature;      /* 1 when MLmodel has a (non-null) signature */
+  gf_mlmodel_tensor *sig_inputs;  /* n_sig_inputs entries, owned */
+  size_t n_sig_inputs;
+  gf_mlmodel_tensor *sig_outputs; /* n_sig_outputs entries, owned */
+  size_t n_sig_outputs;
   char *dir;              /* gf_mlmodel_read only: the directory */
   char *generator_path;   /* gf_mlmodel_read only: dir/generator.safetensors */
   char *config_path;      /* gf_mlmodel_read only: dir/config.json */
