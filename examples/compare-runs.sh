@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# compare-runs.sh - the comparison MLflow users come for: two short
+# ganflow-train runs of the same model with different learning rates, then
+# the MLflow UI addresses that show them side by side (metrics, system
+# metrics, the sample grids per step). Opens nothing; prints the addresses.
+#
+#   examples/compare-runs.sh [--steps N] [--screenshot FILE]
+#
+# The tracking server is MLFLOW_TRACKING_URI when set, else the local one of
+# deploy/mlflow-local.sh (started if it is not running). The trainer is
+# GANFLOW_TRAIN, else build/trainer/ganflow-train (build it first, README).
+# --screenshot FILE takes the chart view with headless chromium (Debian's
+# chromium; how docs/mlflow-compare-runs.png is made).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+steps=300
+shot=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --steps) steps=$2; shift 2 ;;
+    --screenshot) shot=$2; shift 2 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) echo "compare-runs: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+case $steps in ''|*[!0-9]*) echo "compare-runs: --steps needs a number" >&2; exit 2 ;; esac
+train=${GANFLOW_TRAIN:-$ROOT/build/trainer/ganflow-train}
+[ -x "$train" ] || { echo "compare-runs: no ganflow-train at $train (build it: see README)" >&2; exit 1; }
+data=${DATA:-/usr/share/datasets/fashion-mnist}
+py=$ROOT/.venv/bin/python
+[ -x "$py" ] || { echo "compare-runs: run deploy/install-deps.sh first (no .venv)" >&2; exit 1; }
+
+if [ -z "${MLFLOW_TRACKING_URI:-}" ]; then
+  "$ROOT/deploy/mlflow-local.sh" start >/dev/null
+  MLFLOW_TRACKING_URI=$("$ROOT/deploy/mlflow-local.sh" uri)
+fi
+export MLFLOW_TRACKING_URI
+exp=${EXPERIMENT:-compare-lr}
+work=$(mktemp -d /tmp/ganflow-compare.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+ids=()
+for lr in 0.0002 0.001; do
+  name="mlp-lr-d-$lr-$(date +%H%M%S)"
+  echo "training $name ($steps steps) ..." >&2
+  "$train" --data "$data" --model mlp --batch 64 --steps "$steps" \
+    --lr-d "$lr" --log-every 10 --sample-every $((steps / 3)) \
+    --eval-every $((steps / 3)) --eval-images 500 --checkpoint-every 0 \
+    --register-model '' --experiment "$exp" --run-name "$name" \
+    --checkpoint-dir "$work/$name" 2>"$work/$name.log" ||
+    { tail -20 "$work/$name.log" >&2; exit 1; }
+  ids+=("$(sed -n 's/.*ganflow-train: run \([0-9a-f]*\),.*/\1/p' "$work/$name.log" | head -1)")
+done
+
+# The UI's addresses, from the experiment id and the two run ids.
+"$py" - "$MLFLOW_TRACKING_URI" "$exp" "${ids[@]}" "$shot" <<'EOF'
+import json, subprocess, sys, urllib.parse
+from mlflow import MlflowClient
+uri, exp, a, b, shot = sys.argv[1:6]
+c = MlflowClient(uri)
+eid = c.get_experiment_by_name(exp).experiment_id
+runs = urllib.parse.quote(json.dumps([a, b]))
+exps = urllib.parse.quote(json.dumps([eid]))
+chart = f"{uri}/#/experiments/{eid}/runs?compareRunsMode=CHART"
+print(f"experiment, chart view (metrics, system metrics, sample grids per step):\n  {chart}")
+print(f"the two runs side by side (params, metrics):\n  {uri}/#/compare-runs?runs={runs}&experiments={exps}")
+for r in (a, b):
+    print(f"run {r}:\n  {uri}/#/experiments/{eid}/runs/{r}")
+if shot:
+    subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu",
+                    "--hide-scrollbars", "--window-size=1600,2400",
+                    "--virtual-time-budget=20000", f"--screenshot={shot}", chart],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    print(f"screenshot of the chart view: {shot}")
+EOF
