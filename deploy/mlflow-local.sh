@@ -22,7 +22,8 @@
 # postgres: a PostgreSQL of its own from Debian's postgresql package
 # (/usr/lib/postgresql/<newest>/bin), data in STATE/pg/data, listening on
 # 127.0.0.1 only on a free port (STATE/pg/port), its unix socket in
-# STATE/pg/run; role and database `mlflow`, whose generated password is in
+# STATE/pg/run (in /tmp/ganflow-pg-<hash> when that path is too long for a
+# socket); role and database `mlflow`, whose generated password is in
 # STATE/pg_password (mode 0600). Debian's own `main` cluster and service are
 # neither used nor touched. initdb and postgres refuse root, so as root they
 # run as GANFLOW_MLFLOW_PG_USER (STATE/pg is then that user's); if that user
@@ -107,7 +108,6 @@ pg_init() {
     fi
   fi
   chmod 0700 "$PG"
-  pg_run mkdir -p "$PG/run"
   (umask 077; head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$PG_PASSWORD")
   # Local (socket) connections: peer, for this script's setup as the
   # superuser; TCP on loopback: SCRAM passwords.
@@ -122,12 +122,19 @@ pg_start() {
   [ -f "$PG_PASSWORD" ] && [ -d "$PG/data" ] || pg_init
   [ -L "$PG" ] && PG=$(readlink "$PG")
   if pg_running; then return 0; fi
+  # The socket's path must fit in 107 bytes: a deep state folder gets a
+  # socket folder under /tmp named after it instead.
+  local sock=$PG/run
+  if [ ${#sock} -gt 80 ]; then
+    sock=/tmp/ganflow-pg-$(printf '%s' "$PG" | sha256sum | cut -c1-16)
+  fi
+  pg_run mkdir -p -m 0700 "$sock"
   local port try
   for try in 1 2 3; do
     if [ -f "$PG/port" ]; then port=$(cat "$PG/port"); else port=$(free_port); fi
     # Loopback only, and no unix socket but our own folder's.
     if pg_run "$PGBIN/pg_ctl" -D "$PG/data" -l "$PG/postgres.log" -w -t 60 \
-         -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories='$PG/run'" \
+         -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories='$sock'" \
          start >/dev/null; then
       pg_run sh -c "echo $port >'$PG/port'"
       break
@@ -137,7 +144,7 @@ pg_start() {
     [ "$try" = 3 ] && { tail -20 "$PG/postgres.log" >&2; die "PostgreSQL did not start"; }
   done
   # Role and database (idempotent); the password goes in on stdin.
-  pg_run "$PGBIN/psql" -X -h "$PG/run" -p "$port" -d postgres -qAt -v ON_ERROR_STOP=1 \
+  pg_run "$PGBIN/psql" -X -h "$sock" -p "$port" -d postgres -qAt -v ON_ERROR_STOP=1 \
     >/dev/null <<SQL || die "could not create the mlflow role and database"
 SELECT 'CREATE ROLE mlflow LOGIN' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mlflow')\\gexec
 ALTER ROLE mlflow PASSWORD '$(cat "$PG_PASSWORD")';
