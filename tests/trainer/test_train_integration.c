@@ -4,9 +4,10 @@
  *
  *   1. A full run (mlp, 60 steps): exit 0; the run FINISHED; params; loss/d
  *      has exactly one point per logged step; swd/ and system metrics;
- *      sample grid and checkpoints uploaded; a READY model version with the
- *      alias, whose model directory downloads and verifies (gf_mlmodel_read)
- *      and which MLflow's get_model_info reads with its tensor signature.
+ *      sample grids logged as MLflow images (checked through MLflow's own
+ *      Python client: test_mlflow_images.py) and checkpoints uploaded; a
+ *      READY model version with the alias, whose model directory downloads
+ *      and verifies (gf_mlmodel_read) and which MLflow's own get_model_info reads with its signature.
  *   2. SIGTERM after the first logged step: exit 0, run KILLED, a checkpoint
  *      on disk; the same command again resumes into the same run id,
  *      finishes, and loss/d still has exactly one point per logged step
@@ -157,6 +158,24 @@ static void check_model_info(const char *model, const char *version,
          "(%d)", model, version, rc);
 }
 
+/* The sample grids as MLflow's own Python client sees them
+ * (test_mlflow_images.py, run with the checkout's .venv): log_image names
+ * with key "samples" at exactly `steps`, PNG + compressed WebP pairs, the
+ * tag mlflow.loggedImages, a preview as log_image would make it. */
+static void check_images(const char *run_id, const char *steps) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "'%s/.venv/bin/python' "
+           "'%s/tests/trainer/test_mlflow_images.py' '%s' '%s' '%s' 2>&1",
+           GF_SOURCE_DIR, GF_SOURCE_DIR, g_uri, run_id, steps);
+  FILE *p = popen(cmd, "r");
+  REQUIRE(p);
+  char line[1024];
+  while (fgets(line, sizeof line, p)) fprintf(stderr, "  %s", line);
+  int rc = pclose(p);
+  CHECKF(rc == 0, "MLflow's Python client does not see the sample grids as "
+         "logged images (status %d)", rc);
+}
+
 /* MLflow's Python client sees the generator as a logged model of the run,
  * with its files, linked SWD and the registry version made from it. */
 static void check_logged_model(const char *run_id, const char *name,
@@ -224,13 +243,14 @@ static void full_run(mlflow_client *c, char final_digest[65]) {
   mlflow_file_list l;
   REQUIRE(mlflow_artifact_list(c, run.info.artifact_uri, NULL, 1, &l, &e) ==
           MLFLOW_OK);
-  CHECK(has_artifact(&l, "samples/step_30.png"));
-  CHECK(has_artifact(&l, "samples/step_60.png"));
+  CHECK(!has_artifact(&l, "samples")); /* grids are MLflow images now */
   CHECK(has_artifact(&l, "checkpoints/ckpt-000000000020.safetensors"));
   CHECK(has_artifact(&l, "checkpoints/ckpt-000000000060.safetensors"));
   /* MLflow 3: the generator is a logged model, not a run artifact */
   CHECK(!has_artifact(&l, "model/MLmodel"));
   mlflow_file_list_free(&l);
+
+  check_images(run_id, "30,60");
 
   mlflow_model_version mv;
   REQUIRE(mlflow_alias_get(c, model, "candidate", &mv, &e) == MLFLOW_OK);
