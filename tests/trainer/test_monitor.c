@@ -172,9 +172,10 @@ static int wait_samples(gf_monitor *m, int64_t n, double limit) {
   return 1;
 }
 
-static gf_monitor *start(collector *c, double interval, int64_t first,
-                         const char *nvml) {
+static gf_monitor *start_world(collector *c, double interval, int64_t first,
+                               const char *nvml, int world) {
   gf_monitor_config cfg = gf_monitor_config_default();
+  cfg.world_size = world;
   cfg.interval_s = interval;
   cfg.first_step = first;
   cfg.emit = collect;
@@ -186,6 +187,11 @@ static gf_monitor *start(collector *c, double interval, int64_t first,
   CHECKF(st == GF_OK, "%s", err.msg);
   REQUIRE(m);
   return m;
+}
+
+static gf_monitor *start(collector *c, double interval, int64_t first,
+                         const char *nvml) {
+  return start_world(c, interval, first, nvml, 1);
 }
 
 /* ---- parsers ------------------------------------------------------------ */
@@ -497,7 +503,7 @@ static void *feed(void *arg) {
 
 static void test_split_and_resume(void) {
   collector *c = collector_new();
-  gf_monitor *m = start(c, 0.3, 17, "");
+  gf_monitor *m = start_world(c, 0.3, 17, "", 2);
   REQUIRE(wait_samples(m, 1, 10.0));
   /* Right after sample 17: four steps, then wait for sample 18. */
   gf_monitor_add_step(m, 0.10, 0.50, 0.00);
@@ -526,7 +532,7 @@ static void test_split_and_resume(void) {
   /* Steps fed from several threads at once while sampling: every step's
    * split is (0.25, 0.5, 0.125), exact in binary, so each mean is too. */
   c->n = 0;
-  m = start(c, 0.02, 0, "");
+  m = start_world(c, 0.02, 0, "", 2);
   pthread_t t[3];
   for (int i = 0; i < 3; i++) REQUIRE(pthread_create(&t[i], NULL, feed, m) == 0);
   for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
@@ -542,6 +548,16 @@ static void test_split_and_resume(void) {
       CHECK(c->r[i].value == 0.125);
   }
   CHECK(means >= 1);
+  gf_monitor_free(m);
+
+  /* One rank: the all-reduce share, always 0 there, is not logged. */
+  c->n = 0;
+  m = start(c, 0.02, 0, "");
+  gf_monitor_add_step(m, 0.25, 0.5, 0.0);
+  REQUIRE(wait_samples(m, gf_monitor_get_stats(m).samples + 2, 10.0));
+  gf_monitor_stop(m);
+  CHECK_INT_EQ(count_prefix(c, "system/step_data_wait_seconds"), 1);
+  CHECK_INT_EQ(count_prefix(c, "system/step_allreduce_seconds"), 0);
   gf_monitor_free(m);
   collector_free(c);
 }

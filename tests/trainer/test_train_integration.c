@@ -231,6 +231,9 @@ static void full_run(mlflow_client *c, char final_digest[65]) {
   CHECK(has_metric(&run, "swd/avg"));
   CHECK(has_metric(&run, "swd/28"));
   CHECK(has_metric(&run, "system/cpu_utilization_percentage"));
+  /* one rank on the CPU: no all-reduce share, no GPU figures */
+  CHECK(!has_metric(&run, "system/step_allreduce_seconds"));
+  CHECK(!has_metric(&run, "system/gpu_"));
   CHECK(has_metric(&run, "perf/images_per_sec"));
   CHECK(has_metric(&run, "d/real"));
   check_history(c, run_id, "loss/d", 10, 10, 60);

@@ -41,6 +41,7 @@ gf_monitor_config gf_monitor_config_default(void) {
       .emit = NULL,
       .user = NULL,
       .nvml_library = NULL,
+      .world_size = 1,
   };
   return c;
 }
@@ -128,7 +129,8 @@ static void take_sample(gf_monitor *m, int64_t step) {
     double n = (double)steps;
     c->emit(c->user, "system/step_data_wait_seconds", sd / n, step, ts);
     c->emit(c->user, "system/step_compute_seconds", sc / n, step, ts);
-    c->emit(c->user, "system/step_allreduce_seconds", sa / n, step, ts);
+    if (c->world_size > 1)
+      c->emit(c->user, "system/step_allreduce_seconds", sa / n, step, ts);
   }
 }
 

@@ -237,6 +237,8 @@ static gf_status start_monitor(train_state *st, int64_t first_step,
     mc.interval_s = v;
   }
   mc.first_step = first_step;
+  mc.world_size = st->world;
+  if (!st->on_dev) mc.nvml_library = ""; /* no GPU in use: no GPU figures */
   mc.emit = emit;
   mc.user = user;
   return gf_monitor_start(&st->monitor, &mc, err);

@@ -64,11 +64,17 @@ typedef struct gf_monitor_config {
   gf_monitor_emit_fn emit;  /* required */
   void *user;               /* passed to emit; borrowed */
   const char *nvml_library; /* NULL: GF_NVML_DEFAULT_LIBRARY; "": no GPU
-                               figures; else a path or soname for dlopen.
+                               figures (a job that trains on no GPU: an
+                               idle GPU's figures would be flat noise);
+                               else a path or soname for dlopen.
                                Borrowed during gf_monitor_start only. */
+  int world_size;           /* ranks of the job (1): the all-reduce share
+                               of the step, always 0 on one rank, is
+                               logged only when > 1 */
 } gf_monitor_config;
 
-/* interval 10 s, first step 0, no callback, the default NVML library. */
+/* interval 10 s, first step 0, no callback, the default NVML library,
+ * world 1. */
 gf_monitor_config gf_monitor_config_default(void);
 
 typedef struct gf_monitor gf_monitor;
