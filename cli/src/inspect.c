@@ -114,6 +114,21 @@ static gf_status read_mlmodel(const char *path, char **buf, size_t *len,
   return GF_OK;
 }
 
+
+/* "  signature inputs: seed int64 [-1]" (tensor-based MLflow signature). */
+static void print_signature(FILE *out, const char *what,
+                            const gf_mlmodel_tensor *t, size_t n) {
+  fprintf(out, "  signature %s:", what);
+  for (size_t i = 0; i < n; i++) {
+    fprintf(out, "%s %s %s [", i ? "," : "", t[i].name ? t[i].name : "(unnamed)",
+            t[i].dtype);
+    for (int d = 0; d < t[i].ndim; d++)
+      fprintf(out, "%s%lld", d ? ", " : "", (long long)t[i].shape[d]);
+    fputc(']', out);
+  }
+  fputc('\n', out);
+}
+
 static gf_status inspect_model_dir(const char *dir, FILE *out, gf_err *err) {
   char path[GF_CKPT_PATH_MAX];
   if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, GF_MLMODEL_FILE) >=
@@ -136,6 +151,12 @@ static gf_status inspect_model_dir(const char *dir, FILE *out, gf_err *err) {
   fprintf(out, "  mlflow_version: %s\n", m.mlflow_version ? m.mlflow_version : "(none)");
   fprintf(out, "  ganflow_version: %s\n", m.ganflow_version);
   print_config(out, "  ", &m.config);
+  if (m.has_signature) {
+    print_signature(out, "inputs", m.sig_inputs, m.n_sig_inputs);
+    print_signature(out, "outputs", m.sig_outputs, m.n_sig_outputs);
+  } else {
+    fprintf(out, "  signature: (none)\n");
+  }
   fprintf(out, "files: %zu\n", m.n_files);
   int bad = 0;
   for (size_t i = 0; i < m.n_files && st == GF_OK; i++) {
