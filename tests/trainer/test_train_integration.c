@@ -253,7 +253,7 @@ static void full_run(mlflow_client *c, char final_digest[65]) {
   CHECK(!has_artifact(&l, "model/MLmodel"));
   mlflow_file_list_free(&l);
 
-  check_images(run_id, "30,60");
+  check_images(run_id, "0,30,60");
 
   mlflow_model_version mv;
   REQUIRE(mlflow_alias_get(c, model, "candidate", &mv, &e) == MLFLOW_OK);

@@ -210,6 +210,15 @@ static gf_status loop(train_state *st, const atomic_int *stop,
     }
     fprintf(stderr, "step 0: swd/avg %.2f (untrained generator)\n", avg);
   }
+  /* Its sample grid too: step 0 is where MLflow's image card and its step
+   * slider open, and the baseline the later grids are read against. */
+  if (lead && cfg->sample_every && k == 0) {
+    s = train_write_samples(st, 0, err);
+    if (s != GF_OK) {
+      *k_out = k;
+      return s;
+    }
+  }
   gf_gan_sync_stats_get(&st->gan, &st->sync_prev);
   bool stopped = false;
   gf_heartbeat_beat(st->hb, GF_HB_TRAIN, k);
