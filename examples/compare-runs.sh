@@ -35,6 +35,8 @@ if [ -z "${MLFLOW_TRACKING_URI:-}" ]; then
   MLFLOW_TRACKING_URI=$("$ROOT/deploy/mlflow-local.sh" uri)
 fi
 export MLFLOW_TRACKING_URI
+# short runs: a system-metric sample every second (MLflow's default is 10 s)
+export MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL=${MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL:-1}
 exp=${EXPERIMENT:-compare-lr}
 work=$(mktemp -d /tmp/ganflow-compare.XXXXXX)
 trap 'rm -rf "$work"' EXIT
