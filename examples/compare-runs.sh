@@ -4,22 +4,26 @@
 # the MLflow UI addresses that show them side by side (metrics, system
 # metrics, the sample grids per step). Opens nothing; prints the addresses.
 #
-#   examples/compare-runs.sh [--steps N] [--screenshot FILE]
+#   examples/compare-runs.sh [--model mlp|dcgan] [--steps N] [--screenshot FILE]
 #
 # The tracking server is MLFLOW_TRACKING_URI when set, else the local one of
 # deploy/mlflow-local.sh (started if it is not running). The trainer is
 # GANFLOW_TRAIN, else build/trainer/ganflow-train (build it first, README).
 # --screenshot FILE takes the chart view with headless chromium (Debian's
-# chromium; how docs/mlflow-compare-runs.png is made).
+# chromium, driven by examples/ui_screenshot.py), and FILE's name with
+# -samples the second run's sample grid card opened at the last step: how
+# docs/mlflow-compare-runs.png and docs/mlflow-sample-grids.png are made.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 steps=300
+model=mlp
 shot=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) steps=$2; shift 2 ;;
+    --model) model=$2; shift 2 ;;
     --screenshot) shot=$2; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "compare-runs: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -43,9 +47,9 @@ trap 'rm -rf "$work"' EXIT
 
 ids=()
 for lr in 0.0002 0.001; do
-  name="mlp-lr-d-$lr-$(date +%H%M%S)"
+  name="$model-lr-d-$lr-$(date +%H%M%S)"
   echo "training $name ($steps steps) ..." >&2
-  "$train" --data "$data" --model mlp --batch 64 --steps "$steps" \
+  "$train" --data "$data" --model "$model" --batch 64 --steps "$steps" \
     --lr-d "$lr" --log-every 10 --sample-every $((steps / 3)) \
     --eval-every $((steps / 3)) --eval-images 500 --checkpoint-every 0 \
     --register-model '' --experiment "$exp" --run-name "$name" \
@@ -55,10 +59,10 @@ for lr in 0.0002 0.001; do
 done
 
 # The UI's addresses, from the experiment id and the two run ids.
-"$py" - "$MLFLOW_TRACKING_URI" "$exp" "${ids[@]}" "$shot" <<'EOF'
+"$py" - "$MLFLOW_TRACKING_URI" "$exp" "${ids[@]}" "$shot" "$steps" "$ROOT" <<'EOF'
 import json, subprocess, sys, urllib.parse
 from mlflow import MlflowClient
-uri, exp, a, b, shot = sys.argv[1:6]
+uri, exp, a, b, shot, steps, root = sys.argv[1:8]
 c = MlflowClient(uri)
 eid = c.get_experiment_by_name(exp).experiment_id
 runs = urllib.parse.quote(json.dumps([a, b]))
@@ -69,9 +73,11 @@ print(f"the two runs side by side (params, metrics):\n  {uri}/#/compare-runs?run
 for r in (a, b):
     print(f"run {r}:\n  {uri}/#/experiments/{eid}/runs/{r}")
 if shot:
-    subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu",
-                    "--hide-scrollbars", "--window-size=1600,2400",
-                    "--virtual-time-budget=20000", f"--screenshot={shot}", chart],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    print(f"screenshot of the chart view: {shot}")
+    tool = [sys.executable, f"{root}/examples/ui_screenshot.py"]
+    subprocess.run(tool + [chart, shot], check=True)
+    base, dot, ext = shot.rpartition(".")
+    cards = f"{base}-samples.{ext}" if dot else f"{shot}-samples"
+    subprocess.run(tool + [chart, cards, "--open-card", "samples", "--step", steps],
+                   check=True)
+    print(f"screenshots: the chart view {shot}, the sample grids {cards}")
 EOF
