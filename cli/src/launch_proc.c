@@ -390,6 +390,21 @@ void launch_describe_status(int status, char *out, size_t cap) {
     snprintf(out, cap, "ended (wait status %#x)", (unsigned)status);
 }
 
+/* The state letter of /proc/<pid>/stat ('R', 'S', 'T', 'Z', ...); '\0'
+ * when the process or the file is not there. */
+static char proc_state(long pid) {
+  char p[64], buf[512];
+  snprintf(p, sizeof p, "/proc/%ld/stat", pid);
+  int fd = open(p, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return '\0';
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return '\0';
+  buf[n] = '\0';
+  const char *rp = strrchr(buf, ')'); /* the name may hold spaces */
+  return rp && rp[1] == ' ' ? rp[2] : '\0';
+}
+
 int launch_find_vanished(const launch_attempt *a) {
   char host[256] = "";
   gethostname(host, sizeof host - 1);
@@ -400,29 +415,12 @@ int launch_find_vanished(const launch_attempt *a) {
       continue;
     if (kill((pid_t)r->hb.pid, 0) != 0 && errno == ESRCH) return i;
     /* a zombie (waiting for mpirun to reap it) is gone too */
-    char p[64], buf[256];
-    snprintf(p, sizeof p, "/proc/%ld/stat", r->hb.pid);
-    int fd = open(p, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) continue;
-    buf[n] = '\0';
-    const char *rp = strrchr(buf, ')');
-    if (rp && rp[1] == ' ' && rp[2] == 'Z') return i;
+    if (proc_state(r->hb.pid) == 'Z') return i;
   }
   return -1;
 }
 
 bool launch_pid_stopped(pid_t pid) {
-  char p[64], buf[512];
-  snprintf(p, sizeof p, "/proc/%ld/stat", (long)pid);
-  int fd = open(p, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return false;
-  buf[n] = '\0';
-  const char *rp = strrchr(buf, ')'); /* the name may hold spaces */
-  return rp && rp[1] == ' ' && (rp[2] == 'T' || rp[2] == 't');
+  char st = proc_state((long)pid);
+  return st == 'T' || st == 't';
 }
