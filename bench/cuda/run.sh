@@ -6,8 +6,9 @@
 # (torch_cuda.py --flops-only) / median step time.
 #   bench/cuda/run.sh [--steps N] [--models "dcgan28 dcgan64"] [--batches "64 256"]
 # BUILD_DIR (default build-bench-cuda) is configured as a Release build with
-# CUDA for CUDA_ARCHS (default 90) when it does not exist yet; PYTHON
-# (default python3) must import torch with CUDA for the baseline.
+# CUDA for CUDA_ARCHS (default 90) when it does not exist yet; BENCH_CUDA
+# names a bench_cuda binary built elsewhere instead (nothing is built then);
+# PYTHON (default python3) must import torch with CUDA for the baseline.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -23,11 +24,15 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 [--steps N] [--models LIST] [--batches LIST] [--modes 'fp32 tf32']" >&2; exit 2 ;;
   esac
 done
-if [ ! -f "$build/CMakeCache.txt" ]; then
-  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DGF_CUDA=ON -DGF_CUDNN=ON \
-        -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" -DGF_BUILD_TESTS=OFF >/dev/null
+bench=${BENCH_CUDA:-}
+if [ -z "$bench" ]; then
+  if [ ! -f "$build/CMakeCache.txt" ]; then
+    cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DGF_CUDA=ON -DGF_CUDNN=ON \
+          -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" -DGF_BUILD_TESTS=OFF >/dev/null
+  fi
+  cmake --build "$build" --target bench_cuda -j "${JOBS:-8}" >/dev/null
+  bench=$build/bench/cuda/bench_cuda
 fi
-cmake --build "$build" --target bench_cuda -j "${JOBS:-8}" >/dev/null
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo unknown)
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) gpu: $gpu"
 have_torch=0
@@ -42,7 +47,7 @@ for m in $models; do
     flops=$("$py" "$here/torch_cuda.py" --model "$m" --batch "$b" --flops-only 2>/dev/null || echo 0)
     for mode in $modes; do
       flag=""; [ "$mode" = tf32 ] && flag="--tf32"
-      line=$("$build/bench/cuda/bench_cuda" --model "$m" --batch "$b" --steps "$steps" $flag)
+      line=$("$bench" --model "$m" --batch "$b" --steps "$steps" $flag)
       echo "ganflow $line; $(tflops "$flops" "$b" "$line") TFLOP/s"
       if [ $have_torch = 1 ]; then
         line=$("$py" "$here/torch_cuda.py" --model "$m" --batch "$b" --steps "$steps" $flag)
