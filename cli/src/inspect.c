@@ -115,13 +115,21 @@ static gf_status read_mlmodel(const char *path, char **buf, size_t *len,
 }
 
 
-/* "  signature inputs: seed int64 [-1]" (tensor-based MLflow signature). */
+/* "  signature inputs: seed long (optional), z array<double> (optional)"
+ * (columns) or "  signature outputs: image float32 [-1, 3, 64, 64]"
+ * (tensors). */
 static void print_signature(FILE *out, const char *what,
-                            const gf_mlmodel_tensor *t, size_t n) {
+                            const gf_mlmodel_spec *t, size_t n) {
   fprintf(out, "  signature %s:", what);
   for (size_t i = 0; i < n; i++) {
-    fprintf(out, "%s %s %s [", i ? "," : "", t[i].name ? t[i].name : "(unnamed)",
-            t[i].dtype);
+    fprintf(out, "%s %s ", i ? "," : "", t[i].name ? t[i].name : "(unnamed)");
+    if (strcmp(t[i].type, "tensor") != 0) {
+      if (strcmp(t[i].type, "array") == 0) fprintf(out, "array<%s>", t[i].dtype);
+      else fputs(t[i].type, out);
+      if (!t[i].required) fputs(" (optional)", out);
+      continue;
+    }
+    fprintf(out, "%s [", t[i].dtype);
     for (int d = 0; d < t[i].ndim; d++)
       fprintf(out, "%s%lld", d ? ", " : "", (long long)t[i].shape[d]);
     fputc(']', out);
@@ -151,6 +159,11 @@ static gf_status inspect_model_dir(const char *dir, FILE *out, gf_err *err) {
   fprintf(out, "  mlflow_version: %s\n", m.mlflow_version ? m.mlflow_version : "(none)");
   fprintf(out, "  ganflow_version: %s\n", m.ganflow_version);
   print_config(out, "  ", &m.config);
+  if (m.pyfunc_loader)
+    fprintf(out, "  python_function: loader_module %s, python %s\n", m.pyfunc_loader,
+            m.pyfunc_python ? m.pyfunc_python : "(unspecified)");
+  else
+    fprintf(out, "  python_function: (none)\n");
   if (m.has_signature) {
     print_signature(out, "inputs", m.sig_inputs, m.n_sig_inputs);
     print_signature(out, "outputs", m.sig_outputs, m.n_sig_outputs);

@@ -24,6 +24,8 @@ void gf_mlmodel_free(gf_mlmodel *m) {
   free(m->utc_time_created);
   free(m->mlflow_version);
   free(m->ganflow_version);
+  free(m->pyfunc_loader);
+  free(m->pyfunc_python);
   for (size_t i = 0; i < m->n_sig_inputs; i++) free(m->sig_inputs[i].name);
   free(m->sig_inputs);
   for (size_t i = 0; i < m->n_sig_outputs; i++) free(m->sig_outputs[i].name);
@@ -93,12 +95,21 @@ static gf_status parse_config(const gf_ynode *cfg, gf_model_config *out, gf_err 
   return GF_OK;
 }
 
-/* A listed file must be a plain name inside the directory. */
+/* A listed file must be a relative path inside the directory: at most
+ * MAX_FILE_DEPTH components, none empty or ".", no ".." anywhere, no
+ * backslash or control character ("code/ganflow_pyfunc.py"). */
+#define MAX_FILE_DEPTH 4
 static int file_name_ok(const char *s) {
   size_t n = strlen(s);
-  if (n == 0 || n > 255 || strchr(s, '/') || strchr(s, '\\') || strstr(s, "..") ||
-      strcmp(s, ".") == 0)
-    return 0;
+  if (n == 0 || n > 255 || strchr(s, '\\') || strstr(s, "..")) return 0;
+  int depth = 0;
+  for (const char *c = s; *c; depth++) {
+    size_t len = strcspn(c, "/");
+    if (len == 0 || (len == 1 && c[0] == '.')) return 0; /* "", leading '/', "//", "." */
+    c += len;
+    if (*c == '/' && *++c == '\0') return 0;             /* trailing '/' */
+  }
+  if (depth > MAX_FILE_DEPTH) return 0;
   for (const char *p = s; *p; p++)
     if ((unsigned char)*p < 0x20) return 0;
   return 1;
@@ -117,7 +128,8 @@ static gf_status parse_files(const gf_ynode *files, gf_mlmodel *m, gf_err *err) 
     const char *name = files->keys[i];
     if (!file_name_ok(name))
       return gf_fail(err, GF_EFORMAT,
-                     "MLmodel: file \"%.64s\" is not a plain file name in the model directory",
+                     "MLmodel: file \"%.64s\" is not a relative path inside the model "
+                     "directory",
                      name);
     const gf_ynode *sha = gf_ynode_get(files->items[i], "sha256");
     if (!sha || sha->kind != GF_YN_SCALAR || !gf_sha256_hex_valid(sha->text))
@@ -134,33 +146,36 @@ static gf_status parse_files(const gf_ynode *files, gf_mlmodel *m, gf_err *err) 
   return GF_OK;
 }
 
-/* One TensorSpec object {"name", "type": "tensor", "tensor-spec":
- * {"dtype", "shape"}} into t (t->name malloc'd). */
+/* Copies a short lowercase identifier (dtype, column type) into out. */
+static int ident(const char *v, char out[16]) {
+  size_t n = strlen(v);
+  if (n == 0 || n >= 16 || strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789_") != n) return 0;
+  memcpy(out, v, n + 1);
+  return 1;
+}
+
+/* MLflow's scalar column types (mlflow.types.DataType). */
+static int column_type_ok(const char *t) {
+  static const char *const k[] = {"boolean", "integer", "long",   "float",
+                                  "double",  "string",  "binary", "datetime"};
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+    if (strcmp(t, k[i]) == 0) return 1;
+  return 0;
+}
+
+/* A TensorSpec's "tensor-spec": {"dtype", "shape"} into t. */
 static gf_status parse_tensor(const cJSON *o, const char *what, size_t idx,
-                              gf_mlmodel_tensor *t, gf_err *err) {
-  const cJSON *type = cJSON_GetObjectItemCaseSensitive(o, "type");
-  if (!cJSON_IsObject(o) || !cJSON_IsString(type))
-    return gf_fail(err, GF_EFORMAT, "MLmodel: signature.%s[%zu] is not a "
-                   "{\"type\": ...} object", what, idx);
-  if (strcmp(type->valuestring, "tensor") != 0)
-    return gf_fail(err, GF_EFORMAT, "MLmodel: signature.%s[%zu] has type "
-                   "\"%.32s\"; only tensor-based signatures are supported",
-                   what, idx, type->valuestring);
-  const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "name");
+                              gf_mlmodel_spec *t, gf_err *err) {
   const cJSON *spec = cJSON_GetObjectItemCaseSensitive(o, "tensor-spec");
   const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(spec, "dtype");
   const cJSON *shape = cJSON_GetObjectItemCaseSensitive(spec, "shape");
-  if ((name && !cJSON_IsNull(name) && !cJSON_IsString(name)) ||
-      !cJSON_IsString(dtype) || !cJSON_IsArray(shape))
+  if (!cJSON_IsString(dtype) || !cJSON_IsArray(shape))
     return gf_fail(err, GF_EFORMAT, "MLmodel: signature.%s[%zu] needs a "
                    "tensor-spec with a dtype string and a shape array", what,
                    idx);
-  size_t dl = strlen(dtype->valuestring);
-  if (dl == 0 || dl >= sizeof t->dtype ||
-      strspn(dtype->valuestring, "abcdefghijklmnopqrstuvwxyz0123456789_") != dl)
+  if (!ident(dtype->valuestring, t->dtype))
     return gf_fail(err, GF_EFORMAT, "MLmodel: signature.%s[%zu]: bad dtype",
                    what, idx);
-  memcpy(t->dtype, dtype->valuestring, dl + 1);
   int nd = cJSON_GetArraySize(shape);
   if (nd > GF_MLMODEL_SIG_MAX_DIMS)
     return gf_fail(err, GF_EFORMAT, "MLmodel: signature.%s[%zu]: %d "
@@ -175,6 +190,54 @@ static gf_status parse_tensor(const cJSON *o, const char *what, size_t idx,
     t->shape[d] = (int64_t)x;
   }
   t->ndim = nd;
+  return GF_OK;
+}
+
+/* A ColSpec's type (a scalar type, or "array" with scalar "items") and
+ * "required" into t. */
+static gf_status parse_column(const cJSON *o, const char *what, size_t idx,
+                              gf_mlmodel_spec *t, gf_err *err) {
+  const cJSON *req = cJSON_GetObjectItemCaseSensitive(o, "required");
+  if (req && !cJSON_IsBool(req))
+    return gf_fail(err, GF_EFORMAT, "MLmodel: signature.%s[%zu]: required is "
+                   "not a boolean", what, idx);
+  t->required = !req || cJSON_IsTrue(req);
+  if (strcmp(t->type, "array") == 0) {
+    const cJSON *items = cJSON_GetObjectItemCaseSensitive(o, "items");
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(items, "type");
+    if (!cJSON_IsString(it) || !ident(it->valuestring, t->dtype) ||
+        !column_type_ok(t->dtype))
+      return gf_fail(err, GF_EFORMAT, "MLmodel: signature.%s[%zu]: an array "
+                     "column needs items of a scalar type", what, idx);
+    return GF_OK;
+  }
+  if (!column_type_ok(t->type))
+    return gf_fail(err, GF_EFORMAT, "MLmodel: signature.%s[%zu] has type "
+                   "\"%s\"; only tensors, MLflow's scalar column types and "
+                   "arrays of them are supported", what, idx, t->type);
+  return GF_OK;
+}
+
+/* One TensorSpec {"name", "type": "tensor", "tensor-spec": {...}} or
+ * ColSpec {"name", "type", ["items"], ["required"]} into t (t->name
+ * malloc'd). */
+static gf_status parse_spec(const cJSON *o, const char *what, size_t idx,
+                            gf_mlmodel_spec *t, gf_err *err) {
+  const cJSON *type = cJSON_GetObjectItemCaseSensitive(o, "type");
+  if (!cJSON_IsObject(o) || !cJSON_IsString(type))
+    return gf_fail(err, GF_EFORMAT, "MLmodel: signature.%s[%zu] is not a "
+                   "{\"type\": ...} object", what, idx);
+  if (!ident(type->valuestring, t->type))
+    return gf_fail(err, GF_EFORMAT, "MLmodel: signature.%s[%zu]: bad type",
+                   what, idx);
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "name");
+  if (name && !cJSON_IsNull(name) && !cJSON_IsString(name))
+    return gf_fail(err, GF_EFORMAT, "MLmodel: signature.%s[%zu]: name is not "
+                   "a string", what, idx);
+  t->required = 1;
+  gf_status st = strcmp(t->type, "tensor") == 0 ? parse_tensor(o, what, idx, t, err)
+                                                : parse_column(o, what, idx, t, err);
+  if (st != GF_OK) return st;
   if (cJSON_IsString(name)) {
     size_t nl = strlen(name->valuestring);
     if (nl == 0 || nl > 255)
@@ -187,9 +250,10 @@ static gf_status parse_tensor(const cJSON *o, const char *what, size_t idx,
 }
 
 /* signature.inputs or .outputs: absent or null = none; else a string
- * holding a JSON array of TensorSpecs. Allocates *out (owned by m). */
+ * holding a JSON array of TensorSpecs or of ColSpecs (not both, as in
+ * MLflow's Schema). Allocates *out (owned by m). */
 static gf_status parse_schema(const gf_ynode *sig, const char *what,
-                              gf_mlmodel_tensor **out, size_t *n,
+                              gf_mlmodel_spec **out, size_t *n,
                               gf_err *err) {
   const gf_ynode *v = gf_ynode_get(sig, what);
   if (!v || gf_ynode_is_null(v)) return GF_OK;
@@ -210,8 +274,13 @@ static gf_status parse_schema(const gf_ynode *sig, const char *what,
   else if (count > 0)
     *n = (size_t)count; /* zeroed entries; all freed with m */
   for (int i = 0; st == GF_OK && i < count; i++)
-    st = parse_tensor(cJSON_GetArrayItem(arr, i), what, (size_t)i,
-                      &(*out)[i], err);
+    st = parse_spec(cJSON_GetArrayItem(arr, i), what, (size_t)i, &(*out)[i],
+                    err);
+  for (int i = 1; st == GF_OK && i < count; i++)
+    if ((strcmp((*out)[i].type, "tensor") == 0) !=
+        (strcmp((*out)[0].type, "tensor") == 0))
+      st = gf_fail(err, GF_EFORMAT, "MLmodel: signature.%s mixes tensors and "
+                   "columns", what);
   cJSON_Delete(arr);
   return st;
 }
@@ -228,6 +297,20 @@ static gf_status parse_signature(const gf_ynode *root, gf_mlmodel *m,
                               err);
   if (st == GF_OK)
     st = parse_schema(sig, "outputs", &m->sig_outputs, &m->n_sig_outputs, err);
+  return st;
+}
+
+/* The optional python_function flavor: a mapping; its loader_module and
+ * python_version (strings when present) are kept for `ganflow inspect`.
+ * MLflow reads the rest. */
+static gf_status parse_pyfunc(const gf_ynode *py, gf_mlmodel *m, gf_err *err) {
+  if (!py || gf_ynode_is_null(py)) return GF_OK;
+  if (py->kind != GF_YN_MAP)
+    return gf_fail(err, GF_EFORMAT, "MLmodel: flavors.python_function is not a mapping");
+  gf_status st = opt_string(py, "loader_module", &m->pyfunc_loader, err);
+  if (st == GF_OK) st = opt_string(py, "python_version", &m->pyfunc_python, err);
+  if (st == GF_OK && !m->pyfunc_loader)
+    st = gf_fail(err, GF_EFORMAT, "MLmodel: flavors.python_function has no loader_module");
   return st;
 }
 
@@ -251,6 +334,7 @@ static gf_status parse_tree(const gf_ynode *root, gf_mlmodel *m, gf_err *err) {
                    GF_MLMODEL_FLAVOR);
   if ((st = parse_config(gf_ynode_get(gan, "config"), &m->config, err)) != GF_OK) return st;
   if ((st = parse_signature(root, m, err)) != GF_OK) return st;
+  if ((st = parse_pyfunc(gf_ynode_get(flavors, "python_function"), m, err)) != GF_OK) return st;
   return parse_files(gf_ynode_get(gan, "files"), m, err);
 }
 

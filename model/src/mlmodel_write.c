@@ -1,5 +1,6 @@
 /* mlmodel_write.c - writes the MLflow model directory (MLmodel YAML via the
- * libyaml emitter, generator.safetensors, config.json); see gf/mlmodel.h. */
+ * libyaml emitter, generator.safetensors, config.json, and through
+ * mlmodel_pyfunc.c the python_function flavor's files); see gf/mlmodel.h. */
 #include "gf/mlmodel.h"
 
 #include <errno.h>
@@ -17,6 +18,7 @@
 
 #include "gf/atomic_file.h"
 #include "gf/strbuf.h"
+#include "mlmodel_pyfunc.h"
 #include "text.h"
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -98,14 +100,14 @@ static void emit_event(emit *e, yaml_event_t *ev, int made) {
 
 /* 1 when s can be written unquoted and still reads back as a string under
  * YAML 1.1 resolution (PyYAML, which MLflow uses): starts with a letter,
- * only [A-Za-z0-9._-], not a bool/null word. */
+ * only [A-Za-z0-9._/-], not a bool/null word. */
 static int plain_safe(const char *s) {
   static const char *const words[] = {"y", "n", "yes", "no", "on", "off", "true", "false", "null"};
   if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z'))) return 0;
   for (const char *p = s; *p; p++) {
     char c = *p;
     if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-          c == '.' || c == '_' || c == '-'))
+          c == '.' || c == '_' || c == '-' || c == '/'))
       return 0;
   }
   for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
@@ -154,10 +156,39 @@ static void kv_int(emit *e, const char *k, int v) {
   scalar(e, num, 1);
 }
 
-/* Builds the MLmodel text into *out (malloc'd, caller frees). */
+/* One entry of flavors.ganflow.files. */
+typedef struct listed {
+  const char *name;
+  const char *sha256;
+} listed;
+
+static int listed_cmp(const void *a, const void *b) {
+  return strcmp(((const listed *)a)->name, ((const listed *)b)->name);
+}
+
+/* flavors.python_function: MLflow's loader_module convention (as
+ * mlflow.pyfunc.add_to_model writes it), the loader under code/. */
+static void pyfunc_flavor(emit *e, const char *python) {
+  scalar(e, "python_function", 0);
+  map_start(e);
+  kv_str(e, "code", "code");
+  kv_str(e, "data", GF_MLMODEL_GENERATOR);
+  scalar(e, "env", 0);
+  map_start(e);
+  kv_str(e, "conda", "conda.yaml");
+  kv_str(e, "virtualenv", "python_env.yaml");
+  map_end(e);
+  kv_str(e, "loader_module", GF_MLMODEL_PYFUNC_MODULE);
+  kv_str(e, "python_version", python);
+  map_end(e);
+}
+
+/* Builds the MLmodel text into *out (malloc'd, caller frees); files holds
+ * n_files entries (sorted here). */
 static gf_status mlmodel_yaml(const gf_model_config *c, const gf_mlmodel_info *info,
-                              const char *uuid, const char *when, const char *gen_sha,
-                              const char *cfg_sha, char **out, size_t *out_len, gf_err *err) {
+                              const char *python, const char *uuid, const char *when,
+                              listed *files, size_t n_files, char **out, size_t *out_len,
+                              gf_err *err) {
   emit e;
   e.failed = 0;
   gf_strbuf_init(&e.out);
@@ -190,25 +221,25 @@ static gf_status mlmodel_yaml(const gf_model_config *c, const gf_mlmodel_info *i
   map_end(&e);
   scalar(&e, "files", 0);
   map_start(&e);
-  scalar(&e, GF_MLMODEL_CONFIG, 0);
-  map_start(&e);
-  kv_str(&e, "sha256", cfg_sha);
-  map_end(&e);
-  scalar(&e, GF_MLMODEL_GENERATOR, 0);
-  map_start(&e);
-  kv_str(&e, "sha256", gen_sha);
-  map_end(&e);
+  qsort(files, n_files, sizeof *files, listed_cmp);
+  for (size_t i = 0; i < n_files; i++) {
+    scalar(&e, files[i].name, 0);
+    map_start(&e);
+    kv_str(&e, "sha256", files[i].sha256);
+    map_end(&e);
+  }
   map_end(&e);
   kv_str(&e, "ganflow_version", info->ganflow_version);
   map_end(&e);
+  pyfunc_flavor(&e, python);
   map_end(&e);
   kv_str(&e, "mlflow_version", info->mlflow_version);
   kv_str(&e, "model_uuid", uuid);
   if (info->run_id) kv_str(&e, "run_id", info->run_id);
   /* The signature in MLflow's own form (ModelSignature.to_dict): JSON
-   * strings of tensor specs. Input: the seed of each image (ganflow-serve
-   * also takes z; a signature names one). Output: the generator's float32
-   * images in [-1, 1], NCHW, as V2 infer and /invocations answer them. */
+   * strings. Inputs: columns, each row a seed or a latent z (both
+   * optional; see gf/mlmodel.h). Output: the generator's float32 images in
+   * [-1, 1], NCHW, as V2 infer and /invocations answer them. */
   const char *sig_in = GF_MLMODEL_SIG_INPUTS;
   char sig_out[200];
   snprintf(sig_out, sizeof sig_out,
@@ -259,6 +290,9 @@ gf_status gf_mlmodel_write(const char *dir, const gf_model_config *cfg,
                            gf_err *err) {
   if (!dir || !*dir || !cfg || !info)
     return gf_fail(err, GF_EINVAL, "MLmodel: NULL directory, config or info");
+  const char *python = gf_pyfunc_default_python();
+  if (!gf_pyfunc_python_ok(python))
+    return gf_fail(err, GF_EINVAL, "MLmodel: python_version \"%.32s\" is not a version", python);
   if (!text_ok(info->artifact_path) || !text_ok(info->mlflow_version) ||
       !text_ok(info->ganflow_version) || (info->run_id && !text_ok(info->run_id)))
     return gf_fail(err, GF_EINVAL,
@@ -279,6 +313,7 @@ gf_status gf_mlmodel_write(const char *dir, const gf_model_config *cfg,
   size_t yaml_len = 0;
   char gen_sha[GF_SHA256_HEX_LEN + 1], cfg_sha[GF_SHA256_HEX_LEN + 1];
   char uuid[33], when[32];
+  gf_pyfunc_files py;
   if (!gen_path || !cfg_path || !ml_path) {
     st = gf_fail(err, GF_ENOMEM, "MLmodel: out of memory");
     goto done;
@@ -289,9 +324,14 @@ gf_status gf_mlmodel_write(const char *dir, const gf_model_config *cfg,
   if ((st = gf_model_config_to_json(cfg, &cfg_json, err)) != GF_OK) goto done;
   if ((st = gf_sha256_buf(cfg_json, strlen(cfg_json), cfg_sha, err)) != GF_OK) goto done;
   if ((st = gf_atomic_write_file(cfg_path, cfg_json, strlen(cfg_json), err)) != GF_OK) goto done;
+  if ((st = gf_pyfunc_write(dir, python, &py, err)) != GF_OK) goto done;
   if ((st = random_uuid(uuid, err)) != GF_OK) goto done;
   if ((st = utc_now(when, err)) != GF_OK) goto done;
-  if ((st = mlmodel_yaml(cfg, info, uuid, when, gen_sha, cfg_sha, &yaml, &yaml_len, err)) != GF_OK)
+  listed files[2 + GF_PYFUNC_N_FILES] = {{GF_MLMODEL_GENERATOR, gen_sha},
+                                         {GF_MLMODEL_CONFIG, cfg_sha}};
+  for (int i = 0; i < GF_PYFUNC_N_FILES; i++) files[2 + i] = (listed){py.name[i], py.sha256[i]};
+  if ((st = mlmodel_yaml(cfg, info, python, uuid, when, files, sizeof files / sizeof *files,
+                         &yaml, &yaml_len, err)) != GF_OK)
     goto done;
   if ((st = gf_atomic_write_file(ml_path, yaml, yaml_len, err)) != GF_OK) goto done;
   if (uuid_out) memcpy(uuid_out, uuid, sizeof uuid);

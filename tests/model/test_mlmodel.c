@@ -2,7 +2,9 @@
  * (MLmodel fields, uuid, time format, digests, config), generator load;
  * tampered, missing or swapped files are errors; hostile MLmodel texts
  * (path escapes in the files list, aliases, deep nesting, oversize,
- * duplicates, missing flavor, bad digests) are errors, never crashes. */
+ * duplicates, missing flavor, bad digests) are errors, never crashes; the
+ * python_function flavor's files are listed and verified, and a directory
+ * written before them (no code/, no env files) still reads. */
 #include <ctype.h>
 #include <stdint.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 
 #include "check.h"
 #include "gf/mlmodel.h"
+#include "gf/strbuf.h"
 #include "file_util.h"
 
 static float g_w[6] = {1, 2, 3, 4, 5, 6};
@@ -97,7 +100,19 @@ static void test_roundtrip(const char *dir) {
   gf_model_config c;
   gf_model_config_default(&c, GF_ARCH_DCGAN);
   CHECK(gf_model_config_equal(&m.config, &c));
-  CHECK_INT_EQ(m.n_files, 2);
+  CHECK_INT_EQ(m.n_files, 6);
+  CHECK_STR_EQ(m.pyfunc_loader, GF_MLMODEL_PYFUNC_MODULE);
+  CHECK(m.pyfunc_python != NULL && strchr(m.pyfunc_python, '.') != NULL);
+  static const char *const pyfiles[] = {GF_MLMODEL_PYFUNC_CODE, "requirements.txt",
+                                        "python_env.yaml", "conda.yaml"};
+  for (size_t i = 0; i < sizeof pyfiles / sizeof *pyfiles; i++) {
+    char fp[600], fh[GF_SHA256_HEX_LEN + 1];
+    path_of(fp, sizeof fp, dir, pyfiles[i]);
+    REQUIRE(gf_sha256_file(fp, fh, &err) == GF_OK);
+    CHECKF(gf_mlmodel_file_sha256(&m, pyfiles[i]) &&
+               strcmp(gf_mlmodel_file_sha256(&m, pyfiles[i]), fh) == 0,
+           "%s not listed with its digest", pyfiles[i]);
+  }
   char p[600], hex[GF_SHA256_HEX_LEN + 1];
   path_of(p, sizeof p, dir, GF_MLMODEL_GENERATOR);
   CHECK_STR_EQ(m.generator_path, p);
@@ -123,6 +138,15 @@ static void test_roundtrip(const char *dir) {
   CHECK(strstr(text, "z_dim: 100\n") != NULL);
   CHECK(strstr(text, "utc_time_created: \"") != NULL);
   CHECK(strstr(text, "mlflow_version: \"2.17.0\"\n") != NULL);
+  CHECKF(strstr(text, "  python_function:\n    code: code\n    data: generator.safetensors\n"
+                      "    env:\n      conda: conda.yaml\n      virtualenv: python_env.yaml\n"
+                      "    loader_module: ganflow_pyfunc\n    python_version: \"") != NULL,
+         "MLmodel:\n%s", text);
+  /* files in sorted order, as yaml.safe_dump writes them */
+  const char *a = strstr(text, "      code/ganflow_pyfunc.py:"), *b = strstr(text, "      conda.yaml:"),
+             *cj = strstr(text, "      config.json:"), *g = strstr(text, "      generator.safetensors:"),
+             *pe = strstr(text, "      python_env.yaml:"), *rq = strstr(text, "      requirements.txt:");
+  CHECK(a && b && cj && g && pe && rq && a < b && b < cj && cj < g && g < pe && pe < rq);
   free(text);
 
   /* Swapped after the read: load_generator checks the bytes it loads. */
@@ -190,8 +214,8 @@ static void test_tampering(const char *dir) {
   CHECK_INT_EQ(read_dir(dir, &err), GF_EFORMAT);
   free(edited);
   /* A listed file that escapes the directory, or a missing listed file. */
-  const char *escapes[] = {"../config.json", "/etc/passwd", "sub/config.json", "..", ".",
-                           "a..b", "back\\slash"};
+  const char *escapes[] = {"../config.json", "/etc/passwd", "sub//config.json", "sub/", "..",
+                           ".", "./config.json", "a/./b", "a/b/c/d/e", "a..b", "back\\slash"};
   for (size_t i = 0; i < sizeof escapes / sizeof escapes[0]; i++) {
     char to[128];
     snprintf(to, sizeof to, "      \"%s\":\n        sha256:", escapes[i]);
@@ -214,6 +238,23 @@ static void test_tampering(const char *dir) {
   tu_write(mp, text, strlen(text));
   CHECK_INT_EQ(read_dir(dir, &err), GF_OK);
   free(text);
+
+  /* The pyfunc loader is covered like the weights: tampered or missing. */
+  char cp[600];
+  path_of(cp, sizeof cp, dir, GF_MLMODEL_PYFUNC_CODE);
+  size_t codelen;
+  unsigned char *code = tu_read(cp, &codelen);
+  REQUIRE(codelen > 100);
+  code[codelen / 2] ^= 1;
+  tu_write(cp, code, codelen);
+  CHECK_INT_EQ(read_dir(dir, &err), GF_EINTEGRITY);
+  CHECK(strstr(err.msg, GF_MLMODEL_PYFUNC_CODE) != NULL);
+  CHECK_INT_EQ(unlink(cp), 0);
+  CHECK_INT_EQ(read_dir(dir, &err), GF_EIO);
+  code[codelen / 2] ^= 1;
+  tu_write(cp, code, codelen);
+  CHECK_INT_EQ(read_dir(dir, &err), GF_OK);
+  free(code);
   free(cfg);
   free(cfgs);
   CHECK_INT_EQ(read_dir("/nonexistent/gf_model_dir", &err), GF_EIO);
@@ -326,33 +367,118 @@ static void test_writer_rejects(const char *dir) {
   CHECK_INT_EQ(gf_mlmodel_write(sub, &c, t, 1, NULL, 0, &info, NULL, &err), GF_EIO);
 }
 
+/* A directory written before the python_function flavor: MLmodel with
+ * only generator.safetensors and config.json listed, no python_function
+ * flavor, the tensor signature, no code/ or env files. It still reads. */
+static void test_older_dir(const char *dir) {
+  char sub[600];
+  snprintf(sub, sizeof sub, "%s/old", dir);
+  write_model(sub, NULL);
+  char *text = mlmodel_text(sub);
+  gf_strbuf old;
+  gf_strbuf_init(&old);
+  /* Keep every line except the python_function flavor and the new files'
+   * entries (each "      NAME:" line plus its sha256 line). */
+  int skip_flavor = 0, skip_next = 0;
+  for (char *line = text; *line;) {
+    char *nl = strchr(line, '\n');
+    size_t len = nl ? (size_t)(nl - line) + 1 : strlen(line);
+    int keep = 1;
+    if (skip_next) {
+      keep = 0;
+      skip_next = 0;
+    } else if (strncmp(line, "  python_function:", 18) == 0) {
+      skip_flavor = 1;
+      keep = 0;
+    } else if (skip_flavor && strncmp(line, "    ", 4) == 0) {
+      keep = 0;
+    } else {
+      skip_flavor = 0;
+      static const char *const gone[] = {"      code/", "      conda.yaml:",
+                                         "      python_env.yaml:", "      requirements.txt:"};
+      for (size_t i = 0; i < sizeof gone / sizeof *gone; i++)
+        if (strncmp(line, gone[i], strlen(gone[i])) == 0) keep = 0, skip_next = 1;
+    }
+    if (keep) gf_strbuf_append(&old, line, len);
+    line += len;
+  }
+  free(text);
+  REQUIRE(!old.failed);
+  text = old.data;
+  char *olds = replace(text, GF_MLMODEL_SIG_INPUTS,
+                       "[{\"name\": \"seed\", \"type\": \"tensor\", \"tensor-spec\": "
+                       "{\"dtype\": \"int64\", \"shape\": [-1]}}]");
+  free(text);
+  CHECKF(strstr(olds, "python_function") == NULL && strstr(olds, "code/") == NULL &&
+             strstr(olds, "conda.yaml") == NULL,
+         "%s", olds);
+  char p[700];
+  snprintf(p, sizeof p, "%s/%s", sub, GF_MLMODEL_FILE);
+  tu_write(p, olds, strlen(olds));
+  static const char *const rm[] = {GF_MLMODEL_PYFUNC_CODE, "conda.yaml", "python_env.yaml",
+                                   "requirements.txt"};
+  for (size_t i = 0; i < sizeof rm / sizeof *rm; i++) {
+    snprintf(p, sizeof p, "%s/%s", sub, rm[i]);
+    CHECK_INT_EQ(unlink(p), 0);
+  }
+  snprintf(p, sizeof p, "%s/code", sub);
+  CHECK_INT_EQ(rmdir(p), 0);
+  gf_mlmodel m;
+  gf_err err = {GF_OK, ""};
+  CHECKF(gf_mlmodel_read(sub, &m, &err) == GF_OK, "%s", err.msg);
+  CHECK_INT_EQ(m.n_files, 2);
+  CHECK(m.pyfunc_loader == NULL && m.pyfunc_python == NULL);
+  REQUIRE(m.n_sig_inputs == 1);
+  CHECK_STR_EQ(m.sig_inputs[0].type, "tensor");
+  CHECK_STR_EQ(m.sig_inputs[0].dtype, "int64");
+  CHECK(m.sig_inputs[0].ndim == 1 && m.sig_inputs[0].shape[0] == -1);
+  gf_mlmodel_free(&m);
+  free(olds);
+  tu_rmdir(sub);
+}
+
 /* The MLflow signature: written in MLflow's form, read back; an MLmodel
- * without one (older versions) or with null is fine; malformed or
- * column-based ones are refused. */
+ * without one (older versions) or with null is fine; malformed ones, ones
+ * mixing tensors and columns, or with unsupported column types are
+ * refused. */
 static void test_signature(const char *dir) {
   write_model(dir, NULL);
   char *text = mlmodel_text(dir);
-  CHECKF(strstr(text, "signature:\n  inputs: '[{\"name\": \"seed\", \"type\": "
-                      "\"tensor\", \"tensor-spec\": {\"dtype\": \"int64\", "
-                      "\"shape\": [-1]}}]'\n  outputs: '[{\"name\": \"image\", "
-                      "\"type\": \"tensor\", \"tensor-spec\": {\"dtype\": "
-                      "\"float32\", \"shape\": [-1, 3, 64, 64]}}]'\n  params: "
+  CHECKF(strstr(text, "signature:\n  inputs: '[{\"type\": \"long\", \"name\": \"seed\", "
+                      "\"required\": false}, {\"type\": \"array\", \"items\": {\"type\": "
+                      "\"double\"}, \"name\": \"z\", \"required\": false}]'\n  outputs: "
+                      "'[{\"name\": \"image\", \"type\": \"tensor\", \"tensor-spec\": "
+                      "{\"dtype\": \"float32\", \"shape\": [-1, 3, 64, 64]}}]'\n  params: "
                       "null\n"), "MLmodel:\n%s", text);
   gf_mlmodel m;
   gf_err err = {GF_OK, ""};
   REQUIRE(gf_mlmodel_parse(text, strlen(text), &m, &err) == GF_OK);
   CHECK(m.has_signature);
-  REQUIRE(m.n_sig_inputs == 1 && m.n_sig_outputs == 1);
-  CHECK_STR_EQ(m.sig_inputs[0].name, "seed");
-  CHECK_STR_EQ(m.sig_inputs[0].dtype, "int64");
-  CHECK(m.sig_inputs[0].ndim == 1 && m.sig_inputs[0].shape[0] == -1);
-  const gf_mlmodel_tensor *o = &m.sig_outputs[0];
+  REQUIRE(m.n_sig_inputs == 2 && m.n_sig_outputs == 1);
+  const gf_mlmodel_spec *in = m.sig_inputs;
+  CHECK_STR_EQ(in[0].name, "seed");
+  CHECK_STR_EQ(in[0].type, "long");
+  CHECK(in[0].dtype[0] == '\0' && in[0].ndim == 0 && !in[0].required);
+  CHECK_STR_EQ(in[1].name, "z");
+  CHECK_STR_EQ(in[1].type, "array");
+  CHECK_STR_EQ(in[1].dtype, "double");
+  CHECK(in[1].ndim == 0 && !in[1].required);
+  const gf_mlmodel_spec *o = &m.sig_outputs[0];
   CHECK_STR_EQ(o->name, "image");
+  CHECK_STR_EQ(o->type, "tensor");
   CHECK_STR_EQ(o->dtype, "float32");
+  CHECK(o->required);
   CHECK(o->ndim == 4 && o->shape[0] == -1 && o->shape[1] == m.config.image_channels &&
         o->shape[2] == m.config.image_height && o->shape[3] == m.config.image_width);
   gf_mlmodel_free(&m);
   CHECK(read_dir(dir, &err) == GF_OK);
+
+  /* Columns without "required" are required (MLflow's default). */
+  char *req = replace(text, ", \"required\": false}, {", "}, {");
+  REQUIRE(gf_mlmodel_parse(req, strlen(req), &m, &err) == GF_OK);
+  CHECK(m.sig_inputs[0].required && !m.sig_inputs[1].required);
+  gf_mlmodel_free(&m);
+  free(req);
 
   /* Without a signature (an MLmodel of an older version), or null. */
   char *start = strstr(text, "signature:");
@@ -374,18 +500,32 @@ static void test_signature(const char *dir) {
   free(nul3);
 
   static const char *const bad[][2] = {
-      {"\"type\": \"tensor\", \"tensor-spec\": {\"dtype\": \"int64\"",
-       "\"type\": \"long\", \"tensor-spec\": {\"dtype\": \"int64\""},
-      {"\"shape\": [-1]", "\"shape\": [-1.5]"},
-      {"\"shape\": [-1]", "\"shape\": [-2]"},
-      {"\"shape\": [-1]", "\"shape\": [-1, 1, 1, 1, 1, 1, 1, 1, 1]"},
-      {"\"shape\": [-1]", "\"shape\": \"-1\""},
-      {"\"dtype\": \"int64\"", "\"dtype\": \"\""},
-      {"\"dtype\": \"int64\"", "\"dtype\": 64"},
+      {"\"type\": \"long\"", "\"type\": \"object\""},
+      {"\"type\": \"long\"", "\"type\": \"tensor\""},
+      {"\"type\": \"long\"", "\"type\": \"\""},
+      {"\"type\": \"long\"", "\"type\": 7"},
+      {"{\"type\": \"long\", \"name\": \"seed\", \"required\": false}",
+       "{\"name\": \"seed\", \"type\": \"tensor\", \"tensor-spec\": {\"dtype\": \"int64\", "
+       "\"shape\": [-1]}}"},
+      {"\"items\": {\"type\": \"double\"}", "\"items\": {\"type\": \"array\"}"},
+      {"\"items\": {\"type\": \"double\"}", "\"items\": 3"},
+      {"\"items\": {\"type\": \"double\"}", "\"elements\": {\"type\": \"double\"}"},
+      {"\"required\": false}, {", "\"required\": 0}, {"},
       {"\"name\": \"seed\"", "\"name\": 7"},
+      {"\"name\": \"seed\"", "\"name\": \"\""},
+      {"\"shape\": [-1, 3", "\"shape\": [-1.5, 3"},
+      {"\"shape\": [-1, 3", "\"shape\": [-2, 3"},
+      {"\"shape\": [-1, 3", "\"shape\": [-1, 1, 1, 1, 1, 1, 1, 1, 3"},
+      {"\"shape\": [-1, 3, 64, 64]", "\"shape\": \"-1\""},
+      {"\"dtype\": \"float32\"", "\"dtype\": \"\""},
+      {"\"dtype\": \"float32\"", "\"dtype\": 64"},
+      {"\"tensor-spec\": {", "\"tensor_spec\": {"},
       {"inputs: '[{", "inputs: '{{"},
       {"inputs: '[{", "inputs:\n    - '[{"},
       {"signature:\n  inputs", "signature: 3\nx_inputs"},
+      {"  python_function:\n", "  python_function: 3\n  x:\n"},
+      {"    loader_module: ganflow_pyfunc\n", ""},
+      {"    loader_module: ganflow_pyfunc\n", "    loader_module: [a]\n"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char *t = replace(text, bad[i][0], bad[i][1]);
@@ -404,6 +544,7 @@ int main(void) {
   test_hostile_text(dir);
   test_writer_rejects(dir);
   test_signature(dir);
+  test_older_dir(dir);
   tu_rmdir(dir);
   return check_report();
 }

@@ -2,8 +2,9 @@
  * check that the file we write loads there with the intended types (ints
  * as ints, versions, digests, uuid and time as strings), that the
  * generator loads with safetensors.numpy, and that MLflow's own
- * mlflow.models.Model.load reads the tensor signature (seed int64 [-1] ->
- * image float32 [-1, C, H, W]).
+ * mlflow.models.Model.load reads the signature (columns seed long and z
+ * array<double>, both optional -> tensor image float32 [-1, C, H, W]) and
+ * the python_function flavor.
  * Usage: test_mlmodel_python PYTHON (the checkout's .venv, where
  * deploy/install-deps.sh puts PyYAML with MLflow, and safetensors). Exits 77
  * (skipped), saying which, when the interpreter is missing or cannot import
@@ -41,14 +42,25 @@ static const char k_mlflow_script[] =
     "import sys, numpy as np, mlflow\n"
     "m = mlflow.models.Model.load(sys.argv[1])\n"
     "print(m.signature.to_dict())\n"
+    "from mlflow.types import DataType\n"
+    "from mlflow.types.schema import Array\n"
     "i, o = m.signature.inputs.inputs, m.signature.outputs.inputs\n"
-    "assert len(i) == 1 and len(o) == 1, m.signature\n"
-    "assert i[0].name == 'seed' and i[0].type == np.dtype('int64'), i\n"
-    "assert i[0].shape == (-1,), i\n"
+    "assert len(i) == 2 and len(o) == 1, m.signature\n"
+    "assert not m.signature.inputs.is_tensor_spec(), i\n"
+    "assert i[0].name == 'seed' and i[0].type == DataType.long and not i[0].required, i\n"
+    "assert i[1].name == 'z' and i[1].type == Array(DataType.double), i\n"
+    "assert not i[1].required, i\n"
     "assert o[0].name == 'image' and o[0].type == np.dtype('float32'), o\n"
     "assert o[0].shape == (-1, 3, 64, 64), o\n"
     "assert m.run_id == '1234567890' and m.artifact_path == 'model', m\n"
-    "assert 'ganflow' in m.flavors, m.flavors\n";
+    "assert 'ganflow' in m.flavors, m.flavors\n"
+    "p = m.flavors['python_function']\n"
+    "assert p['loader_module'] == 'ganflow_pyfunc' and p['code'] == 'code', p\n"
+    "assert p['env'] == {'conda': 'conda.yaml', 'virtualenv': 'python_env.yaml'}, p\n"
+    "from mlflow.utils.environment import _PythonEnv\n"
+    "e = _PythonEnv.from_yaml(sys.argv[1] + '/python_env.yaml')\n"
+    "assert e.python == p['python_version'], (e.python, p)\n"
+    "assert open(sys.argv[1] + '/requirements.txt').read().split() == ['mlflow', 'numpy']\n";
 
 int main(int argc, char **argv) {
   if (argc != 2 || !argv[1][0]) SKIP_TEST("no python interpreter given");
@@ -87,14 +99,6 @@ int main(int argc, char **argv) {
     rc = system(cmd);
     CHECKF(rc == 0, "mlflow.models.Model.load check failed (%d)", rc);
   }
-  char p[400];
-  snprintf(p, sizeof p, "%s/MLmodel", mdir);
-  unlink(p);
-  snprintf(p, sizeof p, "%s/config.json", mdir);
-  unlink(p);
-  snprintf(p, sizeof p, "%s/generator.safetensors", mdir);
-  unlink(p);
-  rmdir(mdir);
   tu_rmdir(dir);
   return check_report();
 }

@@ -127,8 +127,9 @@ static bool ckpt_digest(const char *path, char out[65]) {
 }
 
 /* MLflow's own client reads the registered version: get_model_info on
- * models:/NAME/VERSION finds the tensor signature (seed int64 [-1] -> image
- * float32 [-1, 1, 28, 28]) and the run. Needs the checkout's .venv (made by
+ * models:/NAME/VERSION finds the signature (columns seed long and z
+ * array<double>, both optional -> tensor image float32 [-1, 1, 28, 28]),
+ * the run and the python_function flavor. Needs the checkout's .venv (made by
  * deploy/install-deps.sh); without it the check is reported as not run. */
 static void check_model_info(const char *model, const char *version,
                              const char *run_id) {
@@ -146,12 +147,16 @@ static void check_model_info(const char *model, const char *version,
            "s = i.signature\n"
            "print(s.to_dict())\n"
            "a, b = s.inputs.inputs, s.outputs.inputs\n"
-           "assert [(t.name, t.type, t.shape) for t in a] == "
-           "[('seed', np.dtype('int64'), (-1,))], a\n"
+           "from mlflow.types.schema import Array\n"
+           "assert [(t.name, t.type, t.required) for t in a] == "
+           "[('seed', mlflow.types.DataType.long, False), "
+           "('z', Array(mlflow.types.DataType.double), False)], a\n"
            "assert [(t.name, t.type, t.shape) for t in b] == "
            "[('image', np.dtype('float32'), (-1, 1, 28, 28))], b\n"
            "assert i.run_id == '%s', i.run_id\n"
-           "assert 'ganflow' in i.flavors, i.flavors\n\"", py, model, version,
+           "assert 'ganflow' in i.flavors, i.flavors\n"
+           "assert i.flavors['python_function']['loader_module'] == "
+           "'ganflow_pyfunc', i.flavors\n\"", py, model, version,
            run_id);
   int rc = system(cmd);
   CHECKF(rc == 0, "mlflow.models.get_model_info(models:/%s/%s) check failed "

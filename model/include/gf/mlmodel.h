@@ -2,28 +2,43 @@
  *
  *   <dir>/MLmodel                YAML: artifact_path, flavors.ganflow
  *                                {ganflow_version, config, files: {name:
- *                                {sha256}}}, mlflow_version, model_uuid,
- *                                run_id, signature {inputs, outputs,
- *                                params}, utc_time_created
+ *                                {sha256}}}, flavors.python_function,
+ *                                mlflow_version, model_uuid, run_id,
+ *                                signature {inputs, outputs, params},
+ *                                utc_time_created
  *   <dir>/generator.safetensors  G weights and BN statistics
  *   <dir>/config.json            gf_model_config as JSON
+ *   <dir>/code/ganflow_pyfunc.py the python_function flavor's loader (a numpy
+ *                                copy of the generator, model/python/)
+ *   <dir>/requirements.txt, python_env.yaml, conda.yaml
+ *                                its environment, as MLflow's flavors write it
  *
- * The writer writes each file atomically, MLmodel last. The reader parses
+ * The writer writes each file atomically, MLmodel last, and lists every
+ * other file with its SHA-256 in flavors.ganflow.files. The reader parses
  * MLmodel with libyaml (bounded: 1 MiB, nesting depth, no aliases), checks
  * the ganflow flavor, and verifies the SHA-256 of every listed file before
- * it returns; listed names must be plain file names (no '/', no "..", not
- * absolute). Which tensors G has is the networks' business.
+ * it returns; listed names must be relative paths inside the directory
+ * (components not empty, no "..", not absolute). Only generator.safetensors
+ * and config.json are required, so a directory written before the
+ * python_function flavor existed still reads. Which tensors G has is the
+ * networks' business.
  *
- * The signature is MLflow's tensor-based one (mlflow.models.ModelSignature,
- * TensorSpec), its inputs and outputs JSON strings inside the YAML:
- *   inputs:  [{"name": "seed", "type": "tensor",
- *              "tensor-spec": {"dtype": "int64", "shape": [-1]}}]
+ * The signature is MLflow's column-based one (mlflow.models.ModelSignature,
+ * ColSpec), so that MLflow's scoring server takes seeds or latents, with a
+ * tensor output; its inputs and outputs are JSON strings inside the YAML:
+ *   inputs:  [{"type": "long", "name": "seed", "required": false},
+ *             {"type": "array", "items": {"type": "double"}, "name": "z",
+ *              "required": false}]
  *   outputs: [{"name": "image", "type": "tensor",
  *              "tensor-spec": {"dtype": "float32", "shape": [-1, C, H, W]}}]
- * (images in [-1, 1], as ganflow-serve's V2 infer and /invocations answer;
- * the PNG endpoints quantize them). The reader accepts an MLmodel without a
- * signature (written before it existed) and refuses a malformed one or one
- * that is not tensor-based. */
+ * Each row gives a seed or a z of z_dim numbers ("double", not "float":
+ * MLflow refuses to narrow JSON numbers, parsed as float64, to float32);
+ * images are in [-1, 1], as ganflow-serve's V2 infer and /invocations
+ * answer them (the PNG endpoints quantize them). The reader also takes the
+ * tensor-based signature written before (seed int64 [-1]) and an MLmodel
+ * without a signature, and refuses a malformed one, one that mixes tensors
+ * and columns, or column types other than MLflow's scalar types and arrays
+ * of them. */
 #ifndef GF_MLMODEL_H
 #define GF_MLMODEL_H
 
@@ -40,19 +55,28 @@
 #define GF_MLMODEL_CONFIG "config.json"
 #define GF_MLMODEL_FLAVOR "ganflow"
 #define GF_MLMODEL_MAX_BYTES (1u << 20)
-#define GF_MLMODEL_SIG_INPUTS                                                 \
-  "[{\"name\": \"seed\", \"type\": \"tensor\", \"tensor-spec\": {\"dtype\": " \
-  "\"int64\", \"shape\": [-1]}}]"
+#define GF_MLMODEL_PYFUNC_MODULE "ganflow_pyfunc"
+#define GF_MLMODEL_PYFUNC_CODE "code/" GF_MLMODEL_PYFUNC_MODULE ".py"
+#define GF_MLMODEL_SIG_INPUTS                                          \
+  "[{\"type\": \"long\", \"name\": \"seed\", \"required\": false}, " \
+  "{\"type\": \"array\", \"items\": {\"type\": \"double\"}, "         \
+  "\"name\": \"z\", \"required\": false}]"
 #define GF_MLMODEL_SIG_MAX_TENSORS 16
 #define GF_MLMODEL_SIG_MAX_DIMS 8
 
-/* One tensor of the signature (a TensorSpec). */
-typedef struct gf_mlmodel_tensor {
-  char *name;                              /* malloc'd; NULL when unnamed */
-  char dtype[16];                          /* numpy name: "int64", "float32" */
-  int ndim;                                /* 0..GF_MLMODEL_SIG_MAX_DIMS */
+/* One input or output of the signature: a TensorSpec or a ColSpec. */
+typedef struct gf_mlmodel_spec {
+  char *name;      /* malloc'd; NULL when unnamed */
+  char type[16];   /* "tensor", or the column's MLflow type: "long",
+                      "double", "array", ... */
+  char dtype[16];  /* tensor: numpy name ("int64", "float32"); array
+                      column: the items' MLflow type ("double"); other
+                      columns: "" */
+  int required;    /* column: "required" (default 1); tensor: 1 */
+  int ndim;                                /* tensor: 0..GF_MLMODEL_SIG_MAX_DIMS;
+                                              column: 0 */
   int64_t shape[GF_MLMODEL_SIG_MAX_DIMS];  /* -1 = any size */
-} gf_mlmodel_tensor;
+} gf_mlmodel_spec;
 
 /* Writer input; strings borrowed for the call. */
 typedef struct gf_mlmodel_info {
@@ -63,8 +87,11 @@ typedef struct gf_mlmodel_info {
 } gf_mlmodel_info;
 
 /* Creates dir if missing (parent must exist) and writes generator.safetensors
- * (tensors + meta, with the data digest), config.json and MLmodel, each
- * atomically, MLmodel last. model_uuid (random v4, 32 hex digits) and
+ * (tensors + meta, with the data digest), config.json, the python_function
+ * flavor's files (code/ganflow_pyfunc.py, requirements.txt,
+ * python_env.yaml, conda.yaml) and MLmodel, each atomically, MLmodel last.
+ * The flavor records the build's Python version (CMake's
+ * GF_PYFUNC_PYTHON_VERSION, detected from the checkout's .venv). model_uuid (random v4, 32 hex digits) and
  * utc_time_created are generated; when uuid_out is non-NULL the uuid is
  * copied there. */
 gf_status gf_mlmodel_write(const char *dir, const gf_model_config *cfg,
@@ -91,11 +118,14 @@ typedef struct gf_mlmodel {
   char *ganflow_version;  /* required in the flavor */
   gf_model_config config; /* flavors.ganflow.config, validated */
   gf_mlmodel_file *files; /* n_files entries, names unique */
+  char *pyfunc_loader;    /* flavors.python_function.loader_module; NULL
+                             when the model has no such flavor (older) */
+  char *pyfunc_python;    /* flavors.python_function.python_version, or NULL */
   size_t n_files;
   int has_signature;      /* 1 when MLmodel has a (non-null) signature */
-  gf_mlmodel_tensor *sig_inputs;  /* n_sig_inputs entries, owned */
+  gf_mlmodel_spec *sig_inputs;    /* n_sig_inputs entries, owned */
   size_t n_sig_inputs;
-  gf_mlmodel_tensor *sig_outputs; /* n_sig_outputs entries, owned */
+  gf_mlmodel_spec *sig_outputs;   /* n_sig_outputs entries, owned */
   size_t n_sig_outputs;
   char *dir;              /* gf_mlmodel_read only: the directory */
   char *generator_path;   /* gf_mlmodel_read only: dir/generator.safetensors */
