@@ -254,6 +254,11 @@ class GanflowGenerator:
         del params
         return self.generate(self.latents(model_input))
 
+    def get_raw_model(self):
+        """PyFuncModel.get_raw_model(): this object (z_dim, image_shape,
+        latents(), generate())."""
+        return self
+
 
 def _missing(v):
     if v is None:
