@@ -179,7 +179,18 @@ static void *watcher_main(void *arg) {
   gfs_server *s = arg;
   mlflow_client *c = NULL;
   mlflow_error me;
-  if (mlflow_client_new(&c, &s->mcfg, &me) != MLFLOW_OK) {
+  /* The poll is itself the retry: a registry call fails after a couple of
+   * short retries rather than after the client's default back-off (7
+   * retries, up to minutes), so an alias moved once the registry is back
+   * is seen within a poll period or two. Strings stay s->mcfg's
+   * (mlflow_client_new copies them). */
+  mlflow_config wcfg = s->mcfg;
+  double cap = s->cfg.poll_s > 1.0 ? s->cfg.poll_s : 1.0;
+  if (wcfg.max_retries > 2) wcfg.max_retries = 2;
+  if (wcfg.backoff_factor > 0.5) wcfg.backoff_factor = 0.5;
+  if (wcfg.backoff_jitter > 0.25) wcfg.backoff_jitter = 0.25;
+  if (wcfg.backoff_max_s > cap) wcfg.backoff_max_s = cap;
+  if (mlflow_client_new(&c, &wcfg, &me) != MLFLOW_OK) {
     gfs_log(s, "watcher: %s", me.message);
     return NULL;
   }
