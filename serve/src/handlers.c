@@ -1,8 +1,8 @@
-/* handlers.c - what each endpoint answers: probes, metadata and metrics on
- * the polling thread; generation (GET generate, V2 infer, MLflow
- * invocations) on a worker. Errors are {"error": "..."} with the status of
- * DESIGN §2. */
-#include <math.h>
+/* handlers.c - what each endpoint answers: probes, server and model
+ * metadata (KServe V2) and metrics on the polling thread; generation (GET
+ * generate, V2 infer, MLflow invocations) on a worker: parsing against the
+ * loaded version, latents, shared passes. The images' answer itself is
+ * answer.c's. Errors are {"error": "..."} with the status of DESIGN §2. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,11 +34,31 @@ static void answer_strbuf(gfs_req *r, int status, const char *ctype,
   else gfs_answer(r, status, ctype, body, len);
 }
 
+/* 1 when r asks for no version or for m's; else answers r 404. */
+static int version_ok(gfs_req *r, const gf_generator *m) {
+  if (!r->want_version[0] || strcmp(r->want_version, m->version) == 0)
+    return 1;
+  gfs_error(r, 404, "model '%s' version '%s' is not served here (the "
+            "loaded version is %s)", m->name, r->want_version, m->version);
+  return 0;
+}
+
+static void server_meta(gfs_req *r) {
+  answer_text(r, 200, "application/json",
+              "{\"name\": \"ganflow-serve\", \"version\": \"" GFS_VERSION
+              "\", \"extensions\": [\"binary_tensor_data\", "
+              "\"parameters\"]}\n");
+}
+
 static void model_meta(gfs_req *r, gfs_slot *sl) {
   gf_generator *m = gfs_slot_acquire(sl);
   if (!m) {
     r->retry_after = 1;
     gfs_error(r, 503, "model '%s' is not loaded yet", sl->name);
+    return;
+  }
+  if (!version_ok(r, m)) {
+    gf_generator_unref(m);
     return;
   }
   const gf_model_config *c = &m->cfg;
@@ -87,11 +107,15 @@ void gfs_handle_inline(gfs_server *s, gfs_req *r) {
       break;
     case GFS_R_MODEL_READY: {
       gf_generator *m = gfs_slot_acquire(r->slot);
-      answer_text(r, m ? 200 : 503, "application/json",
-                  m ? "{\"ready\": true}\n" : "{\"ready\": false}\n");
+      if (!m || version_ok(r, m))
+        answer_text(r, m ? 200 : 503, "application/json",
+                    m ? "{\"ready\": true}\n" : "{\"ready\": false}\n");
       gf_generator_unref(m);
       break;
     }
+    case GFS_R_SERVER_META:
+      server_meta(r);
+      break;
     case GFS_R_MODEL_META:
       model_meta(r, r->slot);
       break;
@@ -114,21 +138,6 @@ void gfs_handle_inline(gfs_server *s, gfs_req *r) {
   }
 }
 
-/* [n, C, H, W] values: pixels (uint8 as integers) or floats. */
-static void json_images(gf_strbuf *b, const float *img, size_t count,
-                        int pixels) {
-  for (size_t i = 0; i < count; i++) {
-    if (i) gf_strbuf_append(b, ",", 1);
-    float x = img[i];
-    if (pixels) {
-      float v = isnan(x) ? -1.0f : (x < -1.0f ? -1.0f : (x > 1.0f ? 1.0f : x));
-      gf_strbuf_printf(b, "%d", (int)lrintf((v + 1.0f) * 0.5f * 255.0f));
-    } else {
-      gf_strbuf_printf(b, "%.6g", isfinite(x) ? (double)x : 0.0);
-    }
-  }
-}
-
 /* A generation request between parsing and answering. */
 typedef struct gen_job {
   gfs_req *r;
@@ -139,65 +148,6 @@ typedef struct gen_job {
   int n;
   float *img;         /* n images, set by the pass(es) */
 } gen_job;
-
-/* Writes r's answer from j->img. */
-static void answer_images(gfs_server *s, const gen_job *j) {
-  gfs_req *r = j->r;
-  const gf_generator *m = j->m;
-  const float *img = j->img;
-  int n = j->n;
-  size_t count = (size_t)n * m->image_numel;
-  gf_err e;
-  atomic_fetch_add(&s->metrics.images, (unsigned long)n);
-  const gf_model_config *c = &m->cfg;
-  gf_strbuf b;
-  gf_strbuf_init(&b);
-  if (r->route == GFS_R_GENERATE && r->args.format == GFS_FORMAT_PNG) {
-    uint8_t *png = NULL;
-    size_t len = 0;
-    if (gf_generator_png(m, img, n, &png, &len, &e) != GF_OK)
-      gfs_error(r, 500, "PNG encoding failed: %s", e.msg);
-    else
-      gfs_answer(r, 200, "image/png", (char *)png, len);
-  } else if (r->route == GFS_R_GENERATE) {
-    gf_strbuf_puts(&b, "{\"model\": ");
-    gf_strbuf_json_cstr(&b, m->name);
-    gf_strbuf_puts(&b, ", \"version\": ");
-    gf_strbuf_json_cstr(&b, m->version);
-    gf_strbuf_printf(&b, ", \"seed\": %llu, \"shape\": [%d, %d, %d, %d], "
-                         "\"datatype\": \"UINT8\", \"data\": [",
-                     (unsigned long long)r->args.seed, n, c->image_channels,
-                     c->image_height, c->image_width);
-    json_images(&b, img, count, 1);
-    gf_strbuf_puts(&b, "]}\n");
-    answer_strbuf(r, 200, "application/json", &b);
-  } else if (r->route == GFS_R_INFER) {
-    gf_strbuf_puts(&b, "{\"model_name\": ");
-    gf_strbuf_json_cstr(&b, m->name);
-    gf_strbuf_puts(&b, ", \"model_version\": ");
-    gf_strbuf_json_cstr(&b, m->version);
-    if (j->ir.id[0]) {
-      gf_strbuf_puts(&b, ", \"id\": ");
-      gf_strbuf_json_cstr(&b, j->ir.id);
-    }
-    gf_strbuf_printf(&b, ", \"outputs\": [{\"name\": \"image\", \"datatype\": "
-                         "\"FP32\", \"shape\": [%d, %d, %d, %d], \"data\": [",
-                     n, c->image_channels, c->image_height, c->image_width);
-    json_images(&b, img, count, 0);
-    gf_strbuf_puts(&b, "]}]}\n");
-    answer_strbuf(r, 200, "application/json", &b);
-  } else {
-    gf_strbuf_puts(&b, "{\"predictions\": [");
-    for (int k = 0; k < n; k++) {
-      gf_strbuf_puts(&b, k ? ", [" : "[");
-      json_images(&b, img + (size_t)k * m->image_numel, m->image_numel, 0);
-      gf_strbuf_puts(&b, "]");
-    }
-    gf_strbuf_puts(&b, "]}\n");
-    answer_strbuf(r, 200, "application/json", &b);
-  }
-  gf_strbuf_free(&b);
-}
 
 /* Releases what job_prepare gave j (latents, parsed body, model ref). */
 static void job_free(gen_job *j) {
@@ -222,6 +172,7 @@ static int job_prepare(gfs_server *s, gfs_req *r, gen_job *j) {
   j->m = m;
   set_model_headers(r, r->slot, m);
   gf_err e;
+  if (!version_ok(r, m)) goto fail;
   if (r->route == GFS_R_GENERATE) {
     if (r->args.has_class && m->cfg.num_classes == 0) {
       gfs_error(r, 400, "class: model '%s' is unconditional", m->name);
@@ -238,8 +189,10 @@ static int job_prepare(gfs_server *s, gfs_req *r, gen_job *j) {
     j->n = r->args.n;
   } else {
     gf_status st = r->route == GFS_R_INFER
-                       ? gfs_v2_parse(r->body, r->body_len, m->cfg.z_dim,
-                                      s->cfg.max_images, &j->ir, &e)
+                       ? gfs_v2_parse_request(r->body, r->body_len,
+                                              r->ihcl[0] ? r->ihcl : NULL,
+                                              m->cfg.z_dim,
+                                              s->cfg.max_images, &j->ir, &e)
                        : gfs_invocations_parse(r->body, r->body_len,
                                                m->cfg.z_dim,
                                                s->cfg.max_images, &j->ir, &e);
@@ -249,7 +202,7 @@ static int job_prepare(gfs_server *s, gfs_req *r, gen_job *j) {
     }
     j->n = j->ir.n;
   }
-  if (j->ir.z) {
+  if (j->ir.z && !j->ir.seeds) {
     j->z = j->ir.z;
     return 1;
   }
@@ -266,6 +219,12 @@ static int job_prepare(gfs_server *s, gfs_req *r, gen_job *j) {
     gfs_error(r, 400, "%s", e.msg);
     goto fail;
   }
+  if (j->ir.row_z) /* rows of both kinds: the latents given replace */
+    for (int k = 0; k < j->n; k++)
+      if (j->ir.row_z[k])
+        memcpy(j->zown + (size_t)k * (size_t)m->cfg.z_dim,
+               j->ir.z + (size_t)k * (size_t)m->cfg.z_dim,
+               (size_t)m->cfg.z_dim * sizeof *j->zown);
   j->z = j->zown;
   return 1;
 fail:
@@ -330,7 +289,7 @@ static void run_group(gfs_server *s, gen_job *js, int n, int worker) {
       continue;
     }
     js[i].img = img + (size_t)at * inum;
-    answer_images(s, &js[i]);
+    gfs_answer_images(s, js[i].r, js[i].m, &js[i].ir, js[i].img, js[i].n);
   }
   if (n > 1) free(z);
   free(img);

@@ -1,5 +1,6 @@
 /* http.c - the libmicrohttpd side of ganflow-serve: per-request state,
- * routing (404 / 405), bearer auth (401), body limits (413, 415), the hand
+ * routing (404 / 405), bearer auth (401), body limits and types (413,
+ * 415; Inference-Header-Content-Length checked at once, 400), the hand
  * over of generation jobs to the workers (connection suspended, resumed
  * when the answer is ready) and the answer itself. */
 #include <stdarg.h>
@@ -17,6 +18,30 @@ static gfs_slot *find_slot(gfs_server *s, const char *name, size_t n) {
   for (int i = 0; i < s->n_slots; i++)
     if (strlen(s->slots[i].name) == n && memcmp(s->slots[i].name, name, n) == 0)
       return &s->slots[i];
+  return NULL;
+}
+
+/* The slot of name[0, n): the whole of it, or NAME/versions/V with V
+ * copied to r->want_version (V non-empty, no '/', under 32 bytes). */
+static gfs_slot *find_model(gfs_server *s, gfs_req *r, const char *name,
+                            size_t n) {
+  gfs_slot *sl = find_slot(s, name, n);
+  if (sl) return sl;
+  static const char tag[] = "/versions/";
+  size_t t = sizeof tag - 1;
+  for (size_t i = n; i-- > 0;) {
+    if (i + t > n || memcmp(name + i, tag, t) != 0) continue;
+    size_t vlen = n - i - t;
+    if (vlen == 0 || vlen >= sizeof r->want_version ||
+        memchr(name + i + t, '/', vlen))
+      return NULL;
+    sl = find_slot(s, name, i);
+    if (sl) {
+      memcpy(r->want_version, name + i + t, vlen);
+      r->want_version[vlen] = '\0';
+    }
+    return sl;
+  }
   return NULL;
 }
 
@@ -46,6 +71,7 @@ static void route(gfs_server *s, gfs_req *r, const char *url,
       {"/version", GFS_R_VERSION, GFS_EP_HEALTH},
       {"/v2/health/live", GFS_R_LIVE, GFS_EP_HEALTH},
       {"/v2/health/ready", GFS_R_READY, GFS_EP_HEALTH},
+      {"/v2", GFS_R_SERVER_META, GFS_EP_METADATA},
       {"/metrics", GFS_R_METRICS, GFS_EP_METRICS},
       {"/invocations", GFS_R_INVOCATIONS, GFS_EP_INVOCATIONS},
   };
@@ -64,19 +90,21 @@ static void route(gfs_server *s, gfs_req *r, const char *url,
     *name_len = n - 11 - strlen("/generate");
   } else if (r->route == GFS_R_NONE && strncmp(url, "/v2/models/", 11) == 0 &&
              n > 11) {
+    /* NAME[/versions/V][/infer|/ready]: the version is split off by
+     * find_model. */
     *name = url + 11;
+    *name_len = n - 11;
     if (ends_with(url, n, "/infer")) {
       r->route = GFS_R_INFER;
       r->ep = GFS_EP_INFER;
-      *name_len = n - 11 - strlen("/infer");
+      *name_len -= strlen("/infer");
     } else if (ends_with(url, n, "/ready")) {
       r->route = GFS_R_MODEL_READY;
       r->ep = GFS_EP_METADATA;
-      *name_len = n - 11 - strlen("/ready");
+      *name_len -= strlen("/ready");
     } else {
       r->route = GFS_R_MODEL_META;
       r->ep = GFS_EP_METADATA;
-      *name_len = n - 11;
     }
   }
   if (r->route == GFS_R_NONE) {
@@ -119,6 +147,11 @@ static enum MHD_Result queue_answer(struct MHD_Connection *conn, gfs_req *r) {
                           r->ctype ? r->ctype : "application/json");
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
   if (r->allow) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+  if (r->resp_header_len) {
+    char hl[24];
+    snprintf(hl, sizeof hl, "%zu", r->resp_header_len);
+    MHD_add_response_header(resp, "Inference-Header-Content-Length", hl);
+  }
   if (r->auth_header)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                             "Bearer realm=\"ganflow-serve\"");
@@ -152,6 +185,47 @@ static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind,
   return MHD_YES;
 }
 
+/* The headers that say how to read a body: Content-Type (none or JSON;
+ * octet-stream on V2 infer with Inference-Header-Content-Length, whose
+ * value must be a byte count up to max_body), Content-Encoding (identity
+ * only). Answers r (400, 415) and returns 0 when they do not do. */
+static int body_headers_ok(gfs_server *s, gfs_req *r,
+                           struct MHD_Connection *conn) {
+  const char *ce = MHD_lookup_connection_value(
+      conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_ENCODING);
+  if (ce && strcasecmp(ce, "identity") != 0) {
+    gfs_error(r, 415, "Content-Encoding %.40s is not supported", ce);
+    return 0;
+  }
+  int infer = r->route == GFS_R_INFER;
+  const char *ih = infer ? MHD_lookup_connection_value(
+                               conn, MHD_HEADER_KIND,
+                               "Inference-Header-Content-Length")
+                         : NULL;
+  if (ih) {
+    size_t v;
+    if (gfs_header_length_parse(ih, s->cfg.max_body, &v) != 0) {
+      gfs_error(r, 400, "Inference-Header-Content-Length must be a byte "
+                "count 0..%zu (got '%.32s')", s->cfg.max_body, ih);
+      return 0;
+    }
+    snprintf(r->ihcl, sizeof r->ihcl, "%zu", v);
+  }
+  const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                               MHD_HTTP_HEADER_CONTENT_TYPE);
+  gfs_ctype kind = gfs_content_type(ct);
+  if (kind == GFS_CT_OTHER || (kind == GFS_CT_OCTET && !ih)) {
+    if (infer)
+      gfs_error(r, 415, "Content-Type must be application/json (or absent), "
+                "or application/octet-stream with "
+                "Inference-Header-Content-Length");
+    else
+      gfs_error(r, 415, "Content-Type must be application/json");
+    return 0;
+  }
+  return 1;
+}
+
 /* First call: the headers are in. Decides everything that does not need
  * the body. */
 static void on_headers(gfs_server *s, gfs_req *r, struct MHD_Connection *conn,
@@ -166,7 +240,7 @@ static void on_headers(gfs_server *s, gfs_req *r, struct MHD_Connection *conn,
     return;
   }
   if (name) {
-    r->slot = find_slot(s, name, name_len);
+    r->slot = find_model(s, r, name, name_len);
     if (!r->slot) {
       gfs_error(r, 404, "unknown model '%.*s'", (int)(name_len > 100 ? 100 : name_len), name);
       return;
@@ -175,12 +249,7 @@ static void on_headers(gfs_server *s, gfs_req *r, struct MHD_Connection *conn,
     r->slot = &s->slots[0];
   }
   if (r->route == GFS_R_INFER || r->route == GFS_R_INVOCATIONS) {
-    const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                 MHD_HTTP_HEADER_CONTENT_TYPE);
-    if (!ct || strncasecmp(ct, "application/json", 16) != 0) {
-      gfs_error(r, 415, "Content-Type must be application/json");
-      return;
-    }
+    if (!body_headers_ok(s, r, conn)) return;
     const char *cl = MHD_lookup_connection_value(
         conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     uint64_t len;
@@ -319,6 +388,7 @@ void gfs_error(gfs_req *r, int status, const char *fmt, ...) {
 void gfs_answer(gfs_req *r, int status, const char *ctype, char *body,
                 size_t len) {
   free(r->resp);
+  r->resp_header_len = 0;
   r->status = status;
   r->ctype = ctype;
   r->resp = body;

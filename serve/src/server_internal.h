@@ -1,7 +1,7 @@
 /* server_internal.h - the server's private state shared by its parts:
  * http.c (libmicrohttpd callbacks, routing, limits, auth), server.c (start,
  * stop, queue, workers, watcher), handlers.c (what each endpoint answers),
- * page.c (the HTML page). */
+ * answer.c (what a generation job answers), page.c (the HTML page). */
 #ifndef GFS_SERVER_INTERNAL_H
 #define GFS_SERVER_INTERNAL_H
 
@@ -18,15 +18,17 @@
 typedef enum gfs_route {
   GFS_R_NONE = 0,
   GFS_R_GENERATE,     /* GET  /v1/models/{name}/generate   (worker) */
-  GFS_R_INFER,        /* POST /v2/models/{name}/infer      (worker) */
+  GFS_R_INFER,        /* POST /v2/models/{name}[/versions/{v}]/infer
+                         (worker) */
   GFS_R_INVOCATIONS,  /* POST /invocations                 (worker) */
   GFS_R_PING,         /* GET  /ping */
   GFS_R_HEALTH,       /* GET  /health */
   GFS_R_VERSION,      /* GET  /version */
   GFS_R_LIVE,         /* GET  /v2/health/live */
   GFS_R_READY,        /* GET  /v2/health/ready */
-  GFS_R_MODEL_META,   /* GET  /v2/models/{name} */
-  GFS_R_MODEL_READY,  /* GET  /v2/models/{name}/ready */
+  GFS_R_SERVER_META,  /* GET  /v2 */
+  GFS_R_MODEL_META,   /* GET  /v2/models/{name}[/versions/{v}] */
+  GFS_R_MODEL_READY,  /* GET  /v2/models/{name}[/versions/{v}]/ready */
   GFS_R_METRICS,      /* GET  /metrics */
   GFS_R_PAGE,         /* GET  / */
 } gfs_route;
@@ -40,6 +42,10 @@ typedef struct gfs_req {
   gfs_route route;
   gfs_endpoint ep;
   gfs_slot *slot;              /* borrowed from the server; NULL if none */
+  char want_version[32];       /* /versions/{v}: the version asked; "" =
+                                  whichever is loaded */
+  char ihcl[24];               /* request's Inference-Header-Content-Length
+                                  (checked digits); "" = none */
   char *body;                  /* POST body (malloc'd), body_len bytes */
   size_t body_len, body_cap;
   int too_big;                 /* body passed max_body */
@@ -49,6 +55,9 @@ typedef struct gfs_req {
   int status;                  /* 0 = not decided yet */
   char *resp;                  /* malloc'd body, handed to MHD */
   size_t resp_len;
+  size_t resp_header_len;      /* binary tensor data answer: its JSON
+                                  header's length, sent as Inference-Header-
+                                  Content-Length; 0 = not binary */
   const char *ctype;           /* static string */
   const char *allow;           /* Allow header for 405, static */
   int retry_after;             /* seconds; 0 = no header */
@@ -110,6 +119,10 @@ void gfs_handle_job(gfs_server *s, gfs_req *r, int worker);
  * get the same model version share forward passes (in passes of
  * cfg.batch_rows rows when it is > 0); each gets its own answer. */
 void gfs_handle_jobs(gfs_server *s, gfs_req **rs, int n, int worker);
+/* Writes the answer of generation request r (parsed into ir; NULL for
+ * GET generate) from its n images img, made by m. */
+void gfs_answer_images(gfs_server *s, gfs_req *r, const gf_generator *m,
+                       const gfs_infer_req *ir, const float *img, int n);
 /* The HTML page of GET /. */
 void gfs_handle_page(gfs_server *s, gfs_req *r);
 

@@ -185,10 +185,15 @@ int main(void) {
   REQUIRE(st_request("POST", url, hdr, ibody, strlen(ibody), 30, &inv) == 0);
   CHECK_INT_EQ(inv.status, 200);
   cJSON *ji = cJSON_Parse(inv.body);
+  /* MLflow's shape: predictions[n][C][H][W] */
   cJSON *p0 = cJSON_GetArrayItem(cJSON_GetObjectItem(ji, "predictions"), 0);
-  CHECK_INT_EQ(cJSON_GetArraySize(p0), 784);
-  for (int i = 0; i < 784 && p0 && vd; i += 97)
-    CHECK_NEAR(cJSON_GetArrayItem(p0, i)->valuedouble,
+  CHECK_INT_EQ(cJSON_GetArraySize(p0), 1);
+  cJSON *plane = cJSON_GetArrayItem(p0, 0);
+  CHECK_INT_EQ(cJSON_GetArraySize(plane), 28);
+  CHECK_INT_EQ(cJSON_GetArraySize(cJSON_GetArrayItem(plane, 27)), 28);
+  for (int i = 0; i < 784 && plane && vd; i += 97)
+    CHECK_NEAR(cJSON_GetArrayItem(cJSON_GetArrayItem(plane, i / 28), i % 28)
+                   ->valuedouble,
                cJSON_GetArrayItem(vd, i)->valuedouble, 1e-5);
   cJSON_Delete(jp);
   cJSON_Delete(jv);

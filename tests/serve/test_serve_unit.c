@@ -1,7 +1,12 @@
 /* test_serve_unit.c - unit tests of the serve library without a network:
- * the generate query parser, the V2 and MLflow JSON body parsers, the
- * command line, the metrics text, and the checker proving it fires. */
+ * the generate query parser, the V2 body parser (JSON, outputs and
+ * parameters asked, the binary tensor data extension), Content-Type and
+ * Inference-Header-Content-Length, the MLflow scoring bodies (every form
+ * MLflow's scoring server takes), the pixel mapping, the command line, the
+ * metrics text, and the checker proving it fires. */
+#include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "check.h"
@@ -97,6 +102,336 @@ static void test_v2(void) {
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     CHECKF(v2(bad[i], &r) != GF_OK, "accepted [%zu] %s", i, bad[i]);
     CHECK(r.seeds == NULL && r.z == NULL);
+  }
+}
+
+
+static void test_v2_outputs(void) {
+  gfs_infer_req r;
+  const char *in = "\"inputs\": [{\"name\": \"seed\", \"shape\": [1], "
+                   "\"datatype\": \"INT64\", \"data\": [1]}]";
+  char b[1024];
+  /* default: JSON data, FP32 */
+  snprintf(b, sizeof b, "{%s}", in);
+  CHECK_INT_EQ(v2(b, &r), GF_OK);
+  CHECK(r.binary_out == 0 && r.dtype == GFS_IMAGE_FP32);
+  gfs_infer_req_free(&r);
+  /* request-level parameters, as tritonclient sends them */
+  snprintf(b, sizeof b, "{%s, \"parameters\": {\"binary_data_output\": true, "
+           "\"image_datatype\": \"UINT8\", \"other\": 5}}", in);
+  CHECK_INT_EQ(v2(b, &r), GF_OK);
+  CHECK(r.binary_out == 1 && r.dtype == GFS_IMAGE_UINT8);
+  gfs_infer_req_free(&r);
+  /* per-output parameters override the request's */
+  snprintf(b, sizeof b, "{%s, \"parameters\": {\"binary_data_output\": true},"
+           " \"outputs\": [{\"name\": \"image\", \"parameters\": "
+           "{\"binary_data\": false, \"datatype\": \"UINT8\"}}]}", in);
+  CHECK_INT_EQ(v2(b, &r), GF_OK);
+  CHECK(r.binary_out == 0 && r.dtype == GFS_IMAGE_UINT8);
+  gfs_infer_req_free(&r);
+  snprintf(b, sizeof b, "{%s, \"outputs\": [{\"name\": \"image\", "
+           "\"parameters\": {\"binary_data\": true}}]}", in);
+  CHECK_INT_EQ(v2(b, &r), GF_OK);
+  CHECK(r.binary_out == 1 && r.dtype == GFS_IMAGE_FP32);
+  gfs_infer_req_free(&r);
+  snprintf(b, sizeof b, "{%s, \"outputs\": [{\"name\": \"image\"}]}", in);
+  CHECK_INT_EQ(v2(b, &r), GF_OK);
+  gfs_infer_req_free(&r);
+  snprintf(b, sizeof b, "{%s, \"outputs\": []}", in);
+  CHECK_INT_EQ(v2(b, &r), GF_OK);
+  gfs_infer_req_free(&r);
+  const char *bad[] = {
+      "\"outputs\": [{\"name\": \"logits\"}]",
+      "\"outputs\": [{\"name\": \"image\"}, {\"name\": \"image\"}]",
+      "\"outputs\": {\"name\": \"image\"}",
+      "\"outputs\": [\"image\"]",
+      "\"outputs\": [{\"name\": \"image\", \"parameters\": {\"datatype\": "
+      "\"FP16\"}}]",
+      "\"outputs\": [{\"name\": \"image\", \"parameters\": {\"binary_data\": "
+      "1}}]",
+      "\"outputs\": [{\"name\": \"image\", \"parameters\": "
+      "{\"classification\": 3}}]",
+      "\"outputs\": [{\"name\": \"image\", \"parameters\": 5}]",
+      "\"parameters\": {\"image_datatype\": \"INT8\"}",
+      "\"parameters\": {\"binary_data_output\": \"yes\"}",
+      "\"parameters\": [1]",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    snprintf(b, sizeof b, "{%s, %s}", in, bad[i]);
+    CHECKF(v2(b, &r) != GF_OK, "accepted %s", b);
+    CHECK(r.seeds == NULL && r.z == NULL);
+  }
+}
+
+/* A binary-extension body: json, then raw bytes; *hdr gets the JSON's
+ * length as text. Returns the body length. */
+static size_t bin_body(char *out, size_t cap, const char *json,
+                       const void *raw, size_t raw_len, char *hdr) {
+  size_t j = strlen(json);
+  REQUIRE(j + raw_len <= cap);
+  memcpy(out, json, j);
+  if (raw_len) memcpy(out + j, raw, raw_len);
+  sprintf(hdr, "%zu", j);
+  return j + raw_len;
+}
+
+static gf_status v2b(const char *body, size_t len, const char *hdr,
+                     gfs_infer_req *r) {
+  gf_err e;
+  return gfs_v2_parse_request(body, len, hdr, 3, 4, r, &e);
+}
+
+static void put_le64(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put_lef32(unsigned char *p, float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(u >> (8 * i));
+}
+
+static void test_v2_binary(void) {
+  gfs_infer_req r;
+  char body[1024], hdr[32];
+  unsigned char raw[64];
+  /* seeds: INT64 little-endian */
+  put_le64(raw, 7);
+  put_le64(raw + 8, 1234567890123ull);
+  const char *js = "{\"id\": \"b1\", \"inputs\": [{\"name\": \"seed\", "
+                   "\"shape\": [2], \"datatype\": \"INT64\", \"parameters\": "
+                   "{\"binary_data_size\": 16}}], \"outputs\": [{\"name\": "
+                   "\"image\", \"parameters\": {\"binary_data\": true}}]}";
+  size_t len = bin_body(body, sizeof body, js, raw, 16, hdr);
+  CHECK_INT_EQ(v2b(body, len, hdr, &r), GF_OK);
+  CHECK(r.n == 2 && r.seeds && r.seeds[0] == 7 &&
+        r.seeds[1] == 1234567890123ull && !r.z && r.binary_out);
+  CHECK_STR_EQ(r.id, "b1");
+  gfs_infer_req_free(&r);
+  /* UINT64 takes the whole range */
+  put_le64(raw, UINT64_MAX);
+  const char *ju = "{\"inputs\": [{\"name\": \"seed\", \"shape\": [1], "
+                   "\"datatype\": \"UINT64\", \"parameters\": "
+                   "{\"binary_data_size\": 8}}]}";
+  len = bin_body(body, sizeof body, ju, raw, 8, hdr);
+  CHECK_INT_EQ(v2b(body, len, hdr, &r), GF_OK);
+  CHECK(r.n == 1 && r.seeds[0] == UINT64_MAX);
+  gfs_infer_req_free(&r);
+  /* ... INT64 refuses negatives */
+  const char *ji = "{\"inputs\": [{\"name\": \"seed\", \"shape\": [1], "
+                   "\"datatype\": \"INT64\", \"parameters\": "
+                   "{\"binary_data_size\": 8}}]}";
+  len = bin_body(body, sizeof body, ji, raw, 8, hdr);
+  CHECK(v2b(body, len, hdr, &r) != GF_OK && !r.seeds);
+  /* z: FP32 [2, 3] */
+  for (int i = 0; i < 6; i++) put_lef32(raw + 4 * i, 0.5f * (float)i - 1);
+  const char *jz = "{\"inputs\": [{\"name\": \"z\", \"shape\": [2, 3], "
+                   "\"datatype\": \"FP32\", \"parameters\": "
+                   "{\"binary_data_size\": 24}}]}";
+  len = bin_body(body, sizeof body, jz, raw, 24, hdr);
+  CHECK_INT_EQ(v2b(body, len, hdr, &r), GF_OK);
+  CHECK(r.n == 2 && r.z && !r.seeds && r.z[0] == -1.0f && r.z[5] == 1.5f);
+  gfs_infer_req_free(&r);
+  /* a header equal to the body: all JSON, the same as no header */
+  const char *jj = "{\"inputs\": [{\"name\": \"seed\", \"shape\": [1], "
+                   "\"datatype\": \"INT64\", \"data\": [3]}]}";
+  len = bin_body(body, sizeof body, jj, NULL, 0, hdr);
+  CHECK_INT_EQ(v2b(body, len, hdr, &r), GF_OK);
+  CHECK(r.n == 1 && r.seeds[0] == 3);
+  gfs_infer_req_free(&r);
+  /* NaN and huge latents are refused as in JSON */
+  put_lef32(raw + 4, NAN);
+  len = bin_body(body, sizeof body, jz, raw, 24, hdr);
+  CHECK(v2b(body, len, hdr, &r) != GF_OK && !r.z);
+  put_lef32(raw + 4, 1e30f);
+  len = bin_body(body, sizeof body, jz, raw, 24, hdr);
+  CHECK(v2b(body, len, hdr, &r) != GF_OK && !r.z);
+  put_lef32(raw + 4, 0);
+  /* bad header values */
+  len = bin_body(body, sizeof body, jz, raw, 24, hdr);
+  const char *bad_hdr[] = {"", "-1", "abc", "1e3", "0x10", "+5",
+                           "99999999999999999999999", "18446744073709551615",
+                           "1000"};
+  for (size_t i = 0; i < sizeof bad_hdr / sizeof bad_hdr[0]; i++) {
+    CHECKF(v2b(body, len, bad_hdr[i], &r) != GF_OK, "accepted header '%s'",
+           bad_hdr[i]);
+    CHECK(!r.z && !r.seeds);
+  }
+  /* header cuts the JSON short */
+  CHECK(v2b(body, len, "10", &r) != GF_OK && !r.z);
+  CHECK(v2b(body, len, "0", &r) != GF_OK && !r.z);
+  /* sizes that do not add up */
+  len = bin_body(body, sizeof body, jz, raw, 20, hdr); /* short */
+  CHECK(v2b(body, len, hdr, &r) != GF_OK && !r.z);
+  len = bin_body(body, sizeof body, jz, raw, 28, hdr); /* extra bytes */
+  CHECK(v2b(body, len, hdr, &r) != GF_OK && !r.z);
+  const char *bad_json[] = {
+      /* size disagrees with shape */
+      "{\"inputs\": [{\"name\": \"z\", \"shape\": [1, 3], \"datatype\": "
+      "\"FP32\", \"parameters\": {\"binary_data_size\": 24}}]}",
+      /* n past max_images 4 (checked before any allocation) */
+      "{\"inputs\": [{\"name\": \"z\", \"shape\": [1000000000, 3], "
+      "\"datatype\": \"FP32\", \"parameters\": {\"binary_data_size\": "
+      "12000000000}}]}",
+      /* both data and binary */
+      "{\"inputs\": [{\"name\": \"z\", \"shape\": [2, 3], \"datatype\": "
+      "\"FP32\", \"data\": [1,2,3,4,5,6], \"parameters\": "
+      "{\"binary_data_size\": 24}}]}",
+      "{\"inputs\": [{\"name\": \"z\", \"shape\": [2, 3], \"datatype\": "
+      "\"FP32\", \"parameters\": {\"binary_data_size\": -24}}]}",
+      "{\"inputs\": [{\"name\": \"z\", \"shape\": [2, 3], \"datatype\": "
+      "\"FP32\", \"parameters\": {\"binary_data_size\": \"24\"}}]}",
+      "{\"inputs\": [{\"name\": \"z\", \"shape\": [2, 3], \"datatype\": "
+      "\"FP64\", \"parameters\": {\"binary_data_size\": 24}}]}",
+      /* binary bytes but JSON data */
+      "{\"inputs\": [{\"name\": \"seed\", \"shape\": [1], \"datatype\": "
+      "\"INT64\", \"data\": [1]}]}",
+  };
+  for (size_t i = 0; i < sizeof bad_json / sizeof bad_json[0]; i++) {
+    len = bin_body(body, sizeof body, bad_json[i], raw, 24, hdr);
+    CHECKF(v2b(body, len, hdr, &r) != GF_OK, "accepted [%zu] %s", i,
+           bad_json[i]);
+    CHECK(!r.z && !r.seeds);
+  }
+}
+
+static void test_headers(void) {
+  CHECK_INT_EQ(gfs_content_type(NULL), GFS_CT_NONE);
+  CHECK_INT_EQ(gfs_content_type("application/json"), GFS_CT_JSON);
+  CHECK_INT_EQ(gfs_content_type("Application/JSON; charset=UTF-8"),
+               GFS_CT_JSON);
+  CHECK_INT_EQ(gfs_content_type("application/json;charset=\"utf-8\""),
+               GFS_CT_JSON);
+  CHECK_INT_EQ(gfs_content_type("application/json; format=pandas-split"),
+               GFS_CT_JSON);
+  CHECK_INT_EQ(gfs_content_type("application/octet-stream"), GFS_CT_OCTET);
+  const char *other[] = {"text/html", "text/plain", "multipart/form-data; "
+                         "boundary=x", "application/jsonx",
+                         "application/json-patch+json", "application/js",
+                         "", "application/json; charset=latin-1",
+                         "text/csv", "application/x-www-form-urlencoded"};
+  for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
+    CHECKF(gfs_content_type(other[i]) == GFS_CT_OTHER, "'%s' not OTHER",
+           other[i]);
+  size_t v = 0;
+  CHECK(gfs_header_length_parse("123", 1000, &v) == 0 && v == 123);
+  CHECK(gfs_header_length_parse(" 7 ", 1000, &v) == 0 && v == 7);
+  CHECK(gfs_header_length_parse("1000", 1000, &v) == 0 && v == 1000);
+  const char *bad[] = {"", " ", "-1", "1001", "abc", "12a", "1.5", "+3",
+                       "99999999999999999999999999"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    CHECKF(gfs_header_length_parse(bad[i], 1000, &v) != 0, "accepted '%s'",
+           bad[i]);
+  CHECK(gfs_header_length_parse(NULL, 1000, &v) != 0);
+}
+
+static void test_pixel(void) {
+  CHECK_INT_EQ(gfs_pixel_u8(-1.0f), 0);
+  CHECK_INT_EQ(gfs_pixel_u8(-5.0f), 0);
+  CHECK_INT_EQ(gfs_pixel_u8(NAN), 0);
+  CHECK_INT_EQ(gfs_pixel_u8(1.0f), 255);
+  CHECK_INT_EQ(gfs_pixel_u8(INFINITY), 255);
+  CHECK_INT_EQ(gfs_pixel_u8(0.0f), 128); /* 127.5 rounds up */
+  CHECK_INT_EQ(gfs_pixel_u8(-0.5f), 64); /* 63.75 */
+}
+
+static gf_status inv(const char *body, gfs_infer_req *r) {
+  gf_err e;
+  return gfs_invocations_parse(body, strlen(body), 3, 4, r, &e);
+}
+
+static void test_invocations_mlflow(void) {
+  gfs_infer_req r;
+  /* dataframe_split, with index, columns in any order, null = absent */
+  CHECK_INT_EQ(inv("{\"dataframe_split\": {\"columns\": [\"seed\"], "
+                   "\"data\": [[1], [2]]}}", &r), GF_OK);
+  CHECK(r.n == 2 && r.seeds && !r.z && r.seeds[1] == 2);
+  gfs_infer_req_free(&r);
+  CHECK_INT_EQ(inv("{\"dataframe_split\": {\"index\": [0, 1], \"columns\": "
+                   "[\"z\", \"seed\"], \"data\": [[null, 5], [[1, 2, 3], "
+                   "null]]}, \"params\": {\"x\": 1}}", &r), GF_OK);
+  CHECK(r.n == 2 && r.seeds && r.z && r.row_z && r.row_z[0] == 0 &&
+        r.row_z[1] == 1 && r.seeds[0] == 5 && r.z[3] == 1 && r.z[5] == 3);
+  gfs_infer_req_free(&r);
+  CHECK_INT_EQ(inv("{\"dataframe_split\": {\"columns\": [\"z\"], \"data\": "
+                   "[[[0.5, 0, -1]]]}}", &r), GF_OK);
+  CHECK(r.n == 1 && r.z && !r.seeds && !r.row_z && r.z[0] == 0.5f);
+  gfs_infer_req_free(&r);
+  /* dataframe_records, rows of both kinds */
+  CHECK_INT_EQ(inv("{\"dataframe_records\": [{\"seed\": 1}, {\"z\": [1, 2, "
+                   "3]}, {\"seed\": \"18446744073709551615\", \"z\": "
+                   "null}]}", &r), GF_OK);
+  CHECK(r.n == 3 && r.row_z && r.row_z[1] == 1 && r.seeds[2] == UINT64_MAX &&
+        r.z[4] == 2);
+  gfs_infer_req_free(&r);
+  /* instances: records, latents, bare seeds */
+  CHECK_INT_EQ(inv("{\"instances\": [{\"seed\": 1}, {\"seed\": 2}]}", &r),
+               GF_OK);
+  CHECK(r.n == 2 && r.seeds && !r.z);
+  gfs_infer_req_free(&r);
+  CHECK_INT_EQ(inv("{\"instances\": [{\"z\": [1, 2, 3]}, [4, 5, 6]]}", &r),
+               GF_OK);
+  CHECK(r.n == 2 && r.z && !r.seeds && r.z[3] == 4);
+  gfs_infer_req_free(&r);
+  CHECK_INT_EQ(inv("{\"instances\": [1, 2]}", &r), GF_OK);
+  CHECK(r.n == 2 && r.seeds[1] == 2);
+  gfs_infer_req_free(&r);
+  /* inputs: columns, records */
+  CHECK_INT_EQ(inv("{\"inputs\": {\"z\": [[1, 2, 3], [4, 5, 6]]}}", &r),
+               GF_OK);
+  CHECK(r.n == 2 && r.z && r.z[5] == 6);
+  gfs_infer_req_free(&r);
+  CHECK_INT_EQ(inv("{\"inputs\": {\"seed\": [1, null], \"z\": [null, [1, 2, "
+                   "3]]}}", &r), GF_OK);
+  CHECK(r.n == 2 && r.row_z && r.row_z[1] == 1);
+  gfs_infer_req_free(&r);
+  CHECK_INT_EQ(inv("{\"inputs\": [{\"seed\": 1}, {\"seed\": 9}], "
+                   "\"params\": null, \"extra\": 1}", &r), GF_OK);
+  CHECK(r.n == 2 && r.seeds[1] == 9);
+  gfs_infer_req_free(&r);
+  const char *bad[] = {
+      "{\"dataframe_split\": {\"columns\": [\"seed\"], \"data\": [[1]]}, "
+      "\"instances\": [1]}",                                   /* two forms */
+      "{\"params\": {}}",
+      "{\"dataframe_split\": [[1]]}",
+      "{\"dataframe_split\": {\"data\": [[1]]}}",              /* no columns */
+      "{\"dataframe_split\": {\"columns\": [\"seed\"], \"data\": [[1]], "
+      "\"orient\": 1}}",
+      "{\"dataframe_split\": {\"columns\": [\"seed\", \"seed\"], \"data\": "
+      "[[1, 2]]}}",
+      "{\"dataframe_split\": {\"columns\": [\"class\"], \"data\": [[1]]}}",
+      "{\"dataframe_split\": {\"columns\": [\"seed\"], \"data\": [[1, 2]]}}",
+      "{\"dataframe_split\": {\"columns\": [\"seed\"], \"data\": [1]}}",
+      "{\"dataframe_split\": {\"columns\": [\"seed\"], \"data\": [[1]], "
+      "\"index\": [0, 1]}}",
+      "{\"dataframe_split\": {\"columns\": [\"seed\"], \"data\": [[1], [2], "
+      "[3], [4], [5]]}}",                                        /* n > 4 */
+      "{\"dataframe_split\": {\"columns\": [\"seed\", \"z\"], \"data\": "
+      "[[1, [1, 2, 3]]]}}",                                      /* both */
+      "{\"dataframe_split\": {\"columns\": [\"seed\", \"z\"], \"data\": "
+      "[[null, null]]}}",                                        /* neither */
+      "{\"dataframe_records\": {\"seed\": 1}}",
+      "{\"dataframe_records\": [1]}",
+      "{\"dataframe_records\": [{}]}",
+      "{\"dataframe_records\": [{\"seed\": 1, \"label\": 2}]}",
+      "{\"dataframe_records\": [{\"z\": [1, 2]}]}",
+      "{\"dataframe_records\": [{\"z\": [1, 2, \"x\"]}]}",
+      "{\"dataframe_records\": [{\"z\": [1, 2, 1e300]}]}",
+      "{\"dataframe_records\": [{\"seed\": -1}]}",
+      "{\"dataframe_records\": [{\"seed\": 1.5}]}",
+      "{\"dataframe_records\": []}",
+      "{\"instances\": [true]}",
+      "{\"instances\": [null]}",
+      "{\"instances\": []}",
+      "{\"inputs\": {\"seed\": [1, 2], \"z\": [[1, 2, 3]]}}",  /* lengths */
+      "{\"inputs\": {\"seed\": 5}}",
+      "{\"inputs\": {\"class\": [1]}}",
+      "{\"inputs\": {\"seed\": []}}",
+      "{\"inputs\": 7}",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    CHECKF(inv(bad[i], &r) != GF_OK, "accepted [%zu] %s", i, bad[i]);
+    CHECK(!r.seeds && !r.z && !r.row_z);
   }
 }
 
@@ -209,7 +544,12 @@ static void test_checker_fires(void) {
 int main(void) {
   test_query();
   test_v2();
+  test_v2_outputs();
+  test_v2_binary();
+  test_headers();
+  test_pixel();
   test_invocations();
+  test_invocations_mlflow();
   test_config();
   test_metrics();
   test_checker_fires();

@@ -1,7 +1,8 @@
 /* request.h - parsers of what a client sends to ganflow-serve: the query
  * string of GET /v1/models/{name}/generate and the JSON bodies of
- * POST /v2/models/{name}/infer (KServe V2 / Open Inference Protocol) and
- * POST /invocations (MLflow scoring server). Pure functions of their input:
+ * POST /v2/models/{name}/infer (KServe V2 / Open Inference Protocol, with
+ * the binary tensor data extension) and POST /invocations (MLflow scoring
+ * server), and the request headers they depend on. Pure functions of their input:
  * no I/O, bounded allocation (at most max_images latents or seeds), fuzzed
  * by tests/fuzz/serve.cmake. Statuses: GF_EINVAL for a well-formed request
  * with a bad value (HTTP 400), GF_EFORMAT for a malformed one (HTTP 400).
@@ -52,36 +53,97 @@ gf_status gfs_query_parse(const char *query, size_t len, int max_images,
 int gfs_parse_u64(const char *s, uint64_t *out);
 int gfs_parse_i64(const char *s, int64_t *out);
 
-/* A generation request from a JSON body: either n seeds or n latent
- * vectors of z_dim values. */
+/* Image datatype of a V2 answer. */
+typedef enum gfs_image_dtype {
+  GFS_IMAGE_FP32 = 0,  /* floats in [-1, 1] as the generator made them */
+  GFS_IMAGE_UINT8 = 1, /* pixels 0..255 as in the PNG (gfs_pixel_u8) */
+} gfs_image_dtype;
+
+/* A generation request from a body: n rows, each a seed or a latent of
+ * z_dim values. */
 typedef struct gfs_infer_req {
   int n;             /* images, 1..max_images */
-  uint64_t *seeds;   /* n seeds, or NULL when z is given; malloc'd */
-  float *z;          /* n * z_dim values, or NULL when seeds are given;
+  uint64_t *seeds;   /* n seeds, or NULL when every row is a latent;
+                        malloc'd */
+  float *z;          /* n * z_dim values, or NULL when every row is a seed;
                         malloc'd; every value finite */
+  uint8_t *row_z;    /* only when both seeds and z are set (MLflow rows of
+                        both kinds), else NULL; n flags, malloc'd: 1 = row
+                        k is the latent in z (seeds[k] is 0), 0 = row k is
+                        seeds[k] (its z values are 0) */
   int z_dim;         /* the z_dim the request was checked against */
   char id[128];      /* V2 "id" echoed in the answer ("" when none) */
+  int binary_out;    /* V2: the image goes back as binary tensor data */
+  gfs_image_dtype dtype; /* V2: datatype of the image asked */
 } gfs_infer_req;
 
 void gfs_infer_req_init(gfs_infer_req *r);
-/* Frees seeds and z and re-initialises; accepts NULL. */
+/* Frees seeds, z and row_z and re-initialises; accepts NULL. */
 void gfs_infer_req_free(gfs_infer_req *r);
 
-/* Parses a V2 infer body (len bytes, need not be NUL-terminated):
+/* What a Content-Type header says about a body. */
+typedef enum gfs_ctype {
+  GFS_CT_NONE = 0,  /* no header: taken as JSON (tritonclient sends none) */
+  GFS_CT_JSON = 1,  /* application/json, parameters allowed (a charset
+                       other than utf-8 is OTHER) */
+  GFS_CT_OCTET = 2, /* application/octet-stream (V2 binary extension) */
+  GFS_CT_OTHER = 3, /* anything else: 415 */
+} gfs_ctype;
+
+/* Classifies a Content-Type value (NULL = no header); case-insensitive. */
+gfs_ctype gfs_content_type(const char *value);
+
+/* Parses the value of the Inference-Header-Content-Length header (binary
+ * tensor data extension): decimal digits only, at most max. Returns 0 and
+ * sets *out, or -1 (empty, sign, non-digit, overflow, over max). */
+int gfs_header_length_parse(const char *value, size_t max, size_t *out);
+
+/* Parses a V2 infer request. body holds len bytes (need not be
+ * NUL-terminated); header_len is the value of its
+ * Inference-Header-Content-Length header, or NULL when absent (the body
+ * is all JSON). With it, body[0, L) is the JSON and the rest the inputs'
+ * binary data, each input with "parameters": {"binary_data_size": N}
+ * taking its N bytes in order (seed: INT64/UINT64 little-endian [n], z:
+ * FP32 little-endian [n, z_dim]); the sizes must add up to the rest
+ * exactly. The JSON:
  *   {"id": "...", "inputs": [{"name": "seed", "shape": [n],
- *     "datatype": "INT64", "data": [..]}]}  or
- *   {"inputs": [{"name": "z", "shape": [n, z_dim], "datatype": "FP32",
- *     "data": [..] (flat or nested)}]}
- * Exactly one input; shape must match the data; n 1..max_images. Fills *out
- * (init'd here); on failure *out holds nothing. */
+ *     "datatype": "INT64", "data": [..]}],
+ *    "outputs": [{"name": "image", "parameters": {"binary_data": true,
+ *     "datatype": "UINT8"}}],
+ *    "parameters": {"binary_data_output": true, "image_datatype": "UINT8"}}
+ *   or one input {"name": "z", "shape": [n, z_dim], "datatype": "FP32",
+ *     "data": [..] (flat or nested)}.
+ * Exactly one input; shape must match the data; n 1..max_images, checked
+ * with every size before anything is allocated. An output other than
+ * "image", or a datatype other than FP32 and UINT8, is an error. Fills
+ * *out (init'd here); on failure *out holds nothing. */
+gf_status gfs_v2_parse_request(const char *body, size_t len,
+                               const char *header_len, int z_dim,
+                               int max_images, gfs_infer_req *out,
+                               gf_err *err);
+/* gfs_v2_parse_request without a header: the body is all JSON. */
 gf_status gfs_v2_parse(const char *body, size_t len, int z_dim,
                        int max_images, gfs_infer_req *out, gf_err *err);
 
-/* Parses an MLflow scoring body: {"inputs": {"seed": [..]}},
- * {"inputs": {"z": [[..], ..]}}, {"instances": [{"seed": s}, ..]} or
- * {"inputs": [[z..], ..]} (tensor input = latents). As gfs_v2_parse. */
+/* Parses a body that MLflow's scoring server takes for a model whose
+ * signature has the columns seed (long, optional) and z (array of float,
+ * length z_dim, optional): exactly one of
+ *   {"dataframe_split": {"columns": ["seed", "z"], "data": [[1, null],
+ *     [null, [..]]], "index": [..]}},
+ *   {"dataframe_records": [{"seed": 1}, {"z": [..]}]},
+ *   {"instances": [{"seed": 1}, {"z": [..]}, 7, [z..]]},
+ *   {"inputs": {"seed": [1, 2]}} / {"inputs": {"z": [[..], ..]}} (columns,
+ *     equal lengths, null = absent), {"inputs": [<row as in instances>]};
+ * "params" and other members are ignored, as MLflow does. Each row holds
+ * exactly one of a seed (integer >= 0, or a string of digits) and a
+ * latent (z_dim finite numbers); a column other than seed and z is an
+ * error. As gfs_v2_parse otherwise. */
 gf_status gfs_invocations_parse(const char *body, size_t len, int z_dim,
                                 int max_images, gfs_infer_req *out,
                                 gf_err *err);
+
+/* The pixel of one generator value, as the PNG encoder maps it: clamp to
+ * [-1, 1] (NaN -> 0), then round((x + 1) / 2 * 255), halves up. */
+uint8_t gfs_pixel_u8(float x);
 
 #endif
