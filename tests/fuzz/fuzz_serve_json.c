@@ -1,7 +1,8 @@
 /* fuzz_serve_json.c - fuzz target for the JSON bodies of POST
  * /v2/models/{name}/infer and POST /invocations: any bytes give an error
  * (nothing left allocated) or a request of 1..max images whose seeds or
- * finite latents are all there. */
+ * finite latents are all there (both, with row_z, only for MLflow rows of
+ * both kinds). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,7 +14,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void check(const gfs_infer_req *r, int z_dim, int max) {
   if (r->n < 1 || r->n > max) __builtin_trap();
-  if (!!r->seeds == !!r->z) __builtin_trap();
+  if (r->row_z ? !(r->seeds && r->z) : !!r->seeds == !!r->z)
+    __builtin_trap();
+  if (r->row_z)
+    for (int k = 0; k < r->n; k++)
+      if (r->row_z[k] > 1) __builtin_trap();
   if (r->z)
     for (size_t i = 0; i < (size_t)r->n * (size_t)z_dim; i++)
       if (!isfinite(r->z[i])) __builtin_trap();
@@ -31,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   gfs_infer_req_free(&r);
   if (gfs_invocations_parse(body, size, 4, 8, &r, &err) == GF_OK)
     check(&r, 4, 8);
-  else if (r.seeds || r.z) __builtin_trap();
+  else if (r.seeds || r.z || r.row_z) __builtin_trap();
   gfs_infer_req_free(&r);
   free(body);
   return 0;
