@@ -79,14 +79,17 @@ SAFETENSORS_VERSION=0.8.0
 # postgresql:// backend store; the SQLAlchemy that mlflow pulls in (2.1) maps
 # a plain postgresql:// to psycopg 3, not psycopg2.
 PSYCOPG_VERSION=3.3.9
-have=$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mlflow"), m.version("safetensors"), m.version("psycopg-binary"))' 2>/dev/null || true)
-if [ "$have" != "$MLFLOW_VERSION $SAFETENSORS_VERSION $PSYCOPG_VERSION" ]; then
+# tritonclient[http]: NVIDIA's KServe V2 client; serve_triton checks that
+# ganflow-serve answers it (JSON and binary tensor data) as Triton would.
+TRITONCLIENT_VERSION=2.73.0
+have=$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mlflow"), m.version("safetensors"), m.version("psycopg-binary"), m.version("tritonclient"))' 2>/dev/null || true)
+if [ "$have" != "$MLFLOW_VERSION $SAFETENSORS_VERSION $PSYCOPG_VERSION $TRITONCLIENT_VERSION" ]; then
   echo "install-deps: installing mlflow==$MLFLOW_VERSION into .venv"
   "$VENV/bin/pip" install -q --disable-pip-version-check \
     "mlflow[auth]==$MLFLOW_VERSION" "safetensors==$SAFETENSORS_VERSION" \
-    "psycopg[binary]==$PSYCOPG_VERSION"
+    "psycopg[binary]==$PSYCOPG_VERSION" "tritonclient[http]==$TRITONCLIENT_VERSION"
 else
-  echo "install-deps: mlflow $MLFLOW_VERSION, safetensors and psycopg present in .venv"
+  echo "install-deps: mlflow $MLFLOW_VERSION, safetensors, psycopg and tritonclient present in .venv"
 fi
 
 # An MLflow 2 server (the newest 2.x: before MLflow 3's logged models) in a

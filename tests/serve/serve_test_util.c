@@ -56,6 +56,8 @@ static size_t on_header(char *p, size_t sz, size_t n, void *arg) {
   copy_header(p, k, "Content-Type:", h->ctype, sizeof h->ctype);
   copy_header(p, k, "Retry-After:", h->retry_after, sizeof h->retry_after);
   copy_header(p, k, "Allow:", h->allow, sizeof h->allow);
+  copy_header(p, k, "Inference-Header-Content-Length:", h->ihcl,
+              sizeof h->ihcl);
   return k;
 }
 

@@ -22,6 +22,7 @@ typedef struct st_http {
   char ctype[96];         /* Content-Type */
   char retry_after[16];   /* Retry-After */
   char allow[64];         /* Allow */
+  char ihcl[24];          /* Inference-Header-Content-Length */
 } st_http;
 
 /* One request; body may be NULL. headers: NULL-terminated "K: V" list or
