@@ -116,6 +116,39 @@ def mlmodel():
         " \"float32\", \"shape\": [-1, 3, 64, 64]}}]'\n"
         "  params: null\n"
         "utc_time_created:"))
+    # As gf_mlmodel_write writes it since the python_function flavor: the
+    # loader and env files listed, the column signature.
+    put("mlmodel", "valid_pyfunc", MLMODEL.replace(
+        "    files:\n",
+        "    files:\n"
+        "      code/ganflow_pyfunc.py:\n        sha256: \"" + "2" * 64 + "\"\n"
+        "      conda.yaml:\n        sha256: \"" + "3" * 64 + "\"\n").replace(
+        "mlflow_version:",
+        "  python_function:\n"
+        "    code: code\n"
+        "    data: generator.safetensors\n"
+        "    env:\n"
+        "      conda: conda.yaml\n"
+        "      virtualenv: python_env.yaml\n"
+        "    loader_module: ganflow_pyfunc\n"
+        "    python_version: \"3.11.2\"\n"
+        "mlflow_version:").replace(
+        "utc_time_created:",
+        "signature:\n"
+        "  inputs: '[{\"type\": \"long\", \"name\": \"seed\", \"required\": false}, "
+        "{\"type\": \"array\", \"items\": {\"type\": \"double\"}, \"name\": \"z\", "
+        "\"required\": false}]'\n"
+        "  outputs: '[{\"name\": \"image\", \"type\": \"tensor\", \"tensor-spec\": {\"dtype\":"
+        " \"float32\", \"shape\": [-1, 3, 64, 64]}}]'\n"
+        "  params: null\n"
+        "utc_time_created:"))
+    put("mlmodel", "bad_column_type", MLMODEL.replace(
+        "utc_time_created:",
+        "signature:\n"
+        "  inputs: '[{\"type\": \"object\", \"name\": \"seed\"}]'\n"
+        "utc_time_created:"))
+    put("mlmodel", "bad_empty_component",
+        MLMODEL.replace("      config.json:", "      code//config.json:"))
     put("mlmodel", "bad_escape", MLMODEL.replace("      config.json:", "      ../config.json:"))
     put("mlmodel", "bad_absolute", MLMODEL.replace("      config.json:", "      /etc/passwd:"))
     put("mlmodel", "bad_alias", MLMODEL.replace("artifact_path: model", "artifact_path: &a model\nx: *a"))
