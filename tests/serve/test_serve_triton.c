@@ -11,7 +11,8 @@
  *    server alive; the /versions/{v} routes; GET /v2;
  *  - NVIDIA's own client: tests/serve/tritonclient_check.py run by the
  *    checkout's .venv python must exit 0 (77, tritonclient.http cannot be
- *    imported: this test is skipped, the reason printed). */
+ *    imported: this test is skipped, the reason printed), and exit 1 with
+ *    one failed check when told a wrong --max-images (its checks fire). */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <math.h>
@@ -310,16 +311,18 @@ static void test_versions(const st_server *s, const char *version) {
   st_http_free(&h);
 }
 
-/* Runs tritonclient_check.py; returns its exit status (77: skip). */
-static int run_tritonclient(const st_server *s, const char *version) {
+/* Runs tritonclient_check.py telling it the server takes max_images
+ * images; returns its exit status (77: skip). Its output goes to log. */
+static int run_tritonclient(const st_server *s, const char *version,
+                            const char *max_images, char *log, size_t cap) {
   const char *py = GF_SOURCE_DIR "/.venv/bin/python";
   if (access(py, X_OK) != 0) {
     fprintf(stderr, "skip: %s not found (deploy/install-deps.sh)\n", py);
     return 77;
   }
-  char url[64], log[600];
+  char url[64];
   snprintf(url, sizeof url, "127.0.0.1:%d", s->port);
-  snprintf(log, sizeof log, "%s/tritonclient.log", GF_TEST_TMP);
+  snprintf(log, cap, "%s/tritonclient-%s.log", GF_TEST_TMP, max_images);
   pid_t pid = fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
@@ -330,7 +333,7 @@ static int run_tritonclient(const st_server *s, const char *version) {
     close(fd);
     execl(py, py, GF_SOURCE_DIR "/tests/serve/tritonclient_check.py",
           "--url", url, "--model", MODEL, "--version", version,
-          "--max-images", MAX_IMAGES, (char *)NULL);
+          "--max-images", max_images, (char *)NULL);
     _exit(127);
   }
   int status = 0;
@@ -398,9 +401,23 @@ int main(void) {
   test_binary(&s, infer, ref7);
   test_versions(&s, v);
   CHECK(st_server_alive(&s));
-  int rc = check_failures_ ? 0 : run_tritonclient(&s, v);
+  char log[600];
+  int rc = check_failures_ ? 0
+                           : run_tritonclient(&s, v, MAX_IMAGES, log,
+                                              sizeof log);
   if (rc == 77) fprintf(stderr, "tritonclient part skipped (see above)\n");
   else CHECKF(rc == 0, "tritonclient_check.py exited %d", rc);
+  if (rc == 0) {
+    /* Its checks fire: told the limit is 1, it expects 2 seeds to be
+     * refused, sees them served, and fails that one check. */
+    fprintf(stderr, "(the next run is meant to fail one check)\n");
+    int bad = run_tritonclient(&s, v, "1", log, sizeof log);
+    char *text = test_read_text(log);
+    CHECKF(bad == 1 && text && strstr(text, "FAIL: batch over --max-images")
+               && strstr(text, "1 checks failed"),
+           "tritonclient_check.py with a wrong limit exited %d", bad);
+    free(text);
+  }
   CHECK(st_server_alive(&s));
   CHECK_INT_EQ(st_server_stop(&s), 0);
   free(ref7);
