@@ -236,6 +236,8 @@ class GanflowGenerator:
                 if v.shape[0] != self.z_dim:
                     raise ValueError(f"row {r}: z has {v.shape[0]} values, the model takes "
                                      f"{self.z_dim}")
+                if not np.all(np.isfinite(v)):
+                    raise ValueError(f"row {r}: z holds a value that is not finite")
                 z[r] = v
             elif seed is not None:
                 seed_rows.append(r)

@@ -53,7 +53,9 @@ def main():
         np.allclose(mixed[1], img_z[0], atol=1e-6), "mixed rows differ"
 
     # Refusals: a z of the wrong length, a row with neither.
-    for bad in (pd.DataFrame({"z": [[0.0] * (zd + 1)]}), pd.DataFrame({"seed": [None]})):
+    for bad in (pd.DataFrame({"z": [[0.0] * (zd + 1)]}), pd.DataFrame({"seed": [None]}),
+                pd.DataFrame({"z": [[float("nan")] * zd]}), pd.DataFrame({"seed": [1.5]}),
+                pd.DataFrame({"other": [1]})):
         try:
             impl.predict(bad)
         except ValueError:
