@@ -136,7 +136,8 @@ static float lef32(const unsigned char *p) {
 }
 
 /* Takes the input's values from its binary bytes (sizes already checked:
- * bin holds exactly n * element size bytes). */
+ * bin holds exactly n * element size bytes). Memory: out->seeds or out->z
+ * is malloc'd here, released by gfs_infer_req_free (also on failure). */
 static gf_status take_binary(const v2_input *vi, const unsigned char *bin,
                              int z_dim, gfs_infer_req *out, gf_err *err) {
   int n = (int)vi->dims[0];
