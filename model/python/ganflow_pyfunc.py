@@ -285,8 +285,8 @@ def _seed(v, r):
             raise ValueError(f"row {r}: seed must be one integer")
         return _seed(a[0].item(), r)
     v = int(v)
-    if not -(1 << 63) <= v < (1 << 64):
-        raise ValueError(f"row {r}: seed {v} is outside 64 bits")
+    if not 0 <= v < (1 << 64):  # ganflow's seeds are unsigned, as in ganflow-serve
+        raise ValueError(f"row {r}: seed {v} is outside 0..2^64-1")
     return v
 
 

@@ -52,10 +52,11 @@ def main():
     assert np.allclose(mixed[0], img_seed[0], atol=1e-6) and \
         np.allclose(mixed[1], img_z[0], atol=1e-6), "mixed rows differ"
 
-    # Refusals: a z of the wrong length, a row with neither.
+    # Refusals: a z of the wrong length, a row with neither, a negative seed
+    # (ganflow's seeds are unsigned: ganflow-serve refuses it too).
     for bad in (pd.DataFrame({"z": [[0.0] * (zd + 1)]}), pd.DataFrame({"seed": [None]}),
                 pd.DataFrame({"z": [[float("nan")] * zd]}), pd.DataFrame({"seed": [1.5]}),
-                pd.DataFrame({"other": [1]})):
+                pd.DataFrame({"other": [1]}), pd.DataFrame({"seed": [-1]})):
         try:
             impl.predict(bad)
         except ValueError:

@@ -218,6 +218,9 @@ static void full_run(mlflow_client *c, char final_digest[65]) {
   if (rc != 0) dump_log(log);
 
   char path[1200];
+  /* the model directory written for the upload is gone, code/ included */
+  snprintf(path, sizeof path, "%s/.model-tmp", dir);
+  CHECKF(access(path, F_OK) != 0, "%s is left behind", path);
   snprintf(path, sizeof path, "%s/run_id", dir);
   char *run_id = test_read_text(path);
   REQUIRE(run_id && strlen(run_id) == 32);

@@ -332,8 +332,7 @@ void gf_tracker_upload(gf_tracker *t, const char *local_path, const char *dest,
 
 void gf_tracker_uploads_wait(gf_tracker *t) { gf_uploader_wait(t->uploader); }
 
-/* Removes dir and the plain files in it (the model directory is flat). */
-static void rm_tree(const char *dir) {
+static void rm_tree_depth(const char *dir, int depth) {
   DIR *d = opendir(dir);
   if (!d) return;
   struct dirent *de;
@@ -342,11 +341,20 @@ static void rm_tree(const char *dir) {
     if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
       continue;
     snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-    unlink(path);
+    struct stat sb;
+    /* lstat: a link is removed, never followed */
+    if (depth < 8 && lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+      rm_tree_depth(path, depth + 1);
+    else
+      unlink(path);
   }
   closedir(d);
   rmdir(dir);
 }
+
+/* Removes the model directory we wrote (its files and the code/ folder of
+ * the python_function flavor); best effort. */
+static void rm_tree(const char *dir) { rm_tree_depth(dir, 0); }
 
 /* The run's final SWD points linked to the logged model: the same (key,
  * value, timestamp, step) as the run holds, so its history keeps one point
