@@ -8,20 +8,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gfs/json_num.h"
 #include "server_internal.h"
 
 /* count values as JSON: pixels (integers) or floats that read back as the
- * same float32 (%.9g). */
+ * same float32 (gfs_json_write_float: %.9g's digits without printf), written
+ * through a local buffer in chunks. */
 static void json_values(gf_strbuf *b, const float *img, size_t count,
                         int pixels) {
+  char buf[4096];
+  size_t at = 0;
   for (size_t i = 0; i < count; i++) {
-    if (i) gf_strbuf_append(b, ",", 1);
-    float x = img[i];
+    if (at > sizeof buf - GFS_JSON_FLOAT_MAX - 1) {
+      gf_strbuf_append(b, buf, at);
+      at = 0;
+    }
+    if (i) buf[at++] = ',';
     if (pixels)
-      gf_strbuf_printf(b, "%d", gfs_pixel_u8(x));
+      at += gfs_json_write_uint(gfs_pixel_u8(img[i]), buf + at);
     else
-      gf_strbuf_printf(b, "%.9g", isfinite(x) ? (double)x : 0.0);
+      at += gfs_json_write_float(img[i], buf + at);
   }
+  gf_strbuf_append(b, buf, at);
 }
 
 static void answer_strbuf(gfs_req *r, const char *ctype, gf_strbuf *b) {

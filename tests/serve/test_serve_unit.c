@@ -3,13 +3,18 @@
  * parameters asked, the binary tensor data extension), Content-Type and
  * Inference-Header-Content-Length, the MLflow scoring bodies (every form
  * MLflow's scoring server takes), the pixel mapping, the command line, the
- * metrics text, and the checker proving it fires. */
+ * metrics text, the JSON number writer (every float reads back as
+ * itself), and the checker proving it fires. */
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "gfs/json_num.h"
 #include "gfs/metrics.h"
 #include "gfs/request.h"
 #include "gfs/server.h"
@@ -335,6 +340,98 @@ static void test_pixel(void) {
   CHECK_INT_EQ(gfs_pixel_u8(-0.5f), 64); /* 63.75 */
 }
 
+/* x written by gfs_json_write_float reads back (strtof) as the same bits, is a
+ * JSON number (-?digits[.digits][e[-]digits]) of at most 9 significant
+ * digits; returns 0 when all holds. */
+static int json_float_ok(float x) {
+  char out[GFS_JSON_FLOAT_MAX];
+  size_t n = gfs_json_write_float(x, out);
+  if (n != strlen(out) || n >= GFS_JSON_FLOAT_MAX) return -1;
+  const char *p = out + (out[0] == '-');
+  int digits = 0, lead = 1;
+  if (*p < '0' || *p > '9') return -2;
+  for (; *p >= '0' && *p <= '9'; p++)
+    if (!(lead && *p == '0')) lead = 0, digits++;
+  if (*p == '.') {
+    if (*++p < '0' || *p > '9') return -3;
+    for (; *p >= '0' && *p <= '9'; p++)
+      if (!(lead && *p == '0')) lead = 0, digits++;
+  }
+  if (*p == 'e') {
+    if (*++p == '-') p++;
+    if (*p < '0' || *p > '9') return -4;
+    while (*p >= '0' && *p <= '9') p++;
+  }
+  if (*p != '\0' || digits > 9) return -5;
+  float y = strtof(out, NULL);
+  uint32_t a, b;
+  memcpy(&a, &x, 4);
+  memcpy(&b, &y, 4);
+  return a == b ? 0 : -6;
+}
+
+static void test_json_float(void) {
+  char out[GFS_JSON_FLOAT_MAX];
+  gfs_json_write_float(0.5f, out);
+  CHECK_STR_EQ(out, "0.5");
+  gfs_json_write_float(-1.0f, out);
+  CHECK_STR_EQ(out, "-1");
+  gfs_json_write_float(0.1f, out);
+  CHECK_STR_EQ(out, "0.100000001");
+  gfs_json_write_float(1e-5f, out);
+  CHECK_STR_EQ(out, "9.99999975e-6");
+  gfs_json_write_float(123456.0f, out);
+  CHECK_STR_EQ(out, "123456");
+  gfs_json_write_float(1e10f, out);
+  CHECK_STR_EQ(out, "1e10");
+  gfs_json_write_float(NAN, out);
+  CHECK_STR_EQ(out, "0");
+  gfs_json_write_float(-INFINITY, out);
+  CHECK_STR_EQ(out, "0");
+  gfs_json_write_float(-0.0f, out);
+  CHECK_STR_EQ(out, "-0");
+  char u[12];
+  u[gfs_json_write_uint(0, u)] = '\0';
+  CHECK_STR_EQ(u, "0");
+  u[gfs_json_write_uint(255, u)] = '\0';
+  CHECK_STR_EQ(u, "255");
+  /* edges, every power of two and its neighbours, powers of ten */
+  float edge[] = {FLT_MIN, FLT_MAX, -FLT_MAX, FLT_TRUE_MIN, 1.0f, 0.9999999f,
+                  9.99999944e8f, 999999999.5f, 1e-5f, 0.0001f, 1e9f};
+  int bad = 0;
+  for (size_t i = 0; i < sizeof edge / sizeof *edge; i++)
+    bad += json_float_ok(edge[i]) != 0;
+  for (int e = -149; e <= 127; e++) {
+    float p2 = ldexpf(1.0f, e);
+    bad += json_float_ok(p2) != 0;
+    bad += json_float_ok(nextafterf(p2, 0)) != 0;
+    bad += json_float_ok(-nextafterf(p2, INFINITY)) != 0;
+  }
+  for (int e = -45; e <= 38; e++) {
+    float p10 = strtof("1", NULL) * powf(10.0f, (float)e);
+    if (isfinite(p10)) bad += json_float_ok(p10) != 0;
+  }
+  /* a million random bit patterns (finite ones), and the image range */
+  uint64_t st = 0x2545F4914F6CDD1Dull;
+  for (int i = 0; i < 1000000; i++) {
+    st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+    uint32_t w = (uint32_t)(st >> 11);
+    float x;
+    memcpy(&x, &w, 4);
+    if (!isfinite(x)) continue;
+    int r = json_float_ok(x);
+    if (r && bad < 5) {
+      gfs_json_write_float(x, out);
+      fprintf(stderr, "json float %.9g (0x%08x) -> %s: %d\n", (double)x,
+              (unsigned)w, out, r);
+    }
+    bad += r != 0;
+    float t = (float)((double)(st % 2000001) / 1e6 - 1.0);
+    bad += json_float_ok(t) != 0;
+  }
+  CHECK_INT_EQ(bad, 0);
+}
+
 static gf_status inv(const char *body, gfs_infer_req *r) {
   gf_err e;
   return gfs_invocations_parse(body, strlen(body), 3, 4, r, &e);
@@ -548,6 +645,7 @@ int main(void) {
   test_v2_binary();
   test_headers();
   test_pixel();
+  test_json_float();
   test_invocations();
   test_invocations_mlflow();
   test_config();
