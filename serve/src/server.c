@@ -207,8 +207,14 @@ static void *watcher_main(void *arg) {
       double t0 = gfs_now();
       gf_status st = gfs_slot_sync(sl, c, s->cache_dir, &o, &changed, &e);
       if (st != GF_OK && st != GF_ENOTFOUND) {
-        gfs_log(s, "model %s: reload failed, the loaded version keeps "
-                   "serving: %s", sl->uri, e.msg);
+        gf_generator *cur = gfs_slot_acquire(sl);
+        if (cur)
+          gfs_log(s, "model %s: reload failed, version %s keeps serving: %s",
+                  sl->uri, cur->version, e.msg);
+        else
+          gfs_log(s, "model %s: load failed (nothing served yet; retrying "
+                     "each second): %s", sl->uri, e.msg);
+        gf_generator_unref(cur);
       } else if (st == GF_ENOTFOUND) {
         gfs_log(s, "model %s: %s", sl->uri, e.msg);
       } else if (changed) {
