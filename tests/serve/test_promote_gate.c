@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "proc_util.h"
 #include "mlflow_test.h"
 
 static char g_uri[512];
@@ -26,21 +27,7 @@ static char g_log[600];
 
 /* Runs argv (NULL-terminated) with stdout+stderr into g_log; exit status. */
 static int run(char *const *argv) {
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    int fd = open(g_log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) _exit(126);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    close(fd);
-    setenv("MLFLOW_TRACKING_URI", g_uri, 1);
-    execv(argv[0], argv);
-    _exit(127);
-  }
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return tu_run_log(g_log, argv, "MLFLOW_TRACKING_URI", g_uri);
 }
 
 static char *log_text(void) {

@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "check.h"
+#include "proc_util.h"
 #include "mlflow_test.h"
 #include "serve_test_util.h"
 
@@ -26,21 +27,7 @@
 
 /* Runs argv (NULL-terminated) with output into log; returns exit status. */
 static int run(char *const *argv, const char *log, const char *uri) {
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) _exit(126);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    close(fd);
-    setenv("MLFLOW_TRACKING_URI", uri, 1);
-    execv(argv[0], argv);
-    _exit(127);
-  }
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return tu_run_log(log, argv, "MLFLOW_TRACKING_URI", uri);
 }
 
 static char *slurp(const char *path, size_t *len) {

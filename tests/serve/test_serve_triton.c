@@ -25,6 +25,7 @@
 #include <cjson/cJSON.h>
 
 #include "check.h"
+#include "proc_util.h"
 #include "mlflow_test.h"
 #include "serve_test_util.h"
 
@@ -323,23 +324,12 @@ static int run_tritonclient(const st_server *s, const char *version,
   char url[64];
   snprintf(url, sizeof url, "127.0.0.1:%d", s->port);
   snprintf(log, cap, "%s/tritonclient-%s.log", GF_TEST_TMP, max_images);
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) _exit(126);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    close(fd);
-    execl(py, py, GF_SOURCE_DIR "/tests/serve/tritonclient_check.py",
-          "--url", url, "--model", MODEL, "--version", version,
-          "--max-images", max_images, (char *)NULL);
-    _exit(127);
-  }
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
+  char *argv[] = {(char *)py, GF_SOURCE_DIR "/tests/serve/tritonclient_check.py",
+                  "--url", url, "--model", MODEL, "--version", (char *)version,
+                  "--max-images", (char *)max_images, NULL};
+  int rc = tu_run_log(log, argv, NULL, NULL);
   st_print_log(log);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return rc;
 }
 
 int main(void) {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "proc_util.h"
 #include "file_util.h"
 #include "gf/checkpoint.h"
 #include "gf/safetensors.h"
@@ -21,20 +22,7 @@
 #define FASHION "/usr/share/datasets/fashion-mnist"
 
 static pid_t spawn(const char *log, char *const *argv, const char *uri) {
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    setpgid(0, 0);
-    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) _exit(126);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    close(fd);
-    setenv("MLFLOW_TRACKING_URI", uri, 1);
-    execv(argv[0], argv);
-    _exit(127);
-  }
-  return pid;
+  return tu_spawn_log(log, argv, "MLFLOW_TRACKING_URI", uri, 1);
 }
 
 /* A short mlp training registered as `model`@a on uri, then `ganflow

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "proc_util.h"
 #include "gf/checkpoint.h"
 #include "gf/mlmodel.h"
 #include "gf/safetensors.h"
@@ -32,26 +33,10 @@ static char g_uri[512];
 
 /* Starts ganflow-train with args (NULL-terminated), stderr+stdout into log. */
 static pid_t spawn(const char *log, char *const *args) {
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) _exit(126);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    close(fd);
-    execv(GF_TRAIN_BIN, args);
-    _exit(127);
-  }
-  return pid;
+  return tu_spawn_log(log, args, NULL, NULL, 0);
 }
 
-static int wait_rc(pid_t pid) {
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return WEXITSTATUS(status);
-}
+static int wait_rc(pid_t pid) { return tu_wait_rc(pid); }
 
 static void dump_log(const char *log) {
   char *text = NULL;

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 
 #include "check.h"
+#include "proc_util.h"
 #include "mlflow_test.h"
 
 #define FASHION "/usr/share/datasets/fashion-mnist"
@@ -35,20 +36,7 @@ static void train(const char *seed, const char *gate, const char *name,
                   "--experiment", g_exp, "--register-model", g_model,
                   "--alias", "candidate", "--promote-if-better", (char *)gate,
                   NULL};
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) _exit(126);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    close(fd);
-    execv(args[0], args);
-    _exit(127);
-  }
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  int rc = tu_run_log(log, args, NULL, NULL);
   CHECK_INT_EQ(rc, 0);
   char *text = test_read_text(log);
   fprintf(stderr, "---- %s (exit %d) ----\n%s\n", name, rc,
