@@ -363,6 +363,18 @@ static void sigterm_run(mlflow_client *c) {
   /* main, signal, loader, uploader, logger, monitor and an OpenMP worker */
   int threads = check_signal_masks(pid);
   CHECKF(threads >= 5, "%d threads seen in /proc", threads);
+  /* A second trainer on the same checkpoint directory is refused (exit 2,
+   * naming the first) before it touches anything; the first goes on. */
+  char log2[1100], who[96];
+  snprintf(log2, sizeof log2, "%s/sig-second.log", GF_TEST_TMP);
+  int rc2 = wait_rc(spawn(log2, args));
+  CHECK_INT_EQ(rc2, 2);
+  snprintf(who, sizeof who, "in use by another ganflow-train (pid %d)",
+           (int)pid);
+  CHECKF(log_contains(log2, who), "the second trainer's log lacks \"%s\"",
+         who);
+  if (rc2 != 2) dump_log(log2);
+  CHECK(kill(pid, 0) == 0);
   CHECK(kill(pid, SIGTERM) == 0);
   int rc = wait_rc(pid);
   CHECK_INT_EQ(rc, 0);

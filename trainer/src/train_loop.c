@@ -157,6 +157,7 @@ static void train_state_free(train_state *st) {
   free(st->grid_z);
   free(st->eval_z);
   free(st->gen);
+  if (st->dir_lock >= 0) close(st->dir_lock);
 }
 
 static bool due(int64_t k, int64_t every) { return every > 0 && k % every == 0; }
@@ -360,6 +361,7 @@ gf_train_exit gf_train_run(const gf_train_config *cfg,
                            const atomic_int *stop, gf_heartbeat *hb) {
   train_state st;
   memset(&st, 0, sizeof st);
+  st.dir_lock = -1;
   st.cfg = cfg;
   st.hb = hb;
   gf_heartbeat_beat(hb, GF_HB_SETUP, -1);
@@ -407,6 +409,7 @@ gf_train_exit gf_train_run(const gf_train_config *cfg,
   /* Rank 0 decides where the job starts. */
   if (lead) {
     s = train_make_dirs(cfg->checkpoint_dir, &err);
+    if (s == GF_OK) s = train_lock_dir(cfg->checkpoint_dir, &st.dir_lock, &err);
     if (s == GF_OK) s = train_choose_start(&st, &err);
     else s = GF_EINVAL;
   }

@@ -2,10 +2,13 @@
  * where it starts, its data, context and GAN, the ranks' slices and
  * shared state, the resource monitor. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +40,36 @@ gf_status train_make_dirs(const char *path, gf_err *err) {
   }
   if (mkdir(buf, 0755) != 0 && errno != EEXIST)
     return gf_fail(err, GF_EIO, "%s: cannot create: %s", buf, strerror(errno));
+  return GF_OK;
+}
+
+gf_status train_lock_dir(const char *dir, int *fd, gf_err *err) {
+  char path[GF_TRAIN_PATH_MAX + 16];
+  snprintf(path, sizeof path, "%s/.lock", dir);
+  int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (f < 0)
+    return gf_fail(err, GF_EIO, "%s: cannot open: %s", path, strerror(errno));
+  if (flock(f, LOCK_EX | LOCK_NB) != 0) {
+    int e = errno;
+    char pid[32] = "";
+    ssize_t n = pread(f, pid, sizeof pid - 1, 0);
+    if (n > 0) pid[n] = '\0';
+    pid[strcspn(pid, "\r\n")] = '\0';
+    close(f);
+    if (e == EWOULDBLOCK)
+      return gf_fail(err, GF_EINVAL, "checkpoint directory %s is in use by "
+                     "another ganflow-train (pid %s): two trainers on one "
+                     "directory would overwrite each other's checkpoints "
+                     "and run; stop that one or give another "
+                     "--checkpoint-dir", dir, pid[0] ? pid : "unknown");
+    return gf_fail(err, GF_EIO, "%s: cannot lock: %s", path, strerror(e));
+  }
+  char line[32];
+  int len = snprintf(line, sizeof line, "%ld\n", (long)getpid());
+  if (ftruncate(f, 0) != 0 || pwrite(f, line, (size_t)len, 0) != len) {
+    /* the pid is only for the message above: the lock is what counts */
+  }
+  *fd = f;
   return GF_OK;
 }
 

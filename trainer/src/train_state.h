@@ -64,6 +64,8 @@ typedef struct train_state {
   bool relay_ok;
   gf_gan_sync_stats sync_prev;  /* seams' totals at the last log point */
   gf_heartbeat *hb;             /* borrowed; NULL: no supervisor */
+  int dir_lock;                 /* owned; rank 0's lock on the checkpoint
+                                   directory (train_lock_dir), -1 none */
 } train_state;
 
 static inline double now_s(void) {
@@ -76,6 +78,13 @@ static inline double now_s(void) {
 
 /* mkdir -p. */
 gf_status train_make_dirs(const char *path, gf_err *err);
+/* Takes an exclusive lock (flock) on <dir>/.lock, holding this process's
+ * pid, so that two trainers never write one checkpoint directory; the
+ * kernel drops it when the process ends, kill -9 included. *fd receives the
+ * lock's descriptor, owned by the caller (closing it releases the lock).
+ * GF_EINVAL when another process holds it (the message names its pid),
+ * GF_EIO when the file cannot be opened. */
+gf_status train_lock_dir(const char *dir, int *fd, gf_err *err);
 /* Decides where to start (rank 0): fills ckpt_path (or "") and run_id (or
  * ""). GF_EINVAL for a refusal the user must resolve (exit 2). */
 gf_status train_choose_start(train_state *st, gf_err *err);
