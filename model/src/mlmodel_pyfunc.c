@@ -41,9 +41,18 @@ int gf_pyfunc_python_ok(const char *v) {
   return parts <= 3;
 }
 
-/* Writes dir/name atomically and its digest into sha. */
-static gf_status put(const char *dir, const char *name, const void *data, size_t len,
-                     char sha[GF_SHA256_HEX_LEN + 1], gf_err *err) {
+gf_status gf_mlmodel_mkdir(const char *path, gf_err *err) {
+  if (mkdir(path, 0755) != 0) {
+    struct stat sb;
+    if (errno != EEXIST || stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
+      return gf_fail(err, GF_EIO, "MLmodel: cannot create directory %s: %s", path,
+                     strerror(errno));
+  }
+  return GF_OK;
+}
+
+gf_status gf_mlmodel_put(const char *dir, const char *name, const void *data, size_t len,
+                         char sha[GF_SHA256_HEX_LEN + 1], gf_err *err) {
   char path[4096];
   if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
     return gf_fail(err, GF_EINVAL, "MLmodel: path %s/%s too long", dir, name);
@@ -60,12 +69,8 @@ gf_status gf_pyfunc_write(const char *dir, const char *python, gf_pyfunc_files *
   char code_dir[4096];
   if ((size_t)snprintf(code_dir, sizeof code_dir, "%s/code", dir) >= sizeof code_dir)
     return gf_fail(err, GF_EINVAL, "MLmodel: path %s too long", dir);
-  if (mkdir(code_dir, 0755) != 0) {
-    struct stat sb;
-    if (errno != EEXIST || stat(code_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-      return gf_fail(err, GF_EIO, "MLmodel: cannot create directory %s: %s", code_dir,
-                     strerror(errno));
-  }
+  gf_status st = gf_mlmodel_mkdir(code_dir, err);
+  if (st != GF_OK) return st;
   char env[512], conda[512];
   snprintf(env, sizeof env,
            "python: %s\nbuild_dependencies:\n- pip\n- setuptools\n- wheel\n"
@@ -77,11 +82,11 @@ gf_status gf_pyfunc_write(const char *dir, const char *python, gf_pyfunc_files *
   out->name[1] = "requirements.txt";
   out->name[2] = "python_env.yaml";
   out->name[3] = "conda.yaml";
-  gf_status st = put(dir, out->name[0], gf_pyfunc_source, gf_pyfunc_source_len,
+  st = gf_mlmodel_put(dir, out->name[0], gf_pyfunc_source, gf_pyfunc_source_len,
                      out->sha256[0], err);
   if (st == GF_OK)
-    st = put(dir, out->name[1], k_requirements, strlen(k_requirements), out->sha256[1], err);
-  if (st == GF_OK) st = put(dir, out->name[2], env, strlen(env), out->sha256[2], err);
-  if (st == GF_OK) st = put(dir, out->name[3], conda, strlen(conda), out->sha256[3], err);
+    st = gf_mlmodel_put(dir, out->name[1], k_requirements, strlen(k_requirements), out->sha256[1], err);
+  if (st == GF_OK) st = gf_mlmodel_put(dir, out->name[2], env, strlen(env), out->sha256[2], err);
+  if (st == GF_OK) st = gf_mlmodel_put(dir, out->name[3], conda, strlen(conda), out->sha256[3], err);
   return st;
 }

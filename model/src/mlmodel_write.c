@@ -300,21 +300,15 @@ gf_status gf_mlmodel_write(const char *dir, const gf_model_config *cfg,
                    "non-empty printable UTF-8");
   gf_status st = gf_model_config_validate(cfg, err);
   if (st != GF_OK) return st;
-  if (mkdir(dir, 0755) != 0) {
-    struct stat sb;
-    if (errno != EEXIST || stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-      return gf_fail(err, GF_EIO, "MLmodel: cannot create directory %s: %s", dir,
-                     strerror(errno));
-  }
+  if ((st = gf_mlmodel_mkdir(dir, err)) != GF_OK) return st;
   char *gen_path = join(dir, GF_MLMODEL_GENERATOR);
-  char *cfg_path = join(dir, GF_MLMODEL_CONFIG);
   char *ml_path = join(dir, GF_MLMODEL_FILE);
   char *cfg_json = NULL, *yaml = NULL;
   size_t yaml_len = 0;
   char gen_sha[GF_SHA256_HEX_LEN + 1], cfg_sha[GF_SHA256_HEX_LEN + 1];
   char uuid[33], when[32];
   gf_pyfunc_files py;
-  if (!gen_path || !cfg_path || !ml_path) {
+  if (!gen_path || !ml_path) {
     st = gf_fail(err, GF_ENOMEM, "MLmodel: out of memory");
     goto done;
   }
@@ -322,8 +316,9 @@ gf_status gf_mlmodel_write(const char *dir, const gf_model_config *cfg,
     goto done;
   if ((st = gf_sha256_file(gen_path, gen_sha, err)) != GF_OK) goto done;
   if ((st = gf_model_config_to_json(cfg, &cfg_json, err)) != GF_OK) goto done;
-  if ((st = gf_sha256_buf(cfg_json, strlen(cfg_json), cfg_sha, err)) != GF_OK) goto done;
-  if ((st = gf_atomic_write_file(cfg_path, cfg_json, strlen(cfg_json), err)) != GF_OK) goto done;
+  if ((st = gf_mlmodel_put(dir, GF_MLMODEL_CONFIG, cfg_json, strlen(cfg_json), cfg_sha, err)) !=
+      GF_OK)
+    goto done;
   if ((st = gf_pyfunc_write(dir, python, &py, err)) != GF_OK) goto done;
   if ((st = random_uuid(uuid, err)) != GF_OK) goto done;
   if ((st = utc_now(when, err)) != GF_OK) goto done;
@@ -337,7 +332,6 @@ gf_status gf_mlmodel_write(const char *dir, const gf_model_config *cfg,
   if (uuid_out) memcpy(uuid_out, uuid, sizeof uuid);
 done:
   free(gen_path);
-  free(cfg_path);
   free(ml_path);
   free(cfg_json);
   free(yaml);
