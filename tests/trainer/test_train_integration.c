@@ -148,40 +148,42 @@ static void check_model_info(const char *model, const char *version,
          "(%d)", model, version, rc);
 }
 
-/* The sample grids as MLflow's own Python client sees them
- * (test_mlflow_images.py, run with the checkout's .venv): log_image names
- * with key "samples" at exactly `steps`, PNG + compressed WebP pairs, the
- * tag mlflow.loggedImages, a preview as log_image would make it. */
-static void check_images(const char *run_id, const char *steps) {
+/* Runs tests/trainer/<script> with the checkout's .venv python, the
+ * tracking URI first and args after it, echoing its output; 1 when it
+ * exits 0. */
+static int run_python_check(const char *script, const char *args) {
   char cmd[2048];
-  snprintf(cmd, sizeof cmd, "'%s/.venv/bin/python' "
-           "'%s/tests/trainer/test_mlflow_images.py' '%s' '%s' '%s' 2>&1",
-           GF_SOURCE_DIR, GF_SOURCE_DIR, g_uri, run_id, steps);
+  snprintf(cmd, sizeof cmd, "'%s/.venv/bin/python' '%s/tests/trainer/%s' "
+           "'%s' %s 2>&1", GF_SOURCE_DIR, GF_SOURCE_DIR, script, g_uri, args);
   FILE *p = popen(cmd, "r");
   REQUIRE(p);
   char line[1024];
   while (fgets(line, sizeof line, p)) fprintf(stderr, "  %s", line);
   int rc = pclose(p);
-  CHECKF(rc == 0, "MLflow's Python client does not see the sample grids as "
-         "logged images (status %d)", rc);
+  if (rc != 0) fprintf(stderr, "  (%s: status %d)\n", script, rc);
+  return rc == 0;
+}
+
+/* The sample grids as MLflow's own Python client sees them
+ * (test_mlflow_images.py): log_image names with key "samples" at exactly
+ * `steps`, PNG + compressed WebP pairs, the tag mlflow.loggedImages, a
+ * preview as log_image would make it. */
+static void check_images(const char *run_id, const char *steps) {
+  char args[512];
+  snprintf(args, sizeof args, "'%s' '%s'", run_id, steps);
+  CHECKF(run_python_check("test_mlflow_images.py", args),
+         "MLflow's Python client does not see the sample grids as logged "
+         "images");
 }
 
 /* MLflow's Python client sees the generator as a logged model of the run,
  * with its files, linked SWD and the registry version made from it. */
 static void check_logged_model(const char *run_id, const char *name,
                                const char *version) {
-  char cmd[2048];
-  snprintf(cmd, sizeof cmd, "'%s/.venv/bin/python' "
-           "'%s/tests/trainer/test_mlflow_logged_model.py' '%s' '%s' '%s' "
-           "'%s' 2>&1", GF_SOURCE_DIR, GF_SOURCE_DIR, g_uri, run_id, name,
-           version);
-  FILE *p = popen(cmd, "r");
-  REQUIRE(p);
-  char line[1024];
-  while (fgets(line, sizeof line, p)) fprintf(stderr, "  %s", line);
-  int rc = pclose(p);
-  CHECKF(rc == 0, "MLflow's Python client does not see the logged model "
-         "(status %d)", rc);
+  char args[512];
+  snprintf(args, sizeof args, "'%s' '%s' '%s'", run_id, name, version);
+  CHECKF(run_python_check("test_mlflow_logged_model.py", args),
+         "MLflow's Python client does not see the logged model");
 }
 
 static void full_run(mlflow_client *c, char final_digest[65]) {
