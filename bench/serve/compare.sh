@@ -27,12 +27,9 @@ duration=${DURATION:-10}
 arch=${MODEL_ARCH:-mlp}
 out=${OUT:-/tmp/ganflow-bench-compare}
 py=$root/.venv/bin/python
-case $out in /|"") echo "compare.sh: refusing OUT=$out" >&2; exit 2 ;; esac
-command -v wrk >/dev/null || { echo "compare.sh: wrk is not installed (apt-get install wrk)" >&2; exit 2; }
 [ -x "$root/.venv/bin/mlflow" ] || { echo "compare.sh: no .venv/bin/mlflow (deploy/install-deps.sh)" >&2; exit 2; }
-rm -rf "$out"
-mkdir -p "$out"
 . "$here/lib.sh"
+bench_fresh_out wrk
 bench_binaries
 
 trap bench_cleanup EXIT

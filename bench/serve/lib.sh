@@ -8,6 +8,19 @@
 #   GANFLOW_SERVE, GANFLOW_TRAIN, GANFLOW_CLI   binaries to use instead
 #   MODEL_ARCH     mlp or dcgan (mlp; dcgan is trained at --image-size 28)
 
+# bench_fresh_out [wrk]: refuses an empty or / $out, checks that wrk is
+# installed when asked, and empties $out.
+bench_fresh_out() {
+  local me=${0##*/}
+  case $out in /|"") echo "$me: refusing OUT=$out" >&2; exit 2 ;; esac
+  if [ "${1:-}" = wrk ] && ! command -v wrk >/dev/null; then
+    echo "$me: wrk is not installed (apt-get install wrk)" >&2
+    exit 2
+  fi
+  rm -rf "$out"
+  mkdir -p "$out"
+}
+
 bench_binaries() {
   local build=${BUILD_DIR:-$root/build-bench-serve}
   if [ -n "${GANFLOW_SERVE:-}" ] && [ -n "${GANFLOW_TRAIN:-}" ] && [ -n "${GANFLOW_CLI:-}" ]; then

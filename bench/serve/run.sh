@@ -26,11 +26,8 @@ batch_rows=${BATCH_ROWS:-0}
 duration=${DURATION:-10}
 arch=${MODEL_ARCH:-mlp}
 out=${OUT:-/tmp/ganflow-bench-serve}
-case $out in /|"") echo "run.sh: refusing OUT=$out" >&2; exit 2 ;; esac
-command -v wrk >/dev/null || { echo "run.sh: wrk is not installed (apt-get install wrk)" >&2; exit 2; }
-rm -rf "$out"
-mkdir -p "$out"
 . "$here/lib.sh"
+bench_fresh_out wrk
 bench_binaries
 
 # A local MLflow server with one registered generator.

@@ -31,10 +31,8 @@ rate=${RATE:-1000}
 hostile=${HOSTILE_PCT:-5}
 arch=mlp
 out=${OUT:-/tmp/ganflow-bench-soak}
-case $out in /|"") echo "soak.sh: refusing OUT=$out" >&2; exit 2 ;; esac
-rm -rf "$out"
-mkdir -p "$out"
 . "$here/lib.sh"
+bench_fresh_out
 BENCH_EXTRA_TARGETS=soak_load bench_binaries
 load=${SOAK_LOAD:-${bench_build:-}/bench/serve/soak_load}
 [ -x "$load" ] || { echo "soak.sh: no soak_load binary ($load): set SOAK_LOAD" >&2; exit 2; }
