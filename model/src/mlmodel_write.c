@@ -19,7 +19,7 @@
 #include "gf/atomic_file.h"
 #include "gf/strbuf.h"
 #include "mlmodel_pyfunc.h"
-#include "text.h"
+#include "gf/text.h"
 
 /* ---- small helpers ------------------------------------------------------ */
 

@@ -13,7 +13,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "text.h"
+#include "gf/text.h"
 
 static const struct {
   const char *name;

@@ -7,7 +7,7 @@
 
 #include "gf/atomic_file.h"
 #include "gf/strbuf.h"
-#include "text.h"
+#include "gf/text.h"
 
 /* The validated plan of one write: order, offsets, and the header bytes. */
 typedef struct plan {

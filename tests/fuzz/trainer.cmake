@@ -3,15 +3,11 @@
 # JPEG decoding, all on memory buffers. Seed corpora in corpus/data_<name>/,
 # written by tests/trainer/make_data_corpus.c.
 # Their shared checks are in tests/trainer/fuzz_data_common.h.
-if(TARGET gf_data)
-  foreach(name idx cifar png jpeg)
-    gf_add_fuzz_target(data_${name} ${CMAKE_CURRENT_LIST_DIR}/fuzz_data_${name}.c gf_data)
-    target_include_directories(fuzz_data_${name} PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../trainer)
-  endforeach()
-endif()
+foreach(name idx cifar png jpeg)
+  gf_add_fuzz_target(data_${name} ${CMAKE_CURRENT_LIST_DIR}/fuzz_data_${name}.c gf_data)
+  target_include_directories(fuzz_data_${name} PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../trainer)
+endforeach()
 
 # The heartbeat line a rank writes for `ganflow launch` (gf/heartbeat.h).
 # Seed corpus in corpus/heartbeat/.
-if(TARGET gf_trainer)
-  gf_add_fuzz_target(heartbeat ${CMAKE_CURRENT_LIST_DIR}/fuzz_heartbeat.c gf_trainer)
-endif()
+gf_add_fuzz_target(heartbeat ${CMAKE_CURRENT_LIST_DIR}/fuzz_heartbeat.c gf_trainer)

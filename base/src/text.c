@@ -1,5 +1,28 @@
-/* text.c - UTF-8 validation; see text.h. */
-#include "text.h"
+/* text.c - UTF-8 validation and checked formatting; see gf/text.h. */
+#include "gf/text.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+gf_status gf_format(char *buf, size_t cap, gf_err *err, const char *what,
+                    const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, cap, fmt, ap);
+  va_end(ap);
+  if (gf_fits(n, cap)) return GF_OK;
+  gf_status st;
+  if (n < 0) {
+    st = gf_fail(err, GF_EINVAL, "%s: cannot be formatted", what);
+  } else {
+    /* buf holds the first cap - 1 bytes: enough to name the culprit. */
+    st = gf_fail(err, GF_EINVAL, "%s too long (%d bytes, at most %zu): %.64s...",
+                 what, n, cap - 1, buf);
+  }
+  buf[0] = '\0';
+  return st;
+}
 
 int gf_utf8_valid(const uint8_t *p, size_t n) {
   size_t i = 0;

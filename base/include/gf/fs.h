@@ -1,0 +1,36 @@
+/* fs.h - paths and directories for the gf_ libraries and executables:
+ * mkdir -p with an error for every level, and path joins that refuse to
+ * truncate.
+ *
+ * Not a file-writing API: crash-safe replacement is gf/atomic_file.h. */
+#ifndef GF_FS_H
+#define GF_FS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "gf/status.h"
+
+/* The longest path, with its NUL, that ganflow keeps in a fixed buffer
+ * (Linux's PATH_MAX). Paths from flags, the environment and servers that
+ * would not fit are refused with GF_EINVAL, never cut short. */
+#define GF_PATH_MAX 4096
+
+/* mkdir -p: creates path and each missing parent with `mode` (before the
+ * umask). A level that exists as a directory is fine; one that exists as
+ * something else, or cannot be made, is GF_EIO naming that level and the
+ * reason. GF_EINVAL for an empty path or one of GF_PATH_MAX bytes or more.
+ * Allocates nothing. */
+gf_status gf_mkdir_p(const char *path, mode_t mode, gf_err *err);
+
+/* Writes dir "/" name into buf[cap] (a single '/' between them, none added
+ * when dir is "" or already ends in '/'). GF_EINVAL naming the path when it
+ * does not fit (buf then holds ""). */
+gf_status gf_path_join(char *buf, size_t cap, const char *dir,
+                       const char *name, gf_err *err);
+
+/* The same join into a new string: returns a malloc'd "dir/name" that the
+ * caller frees, or NULL when out of memory. Any length. */
+char *gf_path_join_alloc(const char *dir, const char *name);
+
+#endif

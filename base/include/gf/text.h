@@ -1,0 +1,32 @@
+/* text.h - small text helpers of gf_base: UTF-8 validation (the safetensors
+ * reader and writer, the MLmodel writer) and formatting into a fixed buffer
+ * that refuses to truncate.
+ *
+ * Not a string library: a growable buffer is gf/strbuf.h. */
+#ifndef GF_TEXT_H
+#define GF_TEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gf/status.h"
+
+/* 1 when the n bytes at p are valid UTF-8 (no overlongs, no surrogates,
+ * nothing above U+10FFFF), else 0. */
+int gf_utf8_valid(const uint8_t *p, size_t n);
+
+/* 1 when n, what snprintf returned for a buffer of cap bytes, says the whole
+ * text fit (n >= 0 and n < cap), else 0. For checking an snprintf at its
+ * call when the error message wants more context than gf_format gives. */
+static inline int gf_fits(int n, size_t cap) {
+  return n >= 0 && (size_t)n < cap;
+}
+
+/* snprintf into buf[cap] that never hands back a truncated text: when the
+ * result does not fit, buf holds "" and err says so, naming `what` (e.g.
+ * "--checkpoint-dir path", "artifact path"), the start of the text and the
+ * room there was; returns GF_EINVAL. cap must be > 0. */
+gf_status gf_format(char *buf, size_t cap, gf_err *err, const char *what,
+                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+#endif

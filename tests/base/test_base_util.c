@@ -1,0 +1,213 @@
+/* test_base_util.c - gf_base's small utilities: mkdir -p (every level,
+ * existing directories, a file in the way, an unwritable parent, a path too
+ * long), path joins that refuse to truncate, gf_format, the clocks and
+ * deadline arithmetic, and the log sink. */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "file_util.h"
+#include "gf/clock.h"
+#include "gf/fs.h"
+#include "gf/log.h"
+#include "gf/text.h"
+
+static int is_dir(const char *p) {
+  struct stat sb;
+  return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static void test_mkdir_p(const char *tmp) {
+  char p[GF_PATH_MAX];
+  gf_err err;
+  REQUIRE(gf_format(p, sizeof p, NULL, "path", "%s/a/b//c/", tmp) == GF_OK);
+  CHECK_INT_EQ(gf_mkdir_p(p, 0755, &err), GF_OK);
+  REQUIRE(gf_format(p, sizeof p, NULL, "path", "%s/a/b/c", tmp) == GF_OK);
+  CHECK(is_dir(p));
+  /* Again: every level exists already. */
+  CHECK_INT_EQ(gf_mkdir_p(p, 0755, &err), GF_OK);
+
+  /* A file where a directory should be, at an intermediate level: the
+   * error names that level. */
+  char file[GF_PATH_MAX];
+  REQUIRE(gf_format(file, sizeof file, NULL, "path", "%s/a/f", tmp) == GF_OK);
+  tu_write(file, "x", 1);
+  REQUIRE(gf_format(p, sizeof p, NULL, "path", "%s/a/f/g/h", tmp) == GF_OK);
+  memset(&err, 0, sizeof err);
+  CHECK_INT_EQ(gf_mkdir_p(p, 0755, &err), GF_EIO);
+  CHECKF(strstr(err.msg, file) && strstr(err.msg, "not a directory"), "%s",
+         err.msg);
+  /* ... and at the last level. */
+  CHECK_INT_EQ(gf_mkdir_p(file, 0755, &err), GF_EIO);
+
+  /* An intermediate level that cannot be made (root ignores modes, so
+   * only where permissions bite). */
+  if (geteuid() != 0) {
+    REQUIRE(gf_format(p, sizeof p, NULL, "path", "%s/ro", tmp) == GF_OK);
+    REQUIRE(mkdir(p, 0500) == 0);
+    REQUIRE(gf_format(p, sizeof p, NULL, "path", "%s/ro/x/y", tmp) == GF_OK);
+    CHECK_INT_EQ(gf_mkdir_p(p, 0755, &err), GF_EIO);
+    CHECKF(strstr(err.msg, "/ro/x") != NULL, "%s", err.msg);
+  }
+
+  CHECK_INT_EQ(gf_mkdir_p("", 0755, &err), GF_EINVAL);
+  CHECK_INT_EQ(gf_mkdir_p(NULL, 0755, &err), GF_EINVAL);
+  /* Too long for any path buffer: refused before anything is made. */
+  size_t n = GF_PATH_MAX + 10;
+  char *lng = malloc(n + 1);
+  REQUIRE(lng);
+  memset(lng, 'd', n);
+  lng[0] = '/';
+  lng[n] = '\0';
+  CHECK_INT_EQ(gf_mkdir_p(lng, 0755, &err), GF_EINVAL);
+  CHECKF(strstr(err.msg, "too long") != NULL, "%s", err.msg);
+  free(lng);
+}
+
+static void test_join(void) {
+  char buf[16];
+  gf_err err;
+  CHECK_INT_EQ(gf_path_join(buf, sizeof buf, "dir", "name", &err), GF_OK);
+  CHECK_STR_EQ(buf, "dir/name");
+  CHECK_INT_EQ(gf_path_join(buf, sizeof buf, "dir/", "name", &err), GF_OK);
+  CHECK_STR_EQ(buf, "dir/name");
+  CHECK_INT_EQ(gf_path_join(buf, sizeof buf, "", "name", &err), GF_OK);
+  CHECK_STR_EQ(buf, "name");
+  /* 15 bytes fit in 16; 16 do not, and nothing half-written is left. */
+  CHECK_INT_EQ(gf_path_join(buf, sizeof buf, "0123456", "89abcde", &err),
+               GF_OK);
+  CHECK_STR_EQ(buf, "0123456/89abcde");
+  memset(&err, 0, sizeof err);
+  CHECK_INT_EQ(gf_path_join(buf, sizeof buf, "0123456", "89abcdef", &err),
+               GF_EINVAL);
+  CHECK_STR_EQ(buf, "");
+  CHECKF(strstr(err.msg, "path too long (16 bytes, at most 15)") != NULL,
+         "%s", err.msg);
+
+  char *p = gf_path_join_alloc("a", "b");
+  CHECK_STR_EQ(p, "a/b");
+  free(p);
+  p = gf_path_join_alloc("a/", "b");
+  CHECK_STR_EQ(p, "a/b");
+  free(p);
+  p = gf_path_join_alloc("", "b");
+  CHECK_STR_EQ(p, "b");
+  free(p);
+}
+
+static void test_format(void) {
+  char buf[8];
+  gf_err err;
+  CHECK_INT_EQ(gf_format(buf, sizeof buf, &err, "word", "%s-%d", "ab", 12),
+               GF_OK);
+  CHECK_STR_EQ(buf, "ab-12");
+  CHECK_INT_EQ(gf_format(buf, sizeof buf, &err, "word", "%s", "1234567"),
+               GF_OK);
+  CHECK_INT_EQ(gf_format(buf, sizeof buf, &err, "word", "%s", "12345678"),
+               GF_EINVAL);
+  CHECK_STR_EQ(buf, "");
+  CHECKF(strstr(err.msg, "word too long (8 bytes, at most 7): 1234567") != NULL,
+         "%s", err.msg);
+  CHECK(gf_fits(7, 8));
+  CHECK(!gf_fits(8, 8));
+  CHECK(!gf_fits(-1, 8));
+}
+
+static void test_clock(void) {
+  double a = gf_mono_s();
+  uint64_t na = gf_mono_ns();
+  struct timespec ts = {0, 0}, want;
+  /* Wait on the clock itself, with a deadline, for it to move. */
+  uint64_t nb = na;
+  for (int i = 0; i < 1000000 && nb == na; i++) nb = gf_mono_ns();
+  CHECK(nb > na);
+  CHECK(gf_mono_s() >= a);
+  CHECK(gf_unix_ms() > 1600000000000LL); /* after 2020 */
+
+  ts.tv_sec = 5;
+  ts.tv_nsec = 900000000L;
+  gf_timespec_add(&ts, 1.25);
+  CHECK_INT_EQ(ts.tv_sec, 7);
+  CHECK_INT_EQ(ts.tv_nsec, 150000000L);
+  want = ts;
+  CHECK(!gf_timespec_before(&ts, &want) && !gf_timespec_before(&want, &ts));
+  want.tv_nsec++;
+  CHECK(gf_timespec_before(&ts, &want));
+
+  struct timespec now, dl;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  gf_deadline_after(&dl, CLOCK_MONOTONIC, 2.5);
+  CHECK(gf_timespec_before(&now, &dl));
+  double d = (double)(dl.tv_sec - now.tv_sec) +
+             (double)(dl.tv_nsec - now.tv_nsec) * 1e-9;
+  CHECK(d >= 2.5 && d < 3.5);
+  CHECK(dl.tv_nsec >= 0 && dl.tv_nsec < 1000000000L);
+}
+
+typedef struct seen {
+  int calls;
+  gf_log_level level;
+  char line[4096];
+} seen;
+
+static void sink(void *user, gf_log_level level, const char *line) {
+  seen *s = user;
+  s->calls++;
+  s->level = level;
+  snprintf(s->line, sizeof s->line, "%s", line);
+}
+
+static void test_log(void) {
+  seen s = {0};
+  gf_log log = {sink, &s};
+  gf_logf(&log, GF_LOG_WARN, "step %d: %s", 7, "slow");
+  CHECK_INT_EQ(s.calls, 1);
+  CHECK_INT_EQ(s.level, GF_LOG_WARN);
+  CHECK_STR_EQ(s.line, "step 7: slow");
+  /* A line longer than the formatter's stack buffer arrives whole. */
+  char big[3001];
+  memset(big, 'x', 3000);
+  big[3000] = '\0';
+  gf_logf(&log, GF_LOG_INFO, "<%s>", big);
+  CHECK_INT_EQ(s.calls, 2);
+  CHECK_INT_EQ(strlen(s.line), 3002);
+  CHECK(s.line[0] == '<' && s.line[3001] == '>');
+  /* No sink: dropped, not a crash. */
+  gf_logf(NULL, GF_LOG_ERROR, "nobody");
+  gf_log none = {NULL, NULL};
+  gf_logf(&none, GF_LOG_ERROR, "nobody");
+  CHECK_INT_EQ(s.calls, 2);
+
+  /* The stream sink: one line each, newline added. */
+  char tmp[4096];
+  tu_mkdtemp(tmp, sizeof tmp);
+  char path[GF_PATH_MAX];
+  REQUIRE(gf_format(path, sizeof path, NULL, "path", "%s/log.txt", tmp) == GF_OK);
+  FILE *fp = fopen(path, "w");
+  REQUIRE(fp);
+  gf_log to_file = {gf_log_to_stream, fp};
+  gf_logf(&to_file, GF_LOG_INFO, "one");
+  gf_logf(&to_file, GF_LOG_PROGRESS, "two %d", 2);
+  fclose(fp);
+  size_t len = 0;
+  unsigned char *text = tu_read(path, &len);
+  CHECK(text && len == 10 && memcmp(text, "one\ntwo 2\n", 10) == 0);
+  free(text);
+  tu_rmdir(tmp);
+}
+
+int main(void) {
+  char tmp[4096];
+  tu_mkdtemp(tmp, sizeof tmp);
+  test_mkdir_p(tmp);
+  tu_rmdir(tmp);
+  test_join();
+  test_format();
+  test_clock();
+  test_log();
+  return check_report();
+}
