@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 
 void gf_logf(const gf_log *log, gf_log_level level, const char *fmt, ...) {
   if (!log || !log->fn) return;
@@ -22,9 +23,13 @@ void gf_logf(const gf_log *log, gf_log_level level, const char *fmt, ...) {
     return;
   }
   char *big = malloc((size_t)n + 1);
-  if (big) vsnprintf(big, (size_t)n + 1, fmt, ap2);
+  if (big && vsnprintf(big, (size_t)n + 1, fmt, ap2) != n) {
+    free(big);
+    big = NULL;
+  }
   va_end(ap2);
-  /* Out of memory: the line as far as it fit is better than nothing. */
+  /* Out of memory: the line as far as it fit, marked as cut. */
+  if (!big) memcpy(small + sizeof small - 4, "...", 4);
   log->fn(log->user, level, big ? big : small);
   free(big);
 }

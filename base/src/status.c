@@ -2,13 +2,19 @@
 #include "gf/status.h"
 
 #include <stdio.h>
+#include <string.h>
 
 gf_status gf_fail(gf_err *err, gf_status code, const char *fmt, ...) {
   if (err) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    int n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
+    /* A message longer than msg keeps its start and says it was cut. */
+    if (n < 0)
+      memcpy(err->msg, "(unformattable message)", 24);
+    else if ((size_t)n >= sizeof err->msg)
+      memcpy(err->msg + sizeof err->msg - 4, "...", 4);
     err->code = code;
   }
   return code;

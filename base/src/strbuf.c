@@ -70,8 +70,13 @@ void gf_strbuf_printf(gf_strbuf *b, const char *fmt, ...) {
   }
   if (!reserve(b, (size_t)n)) return;
   va_start(ap, fmt);
-  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+  int m = vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
   va_end(ap);
+  if (m != n) { /* the same format twice gave another length */
+    b->data[b->len] = '\0';
+    b->failed = 1;
+    return;
+  }
   b->len += (size_t)n;
 }
 

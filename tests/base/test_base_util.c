@@ -148,6 +148,22 @@ static void test_clock(void) {
   CHECK(dl.tv_nsec >= 0 && dl.tv_nsec < 1000000000L);
 }
 
+static void test_fail_message(void) {
+  gf_err err;
+  CHECK_INT_EQ(gf_fail(&err, GF_EIO, "disk %d gone", 3), GF_EIO);
+  CHECK_INT_EQ(err.code, GF_EIO);
+  CHECK_STR_EQ(err.msg, "disk 3 gone");
+  /* A message longer than gf_err holds keeps its start, marked as cut. */
+  char big[1000];
+  memset(big, 'y', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  gf_fail(&err, GF_EINVAL, "start %s", big);
+  CHECK_INT_EQ(strlen(err.msg), sizeof err.msg - 1);
+  CHECK(strncmp(err.msg, "start yyy", 9) == 0);
+  CHECK_STR_EQ(err.msg + sizeof err.msg - 4, "...");
+  CHECK_INT_EQ(gf_fail(NULL, GF_ENOMEM, "nobody"), GF_ENOMEM);
+}
+
 typedef struct seen {
   int calls;
   gf_log_level level;
@@ -208,6 +224,7 @@ int main(void) {
   test_join();
   test_format();
   test_clock();
+  test_fail_message();
   test_log();
   return check_report();
 }

@@ -27,7 +27,8 @@ typedef enum gf_status {
 
 typedef struct gf_err {
   gf_status code;      /* the status that was returned */
-  char msg[512];       /* human-readable, NUL-terminated; names the culprit */
+  char msg[512];       /* human-readable, NUL-terminated; names the culprit;
+                          a longer message keeps its start and ends "..." */
 } gf_err;
 
 /* Fills err (if non-NULL) with code and a printf-formatted message; returns
