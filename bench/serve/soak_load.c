@@ -335,7 +335,8 @@ static int usage(void) {
 static int parse_opts(int argc, char **argv, opts *o) {
   *o = (opts){.requests = 100000, .conns = 64, .hostile_pct = 5,
               .probe_ms = 200};
-  for (int i = 1; i < argc; i++) {
+  /* Flags come in pairs: FLAG VALUE. */
+  for (int i = 1; i < argc; i += 2) {
     const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!v) return -1;
     char *end = NULL;
@@ -353,7 +354,6 @@ static int parse_opts(int argc, char **argv, opts *o) {
     else if (strcmp(f, "--probe-ms") == 0 && x >= 10) o->probe_ms = (int)x;
     else if (strcmp(f, "--pid") == 0 && x > 0) o->pid = (long)x;
     else return -1;
-    i++;
   }
   return o->url && o->model ? 0 : -1;
 }

@@ -179,7 +179,7 @@ static void sink(void *user, gf_log_level level, const char *line) {
 
 static void test_log(void) {
   seen s = {0};
-  gf_log log = {sink, &s};
+  gf_log log = {sink, &s, 0};
   gf_logf(&log, GF_LOG_WARN, "step %d: %s", 7, "slow");
   CHECK_INT_EQ(s.calls, 1);
   CHECK_INT_EQ(s.level, GF_LOG_WARN);
@@ -194,7 +194,7 @@ static void test_log(void) {
   CHECK(s.line[0] == '<' && s.line[3001] == '>');
   /* No sink: dropped, not a crash. */
   gf_logf(NULL, GF_LOG_ERROR, "nobody");
-  gf_log none = {NULL, NULL};
+  gf_log none = {NULL, NULL, 0};
   gf_logf(&none, GF_LOG_ERROR, "nobody");
   CHECK_INT_EQ(s.calls, 2);
 
@@ -205,7 +205,7 @@ static void test_log(void) {
   REQUIRE(gf_format(path, sizeof path, NULL, "path", "%s/log.txt", tmp) == GF_OK);
   FILE *fp = fopen(path, "w");
   REQUIRE(fp);
-  gf_log to_file = {gf_log_to_stream, fp};
+  gf_log to_file = {gf_log_to_stream, fp, 0};
   gf_logf(&to_file, GF_LOG_INFO, "one");
   gf_logf(&to_file, GF_LOG_PROGRESS, "two %d", 2);
   fclose(fp);

@@ -25,10 +25,13 @@ typedef enum gf_log_level {
 typedef void (*gf_log_fn)(void *user, gf_log_level level, const char *line);
 
 /* A sink: the function and its argument, both owned by the caller (the
- * executable or the test). {NULL, NULL} drops every line. */
+ * executable or the test). {NULL, NULL, 0} drops every line. */
 typedef struct gf_log {
   gf_log_fn fn;
   void *user;
+  int live; /* 1: the sink shows GF_LOG_PROGRESS lines in place (a
+               terminal), so a library may send short ones often; 0: every
+               line stays, so progress comes as full lines, seldom */
 } gf_log;
 
 /* Formats a line and hands it to log->fn; nothing when log or log->fn is
