@@ -10,16 +10,22 @@
 #   slurm_fixture.sh start DIR   starts it in DIR (created; must be empty or
 #                                absent), waits until `sinfo` shows the node
 #                                idle, writes DIR/env (`export SLURM_CONF=...`)
-#                                and returns; exit 0 up, 77 cannot run here
-#                                (binaries missing, a daemon refused to start:
-#                                the reason from its log on stderr), 1 a
-#                                failure of ours (bad config, node not idle)
+#                                and returns; exit 0 up, 77 not installed
+#                                here (a binary missing: one line on stderr
+#                                names it), 1 installed but not working (a
+#                                daemon refused to start or exited, the
+#                                munge round trip failed, the node not idle:
+#                                the reason from its log on stderr)
 #   slurm_fixture.sh stop DIR    ends the daemons it started there (by their
 #                                pid files) and any job still running
 #   slurm_fixture.sh run CMD...  start in a fresh folder under ${TMPDIR:-/tmp},
 #                                run CMD with SLURM_CONF set, stop, remove the
 #                                folder (kept when CMD or the start failed);
 #                                exit status: CMD's, or start's 77/1
+#
+# 77 is for a machine without Slurm or munge: the test using it skips, and
+# under CI=true the skip gate (tests/ci/ctest_skips.py) fails it, since CI
+# installs both. Installed daemons that fail are a failure everywhere.
 #
 # Example: tests/support/slurm_fixture.sh run srun -n 2 hostname
 #
@@ -29,7 +35,8 @@ set -uo pipefail
 
 SLURM_FIXTURE_WAIT=${SLURM_FIXTURE_WAIT:-60} # seconds for the node to be idle
 
-die77() { echo "slurm_fixture: cannot run Slurm here: $*" >&2; exit 77; }
+# die77: not installed (one line: the test's SKIP reason); die1: a failure.
+die77() { echo "slurm_fixture: $*" >&2; exit 77; }
 die1() { echo "slurm_fixture: $*" >&2; exit 1; }
 
 # A free TCP port on 127.0.0.1 (bound then released; the daemons bind it
@@ -118,25 +125,25 @@ start() {
   munged --force --socket="$dir/munge.sock" --key-file="$dir/munge.key" \
     --pid-file="$dir/munged.pid" --log-file="$dir/log/munged.log" \
     --seed-file="$dir/munged.seed" >"$dir/log/munged.out" 2>&1 ||
-    die77 "munged did not start: $(why "$dir/log/munged.log"; cat "$dir/log/munged.out")"
+    die1 "munged (installed) did not start: $(why "$dir/log/munged.log"; cat "$dir/log/munged.out")"
   for _ in $(seq 1 50); do [ -S "$dir/munge.sock" ] && break; sleep 0.1; done
-  [ -S "$dir/munge.sock" ] || die77 "munged made no socket: $(why "$dir/log/munged.log")"
+  [ -S "$dir/munge.sock" ] || die1 "munged (installed) made no socket: $(why "$dir/log/munged.log")"
   if command -v munge >/dev/null 2>&1; then
     munge --socket="$dir/munge.sock" -n 2>"$dir/log/munge-check.log" |
       unmunge --socket="$dir/munge.sock" >/dev/null 2>>"$dir/log/munge-check.log" ||
-      die77 "munge round trip failed: $(cat "$dir/log/munge-check.log")"
+      die1 "munge round trip failed: $(cat "$dir/log/munge-check.log")"
   fi
 
   # The node as slurmd sees it. A runner with one CPU still gets two slots
   # (config_overrides: slurmd trusts slurm.conf), so 2-task tests can run.
   local line
   line=$(slurmd -C 2>"$dir/log/slurmd-C.log" | head -n 1) ||
-    die77 "slurmd -C failed: $(cat "$dir/log/slurmd-C.log")"
+    die1 "slurmd -C failed: $(cat "$dir/log/slurmd-C.log")"
   host=$(sed -n 's/.*NodeName=\([^ ]*\).*/\1/p' <<<"$line")
   cpus=$(sed -n 's/.*CPUs=\([0-9]*\).*/\1/p' <<<"$line")
   mem=$(sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p' <<<"$line")
   if [ -z "$host" ] || [ -z "$cpus" ] || [ -z "$mem" ]; then
-    die77 "slurmd -C printed no node line: $line $(cat "$dir/log/slurmd-C.log")"
+    die1 "slurmd -C printed no node line: $line $(cat "$dir/log/slurmd-C.log")"
   fi
   [ "$cpus" -ge 2 ] || cpus=2
 
@@ -204,10 +211,10 @@ EOF
   while [ $((SECONDS - t0)) -lt "$SLURM_FIXTURE_WAIT" ]; do
     alive "$dir/slurmctld.pid" ||
       { local r; r=$(why "$dir/log/slurmctld.log"; tail -n 5 "$dir/log/slurmctld.out")
-        stop "$dir"; die77 "slurmctld exited: $r"; }
+        stop "$dir"; die1 "slurmctld (installed) exited: $r"; }
     alive "$dir/slurmd.pid" ||
       { local r; r=$(why "$dir/log/slurmd.log"; tail -n 5 "$dir/log/slurmd.out")
-        stop "$dir"; die77 "slurmd exited: $r"; }
+        stop "$dir"; die1 "slurmd (installed) exited: $r"; }
     state=$(sinfo -h -N -n "$host" -o '%T' 2>/dev/null | head -n 1)
     [ "$state" = idle ] && return 0
     sleep 0.5
