@@ -10,9 +10,11 @@
  *    body, negative, non-numeric, past --max-body) answered 400 with the
  *    server alive; the /versions/{v} routes; GET /v2;
  *  - NVIDIA's own client: tests/serve/tritonclient_check.py run by the
- *    checkout's .venv python must exit 0 (77, tritonclient.http cannot be
- *    imported: this test is skipped, the reason printed), and exit 1 with
- *    one failed check when told a wrong --max-images (its checks fire). */
+ *    checkout's .venv python must exit 0, and exit 1 with one failed check
+ *    when told a wrong --max-images (its checks fire). Without .venv, or
+ *    with tritonclient not installed there, the test exits 77 (skipped)
+ *    after the checks above, its `SKIP: ...` line saying why; tritonclient
+ *    installed but failing to import is a failure. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <math.h>
@@ -313,12 +315,14 @@ static void test_versions(const st_server *s, const char *version) {
 }
 
 /* Runs tritonclient_check.py telling it the server takes max_images
- * images; returns its exit status (77: skip). Its output goes to log. */
+ * images; returns its exit status (77: not installed here, a `SKIP: ...`
+ * line printed). Its output goes to log. */
 static int run_tritonclient(const st_server *s, const char *version,
                             const char *max_images, char *log, size_t cap) {
   const char *py = GF_SOURCE_DIR "/.venv/bin/python";
   if (access(py, X_OK) != 0) {
-    fprintf(stderr, "skip: %s not found (deploy/install-deps.sh)\n", py);
+    fprintf(stderr, "SKIP: %s not found, so no tritonclient "
+            "(deploy/install-deps.sh makes .venv)\n", py);
     return 77;
   }
   char url[64];
@@ -395,8 +399,11 @@ int main(void) {
   int rc = check_failures_ ? 0
                            : run_tritonclient(&s, v, MAX_IMAGES, log,
                                               sizeof log);
-  if (rc == 77) fprintf(stderr, "tritonclient part skipped (see above)\n");
-  else CHECKF(rc == 0, "tritonclient_check.py exited %d", rc);
+  if (rc == 77)
+    fprintf(stderr, "the tritonclient part did not run (the SKIP line above "
+            "says why)\n");
+  else
+    CHECKF(rc == 0, "tritonclient_check.py exited %d", rc);
   if (rc == 0) {
     /* Its checks fire: told the limit is 1, it expects 2 seeds to be
      * refused, sees them served, and fails that one check. */

@@ -2,8 +2,10 @@
 """tritonclient_check.py - ganflow-serve as NVIDIA's own KServe V2 client
 (tritonclient.http) sees it. Run by test_serve_triton against a server
 that serves one model; exits 0 when every check holds, 1 on a failed
-check, 77 when tritonclient.http cannot be imported (the test is then
-skipped, with the reason printed).
+check, 77 when tritonclient is not installed in this Python (the test is
+then skipped; the `SKIP: ...` line says why). tritonclient installed but
+failing to import (a missing dependency, a broken install) is a failed
+check: exit 1 with Python's error.
 
 Checks: health (is_server_live, is_server_ready, is_model_ready with and
 without a version), get_server_metadata (binary_tensor_data listed),
@@ -16,6 +18,7 @@ of the FP32 values, shapes and dtypes as the metadata says, and bad
 requests raise InferenceServerException with status 400 or 404.
 """
 import argparse
+import importlib.util
 import json
 import sys
 import urllib.request
@@ -24,9 +27,15 @@ try:
     import numpy as np
     import tritonclient.http as httpclient
     from tritonclient.utils import InferenceServerException
-except ImportError as e:  # the test is skipped, saying why
-    print(f"skip: cannot import tritonclient.http: {e}")
-    sys.exit(77)
+except ImportError as e:
+    if importlib.util.find_spec("tritonclient") is None:  # a skip, saying why
+        print(f"SKIP: tritonclient is not installed in {sys.executable} "
+              "(deploy/install-deps.sh installs tritonclient[http] in .venv)")
+        sys.exit(77)
+    print(f"FAIL: tritonclient is installed in {sys.executable} but "
+          f"`import tritonclient.http` fails: {type(e).__name__}: {e}",
+          file=sys.stderr)
+    sys.exit(1)
 
 FAILURES = []
 
