@@ -7,8 +7,9 @@
  * the python_function flavor.
  * Usage: test_mlmodel_python PYTHON (the checkout's .venv, where
  * deploy/install-deps.sh puts PyYAML with MLflow, and safetensors). Exits 77
- * (skipped), saying which, when the interpreter is missing or cannot import
- * yaml or safetensors.numpy; once it can, every check runs. */
+ * (skipped), saying why, when the interpreter is missing (no .venv); when it
+ * is there, every check runs, and one that cannot import yaml,
+ * safetensors.numpy or mlflow fails with Python's error (a broken .venv). */
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -63,14 +64,20 @@ static const char k_mlflow_script[] =
     "assert open(sys.argv[1] + '/requirements.txt').read().split() == ['mlflow', 'numpy']\n";
 
 int main(int argc, char **argv) {
-  if (argc != 2 || !argv[1][0]) SKIP_TEST("no python interpreter given");
+  if (argc != 2 || !argv[1][0]) {
+    fprintf(stderr, "usage: test_mlmodel_python PYTHON\n");
+    return 2;
+  }
   if (access(argv[1], X_OK) != 0)
-    SKIP_TEST("no python at the given path (deploy/install-deps.sh makes .venv)");
+    SKIP_TEST("no python at %s (deploy/install-deps.sh makes .venv)", argv[1]);
   char cmd[8192];
-  snprintf(cmd, sizeof cmd, "'%s' -c 'import yaml' >/dev/null 2>&1", argv[1]);
-  if (system(cmd) != 0) SKIP_TEST("python cannot import yaml");
-  snprintf(cmd, sizeof cmd, "'%s' -c 'import safetensors.numpy' >/dev/null 2>&1", argv[1]);
-  if (system(cmd) != 0) SKIP_TEST("python cannot import safetensors.numpy");
+  snprintf(cmd, sizeof cmd, "'%s' -c 'import yaml, safetensors.numpy, mlflow' >/dev/null",
+           argv[1]);
+  if (system(cmd) != 0) {
+    fprintf(stderr, "FAIL: %s is there but cannot import yaml, safetensors.numpy and "
+            "mlflow (Python's error above): a broken .venv, not a skip\n", argv[1]);
+    return 1;
+  }
 
   char dir[256], mdir[300], script[300];
   tu_mkdtemp(dir, sizeof dir);
@@ -89,16 +96,10 @@ int main(int argc, char **argv) {
   snprintf(cmd, sizeof cmd, "'%s' '%s' '%s'", argv[1], script, mdir);
   int rc = system(cmd);
   CHECKF(rc == 0, "python check failed (%d)", rc);
-  snprintf(cmd, sizeof cmd, "'%s' -c 'import mlflow' >/dev/null 2>&1", argv[1]);
-  if (system(cmd) != 0) {
-    fprintf(stderr, "python cannot import mlflow: MLflow's own reader not "
-            "checked\n");
-  } else {
-    tu_write(script, k_mlflow_script, strlen(k_mlflow_script));
-    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s'", argv[1], script, mdir);
-    rc = system(cmd);
-    CHECKF(rc == 0, "mlflow.models.Model.load check failed (%d)", rc);
-  }
+  tu_write(script, k_mlflow_script, strlen(k_mlflow_script));
+  snprintf(cmd, sizeof cmd, "'%s' '%s' '%s'", argv[1], script, mdir);
+  rc = system(cmd);
+  CHECKF(rc == 0, "mlflow.models.Model.load check failed (%d)", rc);
   tu_rmdir(dir);
   return check_report();
 }

@@ -10,7 +10,9 @@
  * printed). The check is shown to fire: the images of the next seed miss
  * by far more than the tolerance.
  * Usage: test_pyfunc PYTHON PYFUNC_PREDICT_PY. Exits 77 (skipped), saying
- * why, when the interpreter is missing or cannot import mlflow and numpy. */
+ * why, when the interpreter is missing (no .venv); one that is there but
+ * cannot import mlflow, numpy and pandas is a broken install: the test
+ * fails with Python's error. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -176,12 +178,19 @@ static void check_arch(const char *py, const char *script, const char *tmp, cons
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3 || !argv[1][0]) SKIP_TEST("usage: test_pyfunc PYTHON PYFUNC_PREDICT_PY");
+  if (argc != 3 || !argv[1][0]) {
+    fprintf(stderr, "usage: test_pyfunc PYTHON PYFUNC_PREDICT_PY\n");
+    return 2;
+  }
   if (access(argv[1], X_OK) != 0)
     SKIP_TEST("no python at %s (deploy/install-deps.sh makes .venv)", argv[1]);
   char cmd[4200];
-  snprintf(cmd, sizeof cmd, "'%s' -c 'import mlflow, numpy, pandas' >/dev/null 2>&1", argv[1]);
-  if (system(cmd) != 0) SKIP_TEST("%s cannot import mlflow, numpy and pandas", argv[1]);
+  snprintf(cmd, sizeof cmd, "'%s' -c 'import mlflow, numpy, pandas' >/dev/null", argv[1]);
+  if (system(cmd) != 0) {
+    fprintf(stderr, "FAIL: %s is there but cannot import mlflow, numpy and pandas "
+            "(Python's error above): a broken .venv, not a skip\n", argv[1]);
+    return 1;
+  }
 
   char tmp[256];
   tu_mkdtemp(tmp, sizeof tmp);

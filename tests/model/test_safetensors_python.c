@@ -2,8 +2,10 @@
  * implementation: a file from gf_st_write_file must load in Python's
  * safetensors.numpy with the same values, metadata and data digest, and a
  * file from safetensors.numpy.save_file must pass the strict reader.
- * Usage: test_safetensors_python PYTHON SCRIPT. Exits 77 (skip) when
- * `import safetensors, numpy` fails. */
+ * Usage: test_safetensors_python PYTHON SCRIPT. Exits 77 (skip), saying
+ * why, when PYTHON is missing (no .venv); when it is there but
+ * `import safetensors, numpy` fails, the install is broken and the test
+ * fails with Python's error. */
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,12 +15,19 @@
 #include "file_util.h"
 
 int main(int argc, char **argv) {
-  if (argc != 3 || !argv[1][0]) SKIP_TEST("no python interpreter given");
+  if (argc != 3 || !argv[1][0]) {
+    fprintf(stderr, "usage: test_safetensors_python PYTHON SCRIPT\n");
+    return 2;
+  }
   if (access(argv[1], X_OK) != 0)
-    SKIP_TEST("no python at the given path (deploy/install-deps.sh makes .venv)");
+    SKIP_TEST("no python at %s (deploy/install-deps.sh makes .venv)", argv[1]);
   char cmd[8192];
-  snprintf(cmd, sizeof cmd, "'%s' -c 'import safetensors, numpy' >/dev/null 2>&1", argv[1]);
-  if (system(cmd) != 0) SKIP_TEST("python cannot import safetensors and numpy");
+  snprintf(cmd, sizeof cmd, "'%s' -c 'import safetensors, numpy' >/dev/null", argv[1]);
+  if (system(cmd) != 0) {
+    fprintf(stderr, "FAIL: %s is there but cannot import safetensors and numpy "
+            "(Python's error above): a broken .venv, not a skip\n", argv[1]);
+    return 1;
+  }
 
   char dir[256], in[320], out[320];
   tu_mkdtemp(dir, sizeof dir);
