@@ -4,20 +4,14 @@
  * and the state broadcast and digest of gf/gan.h. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "gan_dist.h"
+#include "gf/clock.h"
 #include "gf/comm.h"
 #include "gf/sha256.h"
 #include "net_layers.h"
 
 #define DEFAULT_BUCKET_BYTES ((size_t)1 << 20)
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Layer of tensor t (the layer whose p_* names it). */
 static int layer_of(const gf_net *net, int t) {
@@ -113,7 +107,7 @@ void gf_grad_sync_free(gf_grad_sync *s) {
 }
 
 static gf_status start_bucket(gf_grad_sync *s, gf_grad_bucket *b, gf_err *err) {
-  if (s->next == 0) s->t_first = now_s();
+  if (s->next == 0) s->t_first = gf_mono_s();
   GF_TRY(gf_comm_iallreduce(s->comm, (char *)s->net->grads.base + b->off, b->bytes / sizeof(float),
                             GF_CDT_F32, GF_RED_SUM, &b->req, err));
   b->started = true;
@@ -154,7 +148,7 @@ void gf_grad_sync_arm(gf_grad_sync *s) {
 gf_status gf_grad_sync_finish(gf_grad_sync *s, gf_err *err) {
   s->net->grad_hook = NULL;
   s->net->grad_hook_user = NULL;
-  double t_end = now_s(); /* the backward is over */
+  double t_end = gf_mono_s(); /* the backward is over */
   while (s->next < s->n) GF_TRY(start_bucket(s, &s->b[s->next], err));
   /* Every request is waited on, also those poke() saw complete: the wait
    * is what releases the comm's handle. */
@@ -163,7 +157,7 @@ gf_status gf_grad_sync_finish(gf_grad_sync *s, gf_err *err) {
     GF_TRY(gf_comm_wait(s->comm, b->req, err));
     b->done = true;
   }
-  double t_done = now_s();
+  double t_done = gf_mono_s();
   s->stats.steps++;
   s->stats.allreduce_s += t_done - s->t_first;
   s->stats.exposed_s += t_done - (t_end > s->t_first ? t_end : s->t_first);

@@ -68,17 +68,17 @@ gf_status gf_grid_to_rgb8(const float *images, int n, int c, int h, int w,
 }
 
 /* State of one encode, reached from libpng's callbacks through the io and
- * error pointers. buf grows by doubling; msg holds libpng's error text. */
+ * error pointers. buf grows by doubling; err holds libpng's error text. */
 typedef struct png_sink {
   uint8_t *buf;   /* malloc'd, owned until handed to the caller */
   size_t len, cap;
   int oom;        /* an allocation of buf failed */
-  char msg[200];  /* libpng's last error */
+  gf_err err;     /* "png: libpng: <its last error>"; msg "" until one */
 } png_sink;
 
 static void sink_error(png_structp png, png_const_charp msg) {
   png_sink *s = png_get_error_ptr(png);
-  if (s) snprintf(s->msg, sizeof s->msg, "%s", msg ? msg : "libpng error");
+  if (s) gf_fail(&s->err, GF_EDEVICE, "png: libpng: %s", msg ? msg : "error");
   png_longjmp(png, 1);
 }
 
@@ -143,7 +143,9 @@ gf_status gf_png_encode(const uint8_t *pixels, int w, int h, int c,
   if (setjmp(png_jmpbuf(pp))) {
     png_destroy_write_struct(&pp, &info);
     gf_status code = sink->oom ? GF_ENOMEM : GF_EDEVICE;
-    gf_fail(err, code, "png: libpng: %s", sink->msg[0] ? sink->msg : "error");
+    if (!sink->err.msg[0]) gf_fail(&sink->err, code, "png: libpng: error");
+    sink->err.code = code;
+    if (err) *err = sink->err;
     free(sink->buf);
     free(sink);
     return code;

@@ -4,12 +4,13 @@
 #include "mlmodel_pyfunc.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "gf/atomic_file.h"
+#include "gf/fs.h"
+#include "gf/text.h"
 
 #ifndef GF_PYFUNC_PYTHON_VERSION
 #define GF_PYFUNC_PYTHON_VERSION "3.11.2"
@@ -41,6 +42,8 @@ int gf_pyfunc_python_ok(const char *v) {
   return parts <= 3;
 }
 
+/* One level only, unlike gf_mkdir_p: a model directory whose parent is
+ * missing is the caller's mistake (a mistyped path), not a tree to create. */
 gf_status gf_mlmodel_mkdir(const char *path, gf_err *err) {
   if (mkdir(path, 0755) != 0) {
     struct stat sb;
@@ -53,9 +56,8 @@ gf_status gf_mlmodel_mkdir(const char *path, gf_err *err) {
 
 gf_status gf_mlmodel_put(const char *dir, const char *name, const void *data, size_t len,
                          char sha[GF_SHA256_HEX_LEN + 1], gf_err *err) {
-  char path[4096];
-  if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
-    return gf_fail(err, GF_EINVAL, "MLmodel: path %s/%s too long", dir, name);
+  char path[GF_PATH_MAX];
+  GF_TRY(gf_path_join(path, sizeof path, dir, name, err));
   gf_status st = gf_sha256_buf(data, len, sha, err);
   if (st == GF_OK) st = gf_atomic_write_file(path, data, len, err);
   return st;
@@ -66,18 +68,17 @@ gf_status gf_pyfunc_write(const char *dir, const char *python, gf_pyfunc_files *
   if (!gf_pyfunc_python_ok(python))
     return gf_fail(err, GF_EINVAL, "MLmodel: python_version \"%.32s\" is not a version",
                    python ? python : "(null)");
-  char code_dir[4096];
-  if ((size_t)snprintf(code_dir, sizeof code_dir, "%s/code", dir) >= sizeof code_dir)
-    return gf_fail(err, GF_EINVAL, "MLmodel: path %s too long", dir);
+  char code_dir[GF_PATH_MAX];
+  GF_TRY(gf_path_join(code_dir, sizeof code_dir, dir, "code", err));
   gf_status st = gf_mlmodel_mkdir(code_dir, err);
   if (st != GF_OK) return st;
   char env[512], conda[512];
-  snprintf(env, sizeof env,
-           "python: %s\nbuild_dependencies:\n- pip\n- setuptools\n- wheel\n"
-           "dependencies:\n- -r requirements.txt\n", python);
-  snprintf(conda, sizeof conda,
-           "channels:\n- conda-forge\ndependencies:\n- python=%s\n- pip\n- pip:\n"
-           "  - mlflow\n  - numpy\nname: mlflow-env\n", python);
+  GF_TRY(gf_format(env, sizeof env, err, "python_env.yaml",
+                   "python: %s\nbuild_dependencies:\n- pip\n- setuptools\n- wheel\n"
+                   "dependencies:\n- -r requirements.txt\n", python));
+  GF_TRY(gf_format(conda, sizeof conda, err, "conda.yaml",
+                   "channels:\n- conda-forge\ndependencies:\n- python=%s\n- pip\n- pip:\n"
+                   "  - mlflow\n  - numpy\nname: mlflow-env\n", python));
   out->name[0] = GF_MLMODEL_PYFUNC_CODE;
   out->name[1] = "requirements.txt";
   out->name[2] = "python_env.yaml";

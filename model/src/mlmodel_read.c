@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gf/fs.h"
 #include "mlmodel_signature.h"
 #include "model_config_internal.h"
 #include "yaml_tree.h"
@@ -240,21 +241,11 @@ static gf_status read_small(const char *path, size_t max, char **out, size_t *le
   return GF_OK;
 }
 
-static char *join(const char *dir, const char *name) {
-  size_t a = strlen(dir), b = strlen(name);
-  char *p = malloc(a + b + 2);
-  if (!p) return NULL;
-  memcpy(p, dir, a);
-  p[a] = '/';
-  memcpy(p + a + 1, name, b + 1);
-  return p;
-}
-
 static gf_status verify_files(gf_mlmodel *m, gf_err *err) {
   gf_status st = GF_OK;
   for (size_t i = 0; i < m->n_files && st == GF_OK; i++) {
     const gf_mlmodel_file *f = &m->files[i];
-    char *path = join(m->dir, f->name);
+    char *path = gf_path_join_alloc(m->dir, f->name);
     if (!path) return gf_fail(err, GF_ENOMEM, "MLmodel: out of memory");
     char got[GF_SHA256_HEX_LEN + 1];
     if (strcmp(f->name, GF_MLMODEL_CONFIG) == 0) {
@@ -285,7 +276,7 @@ static gf_status verify_files(gf_mlmodel *m, gf_err *err) {
 gf_status gf_mlmodel_read(const char *dir, gf_mlmodel *m, gf_err *err) {
   gf_mlmodel_init(m);
   if (!dir || !*dir) return gf_fail(err, GF_EINVAL, "MLmodel: empty directory");
-  char *ml_path = join(dir, GF_MLMODEL_FILE);
+  char *ml_path = gf_path_join_alloc(dir, GF_MLMODEL_FILE);
   if (!ml_path) return gf_fail(err, GF_ENOMEM, "MLmodel: out of memory");
   char *text = NULL;
   size_t len = 0;
@@ -296,8 +287,8 @@ gf_status gf_mlmodel_read(const char *dir, gf_mlmodel *m, gf_err *err) {
   free(text);
   if (st != GF_OK) return st;
   m->dir = strdup(dir);
-  m->generator_path = join(dir, GF_MLMODEL_GENERATOR);
-  m->config_path = join(dir, GF_MLMODEL_CONFIG);
+  m->generator_path = gf_path_join_alloc(dir, GF_MLMODEL_GENERATOR);
+  m->config_path = gf_path_join_alloc(dir, GF_MLMODEL_CONFIG);
   if (!m->dir || !m->generator_path || !m->config_path)
     st = gf_fail(err, GF_ENOMEM, "MLmodel: out of memory");
   if (st == GF_OK) st = verify_files(m, err);

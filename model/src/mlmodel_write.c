@@ -3,6 +3,7 @@
  * mlmodel_pyfunc.c the python_function flavor's files); see gf/mlmodel.h. */
 #include "gf/mlmodel.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,22 +18,12 @@
 #include <yaml.h>
 
 #include "gf/atomic_file.h"
+#include "gf/fs.h"
 #include "gf/strbuf.h"
-#include "mlmodel_pyfunc.h"
 #include "gf/text.h"
+#include "mlmodel_pyfunc.h"
 
 /* ---- small helpers ------------------------------------------------------ */
-
-/* malloc'd "dir/name"; NULL when out of memory. */
-static char *join(const char *dir, const char *name) {
-  size_t a = strlen(dir), b = strlen(name);
-  char *p = malloc(a + b + 2);
-  if (!p) return NULL;
-  memcpy(p, dir, a);
-  p[a] = '/';
-  memcpy(p + a + 1, name, b + 1);
-  return p;
-}
 
 static gf_status random_uuid(char out[33], gf_err *err) {
   unsigned char b[16];
@@ -57,7 +48,12 @@ static gf_status random_uuid(char out[33], gf_err *err) {
   }
   b[6] = (unsigned char)((b[6] & 0x0F) | 0x40); /* version 4 */
   b[8] = (unsigned char)((b[8] & 0x3F) | 0x80); /* RFC 4122 variant */
-  for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", b[i]);
+  static const char hex[] = "0123456789abcdef";
+  for (int i = 0; i < 16; i++) {
+    out[2 * i] = hex[b[i] >> 4];
+    out[2 * i + 1] = hex[b[i] & 0x0F];
+  }
+  out[32] = '\0';
   return GF_OK;
 }
 
@@ -68,8 +64,8 @@ static gf_status utc_now(char out[32], gf_err *err) {
     return gf_fail(err, GF_EIO, "MLmodel: cannot read the clock");
   size_t k = strftime(out, 24, "%Y-%m-%d %H:%M:%S", &tm);
   if (k != 19) return gf_fail(err, GF_EIO, "MLmodel: clock outside years 1000-9999");
-  snprintf(out + k, 32 - k, ".%06u", (unsigned)(ts.tv_nsec / 1000) % 1000000u);
-  return GF_OK;
+  return gf_format(out + k, 32 - k, err, "MLmodel utc_time_created", ".%06u",
+                   (unsigned)(ts.tv_nsec / 1000) % 1000000u);
 }
 
 /* ---- YAML emission ------------------------------------------------------ */
@@ -150,8 +146,10 @@ static void kv_str(emit *e, const char *k, const char *v) {
 }
 
 static void kv_int(emit *e, const char *k, int v) {
-  char num[16];
-  snprintf(num, sizeof num, "%d", v);
+  char num[16]; /* an int and its sign: 12 bytes at most */
+  int n = snprintf(num, sizeof num, "%d", v);
+  assert(gf_fits(n, sizeof num));
+  (void)n;
   scalar(e, k, 0);
   scalar(e, num, 1);
 }
@@ -189,6 +187,16 @@ static gf_status mlmodel_yaml(const gf_model_config *c, const gf_mlmodel_info *i
                               const char *python, const char *uuid, const char *when,
                               listed *files, size_t n_files, char **out, size_t *out_len,
                               gf_err *err) {
+  /* The signature in MLflow's own form (ModelSignature.to_dict): JSON
+   * strings. Inputs: columns, each row a seed or a latent z (both
+   * optional; see gf/mlmodel.h). Output: the generator's float32 images in
+   * [-1, 1], NCHW, as V2 infer and /invocations answer them. */
+  const char *sig_in = GF_MLMODEL_SIG_INPUTS;
+  char sig_out[200];
+  GF_TRY(gf_format(sig_out, sizeof sig_out, err, "MLmodel output signature",
+                   "[{\"name\": \"image\", \"type\": \"tensor\", \"tensor-spec\": "
+                   "{\"dtype\": \"float32\", \"shape\": [-1, %d, %d, %d]}}]",
+                   c->image_channels, c->image_height, c->image_width));
   emit e;
   e.failed = 0;
   gf_strbuf_init(&e.out);
@@ -236,16 +244,6 @@ static gf_status mlmodel_yaml(const gf_model_config *c, const gf_mlmodel_info *i
   kv_str(&e, "mlflow_version", info->mlflow_version);
   kv_str(&e, "model_uuid", uuid);
   if (info->run_id) kv_str(&e, "run_id", info->run_id);
-  /* The signature in MLflow's own form (ModelSignature.to_dict): JSON
-   * strings. Inputs: columns, each row a seed or a latent z (both
-   * optional; see gf/mlmodel.h). Output: the generator's float32 images in
-   * [-1, 1], NCHW, as V2 infer and /invocations answer them. */
-  const char *sig_in = GF_MLMODEL_SIG_INPUTS;
-  char sig_out[200];
-  snprintf(sig_out, sizeof sig_out,
-           "[{\"name\": \"image\", \"type\": \"tensor\", \"tensor-spec\": "
-           "{\"dtype\": \"float32\", \"shape\": [-1, %d, %d, %d]}}]",
-           c->image_channels, c->image_height, c->image_width);
   scalar(&e, "signature", 0);
   map_start(&e);
   scalar(&e, "inputs", 0);
@@ -301,8 +299,8 @@ gf_status gf_mlmodel_write(const char *dir, const gf_model_config *cfg,
   gf_status st = gf_model_config_validate(cfg, err);
   if (st != GF_OK) return st;
   if ((st = gf_mlmodel_mkdir(dir, err)) != GF_OK) return st;
-  char *gen_path = join(dir, GF_MLMODEL_GENERATOR);
-  char *ml_path = join(dir, GF_MLMODEL_FILE);
+  char *gen_path = gf_path_join_alloc(dir, GF_MLMODEL_GENERATOR);
+  char *ml_path = gf_path_join_alloc(dir, GF_MLMODEL_FILE);
   char *cfg_json = NULL, *yaml = NULL;
   size_t yaml_len = 0;
   char gen_sha[GF_SHA256_HEX_LEN + 1], cfg_sha[GF_SHA256_HEX_LEN + 1];

@@ -2,10 +2,10 @@
  * arenas, and the forward / backward / Adam drivers that walk the layer
  * table. The per-kind arithmetic is in net_layers.c; which layers a network
  * has is in net_mlp.c and net_dcgan.c. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gf/text.h"
 #include "net_layers.h"
 
 /* ---- builder --------------------------------------------------------------- */
@@ -50,8 +50,8 @@ static gf_status add_tensor(gf_net *net, const char *suffix, gf_param_kind kind,
     return gf_fail(err, GF_EINVAL, "net: more than %d tensors", GF_NET_MAX_TENSORS);
   gf_param *p = &net->tensors[net->n_tensors];
   memset(p, 0, sizeof *p);
-  snprintf(p->name, sizeof p->name, "%c.main.%d.%s",
-           net->role == GF_NET_G ? 'g' : 'd', net->n_layers, suffix);
+  GF_TRY(gf_format(p->name, sizeof p->name, err, "net: parameter name", "%c.main.%d.%s",
+                   net->role == GF_NET_G ? 'g' : 'd', net->n_layers, suffix));
   p->kind = kind;
   p->trainable = kind != GF_PARAM_BN_RUNNING_MEAN && kind != GF_PARAM_BN_RUNNING_VAR;
   p->value.ndim = ndim;
