@@ -13,9 +13,11 @@
  *     an order that differs between ranks; the 64-handle limit;
  *   - broadcast from rank 1 (f64, i64, u8), barrier, allgather of ranks and
  *     hostnames, topology (one host), statistics;
- *   - the timeout path: rank 1 arrives 2 s late, rank 0 (timeout 0.3 s)
- *     gets GF_ETIMEOUT from gf_comm_wait, the request stays outstanding,
- *     and a second wait with a longer timeout completes with the right sum;
+ *   - the timeout path: rank 0 (timeout 0.3 s) waits on an all-reduce the
+ *     other ranks have not called, gets GF_ETIMEOUT from gf_comm_wait, and
+ *     the request stays outstanding; only then (a barrier on another
+ *     communicator tells them) do the others call, and a second wait with
+ *     a longer timeout completes with the right sum;
  *   - init refusals: a launch MPI disagrees with, tree at world 3, local
  *     at world > 1.
  * The first comm initializes MPI and is freed last (finalizing it).
@@ -24,6 +26,7 @@
  * the median of 20 blocking all-reduces of n floats per algorithm, printed
  * by rank 0. */
 #include <math.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +35,7 @@
 
 #include "check.h"
 #include "gf/comm.h"
+#include "wait_util.h"
 
 #define MAXW 64
 
@@ -69,40 +73,46 @@ static int64_t vali(int r, size_t i) {
   return (int64_t)(mix((uint64_t)r * 7919u + i) >> 6) - ((int64_t)1 << 57);
 }
 
-/* The tree's sum of valt in rank order: lower + higher at each level,
- * level 0 first; `reversed` takes the levels the other way round (a wrong
- * tree). */
-static float tree_valt(int world, size_t i, int reversed) {
-  float v[MAXW];
-  for (int r = 0; r < world; r++) v[r] = valt(r, i);
+/* The tree's sum of v[0..world-1] in place, in rank order: lower + higher
+ * at each level, level 0 first; `reversed` takes the levels the other way
+ * round (a wrong tree). world is a power of two in 1..MAXW (the tree's
+ * worlds); every element read is one of the world written, so the sum
+ * ends in v[0]. */
+static void tree_sum_f32(float *v, int world, int reversed) {
   if (!reversed) {
     for (int l = 1; l < world; l <<= 1)
-      for (int r = 0; r < world; r += 2 * l) v[r] = v[r] + v[r + l];
-    return v[0];
+      for (int r = 0; r + l < world; r += 2 * l) v[r] = v[r] + v[r + l];
+    return;
   }
   for (int l = world / 2; l >= 1; l >>= 1)
     for (int r = 0; r < l; r++) v[r] = v[r] + v[r + l];
+}
+
+/* The tree's sum of valt over the ranks of `world` (see tree_sum_f32).
+ * v[0] is written before the loop: the result never depends on world >= 1
+ * (-O3's maybe-uninitialized cannot know it). */
+static float tree_valt(int world, size_t i, int reversed) {
+  float v[MAXW];
+  v[0] = valt(0, i);
+  for (int r = 1; r < world; r++) v[r] = valt(r, i);
+  tree_sum_f32(v, world, reversed);
   return v[0];
 }
 
 /* The same tree over val. */
 static float tree_f32(int world, size_t i, int reversed) {
   float v[MAXW];
-  for (int r = 0; r < world; r++) v[r] = (float)val(r, i);
-  if (!reversed) {
-    for (int l = 1; l < world; l <<= 1)
-      for (int r = 0; r < world; r += 2 * l) v[r] = v[r] + v[r + l];
-    return v[0];
-  }
-  for (int l = world / 2; l >= 1; l >>= 1)
-    for (int r = 0; r < l; r++) v[r] = v[r] + v[r + l];
+  v[0] = (float)val(0, i);
+  for (int r = 1; r < world; r++) v[r] = (float)val(r, i);
+  tree_sum_f32(v, world, reversed);
   return v[0];
 }
 static double tree_f64(int world, size_t i) {
   double v[MAXW];
-  for (int r = 0; r < world; r++) v[r] = val(r, i);
+  v[0] = val(0, i);
+  for (int r = 1; r < world; r++) v[r] = val(r, i);
   for (int l = 1; l < world; l <<= 1)
-    for (int r = 0; r < world; r += 2 * l) v[r] = v[r] + v[r + l];
+    for (int r = 0; r + l < world; r += 2 * l) v[r] = v[r] + v[r + l];
   return v[0];
 }
 
@@ -268,10 +278,13 @@ static void check_nonblocking(gf_comm *c, const char *an) {
     if (b == 3) /* a blocking call among the outstanding ones */
       CHECKF(gf_comm_barrier(c, &e) == GF_OK, "%s: barrier: %s", an, e.msg);
   }
-  /* poll with test, in an order that differs between ranks */
-  double t0 = now_s();
+  /* poll with test, in an order that differs between ranks, until every
+   * request has completed; between rounds only a yield (more ranks than
+   * cores): MPI advances the collectives inside MPI_Test alone */
+  const double limit_s = 60;
+  tu_deadline limit = tu_deadline_in(limit_s);
   int left = NB;
-  while (left && now_s() - t0 < 60) {
+  while (left && !tu_deadline_passed(&limit)) {
     for (int k = 0; k < NB; k++) {
       int b = rank % 2 ? NB - 1 - k : k;
       int done = 0;
@@ -283,7 +296,13 @@ static void check_nonblocking(gf_comm *c, const char *an) {
         left--;
       }
     }
-    usleep(100);
+    sched_yield();
+  }
+  if (left) {
+    fprintf(stderr, "%s: rank %d: requests of buckets", an, rank);
+    for (int b = 0; b < NB; b++)
+      if (!waited[b]) fprintf(stderr, " %d", b);
+    fprintf(stderr, " not completed within %.0f s\n", limit_s);
   }
   CHECKF(left == 0, "%s: %d requests never completed", an, left);
   for (int b = 0; b < NB; b++) {
@@ -318,20 +337,23 @@ static void check_limit(gf_comm *c, const char *an) {
   for (int i = 0; i < 64; i++) CHECK(x[i] == (double)(i + 1) * world);
 }
 
-/* Rank 1 arrives 2 s late; rank 0 waits with 0.3 s, times out, keeps the
- * request and completes it on a second wait. */
-static void check_timeout(gf_comm *c, const char *an) {
+/* Rank 0 calls an all-reduce the others have not called yet, waits with
+ * 0.3 s, times out and keeps the request (still not done: nobody else has
+ * called); then it joins a barrier on `owner`, which the others wait at
+ * before they call - another communicator, so c's collectives and
+ * statistics see nothing of it. The second wait completes the request. */
+static void check_timeout(gf_comm *c, gf_comm *owner, const char *an) {
   int rank = gf_comm_rank(c), world = gf_comm_world(c);
   gf_err e = {0};
   float x[4];
   for (int i = 0; i < 4; i++) x[i] = (float)(rank + 1) * (float)(i + 1);
   CHECK(gf_comm_barrier(c, &e) == GF_OK);
   double old = gf_comm_timeout(c);
-  if (rank == 1) sleep(2);
-  if (rank == 0) gf_comm_set_timeout(c, 0.3);
   int h = -1;
-  CHECK(gf_comm_iallreduce(c, x, 4, GF_CDT_F32, GF_RED_SUM, &h, &e) == GF_OK);
   if (rank == 0) {
+    gf_comm_set_timeout(c, 0.3);
+    CHECK(gf_comm_iallreduce(c, x, 4, GF_CDT_F32, GF_RED_SUM, &h, &e) ==
+          GF_OK);
     double t0 = now_s();
     gf_status st = gf_comm_wait(c, h, &e);
     double dt = now_s() - t0;
@@ -342,6 +364,14 @@ static void check_timeout(gf_comm *c, const char *an) {
     int done = 1;
     CHECK(gf_comm_test(c, h, &done, &e) == GF_OK && done == 0);
     gf_comm_set_timeout(c, 30);
+    CHECKF(gf_comm_barrier(owner, &e) == GF_OK, "%s: go barrier: %s", an,
+           e.msg);
+  } else {
+    /* until rank 0 has timed out */
+    CHECKF(gf_comm_barrier(owner, &e) == GF_OK, "%s: go barrier: %s", an,
+           e.msg);
+    CHECK(gf_comm_iallreduce(c, x, 4, GF_CDT_F32, GF_RED_SUM, &h, &e) ==
+          GF_OK);
   }
   gf_status st = gf_comm_wait(c, h, &e);
   CHECKF(st == GF_OK, "%s: second wait: %s", an, e.msg);
@@ -350,7 +380,9 @@ static void check_timeout(gf_comm *c, const char *an) {
   gf_comm_set_timeout(c, old);
 }
 
-static void run_algo(const gf_launch_info *li, gf_allreduce_algo a) {
+/* `owner` (the first comm) only carries check_timeout's go barrier. */
+static void run_algo(const gf_launch_info *li, gf_allreduce_algo a,
+                     gf_comm *owner) {
   const char *an = gf_allreduce_algo_name(a);
   gf_comm_config cfg = {GF_COMM_MPI, a, 30.0, NULL, li};
   gf_comm *c = NULL;
@@ -384,7 +416,7 @@ static void run_algo(const gf_launch_info *li, gf_allreduce_algo a) {
 
   check_nonblocking(c, an);
   check_limit(c, an);
-  check_timeout(c, an);
+  check_timeout(c, owner, an);
   gf_comm_get_stats(c, &s);
   CHECKF(s.allreduce_calls == calls + 8 + 64 + 1, "%s: %llu calls", an,
          (unsigned long long)s.allreduce_calls);
@@ -514,7 +546,7 @@ int main(void) {
   check_owner(owner, &li);
   check_refusals(&li);
   for (int a = GF_ALLREDUCE_ENGINE; a <= GF_ALLREDUCE_TREE; a++)
-    run_algo(&li, (gf_allreduce_algo)a);
+    run_algo(&li, (gf_allreduce_algo)a, owner);
   CHECK(gf_comm_barrier(owner, &e) == GF_OK);
   gf_comm_free(owner); /* finalizes MPI */
   int rc = check_report();

@@ -1,19 +1,57 @@
 /* test_comm_rdv.c - the TCP rendezvous that bootstraps NCCL under torchrun
  * (kernels/src/comm/comm_rdv.c), with forked processes on the loopback:
- * a world of 4 gets rank 0's blob even when the others start first, and
+ * a world of 4 gets rank 0's blob even when the others start first (rank 0
+ * listens only once every client has been refused at least once), and
  * every failure has its own answer: nobody comes (GF_ETIMEOUT at rank 0,
  * within the timeout), nobody listens (GF_ETIMEOUT at a client), a hello
  * from another world is rejected, a port already taken is GF_EIO naming
  * MASTER_PORT, bad arguments are GF_EINVAL. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "comm/comm_impl.h"
+#include "wait_util.h"
+
+/* ---- refused connections, seen from inside a client -------------------
+ * This program defines connect() and getsockopt(), so the rendezvous
+ * (linked in from the static gf_kernels) calls these, which make the
+ * system calls themselves and watch for ECONNREFUSED: from connect(), or,
+ * for the non-blocking connect the rendezvous makes, from SO_ERROR once
+ * poll says the attempt ended. A client child with refused_fd >= 0 writes
+ * its rank there at its first refusal, so the parent knows it tried before
+ * rank 0 listened. Everywhere else (refused_fd -1) they only pass through. */
+static int refused_fd = -1;
+static unsigned char refused_rank;
+
+static void note_refused(void) {
+  if (refused_fd < 0) return;
+  (void)!write(refused_fd, &refused_rank, 1);
+  close(refused_fd);
+  refused_fd = -1;
+}
+
+int connect(int fd, const struct sockaddr *addr, socklen_t len) {
+  int rc = (int)syscall(SYS_connect, fd, addr, len), e = errno;
+  if (rc != 0 && e == ECONNREFUSED) note_refused();
+  errno = e;
+  return rc;
+}
+
+int getsockopt(int fd, int level, int name, void *val, socklen_t *len) {
+  int rc = (int)syscall(SYS_getsockopt, fd, level, name, val, len), e = errno;
+  if (rc == 0 && level == SOL_SOCKET && name == SO_ERROR && val && len &&
+      *len >= sizeof(int) && *(const int *)val == ECONNREFUSED)
+    note_refused();
+  errno = e;
+  return rc;
+}
 
 /* A loopback port that was free a moment ago. */
 static int free_port(void) {
@@ -35,11 +73,15 @@ static void fill_blob(unsigned char *b, size_t n) {
 }
 
 /* Forks a client rank; its exit status is 0 when it got the blob, 10 +
- * (status) otherwise. */
-static pid_t spawn_client(int port, int rank, int world, double timeout_s) {
+ * (status) otherwise. With report_fd >= 0 it writes its rank there at its
+ * first refused connection (the parent closes its copy of report_fd). */
+static pid_t spawn_client(int port, int rank, int world, double timeout_s,
+                          int report_fd) {
   pid_t pid = fork();
   REQUIRE(pid >= 0);
   if (pid) return pid;
+  refused_fd = report_fd;
+  refused_rank = (unsigned char)rank;
   unsigned char blob[128], want[128];
   memset(blob, 0, sizeof blob);
   fill_blob(want, sizeof want);
@@ -62,9 +104,26 @@ static int reap(pid_t pid) {
 static void test_world4(void) {
   int port = free_port();
   pid_t kids[3];
-  /* clients first: they retry until rank 0 listens */
-  for (int r = 1; r < 4; r++) kids[r - 1] = spawn_client(port, r, 4, 10.0);
-  usleep(200 * 1000);
+  /* clients first: they retry until rank 0 listens. Rank 0 starts once
+   * every client has reported a refused connection on the port. */
+  int pfd[2];
+  REQUIRE(pipe(pfd) == 0);
+  for (int r = 1; r < 4; r++) {
+    kids[r - 1] = spawn_client(port, r, 4, 10.0, pfd[1]);
+  }
+  close(pfd[1]);
+  int refused[4] = {0}, nrefused = 0;
+  tu_deadline d = tu_deadline_in(5.0);
+  while (nrefused < 3 && tu_wait_fd(pfd[0], POLLIN, tu_deadline_left(&d))) {
+    unsigned char r = 0;
+    if (read(pfd[0], &r, 1) != 1) break; /* every client gone */
+    if (r >= 1 && r < 4 && !refused[r]) refused[r] = 1, nrefused++;
+  }
+  close(pfd[0]);
+  CHECKF(nrefused == 3,
+         "only %d of 3 clients were refused before rank 0 started (within "
+         "5 s; refused: 1 %d, 2 %d, 3 %d)",
+         nrefused, refused[1], refused[2], refused[3]);
   unsigned char blob[128];
   fill_blob(blob, sizeof blob);
   gf_err e = {0};
@@ -106,7 +165,7 @@ static void test_nobody_listens(void) {
  * rejects it and times out; the client gets nothing either. */
 static void test_wrong_world(void) {
   int port = free_port();
-  pid_t kid = spawn_client(port, 1, 3, 1.0);
+  pid_t kid = spawn_client(port, 1, 3, 1.0, -1);
   unsigned char blob[128];
   fill_blob(blob, sizeof blob);
   gf_err e = {0};

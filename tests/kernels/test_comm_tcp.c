@@ -22,23 +22,40 @@
  * and in this process: MASTER_PORT in use (GF_EIO naming the port), a
  * bootstrap where nobody comes (GF_ETIMEOUT naming the missing ranks), the
  * wire parsers on good and bad messages.
+ * The ranks order their events through marks in a folder the parent makes
+ * (wait_util.h), never by sleeping: "every other rank's all-reduce
+ * returned", "every other rank calls the all-reduce" plus "the ring
+ * neighbour's first chunk waits unread in my socket", "every survivor saw
+ * the death"; the parent sleeps in sigtimedwait until a rank ends.
  *
  * GF_COMM_BENCH=<n>: instead, rank 0 prints the median of 20 blocking
  * all-reduces of n floats per algorithm. */
+#include <dirent.h>
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "comm/comm_impl.h"
+#include "file_util.h"
 #include "gf/comm.h"
+#include "wait_util.h"
 
 #define MAXW 8
+
+/* The ranks' marks folder (tu_mark), made by the parent for each spawn of
+ * the world and passed in this variable. */
+#define MARKS_ENV "GF_TEST_COMM_MARKS"
+/* Deadline of every wait of a rank for another rank's event: far beyond
+ * what any of them takes (milliseconds), far below spawn_world's limit. */
+#define EVENT_WAIT_S 15.0
 
 /* ---- inputs and references ---------------------------------------------- */
 
@@ -62,10 +79,13 @@ static int64_t input_i(int r, size_t i) {
 }
 
 /* The tree's sum in rank order (lower + higher, level 0 first); reversed:
- * pairs half a world apart first (a wrong tree). */
+ * pairs half a world apart first (a wrong tree). world is 1..MAXW; v[0] is
+ * written before the loop, so the result never depends on world >= 1
+ * (which -O3's maybe-uninitialized cannot know). */
 static float tree_f(int world, size_t i, int reversed) {
   float v[MAXW];
-  for (int r = 0; r < world; r++) v[r] = (float)input(r, i);
+  v[0] = (float)input(0, i);
+  for (int r = 1; r < world; r++) v[r] = (float)input(r, i);
   if (reversed) {
     for (int h = world / 2; h >= 1; h /= 2)
       for (int r = 0; r < h; r++) v[r] = v[r] + v[r + h];
@@ -77,7 +97,8 @@ static float tree_f(int world, size_t i, int reversed) {
 }
 static double tree_d(int world, size_t i) {
   double v[MAXW];
-  for (int r = 0; r < world; r++) v[r] = input(r, i);
+  v[0] = input(0, i);
+  for (int r = 1; r < world; r++) v[r] = input(r, i);
   for (int l = 1; l < world; l *= 2)
     for (int r = 0; r + l < world; r += 2 * l) v[r] = v[r] + v[r + l];
   return v[0];
@@ -354,11 +375,41 @@ static void check_mismatch(const gf_launch_info *li) {
 
 /* ---- scenarios (one per spawn of the world) ------------------------------ */
 
+/* The most bytes waiting unread in any one socket of this process (its
+ * mesh connections), from FIONREAD; -1 when /proc/self/fd cannot be read. */
+static long most_unread(void) {
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) return -1;
+  long most = 0;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
+    int fd = atoi(de->d_name), n = 0;
+    struct stat sb;
+    if (fd == dirfd(d) || fstat(fd, &sb) != 0 || !S_ISSOCK(sb.st_mode))
+      continue;
+    if (ioctl(fd, FIONREAD, &n) == 0 && n > most) most = n;
+  }
+  closedir(d);
+  return most;
+}
+
+/* More unread bytes than any header or control message (24 bytes) or a
+ * barrier's empty messages: part of a data chunk. */
+#define CHUNK_UNREAD_MIN 16384
+
+static int chunk_waiting(void *arg) {
+  (void)arg;
+  return most_unread() >= CHUNK_UNREAD_MIN;
+}
+
 static int child_main(const char *scenario) {
   gf_launch_info li;
   gf_err e = {0};
   REQUIRE(gf_launch_detect(&li, gf_launch_getenv, NULL, &e) == GF_OK);
   int world = li.world_size, last = world - 1;
+  const char *marks = getenv(MARKS_ENV);
+  REQUIRE(marks && *marks);
   if (!strcmp(scenario, "main")) {
     gf_comm_config cfg = {GF_COMM_TCP, GF_ALLREDUCE_ENGINE, 30.0, NULL, &li};
     gf_comm *c = NULL;
@@ -375,9 +426,7 @@ static int child_main(const char *scenario) {
     gf_comm *c = NULL;
     REQUIRE(gf_comm_init(&c, &cfg, &e) == GF_OK);
     CHECK(gf_comm_barrier(c, &e) == GF_OK);
-    if (li.rank == last) {
-      usleep(2500 * 1000); /* never calls; leaves after the others */
-    } else {
+    if (li.rank != last) {
       float x[8] = {1};
       gf_comm_set_timeout(c, 0.5);
       double t0 = now_s();
@@ -387,9 +436,15 @@ static int child_main(const char *scenario) {
              e.msg);
       CHECKF(dt >= 0.49 && dt < 1.5, "timed out after %.3f s", dt);
       CHECKF(strstr(e.msg, "0.5 s") != NULL, "%s", e.msg);
-      /* every survivor times out before anyone's free says goodbye */
-      usleep(1000 * 1000);
+      tu_mark(marks, "allreduce-returned", li.rank);
     }
+    /* A free sends BYE, which a rank still inside its all-reduce would
+     * report as GF_EIO ("freed its communicator") instead of timing out;
+     * so nobody frees - the last rank, which never calls, included -
+     * before every other rank has timed out. */
+    CHECKF(tu_wait_marks(marks, "allreduce-returned", world, last,
+                         EVENT_WAIT_S),
+           "rank %d: not every other rank's all-reduce returned", li.rank);
     gf_comm_free(c);
   } else if (!strcmp(scenario, "dead")) {
     gf_comm_config cfg = {GF_COMM_TCP, GF_ALLREDUCE_ENGINE, 30.0, NULL, &li};
@@ -401,10 +456,18 @@ static int child_main(const char *scenario) {
     REQUIRE(x);
     if (li.rank == last) {
       /* dies while the others are in an all-reduce, with their first
-       * chunks unread in its socket buffers */
-      usleep(300 * 1000);
+       * chunks unread in its socket buffers: once every other rank has
+       * marked that it calls the all-reduce, and its ring neighbour's
+       * first chunk (1 MB / world) waits unread in a socket here */
+      CHECKF(tu_wait_marks(marks, "in-allreduce", world, last, EVENT_WAIT_S),
+             "rank %d: not every other rank called the all-reduce", last);
+      CHECKF(tu_wait_for(chunk_waiting, NULL, EVENT_WAIT_S, 0.001),
+             "rank %d: no chunk of the all-reduce arrived within %.3g s "
+             "(most unread in a socket: %ld bytes)",
+             last, EVENT_WAIT_S, most_unread());
       _exit(check_report());
     }
+    tu_mark(marks, "in-allreduce", li.rank);
     double t0 = now_s();
     gf_status st = gf_comm_allreduce(c, x, n, GF_CDT_F32, GF_RED_SUM, &e);
     double dt = now_s() - t0;
@@ -417,8 +480,12 @@ static int child_main(const char *scenario) {
     /* the comm stays broken, at once */
     t0 = now_s();
     CHECK(gf_comm_barrier(c, &e) == GF_EIO && now_s() - t0 < 0.5);
-    /* let the other survivors see the death before this abort's notice */
-    usleep(1000 * 1000);
+    /* the abort's notice reaches every other survivor, and one that had
+     * not seen the death yet would report the abort instead: abort only
+     * once every survivor has seen it */
+    tu_mark(marks, "saw-death", li.rank);
+    CHECKF(tu_wait_marks(marks, "saw-death", world, last, EVENT_WAIT_S),
+           "rank %d: not every survivor saw rank %d die", li.rank, last);
     gf_comm_abort(c, 3);
     CHECK(gf_comm_barrier(c, &e) == GF_ESTATE);
     gf_comm_free(c);
@@ -492,15 +559,25 @@ static int free_port(void) {
 }
 
 /* Runs `scenario` on `world` ranks; every rank must exit 0 within
- * limit_s. */
+ * limit_s (then the ones left are killed). The ranks share a fresh marks
+ * folder (MARKS_ENV), removed afterwards. The parent sleeps until a rank
+ * ends (SIGCHLD, blocked and taken with sigtimedwait) or the limit. */
 static void spawn_world(const char *scenario, int world, double limit_s) {
   int port = free_port();
+  char marks[512];
+  tu_mkdtemp(marks, sizeof marks);
+  sigset_t chld, old_mask;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  REQUIRE(sigprocmask(SIG_BLOCK, &chld, &old_mask) == 0);
   pid_t pid[MAXW];
   double t0 = now_s();
   for (int r = 0; r < world; r++) {
     pid[r] = fork();
     REQUIRE(pid[r] >= 0);
     if (pid[r] == 0) {
+      sigprocmask(SIG_SETMASK, &old_mask, NULL);
+      setenv(MARKS_ENV, marks, 1);
       char v[4][16];
       snprintf(v[0], 16, "%d", r);
       snprintf(v[1], 16, "%d", world);
@@ -519,11 +596,13 @@ static void spawn_world(const char *scenario, int world, double limit_s) {
       _exit(127);
     }
   }
-  int left = world, status[MAXW];
+  int left = world, status[MAXW], killed = 0;
   for (int r = 0; r < world; r++) status[r] = -1;
+  tu_deadline limit = tu_deadline_in(limit_s);
   while (left) {
     int ws = 0;
     pid_t p = waitpid(-1, &ws, WNOHANG);
+    REQUIRE(p >= 0);
     if (p > 0) {
       for (int r = 0; r < world; r++)
         if (pid[r] == p) {
@@ -533,19 +612,28 @@ static void spawn_world(const char *scenario, int world, double limit_s) {
         }
       continue;
     }
-    if (now_s() - t0 > limit_s) {
+    if (!killed && tu_deadline_passed(&limit)) {
+      fprintf(stderr, "%s: %d of %d ranks still running after %.0f s: "
+                      "killed\n", scenario, left, world, limit_s);
       for (int r = 0; r < world; r++)
         if (pid[r] > 0) kill(pid[r], SIGKILL);
-      limit_s = 1e9;
+      killed = 1;
       continue;
     }
-    usleep(10 * 1000);
+    /* until a rank ends (SIGCHLD stays pending while blocked, so one that
+     * ended since waitpid is not missed) or the limit */
+    double wait_s = killed ? 5.0 : tu_deadline_left(&limit) + 0.001;
+    struct timespec ts = {(time_t)wait_s,
+                          (long)((wait_s - (double)(time_t)wait_s) * 1e9)};
+    sigtimedwait(&chld, NULL, &ts);
   }
+  REQUIRE(sigprocmask(SIG_SETMASK, &old_mask, NULL) == 0);
   double dt = now_s() - t0;
   for (int r = 0; r < world; r++)
     CHECKF(status[r] == 0, "%s: rank %d of %d exited with %d", scenario, r,
            world, status[r]);
   fprintf(stderr, "%s on %d ranks: %.2f s\n", scenario, world, dt);
+  tu_rmdir(marks);
 }
 
 static void test_port_in_use(void) {

@@ -3,14 +3,24 @@
  * gf_data_fill) for any start step, queue depth and rank; it shuts down
  * cleanly mid-epoch, with a full queue, or before the first batch (run
  * under the sanitizer build); bad arguments are refused; the data-wait
- * bookkeeping adds up. */
+ * bookkeeping adds up.
+ *
+ * "A full queue": gf/data.h tells nothing of the queue's level, so the test
+ * watches the loader's thread in /proc/self/task: asleep in a futex wait
+ * (its condition variable) while nobody calls gf_data_loader_next, it has
+ * filled every slot of its ring - the only wait of its loop, apart from
+ * the stop it is not given until then (data_loader.c). */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "gf/data.h"
+#include "wait_util.h"
 
 /* n images of 3x4x4 with pseudo-random bytes, labels i % 10. */
 static void make_ds(gf_dataset *ds, uint32_t n) {
@@ -86,9 +96,73 @@ static void test_same_batches(void) {
   gf_dataset_free(&ds);
 }
 
-static void sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
+/* ---- the loader's thread, from /proc/self/task ------------------------- */
+
+#define MAX_TIDS 64
+
+/* This process's thread ids into tids (at most MAX_TIDS); their number. */
+static int thread_ids(pid_t *tids) {
+  DIR *d = opendir("/proc/self/task");
+  REQUIRE(d != NULL);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) && n < MAX_TIDS)
+    if (e->d_name[0] >= '0' && e->d_name[0] <= '9')
+      tids[n++] = (pid_t)atoi(e->d_name);
+  closedir(d);
+  return n;
+}
+
+/* The one thread that is not among before[0..nbefore) (the loader's, when
+ * called right after gf_data_loader_start). */
+static pid_t new_thread(const pid_t *before, int nbefore) {
+  pid_t now[MAX_TIDS];
+  int n = thread_ids(now);
+  pid_t found = 0;
+  for (int i = 0; i < n; i++) {
+    int old = 0;
+    for (int j = 0; j < nbefore && !old; j++) old = now[i] == before[j];
+    if (!old) {
+      REQUIRE(found == 0); /* exactly one new thread */
+      found = now[i];
+    }
+  }
+  REQUIRE(found != 0);
+  return found;
+}
+
+/* 1 when thread tid sleeps in a futex wait: state S in its stat, and, where
+ * the kernel shows it, the futex system call in its syscall file. */
+static int parked(void *arg) {
+  pid_t tid = *(const pid_t *)arg;
+  char path[96], buf[512];
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *paren = strrchr(buf, ')'); /* the name may hold spaces */
+  if (!paren || paren[1] != ' ' || paren[2] != 'S') return 0;
+  snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+  f = fopen(path, "r");
+  if (!f) return 1; /* not shown here: the state alone */
+  long nr = -1;
+  int got = fscanf(f, "%ld", &nr);
+  fclose(f);
+  return got == 1 && nr == SYS_futex;
+}
+
+/* Waits until the loader started right after thread_ids(before) has
+ * filled its ring (see the file's header); fails naming `what` when it
+ * has not within 10 s (a few batches of 64 images take microseconds). */
+static void wait_queue_full(const pid_t *before, int nbefore,
+                            const char *what) {
+  pid_t tid = new_thread(before, nbefore);
+  CHECKF(tu_wait_for(parked, &tid, 10.0, 0.0005),
+         "%s: the loader's thread (%d) never waited on a full queue within "
+         "10 s",
+         what, (int)tid);
 }
 
 static void test_shutdown(void) {
@@ -96,22 +170,27 @@ static void test_shutdown(void) {
   gf_dataset ds;
   make_ds(&ds, 500);
   gf_data_order ord = {.seed = 5, .batch = 64, .world_size = 1, .rank = 0};
-  /* Stopped before any batch is taken, at once and with a full queue. */
+  pid_t before[MAX_TIDS];
+  /* Stopped before any batch is taken: at once (even k: wherever the
+   * thread is) and with a full queue (odd k). */
   for (int k = 0; k < 20; k++) {
     gf_data_loader *ld = NULL;
+    int nbefore = thread_ids(before);
     REQUIRE(gf_data_loader_start(&ld, &ds, &ord, (uint64_t)k, 2, &err) == GF_OK);
-    if (k % 2) sleep_ms(2);
+    if (k % 2) wait_queue_full(before, nbefore, "stopped before any batch");
     gf_data_loader_free(ld);
   }
-  /* Stopped mid-epoch while holding a batch and with batches queued. */
+  /* Stopped mid-epoch while holding a batch and with batches queued (the
+   * ring full again behind the one held). */
   gf_data_loader *ld = NULL;
+  int nbefore = thread_ids(before);
   REQUIRE(gf_data_loader_start(&ld, &ds, &ord, 3, 3, &err) == GF_OK);
   const gf_batch *b = NULL;
   for (int s = 0; s < 4; s++) {
     CHECK(gf_data_loader_next(ld, &b, &err) == GF_OK);
     CHECK(b && b->step == 3u + (uint64_t)s);
   }
-  sleep_ms(5);
+  wait_queue_full(before, nbefore, "stopped mid-epoch");
   gf_data_loader_free(ld);
   gf_data_loader_free(NULL);
   gf_dataset_free(&ds);
