@@ -4,8 +4,8 @@
 #   monitor*.c     resource monitor: /proc sampling, NVML through dlopen,
 #                  the step-time split, MLflow system-metric names
 #                  (gf/monitor.h)
-# Included from trainer/CMakeLists.txt; needs gf_kernels (gf_status,
-# Philox). No NVML header or library at build time: libnvidia-ml.so.1 is
+# Included from trainer/CMakeLists.txt; needs gf_kernels (Philox) and
+# gf_base (gf_status, gf_fits). No NVML header or library at build time: libnvidia-ml.so.1 is
 # opened at run time.
 add_library(gf_metrics STATIC
   ${CMAKE_CURRENT_LIST_DIR}/src/swd.c
@@ -15,7 +15,7 @@ add_library(gf_metrics STATIC
 )
 target_include_directories(gf_metrics PUBLIC ${CMAKE_CURRENT_LIST_DIR}/include)
 target_link_libraries(gf_metrics
-  PUBLIC gf_model gf_kernels Threads::Threads m ${CMAKE_DL_LIBS})
+  PUBLIC gf_model gf_kernels gf_base Threads::Threads m ${CMAKE_DL_LIBS})
 # The projection loop is written to vectorize over descriptors without
 # changing the order of any sum (so results do not depend on the vector
 # width; the AVX2 clone of swd.c gives the same bits): -O3 as in

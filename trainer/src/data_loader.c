@@ -15,7 +15,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "gf/clock.h"
 
 #define LOADER_MAX_DEPTH 8
 
@@ -35,12 +36,6 @@ struct gf_data_loader {
   gf_err fail_err;
   _Atomic uint64_t wait_ns; /* total blocking time of gf_data_loader_next */
 };
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void *producer(void *arg) {
   gf_data_loader *ld = arg;
@@ -157,11 +152,11 @@ gf_status gf_data_loader_next(gf_data_loader *ld, const gf_batch **batch,
     ld->released = ld->consumed;
     pthread_cond_broadcast(&ld->cv);
   }
-  uint64_t t0 = now_ns();
+  uint64_t t0 = gf_mono_ns();
   while (ld->produced <= ld->consumed && !ld->failed) {
     pthread_cond_wait(&ld->cv, &ld->mu);
   }
-  uint64_t waited = now_ns() - t0;
+  uint64_t waited = gf_mono_ns() - t0;
   atomic_fetch_add(&ld->wait_ns, waited);
   if (ld->produced <= ld->consumed) { /* failed, nothing left */
     gf_status st = ld->failed;

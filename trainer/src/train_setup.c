@@ -1,6 +1,7 @@
 /* train_setup.c - how a ganflow-train run gets ready (train_state.h):
  * where it starts, its data, context and GAN, the ranks' slices and
  * shared state, the resource monitor. */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -9,43 +10,33 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "gf/checkpoint.h"
 #include "gf/ctx.h"
 #include "gf/data.h"
+#include "gf/fs.h"
 #include "gf/gan.h"
 #include "gf/image_grid.h"
 #include "gf/monitor.h"
 #include "gf/rng.h"
 #include "gf/swd.h"
+#include "gf/text.h"
 #include "gf/train.h"
 #include "mlflow/mlflow.h"
 #include "train_dist.h"
 #include "train_state.h"
 
-/* mkdir -p. */
+/* mkdir -p (gf_mkdir_p); kept for train_loop.c, which still calls it by
+ * this name. */
 gf_status train_make_dirs(const char *path, gf_err *err) {
-  char buf[GF_TRAIN_PATH_MAX];
-  snprintf(buf, sizeof buf, "%s", path);
-  for (char *p = buf + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-      return gf_fail(err, GF_EIO, "%s: cannot create: %s", buf,
-                     strerror(errno));
-    *p = '/';
-  }
-  if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-    return gf_fail(err, GF_EIO, "%s: cannot create: %s", buf, strerror(errno));
-  return GF_OK;
+  return gf_mkdir_p(path, 0755, err);
 }
 
 gf_status train_lock_dir(const char *dir, int *fd, gf_err *err) {
-  char path[GF_TRAIN_PATH_MAX + 16];
-  snprintf(path, sizeof path, "%s/.lock", dir);
+  char path[GF_PATH_MAX];
+  GF_TRY(gf_path_join(path, sizeof path, dir, ".lock", err));
   int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (f < 0)
     return gf_fail(err, GF_EIO, "%s: cannot open: %s", path, strerror(errno));
@@ -64,8 +55,9 @@ gf_status train_lock_dir(const char *dir, int *fd, gf_err *err) {
                      "--checkpoint-dir", dir, pid[0] ? pid : "unknown");
     return gf_fail(err, GF_EIO, "%s: cannot lock: %s", path, strerror(e));
   }
-  char line[32];
+  char line[32]; /* a long in decimal and '\n' */
   int len = snprintf(line, sizeof line, "%ld\n", (long)getpid());
+  assert(gf_fits(len, sizeof line));
   if (ftruncate(f, 0) != 0 || pwrite(f, line, (size_t)len, 0) != len) {
     /* the pid is only for the message above: the lock is what counts */
   }
@@ -73,20 +65,24 @@ gf_status train_lock_dir(const char *dir, int *fd, gf_err *err) {
   return GF_OK;
 }
 
-/* <checkpoint-dir>/run_id into st->run_id; false when absent or empty. */
-static bool read_run_id_file(train_state *st) {
-  char path[GF_TRAIN_PATH_MAX + 16];
-  snprintf(path, sizeof path, "%s/run_id", st->cfg->checkpoint_dir);
+/* <checkpoint-dir>/run_id into st->run_id; *found false when the file is
+ * absent or empty. GF_EINVAL when its path does not fit. */
+static gf_status read_run_id_file(train_state *st, bool *found, gf_err *err) {
+  *found = false;
+  char path[GF_PATH_MAX];
+  GF_TRY(gf_path_join(path, sizeof path, st->cfg->checkpoint_dir, "run_id",
+                      err));
   FILE *f = fopen(path, "r");
-  if (!f) return false;
+  if (!f) return GF_OK;
   char line[128] = "";
   bool ok = fgets(line, sizeof line, f) != NULL;
   fclose(f);
   line[strcspn(line, "\r\n")] = '\0';
   size_t n = strlen(line);
-  if (!ok || n == 0 || n > GF_CKPT_RUN_ID_MAX) return false;
+  if (!ok || n == 0 || n > GF_CKPT_RUN_ID_MAX) return GF_OK;
   memcpy(st->run_id, line, n + 1); /* fits: run_id holds MAX + 1 bytes */
-  return true;
+  *found = true;
+  return GF_OK;
 }
 
 /* Decides where to start: fills ckpt_path (or "") and run_id (or "").
@@ -95,10 +91,9 @@ gf_status train_choose_start(train_state *st, gf_err *err) {
   const gf_train_config *cfg = st->cfg;
   st->ckpt_path[0] = '\0';
   st->run_id[0] = '\0';
-  if (cfg->resume == GF_RESUME_PATH) {
-    snprintf(st->ckpt_path, sizeof st->ckpt_path, "%s", cfg->resume_path);
-    return GF_OK;
-  }
+  if (cfg->resume == GF_RESUME_PATH)
+    return gf_format(st->ckpt_path, sizeof st->ckpt_path, err,
+                     "--resume path", "%s", cfg->resume_path);
   gf_ckpt_meta meta;
   int skipped = 0;
   char skip_msg[512] = "";
@@ -112,7 +107,8 @@ gf_status train_choose_start(train_state *st, gf_err *err) {
             "(last: %s)\n", skipped, cfg->checkpoint_dir, skip_msg);
   bool have_ckpt = s == GF_OK;
   if (!have_ckpt) st->ckpt_path[0] = '\0';
-  bool have_id = have_ckpt ? false : read_run_id_file(st);
+  bool have_id = false;
+  if (!have_ckpt) GF_TRY(read_run_id_file(st, &have_id, err));
   if (cfg->resume == GF_RESUME_NEVER) {
     if (have_ckpt || have_id)
       return gf_fail(err, GF_EINVAL,
@@ -132,7 +128,8 @@ gf_status train_choose_start(train_state *st, gf_err *err) {
                      "--image-size, --channels or --z-dim differ); use the "
                      "same flags or another --checkpoint-dir",
                      st->ckpt_path);
-    snprintf(st->run_id, sizeof st->run_id, "%s", meta.run_id);
+    return gf_format(st->run_id, sizeof st->run_id, err, "checkpoint run id",
+                     "%s", meta.run_id);
   }
   return GF_OK;
 }
@@ -242,7 +239,8 @@ gf_status train_build_model(train_state *st, bool *usage, gf_err *err) {
                    (long long)meta.epoch_offset, (long long)meta.step,
                    cfg->batch, (long long)st->ds.n);
   if (cfg->resume == GF_RESUME_PATH)
-    snprintf(st->run_id, sizeof st->run_id, "%s", meta.run_id);
+    GF_TRY(gf_format(st->run_id, sizeof st->run_id, err, "checkpoint run id",
+                     "%s", meta.run_id));
   *usage = false;
   st->start_step = meta.step;
   st->ckpt_step = meta.step;
