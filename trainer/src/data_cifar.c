@@ -120,43 +120,52 @@ gf_status gf_data_cifar_load_mem(gf_dataset *ds, const uint8_t *buf,
   gf_src s;
   gf_src_open_mem(&s, name, buf, len);
   gf_status st = cifar_load(ds, &s, 1, opt, err);
-  if (!st) snprintf(ds->source, sizeof ds->source, "%s", name);
+  if (!st) st = gf_format(ds->source, sizeof ds->source, err, "dataset name",
+                          "%s", name);
+  if (st) gf_dataset_free(ds);
   return st;
 }
 
-int gf_data_cifar_find(const char *dir, char *out, size_t out_len) {
-  char probe[4096];
-  struct stat st;
-  snprintf(probe, sizeof probe, "%s/data_batch_1.bin", dir);
-  if (stat(probe, &st) == 0) {
-    snprintf(out, out_len, "%s", dir);
-    return 1;
+gf_status gf_data_cifar_find(const char *dir, char *out, size_t out_len,
+                             int *found, gf_err *err) {
+  static const char *const sub[] = {"", "cifar-10-batches-bin"};
+  *found = 0;
+  for (size_t i = 0; i < sizeof sub / sizeof sub[0]; i++) {
+    char base[GF_PATH_MAX], probe[GF_PATH_MAX];
+    struct stat st;
+    GF_TRY(gf_format(base, sizeof base, err, "CIFAR-10 folder path", "%s%s%s",
+                     dir, *sub[i] ? "/" : "", sub[i]));
+    GF_TRY(gf_format(probe, sizeof probe, err, "CIFAR-10 file path",
+                     "%s/data_batch_1.bin", base));
+    if (stat(probe, &st) == 0) {
+      *found = 1;
+      return gf_format(out, out_len, err, "CIFAR-10 folder path", "%s", base);
+    }
   }
-  snprintf(probe, sizeof probe, "%s/cifar-10-batches-bin/data_batch_1.bin", dir);
-  if (stat(probe, &st) == 0) {
-    snprintf(out, out_len, "%s/cifar-10-batches-bin", dir);
-    return 1;
-  }
-  return 0;
+  return GF_OK;
 }
 
 gf_status gf_data_load_cifar_dir(gf_dataset *ds, const char *dir,
                                  const gf_data_options *opt, gf_err *err) {
   memset(ds, 0, sizeof *ds);
-  char base[4096];
-  if (!gf_data_cifar_find(dir, base, sizeof base)) {
+  char base[GF_PATH_MAX];
+  int found;
+  gf_status st = gf_data_cifar_find(dir, base, sizeof base, &found, err);
+  if (st) return st;
+  if (!found) {
     return gf_fail(err, GF_ENOTFOUND,
                    "%s: no data_batch_1.bin here or in cifar-10-batches-bin/",
                    dir);
   }
-  char paths[CIFAR_FILES][4200];
+  char paths[CIFAR_FILES][GF_PATH_MAX];
   gf_src srcs[CIFAR_FILES];
   memset(srcs, 0, sizeof srcs);
-  gf_status st = GF_OK;
   int opened = 0;
   for (; opened < CIFAR_FILES; opened++) {
-    snprintf(paths[opened], sizeof paths[opened], "%s/data_batch_%d.bin", base,
-             opened + 1);
+    st = gf_format(paths[opened], sizeof paths[opened], err,
+                   "CIFAR-10 file path", "%s/data_batch_%d.bin", base,
+                   opened + 1);
+    if (st) break;
     st = gf_src_open_file(&srcs[opened], paths[opened], err);
     if (st == GF_ENOTFOUND) {
       st = gf_fail(err, GF_ENOTFOUND,
@@ -168,6 +177,8 @@ gf_status gf_data_load_cifar_dir(gf_dataset *ds, const char *dir,
   }
   if (!st) st = cifar_load(ds, srcs, CIFAR_FILES, opt, err);
   for (int f = 0; f < opened; f++) gf_src_close(&srcs[f]);
-  if (!st) snprintf(ds->source, sizeof ds->source, "%s", base);
+  if (!st) st = gf_format(ds->source, sizeof ds->source, err, "dataset path",
+                          "%s", base);
+  if (st) gf_dataset_free(ds);
   return st;
 }

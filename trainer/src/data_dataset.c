@@ -99,14 +99,12 @@ gf_status gf_data_detect(const char *path, gf_data_format *out, gf_err *err) {
                    "holds the dataset)",
                    path);
   }
-  char tmp[4096];
-  if (gf_data_idx_find(path)) {
-    *out = GF_DATA_IDX;
-  } else if (gf_data_cifar_find(path, tmp, sizeof tmp)) {
-    *out = GF_DATA_CIFAR10;
-  } else {
-    *out = GF_DATA_IMAGES;
-  }
+  char tmp[GF_PATH_MAX];
+  int idx = 0, cifar = 0;
+  gf_status s = gf_data_idx_find(path, &idx, err);
+  if (!s && !idx) s = gf_data_cifar_find(path, tmp, sizeof tmp, &cifar, err);
+  if (s) return s;
+  *out = idx ? GF_DATA_IDX : cifar ? GF_DATA_CIFAR10 : GF_DATA_IMAGES;
   return GF_OK;
 }
 

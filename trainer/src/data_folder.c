@@ -34,11 +34,13 @@ static int has_image_ext(const char *name) {
                  strcasecmp(dot, ".jpeg") == 0);
 }
 
-/* Adds the image files under root/rel (rel "" for root itself). */
+/* Adds the image files under root/rel (rel "" for root itself). A path
+ * that does not fit in GF_PATH_MAX is an error naming it, never skipped. */
 static gf_status walk(const char *root, const char *rel, int depth,
                       path_list *out, gf_err *err) {
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s%s%s", root, *rel ? "/" : "", rel);
+  char dir[GF_PATH_MAX];
+  GF_TRY(gf_format(dir, sizeof dir, err, "image folder path", "%s%s%s", root,
+                   *rel ? "/" : "", rel));
   DIR *d = opendir(dir);
   if (!d) {
     return gf_fail(err, errno == ENOENT ? GF_ENOTFOUND : GF_EIO,
@@ -48,12 +50,15 @@ static gf_status walk(const char *root, const char *rel, int depth,
   struct dirent *e;
   while (!st && (e = readdir(d))) {
     if (e->d_name[0] == '.') continue;
-    char relpath[4096], full[4096];
+    char relpath[GF_PATH_MAX], full[GF_PATH_MAX];
     int m = snprintf(relpath, sizeof relpath, "%s%s%s", rel, *rel ? "/" : "",
                      e->d_name);
-    int k = snprintf(full, sizeof full, "%s/%s", root, relpath);
-    if (m < 0 || k < 0 || (size_t)k >= sizeof full) {
-      st = gf_fail(err, GF_EINVAL, "%s/%s: path too long", dir, e->d_name);
+    int k = gf_fits(m, sizeof relpath)
+                ? snprintf(full, sizeof full, "%s/%s", root, relpath)
+                : -1;
+    if (!gf_fits(k, sizeof full)) {
+      st = gf_fail(err, GF_EINVAL, "%s/%s: path too long (at most %d "
+                   "characters)", dir, e->d_name, GF_PATH_MAX - 1);
       break;
     }
     struct stat ls;
@@ -220,8 +225,10 @@ gf_status gf_data_load_images_dir(gf_dataset *ds, const char *dir,
   const size_t stride = (size_t)ds->c * (size_t)ds->h * (size_t)ds->w;
   gf_img_scratch scratch = {0};
   for (size_t i = 0; i < files.n && !st; i++) {
-    char full[4096];
-    snprintf(full, sizeof full, "%s/%s", dir, files.v[i]);
+    char full[GF_PATH_MAX]; /* as walk made it, so it fits */
+    st = gf_format(full, sizeof full, err, "image path", "%s/%s", dir,
+                   files.v[i]);
+    if (st) break;
     uint8_t *buf;
     size_t len;
     st = read_file(full, &buf, &len, err);
@@ -245,6 +252,8 @@ gf_status gf_data_load_images_dir(gf_dataset *ds, const char *dir,
     return st;
   }
   ds->format = GF_DATA_IMAGES;
-  snprintf(ds->source, sizeof ds->source, "%s", dir);
-  return GF_OK;
+  st = gf_format(ds->source, sizeof ds->source, err, "dataset path", "%s",
+                 dir);
+  if (st) gf_dataset_free(ds);
+  return st;
 }

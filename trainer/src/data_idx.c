@@ -173,44 +173,58 @@ gf_status gf_data_idx_load_mem(gf_dataset *ds, const uint8_t *img,
   gf_src_open_mem(&si, img_name, img, img_len);
   gf_src_open_mem(&sl, lbl_name, lbl, lbl_len);
   gf_status st = idx_load(ds, &si, &sl, opt, err);
-  if (!st) snprintf(ds->source, sizeof ds->source, "%s", img_name);
+  if (!st) st = gf_format(ds->source, sizeof ds->source, err, "dataset name",
+                          "%s", img_name);
+  if (st) gf_dataset_free(ds);
   return st;
 }
 
-/* Writes dir/base or dir/base.gz (the plain file preferred) to out; 0 when
- * neither exists. */
-static int find_file(const char *dir, const char *base, char *out,
-                     size_t out_len) {
+/* Writes dir/base or dir/base.gz (the plain file preferred) to
+ * out[GF_PATH_MAX] and sets *found; *found = 0 when neither exists.
+ * GF_EINVAL naming the path when it does not fit. */
+static gf_status find_file(const char *dir, const char *base,
+                           char out[GF_PATH_MAX], int *found, gf_err *err) {
+  static const char *const ext[] = {"", ".gz"};
   struct stat st;
-  snprintf(out, out_len, "%s/%s", dir, base);
-  if (stat(out, &st) == 0) return 1;
-  snprintf(out, out_len, "%s/%s.gz", dir, base);
-  if (stat(out, &st) == 0) return 1;
-  return 0;
+  *found = 0;
+  for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+    GF_TRY(gf_format(out, GF_PATH_MAX, err, "IDX file path", "%s/%s%s", dir,
+                     base, ext[i]));
+    if (stat(out, &st) == 0) {
+      *found = 1;
+      return GF_OK;
+    }
+  }
+  return GF_OK;
 }
 
-int gf_data_idx_find(const char *dir) {
-  char path[4096];
-  return find_file(dir, IDX_IMAGES, path, sizeof path);
+gf_status gf_data_idx_find(const char *dir, int *found, gf_err *err) {
+  char path[GF_PATH_MAX];
+  return find_file(dir, IDX_IMAGES, path, found, err);
 }
 
 gf_status gf_data_load_idx_dir(gf_dataset *ds, const char *dir,
                                const gf_data_options *opt, gf_err *err) {
   memset(ds, 0, sizeof *ds);
-  char ipath[4096], lpath[4096];
-  if (!find_file(dir, IDX_IMAGES, ipath, sizeof ipath)) {
+  char ipath[GF_PATH_MAX], lpath[GF_PATH_MAX];
+  int found;
+  gf_status st = find_file(dir, IDX_IMAGES, ipath, &found, err);
+  if (st) return st;
+  if (!found) {
     return gf_fail(err, GF_ENOTFOUND,
                    "%s: no " IDX_IMAGES " or " IDX_IMAGES ".gz in this "
                    "directory",
                    dir);
   }
-  if (!find_file(dir, IDX_LABELS, lpath, sizeof lpath)) {
+  if ((st = find_file(dir, IDX_LABELS, lpath, &found, err)) != GF_OK)
+    return st;
+  if (!found) {
     return gf_fail(err, GF_ENOTFOUND,
                    "%s/" IDX_LABELS "[.gz]: missing (the labels of %s)", dir,
                    ipath);
   }
   gf_src si, sl;
-  gf_status st = gf_src_open_file(&si, ipath, err);
+  st = gf_src_open_file(&si, ipath, err);
   if (st) return st;
   st = gf_src_open_file(&sl, lpath, err);
   if (st) {
@@ -220,6 +234,8 @@ gf_status gf_data_load_idx_dir(gf_dataset *ds, const char *dir,
   st = idx_load(ds, &si, &sl, opt, err);
   gf_src_close(&si);
   gf_src_close(&sl);
-  if (!st) snprintf(ds->source, sizeof ds->source, "%s", dir);
+  if (!st) st = gf_format(ds->source, sizeof ds->source, err, "dataset path",
+                          "%s", dir);
+  if (st) gf_dataset_free(ds);
   return st;
 }

@@ -11,7 +11,9 @@
 
 #include "gf/data.h"
 #include "gf/data_parse.h"
+#include "gf/fs.h"
 #include "gf/status.h"
+#include "gf/text.h"
 
 /* ---- byte sources (data_src.c) ----------------------------------------- */
 
@@ -93,10 +95,14 @@ gf_status gf_data_load_images_dir(gf_dataset *ds, const char *dir,
                                   const gf_data_options *opt, gf_err *err);
 
 /* Finds the CIFAR-10 batch folder under dir (dir itself or
- * dir/cifar-10-batches-bin); writes it to out. 0 when neither holds
- * data_batch_1.bin. */
-int gf_data_cifar_find(const char *dir, char *out, size_t out_len);
-/* 1 when dir holds train-images-idx3-ubyte or train-images-idx3-ubyte.gz. */
-int gf_data_idx_find(const char *dir);
+ * dir/cifar-10-batches-bin): *found = 1 and the folder in out[out_len], or
+ * *found = 0 when neither holds data_batch_1.bin. GF_EINVAL naming the
+ * path when it does not fit (GF_PATH_MAX, out_len). */
+gf_status gf_data_cifar_find(const char *dir, char *out, size_t out_len,
+                             int *found, gf_err *err);
+/* *found = 1 when dir holds train-images-idx3-ubyte or
+ * train-images-idx3-ubyte.gz, else 0. GF_EINVAL naming the path when it
+ * does not fit in GF_PATH_MAX. */
+gf_status gf_data_idx_find(const char *dir, int *found, gf_err *err);
 
 #endif

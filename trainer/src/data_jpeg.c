@@ -6,7 +6,9 @@
  * No global state, nothing printed. */
 #include "data_internal.h"
 
+#include <assert.h>
 #include <setjmp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +42,19 @@ static void on_jpeg_emit(j_common_ptr cinfo, int msg_level) {
 }
 
 static void on_jpeg_output(j_common_ptr cinfo) { (void)cinfo; }
+
+/* Our own reason into c->msg: fixed words and numbers, which fit
+ * JMSG_LENGTH_MAX (200) by far. */
+static void jpeg_note(jpeg_ctx *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void jpeg_note(jpeg_ctx *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(c->msg, sizeof c->msg, fmt, ap);
+  va_end(ap);
+  assert(gf_fits(n, sizeof c->msg));
+  (void)n;
+}
 
 gf_status gf_data_jpeg_decode(const uint8_t *buf, size_t len, const char *name,
                               gf_image *out, gf_err *err) {
@@ -76,13 +91,13 @@ gf_status gf_data_jpeg_decode(const uint8_t *buf, size_t len, const char *name,
   if ((uint64_t)cinfo.image_width * cinfo.image_height > GF_DATA_MAX_PIXELS ||
       cinfo.image_width > GF_DATA_MAX_SIDE ||
       cinfo.image_height > GF_DATA_MAX_SIDE) {
-    snprintf(ctx.msg, sizeof ctx.msg, "%ux%u is larger than supported",
-             (unsigned)cinfo.image_width, (unsigned)cinfo.image_height);
+    jpeg_note(&ctx, "%ux%u is larger than supported",
+              (unsigned)cinfo.image_width, (unsigned)cinfo.image_height);
     longjmp(ctx.jb, 1);
   }
   if (cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK) {
     status = GF_EUNSUPPORTED;
-    snprintf(ctx.msg, sizeof ctx.msg, "CMYK/YCCK color is not supported");
+    jpeg_note(&ctx, "CMYK/YCCK color is not supported");
     longjmp(ctx.jb, 1);
   }
   cinfo.out_color_space =
@@ -91,21 +106,21 @@ gf_status gf_data_jpeg_decode(const uint8_t *buf, size_t len, const char *name,
   const int c = cinfo.output_components;
   const size_t w = cinfo.output_width, h = cinfo.output_height;
   if ((c != 1 && c != 3) || w == 0 || h == 0) {
-    snprintf(ctx.msg, sizeof ctx.msg, "unexpected output layout (%d components)", c);
+    jpeg_note(&ctx, "unexpected output layout (%d components)", c);
     longjmp(ctx.jb, 1);
   }
   status = GF_ENOMEM;
   pixels = malloc(w * h * (size_t)c);
   if (!pixels) {
-    snprintf(ctx.msg, sizeof ctx.msg, "out of memory");
+    jpeg_note(&ctx, "out of memory");
     longjmp(ctx.jb, 1);
   }
   status = GF_EFORMAT;
   while (cinfo.output_scanline < cinfo.output_height) {
     JSAMPROW row = pixels + (size_t)cinfo.output_scanline * w * (size_t)c;
     if (jpeg_read_scanlines(&cinfo, &row, 1) != 1) {
-      snprintf(ctx.msg, sizeof ctx.msg, "decoder stopped at row %u",
-               (unsigned)cinfo.output_scanline);
+      jpeg_note(&ctx, "decoder stopped at row %u",
+                (unsigned)cinfo.output_scanline);
       longjmp(ctx.jb, 1);
     }
   }
@@ -120,7 +135,7 @@ gf_status gf_data_jpeg_decode(const uint8_t *buf, size_t len, const char *name,
     status = GF_ENOMEM;
     planar = malloc(w * h * 3);
     if (!planar) {
-      snprintf(ctx.msg, sizeof ctx.msg, "out of memory");
+      jpeg_note(&ctx, "out of memory");
       longjmp(ctx.jb, 1);
     }
     const size_t plane = w * h;

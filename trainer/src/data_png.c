@@ -22,15 +22,22 @@ typedef struct png_ctx {
   char warn[160]; /* the first warning, often the reason for the error */
 } png_ctx;
 
+/* Copies libpng's text into dst[cap] (cap > 4); one too long for it keeps
+ * its start and ends in "..." so that the cut shows. */
+static void keep_text(char *dst, size_t cap, const char *src) {
+  int n = snprintf(dst, cap, "%s", src);
+  if (!gf_fits(n, cap)) memcpy(dst + cap - 4, "...", 4);
+}
+
 static void on_png_error(png_structp png, png_const_charp msg) {
   png_ctx *c = png_get_error_ptr(png);
-  snprintf(c->msg, sizeof c->msg, "%s", msg ? msg : "libpng error");
+  keep_text(c->msg, sizeof c->msg, msg ? msg : "libpng error");
   png_longjmp(png, 1);
 }
 
 static void on_png_warning(png_structp png, png_const_charp msg) {
   png_ctx *c = png_get_error_ptr(png);
-  if (!c->warn[0]) snprintf(c->warn, sizeof c->warn, "%s", msg ? msg : "?");
+  if (!c->warn[0]) keep_text(c->warn, sizeof c->warn, msg ? msg : "?");
 }
 
 static void on_png_read(png_structp png, png_bytep out, size_t n) {

@@ -69,12 +69,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gf/fs.h"
 #include "gf/status.h"
 
 /* Limits on what a reader accepts from a file. */
 #define GF_DATA_MAX_SIDE 16384      /* source width/height, and model size */
 #define GF_DATA_MAX_IMAGES 0x7fffffffu /* images in a dataset (indices fit u32) */
 #define GF_DATA_MAX_DEPTH 16        /* directory levels of an image folder */
+/* Room a dataset directory must leave in a path of GF_PATH_MAX bytes for
+ * the names the readers join to it, '/' included: the longest is
+ * "/cifar-10-batches-bin/data_batch_1.bin" (38 bytes); the rest is margin.
+ * The relative paths of an image folder are the folder's own: each is
+ * checked as it is found, and one that does not fit is an error naming
+ * it. */
+#define GF_DATA_DIR_ROOM 64
 
 typedef enum gf_data_format {
   GF_DATA_AUTO = 0,
@@ -120,7 +128,7 @@ typedef struct gf_dataset {
   int src_c, src_h, src_w; /* native geometry of the first image (IDX,
                              CIFAR10: all images; IMAGES: the first file) */
   gf_data_format format;  /* the format read (never AUTO) */
-  char source[4096];      /* the directory the files were read from */
+  char source[GF_PATH_MAX]; /* the directory the files were read from */
 } gf_dataset;
 
 /* Detects the format of opt->path (GF_DATA_AUTO rule above) without loading
