@@ -5,13 +5,16 @@
  * copies a byte. Not here: `ganflow inspect` (inspect.c). */
 #include "gf/checkpoint.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "gf/text.h"
 
 /* ---- layout ------------------------------------------------------------- */
 
@@ -42,7 +45,7 @@ static gf_status add_slot(ckpt_layout *L, const char *name, const char *suffix,
                    GF_CKPT_MAX_TENSORS);
   ckpt_slot *s = &L->slots[L->n];
   int k = snprintf(s->name, sizeof s->name, "%s%s", name, suffix);
-  if (k < 0 || (size_t)k >= sizeof s->name)
+  if (!gf_fits(k, sizeof s->name))
     return gf_fail(err, GF_EINVAL, "checkpoint: tensor name %s%s too long", name,
                    suffix);
   s->dtype = dt;
@@ -119,9 +122,12 @@ int gf_checkpoint_parse_name(const char *name, int64_t *step) {
     p++;
   }
   if (!digits) return 0;
-  /* Only the canonical spelling: what GF_CKPT_NAME_FMT makes of v. */
+  /* Only the canonical spelling: what GF_CKPT_NAME_FMT makes of v (at most
+   * 19 digits: 37 characters). */
   char canon[64];
-  snprintf(canon, sizeof canon, GF_CKPT_NAME_FMT, (long long)v);
+  int n = snprintf(canon, sizeof canon, GF_CKPT_NAME_FMT, (long long)v);
+  assert(gf_fits(n, sizeof canon));
+  (void)n;
   if (strcmp(canon, name) != 0) return 0;
   *step = v;
   return 1;
@@ -200,10 +206,7 @@ static gf_status list_checkpoints(const char *dir, ckpt_entry **out, size_t *n,
 
 static gf_status join_path(char *buf, size_t cap, const char *dir,
                            const char *name, gf_err *err) {
-  int k = snprintf(buf, cap, "%s/%s", dir, name);
-  if (k < 0 || (size_t)k >= cap)
-    return gf_fail(err, GF_EINVAL, "checkpoint: path %s/%s too long", dir, name);
-  return GF_OK;
+  return gf_format(buf, cap, err, "checkpoint path", "%s/%s", dir, name);
 }
 
 static gf_status copy_out(char *dst, size_t cap, const char *src, gf_err *err) {
@@ -269,7 +272,8 @@ gf_status gf_checkpoint_save(const char *dir, const gf_gan *gan,
   if (meta->step < 0)
     return gf_fail(err, GF_EINVAL, "checkpoint save: step is negative");
   char name[64], path[GF_CKPT_PATH_MAX];
-  snprintf(name, sizeof name, GF_CKPT_NAME_FMT, (long long)meta->step);
+  GF_TRY(gf_format(name, sizeof name, err, "checkpoint name", GF_CKPT_NAME_FMT,
+                   (long long)meta->step));
   gf_status st = join_path(path, sizeof path, dir, name, err);
   if (st != GF_OK) return st;
   if (path_out && strlen(path) >= path_cap)
@@ -308,6 +312,14 @@ gf_status gf_checkpoint_save(const char *dir, const gf_gan *gan,
 
 /* ---- find latest -------------------------------------------------------- */
 
+/* "<name>: <why>" into msg[cap] (cap > 0); a reason longer than the buffer
+ * keeps its start and ends in "..." so that the cut shows. */
+static void note_skip(char *msg, size_t cap, const char *name,
+                      const char *why) {
+  int n = snprintf(msg, cap, "%s: %s", name, why);
+  if (!gf_fits(n, cap) && cap > 4) memcpy(msg + cap - 4, "...", 4);
+}
+
 gf_status gf_checkpoint_find_latest(const char *dir, char *path_out,
                                     size_t path_cap, gf_ckpt_meta *meta_out,
                                     int *n_skipped, char *skip_msg,
@@ -338,8 +350,7 @@ gf_status gf_checkpoint_find_latest(const char *dir, char *path_out,
                    path, (long long)m.step);
     if (st != GF_OK) {
       skipped++;
-      if (skip_msg && skip_cap)
-        snprintf(skip_msg, skip_cap, "%s: %s", v[i].name, e.msg);
+      if (skip_msg && skip_cap) note_skip(skip_msg, skip_cap, v[i].name, e.msg);
       continue;
     }
     result = copy_out(path_out, path_cap, path, err);
@@ -357,18 +368,28 @@ gf_status gf_checkpoint_find_latest(const char *dir, char *path_out,
 
 /* ---- load --------------------------------------------------------------- */
 
-/* Names the first differing field of two configs into buf. */
+/* The longest text config_diff writes: a field name, two ints or two
+ * architecture names, and fixed words (about 70 characters). */
+#define CONFIG_DIFF_MAX 160
+
+/* Names the first differing field of two configs into buf[CONFIG_DIFF_MAX]. */
 static void config_diff(const gf_model_config *file, const gf_model_config *model,
-                        char *buf, size_t cap) {
+                        char buf[CONFIG_DIFF_MAX]) {
+  int n;
 #define GF_DIFF_INT(field)                                                     \
   if (file->field != model->field) {                                           \
-    snprintf(buf, cap, #field " %d in the checkpoint, %d in the model",        \
-             (int)file->field, (int)model->field);                             \
+    n = snprintf(buf, CONFIG_DIFF_MAX,                                         \
+                 #field " %d in the checkpoint, %d in the model",              \
+                 (int)file->field, (int)model->field);                         \
+    assert(gf_fits(n, CONFIG_DIFF_MAX));                                       \
     return;                                                                    \
   }
   if (file->architecture != model->architecture) {
-    snprintf(buf, cap, "architecture %s in the checkpoint, %s in the model",
-             gf_arch_name(file->architecture), gf_arch_name(model->architecture));
+    n = snprintf(buf, CONFIG_DIFF_MAX,
+                 "architecture %s in the checkpoint, %s in the model",
+                 gf_arch_name(file->architecture),
+                 gf_arch_name(model->architecture));
+    assert(gf_fits(n, CONFIG_DIFF_MAX));
     return;
   }
   GF_DIFF_INT(format_version)
@@ -381,7 +402,9 @@ static void config_diff(const gf_model_config *file, const gf_model_config *mode
   GF_DIFF_INT(ndf)
   GF_DIFF_INT(pixel_norm)
 #undef GF_DIFF_INT
-  snprintf(buf, cap, "configs differ");
+  n = snprintf(buf, CONFIG_DIFF_MAX, "configs differ");
+  assert(gf_fits(n, CONFIG_DIFF_MAX));
+  (void)n;
 }
 
 static int64_t read_i64_le(const void *p) {
@@ -391,13 +414,22 @@ static int64_t read_i64_le(const void *p) {
   return (int64_t)v;
 }
 
-static void shape_str(char *buf, size_t cap, int ndim, const int64_t *shape) {
+/* "[d0, d1, ...]" of up to GF_ST_MAX_DIMS dims: each at most ", " and 20
+ * characters, the brackets and the NUL. */
+#define SHAPE_STR_MAX (GF_ST_MAX_DIMS * 22 + 3)
+
+static void shape_str(char buf[SHAPE_STR_MAX], int ndim, const int64_t *shape) {
+  assert(ndim >= 0 && ndim <= GF_ST_MAX_DIMS);
   size_t k = 0;
-  k += (size_t)snprintf(buf, cap, "[");
-  for (int i = 0; i < ndim && k < cap; i++)
-    k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "",
-                          (long long)shape[i]);
-  if (k < cap) snprintf(buf + k, cap - k, "]");
+  buf[k++] = '[';
+  for (int i = 0; i < ndim && i < GF_ST_MAX_DIMS; i++) {
+    int n = snprintf(buf + k, SHAPE_STR_MAX - k, "%s%lld", i ? ", " : "",
+                     (long long)shape[i]);
+    assert(gf_fits(n, SHAPE_STR_MAX - k));
+    k += (size_t)n;
+  }
+  buf[k++] = ']';
+  buf[k] = '\0';
 }
 
 /* Checks that f holds exactly L's tensors with L's dtypes and shapes, and
@@ -417,9 +449,9 @@ static gf_status verify_tensors(const char *path, const gf_st_file *f,
     int same = t->ndim == s->ndim;
     for (int d = 0; same && d < s->ndim; d++) same = t->shape[d] == s->shape[d];
     if (!same || t->nbytes != s->nbytes) {
-      char a[96], b[96];
-      shape_str(a, sizeof a, t->ndim, t->shape);
-      shape_str(b, sizeof b, s->ndim, s->shape);
+      char a[SHAPE_STR_MAX], b[SHAPE_STR_MAX];
+      shape_str(a, t->ndim, t->shape);
+      shape_str(b, s->ndim, s->shape);
       return gf_fail(err, GF_EFORMAT,
                      "checkpoint %s: tensor %s has shape %s, the model %s",
                      path, s->name, a, b);
@@ -463,8 +495,8 @@ gf_status gf_checkpoint_load(const char *path, gf_gan *gan,
   gf_ckpt_meta m;
   st = gf_ckpt_open(path, &f, &m, err);
   if (st == GF_OK && !gf_model_config_equal(&m.config, &gan->cfg)) {
-    char diff[160];
-    config_diff(&m.config, &gan->cfg, diff, sizeof diff);
+    char diff[CONFIG_DIFF_MAX];
+    config_diff(&m.config, &gan->cfg, diff);
     st = gf_fail(err, GF_EINVAL, "checkpoint %s: config mismatch: %s", path, diff);
   }
   if (st == GF_OK) st = verify_tensors(path, &f, L, err);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gf/text.h"
 
 #define K_VERSION "ganflow.format_version"
 #define K_STEP "ganflow.step"
@@ -43,16 +44,21 @@ static gf_status validate(const gf_ckpt_meta *m, gf_err *err) {
 
 gf_status gf_ckpt_meta_to_kv(const gf_ckpt_meta *m, gf_ckpt_meta_kv *out, gf_err *err) {
   memset(out, 0, sizeof *out);
-  gf_status st = validate(m, err);
-  if (st != GF_OK) return st;
-  if ((st = gf_model_config_to_json_compact(&m->config, &out->config_json, err)) != GF_OK)
-    return st;
-  snprintf(out->nums[0], sizeof out->nums[0], "%d", m->format_version);
-  snprintf(out->nums[1], sizeof out->nums[1], "%lld", (long long)m->step);
-  snprintf(out->nums[2], sizeof out->nums[2], "%lld", (long long)m->epoch);
-  snprintf(out->nums[3], sizeof out->nums[3], "%lld", (long long)m->epoch_offset);
-  snprintf(out->nums[4], sizeof out->nums[4], "%llu", (unsigned long long)m->seed);
-  snprintf(out->nums[5], sizeof out->nums[5], "%d", m->world_size);
+  GF_TRY(validate(m, err));
+  /* Decimal integers of at most 20 digits: they fit nums[i] (24 bytes). */
+  GF_TRY(gf_format(out->nums[0], sizeof out->nums[0], err, K_VERSION, "%d",
+                   m->format_version));
+  GF_TRY(gf_format(out->nums[1], sizeof out->nums[1], err, K_STEP, "%lld",
+                   (long long)m->step));
+  GF_TRY(gf_format(out->nums[2], sizeof out->nums[2], err, K_EPOCH, "%lld",
+                   (long long)m->epoch));
+  GF_TRY(gf_format(out->nums[3], sizeof out->nums[3], err, K_EPOCH_OFFSET,
+                   "%lld", (long long)m->epoch_offset));
+  GF_TRY(gf_format(out->nums[4], sizeof out->nums[4], err, K_SEED, "%llu",
+                   (unsigned long long)m->seed));
+  GF_TRY(gf_format(out->nums[5], sizeof out->nums[5], err, K_WORLD, "%d",
+                   m->world_size));
+  GF_TRY(gf_model_config_to_json_compact(&m->config, &out->config_json, err));
   memcpy(out->run_id, m->run_id, sizeof out->run_id);
   const gf_st_kv kv[GF_CKPT_META_NKEYS] = {
       {K_VERSION, out->nums[0]}, {K_STEP, out->nums[1]},  {K_EPOCH, out->nums[2]},
