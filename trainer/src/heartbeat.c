@@ -10,6 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gf/fs.h"
+#include "gf/text.h"
+
 static const char MAGIC[] = "ganflow-heartbeat 1 ";
 
 static const char *const PHASES[GF_HB_N_PHASES] = {
@@ -42,15 +45,19 @@ void gf_heartbeat_none(gf_heartbeat *hb) {
   sanitize(hb->host, h, GF_HB_HOST_MAX);
 }
 
-static void path_of(char *out, size_t cap, const char *dir, int rank) {
-  snprintf(out, cap, "%s/rank-%d.hb", dir, rank);
+/* <dir>/rank-<rank>.hb into out[GF_PATH_MAX]; GF_EINVAL naming the path
+ * when it does not fit. */
+static gf_status path_of(char out[GF_PATH_MAX], const char *dir, int rank,
+                         gf_err *err) {
+  return gf_format(out, GF_PATH_MAX, err, "heartbeat file path", "%s/rank-%d.hb",
+                   dir, rank);
 }
 
 gf_status gf_heartbeat_open(gf_heartbeat *hb, const char *dir, int rank,
                             gf_err *err) {
   gf_heartbeat_none(hb);
-  char path[4096];
-  path_of(path, sizeof path, dir, rank);
+  char path[GF_PATH_MAX];
+  GF_TRY(path_of(path, dir, rank, err));
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     return gf_fail(err, GF_EIO, "heartbeat file %s: %s", path,
@@ -76,7 +83,7 @@ void gf_heartbeat_beat(gf_heartbeat *hb, gf_hb_phase phase, int64_t step) {
                    " phase=%s host=%s run=%s",
                    MAGIC, hb->rank, (long)getpid(), hb->seq, step,
                    gf_hb_phase_name(phase), hb->host, hb->run);
-  if (n < 0 || (size_t)n >= sizeof line - 1) return; /* cannot happen */
+  if (!gf_fits(n, sizeof line - 1)) return; /* cannot happen: fields are bounded */
   line[n] = ' '; /* snprintf's terminator becomes padding */
   line[sizeof line - 1] = '\n';
   ssize_t w = pwrite(hb->fd, line, sizeof line, 0);
@@ -192,8 +199,8 @@ gf_status gf_heartbeat_parse(const char *buf, size_t n, gf_heartbeat_rec *out,
 
 gf_status gf_heartbeat_read(const char *dir, int rank, gf_heartbeat_rec *out,
                             gf_err *err) {
-  char path[4096];
-  path_of(path, sizeof path, dir, rank);
+  char path[GF_PATH_MAX];
+  GF_TRY(path_of(path, dir, rank, err));
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT)

@@ -20,6 +20,7 @@
 
 #include "gf/philox.h"
 #include "gf/rng.h"
+#include "gf/text.h"
 
 /* Streams: gf_rng_stream(seed, GF_RNG_SWD, step 0, sub). */
 #define SWD_SUB_POSITIONS 0x100u /* + level */
@@ -63,9 +64,12 @@ int gf_swd_levels(int side, int min_level, int sizes[GF_SWD_MAX_LEVELS]) {
 char *gf_swd_metric_name(const gf_swd_result *r, int l, char *buf,
                          size_t cap) {
   if (!r || !buf || cap == 0 || l >= r->levels) return NULL;
-  int k = l < 0 ? snprintf(buf, cap, "swd/avg")
-                : snprintf(buf, cap, "swd/%d", r->size[l]);
-  if (k < 0 || (size_t)k >= cap) return NULL;
+  int k;
+  if (l < 0)
+    k = snprintf(buf, cap, "swd/avg");
+  else
+    k = snprintf(buf, cap, "swd/%d", r->size[l]);
+  if (!gf_fits(k, cap)) return NULL;
   return buf;
 }
 

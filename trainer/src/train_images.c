@@ -12,6 +12,8 @@
 
 #include <webp/encode.h>
 
+#include "gf/text.h"
+
 gf_status gf_uuid4(char out[GF_UUID_LEN + 1], gf_err *err) {
   uint8_t b[16];
   size_t got = 0;
@@ -66,12 +68,16 @@ gf_status gf_image_names_make(const char *key, int64_t step,
   char sk[GF_IMAGE_KEY_MAX + 1];
   for (size_t i = 0; i <= kl; i++) sk[i] = key[i] == '/' ? '~' : key[i];
   /* 7 + 250 + 6 + 19 + 11 + 19 + 1 + 36 + 16 < GF_IMAGE_NAME_MAX */
-  snprintf(out->png, sizeof out->png, "images/%s+step+%lld+timestamp+%lld+%s"
-           ".png", sk, (long long)step, (long long)timestamp_ms, uuid);
-  snprintf(out->webp, sizeof out->webp, "images/%s+step+%lld+timestamp+%lld"
-           "+%s+compressed.webp", sk, (long long)step,
-           (long long)timestamp_ms, uuid);
-  return GF_OK;
+  GF_TRY(gf_format(out->png, sizeof out->png, err, "image artifact name",
+                   "images/%s+step+%lld+timestamp+%lld+%s.png", sk,
+                   (long long)step, (long long)timestamp_ms, uuid));
+  gf_status st = gf_format(out->webp, sizeof out->webp, err,
+                           "image artifact name",
+                           "images/%s+step+%lld+timestamp+%lld+%s"
+                           "+compressed.webp", sk, (long long)step,
+                           (long long)timestamp_ms, uuid);
+  if (st != GF_OK) out->png[0] = '\0';
+  return st;
 }
 
 void gf_image_compressed_size(int w, int h, int max_size, int *out_w,

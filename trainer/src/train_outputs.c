@@ -17,11 +17,13 @@
 #include "gf/checkpoint.h"
 #include "gf/ctx.h"
 #include "gf/data.h"
+#include "gf/fs.h"
 #include "gf/gan.h"
 #include "gf/image_grid.h"
 #include "gf/monitor.h"
 #include "gf/rng.h"
 #include "gf/swd.h"
+#include "gf/text.h"
 #include "gf/train.h"
 #include "mlflow/mlflow.h"
 #include "train_dist.h"
@@ -106,8 +108,8 @@ static gf_status generate(train_state *st, const float *zs, int n,
 static gf_status stage_upload(train_state *st, const char *name,
                               const void *bytes, size_t len, const char *dest,
                               gf_err *err) {
-  char path[GF_TRAIN_PATH_MAX + 96];
-  snprintf(path, sizeof path, "%s/%s", st->cfg->checkpoint_dir, name);
+  char path[GF_PATH_MAX];
+  GF_TRY(gf_path_join(path, sizeof path, st->cfg->checkpoint_dir, name, err));
   gf_status s = gf_atomic_write_file(path, bytes, len, err);
   if (s == GF_OK) gf_tracker_upload(st->tracker, path, dest, true);
   return s;
@@ -139,14 +141,14 @@ gf_status train_write_samples(train_state *st, int64_t k, gf_err *err) {
   if (s == GF_OK)
     s = gf_image_names_make(GF_TRAIN_SAMPLES_KEY, k, mlflow_now_ms(), uuid,
                             &names, err);
-  if (s == GF_OK) {
-    snprintf(name, sizeof name, ".upload-samples-%lld.png", (long long)k);
-    s = stage_upload(st, name, png, png_len, names.png, err);
-  }
-  if (s == GF_OK) {
-    snprintf(name, sizeof name, ".upload-samples-%lld.webp", (long long)k);
-    s = stage_upload(st, name, webp, webp_len, names.webp, err);
-  }
+  if (s == GF_OK)
+    s = gf_format(name, sizeof name, err, "sample grid file name",
+                  ".upload-samples-%lld.png", (long long)k);
+  if (s == GF_OK) s = stage_upload(st, name, png, png_len, names.png, err);
+  if (s == GF_OK)
+    s = gf_format(name, sizeof name, err, "sample grid file name",
+                  ".upload-samples-%lld.webp", (long long)k);
+  if (s == GF_OK) s = stage_upload(st, name, webp, webp_len, names.webp, err);
   free(px);
   free(png);
   free(webp);
@@ -208,10 +210,10 @@ gf_status train_checkpoint(train_state *st, int64_t k, gf_err *err) {
   meta.epoch_offset = (int64_t)off;
   meta.seed = st->cfg->seed;
   meta.world_size = st->world;
-  snprintf(meta.run_id, sizeof meta.run_id, "%s",
-           gf_tracker_run_id(st->tracker));
+  GF_TRY(gf_format(meta.run_id, sizeof meta.run_id, err, "MLflow run id",
+                   "%s", gf_tracker_run_id(st->tracker)));
   meta.config = st->mcfg;
-  char path[GF_TRAIN_PATH_MAX + 64];
+  char path[GF_PATH_MAX];
   if (st->on_dev && (s = gf_gan_copy_state(&st->host, &st->gan, err)) != GF_OK)
     return s;
   s = gf_checkpoint_save(st->cfg->checkpoint_dir,
@@ -221,10 +223,17 @@ gf_status train_checkpoint(train_state *st, int64_t k, gf_err *err) {
   st->ckpt_step = k;
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
-  char stage[2 * GF_TRAIN_PATH_MAX + 96], dest[GF_TRAIN_PATH_MAX + 96];
-  snprintf(stage, sizeof stage, "%s/.upload-%s", st->cfg->checkpoint_dir,
-           base);
-  snprintf(dest, sizeof dest, "checkpoints/%s", base);
+  /* The checkpoint is written: a name that does not fit (which the
+   * --checkpoint-dir check rules out) costs its upload, not the run. */
+  char stage[GF_PATH_MAX], dest[GF_PATH_MAX];
+  gf_err nerr;
+  if (gf_format(stage, sizeof stage, &nerr, "checkpoint staging path",
+                "%s/.upload-%s", st->cfg->checkpoint_dir, base) != GF_OK ||
+      gf_format(dest, sizeof dest, &nerr, "checkpoint artifact path",
+                "checkpoints/%s", base) != GF_OK) {
+    fprintf(stderr, "\nganflow-train: %s not uploaded: %s\n", base, nerr.msg);
+    return GF_OK;
+  }
   unlink(stage);
   if (link(path, stage) == 0)
     gf_tracker_upload(st->tracker, stage, dest, true);

@@ -61,7 +61,8 @@ typedef struct gf_heartbeat {
 /* A writer that writes nothing. */
 void gf_heartbeat_none(gf_heartbeat *hb);
 /* Creates (truncates) <dir>/rank-<rank>.hb and writes a first beat (START,
- * step -1). GF_EIO naming the path when it cannot. */
+ * step -1). GF_EIO naming the path when it cannot; GF_EINVAL when the path
+ * does not fit in GF_PATH_MAX bytes. */
 gf_status gf_heartbeat_open(gf_heartbeat *hb, const char *dir, int rank,
                             gf_err *err);
 /* Records the MLflow run id written in later beats (copied; truncated to
@@ -91,7 +92,7 @@ typedef struct gf_heartbeat_rec {
 gf_status gf_heartbeat_parse(const char *buf, size_t n, gf_heartbeat_rec *out,
                              gf_err *err);
 /* Reads and parses <dir>/rank-<rank>.hb. GF_ENOTFOUND when it does not
- * exist yet. */
+ * exist yet; GF_EINVAL when its path does not fit in GF_PATH_MAX bytes. */
 gf_status gf_heartbeat_read(const char *dir, int rank, gf_heartbeat_rec *out,
                             gf_err *err);
 
