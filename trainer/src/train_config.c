@@ -3,6 +3,7 @@
  * usage error naming its flag), --help, and the config flattened into the
  * MLflow params of a run. Nothing here touches files, the network or MLflow.
  */
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
@@ -13,8 +14,22 @@
 
 #include "gf/comm.h"
 #include "gf/ctx.h"
+#include "gf/data.h"
+#include "gf/fs.h"
+#include "gf/text.h"
 #include "gf/train.h"
 #include "mlflow/registry.h"
+
+_Static_assert(GF_TRAIN_PATH_MAX == GF_PATH_MAX,
+               "the config's path fields are the paths gf_base checks");
+
+/* Room --checkpoint-dir must leave in a path of GF_PATH_MAX bytes for the
+ * names ganflow-train makes under it, '/' included. The longest today are
+ * "/.model-tmp/code/ganflow_pyfunc.py.tmp.XXXXXX" (45 bytes: the model
+ * directory's temporary files) and "/.upload-samples-<step>.webp.tmp.XXXXXX"
+ * (43 with --steps below 2^32); "/ckpt-<step>.safetensors.tmp.XXXXXX" and
+ * "/mlflow.outbox" are shorter. The rest is margin for names to come. */
+#define CKPT_DIR_ROOM 64
 
 /* Copies src into a fixed buffer; GF_EINVAL naming the flag when too long. */
 static gf_status copy_str(char *dst, size_t cap, const char *src,
@@ -38,7 +53,8 @@ void gf_train_config_default(gf_train_config *cfg) {
   cfg->lr_g = 2e-4;
   cfg->lr_d = 2e-4;
   cfg->seed = 1;
-  snprintf(cfg->device, sizeof cfg->device, "cpu");
+  int n = snprintf(cfg->device, sizeof cfg->device, "cpu");
+  assert(gf_fits(n, sizeof cfg->device));
   cfg->threads = 0;
   cfg->checkpoint_every = 500;
   cfg->keep = 3;
@@ -46,9 +62,13 @@ void gf_train_config_default(gf_train_config *cfg) {
   cfg->sample_every = 500;
   cfg->eval_every = 1000;
   cfg->log_every = 10;
+  /* A name from the environment that does not fit leaves "", which
+   * gf_train_config_finish refuses naming the variable unless --experiment
+   * replaced it. */
   const char *exp = getenv("MLFLOW_EXPERIMENT_NAME");
-  snprintf(cfg->experiment, sizeof cfg->experiment, "%s",
-           exp && *exp ? exp : GF_TRAIN_DEFAULT_EXPERIMENT);
+  n = snprintf(cfg->experiment, sizeof cfg->experiment, "%s",
+               exp && *exp ? exp : GF_TRAIN_DEFAULT_EXPERIMENT);
+  if (!gf_fits(n, sizeof cfg->experiment)) cfg->experiment[0] = '\0';
   cfg->eval_images = GF_TRAIN_EVAL_IMAGES;
   cfg->allreduce = GF_ALLREDUCE_ENGINE;
   cfg->grad_accum = 1;
@@ -125,7 +145,8 @@ static gf_status parse_device(const char *arg, gf_train_config *cfg,
   return copy_str(cfg->device, sizeof cfg->device, arg, "--device", err);
 }
 
-/* An MLflow-safe name for a folder: [A-Za-z0-9._-], others become '_'. */
+/* An MLflow-safe name for a folder: [A-Za-z0-9._-], others become '_';
+ * src is cut to cap - 1 bytes (cap >= 8). */
 static void safe_component(char *dst, size_t cap, const char *src) {
   size_t i = 0;
   for (; src[i] && i + 1 < cap; i++) {
@@ -133,14 +154,42 @@ static void safe_component(char *dst, size_t cap, const char *src) {
     dst[i] = (isalnum(ch) || ch == '.' || ch == '-' || ch == '_') ? (char)ch : '_';
   }
   dst[i] = '\0';
-  if (strcmp(dst, ".") == 0 || strcmp(dst, "..") == 0 || !*dst)
-    snprintf(dst, cap, "default");
+  if (strcmp(dst, ".") == 0 || strcmp(dst, "..") == 0 || !*dst) {
+    int n = snprintf(dst, cap, "default");
+    assert(gf_fits(n, cap));
+    (void)n;
+  }
+}
+
+/* GF_EINVAL naming flag when path leaves less than `room` bytes of a
+ * GF_PATH_MAX path for the names joined to it. */
+static gf_status check_room(const char *flag, const char *path, size_t room,
+                            gf_err *err) {
+  size_t n = strlen(path);
+  if (n + room < GF_PATH_MAX) return GF_OK;
+  return gf_fail(err, GF_EINVAL, "%s: %zu characters is too long: the paths "
+                 "of the files under it must fit in %d characters, so it may "
+                 "have at most %zu", flag, n, GF_PATH_MAX - 1,
+                 (size_t)GF_PATH_MAX - 1 - room);
 }
 
 gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err) {
   if (!cfg->data[0])
     return gf_fail(err, GF_EINVAL, "--data: required (a directory of IDX "
                    "files, CIFAR-10 batches or PNG/JPEG images)");
+  gf_data_options dopt;
+  gf_err derr;
+  if (gf_data_spec_parse(cfg->data, &dopt, &derr) == GF_OK)
+    GF_TRY(check_room("--data", dopt.path, GF_DATA_DIR_ROOM, err));
+  /* (a spec without a directory is refused when the data loads) */
+  if (!cfg->experiment[0]) {
+    const char *env = getenv("MLFLOW_EXPERIMENT_NAME");
+    if (env && strlen(env) >= sizeof cfg->experiment)
+      return gf_fail(err, GF_EINVAL, "MLFLOW_EXPERIMENT_NAME: value longer "
+                     "than %zu characters (shorten it or pass --experiment)",
+                     sizeof cfg->experiment - 1);
+    return gf_fail(err, GF_EINVAL, "--experiment: empty");
+  }
   if (strncmp(cfg->device, "cuda", 4) == 0) {
     if (!gf_cuda_built())
       return gf_fail(err, GF_EUNSUPPORTED,
@@ -179,8 +228,9 @@ gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err) {
       return gf_fail(err, GF_EINVAL, "--exact-reduce runs on --device cpu only");
   }
   if (!cfg->register_set)
-    snprintf(cfg->register_model, sizeof cfg->register_model, "ganflow-%s",
-             gf_arch_name(cfg->model));
+    GF_TRY(gf_format(cfg->register_model, sizeof cfg->register_model, err,
+                     "--register-model default", "ganflow-%s",
+                     gf_arch_name(cfg->model)));
   if (cfg->alias[0] && !cfg->register_model[0])
     return gf_fail(err, GF_EINVAL, "--alias: needs a registered model "
                    "(--register-model is '')");
@@ -195,10 +245,11 @@ gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err) {
     char e[GF_TRAIN_NAME_MAX], r[GF_TRAIN_NAME_MAX];
     safe_component(e, sizeof e, cfg->experiment);
     safe_component(r, sizeof r, cfg->run_name[0] ? cfg->run_name : "default");
-    snprintf(cfg->checkpoint_dir, sizeof cfg->checkpoint_dir,
-             "checkpoints/%s/%s", e, r);
+    GF_TRY(gf_format(cfg->checkpoint_dir, sizeof cfg->checkpoint_dir, err,
+                     "--checkpoint-dir default", "checkpoints/%s/%s", e, r));
   }
-  return GF_OK;
+  return check_room("--checkpoint-dir", cfg->checkpoint_dir, CKPT_DIR_ROOM,
+                    err);
 }
 
 gf_status gf_train_model_config(const gf_train_config *cfg,
@@ -540,13 +591,22 @@ void gf_train_usage(FILE *out, const char *prog) {
           prog);
 }
 
-/* The shortest %g form of v that reads back as exactly v ("0.0002"). */
+/* The shortest %g form of v that reads back as exactly v ("0.0002");
+ * cap >= 32 holds any of them (at most 24 characters). */
 static void fmt_double(char *buf, size_t cap, double v) {
   for (int prec = 1; prec <= 17; prec++) {
-    snprintf(buf, cap, "%.*g", prec, v);
+    int n = snprintf(buf, cap, "%.*g", prec, v);
+    assert(gf_fits(n, cap));
+    (void)n;
     if (strtod(buf, NULL) == v) return;
   }
 }
+
+/* Every param value fits by construction: numbers, fixed words, and the
+ * text of config fields no longer than a value. */
+_Static_assert(sizeof ((gf_train_config *)0)->data <= GF_TRAIN_PARAM_VAL_MAX &&
+               sizeof ((gf_train_config *)0)->device <= GF_TRAIN_PARAM_VAL_MAX,
+               "config text fits a param value");
 
 size_t gf_train_config_params(const gf_train_config *cfg,
                               gf_train_param *out, size_t n_max) {
@@ -555,7 +615,9 @@ size_t gf_train_config_params(const gf_train_config *cfg,
   do {                                                                    \
     if (n < n_max) {                                                      \
       out[n].key = (k);                                                   \
-      snprintf(out[n].value, sizeof out[n].value, __VA_ARGS__);           \
+      int len_ = snprintf(out[n].value, sizeof out[n].value, __VA_ARGS__); \
+      assert(gf_fits(len_, sizeof out[n].value));                         \
+      (void)len_;                                                         \
       n++;                                                                \
     }                                                                     \
   } while (0)
