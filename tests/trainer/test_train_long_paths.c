@@ -109,6 +109,7 @@ static void expect_refused(const char *tmp, const char *what,
   REQUIRE(chdir(cwd) == 0);
   int rc = tu_run_log(log, args, NULL, NULL);
   REQUIRE(chdir(home) == 0);
+  REQUIRE(rc != 127); /* not started: a wrong path */
   unsetenv("MLFLOW_EXPERIMENT_NAME");
   char *text = slurp(log);
   int before = check_failures_;
@@ -238,7 +239,12 @@ static void test_limits(void) {
 }
 
 int main(int argc, char **argv) {
-  if (argc > 1) g_bin = argv[1];
+  /* absolute: the executable runs from another working directory */
+  static char bin[4096];
+  if (argc > 1) {
+    REQUIRE(realpath(argv[1], bin) != NULL);
+    g_bin = bin;
+  }
   signal(SIGPIPE, SIG_IGN);
   char tmp[256];
   tu_mkdtemp(tmp, sizeof tmp);
