@@ -10,12 +10,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "gf/clock.h"
 #include "gfs/server.h"
 
 static void log_line(void *arg, const char *line) {
   FILE *f = arg;
   char ts[32];
-  time_t t = time(NULL);
+  time_t t = (time_t)(gf_unix_ms() / 1000);
   struct tm tm;
   gmtime_r(&t, &tm);
   strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);

@@ -3,12 +3,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gf/fs.h"
+#include "gf/text.h"
 #include "gfs/request.h"
 #include "gfs/server.h"
+#include "gfs/slot.h"
 
 void gfs_config_default(gfs_config *c) {
+  static const char host[] = "127.0.0.1";
+  _Static_assert(sizeof host <= sizeof c->host, "the default host fits");
   memset(c, 0, sizeof *c);
-  snprintf(c->host, sizeof c->host, "127.0.0.1");
+  memcpy(c->host, host, sizeof host);
   c->port = 8080;
   c->poll_s = 10;
   c->cache_dir = NULL; /* resolved by the server: see gfs_config_default */
@@ -80,6 +85,16 @@ static gf_status num_arg(const char *flag, const char *v, double lo,
   return GF_OK;
 }
 
+/* A file path from a flag: at most GF_PATH_MAX - 1 bytes, as the system
+ * takes it. */
+static gf_status path_arg(const char *flag, const char *v, gf_err *err) {
+  size_t n = strlen(v);
+  if (n >= GF_PATH_MAX)
+    return gf_fail(err, GF_EINVAL, "%s too long (%zu bytes, at most %d): "
+                   "%.64s...", flag, n, GF_PATH_MAX - 1, v);
+  return GF_OK;
+}
+
 static gf_status listen_arg(gfs_config *c, const char *v, gf_err *err) {
   const char *colon = strrchr(v, ':');
   if (!colon || colon == v || (size_t)(colon - v) >= sizeof c->host)
@@ -134,7 +149,8 @@ gf_status gfs_config_parse_args(gfs_config *c, int argc, char **argv,
       flag[eq - a] = '\0';
       v = eq + 1;
     } else {
-      snprintf(flag, sizeof flag, "%s", a);
+      if (!gf_fits(snprintf(flag, sizeof flag, "%s", a), sizeof flag))
+        return gf_fail(err, GF_EINVAL, "unknown flag '%.100s...'", a);
       if (i + 1 >= argc)
         return gf_fail(err, GF_EINVAL, "%s: missing value", flag);
       v = argv[++i];
@@ -153,14 +169,13 @@ gf_status gfs_config_parse_args(gfs_config *c, int argc, char **argv,
     } else if (strcmp(flag, "--poll") == 0) {
       st = num_arg(flag, v, 0, 86400, &c->poll_s, err);
     } else if (strcmp(flag, "--cache-dir") == 0) {
-      if (!*v) return gf_fail(err, GF_EINVAL, "--cache-dir: empty");
-      c->cache_dir = v;
+      if (!(st = gfs_cache_dir_check(v, "--cache-dir", err))) c->cache_dir = v;
     } else if (strcmp(flag, "--device") == 0) {
       st = device_arg(c, v, err);
     } else if (strcmp(flag, "--max-images") == 0) {
       if (!(st = int_arg(flag, v, 1, 1024, &x, err))) c->max_images = (int)x;
     } else if (strcmp(flag, "--token-file") == 0) {
-      c->token_file = v;
+      if (!(st = path_arg(flag, v, err))) c->token_file = v;
     } else if (strcmp(flag, "--workers") == 0) {
       if (!(st = int_arg(flag, v, 1, 64, &x, err))) c->workers = (int)x;
     } else if (strcmp(flag, "--threads") == 0) {
@@ -181,7 +196,7 @@ gf_status gfs_config_parse_args(gfs_config *c, int argc, char **argv,
       if (!(st = int_arg(flag, v, 1, 65536, &x, err)))
         c->max_conns = (unsigned)x;
     } else if (strcmp(flag, "--port-file") == 0) {
-      c->port_file = v;
+      if (!(st = path_arg(flag, v, err))) c->port_file = v;
     } else {
       return gf_fail(err, GF_EINVAL, "unknown flag '%s'", flag);
     }

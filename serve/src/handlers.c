@@ -7,13 +7,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gf/text.h"
 #include "server_internal.h"
 
-static void set_model_headers(gfs_req *r, const gfs_slot *sl,
-                              const gf_generator *m) {
-  snprintf(r->model, sizeof r->model, "%s", m->name);
-  snprintf(r->version, sizeof r->version, "%s", m->version);
-  snprintf(r->alias, sizeof r->alias, "%s", sl->alias ? sl->alias : "");
+/* The X-Model-* headers of r's answer. Slots refuse names and aliases
+ * longer than the header fields and versions come from a gfs_model_ref,
+ * so they fit; one that does not is answered 500 (no header is cut) and 0
+ * returned. */
+static int set_model_headers(gfs_req *r, const gfs_slot *sl,
+                             const gf_generator *m) {
+  const char *alias = sl->alias ? sl->alias : "";
+  if (gf_fits(snprintf(r->model, sizeof r->model, "%s", m->name),
+              sizeof r->model) &&
+      gf_fits(snprintf(r->version, sizeof r->version, "%s", m->version),
+              sizeof r->version) &&
+      gf_fits(snprintf(r->alias, sizeof r->alias, "%s", alias),
+              sizeof r->alias))
+    return 1;
+  r->model[0] = r->version[0] = r->alias[0] = '\0';
+  gfs_error(r, 500, "model '%s' version '%s' (alias '%s'): too long for the "
+            "X-Model-* headers", m->name, m->version, alias);
+  return 0;
 }
 
 static void answer_text(gfs_req *r, int status, const char *ctype,
@@ -82,9 +96,10 @@ static void model_meta(gfs_req *r, gfs_slot *sl) {
                    "%d}\n", gf_arch_name(c->architecture), c->z_dim,
                    c->image_channels, c->image_height, c->image_width,
                    m->max_batch);
-  set_model_headers(r, sl, m);
+  int headers_ok = set_model_headers(r, sl, m);
   gf_generator_unref(m);
-  answer_strbuf(r, 200, "application/json", &b);
+  if (headers_ok) answer_strbuf(r, 200, "application/json", &b);
+  else gf_strbuf_free(&b);
 }
 
 void gfs_handle_inline(gfs_server *s, gfs_req *r) {
@@ -170,9 +185,8 @@ static int job_prepare(gfs_server *s, gfs_req *r, gen_job *j) {
     return 0;
   }
   j->m = m;
-  set_model_headers(r, r->slot, m);
   gf_err e;
-  if (!version_ok(r, m)) goto fail;
+  if (!set_model_headers(r, r->slot, m) || !version_ok(r, m)) goto fail;
   if (r->route == GFS_R_GENERATE) {
     if (r->args.has_class && m->cfg.num_classes == 0) {
       gfs_error(r, 400, "class: model '%s' is unconditional", m->name);

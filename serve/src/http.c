@@ -3,12 +3,15 @@
  * 415; Inference-Header-Content-Length checked at once, 400), the hand
  * over of generation jobs to the workers (connection suspended, resumed
  * when the answer is ready) and the answer itself. */
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "gf/clock.h"
+#include "gf/text.h"
 #include "server_internal.h"
 
 static const char *const ALLOW_GET = "GET, HEAD";
@@ -148,16 +151,20 @@ static enum MHD_Result queue_answer(struct MHD_Connection *conn, gfs_req *r) {
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
   if (r->allow) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
   if (r->resp_header_len) {
-    char hl[24];
-    snprintf(hl, sizeof hl, "%zu", r->resp_header_len);
+    char hl[24]; /* a size_t in decimal: 20 digits at most */
+    int n = snprintf(hl, sizeof hl, "%zu", r->resp_header_len);
+    assert(gf_fits(n, sizeof hl));
+    (void)n;
     MHD_add_response_header(resp, "Inference-Header-Content-Length", hl);
   }
   if (r->auth_header)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                             "Bearer realm=\"ganflow-serve\"");
   if (r->retry_after > 0) {
-    char ra[16];
-    snprintf(ra, sizeof ra, "%d", r->retry_after);
+    char ra[16]; /* an int in decimal: 11 characters at most */
+    int n = snprintf(ra, sizeof ra, "%d", r->retry_after);
+    assert(gf_fits(n, sizeof ra));
+    (void)n;
     MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
   }
   if (r->model[0]) {
@@ -209,7 +216,10 @@ static int body_headers_ok(gfs_server *s, gfs_req *r,
                 "count 0..%zu (got '%.32s')", s->cfg.max_body, ih);
       return 0;
     }
-    snprintf(r->ihcl, sizeof r->ihcl, "%zu", v);
+    /* a size_t in decimal (20 digits at most) into ihcl[24] */
+    int n = snprintf(r->ihcl, sizeof r->ihcl, "%zu", v);
+    assert(gf_fits(n, sizeof r->ihcl));
+    (void)n;
   }
   const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                MHD_HTTP_HEADER_CONTENT_TYPE);
@@ -314,7 +324,7 @@ enum MHD_Result gfs_on_access(void *cls, struct MHD_Connection *conn,
     if (!r) return MHD_NO;
     atomic_init(&r->done, 0);
     r->conn = conn;
-    r->t0 = gfs_now();
+    r->t0 = gf_mono_s();
     *req_cls = r;
     on_headers(s, r, conn, url, method);
     if (r->status) return queue_answer(conn, r);
@@ -362,7 +372,7 @@ void gfs_on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     gfs_metrics_observe(&s->metrics, r->ep,
                         toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ||
                                 r->status >= 400 ? r->status : 499,
-                        gfs_now() - r->t0);
+                        gf_mono_s() - r->t0);
   drop_body(s, r);
   free(r->resp);
   free(r);
@@ -370,15 +380,15 @@ void gfs_on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 }
 
 void gfs_error(gfs_req *r, int status, const char *fmt, ...) {
-  char msg[512];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  char *msg = gfs_vformat(fmt, ap); /* any length: the whole message */
   va_end(ap);
   gf_strbuf b;
   gf_strbuf_init(&b);
   gf_strbuf_puts(&b, "{\"error\": ");
-  gf_strbuf_json_cstr(&b, msg);
+  gf_strbuf_json_cstr(&b, msg ? msg : "out of memory");
+  free(msg);
   gf_strbuf_puts(&b, "}\n");
   size_t len = 0;
   char *body = gf_strbuf_take(&b, &len);

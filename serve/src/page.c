@@ -1,10 +1,12 @@
 /* page.c - GET /: a small HTML page listing each model (URI, alias, the
  * version serving, the registry's versions and aliases, shapes, reload
  * counts) with a generated 4x4 grid (<img> of the generate endpoint). */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gf/text.h"
 #include "server_internal.h"
 
 static void url_component(gf_strbuf *b, const char *s) {
@@ -32,11 +34,11 @@ static void row(gf_strbuf *b, const char *k, const char *v) {
 
 static void model_section(gf_strbuf *b, gfs_slot *sl) {
   gf_generator *m = gfs_slot_acquire(sl);
+  /* Copies taken under the slot lock: the watcher replaces them. */
   pthread_mutex_lock(&sl->lock);
-  char versions[1024], failed[600];
-  snprintf(versions, sizeof versions, "%s",
-           sl->versions_text ? sl->versions_text : "(unknown)");
-  snprintf(failed, sizeof failed, "%s", sl->last_error);
+  char *versions = sl->versions_text ? strdup(sl->versions_text) : NULL;
+  char failed[sizeof sl->last_error];
+  memcpy(failed, sl->last_error, sizeof failed);
   pthread_mutex_unlock(&sl->lock);
   gf_strbuf_puts(b, "<section class=\"model\"><h2>");
   gf_strbuf_html(b, sl->name);
@@ -44,17 +46,25 @@ static void model_section(gf_strbuf *b, gfs_slot *sl) {
   row(b, "URI", sl->uri);
   row(b, "alias", sl->alias ? sl->alias : "(none)");
   row(b, "serving version", m ? m->version : "(not loaded yet)");
-  row(b, "registry versions", versions);
+  row(b, "registry versions", versions ? versions : "(unknown)");
+  free(versions);
+  /* An architecture's name (a short literal) and integers: 256 bytes hold
+   * either text. */
   char text[256];
+  int n;
   if (m) {
-    snprintf(text, sizeof text, "%s, z %d, %dx%dx%d",
-             gf_arch_name(m->cfg.architecture), m->cfg.z_dim,
-             m->cfg.image_channels, m->cfg.image_height, m->cfg.image_width);
+    n = snprintf(text, sizeof text, "%s, z %d, %dx%dx%d",
+                 gf_arch_name(m->cfg.architecture), m->cfg.z_dim,
+                 m->cfg.image_channels, m->cfg.image_height,
+                 m->cfg.image_width);
+    assert(gf_fits(n, sizeof text));
     row(b, "generator", text);
     row(b, "run", m->run_id ? m->run_id : "(none)");
   }
-  snprintf(text, sizeof text, "%lu loaded, %lu failed",
-           atomic_load(&sl->reloads), atomic_load(&sl->reload_failures));
+  n = snprintf(text, sizeof text, "%lu loaded, %lu failed",
+               atomic_load(&sl->reloads), atomic_load(&sl->reload_failures));
+  assert(gf_fits(n, sizeof text));
+  (void)n;
   row(b, "reloads", text);
   if (failed[0]) row(b, "last failure", failed);
   gf_strbuf_puts(b, "</table>\n");

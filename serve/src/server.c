@@ -9,40 +9,60 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
+#include "gf/clock.h"
+#include "gf/fs.h"
 #include "gf/mlflow_status.h"
+#include "gf/text.h"
 #include "server_internal.h"
 
-double gfs_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+char *gfs_vformat(const char *fmt, va_list ap) {
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap2);
+  va_end(ap2);
+  if (n < 0) return NULL;
+  char *text = malloc((size_t)n + 1);
+  if (!text) return NULL;
+  if (!gf_fits(vsnprintf(text, (size_t)n + 1, fmt, ap), (size_t)n + 1)) {
+    free(text);
+    return NULL;
+  }
+  return text;
+}
+
+static void log_text(gfs_server *s, const char *text) {
+  s->cfg.log(s->cfg.log_arg,
+             text ? text : "(a log line could not be formatted)");
 }
 
 void gfs_log(gfs_server *s, const char *fmt, ...) {
   if (!s->cfg.log) return;
-  char line[1024];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
+  char *line = gfs_vformat(fmt, ap);
   va_end(ap);
-  s->cfg.log(s->cfg.log_arg, line);
+  log_text(s, line);
+  free(line);
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
   gfs_server *s = cls;
   if (!s->cfg.log) return;
-  char line[1024];
   /* fmt and its arguments come from libmicrohttpd's own log calls. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
-  vsnprintf(line, sizeof line, fmt, ap);
+  char *line = gfs_vformat(fmt, ap);
 #pragma GCC diagnostic pop
-  size_t n = strlen(line);
-  while (n && line[n - 1] == '\n') line[--n] = '\0';
-  gfs_log(s, "http: %s", line);
+  if (line) {
+    size_t n = strlen(line);
+    while (n && line[n - 1] == '\n') line[--n] = '\0';
+    gfs_log(s, "http: %s", line);
+  } else {
+    log_text(s, NULL);
+  }
+  free(line);
 }
 
 /* ---- queue and workers ------------------------------------------------ */
@@ -144,7 +164,7 @@ static void *worker_main(void *arg) {
     pthread_mutex_unlock(&s->qlock);
     /* Jobs past their deadline are answered 503; the rest run. */
     int k = 0;
-    double now = gfs_now();
+    double now = gf_mono_s();
     for (int i = 0; i < n; i++) {
       gfs_req *q = batch[i];
       if (now - q->t0 > s->cfg.deadline_s) {
@@ -204,7 +224,7 @@ static void *watcher_main(void *arg) {
       int changed = 0;
       gf_err e;
       memset(&e, 0, sizeof e);
-      double t0 = gfs_now();
+      double t0 = gf_mono_s();
       gf_status st = gfs_slot_sync(sl, c, s->cache_dir, &o, &changed, &e);
       if (st != GF_OK && st != GF_ENOTFOUND) {
         gf_generator *cur = gfs_slot_acquire(sl);
@@ -220,7 +240,7 @@ static void *watcher_main(void *arg) {
       } else if (changed) {
         gf_generator *m = gfs_slot_acquire(sl);
         gfs_log(s, "model %s: version %s loaded in %.2f s from %s", sl->uri,
-                m ? m->version : "?", gfs_now() - t0, m ? m->dir : "?");
+                m ? m->version : "?", gf_mono_s() - t0, m ? m->dir : "?");
         gf_generator_unref(m);
       }
     }
@@ -229,11 +249,9 @@ static void *watcher_main(void *arg) {
     double wait = ready ? s->cfg.poll_s : 1.0;
     pthread_mutex_lock(&s->wlock);
     if (!s->wstop && wait > 0) {
+      /* wcond is a default condvar: its deadline is on CLOCK_REALTIME. */
       struct timespec ts;
-      clock_gettime(CLOCK_REALTIME, &ts);
-      double t = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + wait;
-      ts.tv_sec = (time_t)t;
-      ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+      gf_deadline_after(&ts, CLOCK_REALTIME, wait);
       while (!s->wstop &&
              pthread_cond_timedwait(&s->wcond, &s->wlock, &ts) != ETIMEDOUT) {
       }
@@ -254,7 +272,12 @@ static gf_status read_token(gfs_server *s, const char *path, gf_err *err) {
     return gf_fail(err, GF_EIO, "--token-file %s: %s", path, strerror(errno));
   char line[512];
   char *ok = fgets(line, sizeof line, f);
+  /* A first line that fgets could not take whole is refused, not cut. */
+  int next = ok && !strchr(line, '\n') ? fgetc(f) : EOF;
   fclose(f);
+  if (next != EOF && next != '\n' && next != '\r')
+    return gf_fail(err, GF_EINVAL, "--token-file %s: the token is too long "
+                   "(at most %zu bytes)", path, sizeof line - 1);
   size_t n = ok ? strlen(line) : 0;
   while (n && (line[n - 1] == '\n' || line[n - 1] == '\r' ||
                line[n - 1] == ' '))
@@ -266,25 +289,27 @@ static gf_status read_token(gfs_server *s, const char *path, gf_err *err) {
   return s->token ? GF_OK : gf_fail(err, GF_ENOMEM, "out of memory");
 }
 
+/* The cache directory: --cache-dir, else $HOME/.cache/ganflow-serve, else
+ * ./.ganflow-cache; checked for length (gfs_cache_dir_check) before
+ * anything is created, then made with every missing level. */
 static gf_status make_cache_dir(gfs_server *s, gf_err *err) {
-  char path[4096];
+  char path[GF_PATH_MAX];
+  const char *what = "--cache-dir";
   if (s->cfg.cache_dir) {
-    snprintf(path, sizeof path, "%s", s->cfg.cache_dir);
+    GF_TRY(gf_format(path, sizeof path, err, what, "%s", s->cfg.cache_dir));
   } else {
     const char *home = getenv("HOME");
+    what = "the default cache directory ($HOME/.cache/ganflow-serve)";
     if (home && *home)
-      snprintf(path, sizeof path, "%s/.cache/ganflow-serve", home);
+      GF_TRY(gf_format(path, sizeof path, err, what, "%s/.cache/ganflow-serve",
+                       home));
     else
-      snprintf(path, sizeof path, ".ganflow-cache");
+      GF_TRY(gf_format(path, sizeof path, err, what, ".ganflow-cache"));
   }
-  for (char *p = path + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    mkdir(path, 0755);
-    *p = '/';
-  }
-  if (mkdir(path, 0755) != 0 && errno != EEXIST)
-    return gf_fail(err, GF_EIO, "--cache-dir %s: %s", path, strerror(errno));
+  GF_TRY(gfs_cache_dir_check(path, what, err));
+  gf_err e;
+  if (gf_mkdir_p(path, 0755, &e) != GF_OK)
+    return gf_fail(err, e.code, "%s: %s", what, e.msg);
   s->cache_dir = strdup(path);
   return s->cache_dir ? GF_OK : gf_fail(err, GF_ENOMEM, "out of memory");
 }

@@ -7,6 +7,7 @@
 
 #include <microhttpd.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 
 #include "gf/strbuf.h"
@@ -62,9 +63,9 @@ typedef struct gfs_req {
   const char *allow;           /* Allow header for 405, static */
   int retry_after;             /* seconds; 0 = no header */
   int auth_header;             /* add WWW-Authenticate */
-  char model[128];             /* X-Model-Name ("" = none) */
-  char version[32];            /* X-Model-Version */
-  char alias[64];              /* X-Model-Alias */
+  char model[GFS_NAME_MAX + 1]; /* X-Model-Name ("" = none) */
+  char version[32];            /* X-Model-Version (a gfs_model_ref's) */
+  char alias[GFS_NAME_MAX + 1]; /* X-Model-Alias ("" = none) */
   int queued;                  /* handed to the workers, connection suspended */
   atomic_int done;             /* a worker has filled the answer */
   int answered;                /* response queued to MHD */
@@ -97,7 +98,12 @@ struct gfs_server {
   int watcher_started;
 };
 
-double gfs_now(void);
+/* fmt and its arguments as a malloc'd text of any length (the caller frees
+ * it); NULL when out of memory or when they cannot be formatted. For log
+ * lines and error answers, which carry outside text: never cut short. */
+char *gfs_vformat(const char *fmt, va_list ap)
+    __attribute__((format(printf, 1, 0)));
+/* One log line to cfg.log (nothing when it is NULL), of any length. */
 void gfs_log(gfs_server *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

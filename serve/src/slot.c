@@ -1,11 +1,14 @@
 /* slot.c - model slots: acquire/install under a lock, and one poll of the
  * registry (resolve, fetch, load beside the old version, swap). See
  * gfs/slot.h. */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gf/mlflow_status.h"
+#include "gf/strbuf.h"
+#include "gf/text.h"
 #include "gfs/slot.h"
 
 gf_status gfs_slot_init(gfs_slot *s, const char *uri, gf_err *err) {
@@ -19,6 +22,16 @@ gf_status gfs_slot_init(gfs_slot *s, const char *uri, gf_err *err) {
   memset(&u, 0, sizeof u);
   if (mlflow_model_uri_parse(uri, &u, &me) != MLFLOW_OK)
     return gf_fail_mlflow(err, &me, "--model %s", uri);
+  /* The name becomes a cache directory and a header, the alias a header:
+   * too long for either is refused here, not cut there. */
+  size_t nlen = strlen(u.name), alen = u.alias ? strlen(u.alias) : 0;
+  if (nlen > GFS_NAME_MAX || alen > GFS_NAME_MAX) {
+    mlflow_model_uri_free(&u);
+    return gf_fail(err, GF_EINVAL, "--model %.300s: the model %s is too long "
+                   "(%zu bytes, at most %d)", uri,
+                   nlen > GFS_NAME_MAX ? "name" : "alias",
+                   nlen > GFS_NAME_MAX ? nlen : alen, GFS_NAME_MAX);
+  }
   s->uri = strdup(uri);
   s->name = strdup(u.name);
   s->alias = u.alias ? strdup(u.alias) : NULL;
@@ -56,16 +69,15 @@ void gfs_slot_install(gfs_slot *s, gf_generator *m) {
   gf_generator_unref(old); /* freed here or by its last request */
 }
 
-/* "3 @production, 2, 1 @candidate" from the registry; NULL on failure. */
+/* "3 @production, 2, 1 @candidate" from the registry (the first 20
+ * versions); malloc'd, the caller frees it; NULL on failure. */
 static char *versions_text(mlflow_client *c, const char *name) {
   mlflow_model_version_list l;
   mlflow_error me;
   memset(&l, 0, sizeof l);
   if (mlflow_model_versions_search(c, name, &l, &me) != MLFLOW_OK) return NULL;
-  size_t cap = 4096, len = 0;
-  char *out = malloc(cap);
-  if (!out) goto done;
-  out[0] = '\0';
+  gf_strbuf b;
+  gf_strbuf_init(&b);
   for (size_t i = 0; i < l.count && i < 20; i++) {
     const mlflow_model_version *v = &l.items[i];
     /* model-versions/search leaves aliases out; model-versions/get has
@@ -76,16 +88,16 @@ static char *versions_text(mlflow_client *c, const char *name) {
         mlflow_model_version_get(c, name, v->version, &full, &me) ==
             MLFLOW_OK)
       v = &full;
-    len += (size_t)snprintf(out + len, cap - len, "%s%s", i ? ", " : "",
-                            v->version ? v->version : "?");
-    for (size_t a = 0; a < v->n_aliases && len < cap; a++)
-      len += (size_t)snprintf(out + len, cap - len, " @%s", v->aliases[a]);
+    if (i) gf_strbuf_puts(&b, ", ");
+    gf_strbuf_puts(&b, v->version ? v->version : "?");
+    for (size_t a = 0; a < v->n_aliases; a++) {
+      gf_strbuf_puts(&b, " @");
+      gf_strbuf_puts(&b, v->aliases[a]);
+    }
     mlflow_model_version_free(&full);
-    if (len >= cap - 64) break;
   }
-done:
   mlflow_model_version_list_free(&l);
-  return out;
+  return gf_strbuf_take(&b, NULL);
 }
 
 static gf_status record_failure(gfs_slot *s, const char *version,
@@ -93,8 +105,16 @@ static gf_status record_failure(gfs_slot *s, const char *version,
   pthread_mutex_lock(&s->lock);
   free(s->failed_version);
   s->failed_version = strdup(version);
-  snprintf(s->last_error, sizeof s->last_error, "version %.20s: %.400s", version,
-           e->msg);
+  /* version is a gfs_model_ref's, msg a gf_err's: the text fits
+   * last_error by their sizes. */
+  _Static_assert(sizeof s->last_error >=
+                     sizeof "version : " +
+                         sizeof ((gfs_model_ref *)0)->version + sizeof e->msg,
+                 "last_error holds a version and a gf_err message");
+  int n = snprintf(s->last_error, sizeof s->last_error, "version %s: %s",
+                   version, e->msg);
+  assert(gf_fits(n, sizeof s->last_error));
+  (void)n;
   pthread_mutex_unlock(&s->lock);
   atomic_fetch_add(&s->reload_failures, 1);
   return gf_fail(err, st, "%s version %s not loaded (%s)", s->name, version,
@@ -111,44 +131,20 @@ gf_status gfs_slot_sync(gfs_slot *s, mlflow_client *c, const char *cache_dir,
     s->versions_text = vt;
     pthread_mutex_unlock(&s->lock);
   }
-  mlflow_model_version mv;
-  mlflow_error me;
-  memset(&mv, 0, sizeof mv);
-  memset(&me, 0, sizeof me);
-  if (mlflow_model_resolve(c, s->uri, &mv, &me) != MLFLOW_OK) {
-    mlflow_model_version_free(&mv);
-    return gf_fail_mlflow(err, &me, "resolve %s", s->uri);
-  }
-  char version[32];
-  snprintf(version, sizeof version, "%s", mv.version ? mv.version : "");
-  mlflow_model_version_free(&mv);
+  gfs_model_ref ref;
+  GF_TRY(gfs_model_resolve(c, s->uri, &ref, err));
 
   pthread_mutex_lock(&s->lock);
-  int same = (s->cur && strcmp(s->cur->version, version) == 0) ||
-             (s->failed_version && strcmp(s->failed_version, version) == 0);
+  int same = (s->cur && strcmp(s->cur->version, ref.version) == 0) ||
+             (s->failed_version && strcmp(s->failed_version, ref.version) == 0);
   pthread_mutex_unlock(&s->lock);
   if (same) return GF_OK;
 
-  char dir[4096];
   gf_err e;
   memset(&e, 0, sizeof e);
   gf_generator *m = NULL;
-  gf_status st = gfs_cache_fetch(c, cache_dir, s->name, version, dir,
-                                 sizeof dir, &e);
-  if (st == GF_OK) st = gf_generator_load(dir, s->name, version, o, &m, &e);
-  if (st == GF_EINTEGRITY || st == GF_EFORMAT || st == GF_EIO) {
-    /* A damaged cache entry is fetched once more; a damaged upload fails
-     * again and stays failed. */
-    gf_err e2;
-    if (gfs_cache_evict(dir, &e2) == GF_OK &&
-        gfs_cache_fetch(c, cache_dir, s->name, version, dir, sizeof dir,
-                        &e2) == GF_OK &&
-        gf_generator_load(dir, s->name, version, o, &m, &e2) == GF_OK)
-      st = GF_OK;
-    else if (st != GF_OK)
-      gfs_cache_evict(dir, &e2);
-  }
-  if (st != GF_OK) return record_failure(s, version, st, &e, err);
+  gf_status st = gfs_cache_load(c, cache_dir, s->name, ref.version, o, &m, &e);
+  if (st != GF_OK) return record_failure(s, ref.version, st, &e, err);
   gfs_slot_install(s, m);
   pthread_mutex_lock(&s->lock);
   free(s->failed_version);

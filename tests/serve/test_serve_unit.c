@@ -2,8 +2,9 @@
  * the generate query parser, the V2 body parser (JSON, outputs and
  * parameters asked, the binary tensor data extension), Content-Type and
  * Inference-Header-Content-Length, the MLflow scoring bodies (every form
- * MLflow's scoring server takes), the pixel mapping, the command line, the
- * metrics text, the JSON number writer (every float reads back as
+ * MLflow's scoring server takes), the pixel mapping, the command line
+ * (paths too long for what they are joined into refused there), slot
+ * names too long for the cache, the metrics text, the JSON number writer (every float reads back as
  * itself), and the checker proving it fires. */
 #include <float.h>
 #include <math.h>
@@ -18,6 +19,7 @@
 #include "gfs/metrics.h"
 #include "gfs/request.h"
 #include "gfs/server.h"
+#include "gfs/slot.h"
 
 static gf_status q(const char *s, gfs_gen_args *a) {
   gf_err e;
@@ -601,6 +603,66 @@ static void test_config(void) {
   CHECK(strstr(e.msg, "--batch-rows") != NULL);
   CHECK_INT_EQ(args(&c, &help, &e, 4, "--model", "models:/a@p",
                     "--batch-rows", "4096"), GF_EINVAL);
+  /* --cache-dir: GFS_CACHE_DIR_MAX bytes are taken, one more is refused
+   * (CACHE/NAME/VERSION/FILE would not fit a path) */
+  static char dir[GF_PATH_MAX + 2];
+  memset(dir, 'd', GFS_CACHE_DIR_MAX + 1);
+  dir[0] = '/';
+  dir[GFS_CACHE_DIR_MAX + 1] = '\0';
+  CHECK_INT_EQ(args(&c, &help, &e, 4, "--model", "models:/a@p",
+                    "--cache-dir", dir), GF_EINVAL);
+  CHECK(strstr(e.msg, "--cache-dir") != NULL);
+  dir[GFS_CACHE_DIR_MAX] = '\0';
+  CHECK_INT_EQ(args(&c, &help, &e, 4, "--model", "models:/a@p",
+                    "--cache-dir", dir), GF_OK);
+  CHECK(c.cache_dir && strlen(c.cache_dir) == GFS_CACHE_DIR_MAX);
+  CHECK_INT_EQ(args(&c, &help, &e, 4, "--model", "models:/a@p",
+                    "--cache-dir", ""), GF_EINVAL);
+  /* --token-file and --port-file: no longer than a path */
+  memset(dir, 'd', GF_PATH_MAX);
+  dir[GF_PATH_MAX] = '\0';
+  CHECK_INT_EQ(args(&c, &help, &e, 4, "--model", "models:/a@p",
+                    "--token-file", dir), GF_EINVAL);
+  CHECK(strstr(e.msg, "--token-file") != NULL);
+  CHECK_INT_EQ(args(&c, &help, &e, 4, "--model", "models:/a@p",
+                    "--port-file", dir), GF_EINVAL);
+  CHECK(strstr(e.msg, "--port-file") != NULL);
+  /* a flag longer than any flag: unknown, not cut to a known one */
+  CHECK_INT_EQ(args(&c, &help, &e, 3, "--model", "models:/a@p", dir),
+               GF_EINVAL);
+  CHECK(strstr(e.msg, "unexpected argument") != NULL);
+  dir[0] = dir[1] = '-';
+  CHECK_INT_EQ(args(&c, &help, &e, 4, "--model", "models:/a@p", dir, "v"),
+               GF_EINVAL);
+  CHECK(strstr(e.msg, "unknown flag") != NULL);
+}
+
+/* A model name or alias that the cache and the headers cannot take is
+ * refused when the slot is made; the longest one is taken. */
+static void test_slot_names(void) {
+  char uri[GFS_NAME_MAX + 64];
+  char name[GFS_NAME_MAX + 2];
+  memset(name, 'n', sizeof name - 1);
+  name[sizeof name - 1] = '\0'; /* GFS_NAME_MAX + 1 bytes */
+  gfs_slot sl;
+  gf_err e;
+  REQUIRE(snprintf(uri, sizeof uri, "models:/%s@prod", name) <
+          (int)sizeof uri);
+  CHECK_INT_EQ(gfs_slot_init(&sl, uri, &e), GF_EINVAL);
+  CHECK(strstr(e.msg, "--model") && strstr(e.msg, "name is too long"));
+  gfs_slot_free(&sl);
+  REQUIRE(snprintf(uri, sizeof uri, "models:/m@%s", name) < (int)sizeof uri);
+  CHECK_INT_EQ(gfs_slot_init(&sl, uri, &e), GF_EINVAL); /* the URI parser's */
+  CHECK(strstr(e.msg, "--model") != NULL);
+  gfs_slot_free(&sl);
+  name[GFS_NAME_MAX] = '\0';
+  REQUIRE(snprintf(uri, sizeof uri, "models:/%s@prod", name) <
+          (int)sizeof uri);
+  CHECK_INT_EQ(gfs_slot_init(&sl, uri, &e), GF_OK);
+  CHECK_INT_EQ(strlen(sl.name), GFS_NAME_MAX);
+  gfs_slot_free(&sl);
+  CHECK_INT_EQ(gfs_cache_dir_check("", "--cache-dir", &e), GF_EINVAL);
+  CHECK_INT_EQ(gfs_cache_dir_check("/tmp/cache", "--cache-dir", &e), GF_OK);
 }
 
 static void test_metrics(void) {
@@ -649,6 +711,7 @@ int main(void) {
   test_invocations();
   test_invocations_mlflow();
   test_config();
+  test_slot_names();
   test_metrics();
   test_checker_fires();
   return check_report();

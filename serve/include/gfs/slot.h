@@ -11,15 +11,34 @@
  *
  * Cache layout: CACHE/<name, sanitized>/<version>/ (an MLflow model
  * directory written atomically by mlflow_model_download; its digests are
- * verified on every load). Not here: HTTP, the polling thread. */
+ * verified on every load). The cache is shared with `ganflow generate`,
+ * which goes through the same resolve, fetch and load (gfs_model_resolve,
+ * gfs_cache_load). Not here: HTTP, the polling thread. */
 #ifndef GFS_SLOT_H
 #define GFS_SLOT_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "gf/fs.h"
 #include "gf/generator.h"
 #include "mlflow/mlflow.h"
+
+/* The longest registered model name, in bytes, that a slot, the cache (one
+ * path component, CACHE/<name>) and the response headers take; longer
+ * names are refused, never cut. Aliases have the same limit (MLflow's). */
+#define GFS_NAME_MAX 255
+/* The longest registry version the cache takes, in decimal digits. */
+#define GFS_VERSION_DIGITS_MAX 18
+/* Bytes kept free below a cache entry for the files of a model directory
+ * and the download's temporary sibling ("<version>.tmp-XXXXXX"). */
+#define GFS_CACHE_FILE_ROOM 64
+/* The longest cache directory, in bytes without the NUL: with it,
+ * CACHE/<name>/<version>/<file> fits in GF_PATH_MAX for every name and
+ * version the cache takes. */
+#define GFS_CACHE_DIR_MAX                                               \
+  (GF_PATH_MAX - 1 -                                                    \
+   (1 + GFS_NAME_MAX + 1 + GFS_VERSION_DIGITS_MAX + GFS_CACHE_FILE_ROOM))
 
 typedef struct gfs_slot {
   char *uri;               /* as given, malloc'd */
@@ -29,14 +48,16 @@ typedef struct gfs_slot {
                               versions_text */
   gf_generator *cur;       /* loaded version (one reference), or NULL */
   char *failed_version;    /* last version that failed to load, or NULL */
-  char last_error[512];    /* why it failed; "" when none */
+  char last_error[600];    /* why it failed ("version V: " and a gf_err
+                              message); "" when none */
   char *versions_text;     /* registry snapshot for the HTML page: "3
                               @production, 2, 1 @candidate"; may be NULL */
   atomic_ulong reloads;         /* versions swapped in (the first load too) */
   atomic_ulong reload_failures; /* fetches or loads that failed */
 } gfs_slot;
 
-/* Parses uri (mlflow_model_uri_parse) into a fresh slot. Memory: the slot's
+/* Parses uri (mlflow_model_uri_parse) into a fresh slot. A name or alias
+ * longer than GFS_NAME_MAX is GF_EINVAL naming the URI. Memory: the slot's
  * strings are malloc'd; release with gfs_slot_free (also after a failure). */
 gf_status gfs_slot_init(gfs_slot *s, const char *uri, gf_err *err);
 /* Drops the slot's reference to its model and frees its strings. */
@@ -57,10 +78,32 @@ void gfs_slot_install(gfs_slot *s, gf_generator *m);
 gf_status gfs_slot_sync(gfs_slot *s, mlflow_client *c, const char *cache_dir,
                         const gf_generator_opts *o, int *changed, gf_err *err);
 
+/* GF_OK when cache_dir can hold the cache: not empty, and at most
+ * GFS_CACHE_DIR_MAX bytes. Otherwise GF_EINVAL naming `what` (the flag or
+ * setting it came from, e.g. "--cache-dir") and the lengths. */
+gf_status gfs_cache_dir_check(const char *cache_dir, const char *what,
+                              gf_err *err);
+
+/* A registered version, as the registry names it. */
+typedef struct gfs_model_ref {
+  char name[GFS_NAME_MAX + 1]; /* registered model name */
+  char version[32];            /* registry version, as the server sends it
+                                  (gfs_cache_fetch checks it is a number) */
+} gfs_model_ref;
+
+/* Resolves uri (models:/NAME@ALIAS, NAME/VERSION or NAME/latest) in the
+ * registry into *ref, which receives copies (nothing is allocated). The
+ * registry's refusal is its mapped status ("resolve URI: ..."; an unknown
+ * alias is GF_ENOTFOUND); a name or version in its answer that does not fit
+ * *ref is GF_EFORMAT naming it, never cut short. */
+gf_status gfs_model_resolve(mlflow_client *c, const char *uri,
+                            gfs_model_ref *ref, gf_err *err);
+
 /* Makes sure CACHE/<name>/<version> holds that version's model directory
  * (downloaded when missing) and writes its path to dir (cap bytes).
  * A directory that exists is used as is: its digests are checked when it
- * is loaded. */
+ * is loaded. A path that does not fit dir is GF_EINVAL, and a name longer
+ * than GFS_NAME_MAX is refused; nothing is created then. */
 gf_status gfs_cache_fetch(mlflow_client *c, const char *cache_dir,
                           const char *name, const char *version, char *dir,
                           size_t cap, gf_err *err);
@@ -68,5 +111,18 @@ gf_status gfs_cache_fetch(mlflow_client *c, const char *cache_dir,
 /* Removes a cached version directory (after a failed load), so the next
  * fetch downloads it again. */
 gf_status gfs_cache_evict(const char *dir, gf_err *err);
+
+/* Fetches version `version` of `name` into the cache below cache_dir
+ * (gfs_cache_fetch) and loads it (gf_generator_load: every digest
+ * verified). An entry that fails as damaged (GF_EINTEGRITY, GF_EFORMAT,
+ * GF_EIO) is removed and fetched once more, so a damaged cache entry heals
+ * while a damaged upload fails again, its entry removed; the error
+ * returned is the first one. Memory: on success *out holds one reference
+ * owned by the caller (release with gf_generator_unref), with its own
+ * copies of name and version; on failure *out is NULL. */
+gf_status gfs_cache_load(mlflow_client *c, const char *cache_dir,
+                         const char *name, const char *version,
+                         const gf_generator_opts *o, gf_generator **out,
+                         gf_err *err);
 
 #endif
