@@ -10,8 +10,10 @@
 #include <sys/stat.h>
 
 #include "gf/cli.h"
+#include "gf/fs.h"
 #include "gf/launch.h"
 #include "gf/status.h"
+#include "gf/text.h"
 #include "mlflow/mlflow.h"
 
 #define EXIT_RUNTIME 1
@@ -83,6 +85,17 @@ static int is_help(const char *a) {
   return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0;
 }
 
+/* A path argument: 1 when it is shorter than GF_PATH_MAX (what the system
+ * takes); else says so, naming the argument, and returns 0. */
+static int path_arg_ok(const command *c, const char *what, const char *p) {
+  size_t n = strlen(p);
+  if (n < GF_PATH_MAX) return 1;
+  fprintf(stderr, "ganflow %s: %s too long (%zu bytes, at most %d): "
+          "%.64s...\n", c->name, what, n, GF_PATH_MAX - 1, p);
+  command_usage(c, stderr);
+  return 0;
+}
+
 static int cmd_inspect(int argc, char **argv) {
   const command *self = &COMMANDS[0];
   if (argc == 2 && is_help(argv[1])) {
@@ -94,6 +107,7 @@ static int cmd_inspect(int argc, char **argv) {
     command_usage(self, stderr);
     return EXIT_USAGE;
   }
+  if (!path_arg_ok(self, "PATH", argv[1])) return EXIT_USAGE;
   gf_err err;
   memset(&err, 0, sizeof err);
   gf_status st = gf_inspect_print(argv[1], stdout, &err);
@@ -136,6 +150,7 @@ static int cmd_sync(int argc, char **argv) {
     command_usage(self, stderr);
     return EXIT_USAGE;
   }
+  if (!path_arg_ok(self, "PATH", argv[1])) return EXIT_USAGE;
   struct stat sb;
   if (stat(argv[1], &sb) != 0) {
     fprintf(stderr, "ganflow sync: %s does not exist\n", argv[1]);
@@ -160,9 +175,16 @@ static int cmd_sync(int argc, char **argv) {
     struct dirent *ent;
     while (d && (ent = readdir(d))) {
       if (ent->d_name[0] == '.' || !has_suffix(ent->d_name, ".outbox")) continue;
-      char path[4096];
-      snprintf(path, sizeof path, "%s/%s", argv[1], ent->d_name);
-      rc |= sync_file(c, path);
+      char path[GF_PATH_MAX];
+      gf_err err;
+      if (gf_path_join(path, sizeof path, argv[1], ent->d_name, &err) !=
+          GF_OK) {
+        fprintf(stderr, "ganflow sync: %s in %s: %s\n", ent->d_name, argv[1],
+                err.msg);
+        rc = EXIT_RUNTIME;
+      } else {
+        rc |= sync_file(c, path);
+      }
       files++;
     }
     if (d) closedir(d);
@@ -311,11 +333,6 @@ static int cmd_generate(int argc, char **argv) {
   }
   gf_cli_generate_opts o = {NULL, 0, 1, NULL, NULL, 2};
   int have_seed = 0;
-  char cache[4096];
-  const char *home = getenv("HOME");
-  snprintf(cache, sizeof cache, "%s/.cache/ganflow-serve",
-           home && *home ? home : ".");
-  o.cache_dir = cache;
   for (int i = 1; i < argc; i += 2) { /* every option takes a value */
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     unsigned long long x = 0;
@@ -353,14 +370,28 @@ static int cmd_generate(int argc, char **argv) {
     command_usage(self, stderr);
     return EXIT_USAGE;
   }
+  gf_err err;
+  memset(&err, 0, sizeof err);
+  char cache[GF_PATH_MAX];
+  if (!o.cache_dir) { /* the default: ganflow-serve's */
+    const char *home = getenv("HOME");
+    if (gf_format(cache, sizeof cache, &err,
+                  "$HOME/.cache/ganflow-serve (the default --cache-dir)",
+                  "%s/.cache/ganflow-serve", home && *home ? home : ".") ==
+        GF_OK)
+      o.cache_dir = cache;
+  }
+  if (!o.cache_dir || gf_cli_generate_check(&o, &err) != GF_OK) {
+    fprintf(stderr, "ganflow generate: %s\n", err.msg);
+    command_usage(self, stderr);
+    return EXIT_USAGE;
+  }
   mlflow_config cfg;
   mlflow_client *c = env_client("generate", &cfg);
   if (!c) {
     mlflow_config_free(&cfg);
     return EXIT_RUNTIME;
   }
-  gf_err err;
-  memset(&err, 0, sizeof err);
   gf_status st = gf_cli_generate(c, &o, stdout, &err);
   return finish("generate", st, &err, c, &cfg);
 }

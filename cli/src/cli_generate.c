@@ -1,38 +1,39 @@
 /* cli_generate.c - `ganflow generate`: a PNG from a registered version
- * without a server, through ganflow-serve's download cache (gfs/slot.h)
- * and the generator both use (gf/generator.h). See gf/cli.h. */
+ * without a server, through ganflow-serve's resolve, download cache and
+ * load (gfs/slot.h) and the generator both use (gf/generator.h). See
+ * gf/cli.h. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "gf/atomic_file.h"
 #include "gf/cli.h"
+#include "gf/fs.h"
 #include "gf/generator.h"
-#include "gf/mlflow_status.h"
 #include "gfs/slot.h"
 
-gf_status gf_cli_generate(mlflow_client *c, const gf_cli_generate_opts *o,
-                          FILE *out, gf_err *err) {
+gf_status gf_cli_generate_check(const gf_cli_generate_opts *o, gf_err *err) {
   if (!o->uri || !o->out_path || !o->cache_dir || o->n < 1 || o->n > 1024 ||
       o->threads < 1)
     return gf_fail(err, GF_EINVAL, "generate: bad arguments");
-  mlflow_model_version mv;
-  mlflow_error me;
-  memset(&mv, 0, sizeof mv);
-  memset(&me, 0, sizeof me);
-  if (mlflow_model_resolve(c, o->uri, &mv, &me) != MLFLOW_OK) {
-    mlflow_model_version_free(&mv);
-    return gf_fail_mlflow(err, &me, "%s", o->uri);
-  }
-  char name[256], version[32], dir[4096];
-  snprintf(name, sizeof name, "%s", mv.name ? mv.name : "");
-  snprintf(version, sizeof version, "%s", mv.version ? mv.version : "");
-  mlflow_model_version_free(&mv);
-  gf_status st = gfs_cache_fetch(c, o->cache_dir, name, version, dir,
-                                 sizeof dir, err);
-  if (st != GF_OK) return st;
+  /* The PNG is written through "<FILE>.tmp.XXXXXX" (gf/atomic_file.h). */
+  size_t n = strlen(o->out_path);
+  if (n + sizeof ".tmp.XXXXXX" > GF_PATH_MAX)
+    return gf_fail(err, GF_EINVAL, "-o too long (%zu bytes, at most %zu): "
+                   "%.64s...", n, GF_PATH_MAX - sizeof ".tmp.XXXXXX",
+                   o->out_path);
+  return gfs_cache_dir_check(o->cache_dir, "--cache-dir", err);
+}
+
+gf_status gf_cli_generate(mlflow_client *c, const gf_cli_generate_opts *o,
+                          FILE *out, gf_err *err) {
+  GF_TRY(gf_cli_generate_check(o, err));
+  gfs_model_ref ref;
+  GF_TRY(gfs_model_resolve(c, o->uri, &ref, err));
+  const char *name = ref.name, *version = ref.version;
   gf_generator_opts mo = {GF_BACKEND_CPU, 0, 1, o->threads, o->n, NULL};
   gf_generator *m = NULL;
-  if ((st = gf_generator_load(dir, name, version, &mo, &m, err))) return st;
+  GF_TRY(gfs_cache_load(c, o->cache_dir, name, version, &mo, &m, err));
+  gf_status st = GF_OK;
   float *z = malloc((size_t)o->n * (size_t)m->cfg.z_dim * sizeof *z);
   float *img = malloc((size_t)o->n * m->image_numel * sizeof *img);
   uint8_t *png = NULL;

@@ -1,10 +1,12 @@
 /* cli_registry.c - `ganflow promote` and `ganflow models`; see gf/cli.h. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "gf/cli.h"
 #include "gf/mlflow_status.h"
+#include "gf/strbuf.h"
 
 static gf_status from_mlflow(const mlflow_error *me, gf_err *err) {
   return gf_fail_mlflow(err, me, NULL);
@@ -22,22 +24,27 @@ gf_status gf_cli_promote(mlflow_client *c, const char *name,
   memset(&mv, 0, sizeof mv);
   if (mlflow_model_version_get(c, name, version, &mv, &me) != MLFLOW_OK)
     return from_mlflow(&me, err);
-  int ready = mv.status && strcmp(mv.status, "READY") == 0;
-  char status[64];
-  snprintf(status, sizeof status, "%s", mv.status ? mv.status : "unknown");
+  if (!mv.status || strcmp(mv.status, "READY") != 0) {
+    gf_status st = gf_fail(err, GF_ESTATE, "%s version %s is %s, not READY: "
+                           "not promoted", name, version,
+                           mv.status ? mv.status : "unknown");
+    mlflow_model_version_free(&mv);
+    return st;
+  }
   mlflow_model_version_free(&mv);
-  if (!ready)
-    return gf_fail(err, GF_ESTATE, "%s version %s is %s, not READY: not "
-                   "promoted", name, version, status);
-  char was[32] = "none";
+  /* The version the alias held: the registry's string, kept (not copied)
+   * until it is printed. */
   mlflow_model_version old;
   memset(&old, 0, sizeof old);
-  if (mlflow_alias_get(c, name, alias, &old, &me) == MLFLOW_OK && old.version)
-    snprintf(was, sizeof was, "%s", old.version);
-  mlflow_model_version_free(&old);
-  if (mlflow_alias_set(c, name, alias, version, &me) != MLFLOW_OK)
+  if (mlflow_alias_get(c, name, alias, &old, &me) != MLFLOW_OK)
+    mlflow_model_version_free(&old);
+  if (mlflow_alias_set(c, name, alias, version, &me) != MLFLOW_OK) {
+    mlflow_model_version_free(&old);
     return from_mlflow(&me, err);
-  fprintf(out, "%s@%s -> version %s (was %s)\n", name, alias, version, was);
+  }
+  fprintf(out, "%s@%s -> version %s (was %s)\n", name, alias, version,
+          old.version ? old.version : "none");
+  mlflow_model_version_free(&old);
   return GF_OK;
 }
 
@@ -94,11 +101,14 @@ gf_status gf_cli_models(mlflow_client *c, const char *name, FILE *out,
         mlflow_model_version_get(c, v->name, v->version, &full, &me) ==
             MLFLOW_OK)
       v = &full;
-    char aliases[256] = "-";
-    size_t len = 0;
-    for (size_t a = 0; a < v->n_aliases && len < sizeof aliases - 1; a++)
-      len += (size_t)snprintf(aliases + len, sizeof aliases - len, "%s@%s",
-                              a ? "," : "", v->aliases[a]);
+    /* "@a,@b": every alias, however long ("-" when none) */
+    gf_strbuf ab;
+    gf_strbuf_init(&ab);
+    for (size_t a = 0; a < v->n_aliases; a++) {
+      gf_strbuf_puts(&ab, a ? ",@" : "@");
+      gf_strbuf_puts(&ab, v->aliases[a]);
+    }
+    char *aliases = v->n_aliases ? gf_strbuf_take(&ab, NULL) : NULL;
     char when[32] = "-";
     if (v->creation_time_ms > 0) {
       time_t t = (time_t)(v->creation_time_ms / 1000);
@@ -106,10 +116,16 @@ gf_status gf_cli_models(mlflow_client *c, const char *name, FILE *out,
       gmtime_r(&t, &tm);
       strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
     }
+    if (v->n_aliases && !aliases) {
+      mlflow_model_version_free(&full);
+      mlflow_model_version_list_free(&l);
+      return gf_fail(err, GF_ENOMEM, "out of memory");
+    }
     fprintf(out, "%-24s %7s  %-20s %-24s %-32s %s\n",
             v->name ? v->name : "?", v->version ? v->version : "?",
-            v->status ? v->status : "?", aliases,
+            v->status ? v->status : "?", aliases ? aliases : "-",
             v->run_id ? v->run_id : "-", when);
+    free(aliases);
     mlflow_model_version_free(&full);
   }
   mlflow_model_version_list_free(&l);

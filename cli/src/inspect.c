@@ -3,6 +3,7 @@
  * (metadata, tensor table, data digest status) or of an MLflow model
  * directory (MLmodel fields, file digests, the generator's tensors). Reads
  * files, writes only to the FILE it is given; never loads into a network. */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,8 +11,10 @@
 
 #include "gf/checkpoint.h"
 #include "gf/cli.h"
+#include "gf/fs.h"
 #include "gf/mlmodel.h"
 #include "gf/sha256.h"
+#include "gf/text.h"
 
 static void print_config(FILE *out, const char *indent, const gf_model_config *c) {
   fprintf(out, "%sconfig: %s, z_dim %d, image %dx%dx%d, ngf %d, ndf %d, "
@@ -28,12 +31,19 @@ static void print_tensors(FILE *out, const gf_st_file *f) {
   fprintf(out, "  %-40s %-5s %-22s %12s\n", "name", "dtype", "shape", "bytes");
   for (size_t i = 0; i < f->n_tensors; i++) {
     const gf_st_tensor *t = &f->tensors[i];
-    char shape[128];
-    size_t k = (size_t)snprintf(shape, sizeof shape, "[");
-    for (int d = 0; d < t->ndim && k < sizeof shape; d++)
-      k += (size_t)snprintf(shape + k, sizeof shape - k, "%s%lld", d ? ", " : "",
-                            (long long)t->shape[d]);
-    if (k < sizeof shape) snprintf(shape + k, sizeof shape - k, "]");
+    /* "[" + up to GF_ST_MAX_DIMS (the reader's limit) of ", " and a
+     * 20-character int64 + "]": the buffer holds the longest shape. */
+    char shape[GF_ST_MAX_DIMS * 22 + 3];
+    size_t k = 0;
+    shape[k++] = '[';
+    for (int d = 0; d < t->ndim; d++) {
+      int n = snprintf(shape + k, sizeof shape - k, "%s%lld", d ? ", " : "",
+                       (long long)t->shape[d]);
+      assert(gf_fits(n, sizeof shape - k - 1)); /* room for "]" stays */
+      k += (size_t)n;
+    }
+    shape[k++] = ']';
+    shape[k] = '\0';
     fprintf(out, "  %-40s %-5s %-22s %12zu\n", t->name,
             gf_st_dtype_name(t->dtype), shape, t->nbytes);
   }
@@ -137,11 +147,20 @@ static void print_signature(FILE *out, const char *what,
   fputc('\n', out);
 }
 
+/* dir/name into path[GF_PATH_MAX]; GF_EINVAL naming both when it does not
+ * fit. */
+static gf_status join(char path[GF_PATH_MAX], const char *dir,
+                      const char *name, gf_err *err) {
+  gf_err e;
+  if (gf_path_join(path, GF_PATH_MAX, dir, name, &e) != GF_OK)
+    return gf_fail(err, GF_EINVAL, "inspect: %s in %.200s: %s", name, dir,
+                   e.msg);
+  return GF_OK;
+}
+
 static gf_status inspect_model_dir(const char *dir, FILE *out, gf_err *err) {
-  char path[GF_CKPT_PATH_MAX];
-  if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, GF_MLMODEL_FILE) >=
-      sizeof path)
-    return gf_fail(err, GF_EINVAL, "inspect: path %s too long", dir);
+  char path[GF_PATH_MAX];
+  GF_TRY(join(path, dir, GF_MLMODEL_FILE, err));
   char *yaml = NULL;
   size_t len = 0;
   gf_status st = read_mlmodel(path, &yaml, &len, err);
@@ -173,13 +192,8 @@ static gf_status inspect_model_dir(const char *dir, FILE *out, gf_err *err) {
   fprintf(out, "files: %zu\n", m.n_files);
   int bad = 0;
   for (size_t i = 0; i < m.n_files && st == GF_OK; i++) {
-    char fpath[GF_CKPT_PATH_MAX], hex[GF_SHA256_HEX_LEN + 1];
-    if ((size_t)snprintf(fpath, sizeof fpath, "%s/%s", dir, m.files[i].name) >=
-        sizeof fpath) {
-      st = gf_fail(err, GF_EINVAL, "inspect: path %s/%s too long", dir,
-                   m.files[i].name);
-      break;
-    }
+    char fpath[GF_PATH_MAX], hex[GF_SHA256_HEX_LEN + 1];
+    if ((st = join(fpath, dir, m.files[i].name, err)) != GF_OK) break;
     gf_err fe;
     const char *verdict = "OK";
     if (gf_sha256_file(fpath, hex, &fe) != GF_OK) {
@@ -192,9 +206,7 @@ static gf_status inspect_model_dir(const char *dir, FILE *out, gf_err *err) {
     fprintf(out, "  %-24s sha256 %s %s\n", m.files[i].name, m.files[i].sha256,
             verdict);
   }
-  if (st == GF_OK &&
-      (size_t)snprintf(path, sizeof path, "%s/%s", dir, GF_MLMODEL_GENERATOR) <
-          sizeof path) {
+  if (st == GF_OK && (st = join(path, dir, GF_MLMODEL_GENERATOR, err)) == GF_OK) {
     gf_err ge;
     gf_status gs = inspect_file(path, out, &ge);
     if (gs != GF_OK && gs != GF_EINTEGRITY)

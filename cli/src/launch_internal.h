@@ -19,7 +19,7 @@ typedef struct launch_rank {
   int status;            /* waitpid status once exited */
   gf_heartbeat_rec hb;   /* newest heartbeat read (have_hb) */
   bool have_hb;
-  double t_change;       /* monotonic s when hb.seq last changed (or the
+  double t_change;       /* gf_mono_s() when hb.seq last changed (or the
                             attempt's start) */
   bool trained;          /* a beat in TRAIN or later was seen */
 } launch_rank;
@@ -35,11 +35,10 @@ typedef struct launch_attempt {
   bool launcher_exited;
   int launcher_status;
   pid_t pgid;            /* process group of every process started */
-  double t_start;        /* monotonic s */
+  double t_start;        /* gf_mono_s() at the start */
 } launch_attempt;
 
 /* ---- launch_proc.c ---------------------------------------------------- */
-double launch_now(void);
 /* A TCP port free on this host right now (bind to 0; the kernel's pick). */
 gf_status launch_free_port(int *port, gf_err *err);
 /* mkdir -p dir, then removes its rank-*.hb files (an earlier attempt's). */
@@ -71,7 +70,10 @@ void launch_kill_all(launch_attempt *a);
 /* The number of slots in an Open MPI host file ("host slots=N" lines; a
  * host without slots= counts 1); GF_EIO / GF_EFORMAT with the reason. */
 gf_status launch_hostfile_slots(const char *path, int *slots, gf_err *err);
-/* "exited with status 3", "was killed by signal 9 (Killed)". */
+/* "exited with status 3", "was killed by signal 9 (Killed)" (just "was
+ * killed by signal 9" when the C library's name would not fit) into
+ * out[cap], cap >= LAUNCH_STATUS_MIN. */
+#define LAUNCH_STATUS_MIN 48
 void launch_describe_status(int status, char *out, size_t cap);
 /* Whether /proc says pid is stopped (state T). */
 bool launch_pid_stopped(pid_t pid);

@@ -1,12 +1,14 @@
 /* launch_opts.c - `ganflow launch`'s command line and the plan of each
  * attempt (world size, the ranks' argv); see gf/launch.h. Pure: no
  * process is started here. */
+#include <assert.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gf/launch.h"
+#include "gf/text.h"
 
 void gf_launch_usage(FILE *out) {
   fprintf(out,
@@ -63,11 +65,23 @@ static gf_status parse_secs(const char *flag, const char *v, double *out,
   return GF_OK;
 }
 
-static gf_status copy_path(char *dst, size_t cap, const char *flag,
-                           const char *v, gf_err *err) {
+/* The longest rank file joined below the heartbeat folder
+ * (gf/heartbeat.h: <dir>/rank-<R>.hb, R < GF_LAUNCH_MAX_RANKS), with its
+ * NUL. */
+#define HB_FILE_ROOM sizeof "/rank-255.hb"
+_Static_assert(GF_LAUNCH_MAX_RANKS <= 256, "HB_FILE_ROOM holds the ranks");
+
+/* v into dst[cap], leaving `room` bytes (the NUL included) for what is
+ * joined to it later: GF_EINVAL naming the flag when it is empty or does
+ * not fit. */
+static gf_status copy_path(char *dst, size_t cap, size_t room,
+                           const char *flag, const char *v, gf_err *err) {
   if (!*v) return gf_fail(err, GF_EINVAL, "%s: empty", flag);
-  if (strlen(v) >= cap) return gf_fail(err, GF_EINVAL, "%s: too long", flag);
-  memcpy(dst, v, strlen(v) + 1);
+  size_t n = strlen(v);
+  if (n + room > cap)
+    return gf_fail(err, GF_EINVAL, "%s too long (%zu bytes, at most %zu): "
+                   "%.64s...", flag, n, cap - room, v);
+  memcpy(dst, v, n + 1);
   return GF_OK;
 }
 
@@ -158,9 +172,9 @@ gf_status gf_launch_parse(gf_launch_opts *o, int argc, char **argv,
         st = gf_fail(err, GF_EINVAL, "--launcher: '%s' is not local, mpirun "
                      "or srun", v);
     } else if (strcmp(name, "--heartbeat-dir") == 0)
-      st = copy_path(o->hb_dir, sizeof o->hb_dir, name, v, err);
+      st = copy_path(o->hb_dir, sizeof o->hb_dir, HB_FILE_ROOM, name, v, err);
     else if (strcmp(name, "--hostfile") == 0)
-      st = copy_path(o->hostfile, sizeof o->hostfile, name, v, err);
+      st = copy_path(o->hostfile, sizeof o->hostfile, 1, name, v, err);
     else if (strcmp(name, "--launcher-arg") == 0) {
       if (o->n_largs == GF_LAUNCH_MAX_LARGS)
         st = gf_fail(err, GF_EINVAL, "--launcher-arg: more than %d",
@@ -196,9 +210,11 @@ gf_status gf_launch_parse(gf_launch_opts *o, int argc, char **argv,
   if (!o->hb_dir[0]) {
     int n = snprintf(o->hb_dir, sizeof o->hb_dir, "%s/heartbeat",
                      o->train.checkpoint_dir);
-    if (n < 0 || (size_t)n >= sizeof o->hb_dir)
+    if (!gf_fits(n, sizeof o->hb_dir - HB_FILE_ROOM + 1)) {
+      o->hb_dir[0] = '\0';
       return gf_fail(err, GF_EINVAL, "--checkpoint-dir too long for the "
                      "heartbeat folder; give --heartbeat-dir");
+    }
   }
   return GF_OK;
 }
@@ -294,7 +310,10 @@ char **gf_launch_argv(const gf_launch_opts *o, int grad_accum, bool restarted,
     n++;
     if (i == o->train_at) {
       if (set_ga) {
-        snprintf(buf, sizeof buf, "--grad-accum=%d", grad_accum);
+        /* a literal and an int: 64 bytes hold it */
+        int k = snprintf(buf, sizeof buf, "--grad-accum=%d", grad_accum);
+        assert(gf_fits(k, sizeof buf));
+        (void)k;
         if (!(out[n++] = strdup(buf))) goto oom;
       }
       if (restarted && !(out[n++] = strdup("--resume=auto"))) goto oom;

@@ -2,6 +2,7 @@
  * (local) or the launcher (mpirun, srun) with their environment, signals,
  * reaping, and small host facts (a free port, a host file's slots). */
 #define _GNU_SOURCE
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -12,18 +13,14 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "gf/clock.h"
+#include "gf/fs.h"
+#include "gf/strbuf.h"
+#include "gf/text.h"
 #include "launch_internal.h"
-
-double launch_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 gf_status launch_free_port(int *port, gf_err *err) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -44,27 +41,8 @@ gf_status launch_free_port(int *port, gf_err *err) {
   return GF_OK;
 }
 
-static gf_status mkdirs(const char *path, gf_err *err) {
-  char buf[GF_TRAIN_PATH_MAX];
-  if (strlen(path) >= sizeof buf)
-    return gf_fail(err, GF_EINVAL, "%s: path too long", path);
-  strcpy(buf, path);
-  for (char *p = buf + 1; ; p++) {
-    if (*p == '/' || *p == '\0') {
-      char c = *p;
-      *p = '\0';
-      if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-        return gf_fail(err, GF_EIO, "cannot create %s: %s", buf,
-                       strerror(errno));
-      *p = c;
-      if (!c) break;
-    }
-  }
-  return GF_OK;
-}
-
 gf_status launch_prepare_hb_dir(const char *dir, gf_err *err) {
-  GF_TRY(mkdirs(dir, err));
+  GF_TRY(gf_mkdir_p(dir, 0755, err));
   DIR *d = opendir(dir);
   if (!d) return gf_fail(err, GF_EIO, "%s: %s", dir, strerror(errno));
   struct dirent *e;
@@ -74,8 +52,8 @@ gf_status launch_prepare_hb_dir(const char *dir, gf_err *err) {
     if (strncmp(e->d_name, "rank-", 5) != 0 || n < 4 ||
         strcmp(e->d_name + n - 3, ".hb") != 0)
       continue;
-    char p[GF_TRAIN_PATH_MAX + 300];
-    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+    char p[GF_PATH_MAX];
+    if ((st = gf_path_join(p, sizeof p, dir, e->d_name, err)) != GF_OK) break;
     if (unlink(p) != 0 && errno != ENOENT) {
       st = gf_fail(err, GF_EIO, "cannot remove %s: %s", p, strerror(errno));
       break;
@@ -86,39 +64,39 @@ gf_status launch_prepare_hb_dir(const char *dir, gf_err *err) {
 }
 
 static void set_int_env(const char *name, int v) {
-  char b[32];
-  snprintf(b, sizeof b, "%d", v);
+  char b[16]; /* an int in decimal: 11 characters at most */
+  int n = snprintf(b, sizeof b, "%d", v);
+  assert(gf_fits(n, sizeof b));
+  (void)n;
   setenv(name, b, 1);
 }
 
 /* CUDA_VISIBLE_DEVICES for the attempt's slots when the ranks train on
- * GPUs: the slot's entry of the caller's list, or its index. */
-static void set_visible_devices(const gf_launch_opts *o, const launch_attempt *a) {
-  if (strncmp(o->train.device, "cuda", 4) != 0) return;
+ * GPUs: the slot's entry of the caller's list (whole, however long), or
+ * its index. false when it could not be set (out of memory). */
+static bool set_visible_devices(const gf_launch_opts *o,
+                                const launch_attempt *a) {
+  if (strncmp(o->train.device, "cuda", 4) != 0) return true;
   const char *have = getenv("CUDA_VISIBLE_DEVICES");
-  char list[1024] = "";
-  size_t len = 0;
+  gf_strbuf list;
+  gf_strbuf_init(&list);
   for (int i = 0; i < a->world; i++) {
-    char ent[64];
-    snprintf(ent, sizeof ent, "%d", a->r[i].slot);
+    if (i) gf_strbuf_puts(&list, ",");
+    const char *p = NULL;
     if (have && *have) { /* the slot-th comma-separated entry */
-      const char *p = have;
+      p = have;
       for (int k = 0; k < a->r[i].slot && p; k++) {
         p = strchr(p, ',');
         if (p) p++;
       }
-      if (p) {
-        size_t n = strcspn(p, ",");
-        if (n >= sizeof ent) n = sizeof ent - 1;
-        memcpy(ent, p, n);
-        ent[n] = '\0';
-      }
     }
-    len += (size_t)snprintf(list + len, sizeof list - len, "%s%s",
-                            i ? "," : "", ent);
-    if (len >= sizeof list) return;
+    if (p) gf_strbuf_append(&list, p, strcspn(p, ","));
+    else gf_strbuf_printf(&list, "%d", a->r[i].slot);
   }
-  setenv("CUDA_VISIBLE_DEVICES", list, 1);
+  char *text = gf_strbuf_take(&list, NULL);
+  bool ok = text && setenv("CUDA_VISIBLE_DEVICES", text, 1) == 0;
+  free(text);
+  return ok;
 }
 
 /* In a child: the environment and process state every started process
@@ -157,7 +135,11 @@ static pid_t spawn_one(pid_t pgid, char **argv, const gf_launch_opts *o,
     set_int_env("LOCAL_RANK", rank);
     set_int_env("LOCAL_WORLD_SIZE", a->world);
     set_int_env("GANFLOW_SLOT", a->r[rank].slot);
-    set_visible_devices(o, a);
+    if (!set_visible_devices(o, a)) {
+      fprintf(stderr, "ganflow launch: cannot set CUDA_VISIBLE_DEVICES: %s\n",
+              strerror(errno));
+      _exit(127);
+    }
   }
   setenv("MASTER_ADDR", a->master, 1);
   set_int_env("MASTER_PORT", a->port);
@@ -178,12 +160,25 @@ static char **launcher_argv(const gf_launch_opts *o, const launch_attempt *a,
     return NULL;
   }
   int k = 0;
-  char np[32];
-  snprintf(np, sizeof np, "%d", a->world);
+  /* mpirun's -np value or srun's --ntasks=, the one string of out that
+   * it owns (launch_spawn frees it): a literal and an int, 32 bytes hold
+   * them. */
+  char num[32];
+  int len = snprintf(num, sizeof num, "%s%d",
+                     o->launcher == GF_LAUNCHER_MPIRUN ? "" : "--ntasks=",
+                     a->world);
+  assert(gf_fits(len, sizeof num));
+  (void)len;
+  char *own = strdup(num);
+  if (!own) {
+    free(out);
+    gf_fail(err, GF_ENOMEM, "out of memory");
+    return NULL;
+  }
   if (o->launcher == GF_LAUNCHER_MPIRUN) {
     out[k++] = "mpirun";
     out[k++] = "-np";
-    out[k++] = strdup(np);
+    out[k++] = own;
     if (o->hostfile[0]) {
       out[k++] = "--hostfile";
       out[k++] = (char *)o->hostfile;
@@ -195,9 +190,7 @@ static char **launcher_argv(const gf_launch_opts *o, const launch_attempt *a,
     out[k++] = "GANFLOW_RESTART";
   } else {
     out[k++] = "srun";
-    char *nt = malloc(48);
-    if (nt) snprintf(nt, 48, "--ntasks=%d", a->world);
-    out[k++] = nt;
+    out[k++] = own;
     out[k++] = "--kill-on-bad-exit=1";
   }
   for (int i = 0; i < o->n_largs; i++) out[k++] = (char *)o->largs[i];
@@ -207,7 +200,7 @@ static char **launcher_argv(const gf_launch_opts *o, const launch_attempt *a,
 
 gf_status launch_spawn(const gf_launch_opts *o, launch_attempt *a,
                        char **argv, int restarts, gf_err *err) {
-  a->t_start = launch_now();
+  a->t_start = gf_mono_s();
   a->pgid = 0;
   for (int i = 0; i < a->world; i++) a->r[i].t_change = a->t_start;
   if (o->launcher == GF_LAUNCHER_LOCAL) {
@@ -259,8 +252,10 @@ void launch_reap(launch_attempt *a) {
 /* Whether pid runs ganflow-train (its heartbeat may be older than the
  * pid's reuse). */
 static bool pid_is_trainer(long pid) {
-  char p[64], comm[64] = "";
-  snprintf(p, sizeof p, "/proc/%ld/comm", pid);
+  char p[64], comm[64] = ""; /* "/proc/" + a long (20 characters) + "/comm" */
+  int len = snprintf(p, sizeof p, "/proc/%ld/comm", pid);
+  assert(gf_fits(len, sizeof p));
+  (void)len;
   int fd = open(p, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   ssize_t n = read(fd, comm, sizeof comm - 1);
@@ -381,20 +376,30 @@ gf_status launch_hostfile_slots(const char *path, int *slots, gf_err *err) {
 }
 
 void launch_describe_status(int status, char *out, size_t cap) {
-  if (WIFEXITED(status))
-    snprintf(out, cap, "exited with status %d", WEXITSTATUS(status));
-  else if (WIFSIGNALED(status))
-    snprintf(out, cap, "was killed by signal %d (%s)", WTERMSIG(status),
-             strsignal(WTERMSIG(status)));
-  else
-    snprintf(out, cap, "ended (wait status %#x)", (unsigned)status);
+  assert(cap >= LAUNCH_STATUS_MIN);
+  int n;
+  if (WIFEXITED(status)) {
+    n = snprintf(out, cap, "exited with status %d", WEXITSTATUS(status));
+  } else if (WIFSIGNALED(status)) {
+    n = snprintf(out, cap, "was killed by signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+    if (!gf_fits(n, cap)) /* the C library's name does not fit: the number */
+      n = snprintf(out, cap, "was killed by signal %d", WTERMSIG(status));
+  } else {
+    n = snprintf(out, cap, "ended (wait status %#x)", (unsigned)status);
+  }
+  /* literals and ints: LAUNCH_STATUS_MIN bytes hold them */
+  assert(gf_fits(n, cap));
+  (void)n;
 }
 
 /* The state letter of /proc/<pid>/stat ('R', 'S', 'T', 'Z', ...); '\0'
  * when the process or the file is not there. */
 static char proc_state(long pid) {
-  char p[64], buf[512];
-  snprintf(p, sizeof p, "/proc/%ld/stat", pid);
+  char p[64], buf[512]; /* "/proc/" + a long (20 characters) + "/stat" */
+  int len = snprintf(p, sizeof p, "/proc/%ld/stat", pid);
+  assert(gf_fits(len, sizeof p));
+  (void)len;
   int fd = open(p, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return '\0';
   ssize_t n = read(fd, buf, sizeof buf - 1);

@@ -19,6 +19,7 @@
  * out (local launcher); slots left out are tried again at the next restart
  * with another cause. */
 #define _GNU_SOURCE
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -31,6 +32,9 @@
 #include <unistd.h>
 
 #include "gf/checkpoint.h"
+#include "gf/clock.h"
+#include "gf/fs.h"
+#include "gf/text.h"
 #include "launch_internal.h"
 #include "mlflow/mlflow.h"
 
@@ -119,25 +123,41 @@ static mlflow_client *client(sup *s) {
   return s->mc;
 }
 
+/* Keeps id as the run's id. Its sources (a checkpoint's run_id, a
+ * heartbeat's run, a run_id file's line checked against GF_HB_RUN_MAX) are
+ * no longer than run_id holds. */
+static void keep_run_id(sup *s, const char *id) {
+  _Static_assert(sizeof ((gf_ckpt_meta *)0)->run_id <= sizeof s->run_id &&
+                     sizeof ((gf_heartbeat_rec *)0)->run <= sizeof s->run_id,
+                 "run ids fit sup.run_id");
+  int n = snprintf(s->run_id, sizeof s->run_id, "%s", id);
+  assert(gf_fits(n, sizeof s->run_id));
+  (void)n;
+}
+
 /* The run id from the newest good checkpoint, else <ckpt-dir>/run_id. */
 static void find_run_id(sup *s) {
   if (s->run_id[0]) return;
-  char path[GF_TRAIN_PATH_MAX + 64];
+  char path[GF_PATH_MAX];
   gf_ckpt_meta meta;
   gf_err e;
   if (gf_checkpoint_find_latest(s->o->train.checkpoint_dir, path, sizeof path,
                                 &meta, NULL, NULL, 0, &e) == GF_OK &&
       meta.run_id[0]) {
-    snprintf(s->run_id, sizeof s->run_id, "%s", meta.run_id);
+    keep_run_id(s, meta.run_id);
     return;
   }
-  snprintf(path, sizeof path, "%s/run_id", s->o->train.checkpoint_dir);
+  if (gf_path_join(path, sizeof path, s->o->train.checkpoint_dir, "run_id",
+                   &e) != GF_OK) {
+    say(s, "warning: the run id file: %s", e.msg);
+    return;
+  }
   FILE *f = fopen(path, "r");
   if (!f) return;
   char line[128] = "";
   if (fgets(line, sizeof line, f)) {
     line[strcspn(line, " \r\n")] = '\0';
-    if (strlen(line) <= GF_HB_RUN_MAX) snprintf(s->run_id, sizeof s->run_id, "%s", line);
+    if (strlen(line) <= GF_HB_RUN_MAX) keep_run_id(s, line);
   }
   fclose(f);
 }
@@ -155,10 +175,13 @@ static void flush_events(sup *s) {
   mlflow_error e;
   memset(&e, 0, sizeof e);
   if (!s->tagged) {
-    char v[256];
-    snprintf(v, sizeof v, "%s, %d ranks (at least %d), up to %d restarts, "
-             "hang timeout %gs", launcher_name(s->o->launcher), s->o->nproc,
-             s->o->nproc_min, s->o->max_restarts, s->o->hang_timeout);
+    char v[256]; /* a launcher's name, ints and a %g: 256 bytes hold them */
+    int n = snprintf(v, sizeof v, "%s, %d ranks (at least %d), up to %d "
+                     "restarts, hang timeout %gs",
+                     launcher_name(s->o->launcher), s->o->nproc,
+                     s->o->nproc_min, s->o->max_restarts, s->o->hang_timeout);
+    assert(gf_fits(n, sizeof v));
+    (void)n;
     if (mlflow_set_tag(c, s->run_id, "ganflow.launch", v, &e) == MLFLOW_OK)
       s->tagged = true;
     else
@@ -167,13 +190,14 @@ static void flush_events(sup *s) {
   for (int i = 0; i < s->n_ev; i++) {
     restart_event *ev = &s->ev[i];
     if (ev->logged) continue;
-    char key[64];
-    snprintf(key, sizeof key, "ganflow.restart.%d", ev->n);
+    char key[64], n[16]; /* a literal and an int; an int */
+    int kl = snprintf(key, sizeof key, "ganflow.restart.%d", ev->n);
+    int nl = snprintf(n, sizeof n, "%d", ev->n);
+    assert(gf_fits(kl, sizeof key) && gf_fits(nl, sizeof n));
+    (void)kl;
+    (void)nl;
     mlflow_metric m = {"sys/restarts", (double)ev->n, mlflow_now_ms(), ev->step};
-    mlflow_kv tags[2] = {{key, ev->text}, {"ganflow.restarts", NULL}};
-    char n[16];
-    snprintf(n, sizeof n, "%d", ev->n);
-    tags[1].value = n;
+    mlflow_kv tags[2] = {{key, ev->text}, {"ganflow.restarts", n}};
     if (mlflow_log_batch(c, s->run_id, &m, 1, NULL, 0, tags, 2, &e) != MLFLOW_OK) {
       say(s, "warning: MLflow: restart %d not logged yet: %s", ev->n, e.message);
       return;
@@ -184,7 +208,7 @@ static void flush_events(sup *s) {
 
 static void set_run_id(sup *s, const char *id) {
   if (!id[0] || strcmp(s->run_id, id) == 0) return;
-  snprintf(s->run_id, sizeof s->run_id, "%s", id);
+  keep_run_id(s, id);
   flush_events(s);
 }
 
@@ -248,31 +272,40 @@ static void classify_clean_end(sup *s, const launch_attempt *a, outcome *out) {
   } else {
     out->end = END_FAILED;
     out->start_slot = -1;
-    snprintf(out->cause, sizeof out->cause, "every rank exited 0, but rank "
-             "0 reported neither the end of training nor a stop (last "
-             "phase: %s)", r0->have_hb ? gf_hb_phase_name(r0->hb.phase) : "none");
+    int n = snprintf(out->cause, sizeof out->cause, "every rank exited 0, "
+                     "but rank 0 reported neither the end of training nor a "
+                     "stop (last phase: %s)",
+                     r0->have_hb ? gf_hb_phase_name(r0->hb.phase) : "none");
+    assert(gf_fits(n, sizeof out->cause)); /* a phase's name */
+    (void)n;
   }
 }
 
 /* A rank (local) or the launcher that failed; false when none did. */
 static bool find_exit_failure(const gf_launch_opts *o, launch_attempt *a,
                               outcome *out) {
+  /* Every cause below is literals, ints, names of phases and launchers and
+   * how (< 128 bytes): out->cause (512 bytes) holds it. */
   char how[128];
+  int n;
   if (o->launcher != GF_LAUNCHER_LOCAL) {
     int gone = a->launcher_exited ? -1 : launch_find_vanished(a);
     if (gone >= 0) {
       const launch_rank *r = &a->r[gone];
       out->end = END_FAILED;
-      snprintf(out->cause, sizeof out->cause, "rank %d (pid %ld on this host) "
-               "vanished at step %" PRId64 " (%s)", gone, r->hb.pid, r->hb.step,
-               gf_hb_phase_name(r->hb.phase));
+      n = snprintf(out->cause, sizeof out->cause, "rank %d (pid %ld on this "
+                   "host) vanished at step %" PRId64 " (%s)", gone, r->hb.pid,
+                   r->hb.step, gf_hb_phase_name(r->hb.phase));
+      assert(gf_fits(n, sizeof out->cause));
       return true;
     }
     if (!a->launcher_exited || ok_exit(a->launcher_status)) return false;
     launch_describe_status(a->launcher_status, how, sizeof how);
     out->end = WIFEXITED(a->launcher_status) && WEXITSTATUS(a->launcher_status) == 2
                    ? END_USAGE : END_FAILED;
-    snprintf(out->cause, sizeof out->cause, "%s %s", launcher_name(o->launcher), how);
+    n = snprintf(out->cause, sizeof out->cause, "%s %s",
+                 launcher_name(o->launcher), how);
+    assert(gf_fits(n, sizeof out->cause));
     return true;
   }
   int pick = -1;
@@ -293,15 +326,18 @@ static bool find_exit_failure(const gf_launch_opts *o, launch_attempt *a,
   for (int i = 0; i < a->world; i++) alive += i != pick && !a->r[i].exited;
   bool at_start = !r->trained && (alive > 0 || a->world == 1);
   out->start_slot = !usage && at_start ? r->slot : -1;
-  snprintf(out->cause, sizeof out->cause, "rank %d (slot %d, pid %ld) %s%s",
-           pick, r->slot, (long)r->pid, how,
-           at_start ? " before training began" :
-           r->have_hb ? "" : "");
+  n = snprintf(out->cause, sizeof out->cause, "rank %d (slot %d, pid %ld) %s%s",
+               pick, r->slot, (long)r->pid, how,
+               at_start ? " before training began" :
+               r->have_hb ? "" : "");
+  assert(gf_fits(n, sizeof out->cause));
   if (r->have_hb && r->trained) {
-    size_t n = strlen(out->cause);
-    snprintf(out->cause + n, sizeof out->cause - n, " at step %" PRId64,
-             r->hb.step);
+    size_t len = strlen(out->cause);
+    n = snprintf(out->cause + len, sizeof out->cause - len, " at step %" PRId64,
+                 r->hb.step);
+    assert(gf_fits(n, sizeof out->cause - len));
   }
+  (void)n;
   return true;
 }
 
@@ -345,17 +381,22 @@ static bool find_hang(const gf_launch_opts *o, launch_attempt *a, double now,
   long pid = r->pid > 0 ? (long)r->pid : r->have_hb ? r->hb.pid : 0;
   out->end = END_FAILED;
   out->start_slot = -1;
+  /* literals, numbers and phase names: out->cause (512 bytes) holds them */
+  int n;
   if (r->have_hb)
-    snprintf(out->cause, sizeof out->cause, "no heartbeat for %.1f s (limit "
-             "%gs in %s): rank %d (pid %ld%s) last reported step %" PRId64
-             " in %s %.1f s ago", now - newest, limit, gf_hb_phase_name(ph),
-             oldest_i, pid, stopped ? ", stopped" : "", r->hb.step,
-             gf_hb_phase_name(r->hb.phase), now - r->t_change);
+    n = snprintf(out->cause, sizeof out->cause, "no heartbeat for %.1f s "
+                 "(limit %gs in %s): rank %d (pid %ld%s) last reported step "
+                 "%" PRId64 " in %s %.1f s ago", now - newest, limit,
+                 gf_hb_phase_name(ph), oldest_i, pid,
+                 stopped ? ", stopped" : "", r->hb.step,
+                 gf_hb_phase_name(r->hb.phase), now - r->t_change);
   else
-    snprintf(out->cause, sizeof out->cause, "no heartbeat for %.1f s (limit "
-             "%gs in %s): rank %d (pid %ld%s) never reported", now - newest,
-             limit, gf_hb_phase_name(ph), oldest_i, pid,
-             stopped ? ", stopped" : "");
+    n = snprintf(out->cause, sizeof out->cause, "no heartbeat for %.1f s "
+                 "(limit %gs in %s): rank %d (pid %ld%s) never reported",
+                 now - newest, limit, gf_hb_phase_name(ph), oldest_i, pid,
+                 stopped ? ", stopped" : "");
+  assert(gf_fits(n, sizeof out->cause));
+  (void)n;
   return true;
 }
 
@@ -388,7 +429,7 @@ static void watch(sup *s, launch_attempt *a, outcome *out) {
       }
     }
     launch_reap(a);
-    double now = launch_now();
+    double now = gf_mono_s();
     read_beats(s, a, now);
     if (find_exit_failure(o, a, out) || find_hang(o, a, now, out)) {
       out->t_seen = now;
@@ -401,9 +442,9 @@ static void watch(sup *s, launch_attempt *a, outcome *out) {
       return;
     }
     if (all_clean(o, a)) {
-      read_beats(s, a, launch_now()); /* rank 0's last words */
+      read_beats(s, a, gf_mono_s()); /* rank 0's last words */
       classify_clean_end(s, a, out);
-      out->t_seen = launch_now();
+      out->t_seen = gf_mono_s();
       return;
     }
   }
@@ -440,14 +481,13 @@ static int finish_failed(sup *s, const char *reason) {
 
 /* The step the next attempt resumes from (0 without a checkpoint). */
 static int64_t resume_step(sup *s) {
-  char path[GF_TRAIN_PATH_MAX + 64];
+  char path[GF_PATH_MAX];
   gf_ckpt_meta meta;
   gf_err e;
   if (gf_checkpoint_find_latest(s->o->train.checkpoint_dir, path, sizeof path,
                                 &meta, NULL, NULL, 0, &e) != GF_OK)
     return 0;
-  if (!s->run_id[0] && meta.run_id[0])
-    snprintf(s->run_id, sizeof s->run_id, "%s", meta.run_id);
+  if (!s->run_id[0] && meta.run_id[0]) keep_run_id(s, meta.run_id);
   return meta.step;
 }
 
@@ -470,7 +510,7 @@ int gf_launch_run(const gf_launch_opts *o, FILE *log) {
   sigprocmask(SIG_BLOCK, &s->sigs, NULL);
   int rc = GF_LAUNCH_EXIT_FAILED;
   int prev_world = 0;
-  char last_cause[512] = "";
+  char last_cause[sizeof ((outcome *)0)->cause] = "";
   for (;;) {
     gf_err e;
     memset(&e, 0, sizeof e);
@@ -481,9 +521,12 @@ int gf_launch_run(const gf_launch_opts *o, FILE *log) {
       break;
     }
     if (gf_launch_plan_world(o, avail, &world, &ga, &e) != GF_OK) {
-      char why[1024];
-      snprintf(why, sizeof why, "%s%s%s", e.msg, last_cause[0] ? "; last failure: " : "",
-               last_cause);
+      /* a gf_err message and a cause: why holds both */
+      char why[sizeof e.msg + sizeof "; last failure: " + sizeof last_cause];
+      int n = snprintf(why, sizeof why, "%s%s%s", e.msg,
+                       last_cause[0] ? "; last failure: " : "", last_cause);
+      assert(gf_fits(n, sizeof why));
+      (void)n;
       rc = finish_failed(s, why);
       break;
     }
@@ -492,11 +535,11 @@ int gf_launch_run(const gf_launch_opts *o, FILE *log) {
     a->grad_accum = ga;
     for (int i = 0, slot = 0; i < world; slot++)
       if (o->launcher != GF_LAUNCHER_LOCAL || !s->slot_down[slot]) a->r[i++].slot = slot;
-    if (o->launcher == GF_LAUNCHER_LOCAL) {
-      snprintf(a->master, sizeof a->master, "127.0.0.1");
-    } else if (gethostname(a->master, sizeof a->master - 1) != 0) {
-      snprintf(a->master, sizeof a->master, "127.0.0.1");
-    }
+    static const char loopback[] = "127.0.0.1";
+    _Static_assert(sizeof loopback <= sizeof a->master, "loopback fits");
+    if (o->launcher == GF_LAUNCHER_LOCAL ||
+        gethostname(a->master, sizeof a->master - 1) != 0)
+      memcpy(a->master, loopback, sizeof loopback);
     int64_t from = 0;
     if (s->restarts) {
       from = resume_step(s);
@@ -504,9 +547,13 @@ int gf_launch_run(const gf_launch_opts *o, FILE *log) {
       ev->n = s->restarts;
       ev->step = from;
       ev->logged = false;
-      snprintf(ev->text, sizeof ev->text, "%s; restarted on %d rank%s (was %d), "
-               "resuming from step %" PRId64, last_cause, world,
-               world == 1 ? "" : "s", prev_world, from);
+      /* a cause (< 512 bytes), literals and ints: text[700] holds them */
+      int n = snprintf(ev->text, sizeof ev->text, "%s; restarted on %d "
+                       "rank%s (was %d), resuming from step %" PRId64,
+                       last_cause, world, world == 1 ? "" : "s", prev_world,
+                       from);
+      assert(gf_fits(n, sizeof ev->text));
+      (void)n;
       say(s, "restart %d of %d: %s", s->restarts, o->max_restarts, ev->text);
       find_run_id(s);
       flush_events(s);
@@ -556,7 +603,7 @@ int gf_launch_run(const gf_launch_opts *o, FILE *log) {
       rc = GF_LAUNCH_EXIT_USAGE;
       break;
     }
-    snprintf(last_cause, sizeof last_cause, "%s", out.cause);
+    memcpy(last_cause, out.cause, sizeof last_cause); /* same sizes */
     say(s, "attempt failed: %s", out.cause);
     if (out.start_slot >= 0) {
       s->slot_down[out.start_slot] = true;
@@ -564,10 +611,12 @@ int gf_launch_run(const gf_launch_opts *o, FILE *log) {
       memset(s->slot_down, 0, sizeof s->slot_down);
     }
     if (s->restarts >= o->max_restarts) {
-      char why[700];
-      snprintf(why, sizeof why, "%d restart%s used (--max-restarts); last "
-               "failure: %s", s->restarts, s->restarts == 1 ? "" : "s",
-               out.cause);
+      char why[sizeof out.cause + 64]; /* a cause, literals and an int */
+      int n = snprintf(why, sizeof why, "%d restart%s used (--max-restarts); "
+                       "last failure: %s", s->restarts,
+                       s->restarts == 1 ? "" : "s", out.cause);
+      assert(gf_fits(n, sizeof why));
+      (void)n;
       rc = finish_failed(s, why);
       break;
     }

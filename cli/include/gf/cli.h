@@ -59,9 +59,17 @@ typedef struct gf_cli_generate_opts {
   int threads;           /* op threads, >= 1 */
 } gf_cli_generate_opts;
 
-/* Resolves the URI, fetches the version into the cache (digests verified
- * on load), generates and writes the PNG: the same bytes ganflow-serve
- * answers for GET .../generate?seed=S&n=N on that version. */
+/* Checks o before anything is contacted or written: every field set and in
+ * range, cache_dir at most GFS_CACHE_DIR_MAX bytes (room for the cache's
+ * entries, gfs/slot.h) and out_path short enough for its temporary
+ * sibling. GF_EINVAL naming the flag (--cache-dir, -o) otherwise. */
+gf_status gf_cli_generate_check(const gf_cli_generate_opts *o, gf_err *err);
+
+/* Checks o (gf_cli_generate_check), resolves the URI, fetches the version
+ * into the cache and loads it (gfs_model_resolve, gfs_cache_load: digests
+ * verified, a damaged cache entry fetched once more), generates and writes
+ * the PNG: the same bytes ganflow-serve answers for GET
+ * .../generate?seed=S&n=N on that version. */
 gf_status gf_cli_generate(mlflow_client *c, const gf_cli_generate_opts *o,
                           FILE *out, gf_err *err);
 
