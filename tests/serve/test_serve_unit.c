@@ -312,8 +312,9 @@ static void test_headers(void) {
   CHECK_INT_EQ(gfs_content_type("application/json; format=pandas-split"),
                GFS_CT_JSON);
   CHECK_INT_EQ(gfs_content_type("application/octet-stream"), GFS_CT_OCTET);
-  const char *other[] = {"text/html", "text/plain", "multipart/form-data; "
-                         "boundary=x", "application/jsonx",
+  const char *other[] = {"text/html", "text/plain",
+                         "multipart/form-data; boundary=x",
+                         "application/jsonx",
                          "application/json-patch+json", "application/js",
                          "", "application/json; charset=latin-1",
                          "text/csv", "application/x-www-form-urlencoded"};
