@@ -2,12 +2,14 @@
  * backend, then dispatch through ctx->ops (backend.h). No arithmetic here. */
 #include "gf/ops.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "backend.h"
+#include "gf/text.h"
 
 /* Checks that ctx is initialized and provides fn. */
 #define NEED_OP(ctx, fn, opname)                                           \
@@ -37,23 +39,34 @@ static gf_status check_t(const gf_ctx *ctx, const gf_tensor *t,
   return GF_OK;
 }
 
+/* Room for "d0,d1,d2,d3": GF_MAX_DIMS int64 of at most 20 characters and
+ * their commas, and the NUL: 84 bytes. */
+#define DIMS_TEXT_CAP 96
+
+/* The first min(n, GF_MAX_DIMS) dims as "d0,d1,...", "" for none. */
+static const char *dims_text(const int64_t *dims, int n,
+                             char buf[DIMS_TEXT_CAP]) {
+  size_t o = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < n && i < GF_MAX_DIMS; i++) {
+    int k = snprintf(buf + o, DIMS_TEXT_CAP - o, "%s%lld", i ? "," : "",
+                     (long long)dims[i]);
+    assert(gf_fits(k, DIMS_TEXT_CAP - o));
+    o += (size_t)k;
+  }
+  return buf;
+}
+
 static gf_status check_shape(const gf_tensor *t, const char *op,
                              const char *what, int ndim, const int64_t *dims,
                              gf_err *err) {
   bool ok = t->ndim == ndim;
   for (int i = 0; ok && i < ndim; i++) ok = t->shape[i] == dims[i];
   if (ok) return GF_OK;
-  char want[96], got[96];
-  int pw = 0, pg = 0;
-  for (int i = 0; i < ndim; i++)
-    pw += snprintf(want + pw, sizeof want - (size_t)pw, "%s%lld", i ? "," : "",
-                   (long long)dims[i]);
-  for (int i = 0; i < t->ndim && i < GF_MAX_DIMS; i++)
-    pg += snprintf(got + pg, sizeof got - (size_t)pg, "%s%lld", i ? "," : "",
-                   (long long)t->shape[i]);
-  if (t->ndim <= 0) got[0] = 0;
+  char want[DIMS_TEXT_CAP], got[DIMS_TEXT_CAP];
   return gf_fail(err, GF_EINVAL, "%s: %s has shape [%s], expected [%s]", op,
-                 what, got, want);
+                 what, dims_text(t->shape, t->ndim, got),
+                 dims_text(dims, ndim, want));
 }
 
 static gf_status check_accum(gf_accum a, const char *op, gf_err *err) {

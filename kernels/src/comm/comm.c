@@ -4,6 +4,7 @@
  * The engines (comm_local.c, comm_mpi.c, comm_nccl.c, comm_tcp.c) only
  * start and test steps. Launch parsing is in comm_launch.c, the TCP
  * rendezvous in comm_rdv.c, sockets in comm_tcp_net.c. */
+#include <assert.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <time.h>
 
 #include "comm_impl.h"
+#include "gf/text.h"
 
 /* ---- names --------------------------------------------------------------- */
 
@@ -92,12 +94,6 @@ static const char *dtype_name(gf_comm_dtype dt) {
 }
 
 /* ---- shared helpers ------------------------------------------------------ */
-
-double gf_comm_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 void gf_comm_poll_start(gf_comm_poll *p) {
   p->t0 = gf_comm_now();
@@ -215,28 +211,40 @@ static void req_release(gf_comm *c, int slot) {
   r->gen = gen;
 }
 
-static void step_name(const gf_comm_step *s, char *buf, size_t cap) {
+/* Room for the longest step name: "tree level %d exchange with rank %d"
+ * with two 11-character ints is 52 bytes. */
+#define STEP_NAME_CAP 96
+
+/* Names step s (integers and fixed words only, so it always fits). */
+static void step_name(const gf_comm_step *s, char buf[STEP_NAME_CAP]) {
   static const char *const scope[] = {"world", "node", "leaders"};
+  const char *word = NULL; /* the steps named by a fixed word */
+  int n = 0;
   switch (s->kind) {
   case GF_STEP_ALLREDUCE:
-    snprintf(buf, cap, "all-reduce over %s", scope[s->scope]);
+    n = snprintf(buf, STEP_NAME_CAP, "all-reduce over %s", scope[s->scope]);
     break;
   case GF_STEP_REDUCE:
-    snprintf(buf, cap, "reduce over %s to %d", scope[s->scope], s->peer);
+    n = snprintf(buf, STEP_NAME_CAP, "reduce over %s to %d", scope[s->scope],
+                 s->peer);
     break;
   case GF_STEP_BCAST:
-    snprintf(buf, cap, "broadcast over %s from %d", scope[s->scope], s->peer);
+    n = snprintf(buf, STEP_NAME_CAP, "broadcast over %s from %d",
+                 scope[s->scope], s->peer);
     break;
   case GF_STEP_XADD:
-    snprintf(buf, cap, "tree level %d exchange with rank %d", s->level,
-             s->peer);
+    n = snprintf(buf, STEP_NAME_CAP, "tree level %d exchange with rank %d",
+                 s->level, s->peer);
     break;
-  case GF_STEP_BARRIER: snprintf(buf, cap, "barrier"); break;
-  case GF_STEP_ALLGATHER: snprintf(buf, cap, "allgather"); break;
-  case GF_STEP_SCALE: snprintf(buf, cap, "scale by 1/world"); break;
-  case GF_STEP_FENCE: snprintf(buf, cap, "device completion"); break;
-  default: snprintf(buf, cap, "step %d", s->kind); break;
+  case GF_STEP_BARRIER: word = "barrier"; break;
+  case GF_STEP_ALLGATHER: word = "allgather"; break;
+  case GF_STEP_SCALE: word = "scale by 1/world"; break;
+  case GF_STEP_FENCE: word = "device completion"; break;
+  default: n = snprintf(buf, STEP_NAME_CAP, "step %d", s->kind); break;
   }
+  if (word) n = snprintf(buf, STEP_NAME_CAP, "%s", word);
+  assert(gf_fits(n, STEP_NAME_CAP));
+  (void)n;
 }
 
 static const char *op_name(gf_comm_opkind op) {
@@ -363,8 +371,8 @@ static int lane_free(const gf_comm *c, int slot) {
 
 static void req_fail(gf_comm *c, int slot, gf_status st, const gf_err *e) {
   gf_comm_req *r = &c->reqs[slot];
-  char what[96];
-  step_name(&r->steps[r->cur], what, sizeof what);
+  char what[STEP_NAME_CAP];
+  step_name(&r->steps[r->cur], what);
   r->failed = st;
   gf_fail(&r->fail_err, st, "comm: %s (%s): %s", op_name(r->op), what,
           e ? e->msg : "failed");
@@ -430,9 +438,9 @@ static gf_status req_wait(gf_comm *c, int slot, gf_err *err) {
   while (!req_finished(r)) {
     double now = gf_comm_now();
     if (now >= deadline) {
-      char what[96];
+      char what[STEP_NAME_CAP];
       c->stats.wait_s += now - t0;
-      step_name(&r->steps[r->cur], what, sizeof what);
+      step_name(&r->steps[r->cur], what);
       return gf_fail(err, GF_ETIMEOUT,
                      "comm: %s of %zu %s (%s, %s) did not complete within "
                      "%.3g s: waiting on step %d of %d, %s%s",

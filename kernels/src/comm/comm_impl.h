@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gf/clock.h"
 #include "gf/comm.h"
 
 #define GF_COMM_MAX_REQ 64   /* user handles outstanding at once */
@@ -153,8 +154,9 @@ extern const gf_comm_ops gf_comm_nccl_ops;
 #endif
 
 /* ---- helpers shared by the engines (comm.c) ------------------------------ */
-/* CLOCK_MONOTONIC in seconds. */
-double gf_comm_now(void);
+/* CLOCK_MONOTONIC in seconds: gf_mono_s under the name the engines'
+ * deadlines (and the comm tests) use. */
+static inline double gf_comm_now(void) { return gf_mono_s(); }
 /* The pause between two polls of a waiting loop. For the first
  * GF_COMM_SPIN_S of the loop it only yields the CPU: MPI's non-blocking
  * collectives advance only inside MPI_Test, one round per call, so a sleep
@@ -207,11 +209,10 @@ int gf_comm_connect_once(const struct addrinfo *ai, double deadline);
 /* Connects to addr:port, retrying every 50 ms until the deadline (the peer
  * may not listen yet). GF_OK with *fd connected (caller-owned);
  * GF_EINVAL (err filled, naming `who`) when addr does not resolve;
- * GF_ETIMEOUT at the deadline with only `why` filled (the last failure),
+ * GF_ETIMEOUT at the deadline with only why->msg filled (the last failure),
  * for the caller's message. */
 gf_status gf_comm_dial(const char *who, const char *addr, int port,
-                       double deadline, int *fd, char *why, size_t why_cap,
-                       gf_err *err);
+                       double deadline, int *fd, gf_err *why, gf_err *err);
 
 /* ---- tcp engine wire format (comm_tcp_net.c) -----------------------------
  * Bootstrap messages, integers big-endian, GF_TCP_MSG_BYTES each:

@@ -35,7 +35,11 @@ static void quote(const char *v, char *out, size_t cap) {
     } else if (ch >= 0x20 && ch < 0x7f) {
       out[o++] = (char)ch;
     } else {
-      o += (size_t)snprintf(out + o, cap - o, "\\x%02x", ch);
+      static const char hex[] = "0123456789abcdef";
+      out[o++] = '\\';
+      out[o++] = 'x';
+      out[o++] = hex[ch >> 4];
+      out[o++] = hex[ch & 0x0F];
     }
   }
   if (v[i] && o + 5 < cap) {

@@ -39,8 +39,9 @@ static gf_status mpi_check(int rc, const char *call, const char *file, int line,
   char msg[MPI_MAX_ERROR_STRING + 1];
   int len = 0;
   if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS || len <= 0)
-    snprintf(msg, sizeof msg, "MPI error %d", rc);
-  msg[len > 0 && len < (int)sizeof msg ? len : (int)sizeof msg - 1] = '\0';
+    return gf_fail(err, GF_EDEVICE, "mpi: %s failed at %s:%d: MPI error %d",
+                   call, file, line, rc);
+  msg[len < (int)sizeof msg ? len : (int)sizeof msg - 1] = '\0';
   return gf_fail(err, GF_EDEVICE, "mpi: %s failed at %s:%d: %s", call, file,
                  line, msg);
 }

@@ -88,11 +88,12 @@ static gf_status rdv_fetch(const char *addr, int port, int rank, int world,
   memcpy(hello, RDV_MAGIC, 8);
   gf_comm_put_u32(hello + 8, (uint32_t)rank);
   gf_comm_put_u32(hello + 12, (uint32_t)world);
-  char why[128] = "no attempt";
+  gf_err why; /* the last failure, for the timeout's message */
+  gf_fail(&why, GF_ETIMEOUT, "no attempt");
   while (gf_comm_ms_left(deadline) > 0) {
     int fd = -1;
-    gf_status st = gf_comm_dial("rendezvous", addr, port, deadline, &fd, why,
-                                sizeof why, err);
+    gf_status st = gf_comm_dial("rendezvous", addr, port, deadline, &fd, &why,
+                                err);
     if (st == GF_ETIMEOUT) break;
     if (st) return st;
     int ok = gf_comm_io_full(fd, hello, sizeof hello, 1, deadline) == 0 &&
@@ -106,7 +107,7 @@ static gf_status rdv_fetch(const char *addr, int port, int rank, int world,
                      addr, port);
     }
     ok = ok && gf_comm_io_full(fd, blob, n, 0, deadline) == 0;
-    if (!ok) snprintf(why, sizeof why, "exchange: %s", strerror(errno));
+    if (!ok) gf_fail(&why, GF_EIO, "exchange: %s", strerror(errno));
     close(fd);
     if (ok) return GF_OK;
     /* rank 0 went away mid-exchange: try again while time is left */
@@ -116,7 +117,7 @@ static gf_status rdv_fetch(const char *addr, int port, int rank, int world,
   return gf_fail(err, GF_ETIMEOUT,
                  "rendezvous: rank %d got no answer from rank 0 at %.100s:%d "
                  "within %.3g s (last: %s)",
-                 rank, addr, port, timeout_s, why);
+                 rank, addr, port, timeout_s, why.msg);
 }
 
 gf_status gf_comm_rdv_share(const char *addr, int port, int rank, int world,

@@ -104,61 +104,55 @@ static const char *kind_name(int k) {
   return "unknown";
 }
 
-/* Records a failure that leaves the streams unusable; every later step
- * fails with it too. */
-static gf_status broke(tcp_state *s, gf_err *err, gf_status st,
-                       const char *msg) {
-  gf_fail(&s->broken_err, st, "%s", msg);
-  s->broken = st;
+/* Records the failure just written into s->broken_err (with gf_fail) as
+ * the one that left the streams unusable; every later step fails with it
+ * too. Copies it into err and returns its code. */
+static gf_status broke(tcp_state *s, gf_err *err) {
+  s->broken = s->broken_err.code;
   if (err) *err = s->broken_err;
-  return st;
+  return s->broken;
 }
 
 static gf_status peer_gone(const gf_comm *c, tcp_state *s, int peer, int e,
                            gf_err *err) {
-  char buf[400];
   if (s->bye[peer])
-    snprintf(buf, sizeof buf,
-             "tcp: rank %d freed its communicator while this rank (%d) "
-             "still expected data from it (the ranks called different "
-             "collectives?)",
-             peer, c->rank);
+    gf_fail(&s->broken_err, GF_EIO,
+            "tcp: rank %d freed its communicator while this rank (%d) "
+            "still expected data from it (the ranks called different "
+            "collectives?)",
+            peer, c->rank);
   else
-    snprintf(buf, sizeof buf,
-             "tcp: rank %d closed its connection (did it die?)%s%s", peer,
-             e ? ": " : "", e ? strerror(e) : "");
-  return broke(s, err, GF_EIO, buf);
+    gf_fail(&s->broken_err, GF_EIO,
+            "tcp: rank %d closed its connection (did it die?)%s%s", peer,
+            e ? ": " : "", e ? strerror(e) : "");
+  return broke(s, err);
 }
 
 /* The received header differs from the expected one. */
 static gf_status mismatch(const gf_comm *c, tcp_state *s, const tcp_xfer *x,
                           gf_err *err) {
   const unsigned char *g = x->got, *w = x->hdr;
-  char buf[480];
-  gf_status st = GF_EINVAL;
   if (g[8] == K_ABORT) {
-    st = GF_EIO;
-    snprintf(buf, sizeof buf, "tcp: rank %d aborted the job (code %lld)",
-             x->peer, (long long)(int64_t)hdr_u64(g + 16));
+    gf_fail(&s->broken_err, GF_EIO, "tcp: rank %d aborted the job (code %lld)",
+            x->peer, (long long)(int64_t)hdr_u64(g + 16));
   } else if (g[8] == K_BYE) {
     s->bye[x->peer] = 1;
-    st = GF_EIO;
-    snprintf(buf, sizeof buf,
-             "tcp: rank %d freed its communicator while this rank (%d) "
-             "expected op #%llu (%s) from it",
-             x->peer, c->rank, (unsigned long long)hdr_u64(w), kind_name(w[8]));
+    gf_fail(&s->broken_err, GF_EIO,
+            "tcp: rank %d freed its communicator while this rank (%d) "
+            "expected op #%llu (%s) from it",
+            x->peer, c->rank, (unsigned long long)hdr_u64(w), kind_name(w[8]));
   } else {
-    snprintf(buf, sizeof buf,
-             "tcp: rank %d sent op #%llu (%s, part %u, %llu bytes) where "
-             "this rank (%d) expected op #%llu (%s, part %u, %llu bytes): "
-             "the ranks called the collectives in different orders or with "
-             "different counts",
-             x->peer, (unsigned long long)hdr_u64(g), kind_name(g[8]),
-             gf_comm_get_u32(g + 12), (unsigned long long)hdr_u64(g + 16),
-             c->rank, (unsigned long long)hdr_u64(w), kind_name(w[8]),
-             gf_comm_get_u32(w + 12), (unsigned long long)hdr_u64(w + 16));
+    gf_fail(&s->broken_err, GF_EINVAL,
+            "tcp: rank %d sent op #%llu (%s, part %u, %llu bytes) where "
+            "this rank (%d) expected op #%llu (%s, part %u, %llu bytes): "
+            "the ranks called the collectives in different orders or with "
+            "different counts",
+            x->peer, (unsigned long long)hdr_u64(g), kind_name(g[8]),
+            gf_comm_get_u32(g + 12), (unsigned long long)hdr_u64(g + 16),
+            c->rank, (unsigned long long)hdr_u64(w), kind_name(w[8]),
+            gf_comm_get_u32(w + 12), (unsigned long long)hdr_u64(w + 16));
   }
-  return broke(s, err, st, buf);
+  return broke(s, err);
 }
 
 /* ---- scopes and rounds --------------------------------------------------- */
@@ -357,10 +351,9 @@ static gf_status push(const gf_comm *c, tcp_state *s, tcp_xfer *x, int *moved,
   if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
     return GF_OK;
   if (k < 0 && errno != EPIPE && errno != ECONNRESET) {
-    char buf[160];
-    snprintf(buf, sizeof buf, "tcp: sending to rank %d: %s", x->peer,
-             strerror(errno));
-    return broke(s, err, GF_EIO, buf);
+    gf_fail(&s->broken_err, GF_EIO, "tcp: sending to rank %d: %s", x->peer,
+            strerror(errno));
+    return broke(s, err);
   }
   return peer_gone(c, s, x->peer, k < 0 ? errno : 0, err);
 }
@@ -376,10 +369,9 @@ static gf_status pull(const gf_comm *c, tcp_state *s, tcp_xfer *x, int *moved,
   if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
     return GF_OK;
   if (k < 0 && errno != ECONNRESET) {
-    char buf[160];
-    snprintf(buf, sizeof buf, "tcp: receiving from rank %d: %s", x->peer,
-             strerror(errno));
-    return broke(s, err, GF_EIO, buf);
+    gf_fail(&s->broken_err, GF_EIO, "tcp: receiving from rank %d: %s",
+            x->peer, strerror(errno));
+    return broke(s, err);
   }
   if (k <= 0) return peer_gone(c, s, x->peer, k < 0 ? errno : 0, err);
   int had_hdr = x->done >= HDR;
@@ -578,8 +570,10 @@ static void tcp_abort(gf_comm *c, int code) {
   if (!s || !s->fd) return;
   notify_all(c, s, K_ABORT, code);
   close_all(c, s, 1);
-  if (!s->broken)
-    broke(s, NULL, GF_ESTATE, "tcp: the communicator was aborted");
+  if (!s->broken) {
+    gf_fail(&s->broken_err, GF_ESTATE, "tcp: the communicator was aborted");
+    broke(s, NULL);
+  }
 }
 
 static gf_status tcp_start(gf_comm *c, int slot, gf_err *err) {

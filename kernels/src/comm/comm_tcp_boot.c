@@ -5,6 +5,7 @@
  * mesh of sockets. Messages and their parsers are in comm_tcp_net.c; the
  * collectives over the mesh in comm_tcp.c. */
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -19,27 +20,58 @@
 #include <unistd.h>
 
 #include "comm_impl.h"
+#include "gf/text.h"
 
 /* ---- bootstrap ----------------------------------------------------------- */
 
 #define WHO "tcp"
 
-/* "2, 5, 7 (and 3 more)": the ranks in [lo, hi) whose seen[] is 0. */
-static void list_missing(const unsigned char *seen, int lo, int hi, char *buf,
-                         size_t cap) {
+/* Room for list_missing's text, whatever the ints: 16 ranks of at most 13
+ * bytes (", " and 11 characters), " (and N more)" in at most 23, and the
+ * NUL: 232 bytes. */
+#define MISSING_CAP 256
+
+/* "2, 5, 7 (and 3 more)": the ranks in [lo, hi) whose seen[] is 0, the
+ * first 16 by number and the rest counted. */
+static void list_missing(const unsigned char *seen, int lo, int hi,
+                         char buf[MISSING_CAP]) {
   size_t o = 0;
   int shown = 0, more = 0;
   buf[0] = '\0';
   for (int r = lo; r < hi; r++) {
     if (seen[r]) continue;
-    if (shown == 16 || o + 16 > cap) {
+    if (shown == 16) {
       more++;
       continue;
     }
-    o += (size_t)snprintf(buf + o, cap - o, "%s%d", shown ? ", " : "", r);
+    int n = snprintf(buf + o, MISSING_CAP - o, "%s%d", shown ? ", " : "", r);
+    assert(gf_fits(n, MISSING_CAP - o));
+    o += (size_t)n;
     shown++;
   }
-  if (more && o + 24 < cap) snprintf(buf + o, cap - o, " (and %d more)", more);
+  if (more) {
+    int n = snprintf(buf + o, MISSING_CAP - o, " (and %d more)", more);
+    assert(gf_fits(n, MISSING_CAP - o));
+    (void)n;
+  }
+}
+
+/* "rank R" into buf, for messages: an int and a fixed word, so it fits. */
+#define RANK_NAME_CAP 32
+static const char *rank_name(int r, char buf[RANK_NAME_CAP]) {
+  int n = snprintf(buf, RANK_NAME_CAP, "rank %d", r);
+  assert(gf_fits(n, RANK_NAME_CAP));
+  (void)n;
+  return buf;
+}
+
+/* Keeps the start of an ignored connection's error for the timeout's
+ * message: 150 characters at most, so that the message keeps its own. */
+#define LAST_CAP 160
+static void note_ignored(char last[LAST_CAP], const gf_err *e) {
+  int n = snprintf(last, LAST_CAP, "%.150s", e->msg);
+  assert(gf_fits(n, LAST_CAP));
+  (void)n;
 }
 
 static void tune(int fd) {
@@ -101,10 +133,10 @@ static void entry_of(int fd, int port, unsigned char *e) {
   }
 }
 
+/* This job's token: differs between jobs (wall clock, monotonic
+ * nanoseconds, pid) so that a stale rank of another job is told apart. */
 static uint32_t make_token(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^
+  uint64_t x = gf_mono_ns() ^ ((uint64_t)gf_unix_ms() << 20) ^
                ((uint64_t)getpid() << 40);
   x = (x ^ (x >> 31)) * 0x9e3779b97f4a7c15ull;
   uint32_t t = (uint32_t)(x >> 32);
@@ -130,13 +162,13 @@ static gf_status serve(const gf_launch_info *li, int *fds, double deadline,
   seen[0] = 1;
   int arrived = 1, ignored = 0;
   gf_status st = GF_OK;
-  char last[160] = "";
+  char last[LAST_CAP] = "";
   while (!st && arrived < world) {
     struct pollfd pf = {lfd, POLLIN, 0};
     int ms = gf_comm_ms_left(deadline);
     if (ms == 0) {
-      char miss[200];
-      list_missing(seen, 1, world, miss, sizeof miss);
+      char miss[MISSING_CAP];
+      list_missing(seen, 1, world, miss);
       st = gf_fail(err, GF_ETIMEOUT,
                    WHO ": rank 0 heard from %d of %d ranks on MASTER_PORT %d "
                        "within %.3g s; missing: %s%s%s",
@@ -165,7 +197,7 @@ static gf_status serve(const gf_launch_info *li, int *fds, double deadline,
     if (ms_st) {
       /* not one of ours (a port scanner, a stale job): note and go on */
       ignored++;
-      snprintf(last, sizeof last, "%.150s", e.msg);
+      note_ignored(last, &e);
       close(fd);
       continue;
     }
@@ -197,10 +229,9 @@ static gf_status serve(const gf_launch_info *li, int *fds, double deadline,
   close(lfd);
   uint32_t token = make_token();
   for (int r = 1; !st && r < world; r++) {
-    char to[32];
-    snprintf(to, sizeof to, "rank %d", r);
+    char to[RANK_NAME_CAP];
     gf_tcp_msg t = {GF_TCP_TABLE, r, world, 0, token};
-    st = send_msg(fds[r], &t, deadline, to, err);
+    st = send_msg(fds[r], &t, deadline, rank_name(r, to), err);
     if (!st && gf_comm_io_full(fds[r], table, tbytes, 1, deadline) != 0)
       st = gf_fail(err, errno == ETIMEDOUT ? GF_ETIMEOUT : GF_EIO,
                    WHO ": sending the table to rank %d: %s", r,
@@ -225,14 +256,15 @@ static gf_status join(const gf_launch_info *li, int my_port, int *fds,
                       gf_tcp_entry **tab, uint32_t *token, double deadline,
                       double timeout_s, gf_err *err) {
   int world = li->world_size, fd = -1;
-  char why[128];
+  gf_err why; /* the last failure, for the timeout's message */
   gf_status st = gf_comm_dial(WHO, li->master_addr, li->master_port, deadline,
-                              &fd, why, sizeof why, err);
+                              &fd, &why, err);
   if (st == GF_ETIMEOUT)
     return gf_fail(err, GF_ETIMEOUT,
                    WHO ": rank %d could not reach rank 0 at %.100s:%d within "
                        "%.3g s (last: %s)",
-                   li->rank, li->master_addr, li->master_port, timeout_s, why);
+                   li->rank, li->master_addr, li->master_port, timeout_s,
+                   why.msg);
   if (st) return st;
   tune(fd);
   fds[0] = fd;
@@ -326,16 +358,15 @@ static gf_status mesh(const gf_launch_info *li, int lfd,
                       const gf_tcp_entry *tab, uint32_t token, int *fds,
                       double deadline, double timeout_s, gf_err *err) {
   int me = li->rank, world = li->world_size;
-  char who[32];
+  char who[RANK_NAME_CAP];
   /* connect to every lower rank but 0 and identify; their listening sockets
    * exist since before their hello, so the kernel completes these
    * connections even before they accept */
   for (int i = 1; i < me; i++) {
     GF_TRY(dial_peer(&tab[i], i, me, deadline, timeout_s, &fds[i], err));
     tune(fds[i]);
-    snprintf(who, sizeof who, "rank %d", i);
     gf_tcp_msg m = {GF_TCP_MESH, me, world, 0, token};
-    GF_TRY(send_msg(fds[i], &m, deadline, who, err));
+    GF_TRY(send_msg(fds[i], &m, deadline, rank_name(i, who), err));
   }
   /* accept every higher rank */
   unsigned char *seen = calloc((size_t)world, 1);
@@ -343,13 +374,13 @@ static gf_status mesh(const gf_launch_info *li, int lfd,
     return gf_fail(err, GF_ENOMEM, WHO ": cannot allocate %d flags", world);
   int left = world - 1 - me, ignored = 0;
   gf_status st = GF_OK;
-  char last[160] = "";
+  char last[LAST_CAP] = "";
   while (left > 0) {
     struct pollfd pf = {lfd, POLLIN, 0};
     int ms = gf_comm_ms_left(deadline);
     if (ms == 0) {
-      char miss[200];
-      list_missing(seen, me + 1, world, miss, sizeof miss);
+      char miss[MISSING_CAP];
+      list_missing(seen, me + 1, world, miss);
       st = gf_fail(err, GF_ETIMEOUT,
                    WHO ": rank %d got no connection from ranks %s within "
                        "%.3g s%s%s",
@@ -375,7 +406,7 @@ static gf_status mesh(const gf_launch_info *li, int lfd,
                       m.token == token ? "ours" : "another job's");
     if (ms_st) {
       ignored++;
-      snprintf(last, sizeof last, "%.150s", e.msg);
+      note_ignored(last, &e);
       close(fd);
       continue;
     }
@@ -383,17 +414,15 @@ static gf_status mesh(const gf_launch_info *li, int lfd,
     fds[m.rank] = fd;
     seen[m.rank] = 1;
     left--;
-    snprintf(who, sizeof who, "rank %d", m.rank);
     gf_tcp_msg ack = {GF_TCP_MESH_ACK, me, world, 0, token};
-    st = send_msg(fd, &ack, deadline, who, err);
+    st = send_msg(fd, &ack, deadline, rank_name(m.rank, who), err);
     if (st) break;
   }
   free(seen);
   /* every lower rank confirms */
   for (int i = 1; !st && i < me; i++) {
     gf_tcp_msg m;
-    snprintf(who, sizeof who, "rank %d", i);
-    st = recv_msg(fds[i], &m, deadline, timeout_s, who, err);
+    st = recv_msg(fds[i], &m, deadline, timeout_s, rank_name(i, who), err);
     if (!st && (m.kind != GF_TCP_MESH_ACK || m.rank != i || m.token != token ||
                 m.world != world))
       st = gf_fail(err, GF_EFORMAT,

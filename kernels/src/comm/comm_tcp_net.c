@@ -5,6 +5,7 @@
  * checked; fuzzed by tests/fuzz/fuzz_comm_tcp_hello.c). Not here: the
  * bootstrap itself (comm_tcp_boot.c) and the collectives (comm_tcp.c). */
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "comm_impl.h"
+#include "gf/text.h"
 
 /* ---- shared socket helpers ----------------------------------------------- */
 
@@ -164,16 +166,17 @@ int gf_comm_connect_once(const struct addrinfo *ai, double deadline) {
 }
 
 gf_status gf_comm_dial(const char *who, const char *addr, int port,
-                       double deadline, int *fd, char *why, size_t why_cap,
-                       gf_err *err) {
-  char ps[16];
-  snprintf(ps, sizeof ps, "%d", port);
+                       double deadline, int *fd, gf_err *why, gf_err *err) {
+  char ps[16]; /* an int: 11 characters at most */
+  int pn = snprintf(ps, sizeof ps, "%d", port);
+  assert(gf_fits(pn, sizeof ps));
+  (void)pn;
   struct addrinfo hints, *ai = NULL;
   memset(&hints, 0, sizeof hints);
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   int tries = 0;
-  snprintf(why, why_cap, "no attempt");
+  gf_fail(why, GF_ETIMEOUT, "no attempt");
   *fd = -1;
   while (gf_comm_ms_left(deadline) > 0) {
     if (tries++) {
@@ -187,7 +190,7 @@ gf_status gf_comm_dial(const char *who, const char *addr, int port,
                        "%s: cannot resolve MASTER_ADDR \"%.100s\"", who, addr);
       if (g != 0) {
         ai = NULL;
-        snprintf(why, why_cap, "resolving: %s", gai_strerror(g));
+        gf_fail(why, GF_ETIMEOUT, "resolving: %s", gai_strerror(g));
         continue;
       }
     }
@@ -197,7 +200,7 @@ gf_status gf_comm_dial(const char *who, const char *addr, int port,
       *fd = s;
       return GF_OK;
     }
-    snprintf(why, why_cap, "connect: %s", strerror(errno));
+    gf_fail(why, GF_ETIMEOUT, "connect: %s", strerror(errno));
   }
   if (ai) freeaddrinfo(ai);
   return GF_ETIMEOUT;
