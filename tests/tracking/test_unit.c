@@ -282,10 +282,57 @@ static void test_parsers(void) {
   CHECK_INT_EQ(mlflow_parse_json_object("X", "  ", 2, &o, &err), MLFLOW_E_PROTOCOL);
   CHECK(strstr(err.message, "empty") != NULL);
   char shown[128];
-  mlflow_uri_redact("https://bob:pw@host:8/x@y", shown, sizeof shown);
+  CHECK_INT_EQ(mlflow_uri_redact("https://bob:pw@host:8/x@y", shown, sizeof shown), 0);
   CHECK_STR_EQ(shown, "https://host:8/x@y");
-  mlflow_uri_redact("http://127.0.0.1:5000", shown, sizeof shown);
+  CHECK_INT_EQ(mlflow_uri_redact("http://127.0.0.1:5000", shown, sizeof shown), 0);
   CHECK_STR_EQ(shown, "http://127.0.0.1:5000");
+  /* Too small a buffer: the start, visibly cut, never the password. */
+  char small[16];
+  CHECK_INT_EQ(mlflow_uri_redact("http://bob:pw@127.0.0.1:5000", small, sizeof small), -1);
+  CHECK_STR_EQ(small, "http://127.0...");
+}
+
+/* The helpers that keep texts from being cut silently. */
+static void test_no_silent_cut(void) {
+  mlflow_error err;
+  char buf[8];
+  /* mlflow_format refuses, naming what did not fit, and keeps nothing. */
+  CHECK_INT_EQ(mlflow_format(buf, sizeof buf, &err, MLFLOW_E_PROTOCOL, "run id",
+                             "%s", "0123456789abcdef"), MLFLOW_E_PROTOCOL);
+  CHECK_STR_EQ(buf, "");
+  CHECK_INT_EQ(err.status, MLFLOW_E_PROTOCOL);
+  CHECKF(strstr(err.message, "run id too long (16 bytes, at most 7)") != NULL &&
+             strstr(err.message, "0123456") != NULL, "%s", err.message);
+  CHECK_INT_EQ(mlflow_format(buf, sizeof buf, &err, MLFLOW_E_PROTOCOL, "run id",
+                             "%s", "0123456"), MLFLOW_OK);
+  CHECK_STR_EQ(buf, "0123456");
+  /* Messages cannot be refused: a long one keeps its start and shows the
+   * cut. */
+  char msg[12];
+  CHECK_INT_EQ(mlflow_message_format(msg, sizeof msg, "%s", "short"), 0);
+  CHECK_STR_EQ(msg, "short");
+  CHECK_INT_EQ(mlflow_message_format(msg, sizeof msg, "%s", "0123456789abcdef"), -1);
+  CHECK_STR_EQ(msg, "01234567...");
+  char big[3000];
+  memset(big, 'm', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  CHECK_INT_EQ(mlflow_fail(&err, MLFLOW_E_INVALID, "x %s", big), MLFLOW_E_INVALID);
+  CHECK_INT_EQ(strlen(err.message), sizeof err.message - 1);
+  CHECK_STR_EQ(err.message + sizeof err.message - 4, "...");
+  /* A server's error answer longer than a message: its start, cut
+   * visibly; an error_code longer than the field, too. */
+  char *answer = malloc(5000);
+  REQUIRE(answer);
+  int n = snprintf(answer, 5000, "{\"error_code\": \"%0100d\", \"message\": \"%s\"}",
+                   0, big);
+  REQUIRE(n > 0 && n < 5000);
+  CHECK_INT_EQ(mlflow_error_from_answer("GET runs/get", 400, NULL, answer,
+                                        (size_t)n, &err), MLFLOW_E_HTTP);
+  CHECK_INT_EQ(strlen(err.error_code), sizeof err.error_code - 1);
+  CHECK_STR_EQ(err.error_code + sizeof err.error_code - 4, "...");
+  CHECK(strstr(err.message, "GET runs/get: HTTP 400") == err.message);
+  CHECK(strstr(err.message, "mmm...") != NULL);
+  free(answer);
 }
 
 static void test_outbox_format(void) {
@@ -333,6 +380,7 @@ int main(void) {
   test_error_answers();
   test_json_numbers();
   test_parsers();
+  test_no_silent_cut();
   test_outbox_format();
   return check_report();
 }

@@ -40,8 +40,10 @@ mlflow_status mlflow_config_set_uri(mlflow_config *cfg, const char *uri,
                                     mlflow_error *err) {
   if (!uri || !*uri)
     return mlflow_fail(err, MLFLOW_E_INVALID, "empty tracking URI");
-  char shown[512]; /* the URI as messages show it: no credentials */
-  mlflow_uri_redact(uri, shown, sizeof shown);
+  mlflow_status st = mlflow_uri_check_length(uri, err);
+  if (st) return st;
+  char shown[MLFLOW_MAX_URI_LEN + 1]; /* as messages show it: no credentials */
+  mlflow_uri_redact(uri, shown, sizeof shown); /* fits: checked above */
   if (strncasecmp(uri, "http://", 7) != 0 &&
       strncasecmp(uri, "https://", 8) != 0) {
     if (strncmp(uri, "file:", 5) == 0 || uri[0] == '/' || uri[0] == '.' ||

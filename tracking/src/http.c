@@ -27,13 +27,15 @@ mlflow_status mlflow_client_new(mlflow_client **out, const mlflow_config *cfg,
   *out = NULL;
   if (!cfg || !cfg->tracking_uri)
     return mlflow_fail(err, MLFLOW_E_INVALID, "no tracking URI configured");
+  mlflow_status st = mlflow_uri_check_length(cfg->tracking_uri, err);
+  if (st) return st;
   pthread_once(&curl_once, curl_init_once);
   if (curl_init_rc != CURLE_OK)
     return mlflow_fail(err, MLFLOW_E_CONNECT, "libcurl init failed: %s",
                        curl_easy_strerror(curl_init_rc));
   mlflow_client *c = calloc(1, sizeof *c);
   if (!c) return mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
-  mlflow_status st = mlflow_config_copy(&c->cfg, cfg, err);
+  st = mlflow_config_copy(&c->cfg, cfg, err);
   if (st) {
     free(c);
     return st;
@@ -119,9 +121,12 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud) {
   size_t bytes = size * n;
   static const char name[] = "retry-after:";
   if (bytes > sizeof name - 1 && strncasecmp(p, name, sizeof name - 1) == 0) {
-    char v[128];
+    char v[256]; /* mlflow_parse_retry_after reads 127 bytes at most */
     size_t vl = bytes - (sizeof name - 1);
-    if (vl >= sizeof v) vl = sizeof v - 1;
+    if (vl >= sizeof v) { /* no Retry-After is that long: not understood */
+      a->retry_after_s = -1;
+      return bytes;
+    }
     memcpy(v, p + sizeof name - 1, vl);
     v[vl] = '\0';
     a->retry_after_s = mlflow_parse_retry_after(v, time(NULL));
@@ -223,7 +228,7 @@ mlflow_status mlflow_http_do(mlflow_client *c, const mlflow_http_req *req,
                              mlflow_http_resp *resp, mlflow_error *err) {
   memset(resp, 0, sizeof *resp);
   struct curl_slist *hdrs = NULL, *tmp;
-  char ct[160];
+  mlflow_buf ct = {0}; /* "Content-Type: ...", any length */
 #define ADD_HDR(s)                                                   \
   do {                                                               \
     if (!(tmp = curl_slist_append(hdrs, (s)))) goto nomem;           \
@@ -232,11 +237,12 @@ mlflow_status mlflow_http_do(mlflow_client *c, const mlflow_http_req *req,
   ADD_HDR("Accept: application/json");
   ADD_HDR("Expect:"); /* no 100-continue round trip on uploads */
   if (req->body || req->upload) {
-    snprintf(ct, sizeof ct, "Content-Type: %s",
-             req->content_type ? req->content_type
-                               : (req->upload ? "application/octet-stream"
-                                              : "application/json"));
-    ADD_HDR(ct);
+    if (mlflow_buf_appendf(&ct, "Content-Type: %s",
+                           req->content_type ? req->content_type
+                           : (req->upload ? "application/octet-stream"
+                                          : "application/json")))
+      goto nomem;
+    ADD_HDR(ct.data);
   }
   if (c->bearer) ADD_HDR(c->bearer);
 #undef ADD_HDR
@@ -248,7 +254,7 @@ mlflow_status mlflow_http_do(mlflow_client *c, const mlflow_http_req *req,
                      .retry_after_s = -1};
     mlflow_buf_free(&resp->body);
     resp->status = 0;
-    resp->content_type[0] = '\0';
+    resp->content_type = NULL;
     if (req->upload && fseek(req->upload, 0, SEEK_SET) != 0) {
       st = mlflow_fail(err, MLFLOW_E_IO, "%s: cannot rewind upload", req->what);
       break;
@@ -265,7 +271,7 @@ mlflow_status mlflow_http_do(mlflow_client *c, const mlflow_http_req *req,
     curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &resp->status);
     char *ctype = NULL;
     curl_easy_getinfo(c->curl, CURLINFO_CONTENT_TYPE, &ctype);
-    if (ctype) snprintf(resp->content_type, sizeof resp->content_type, "%s", ctype);
+    resp->content_type = ctype;
 
     int retry = 0;
     if (rc != CURLE_OK) {
@@ -280,7 +286,7 @@ mlflow_status mlflow_http_do(mlflow_client *c, const mlflow_http_req *req,
                          (size_t)MAX_JSON_BODY);
         break;
       }
-      char shown[512];
+      char shown[MLFLOW_MAX_URI_LEN + 1]; /* fits: mlflow_client_new checked */
       mlflow_uri_redact(c->cfg.tracking_uri, shown, sizeof shown);
       st = mlflow_fail(err, MLFLOW_E_CONNECT, "%s %s: %s", req->what, shown,
                        curl_easy_strerror(rc));
@@ -300,9 +306,11 @@ mlflow_status mlflow_http_do(mlflow_client *c, const mlflow_http_req *req,
     mlflow_sleep(backoff_wait(c, try_no + 1, ra));
   }
   curl_slist_free_all(hdrs);
+  mlflow_buf_free(&ct);
   return st;
 nomem:
   curl_slist_free_all(hdrs);
+  mlflow_buf_free(&ct);
   return mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
 }
 

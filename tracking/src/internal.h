@@ -5,6 +5,7 @@
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
+#include <stdarg.h>
 #include <stdio.h>
 
 #include "mlflow/mlflow.h"
@@ -33,13 +34,40 @@ struct mlflow_client {
 };
 
 /* Fills err (NULL allowed) and returns st. http_status and error_code are
- * cleared; callers that have them set them after. */
+ * cleared; callers that have them set them after. The message is written
+ * with mlflow_message_vformat. */
 mlflow_status mlflow_fail(mlflow_error *err, mlflow_status st, const char *fmt,
                           ...) __attribute__((format(printf, 3, 4)));
 
+/* vsnprintf for messages, which are the last stop of a failure and cannot
+ * themselves be refused: a text longer than cap - 1 bytes keeps its start
+ * and ends in "..." so that the cut shows (cap >= 4). Returns 0 when the
+ * whole text fit, -1 when it was cut (or could not be formatted: then dst
+ * says so). */
+int mlflow_message_vformat(char *dst, size_t cap, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+int mlflow_message_format(char *dst, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* snprintf into buf[cap] that never keeps a cut text: when the result does
+ * not fit, buf holds "" and err (status st) says that `what` ("run id",
+ * "model version") was too long, with its length, the room there was and
+ * its start. Returns MLFLOW_OK or st. */
+mlflow_status mlflow_format(char *buf, size_t cap, mlflow_error *err,
+                            mlflow_status st, const char *what,
+                            const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
 /* Copies uri into out (cap bytes) with any "user:password@" removed, for
- * messages: a URI may carry credentials and they are never printed. */
-void mlflow_uri_redact(const char *uri, char *out, size_t cap);
+ * messages: a URI may carry credentials and they are never printed.
+ * Returns 0; -1 when the redacted URI was longer than cap - 1 bytes and
+ * out holds its start ending in "..." (mlflow_message_format). A URI the
+ * configuration accepted fits MLFLOW_MAX_URI_LEN + 1 bytes. */
+int mlflow_uri_redact(const char *uri, char *out, size_t cap);
+
+/* MLFLOW_E_INVALID, "tracking URI too long", when uri is longer than
+ * MLFLOW_MAX_URI_LEN; its start is shown without credentials. */
+mlflow_status mlflow_uri_check_length(const char *uri, mlflow_error *err);
 
 /* strdup that accepts NULL (returns NULL). */
 char *mlflow_strdup(const char *s);
@@ -62,7 +90,9 @@ typedef struct mlflow_http_req {
 typedef struct mlflow_http_resp {
   long status;              /* last HTTP status; 0 when none */
   mlflow_buf body;          /* body of the last answer (limited size) */
-  char content_type[128];
+  const char *content_type; /* of the last answer, NULL when none; libcurl's
+                               string, valid until the client's next
+                               request */
 } mlflow_http_resp;
 
 void mlflow_http_resp_free(mlflow_http_resp *r);

@@ -65,11 +65,15 @@ static int add_kv_array(cJSON *obj, const char *name, const mlflow_kv *kv,
   return 1;
 }
 
+/* "logged-models/ID SUFFIX", malloc'd (the caller frees); NULL when out of
+ * memory. */
 static char *model_endpoint(const char *model_id, const char *suffix) {
-  size_t n = strlen("logged-models/") + strlen(model_id) + strlen(suffix) + 1;
-  char *p = malloc(n);
-  if (p) snprintf(p, n, "logged-models/%s%s", model_id, suffix);
-  return p;
+  mlflow_buf b = {0};
+  if (mlflow_buf_appendf(&b, "logged-models/%s%s", model_id, suffix)) {
+    mlflow_buf_free(&b);
+    return NULL;
+  }
+  return b.data;
 }
 
 /* A model id is "m-" and hex in MLflow; anything that could leave the path
@@ -257,15 +261,16 @@ mlflow_status mlflow_model_version_create_from_model(
   mlflow_status st;
   if ((st = mlflow_need(name, "model name", err)) || (st = check_id(model_id, err)))
     return st;
-  size_t n = strlen(model_id) + 16;
-  char *source = malloc(n);
-  if (!source) return mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
-  snprintf(source, n, "models:/%s", model_id);
+  mlflow_buf source = {0};
+  if (mlflow_buf_appendf(&source, "models:/%s", model_id)) {
+    mlflow_buf_free(&source);
+    return mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
+  }
   cJSON *ans = NULL;
   st = mlflow_api_fields(c, "POST", "model-versions/create", &ans, err, "name",
-                         name, "source", source, "run_id", run_id, "model_id",
-                         model_id, NULL);
-  free(source);
+                         name, "source", source.data, "run_id", run_id,
+                         "model_id", model_id, NULL);
+  mlflow_buf_free(&source);
   if (st) return st;
   st = mlflow_parse_model_version(
       cJSON_GetObjectItemCaseSensitive(ans, "model_version"), out, err);

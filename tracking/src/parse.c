@@ -2,6 +2,7 @@
  * the input may come from a broken or hostile server. */
 #include "parse.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -31,15 +32,24 @@ double mlflow_parse_retry_after(const char *value, time_t now) {
   return d < 0 ? 0 : d;
 }
 
-/* Copies printable text, squeezing control characters, at most cap-1. */
+/* Copies the first len bytes of src (up to a NUL) as printable text,
+ * control characters made spaces and trailing spaces dropped, into
+ * dst[cap] (cap >= 4). Text that does not fit keeps its start and ends in
+ * "..." so that the cut shows. */
 static void copy_text(char *dst, size_t cap, const char *src, size_t len) {
-  size_t j = 0;
-  for (size_t i = 0; i < len && j + 1 < cap; i++) {
+  size_t i = 0, j = 0;
+  for (; i < len && j + 1 < cap; i++) {
     unsigned char ch = (unsigned char)src[i];
     if (ch == '\0') break;
     dst[j++] = (ch < 0x20 || ch == 0x7f) ? ' ' : (char)ch;
   }
-  while (j && dst[j - 1] == ' ') j--;
+  int cut = i < len && src[i] != '\0';
+  if (cut) {
+    j = cap - 4;
+    memcpy(dst + j, "...", 3);
+    j += 3;
+  }
+  while (!cut && j && dst[j - 1] == ' ') j--;
   dst[j] = '\0';
 }
 
@@ -58,7 +68,7 @@ mlflow_status mlflow_error_from_answer(const char *what, long status,
     if (ec) copy_text(code, sizeof code, ec, strlen(ec));
     if (m) copy_text(msg, sizeof msg, m, strlen(m));
   }
-  if (!msg[0] && body && len) copy_text(msg, sizeof msg, body, len > 600 ? 600 : len);
+  if (!msg[0] && body && len) copy_text(msg, sizeof msg, body, len);
   cJSON_Delete(j);
   mlflow_status st = MLFLOW_E_HTTP;
   if (status == 401 || status == 403) {
@@ -68,12 +78,15 @@ mlflow_status mlflow_error_from_answer(const char *what, long status,
     st = MLFLOW_E_NOT_FOUND;
   }
   if (err) {
-    snprintf(err->message, sizeof err->message, "%s: HTTP %ld%s%s: %s", what,
-             status, code[0] ? " " : "", code,
-             msg[0] ? msg : "(no message in the answer)");
+    mlflow_message_format(err->message, sizeof err->message,
+                          "%s: HTTP %ld%s%s: %s", what, status,
+                          code[0] ? " " : "", code,
+                          msg[0] ? msg : "(no message in the answer)");
     err->status = st;
     err->http_status = status;
-    snprintf(err->error_code, sizeof err->error_code, "%s", code);
+    _Static_assert(sizeof code == sizeof err->error_code,
+                   "code is copied whole into error_code");
+    memcpy(err->error_code, code, sizeof code);
   }
   return st;
 }
@@ -346,7 +359,9 @@ mlflow_status mlflow_parse_model_version(const cJSON *j,
   int64_t vnum;
   char vbuf[32];
   if (!version && mlflow_json_get_int64(j, "version", &vnum) == 0) {
-    snprintf(vbuf, sizeof vbuf, "%" PRId64, vnum);
+    int n = snprintf(vbuf, sizeof vbuf, "%" PRId64, vnum); /* <= 20 chars */
+    assert(n >= 0 && (size_t)n < sizeof vbuf);
+    (void)n;
     version = vbuf;
   }
   if (!name || !version) return missing(err, "model version", "name/version");

@@ -1,6 +1,7 @@
 /* registry_gate.c - the promotion gate: move an alias to a version only when
  * the version's metric beats the holder's (see mlflow/registry.h for the
  * decisions). Reads versions and their runs; knows no metric's meaning. */
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,8 +88,42 @@ static mlflow_status run_metric(mlflow_client *c, const char *run_id,
   return MLFLOW_OK;
 }
 
-static void copy_id(char *dst, size_t cap, const char *src) {
-  snprintf(dst, cap, "%s", src ? src : "");
+/* Copies an id the server sent (a version number, a run id) into one of
+ * the result's fields; MLFLOW_E_PROTOCOL naming it when it does not fit
+ * (dst is then ""). NULL copies as "". */
+static mlflow_status copy_id(char *dst, size_t cap, const char *src,
+                             const char *what, mlflow_error *err) {
+  return mlflow_format(dst, cap, err, MLFLOW_E_PROTOCOL, what, "%s",
+                       src ? src : "");
+}
+
+/* Appends "alias A stays on version V" or "alias A stays unset". */
+static int append_stays(mlflow_buf *b, int has_holder, const char *alias,
+                        const char *holder_version) {
+  if (has_holder)
+    return mlflow_buf_appendf(b, "alias %s stays on version %s", alias,
+                              holder_version);
+  return mlflow_buf_appendf(b, "alias %s stays unset", alias);
+}
+
+/* Sets out->message to the line built in b (freed here). When it could not
+ * be built, or is longer than out->message holds (a long metric key and a
+ * long alias can make it so), a shorter line that always fits is set
+ * instead, never a cut one; the versions, runs and values stay in out's
+ * fields. */
+static void set_message(mlflow_gate_result *out, mlflow_buf *b, int failed,
+                        const char *metric) {
+  if (!failed && b->data && b->len < sizeof out->message) {
+    memcpy(out->message, b->data, b->len + 1);
+  } else {
+    /* metric is a valid key: at most MLFLOW_MAX_KEY_LEN bytes */
+    int n = snprintf(out->message, sizeof out->message,
+                     "%s: %s (the full comparison is in the result's fields)",
+                     metric, mlflow_gate_verdict_name(out->verdict));
+    assert(n >= 0 && (size_t)n < sizeof out->message);
+    (void)n;
+  }
+  mlflow_buf_free(b);
 }
 
 mlflow_status mlflow_alias_set_if_better(mlflow_client *c, const char *name,
@@ -120,8 +155,11 @@ mlflow_status mlflow_alias_set_if_better(mlflow_client *c, const char *name,
     mlflow_model_version_free(&cand);
     return st;
   }
-  copy_id(out->candidate_run_id, sizeof out->candidate_run_id, cand.run_id);
+  st = copy_id(out->candidate_run_id, sizeof out->candidate_run_id,
+               cand.run_id, "the server's run id of the candidate version",
+               err);
   mlflow_model_version_free(&cand);
+  if (st) return st;
 
   mlflow_model_version holder;
   mlflow_error e2;
@@ -132,37 +170,40 @@ mlflow_status mlflow_alias_set_if_better(mlflow_client *c, const char *name,
     return st;
   }
   int has_holder = st == MLFLOW_OK && holder.version;
-  if (has_holder) {
-    copy_id(out->holder_version, sizeof out->holder_version, holder.version);
-    copy_id(out->holder_run_id, sizeof out->holder_run_id, holder.run_id);
-  }
+  st = MLFLOW_OK;
+  if (has_holder &&
+      !(st = copy_id(out->holder_version, sizeof out->holder_version,
+                     holder.version, "the server's version number of the "
+                     "alias holder", err)))
+    st = copy_id(out->holder_run_id, sizeof out->holder_run_id,
+                 holder.run_id, "the server's run id of the alias holder",
+                 err);
   mlflow_model_version_free(&holder);
+  if (st) return st;
+  mlflow_buf msg = {0};
+  int failed = 0; /* an append of msg failed (out of memory) */
   if (has_holder && !strcmp(out->holder_version, version)) {
     out->verdict = MLFLOW_GATE_PROMOTED_ALREADY;
-    snprintf(out->message, sizeof out->message,
-             "%s: alias %s is already on version %s", metric, alias, version);
+    failed |= mlflow_buf_appendf(&msg, "%s: alias %s is already on version %s",
+                                 metric, alias, version);
+    set_message(out, &msg, failed, metric);
     return MLFLOW_OK;
   }
 
   if ((st = run_metric(c, out->candidate_run_id, metric,
                        &out->candidate_has_value, &out->candidate_value, err)))
     return st;
-  char stays[128];
-  if (has_holder)
-    snprintf(stays, sizeof stays, "alias %s stays on version %s", alias,
-             out->holder_version);
-  else
-    snprintf(stays, sizeof stays, "alias %s stays unset", alias);
   if (!out->candidate_has_value) {
     out->verdict = MLFLOW_GATE_REFUSED_MISSING;
     if (!out->candidate_run_id[0])
-      snprintf(out->message, sizeof out->message,
-               "%s: version %s has no run to read it from: refused, %s",
-               metric, version, stays);
+      failed |= mlflow_buf_appendf(&msg, "%s: version %s has no run to read "
+                                   "it from: refused, ", metric, version);
     else
-      snprintf(out->message, sizeof out->message,
-               "%s: version %s (run %s) has no value (absent or NaN): "
-               "refused, %s", metric, version, out->candidate_run_id, stays);
+      failed |= mlflow_buf_appendf(&msg, "%s: version %s (run %s) has no "
+                                   "value (absent or NaN): refused, ", metric,
+                                   version, out->candidate_run_id);
+    failed |= append_stays(&msg, has_holder, alias, out->holder_version);
+    set_message(out, &msg, failed, metric);
     return MLFLOW_OK;
   }
 
@@ -190,26 +231,30 @@ mlflow_status mlflow_alias_set_if_better(mlflow_client *c, const char *name,
     case MLFLOW_GATE_REFUSED_WORSE: verdict_text = "worse: refused"; break;
     default: verdict_text = "better"; break;
   }
-  char cand_part[256], holder_part[256], tail[160];
-  snprintf(cand_part, sizeof cand_part, "version %s = %.10g (run %s)", version,
-           out->candidate_value, out->candidate_run_id);
+  /* "METRIC (higher is better): version V = X (run R) vs HOLDER: VERDICT,
+   * TAIL" */
+  failed |= mlflow_buf_appendf(&msg, "%s (%s is better): version %s = %.10g "
+                               "(run %s) vs ", metric,
+                               goal == MLFLOW_GATE_MAX ? "higher" : "lower",
+                               version, out->candidate_value,
+                               out->candidate_run_id);
   if (!has_holder)
-    snprintf(holder_part, sizeof holder_part, "no version holds alias %s",
-             alias);
+    failed |= mlflow_buf_appendf(&msg, "no version holds alias %s", alias);
   else if (!out->holder_has_value)
-    snprintf(holder_part, sizeof holder_part, "version %s without a value "
-             "(run %s)", out->holder_version,
-             out->holder_run_id[0] ? out->holder_run_id : "none");
+    failed |= mlflow_buf_appendf(&msg, "version %s without a value (run %s)",
+                                 out->holder_version,
+                                 out->holder_run_id[0] ? out->holder_run_id
+                                                       : "none");
   else
-    snprintf(holder_part, sizeof holder_part, "version %s = %.10g (run %s)",
-             out->holder_version, out->holder_value, out->holder_run_id);
+    failed |= mlflow_buf_appendf(&msg, "version %s = %.10g (run %s)",
+                                 out->holder_version, out->holder_value,
+                                 out->holder_run_id);
+  failed |= mlflow_buf_appendf(&msg, ": %s, ", verdict_text);
   if (mlflow_gate_promoted(out->verdict))
-    snprintf(tail, sizeof tail, "alias %s -> %s", alias, version);
+    failed |= mlflow_buf_appendf(&msg, "alias %s -> %s", alias, version);
   else
-    snprintf(tail, sizeof tail, "%s", stays);
-  snprintf(out->message, sizeof out->message, "%s (%s is better): %s vs %s: "
-           "%s, %s", metric, goal == MLFLOW_GATE_MAX ? "higher" : "lower",
-           cand_part, holder_part, verdict_text, tail);
+    failed |= append_stays(&msg, has_holder, alias, out->holder_version);
+  set_message(out, &msg, failed, metric);
   if (!mlflow_gate_promoted(out->verdict)) return MLFLOW_OK;
   return mlflow_alias_set(c, name, alias, version, err);
 }

@@ -1,4 +1,5 @@
 /* runs.c - experiments and runs: create, get, update, resume, search. */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,6 +201,8 @@ mlflow_status mlflow_experiment_set_tag(mlflow_client *c,
 
 #define CREATE_ID_TAG "ganflow.create_id"
 
+/* Writes 2 * nbytes random hex digits and a NUL into out (nbytes <= 32);
+ * 0, or -1 when /dev/urandom cannot be read. */
 static int random_hex(char *out, size_t nbytes) {
   unsigned char raw[32];
   if (nbytes > sizeof raw) return -1;
@@ -208,17 +211,26 @@ static int random_hex(char *out, size_t nbytes) {
   size_t got = fread(raw, 1, nbytes, f);
   fclose(f);
   if (got != nbytes) return -1;
-  for (size_t i = 0; i < nbytes; i++) sprintf(out + 2 * i, "%02x", raw[i]);
+  static const char hex[] = "0123456789abcdef";
+  for (size_t i = 0; i < nbytes; i++) {
+    out[2 * i] = hex[raw[i] >> 4];
+    out[2 * i + 1] = hex[raw[i] & 0x0F];
+  }
+  out[2 * nbytes] = '\0';
   return 0;
 }
 
 /* After a create that took more than one attempt: keep the earliest run
- * carrying create_id, delete the others, and return the kept one in out. */
+ * carrying create_id (32 hex digits, random_hex's), delete the others, and
+ * return the kept one in out. */
 static mlflow_status dedupe_created(mlflow_client *c, const char *experiment_id,
-                                    const char *create_id, mlflow_run_info *out,
-                                    mlflow_error *err) {
-  char filter[128];
-  snprintf(filter, sizeof filter, "tags.`%s` = '%s'", CREATE_ID_TAG, create_id);
+                                    const char create_id[33],
+                                    mlflow_run_info *out, mlflow_error *err) {
+  char filter[128]; /* the tag name and 32 hex digits: 64 bytes */
+  int n = snprintf(filter, sizeof filter, "tags.`%s` = '%s'", CREATE_ID_TAG,
+                   create_id);
+  assert(n >= 0 && (size_t)n < sizeof filter);
+  (void)n;
   const char *ids[1] = {experiment_id};
   mlflow_run_list list;
   mlflow_status st = mlflow_runs_search(c, ids, 1, filter,

@@ -1,4 +1,5 @@
 /* util.c - buffers, error filling, JSON printing, small helpers. */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -39,8 +40,12 @@ int mlflow_buf_appendf(mlflow_buf *b, const char *fmt, ...) {
   char *big = malloc((size_t)n + 1);
   if (!big) return -1;
   va_start(ap, fmt);
-  vsnprintf(big, (size_t)n + 1, fmt, ap);
+  int m = vsnprintf(big, (size_t)n + 1, fmt, ap);
   va_end(ap);
+  if (m != n) { /* the same arguments gave another length: refuse */
+    free(big);
+    return -1;
+  }
   int rc = mlflow_buf_append(b, big, (size_t)n);
   free(big);
   return rc;
@@ -53,12 +58,37 @@ void mlflow_buf_free(mlflow_buf *b) {
   b->len = b->cap = 0;
 }
 
+int mlflow_message_vformat(char *dst, size_t cap, const char *fmt,
+                           va_list ap) {
+  if (!cap) return -1;
+  int n = vsnprintf(dst, cap, fmt, ap);
+  if (n >= 0 && (size_t)n < cap) return 0;
+  if (n < 0) {
+    static const char bad[] = "(message could not be formatted)";
+    size_t k = sizeof bad < cap ? sizeof bad : cap;
+    memcpy(dst, bad, k - 1);
+    dst[k - 1] = '\0';
+    return -1;
+  }
+  /* dst holds the first cap - 1 bytes: end them with a visible cut. */
+  if (cap >= 4) memcpy(dst + cap - 4, "...", 4);
+  return -1;
+}
+
+int mlflow_message_format(char *dst, size_t cap, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = mlflow_message_vformat(dst, cap, fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
 mlflow_status mlflow_fail(mlflow_error *err, mlflow_status st, const char *fmt,
                           ...) {
   if (err) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    mlflow_message_vformat(err->message, sizeof err->message, fmt, ap);
     va_end(ap);
     err->status = st;
     err->http_status = 0;
@@ -67,19 +97,47 @@ mlflow_status mlflow_fail(mlflow_error *err, mlflow_status st, const char *fmt,
   return st;
 }
 
-void mlflow_uri_redact(const char *uri, char *out, size_t cap) {
-  if (!cap) return;
+mlflow_status mlflow_format(char *buf, size_t cap, mlflow_error *err,
+                            mlflow_status st, const char *what,
+                            const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, cap, fmt, ap);
+  va_end(ap);
+  if (n >= 0 && (size_t)n < cap) return MLFLOW_OK;
+  if (n < 0) {
+    buf[0] = '\0';
+    return mlflow_fail(err, st, "%s: cannot be formatted", what);
+  }
+  /* buf holds the first cap - 1 bytes: enough to name the culprit. */
+  mlflow_status r = mlflow_fail(err, st,
+                                "%s too long (%d bytes, at most %zu): "
+                                "'%.64s...'", what, n, cap - 1, buf);
+  buf[0] = '\0';
+  return r;
+}
+
+int mlflow_uri_redact(const char *uri, char *out, size_t cap) {
+  if (!cap) return -1;
   const char *host = strstr(uri, "://");
   host = host ? host + 3 : uri;
   size_t auth_len = strcspn(host, "/?#");
   const char *at = NULL;
   for (size_t i = 0; i < auth_len; i++)
     if (host[i] == '@') at = host + i;
-  if (!at) {
-    snprintf(out, cap, "%s", uri);
-    return;
-  }
-  snprintf(out, cap, "%.*s%s", (int)(host - uri), uri, at + 1);
+  if (!at) return mlflow_message_format(out, cap, "%s", uri);
+  return mlflow_message_format(out, cap, "%.*s%s", (int)(host - uri), uri,
+                               at + 1);
+}
+
+mlflow_status mlflow_uri_check_length(const char *uri, mlflow_error *err) {
+  size_t n = strlen(uri);
+  if (n <= MLFLOW_MAX_URI_LEN) return MLFLOW_OK;
+  char start[80]; /* the start, redacted, for the message */
+  mlflow_uri_redact(uri, start, sizeof start);
+  return mlflow_fail(err, MLFLOW_E_INVALID,
+                     "tracking URI too long (%zu bytes, at most %d): '%s'", n,
+                     MLFLOW_MAX_URI_LEN, start);
 }
 
 char *mlflow_strdup(const char *s) { return s ? strdup(s) : NULL; }
@@ -120,16 +178,20 @@ void mlflow_sleep(double seconds) {
 }
 
 cJSON *mlflow_json_int64(int64_t v) {
-  char s[32];
-  snprintf(s, sizeof s, "%" PRId64, v);
+  char s[32]; /* an int64 is at most 20 characters */
+  int n = snprintf(s, sizeof s, "%" PRId64, v);
+  assert(n >= 0 && (size_t)n < sizeof s);
+  (void)n;
   return cJSON_CreateRaw(s);
 }
 
 cJSON *mlflow_json_double(double v) {
   if (isnan(v)) return cJSON_CreateString("NaN");
   if (isinf(v)) return cJSON_CreateString(v > 0 ? "Infinity" : "-Infinity");
-  char s[40];
-  snprintf(s, sizeof s, "%.17g", v);
+  char s[40]; /* "%.17g" of a finite double is at most 24 characters */
+  int n = snprintf(s, sizeof s, "%.17g", v);
+  assert(n >= 0 && (size_t)n < sizeof s);
+  (void)n;
   return cJSON_CreateRaw(s);
 }
 

@@ -46,6 +46,13 @@ typedef struct mlflow_error {
 /* Static name of a status, e.g. "MLFLOW_E_HTTP"; never NULL. */
 const char *mlflow_status_name(mlflow_status s);
 
+/* The longest tracking URI accepted, in bytes (NUL not counted). A longer
+ * one is refused (MLFLOW_E_INVALID, "tracking URI too long") by
+ * mlflow_config_set_uri, mlflow_config_from_env and mlflow_client_new,
+ * never cut short: with it, an error message that names the server keeps
+ * the whole URI and the reason (mlflow_error.message). */
+#define MLFLOW_MAX_URI_LEN 512
+
 /* Connection settings. Strings are owned by the struct (heap copies) and
  * released by mlflow_config_free. */
 typedef struct mlflow_config {
@@ -78,7 +85,8 @@ mlflow_status mlflow_config_from_env(mlflow_config *cfg, mlflow_error *err);
 
 /* Validates and stores a copy of uri (trailing '/' removed). Only http and
  * https are served by this REST client; "file:", "databricks" and bare paths
- * are MLFLOW_E_UNSUPPORTED. */
+ * are MLFLOW_E_UNSUPPORTED; a URI longer than MLFLOW_MAX_URI_LEN is
+ * MLFLOW_E_INVALID. */
 mlflow_status mlflow_config_set_uri(mlflow_config *cfg, const char *uri,
                                     mlflow_error *err);
 
@@ -92,7 +100,9 @@ void mlflow_config_free(mlflow_config *cfg);
 typedef struct mlflow_client mlflow_client;
 
 /* Creates a client holding a copy of cfg. *out is owned by the caller:
- * mlflow_client_free. No request is made. */
+ * mlflow_client_free. No request is made. MLFLOW_E_INVALID when cfg has no
+ * tracking URI or one longer than MLFLOW_MAX_URI_LEN (a config filled by
+ * hand rather than by mlflow_config_set_uri). */
 mlflow_status mlflow_client_new(mlflow_client **out, const mlflow_config *cfg,
                                 mlflow_error *err);
 

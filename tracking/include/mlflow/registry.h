@@ -175,7 +175,11 @@ typedef struct mlflow_gate_result {
   double holder_value;
   char message[768];           /* one line, no newline: "swd/avg: version 4
                                   = 12.3 (run ...) vs version 3 = 15
-                                  (run ...): better, alias production -> 4" */
+                                  (run ...): better, alias production -> 4";
+                                  never cut: when that line would not fit
+                                  (a long key and alias), "swd/avg: better
+                                  (the full comparison is in the result's
+                                  fields)" */
 } mlflow_gate_result;
 
 /* Parses "METRIC[:min|max]" (the goal defaults to min) into metric
@@ -190,8 +194,10 @@ mlflow_status mlflow_gate_metric_parse(const char *spec, char *metric,
 /* The gate above for version of registered model name and alias. Returns
  * MLFLOW_OK when a decision was made (promoted or refused: see
  * out->verdict and out->message), another status when the registry or a
- * run could not be read or the alias could not be set (err says which).
- * out is always written (zeroed first). */
+ * run could not be read or the alias could not be set (err says which);
+ * MLFLOW_E_PROTOCOL, before any decision, when the server names a version
+ * or run id longer than out's fields hold. out is always written (zeroed
+ * first). */
 mlflow_status mlflow_alias_set_if_better(mlflow_client *c, const char *name,
                                          const char *version,
                                          const char *alias,
