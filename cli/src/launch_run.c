@@ -22,6 +22,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -56,11 +57,19 @@ typedef struct outcome {
   double t_seen;  /* monotonic s when the failure was seen */
 } outcome;
 
+/* A restart goes to the run as restart number base + n (base: the
+ * restarts the run held before this supervisor, from MLflow): tag
+ * ganflow.restart.<number>, and sys/restarts = number and
+ * sys/restart_recovery_s at step <number>. The number, not the step resumed
+ * from, is the metrics' step: two restarts may resume from one checkpoint,
+ * and each (key, step) of a run is logged once (DESIGN §4.4). */
 typedef struct restart_event {
-  int n;              /* 1, 2, ... */
+  int n;              /* 1, 2, ... within this supervisor */
   int64_t step;       /* the step the next attempt resumes from */
   char text[700];     /* cause, world sizes, step */
   bool logged;        /* sent to MLflow */
+  double recovery_s;  /* failure to the first new step; < 0 until seen */
+  bool recovery_logged;
 } restart_event;
 
 typedef struct sup {
@@ -74,6 +83,7 @@ typedef struct sup {
   mlflow_client *mc;  /* NULL until first needed (or when it cannot be) */
   bool mc_tried;
   bool tagged;        /* ganflow.launch set on the run */
+  int base;           /* restarts the run held before ours; -1 unread */
   restart_event ev[MAX_EVENTS];
   int n_ev;
   /* recovery timing of the current attempt */
@@ -166,8 +176,29 @@ static const char *launcher_name(gf_launcher l) {
   return l == GF_LAUNCHER_MPIRUN ? "mpirun" : l == GF_LAUNCHER_SRUN ? "srun" : "local";
 }
 
+/* s->base from the run's sys/restarts (its newest step is the number of
+ * the run's last logged restart); false when the run cannot be read. */
+static bool read_base(sup *s, mlflow_client *c) {
+  if (s->base >= 0) return true;
+  mlflow_run run;
+  mlflow_error e;
+  memset(&e, 0, sizeof e);
+  if (mlflow_run_get(c, s->run_id, &run, &e) != MLFLOW_OK) {
+    say(s, "warning: MLflow: restarts not logged yet: %s", e.message);
+    return false;
+  }
+  s->base = 0;
+  for (size_t i = 0; i < run.n_metrics; i++)
+    if (strcmp(run.metrics[i].key, "sys/restarts") == 0 &&
+        run.metrics[i].step > 0 && run.metrics[i].step < INT_MAX / 2)
+      s->base = (int)run.metrics[i].step;
+  mlflow_run_free(&run);
+  return true;
+}
+
 /* Sends what the run lacks: the launch tag, then every restart event not
- * logged yet. Failures are reported and retried at the next call. */
+ * logged yet and its recovery time. Failures are reported and retried at
+ * the next call. */
 static void flush_events(sup *s) {
   if (!s->run_id[0]) return;
   mlflow_client *c = client(s);
@@ -187,22 +218,34 @@ static void flush_events(sup *s) {
     else
       say(s, "warning: MLflow: %s", e.message);
   }
+  if (s->n_ev && !read_base(s, c)) return;
   for (int i = 0; i < s->n_ev; i++) {
     restart_event *ev = &s->ev[i];
-    if (ev->logged) continue;
-    char key[64], n[16]; /* a literal and an int; an int */
-    int kl = snprintf(key, sizeof key, "ganflow.restart.%d", ev->n);
-    int nl = snprintf(n, sizeof n, "%d", ev->n);
-    assert(gf_fits(kl, sizeof key) && gf_fits(nl, sizeof n));
-    (void)kl;
-    (void)nl;
-    mlflow_metric m = {"sys/restarts", (double)ev->n, mlflow_now_ms(), ev->step};
-    mlflow_kv tags[2] = {{key, ev->text}, {"ganflow.restarts", n}};
-    if (mlflow_log_batch(c, s->run_id, &m, 1, NULL, 0, tags, 2, &e) != MLFLOW_OK) {
-      say(s, "warning: MLflow: restart %d not logged yet: %s", ev->n, e.message);
-      return;
+    int number = s->base + ev->n;
+    if (!ev->logged) {
+      char key[64], n[16]; /* a literal and an int; an int */
+      int kl = snprintf(key, sizeof key, "ganflow.restart.%d", number);
+      int nl = snprintf(n, sizeof n, "%d", number);
+      assert(gf_fits(kl, sizeof key) && gf_fits(nl, sizeof n));
+      (void)kl;
+      (void)nl;
+      mlflow_metric m = {"sys/restarts", (double)number, mlflow_now_ms(), number};
+      mlflow_kv tags[2] = {{key, ev->text}, {"ganflow.restarts", n}};
+      if (mlflow_log_batch(c, s->run_id, &m, 1, NULL, 0, tags, 2, &e) != MLFLOW_OK) {
+        say(s, "warning: MLflow: restart %d not logged yet: %s", ev->n, e.message);
+        return;
+      }
+      ev->logged = true;
     }
-    ev->logged = true;
+    if (ev->recovery_s >= 0 && !ev->recovery_logged) {
+      if (mlflow_log_metric(c, s->run_id, "sys/restart_recovery_s",
+                            ev->recovery_s, mlflow_now_ms(), number, &e) !=
+          MLFLOW_OK) {
+        say(s, "warning: MLflow: %s", e.message);
+        return;
+      }
+      ev->recovery_logged = true;
+    }
   }
 }
 
@@ -250,11 +293,9 @@ static void read_beats(sup *s, launch_attempt *a, double now) {
     double dt = now - s->t_fail;
     say(s, "step %" PRId64 " done, %.1f s after the failure was seen",
         r0->hb.step, dt);
-    if (s->run_id[0] && client(s)) {
-      mlflow_error e;
-      if (mlflow_log_metric(s->mc, s->run_id, "sys/restart_recovery_s", dt,
-                            mlflow_now_ms(), r0->hb.step, &e) != MLFLOW_OK)
-        say(s, "warning: MLflow: %s", e.message);
+    if (s->n_ev) { /* the newest event is this attempt's restart */
+      s->ev[s->n_ev - 1].recovery_s = dt;
+      flush_events(s);
     }
   }
 }
@@ -502,6 +543,7 @@ int gf_launch_run(const gf_launch_opts *o, FILE *log) {
   }
   s->o = o;
   s->log = log;
+  s->base = -1;
   sigemptyset(&s->sigs);
   sigaddset(&s->sigs, SIGTERM);
   sigaddset(&s->sigs, SIGINT);
@@ -547,6 +589,8 @@ int gf_launch_run(const gf_launch_opts *o, FILE *log) {
       ev->n = s->restarts;
       ev->step = from;
       ev->logged = false;
+      ev->recovery_s = -1;
+      ev->recovery_logged = false;
       /* a cause (< 512 bytes), literals and ints: text[700] holds them */
       int n = snprintf(ev->text, sizeof ev->text, "%s; restarted on %d "
                        "rank%s (was %d), resuming from step %" PRId64,

@@ -240,4 +240,89 @@ static inline void check_history(mlflow_client *c, const char *run_id,
   mlflow_metric_list_free(&h);
 }
 
+static inline int tu_cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Exactly-once over the whole run: every metric key the run holds (runs/get
+ * lists them), its full history (metrics/get-history, every page), and no
+ * (key, step) twice. One failure per key that repeats a step, naming the
+ * first such step and how many points sit there. The system/ keys are
+ * checked too: ganflow-train numbers its resource-monitor samples so that a
+ * resumed process never repeats a step an earlier one may have sent
+ * (train_tracking.c), so they are held to the same rule. Returns the number
+ * of keys checked (-1 when the run cannot be read); *n_points (may be
+ * NULL) receives the points seen. */
+static inline int check_exactly_once(mlflow_client *c, const char *run_id,
+                                     const char *what, long *n_points) {
+  mlflow_run run;
+  mlflow_error e;
+  if (n_points) *n_points = 0;
+  if (mlflow_run_get(c, run_id, &run, &e) != MLFLOW_OK) {
+    CHECKF(0, "%s: runs/get %s: %s", what, run_id, e.message);
+    return -1;
+  }
+  int keys = 0;
+  for (size_t i = 0; i < run.n_metrics; i++) {
+    const char *key = run.metrics[i].key;
+    mlflow_metric_list h;
+    if (mlflow_metric_history(c, run_id, key, &h, &e) != MLFLOW_OK) {
+      CHECKF(0, "%s: history of %s: %s", what, key, e.message);
+      continue;
+    }
+    keys++;
+    if (n_points) *n_points += (long)h.count;
+    int64_t *steps = malloc((h.count ? h.count : 1) * sizeof *steps);
+    REQUIRE(steps);
+    for (size_t j = 0; j < h.count; j++) steps[j] = h.items[j].step;
+    qsort(steps, h.count, sizeof *steps, tu_cmp_i64);
+    size_t dup_steps = 0, first_n = 0;
+    int64_t first = -1;
+    for (size_t j = 0, k; j < h.count; j = k) { /* runs of one step */
+      for (k = j + 1; k < h.count && steps[k] == steps[j]; k++) {
+      }
+      if (k - j < 2) continue;
+      if (!dup_steps++) {
+        first = steps[j];
+        first_n = k - j;
+      }
+    }
+    if (dup_steps) {
+      fprintf(stderr, "%s: %s: step %lld holds %zu points:", what, key,
+              (long long)first, first_n);
+      for (size_t j = 0; j < h.count; j++)
+        if (h.items[j].step == first)
+          fprintf(stderr, " %.9g (t=%lld)", h.items[j].value,
+                  (long long)h.items[j].timestamp_ms);
+      fputc('\n', stderr);
+    }
+    CHECKF(dup_steps == 0, "%s: %s logged more than once at %zu of its "
+           "steps (first: step %lld, %zu points; %zu points in all)", what,
+           key, dup_steps, (long long)first, first_n, h.count);
+    free(steps);
+    mlflow_metric_list_free(&h);
+  }
+  mlflow_run_free(&run);
+  return keys;
+}
+
+/* The run holds a metric whose key ends in `suffix` (e.g.
+ * "rss_megabytes": perf/rss_megabytes or a rank's perf/rank_1/...), with
+ * at least one point; how many such keys. */
+static inline int run_keys_ending(mlflow_client *c, const char *run_id,
+                                  const char *suffix) {
+  mlflow_run run;
+  mlflow_error e;
+  if (mlflow_run_get(c, run_id, &run, &e) != MLFLOW_OK) return 0;
+  int n = 0;
+  size_t ls = strlen(suffix);
+  for (size_t i = 0; i < run.n_metrics; i++) {
+    size_t lk = strlen(run.metrics[i].key);
+    n += lk >= ls && strcmp(run.metrics[i].key + lk - ls, suffix) == 0;
+  }
+  mlflow_run_free(&run);
+  return n;
+}
+
 #endif

@@ -28,6 +28,10 @@
  *           variables and --comm-timeout 3; SIGSTOP of rank 1: rank 0's
  *           collective times out and it exits 1 with the reason within
  *           the timeout + a few seconds.
+ * Every scenario's run is checked for exactly-once over all its metric
+ * keys (no (key, step) twice: the losses, perf/, the resource monitor's
+ * figures of every rank, sampled every 0.25 s so that each attempt has
+ * some, sys/restarts and sys/restart_recovery_s at the restart's number).
  * It prints the recovery figures (a rank's death to the restarted job's
  * first new step, a SIGSTOP to its detection). GF_LAUNCH_ONLY=name runs one
  * scenario (and ref when it needs it); GF_LAUNCH_SEED changes the kill
@@ -50,6 +54,7 @@
 #define STEPS 80
 #define EVERY 5 /* --log-every and --checkpoint-every */
 #define HANG_TIMEOUT 4.0
+#define MONITOR_INTERVAL "0.25" /* seconds between monitor samples */
 
 static char g_uri[512];
 static pid_t g_child;
@@ -152,6 +157,9 @@ static pid_t spawn(const job *j, const cmd *c, bool append) {
     dup2(fd, 2);
     close(fd);
     setenv("MLFLOW_TRACKING_URI", g_uri, 1);
+    /* resource-monitor samples in every attempt, however short: their
+     * figures fall under the exactly-once check of check_run */
+    setenv("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL", MONITOR_INTERVAL, 1);
     setenv("MARK", j->marker, 1);
     execv(c->argv[0], c->argv);
     _exit(127);
@@ -250,15 +258,39 @@ static void check_run(const job *j, const char *run_id, mlflow_run_status want,
   }
   mlflow_run_free(&run);
   mlflow_metric_list h;
+  /* restart n of the run: sys/restarts = n and sys/restart_recovery_s at
+   * step n (a step that no other restart of the run takes) */
   if (mlflow_metric_history(g_mc, run_id, "sys/restarts", &h, &e) == MLFLOW_OK) {
     CHECKF((int)h.count == restarts, "%s: sys/restarts has %zu points, want %d",
            j->name, h.count, restarts);
     for (size_t i = 0; i < h.count; i++)
-      CHECK(h.items[i].value >= 1 && h.items[i].value <= restarts);
+      CHECKF(h.items[i].value >= 1 && h.items[i].value <= restarts &&
+             h.items[i].step == (int64_t)h.items[i].value,
+             "%s: sys/restarts %g at step %lld", j->name, h.items[i].value,
+             (long long)h.items[i].step);
     mlflow_metric_list_free(&h);
   } else {
     CHECKF(0, "%s: sys/restarts: %s", j->name, e.message);
   }
+  if (restarts &&
+      mlflow_metric_history(g_mc, run_id, "sys/restart_recovery_s", &h, &e) ==
+          MLFLOW_OK) {
+    CHECKF((int)h.count <= restarts, "%s: sys/restart_recovery_s has %zu "
+           "points, want at most %d", j->name, h.count, restarts);
+    for (size_t i = 0; i < h.count; i++)
+      CHECKF(h.items[i].step >= 1 && h.items[i].step <= restarts,
+             "%s: sys/restart_recovery_s at step %lld", j->name,
+             (long long)h.items[i].step);
+    mlflow_metric_list_free(&h);
+  }
+  /* every key of the run, the monitor's figures among them */
+  long points = 0;
+  int keys = check_exactly_once(g_mc, run_id, j->name, &points);
+  int rss = run_keys_ending(g_mc, run_id, "rss_megabytes");
+  CHECKF(rss > 0, "%s: no resource-monitor sample in the run (no "
+         "*rss_megabytes key)", j->name);
+  fprintf(stderr, "%s: exactly-once: %d keys (%d of RSS), %ld points\n",
+          j->name, keys, rss, points);
 }
 
 static void final_ckpt(const job *j, char *out, size_t cap) {
@@ -450,6 +482,7 @@ static void scenario_exhaust(void) {
   CHECKF(why && strstr(why, "was killed by signal 9"), "exhaust: failure tag %s",
          why ? why : "-");
   mlflow_run_free(&r);
+  check_exactly_once(g_mc, meta.run_id, "exhaust", NULL);
 }
 
 static void scenario_term(const job *ref) {

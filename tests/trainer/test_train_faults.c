@@ -16,7 +16,9 @@
  *      loss/d, loss/g, d/real, d/fake and the perf/ figures (images/s,
  *      data wait, compute) hold exactly one point at each of
  *      steps 5, 10, ..., N (a metric "at step k" is the state after k
- *      optimizer steps, train_loop.c).
+ *      optimizer steps, train_loop.c); every key of the run, the resource
+ *      monitor's (sampled every 0.25 s: perf/rss_megabytes, system/...)
+ *      among them, holds at most one point per step.
  *   2. SIGTERM after >= 2 checkpoints (this also covers the SIGTERM
  *      contract, stronger than test_train_integration: exit 0, run KILLED
  *      through mlflow_run_get, and the newest checkpoint is exactly the step
@@ -127,6 +129,9 @@ static pid_t spawn(const char *log, const trainer_cmd *t, const char *uri) {
     dup2(fd, 2);
     close(fd);
     setenv("MLFLOW_TRACKING_URI", uri, 1);
+    /* resource-monitor samples (system/..., perf/rss_megabytes) in every
+     * segment, however short, for check_exactly_once */
+    setenv("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL", "0.25", 1);
     execv(GF_TRAIN_BIN, t->argv);
     _exit(127);
   }
@@ -259,9 +264,23 @@ static const char *status_name(mlflow_run_status s) {
   return n ? n : "?";
 }
 
+/* Exactly-once over every metric key of the run (check_exactly_once),
+ * the resource monitor's RSS among them: a run without it would not test
+ * the figures logged outside the step loop. */
+static void check_all_keys(mlflow_client *c, const char *run_id,
+                           const char *what) {
+  long points = 0;
+  int keys = check_exactly_once(c, run_id, what, &points);
+  CHECKF(run_keys_ending(c, run_id, "/rss_megabytes") > 0,
+         "%s: no perf/rss_megabytes in the run (monitor samples)", what);
+  fprintf(stderr, "[%s] exactly-once: %d keys, %ld points\n", what, keys,
+          points);
+}
+
 /* The end state every resumed run must reach: one run in exp (the id of
- * the run_id file), FINISHED, exactly-once history of the four keys, and
- * the final checkpoint equal to the reference's. */
+ * the run_id file), FINISHED, exactly-once history of every key (the
+ * step-loop keys at exactly their steps), and the final checkpoint equal
+ * to the reference's. */
 static void check_outcome(mlflow_client *c, const char *dir, const char *exp,
                           const char *first_run_id, long steps,
                           const char *ref_final, const char *what) {
@@ -283,6 +302,7 @@ static void check_outcome(mlflow_client *c, const char *dir, const char *exp,
          first_run_id, status_name(st));
   for (int k = 0; k < N_KEYS; k++)
     check_history(c, first_run_id, g_keys[k], LOG_EVERY, steps, what);
+  check_all_keys(c, first_run_id, what);
   if (ref_final) {
     snprintf(path, sizeof path, "%s/" GF_CKPT_NAME_FMT, dir, (long long)steps);
     compare_ckpts(path, ref_final, what);
@@ -692,6 +712,7 @@ static void outage_scenario(void) {
            status_name(st));
     for (int k = 0; k < N_KEYS; k++)
       check_history(c, run_id, g_keys[k], LOG_EVERY, OUTAGE_STEPS, "outage");
+    check_all_keys(c, run_id, "outage");
     snprintf(path, sizeof path, "%s/mlflow.outbox", dir);
     CHECKF(access(path, F_OK) != 0, "outage: %s still exists after a "
            "FINISHED run", path);

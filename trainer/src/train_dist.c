@@ -154,10 +154,10 @@ gf_status gf_relay_exchange(gf_relay *r, gf_dist *d, gf_relay_buf *out, gf_err *
 }
 
 void gf_relay_node_name(char *dst, size_t cap, const char *name, int rank) {
-  const char *pre = "system/";
-  size_t np = strlen(pre);
-  if (strncmp(name, pre, np) == 0)
-    snprintf(dst, cap, "system/rank_%d/%s", rank, name + np);
+  const char *slash = strchr(name, '/');
+  if (slash) /* "system/x" -> "system/rank_<r>/x", "perf/x" likewise */
+    snprintf(dst, cap, "%.*s/rank_%d/%s", (int)(slash - name), name, rank,
+             slash + 1);
   else
-    snprintf(dst, cap, "%s", name); /* not a system metric: as it is */
+    snprintf(dst, cap, "rank_%d/%s", rank, name);
 }

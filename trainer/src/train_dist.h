@@ -79,8 +79,11 @@ void gf_relay_emit(void *user, const char *name, double value, int64_t step,
  * figures into out (world entries, caller-owned) and empties pending. */
 gf_status gf_relay_exchange(gf_relay *r, gf_dist *d, gf_relay_buf *out,
                             gf_err *err);
-/* "system/x" of rank `rank` as MLflow names a node's system metric:
- * "system/rank_<rank>/x" (MLflow's node_id prefix). */
+/* A figure of rank `rank` under a name of that rank alone: "system/x" as
+ * MLflow names a node's system metric, "system/rank_<rank>/x" (MLflow's
+ * node_id prefix), and the monitor's own "perf/x" likewise as
+ * "perf/rank_<rank>/x" (every rank samples at the same steps: one name
+ * for all would put a point of each rank at every step). */
 void gf_relay_node_name(char *dst, size_t cap, const char *name, int rank);
 
 #endif

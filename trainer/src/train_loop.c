@@ -162,8 +162,8 @@ static void train_state_free(train_state *st) {
 
 static bool due(int64_t k, int64_t every) { return every > 0 && k % every == 0; }
 
-/* World > 1: every rank's system figures since the last exchange, logged by
- * rank 0 under MLflow's per-node names. */
+/* World > 1: every rank's monitor figures since the last exchange, logged
+ * by rank 0 under per-rank names (MLflow's per-node names for system/). */
 static gf_status relay_system_metrics(train_state *st, gf_err *err) {
   if (st->world == 1 || !st->relay_ok) return GF_OK;
   gf_relay_buf *all = calloc((size_t)st->world, sizeof *all);

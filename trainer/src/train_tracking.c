@@ -13,10 +13,31 @@
  * logged again. Steps above it are recomputed bit-identically by the
  * resumed loop (DESIGN §4.1) and logged once.
  *
+ * The resource monitor's figures (system/..., perf/rss_megabytes and
+ * perf/peak_rss_megabytes, and each rank's perf/rank_<r>/... and
+ * system/rank_<r>/... in a multi-rank job) are numbered by sample, not by
+ * training step: nothing recomputes them on resume, and each process
+ * numbers its own samples from the step gf_tracker_monitor_first_step
+ * gives. That step must be one no earlier process of the run can have sent
+ * a point at, and the server's newest monitor step alone does not make
+ * sure of it: a log-batch in flight when the previous process was killed
+ * can land after this process read the run, and its samples would then
+ * share steps with ours. So a monitor step is reserved on disk before the
+ * first point at it goes to the logger: <checkpoint-dir>/monitor_step holds
+ * "<run id> <first step not reserved>", atomically replaced, and a resumed
+ * process starts at the larger of that and one past the server's newest
+ * monitor step (the latter alone when the file is missing or names another
+ * run, as after a resume through MLFLOW_RUN_ID from another directory).
+ * Steps of samples a killed process never sent (its queue) stay unused:
+ * a gap in the sample numbering, never a repeat. The system/ keys are
+ * held to the same rule (MLflow's own monitor, resuming a run, starts at
+ * one past the newest step, as the fallback here does).
+ *
  * Not here: when to log what (train_loop.c). */
 #include <errno.h>
 #include <dirent.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +74,14 @@ struct gf_tracker {
   seen_metric *seen;        /* owned; sorted by key; read-only after start,
                                so the sampler thread may read it */
   size_t n_seen;
-  int64_t monitor_first;    /* first system-metric step of this process */
+  int64_t monitor_first;    /* first monitor step of this process: no
+                               earlier process of the run used it or any
+                               later one (the header) */
+  pthread_mutex_t monitor_mu; /* guards monitor_next */
+  bool monitor_mu_ok;       /* monitor_mu initialized */
+  int64_t monitor_next;     /* monitor steps below it are reserved in
+                               monitor_file; >= monitor_first */
+  char monitor_file[GF_TRAIN_PATH_MAX + 32]; /* <checkpoint-dir>/monitor_step */
   bool model_logged;        /* the run already has ganflow.model_version */
   char model_version[32];   /* the version this process registered; "" */
   char outbox[GF_TRAIN_PATH_MAX + 32];
@@ -72,14 +100,54 @@ static const seen_metric *seen_find(const gf_tracker *t, const char *key) {
                    : NULL;
 }
 
-/* The keys the resource monitor emits with its own sample numbering. */
+/* The keys the resource monitor emits with its own sample numbering:
+ * system/... and its perf/ figures, "perf/rss_megabytes" or a rank's
+ * "perf/rank_<r>/rss_megabytes" (gf_relay_node_name). */
 static bool is_monitor_key(const char *key) {
-  static const char *const perf[] = {"perf/rss_megabytes",
-                                     "perf/peak_rss_megabytes"};
+  static const char *const perf[] = {"rss_megabytes", "peak_rss_megabytes"};
   if (strncmp(key, "system/", 7) == 0) return true;
+  if (strncmp(key, "perf/", 5) != 0) return false;
+  const char *leaf = key + 5;
+  if (strncmp(leaf, "rank_", 5) == 0) {
+    const char *slash = strchr(leaf, '/');
+    if (!slash) return false;
+    leaf = slash + 1;
+  }
   for (size_t i = 0; i < sizeof perf / sizeof *perf; i++)
-    if (strcmp(key, perf[i]) == 0) return true;
+    if (strcmp(leaf, perf[i]) == 0) return true;
   return false;
+}
+
+/* The first monitor step no process of this run has reserved, from
+ * monitor_file; -1 when the file is missing, unreadable or another run's. */
+static int64_t monitor_reserved(const gf_tracker *t) {
+  FILE *f = fopen(t->monitor_file, "r");
+  if (!f) return -1;
+  char id[64] = "";
+  long long next = -1;
+  int n = fscanf(f, "%63s %lld", id, &next);
+  fclose(f);
+  return n == 2 && next >= 0 && strcmp(id, t->run_id) == 0 ? (int64_t)next
+                                                           : -1;
+}
+
+/* Makes sure that `step` (>= monitor_first) is reserved in monitor_file
+ * before a point at it may leave: false when it cannot be (the point must
+ * then not be logged). One atomic write per new step, none for the other
+ * figures of a sample. Thread-safe. */
+static bool monitor_reserve(gf_tracker *t, int64_t step) {
+  bool ok = true;
+  pthread_mutex_lock(&t->monitor_mu);
+  if (step >= t->monitor_next) {
+    char line[96];
+    int n = snprintf(line, sizeof line, "%s %lld\n", t->run_id,
+                     (long long)step + 1);
+    gf_err e;
+    ok = gf_atomic_write_file(t->monitor_file, line, (size_t)n, &e) == GF_OK;
+    if (ok) t->monitor_next = step + 1;
+  }
+  pthread_mutex_unlock(&t->monitor_mu);
+  return ok;
 }
 
 static gf_status mlfail(gf_err *err, const char *what, const mlflow_error *e) {
@@ -121,6 +189,8 @@ static gf_status absorb_run(gf_tracker *t, FILE *log, gf_err *err) {
   }
   qsort(t->seen, t->n_seen, sizeof *t->seen, seen_cmp);
   t->monitor_first = mon + 1;
+  int64_t reserved = monitor_reserved(t);
+  if (reserved > t->monitor_first) t->monitor_first = reserved;
   t->model_logged = mlflow_run_tag(&run, "ganflow.model_version") != NULL;
 
   gf_train_param params[GF_TRAIN_MAX_PARAMS];
@@ -261,6 +331,7 @@ static gf_status tracker_connect(gf_tracker *t, const gf_tracker_start_info *si,
   if (mlflow_logger_open(&t->logger, &t->mcfg, t->run_id, &lo, &e) !=
       MLFLOW_OK)
     return mlfail(err, "metric logger", &e);
+  t->monitor_next = t->monitor_first;
   return gf_uploader_start(&t->uploader, &t->mcfg, t->artifact_uri, log, err);
 }
 
@@ -270,6 +341,7 @@ static void tracker_free(gf_tracker *t) {
   if (t->logger) mlflow_logger_close(t->logger, 10, NULL, NULL);
   mlflow_client_free(t->client);
   mlflow_config_free(&t->mcfg);
+  if (t->monitor_mu_ok) pthread_mutex_destroy(&t->monitor_mu);
   free(t->artifact_uri);
   for (size_t i = 0; i < t->n_seen; i++) free(t->seen[i].key);
   free(t->seen);
@@ -286,6 +358,13 @@ gf_status gf_tracker_start(gf_tracker **out, const gf_tracker_start_info *si,
   atomic_init(&t->skipped, 0);
   snprintf(t->outbox, sizeof t->outbox, "%s/mlflow.outbox",
            si->cfg->checkpoint_dir);
+  snprintf(t->monitor_file, sizeof t->monitor_file, "%s/monitor_step",
+           si->cfg->checkpoint_dir);
+  if (pthread_mutex_init(&t->monitor_mu, NULL) != 0) {
+    free(t);
+    return gf_fail(err, GF_ENOMEM, "cannot make a mutex");
+  }
+  t->monitor_mu_ok = true;
   gf_status st = tracker_connect(t, si, log, err);
   if (st != GF_OK) {
     /* A run that exists but could not be set up properly is marked FAILED
@@ -309,8 +388,13 @@ int64_t gf_tracker_monitor_first_step(const gf_tracker *t) {
 void gf_tracker_metric(gf_tracker *t, const char *key, double value,
                        int64_t timestamp_ms, int64_t step) {
   const seen_metric *s = seen_find(t, key);
-  if (s && step <= s->step) {
+  bool monitor = is_monitor_key(key);
+  if ((s && step <= s->step) || (monitor && step < t->monitor_first)) {
     atomic_fetch_add(&t->skipped, 1);
+    return;
+  }
+  if (monitor && !monitor_reserve(t, step)) {
+    atomic_fetch_add(&t->dropped, 1);
     return;
   }
   if (mlflow_logger_log_metric(t->logger, key, value, timestamp_ms, step) !=
@@ -580,7 +664,9 @@ int gf_tracker_finish(gf_tracker *t, int run_status, FILE *log) {
     uint64_t dropped = atomic_load(&t->dropped);
     if (dropped)
       fprintf(log, "ganflow-train: %llu metric points could not be queued "
-              "(logger full or invalid key)\n", (unsigned long long)dropped);
+              "(logger full, invalid key, or a system-metric step that could "
+              "not be reserved in %s)\n", (unsigned long long)dropped,
+              t->monitor_file);
     if (up_failed)
       fprintf(log, "ganflow-train: %d of %d artifact uploads failed\n",
               up_failed, up_ok + up_failed);

@@ -29,7 +29,11 @@
  * to the CPU and GPU charts.)
  * Every figure of one sample carries the same step and timestamp (Unix ms).
  * Steps count samples from cfg.first_step (0 for a new run, as MLflow's
- * own monitor; a resumed run passes gf_monitor_next_step of its last run).
+ * own monitor; a resumed run passes a step that none of its earlier
+ * processes can have sent: ganflow-train's gf_tracker_monitor_first_step).
+ * The names are one process's: in a multi-rank job every rank samples at
+ * the same steps, and rank 0 logs rank r's figures as system/rank_<r>/...
+ * and perf/rank_<r>/... (trainer/src/train_dist.h, gf_relay_node_name).
  * A figure that cannot be read in a sample is left out of that sample
  * (counted in gf_monitor_stats.read_failures); sampling goes on.
  *

@@ -213,8 +213,11 @@ gf_status gf_tracker_start(gf_tracker **out, const gf_tracker_start_info *si,
 /* The run id (32 hex digits); valid until gf_tracker_finish. */
 const char *gf_tracker_run_id(const gf_tracker *t);
 
-/* The step the resource monitor's first sample should carry: one past the
- * latest system-metric step the server holds (0 for a new run). */
+/* The step the resource monitor's first sample should carry: 0 for a new
+ * run; on resume the first step no earlier process of the run can have
+ * sent (one past the newest monitor step the server holds, or past the
+ * steps reserved in <checkpoint-dir>/monitor_step, whichever is later;
+ * train_tracking.c). gf_tracker_metric drops a monitor figure below it. */
 int64_t gf_tracker_monitor_first_step(const gf_tracker *t);
 
 /* Queues one metric point unless the server already holds (key, step) or
