@@ -146,7 +146,7 @@ typedef struct page_probe {
 
 static int page_shows(void *arg) {
   const page_probe *p = arg;
-  char url[128];
+  char url[1024];
   snprintf(url, sizeof url, "%s/", p->s->base);
   st_http h;
   int ok = st_get(url, &h) == 0 && h.status == 200 && h.body &&
