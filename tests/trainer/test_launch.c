@@ -14,7 +14,9 @@
  *           exists): the job goes on at world size 1 with the same global
  *           batch (--grad-accum 2: the same micro-batch), and grows back to
  *           2 ranks at the next restart once the slot works again.
- *   exhaust --max-restarts 1 and two kills: FAILED with the reason (exit
+ *   exhaust --max-restarts 2 and three kills, the second one as the
+ *           attempt starts training (two restarts from one checkpoint:
+ *           sys/restarts at steps 1 and 2): FAILED with the reason (exit
  *           1, run FAILED, tag ganflow.launch.failure), every checkpoint
  *           still on disk and verifying.
  *   term    SIGTERM to the supervisor: exit 143, run KILLED with a
@@ -200,6 +202,22 @@ static bool wait_step(const job *j, long old_pid, int64_t step, double timeout_s
   }
   fprintf(stderr, "%s: rank 0 did not reach step %lld in %.0f s\n", j->name,
           (long long)step, timeout_s);
+  dump_log(j->log);
+  return false;
+}
+
+/* Waits (polling every ms) until rank 0 of the attempt that is not
+ * `old_pid` beats in training, whatever its step; its record in *out. */
+static bool wait_train(const job *j, long old_pid, double timeout_s,
+                       gf_heartbeat_rec *out) {
+  double t0 = mono_s();
+  while (mono_s() - t0 < timeout_s) {
+    if (beat(j, 0, out) && out->pid != old_pid && out->phase == GF_HB_TRAIN)
+      return true;
+    sleep_s(0.001);
+  }
+  fprintf(stderr, "%s: rank 0 did not start training in %.0f s\n", j->name,
+          timeout_s);
   dump_log(j->log);
   return false;
 }
@@ -451,18 +469,28 @@ static void scenario_exhaust(void) {
   job j;
   job_init(&j, "exhaust");
   cmd c;
-  build(&c, &j, 1, 2, false);
+  build(&c, &j, 2, 2, false);
   pid_t sup = spawn(&j, &c, false);
   gf_heartbeat_rec h, v;
   long old = -1;
-  for (int i = 0; i < 2; i++) {
-    if (!wait_step(&j, old, 12 + 10 * i, 120, &h) || !beat(&j, 1, &v)) break;
+  /* rank 1 at step 12; then rank 0 of the next attempt at its first beat
+   * in training, before it completes a step (so before the next
+   * checkpoint): the two restarts resume from the same step; then rank 1
+   * at step 22, which exhausts --max-restarts 2 */
+  for (int i = 0; i < 3; i++) {
+    if (i == 1) {
+      if (!wait_train(&j, old, 120, &h)) break;
+      old = h.pid;
+      kill((pid_t)h.pid, SIGKILL);
+      continue;
+    }
+    if (!wait_step(&j, old, i ? 22 : 12, 120, &h) || !beat(&j, 1, &v)) break;
     old = h.pid;
     kill((pid_t)v.pid, SIGKILL);
   }
   int rc = wait_exit(sup, 120, &j);
   CHECKF(rc == 1, "exhaust: exit %d, want 1", rc);
-  CHECK(log_contains(j.log, "FAILED: 1 restart used (--max-restarts)"));
+  CHECK(log_contains(j.log, "FAILED: 2 restarts used (--max-restarts)"));
   /* the checkpoints are all there and verify: none skipped */
   char path[1024];
   gf_ckpt_meta meta;
@@ -481,7 +509,28 @@ static void scenario_exhaust(void) {
   const char *why = mlflow_run_tag(&r, "ganflow.launch.failure");
   CHECKF(why && strstr(why, "was killed by signal 9"), "exhaust: failure tag %s",
          why ? why : "-");
+  /* two restarts from one step: restart 1 and 2 of the run, at steps 1
+   * and 2 of sys/restarts (at the step resumed from, both would share it) */
+  const char *t1 = mlflow_run_tag(&r, "ganflow.restart.1");
+  const char *t2 = mlflow_run_tag(&r, "ganflow.restart.2");
+  const char *f1 = t1 ? strstr(t1, "resuming from step") : NULL;
+  const char *f2 = t2 ? strstr(t2, "resuming from step") : NULL;
+  CHECKF(f1 && f2 && strcmp(f1, f2) == 0, "exhaust: restarts 1 and 2 resume "
+         "from different steps: %s | %s", t1 ? t1 : "-", t2 ? t2 : "-");
   mlflow_run_free(&r);
+  mlflow_metric_list hist;
+  if (mlflow_metric_history(g_mc, meta.run_id, "sys/restarts", &hist, &me) ==
+      MLFLOW_OK) {
+    CHECKF(hist.count == 2, "exhaust: sys/restarts has %zu points", hist.count);
+    for (size_t i = 0; i < hist.count; i++)
+      CHECKF(hist.items[i].step == (int64_t)hist.items[i].value &&
+             hist.items[i].step >= 1 && hist.items[i].step <= 2,
+             "exhaust: sys/restarts %g at step %lld", hist.items[i].value,
+             (long long)hist.items[i].step);
+    mlflow_metric_list_free(&hist);
+  } else {
+    CHECKF(0, "exhaust: sys/restarts: %s", me.message);
+  }
   check_exactly_once(g_mc, meta.run_id, "exhaust", NULL);
 }
 
