@@ -38,6 +38,10 @@
  *      .gz and a truncated plain IDX file, an empty image folder: exit 1 (2
  *      accepted for usage), the message names the file or dir, and no
  *      MLflow run of that experiment is left RUNNING.
+ *   5. A batch of resource-monitor figures in flight when the trainer dies
+ *      and landing after the resumed one read the run (the tracker
+ *      in-process, the late batch sent by the test): the resumed numbering
+ *      starts past it (<checkpoint-dir>/monitor_step), each step once.
  *
  * Reproducing: the kill points derive from GF_FAULTS_SEED (printed at the
  * start). GF_FAULTS_REF_SEED overrides the reference run's --seed: any
@@ -57,6 +61,7 @@
 #include "check.h"
 #include "gf/checkpoint.h"
 #include "gf/safetensors.h"
+#include "gf/train.h"
 #include "mlflow_test.h"
 #include "train_test_util.h"
 
@@ -833,6 +838,88 @@ static void data_scenario(mlflow_client *c) {
   fprintf(stderr, "[data] %.1f s\n", mono_s() - t0);
 }
 
+/* ---- scenario 5: a monitor batch that lands after the resume ------------ */
+
+/* The resource monitor's figures are numbered by sample, not by training
+ * step. A batch of them in flight when a trainer is killed can reach the
+ * server after the resumed trainer read the run, and the resumed trainer
+ * must not number its samples over it. Played with the tracker in-process
+ * (gf/train.h), so that the late batch arrives exactly then: a child
+ * starts the run, queues samples 0..4 of a monitor key and dies before its
+ * logger sends them (a partial batch waits up to a second); the parent
+ * resumes the run, sends those five points itself (the late batch), then
+ * queues the resumed tracker's samples: every (key, step) once. */
+static void inflight_scenario(mlflow_client *c) {
+  double t0 = mono_s();
+  const char *key = "system/cpu_utilization_percentage";
+  char exp[128], dir[1100], path[1200];
+  test_unique(exp, sizeof exp, "faults-inflight");
+  snprintf(dir, sizeof dir, "%s/inflight", GF_TEST_TMP);
+  REQUIRE(mkdir(dir, 0755) == 0);
+  setenv("MLFLOW_TRACKING_URI", g_uri, 1);
+  gf_train_config cfg;
+  gf_train_config_default(&cfg);
+  snprintf(cfg.checkpoint_dir, sizeof cfg.checkpoint_dir, "%s", dir);
+  snprintf(cfg.experiment, sizeof cfg.experiment, "%s", exp);
+  cfg.register_model[0] = '\0';
+  int64_t ts = mlflow_now_ms();
+  mlflow_metric late[5];
+  for (int s = 0; s < 5; s++)
+    late[s] = (mlflow_metric){key, 10.0 + s, ts + s, s};
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    gf_tracker *t = NULL;
+    gf_err e;
+    gf_tracker_start_info si = {&cfg, NULL, "cpu", NULL};
+    if (gf_tracker_start(&t, &si, stderr, &e) != GF_OK) {
+      fprintf(stderr, "inflight: child: %s\n", e.msg);
+      _exit(3);
+    }
+    if (gf_tracker_monitor_first_step(t) != 0) _exit(4);
+    for (int s = 0; s < 5; s++)
+      gf_tracker_metric(t, key, late[s].value, late[s].timestamp_ms, s);
+    _exit(0); /* as if killed: the queued batch is not sent */
+  }
+  int rc = wait_rc(pid);
+  CHECKF(rc == 0, "inflight: the first tracker exited %d", rc);
+  snprintf(path, sizeof path, "%s/run_id", dir);
+  char *run_id = test_read_text(path);
+  REQUIRE(rc == 0 && run_id);
+  snprintf(path, sizeof path, "%s/monitor_step", dir);
+  char *reserved = test_read_text(path);
+  char want[128];
+  snprintf(want, sizeof want, "%s 5", run_id);
+  CHECKF(reserved && strcmp(reserved, want) == 0, "inflight: %s holds '%s', "
+         "want '%s'", path, reserved ? reserved : "(none)", want);
+  free(reserved);
+
+  gf_tracker *t = NULL;
+  gf_err e;
+  gf_tracker_start_info si = {&cfg, run_id, "cpu", NULL};
+  REQUIRE(gf_tracker_start(&t, &si, stderr, &e) == GF_OK);
+  int64_t first = gf_tracker_monitor_first_step(t);
+  CHECKF(first >= 5, "inflight: the resumed tracker numbers samples from "
+         "%lld, over the 5 its predecessor may have sent", (long long)first);
+  mlflow_error me;
+  CHECKF(mlflow_log_batch(c, run_id, late, 5, NULL, 0, NULL, 0, &me) ==
+             MLFLOW_OK, "inflight: the late batch: %s", me.message);
+  for (int s = 0; s < 3; s++)
+    gf_tracker_metric(t, key, 50.0 + s, mlflow_now_ms(), first + s);
+  CHECK(gf_tracker_finish(t, MLFLOW_RUN_FINISHED, stderr) == 0);
+  mlflow_metric_list h;
+  if (mlflow_metric_history(c, run_id, key, &h, &me) == MLFLOW_OK) {
+    CHECKF(h.count == 8, "inflight: %s has %zu points, want 8", key, h.count);
+    mlflow_metric_list_free(&h);
+  }
+  check_exactly_once(c, run_id, "inflight", NULL);
+  unsetenv("MLFLOW_TRACKING_URI");
+  free(run_id);
+  fprintf(stderr, "[inflight] resumed at monitor step %lld: %.1f s\n",
+          (long long)first, mono_s() - t0);
+  test_drop_tmp(dir);
+}
+
 int main(void) {
   double t_all = mono_s();
   struct stat sb;
@@ -867,6 +954,7 @@ int main(void) {
 
   const char *only = getenv("GF_FAULTS_ONLY"); /* by hand: one scenario */
 #define WANT(name) (!only || !*only || strstr(only, name))
+  if (WANT("inflight")) inflight_scenario(c); /* forks: before any thread */
   if (WANT("outage")) own_server_start_async();
   if (WANT("data")) data_scenario(c);
   if (WANT("kill") || WANT("corrupt")) reference_run(c);
