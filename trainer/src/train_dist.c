@@ -2,9 +2,12 @@
  * see train_dist.h. */
 #include "train_dist.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "gf/text.h"
 
 void gf_dist_init(gf_dist *d, gf_comm *comm, gf_ctx *ctx) {
   memset(d, 0, sizeof *d);
@@ -132,9 +135,10 @@ void gf_relay_emit(void *user, const char *name, double value, int64_t step,
                    int64_t timestamp_ms) {
   gf_relay *r = user;
   pthread_mutex_lock(&r->mu);
-  if (r->pending.n < GF_RELAY_MAX && strlen(name) < GF_RELAY_NAME) {
+  size_t len = strlen(name);
+  if (r->pending.n < GF_RELAY_MAX && len < GF_RELAY_NAME) {
     gf_relay_entry *e = &r->pending.e[r->pending.n++];
-    snprintf(e->name, sizeof e->name, "%s", name);
+    memcpy(e->name, name, len + 1);
     e->value = value;
     e->step = step;
     e->timestamp_ms = timestamp_ms;
@@ -155,9 +159,12 @@ gf_status gf_relay_exchange(gf_relay *r, gf_dist *d, gf_relay_buf *out, gf_err *
 
 void gf_relay_node_name(char *dst, size_t cap, const char *name, int rank) {
   const char *slash = strchr(name, '/');
+  int n;
   if (slash) /* "system/x" -> "system/rank_<r>/x", "perf/x" likewise */
-    snprintf(dst, cap, "%.*s/rank_%d/%s", (int)(slash - name), name, rank,
-             slash + 1);
+    n = snprintf(dst, cap, "%.*s/rank_%d/%s", (int)(slash - name), name, rank,
+                 slash + 1);
   else
-    snprintf(dst, cap, "rank_%d/%s", rank, name);
+    n = snprintf(dst, cap, "rank_%d/%s", rank, name);
+  assert(gf_fits(n, cap)); /* a relayed name and cap >= GF_RELAY_NODE_NAME */
+  if (!gf_fits(n, cap)) dst[0] = '\0';
 }

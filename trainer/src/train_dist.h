@@ -79,11 +79,16 @@ void gf_relay_emit(void *user, const char *name, double value, int64_t step,
  * figures into out (world entries, caller-owned) and empties pending. */
 gf_status gf_relay_exchange(gf_relay *r, gf_dist *d, gf_relay_buf *out,
                             gf_err *err);
+/* Room for a relayed name with its rank prefix (gf_relay_node_name). */
+#define GF_RELAY_NODE_NAME (GF_RELAY_NAME + 32)
 /* A figure of rank `rank` under a name of that rank alone: "system/x" as
  * MLflow names a node's system metric, "system/rank_<rank>/x" (MLflow's
  * node_id prefix), and the monitor's own "perf/x" likewise as
  * "perf/rank_<rank>/x" (every rank samples at the same steps: one name
- * for all would put a point of each rank at every step). */
+ * for all would put a point of each rank at every step). name is shorter
+ * than GF_RELAY_NAME (what the relay carries) and cap at least
+ * GF_RELAY_NODE_NAME, so the result fits; dst is "" (a key the metric
+ * logger refuses, counted as dropped) when a caller breaks that. */
 void gf_relay_node_name(char *dst, size_t cap, const char *name, int rank);
 
 #endif
