@@ -177,11 +177,12 @@ gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err) {
   if (!cfg->data[0])
     return gf_fail(err, GF_EINVAL, "--data: required (a directory of IDX "
                    "files, CIFAR-10 batches or PNG/JPEG images)");
+  /* The directory of the spec (a FORMAT: prefix is not part of it); a
+   * spec without one ("idx:") is left to the loader, which refuses it. */
   gf_data_options dopt;
   gf_err derr;
   if (gf_data_spec_parse(cfg->data, &dopt, &derr) == GF_OK)
     GF_TRY(check_room("--data", dopt.path, GF_DATA_DIR_ROOM, err));
-  /* (a spec without a directory is refused when the data loads) */
   if (!cfg->experiment[0]) {
     const char *env = getenv("MLFLOW_EXPERIMENT_NAME");
     if (env && strlen(env) >= sizeof cfg->experiment)
