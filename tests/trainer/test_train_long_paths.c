@@ -38,6 +38,7 @@ static const char *const k_ckpt_names[] = {
     "/.model-tmp/code/ganflow_pyfunc.py.tmp.XXXXXX",
     "/.model-tmp/generator.safetensors.tmp.XXXXXX",
     "/mlflow.outbox",
+    "/monitor_step.tmp.XXXXXX",
     "/run_id.tmp.XXXXXX",
 };
 static const char *const k_data_names[] = {

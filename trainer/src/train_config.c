@@ -27,8 +27,9 @@ _Static_assert(GF_TRAIN_PATH_MAX == GF_PATH_MAX,
  * names ganflow-train makes under it, '/' included. The longest today are
  * "/.model-tmp/code/ganflow_pyfunc.py.tmp.XXXXXX" (45 bytes: the model
  * directory's temporary files) and "/.upload-samples-<step>.webp.tmp.XXXXXX"
- * (43 with --steps below 2^32); "/ckpt-<step>.safetensors.tmp.XXXXXX" and
- * "/mlflow.outbox" are shorter. The rest is margin for names to come. */
+ * (43 with --steps below 2^32); "/ckpt-<step>.safetensors.tmp.XXXXXX",
+ * "/mlflow.outbox" and "/monitor_step.tmp.XXXXXX" are shorter. The rest is
+ * margin for names to come. */
 #define CKPT_DIR_ROOM 64
 
 /* Copies src into a fixed buffer; GF_EINVAL naming the flag when too long. */
