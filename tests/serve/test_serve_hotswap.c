@@ -157,15 +157,18 @@ static int page_shows(void *arg) {
 
 int main(void) {
   char *uri = test_mlflow_uri();
-  tu_fresh_dir(GF_TEST_TMP);
+  /* a scratch folder of this process: copies of the test may run at once */
+  char tmp[600];
+  snprintf(tmp, sizeof tmp, "%s/run-%d", GF_TEST_TMP, (int)getpid());
+  tu_fresh_dir(tmp);
   mlflow_config cfg;
   test_config(&cfg, uri);
   mlflow_client *c = test_client(&cfg);
   char model[64], v1[32], v2[32], v3[32];
   test_unique(model, sizeof model, MODEL_PREFIX);
-  st_register_synthetic(c, model, 101, 0, GF_TEST_TMP, v1);
-  st_register_synthetic(c, model, 202, 0, GF_TEST_TMP, v2);
-  st_register_synthetic(c, model, 303, 1, GF_TEST_TMP, v3);
+  st_register_synthetic(c, model, 101, 0, tmp, v1);
+  st_register_synthetic(c, model, 202, 0, tmp, v2);
+  st_register_synthetic(c, model, 303, 1, tmp, v3);
   REQUIRE(!strcmp(v1, "1") && !strcmp(v2, "2") && !strcmp(v3, "3"));
   set_alias_of(c, model, "live", v1);
 
@@ -176,7 +179,7 @@ int main(void) {
   snprintf(model_uri, sizeof model_uri, "models:/%s@live", model);
   const char *extra[] = {"--model", model_uri, "--poll", poll_arg,
                          "--workers", "2", NULL};
-  st_server_start(&s, GF_TEST_TMP, uri, extra, 1);
+  st_server_start(&s, tmp, uri, extra, 1);
 
   shared sh;
   memset(&sh, 0, sizeof sh);
@@ -292,6 +295,7 @@ int main(void) {
   mlflow_client_free(c);
   mlflow_config_free(&cfg);
   free(uri);
-  test_drop_tmp(GF_TEST_TMP);
+  test_drop_tmp(tmp);
+  rmdir(GF_TEST_TMP); /* when no other copy still uses it */
   return check_report();
 }
