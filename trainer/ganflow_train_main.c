@@ -12,7 +12,11 @@
  * sigwait(), never in 115 runs.
  * The signal thread sets the stop flag; the training loop reads it at every
  * step boundary, writes a checkpoint and ends the run KILLED. A second
- * SIGINT while that is under way exits at once with 130. */
+ * SIGINT while that is under way exits at once with 130.
+ *
+ * Output: the library reports through the log sink below, the one place
+ * that writes the run's lines to stderr. On a terminal the progress line is
+ * redrawn in place (\r) and the next other line starts below it. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -25,7 +29,40 @@
 
 #include "gf/comm.h"
 #include "gf/heartbeat.h"
+#include "gf/log.h"
 #include "gf/train.h"
+
+/* The stderr sink. Lines come from the training thread, the uploader and
+ * the logger's threads: each is written under stderr's own lock, which also
+ * guards `open`. */
+typedef struct stderr_sink {
+  bool open; /* a progress line was drawn and not ended with a newline */
+} stderr_sink;
+
+static void stderr_write(void *user, gf_log_level level, const char *line) {
+  stderr_sink *s = user;
+  flockfile(stderr);
+  if (level == GF_LOG_PROGRESS && s) {
+    /* Redrawn in place; the padding covers a longer line before it. */
+    fprintf(stderr, "\r%s   ", line);
+    s->open = true;
+  } else {
+    if (s && s->open) fputc('\n', stderr);
+    if (s) s->open = false;
+    fputs(line, stderr);
+    fputc('\n', stderr);
+  }
+  fflush(stderr);
+  funlockfile(stderr);
+}
+
+/* Ends a progress line still open, so the shell's prompt starts below. */
+static void stderr_close(stderr_sink *s) {
+  flockfile(stderr);
+  if (s->open) fputc('\n', stderr);
+  s->open = false;
+  funlockfile(stderr);
+}
 
 typedef struct signal_watch {
   sigset_t set;     /* SIGTERM, SIGINT: blocked everywhere, taken here */
@@ -213,7 +250,12 @@ int main(int argc, char **argv) {
     return GF_TRAIN_EXIT_USAGE;
   }
   cfg.world_size = launch.world_size;
-  gf_train_exit rc = gf_train_run(&cfg, &launch, comm, &watch->stop, &hb);
+  stderr_sink sink = {false};
+  bool tty = isatty(STDERR_FILENO) == 1;
+  /* On a terminal progress lines are redrawn; elsewhere they are lines. */
+  gf_log log = {stderr_write, tty ? &sink : NULL, tty};
+  gf_train_exit rc = gf_train_run(&cfg, &launch, comm, &watch->stop, &hb, &log);
+  stderr_close(&sink);
   /* A rank that failed takes the job down at once rather than leave the
    * others waiting out their timeout in a collective. */
   if (rc == GF_TRAIN_EXIT_FAIL && comm) gf_comm_abort(comm, (int)rc);

@@ -866,13 +866,14 @@ static void inflight_scenario(mlflow_client *c) {
   mlflow_metric late[5];
   for (int s = 0; s < 5; s++)
     late[s] = (mlflow_metric){key, 10.0 + s, ts + s, s};
+  gf_log tlog = {gf_log_to_stream, stderr, 0};
   pid_t pid = fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
     gf_tracker *t = NULL;
     gf_err e;
     gf_tracker_start_info si = {&cfg, NULL, "cpu", NULL};
-    if (gf_tracker_start(&t, &si, stderr, &e) != GF_OK) {
+    if (gf_tracker_start(&t, &si, &tlog, &e) != GF_OK) {
       fprintf(stderr, "inflight: child: %s\n", e.msg);
       _exit(3);
     }
@@ -897,7 +898,7 @@ static void inflight_scenario(mlflow_client *c) {
   gf_tracker *t = NULL;
   gf_err e;
   gf_tracker_start_info si = {&cfg, run_id, "cpu", NULL};
-  REQUIRE(gf_tracker_start(&t, &si, stderr, &e) == GF_OK);
+  REQUIRE(gf_tracker_start(&t, &si, &tlog, &e) == GF_OK);
   int64_t first = gf_tracker_monitor_first_step(t);
   CHECKF(first >= 5, "inflight: the resumed tracker numbers samples from "
          "%lld, over the 5 its predecessor may have sent", (long long)first);
@@ -906,7 +907,7 @@ static void inflight_scenario(mlflow_client *c) {
              MLFLOW_OK, "inflight: the late batch: %s", me.message);
   for (int s = 0; s < 3; s++)
     gf_tracker_metric(t, key, 50.0 + s, mlflow_now_ms(), first + s);
-  CHECK(gf_tracker_finish(t, MLFLOW_RUN_FINISHED, stderr) == 0);
+  CHECK(gf_tracker_finish(t, MLFLOW_RUN_FINISHED, &tlog) == 0);
   mlflow_metric_list h;
   if (mlflow_metric_history(c, run_id, key, &h, &me) == MLFLOW_OK) {
     CHECKF(h.count == 8, "inflight: %s has %zu points, want 8", key, h.count);

@@ -5,18 +5,22 @@
  * (the owner's callback does that). */
 #include "gf/monitor.h"
 
+#include <assert.h>
 #include <errno.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "gf/clock.h"
+#include "gf/text.h"
+
 struct gf_monitor {
   gf_monitor_config cfg; /* nvml_library not kept (borrowed at start) */
   gf_nvml *nvml;         /* owned; NULL without GPU figures */
-  char gpu_note[512];    /* why there are no GPU figures; "" otherwise */
+  char gpu_note[sizeof((gf_err *)0)->msg]; /* why there are no GPU
+                                              figures; "" otherwise */
   int gpus;              /* GPUs NVML reported at start */
 
   pthread_t thread;
@@ -46,31 +50,18 @@ gf_monitor_config gf_monitor_config_default(void) {
   return c;
 }
 
-static int64_t unix_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void add_seconds(struct timespec *t, double s) {
-  double whole = floor(s);
-  t->tv_sec += (time_t)whole;
-  t->tv_nsec += (long)((s - whole) * 1e9);
-  while (t->tv_nsec >= 1000000000L) {
-    t->tv_sec++;
-    t->tv_nsec -= 1000000000L;
-  }
-}
-
-static int before(const struct timespec *a, const struct timespec *b) {
-  return a->tv_sec < b->tv_sec ||
-         (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+/* A GPU figure's MLflow name, "system/gpu_<i>_<what>", into name[96]: the
+ * longest <what> is 28 bytes and i an int, so it always fits. */
+static void gpu_name(char name[96], int i, const char *what) {
+  int n = snprintf(name, 96, "system/gpu_%d_%s", i, what);
+  assert(gf_fits(n, 96));
+  (void)n;
 }
 
 /* One sample: read everything, then emit with no lock held. */
 static void take_sample(gf_monitor *m, int64_t step) {
   const gf_monitor_config *c = &m->cfg;
-  int64_t ts = unix_ms();
+  int64_t ts = gf_unix_ms();
   int64_t failures = 0;
 
   gf_cpu_times now;
@@ -102,17 +93,17 @@ static void take_sample(gf_monitor *m, int64_t step) {
     char name[96];
     gf_nvml_sample(m->nvml, i, &g);
     if (g.have_util) {
-      snprintf(name, sizeof name, "system/gpu_%d_utilization_percentage", i);
+      gpu_name(name, i, "utilization_percentage");
       c->emit(c->user, name, g.util_pct, step, ts);
     }
     if (g.have_mem) {
-      snprintf(name, sizeof name, "system/gpu_%d_memory_usage_megabytes", i);
+      gpu_name(name, i, "memory_usage_megabytes");
       c->emit(c->user, name, g.mem_used_mb, step, ts);
-      snprintf(name, sizeof name, "system/gpu_%d_memory_usage_percentage", i);
+      gpu_name(name, i, "memory_usage_percentage");
       c->emit(c->user, name, g.mem_pct, step, ts);
     }
     if (g.have_power) {
-      snprintf(name, sizeof name, "system/gpu_%d_power_usage_watts", i);
+      gpu_name(name, i, "power_usage_watts");
       c->emit(c->user, name, g.power_w, step, ts);
     }
     failures += !g.have_util + !g.have_mem + !g.have_power;
@@ -137,15 +128,15 @@ static void take_sample(gf_monitor *m, int64_t step) {
 static void *sampler(void *arg) {
   gf_monitor *m = arg;
   struct timespec next;
-  clock_gettime(CLOCK_MONOTONIC, &next);
-  add_seconds(&next, m->cfg.interval_s);
+  gf_deadline_after(&next, CLOCK_MONOTONIC, m->cfg.interval_s);
   pthread_mutex_lock(&m->lock);
   while (!m->stopping) {
     int rc = pthread_cond_timedwait(&m->wake, &m->lock, &next);
     if (m->stopping) break;
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    if (rc != ETIMEDOUT && before(&now, &next)) continue; /* spurious */
+    if (rc != ETIMEDOUT && gf_timespec_before(&now, &next))
+      continue; /* spurious */
     int64_t step = m->cfg.first_step + m->samples;
     pthread_mutex_unlock(&m->lock);
     take_sample(m, step);
@@ -153,11 +144,11 @@ static void *sampler(void *arg) {
     m->samples++;
     /* Keep the schedule (no drift); after an overrun, skip the missed
      * ticks instead of sampling in a burst. */
-    add_seconds(&next, m->cfg.interval_s);
+    gf_timespec_add(&next, m->cfg.interval_s);
     clock_gettime(CLOCK_MONOTONIC, &now);
-    if (before(&next, &now)) {
+    if (gf_timespec_before(&next, &now)) {
       next = now;
-      add_seconds(&next, m->cfg.interval_s);
+      gf_timespec_add(&next, m->cfg.interval_s);
     }
   }
   pthread_mutex_unlock(&m->lock);
@@ -187,13 +178,13 @@ gf_status gf_monitor_start(gf_monitor **out, const gf_monitor_config *cfg,
     return st;
   }
   if (cfg->nvml_library && cfg->nvml_library[0] == '\0') {
-    snprintf(m->gpu_note, sizeof m->gpu_note, "GPU figures turned off");
+    strcpy(m->gpu_note, "GPU figures turned off");
   } else {
     gf_err nerr = {0};
     if (gf_nvml_open(&m->nvml, cfg->nvml_library, &nerr) != GF_OK)
-      snprintf(m->gpu_note, sizeof m->gpu_note, "%s", nerr.msg);
+      memcpy(m->gpu_note, nerr.msg, sizeof m->gpu_note); /* same size */
     else if (gf_nvml_count(m->nvml) == 0)
-      snprintf(m->gpu_note, sizeof m->gpu_note, "NVML reports no GPU");
+      strcpy(m->gpu_note, "NVML reports no GPU");
   }
   m->gpus = gf_nvml_count(m->nvml);
   pthread_condattr_t ca;

@@ -23,15 +23,6 @@
 _Static_assert(GF_TRAIN_PATH_MAX == GF_PATH_MAX,
                "the config's path fields are the paths gf_base checks");
 
-/* Room --checkpoint-dir must leave in a path of GF_PATH_MAX bytes for the
- * names ganflow-train makes under it, '/' included. The longest today are
- * "/.model-tmp/code/ganflow_pyfunc.py.tmp.XXXXXX" (45 bytes: the model
- * directory's temporary files) and "/.upload-samples-<step>.webp.tmp.XXXXXX"
- * (43 with --steps below 2^32); "/ckpt-<step>.safetensors.tmp.XXXXXX",
- * "/mlflow.outbox" and "/monitor_step.tmp.XXXXXX" are shorter. The rest is
- * margin for names to come. */
-#define CKPT_DIR_ROOM 64
-
 /* Copies src into a fixed buffer; GF_EINVAL naming the flag when too long. */
 static gf_status copy_str(char *dst, size_t cap, const char *src,
                           const char *flag, gf_err *err) {
@@ -250,7 +241,7 @@ gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err) {
     GF_TRY(gf_format(cfg->checkpoint_dir, sizeof cfg->checkpoint_dir, err,
                      "--checkpoint-dir default", "checkpoints/%s/%s", e, r));
   }
-  return check_room("--checkpoint-dir", cfg->checkpoint_dir, CKPT_DIR_ROOM,
+  return check_room("--checkpoint-dir", cfg->checkpoint_dir, GF_TRAIN_CKPT_DIR_ROOM,
                     err);
 }
 

@@ -34,38 +34,43 @@
  * without its batch); after it, the stop flag (so that all stop at the
  * same step) and the losses (logged as the means over ranks). Every
  * --check-every steps they compare digests of their parameters. */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "gf/checkpoint.h"
+#include "gf/clock.h"
 #include "gf/ctx.h"
 #include "gf/data.h"
+#include "gf/fs.h"
 #include "gf/gan.h"
 #include "gf/image_grid.h"
 #include "gf/monitor.h"
 #include "gf/rng.h"
+#include "gf/strbuf.h"
 #include "gf/swd.h"
+#include "gf/text.h"
 #include "gf/train.h"
 #include "mlflow/mlflow.h"
 #include "train_dist.h"
 #include "train_state.h"
 
-static void fmt_eta(char *buf, size_t cap, double s) {
-  if (!(s >= 0) || s > 1e7) {
-    snprintf(buf, cap, "--:--");
-    return;
-  }
+/* "MM:SS", "H:MM:SS" or "--:--" into buf[32]: at most 10 digits of hours
+ * (s <= 1e7) and two fields, so it always fits. */
+static void fmt_eta(char buf[32], double s) {
+  int n;
   long t = (long)(s + 0.5);
-  if (t >= 3600)
-    snprintf(buf, cap, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
-  else
-    snprintf(buf, cap, "%02ld:%02ld", t / 60, t % 60);
+  if (!(s >= 0) || s > 1e7) n = snprintf(buf, 32, "--:--");
+  else if (t >= 3600)
+    n = snprintf(buf, 32, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+  else n = snprintf(buf, 32, "%02ld:%02ld", t / 60, t % 60);
+  assert(gf_fits(n, 32));
+  (void)n;
 }
 
 /* Window of steps since the last metric point. */
@@ -85,19 +90,23 @@ static void progress(train_state *st, int64_t k, const gf_gan_stats *gs,
   double ips = secs > 0 ? (double)w->steps * st->cfg->batch / secs : 0;
   if (w->ema_step_s > 0) ips = st->cfg->batch / w->ema_step_s;
   char eta[32];
-  fmt_eta(eta, sizeof eta, (double)(st->cfg->steps - k) * w->ema_step_s);
-  if (st->tty) {
-    double t = now_s();
+  fmt_eta(eta, (double)(st->cfg->steps - k) * w->ema_step_s);
+  if (st->log && st->log->live) {
+    /* Redrawn in place: short, at most five times a second. */
+    double t = gf_mono_s();
     if (!log_line && t - st->last_draw < 0.2 && k != st->cfg->steps) return;
     st->last_draw = t;
-    fprintf(stderr, "\rstep %lld/%lld  %.0f img/s  loss_d %.4f  loss_g %.4f  "
-            "ETA %s   ", (long long)k, (long long)st->cfg->steps, ips,
-            gs->loss_d, gs->loss_g, eta);
+    gf_logf(st->log, GF_LOG_PROGRESS,
+            "step %lld/%lld  %.0f img/s  loss_d "
+            "%.4f  loss_g %.4f  ETA %s",
+            (long long)k, (long long)st->cfg->steps, ips, gs->loss_d,
+            gs->loss_g, eta);
   } else if (log_line) {
-    fprintf(stderr, "step %lld/%lld  loss_d %.4f  loss_g %.4f  d_real %.3f  "
-            "d_fake %.3f  %.0f img/s  ETA %s\n", (long long)k,
-            (long long)st->cfg->steps, gs->loss_d, gs->loss_g, gs->d_real,
-            gs->d_fake, ips, eta);
+    gf_logf(st->log, GF_LOG_PROGRESS,
+            "step %lld/%lld  loss_d %.4f  loss_g "
+            "%.4f  d_real %.3f  d_fake %.3f  %.0f img/s  ETA %s",
+            (long long)k, (long long)st->cfg->steps, gs->loss_d, gs->loss_g,
+            gs->d_real, gs->d_fake, ips, eta);
   }
 }
 
@@ -209,7 +218,8 @@ static gf_status loop(train_state *st, const atomic_int *stop,
       *k_out = k;
       return s;
     }
-    fprintf(stderr, "step 0: swd/avg %.2f (untrained generator)\n", avg);
+    gf_logf(st->log, GF_LOG_INFO, "step 0: swd/avg %.2f (untrained generator)",
+            avg);
   }
   /* Its sample grid too: step 0 is where MLflow's image card and its step
    * slider open, and the baseline the later grids are read against. */
@@ -225,9 +235,9 @@ static gf_status loop(train_state *st, const atomic_int *stop,
   gf_heartbeat_beat(st->hb, GF_HB_TRAIN, k);
   while (k < cfg->steps && !stopped) {
     const gf_batch *b = NULL;
-    double t0 = now_s();
+    double t0 = gf_mono_s();
     s = gf_data_loader_next(st->loader, &b, err);
-    double t1 = now_s();
+    double t1 = gf_mono_s();
     gf_tensor real;
     int64_t shape[4] = {s == GF_OK ? (int64_t)b->n : 0, m->image_channels,
                         m->image_height, m->image_width};
@@ -259,7 +269,7 @@ static gf_status loop(train_state *st, const atomic_int *stop,
                     &gs, err);
     if (s != GF_OK) break;
     gf_gan_sync_stats_get(&st->gan, &after);
-    double t2 = now_s();
+    double t2 = gf_mono_s();
     k++;
     gf_heartbeat_beat(st->hb, GF_HB_TRAIN, k);
     /* The ranks agree on stopping and average the losses. */
@@ -279,7 +289,7 @@ static gf_status loop(train_state *st, const atomic_int *stop,
       gs.d_fake_after = agg[AGG_D_FAKE2] * inv;
     }
     stopped = agg[AGG_STOP] > 0;
-    double t3 = now_s();
+    double t3 = gf_mono_s();
     /* all-reduce: the seams' waits after the backward, and the sum above */
     double ar = after.exposed_s - before.exposed_s + (t3 - t2);
     gf_monitor_add_step(st->monitor, t1 - t0, t3 - t1 - ar, ar);
@@ -310,8 +320,8 @@ static gf_status loop(train_state *st, const atomic_int *stop,
       gf_heartbeat_beat(st->hb, GF_HB_EVAL, k);
       s = train_evaluate(st, k, &avg, err);
       if (s != GF_OK) break;
-      fprintf(stderr, "%sstep %lld: swd/avg %.2f\n", st->tty ? "\n" : "",
-              (long long)k, avg);
+      gf_logf(st->log, GF_LOG_INFO, "step %lld: swd/avg %.2f", (long long)k,
+              avg);
     }
     if (due(k, cfg->checkpoint_every) && k != cfg->steps) {
       gf_heartbeat_beat(st->hb, GF_HB_CHECKPOINT, k);
@@ -319,22 +329,23 @@ static gf_status loop(train_state *st, const atomic_int *stop,
       if (s != GF_OK) break;
     }
   }
-  if (st->tty && lead) fputc('\n', stderr);
   *k_out = k;
   return s;
 }
 
 /* --promote-if-better, at the end of a run that registered a version: the
- * promotion gate of mlflow/registry.h on that version. Reported on stderr
+ * promotion gate of mlflow/registry.h on that version. Reported to the log
  * and in the run tag ganflow.promotion ("promoted: ...", "refused: ...",
  * "error: ...", "skipped: ..."); never fails the run. */
-static void promote_if_better(gf_tracker *t, const gf_train_config *cfg) {
+static void promote_if_better(gf_tracker *t, const gf_train_config *cfg,
+                              const gf_log *log) {
   if (!cfg->promote_alias[0]) return;
   const char *version = gf_tracker_model_version(t);
-  char tag[2048];
+  gf_strbuf b;
+  gf_strbuf_init(&b);
   if (!version || !version[0]) {
-    snprintf(tag, sizeof tag, "skipped: no version registered by this "
-             "process (the run had its model already)");
+    gf_strbuf_puts(&b, "skipped: no version registered by this process (the "
+                       "run had its model already)");
   } else {
     mlflow_gate_result r;
     mlflow_error me;
@@ -344,28 +355,35 @@ static void promote_if_better(gf_tracker *t, const gf_train_config *cfg) {
         cfg->promote_metric, cfg->promote_max ? MLFLOW_GATE_MAX : MLFLOW_GATE_MIN,
         &r, &me);
     if (s != MLFLOW_OK)
-      snprintf(tag, sizeof tag, "error: %.256s@%.128s not moved to version "
-               "%.32s: %.1024s",
-               cfg->register_model, cfg->promote_alias, version, me.message);
+      gf_strbuf_printf(&b, "error: %s@%s not moved to version %s: %s",
+                       cfg->register_model, cfg->promote_alias, version,
+                       me.message);
     else
-      snprintf(tag, sizeof tag, "%s: %s",
-               mlflow_gate_promoted(r.verdict) ? "promoted" : "refused",
-               r.message);
+      gf_strbuf_printf(&b, "%s: %s",
+                       mlflow_gate_promoted(r.verdict) ? "promoted" : "refused",
+                       r.message);
   }
-  fprintf(stderr, "ganflow-train: promotion %s\n", tag);
+  char *tag = gf_strbuf_take(&b, NULL);
+  if (!tag) {
+    gf_logf(log, GF_LOG_WARN, "ganflow-train: promotion: out of memory");
+    return;
+  }
+  gf_logf(log, GF_LOG_INFO, "ganflow-train: promotion %s", tag);
   gf_tracker_set_tag(t, "ganflow.promotion", tag);
+  free(tag);
 }
 
 gf_train_exit gf_train_run(const gf_train_config *cfg,
                            const gf_launch_info *launch, gf_comm *comm,
-                           const atomic_int *stop, gf_heartbeat *hb) {
+                           const atomic_int *stop, gf_heartbeat *hb,
+                           const gf_log *log) {
   train_state st;
   memset(&st, 0, sizeof st);
   st.dir_lock = -1;
   st.cfg = cfg;
   st.hb = hb;
+  st.log = log;
   gf_heartbeat_beat(hb, GF_HB_SETUP, -1);
-  st.tty = isatty(STDERR_FILENO) == 1;
   gf_err err;
   memset(&err, 0, sizeof err);
   gf_train_exit rc = GF_TRAIN_EXIT_FAIL;
@@ -408,7 +426,7 @@ gf_train_exit gf_train_run(const gf_train_config *cfg,
   }
   /* Rank 0 decides where the job starts. */
   if (lead) {
-    s = train_make_dirs(cfg->checkpoint_dir, &err);
+    s = gf_mkdir_p(cfg->checkpoint_dir, 0755, &err);
     if (s == GF_OK) s = train_lock_dir(cfg->checkpoint_dir, &st.dir_lock, &err);
     if (s == GF_OK) s = train_choose_start(&st, &err);
     else s = GF_EINVAL;
@@ -429,35 +447,38 @@ gf_train_exit gf_train_run(const gf_train_config *cfg,
   if (s == GF_OK && lead) s = train_alloc_eval(&st, &err);
   if (gf_dist_agree(&st.dist, s, "setting up the ranks", &err) != GF_OK) goto out;
 
-  char device_desc[96], hosts[2048];
+  /* Integers and fixed words: at most 60 bytes. */
+  char device_desc[96], ranks[32] = "", hosts[2048];
+  int dn = 0;
+  if (st.world > 1) dn = snprintf(ranks, sizeof ranks, " x %d ranks", st.world);
+  assert(gf_fits(dn, sizeof ranks));
   if (st.on_dev)
-    snprintf(device_desc, sizeof device_desc, "cuda:%d%s",
-             st.ctx.device_index, cfg->deterministic ? " (deterministic)" : "");
+    dn = snprintf(device_desc, sizeof device_desc, "cuda:%d%s%s",
+                  st.ctx.device_index,
+                  cfg->deterministic ? " (deterministic)" : "", ranks);
   else
-    snprintf(device_desc, sizeof device_desc, "cpu (%d threads)",
-             st.ctx.nthreads);
-  if (st.world > 1) {
-    size_t dl = strlen(device_desc);
-    snprintf(device_desc + dl, sizeof device_desc - dl, " x %d ranks",
-             st.world);
-  }
+    dn = snprintf(device_desc, sizeof device_desc, "cpu (%d threads)%s",
+                  st.ctx.nthreads, ranks);
+  assert(gf_fits(dn, sizeof device_desc));
+  (void)dn;
   if (train_gather_hosts(&st, hosts, sizeof hosts, &err) != GF_OK) goto out;
   s = GF_OK;
   if (lead) {
     gf_tracker_start_info si = {cfg, st.run_id[0] ? st.run_id : NULL,
                                 device_desc, hosts};
-    s = gf_tracker_start(&st.tracker, &si, stderr, &err);
+    s = gf_tracker_start(&st.tracker, &si, log, &err);
   }
   if (gf_dist_agree(&st.dist, s, "starting the MLflow run", &err) != GF_OK)
     goto out;
   if (lead) gf_heartbeat_set_run(hb, gf_tracker_run_id(st.tracker));
   gf_heartbeat_beat(hb, GF_HB_SETUP, st.start_step);
   if (lead)
-    fprintf(stderr, "ganflow-train: run %s, %s %dx%dx%d, %lld images, %s, "
-            "checkpoints in %s\n", gf_tracker_run_id(st.tracker),
-            gf_arch_name(st.mcfg.architecture), st.mcfg.image_channels,
-            st.mcfg.image_height, st.mcfg.image_width, (long long)st.ds.n,
-            device_desc, cfg->checkpoint_dir);
+    gf_logf(log, GF_LOG_INFO,
+            "ganflow-train: run %s, %s %dx%dx%d, %lld "
+            "images, %s, checkpoints in %s",
+            gf_tracker_run_id(st.tracker), gf_arch_name(st.mcfg.architecture),
+            st.mcfg.image_channels, st.mcfg.image_height, st.mcfg.image_width,
+            (long long)st.ds.n, device_desc, cfg->checkpoint_dir);
   s = train_start_monitors(&st, &err);
   gf_data_order order = {cfg->seed, (uint64_t)cfg->batch, st.world, st.rank};
   if (s == GF_OK)
@@ -480,11 +501,12 @@ gf_train_exit gf_train_run(const gf_train_config *cfg,
     goto out;
   }
   if (gf_tracker_flush(st.tracker, 120, &err) != GF_OK)
-    fprintf(stderr, "ganflow-train: warning: %s\n", err.msg);
+    gf_logf(log, GF_LOG_WARN, "ganflow-train: warning: %s", err.msg);
   gf_tracker_uploads_wait(st.tracker);
   if (k < cfg->steps) {
-    fprintf(stderr, "ganflow-train: stopped by a signal at step %lld; "
-            "checkpoint written; run the same command to resume\n",
+    gf_logf(log, GF_LOG_INFO,
+            "ganflow-train: stopped by a signal at step "
+            "%lld; checkpoint written; run the same command to resume",
             (long long)k);
     run_status = MLFLOW_RUN_KILLED;
     rc = GF_TRAIN_EXIT_OK;
@@ -492,19 +514,21 @@ gf_train_exit gf_train_run(const gf_train_config *cfg,
     goto out;
   }
   if ((st.on_dev && gf_gan_copy_state(&st.host, &st.gan, &err) != GF_OK) ||
-      gf_tracker_log_model(st.tracker, st.on_dev ? &st.host : &st.gan,
-                           stderr, &err) != GF_OK) {
-    fprintf(stderr, "ganflow-train: training finished (checkpoint of step "
-            "%lld written) but the model could not be logged: %s\nrun the "
-            "same command again to retry\n", (long long)k, err.msg);
+      gf_tracker_log_model(st.tracker, st.on_dev ? &st.host : &st.gan, log,
+                           &err) != GF_OK) {
+    gf_logf(log, GF_LOG_ERROR,
+            "ganflow-train: training finished (checkpoint "
+            "of step %lld written) but the model could not be logged: %s",
+            (long long)k, err.msg);
+    gf_logf(log, GF_LOG_ERROR, "run the same command again to retry");
     err.msg[0] = '\0';
     goto out;
   }
-  promote_if_better(st.tracker, cfg);
+  promote_if_better(st.tracker, cfg, log);
   run_status = MLFLOW_RUN_FINISHED;
   rc = GF_TRAIN_EXIT_OK;
   gf_heartbeat_beat(hb, GF_HB_DONE, k);
-  fprintf(stderr, "ganflow-train: finished %lld steps\n", (long long)k);
+  gf_logf(log, GF_LOG_INFO, "ganflow-train: finished %lld steps", (long long)k);
   goto out;
 
 out_usage:
@@ -512,16 +536,15 @@ out_usage:
 out:
   if (rc != GF_TRAIN_EXIT_OK && err.msg[0] && (lead || !shared_err)) {
     if (st.world > 1)
-      fprintf(stderr, "%sganflow-train: rank %d: %s\n", st.tty ? "\n" : "",
-              st.rank, err.msg);
-    else
-      fprintf(stderr, "%sganflow-train: %s\n", st.tty ? "\n" : "", err.msg);
+      gf_logf(log, GF_LOG_ERROR, "ganflow-train: rank %d: %s", st.rank,
+              err.msg);
+    else gf_logf(log, GF_LOG_ERROR, "ganflow-train: %s", err.msg);
   }
   gf_monitor_stop(st.monitor);
   if (st.tracker) {
     /* Everything queued before the status changes, so a FINISHED run is
      * complete when a reader sees it. */
-    if (gf_tracker_finish(st.tracker, run_status, stderr) != 0 &&
+    if (gf_tracker_finish(st.tracker, run_status, log) != 0 &&
         run_status == MLFLOW_RUN_FINISHED)
       rc = GF_TRAIN_EXIT_FAIL;
     st.tracker = NULL;

@@ -45,9 +45,10 @@ gf_status train_alloc_eval(train_state *st, gf_err *err) {
     st->n_eval = (int)(st->ds.n < st->cfg->eval_images ? st->ds.n
                                                        : st->cfg->eval_images);
   else if (st->cfg->eval_every > 0)
-    fprintf(stderr, "ganflow-train: images of %dx%d are too small for the "
-            "SWD (side >= %d); no swd/ metrics\n", m->image_height,
-            m->image_width, sc.min_level);
+    gf_logf(st->log, GF_LOG_WARN,
+            "ganflow-train: images of %dx%d are too "
+            "small for the SWD (side >= %d); no swd/ metrics",
+            m->image_height, m->image_width, sc.min_level);
   size_t n_gen = (size_t)(st->n_eval > GRID_N ? st->n_eval : GRID_N);
   st->grid_z = malloc((size_t)GRID_N * m->z_dim * sizeof(float));
   st->eval_z = malloc((size_t)(st->n_eval ? st->n_eval : 1) * m->z_dim *
@@ -197,7 +198,7 @@ gf_status train_checkpoint(train_state *st, int64_t k, gf_err *err) {
   }
   gf_err ferr;
   if (gf_tracker_flush(st->tracker, 120, &ferr) != GF_OK)
-    fprintf(stderr, "\nganflow-train: warning: %s\n", ferr.msg);
+    gf_logf(st->log, GF_LOG_WARN, "ganflow-train: warning: %s", ferr.msg);
   gf_ckpt_meta meta;
   memset(&meta, 0, sizeof meta);
   meta.format_version = GF_CKPT_FORMAT_VERSION;
@@ -231,14 +232,17 @@ gf_status train_checkpoint(train_state *st, int64_t k, gf_err *err) {
                 "%s/.upload-%s", st->cfg->checkpoint_dir, base) != GF_OK ||
       gf_format(dest, sizeof dest, &nerr, "checkpoint artifact path",
                 "checkpoints/%s", base) != GF_OK) {
-    fprintf(stderr, "\nganflow-train: %s not uploaded: %s\n", base, nerr.msg);
+    gf_logf(st->log, GF_LOG_WARN, "ganflow-train: %s not uploaded: %s", base,
+            nerr.msg);
     return GF_OK;
   }
   unlink(stage);
   if (link(path, stage) == 0)
     gf_tracker_upload(st->tracker, stage, dest, true);
   else
-    fprintf(stderr, "\nganflow-train: %s not uploaded (cannot stage it: %s)\n",
+    gf_logf(st->log, GF_LOG_WARN,
+            "ganflow-train: %s not uploaded (cannot "
+            "stage it: %s)",
             base, strerror(errno));
   return GF_OK;
 }

@@ -28,12 +28,6 @@
 #include "train_dist.h"
 #include "train_state.h"
 
-/* mkdir -p (gf_mkdir_p); kept for train_loop.c, which still calls it by
- * this name. */
-gf_status train_make_dirs(const char *path, gf_err *err) {
-  return gf_mkdir_p(path, 0755, err);
-}
-
 gf_status train_lock_dir(const char *dir, int *fd, gf_err *err) {
   char path[GF_PATH_MAX];
   GF_TRY(gf_path_join(path, sizeof path, dir, ".lock", err));
@@ -103,8 +97,10 @@ gf_status train_choose_start(train_state *st, gf_err *err) {
                                           err);
   if (s != GF_OK && s != GF_ENOTFOUND) return s;
   if (skipped)
-    fprintf(stderr, "ganflow-train: skipped %d damaged train_checkpoint(s) in %s "
-            "(last: %s)\n", skipped, cfg->checkpoint_dir, skip_msg);
+    gf_logf(st->log, GF_LOG_WARN,
+            "ganflow-train: skipped %d damaged "
+            "train_checkpoint(s) in %s (last: %s)",
+            skipped, cfg->checkpoint_dir, skip_msg);
   bool have_ckpt = s == GF_OK;
   if (!have_ckpt) st->ckpt_path[0] = '\0';
   bool have_id = false;
@@ -218,8 +214,10 @@ gf_status train_build_model(train_state *st, bool *usage, gf_err *err) {
                    ", not %" PRIu64 ": pass the same seed to continue the run",
                    st->ckpt_path, meta.seed, cfg->seed);
   if (meta.world_size != st->world)
-    fprintf(stderr, "ganflow-train: %s was written by %d rank(s); resuming "
-            "on %d with the same global batch (--batch %d): %s\n",
+    gf_logf(st->log, GF_LOG_INFO,
+            "ganflow-train: %s was written by %d "
+            "rank(s); resuming on %d with the same global batch (--batch %d): "
+            "%s",
             st->ckpt_path, meta.world_size, st->world, cfg->batch,
             cfg->exact_reduce ? "--exact-reduce keeps every bit"
                               : "the numbers follow the run within float "
@@ -244,7 +242,9 @@ gf_status train_build_model(train_state *st, bool *usage, gf_err *err) {
   *usage = false;
   st->start_step = meta.step;
   st->ckpt_step = meta.step;
-  fprintf(stderr, "ganflow-train: resuming from %s (step %lld of %lld)\n",
+  gf_logf(st->log, GF_LOG_INFO,
+          "ganflow-train: resuming from %s (step %lld "
+          "of %lld)",
           st->ckpt_path, (long long)meta.step, (long long)cfg->steps);
   return GF_OK;
 }

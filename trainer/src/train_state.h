@@ -6,21 +6,20 @@
  *   train_outputs.c  what rank 0 writes: sample grids, SWD evaluations,
  *                    checkpoints (after a barrier of all ranks)
  *   train_loop.c     the step loop and gf_train_run, start to exit status
- * Every function returns a gf_status and fills err; none prints but the
- * notes about resuming and skipped checkpoints, on stderr as the
- * executable's contract says. */
+ * Every function returns a gf_status and fills err; what a run reports as
+ * it goes (resuming, skipped checkpoints, progress, warnings) goes to the
+ * log sink the executable passed to gf_train_run, never to stderr. */
 #ifndef GF_TRAIN_STATE_H
 #define GF_TRAIN_STATE_H
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <time.h>
-
 #include "gf/checkpoint.h"
 #include "gf/ctx.h"
 #include "gf/data.h"
 #include "gf/gan.h"
 #include "gf/heartbeat.h"
+#include "gf/log.h"
 #include "gf/monitor.h"
 #include "gf/train.h"
 #include "train_dist.h"
@@ -49,13 +48,14 @@ typedef struct train_state {
   int64_t start_step;           /* steps completed when this process began */
   int64_t ckpt_step;            /* step of the newest checkpoint on disk; -1 */
   char run_id[GF_CKPT_RUN_ID_MAX + 1]; /* from the checkpoint or run_id file */
-  char ckpt_path[GF_TRAIN_PATH_MAX + 64];
+  char ckpt_path[GF_TRAIN_PATH_MAX];
   int n_eval;                   /* SWD set size; 0 = no SWD */
   float *grid_z;                /* owned; [GRID_N, z_dim] */
   float *eval_z;                /* owned; [n_eval, z_dim] */
   float *gen;                   /* owned; [max(n_eval, GRID_N), C, H, W] */
-  bool tty;                     /* stderr is a terminal */
-  double last_draw;             /* monotonic seconds of the last \r line */
+  const gf_log *log;            /* borrowed; the executable's sink */
+  double last_draw;             /* monotonic seconds of the last progress
+                                   line sent to a live sink */
   gf_dist dist;                 /* the ranks (world 1 without a comm) */
   int rank, world;
   int local_batch;              /* this rank's slice of --batch */
@@ -68,16 +68,8 @@ typedef struct train_state {
                                    directory (train_lock_dir), -1 none */
 } train_state;
 
-static inline double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* ---- train_setup.c ---------------------------------------------------- */
 
-/* mkdir -p. */
-gf_status train_make_dirs(const char *path, gf_err *err);
 /* Takes an exclusive lock (flock) on <dir>/.lock, holding this process's
  * pid, so that two trainers never write one checkpoint directory; the
  * kernel drops it when the process ends, kill -9 included. *fd receives the

@@ -34,8 +34,9 @@
  * one past the newest step, as the fallback here does).
  *
  * Not here: when to log what (train_loop.c). */
-#include <errno.h>
+#include <assert.h>
 #include <dirent.h>
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -47,9 +48,11 @@
 #include <cjson/cJSON.h>
 
 #include "gf/atomic_file.h"
+#include "gf/fs.h"
 #include "gf/gan.h"
 #include "gf/mlflow_status.h"
 #include "gf/mlmodel.h"
+#include "gf/text.h"
 #include "gf/train.h"
 #include "mlflow/mlflow.h"
 
@@ -81,10 +84,10 @@ struct gf_tracker {
   bool monitor_mu_ok;       /* monitor_mu initialized */
   int64_t monitor_next;     /* monitor steps below it are reserved in
                                monitor_file; >= monitor_first */
-  char monitor_file[GF_TRAIN_PATH_MAX + 32]; /* <checkpoint-dir>/monitor_step */
+  char monitor_file[GF_PATH_MAX]; /* <checkpoint-dir>/monitor_step */
   bool model_logged;        /* the run already has ganflow.model_version */
   char model_version[32];   /* the version this process registered; "" */
-  char outbox[GF_TRAIN_PATH_MAX + 32];
+  char outbox[GF_PATH_MAX];
   atomic_uint_fast64_t dropped; /* points the logger refused */
   atomic_uint_fast64_t skipped; /* points skipped as already on the server */
 };
@@ -155,15 +158,15 @@ static gf_status mlfail(gf_err *err, const char *what, const mlflow_error *e) {
 }
 
 static gf_status write_run_id(const gf_tracker *t, gf_err *err) {
-  char path[GF_TRAIN_PATH_MAX + 16], line[80];
-  snprintf(path, sizeof path, "%s/run_id", t->cfg.checkpoint_dir);
-  int n = snprintf(line, sizeof line, "%s\n", t->run_id);
-  return gf_atomic_write_file(path, line, (size_t)n, err);
+  char path[GF_PATH_MAX], line[sizeof t->run_id + 1];
+  GF_TRY(gf_path_join(path, sizeof path, t->cfg.checkpoint_dir, "run_id", err));
+  GF_TRY(gf_format(line, sizeof line, err, "run id", "%s\n", t->run_id));
+  return gf_atomic_write_file(path, line, strlen(line), err);
 }
 
 /* Reads the run's latest metric steps into t->seen and the monitor's first
  * step; logs the params the run lacks; warns about changed ones. */
-static gf_status absorb_run(gf_tracker *t, FILE *log, gf_err *err) {
+static gf_status absorb_run(gf_tracker *t, const gf_log *log, gf_err *err) {
   mlflow_run run;
   mlflow_error e;
   memset(&run, 0, sizeof run);
@@ -202,9 +205,10 @@ static gf_status absorb_run(gf_tracker *t, FILE *log, gf_err *err) {
     if (!old) {
       kv[nk++] = (mlflow_kv){params[i].key, params[i].value};
     } else if (strcmp(old, params[i].value) != 0 && log) {
-      fprintf(log, "ganflow-train: param %s was %s in this run, now %s (MLflow "
-              "params are write-once: the run keeps %s)\n", params[i].key,
-              old, params[i].value, old);
+      gf_logf(log, GF_LOG_INFO,
+              "ganflow-train: param %s was %s in this run, now %s (MLflow "
+              "params are write-once: the run keeps %s)",
+              params[i].key, old, params[i].value, old);
     }
   }
   if (st == GF_OK && nk &&
@@ -215,14 +219,15 @@ static gf_status absorb_run(gf_tracker *t, FILE *log, gf_err *err) {
   return st;
 }
 
-static gf_status resume_run(gf_tracker *t, FILE *log, gf_err *err) {
+static gf_status resume_run(gf_tracker *t, const gf_log *log, gf_err *err) {
   mlflow_error e;
   size_t n_batches = 0;
   if (mlflow_outbox_replay(t->client, t->outbox, &n_batches, &e) != MLFLOW_OK)
     return mlfail(err, "replaying the outbox of the previous process", &e);
   if (n_batches && log)
-    fprintf(log, "ganflow-train: replayed %zu metric batches from %s\n",
-            n_batches, t->outbox);
+    gf_logf(log, GF_LOG_INFO,
+            "ganflow-train: replayed %zu metric batches from %s", n_batches,
+            t->outbox);
   mlflow_run_info info;
   memset(&info, 0, sizeof info);
   if (mlflow_run_resume(t->client, t->run_id, &info, &e) != MLFLOW_OK)
@@ -236,7 +241,7 @@ static gf_status resume_run(gf_tracker *t, FILE *log, gf_err *err) {
 }
 
 static gf_status create_run(gf_tracker *t, const gf_tracker_start_info *si,
-                            FILE *log, gf_err *err) {
+                            const gf_log *log, gf_err *err) {
   mlflow_error e;
   mlflow_experiment exp;
   memset(&exp, 0, sizeof exp);
@@ -248,11 +253,13 @@ static gf_status create_run(gf_tracker *t, const gf_tracker_start_info *si,
   if (mlflow_experiment_set_tag(t->client, exp.experiment_id,
                                 "mlflow.experimentKind",
                                 "custom_model_development", &e) != MLFLOW_OK)
-    fprintf(log, "ganflow-train: warning: cannot tag the experiment: %s\n",
-            e.message);
+    gf_logf(log, GF_LOG_WARN,
+            "ganflow-train: warning: cannot tag the experiment: %s", e.message);
   char host[256] = "", world[16];
   gethostname(host, sizeof host - 1);
-  snprintf(world, sizeof world, "%d", t->cfg.world_size);
+  int wn = snprintf(world, sizeof world, "%d", t->cfg.world_size);
+  assert(gf_fits(wn, sizeof world));
+  (void)wn;
   const char *user = getenv("USER");
   mlflow_kv tags[] = {
     {"ganflow.version", GF_TRAIN_VERSION},
@@ -279,7 +286,12 @@ static gf_status create_run(gf_tracker *t, const gf_tracker_start_info *si,
                                        &e);
   mlflow_experiment_free(&exp);
   if (ms != MLFLOW_OK) return mlfail(err, "runs/create", &e);
-  snprintf(t->run_id, sizeof t->run_id, "%s", info.run_id);
+  gf_status rs = gf_format(t->run_id, sizeof t->run_id, err,
+                           "run id from the MLflow server", "%s", info.run_id);
+  if (rs != GF_OK) {
+    mlflow_run_info_free(&info);
+    return rs;
+  }
   t->artifact_uri = strdup(info.artifact_uri ? info.artifact_uri : "");
   mlflow_run_info_free(&info);
   if (!t->artifact_uri) return gf_fail(err, GF_ENOMEM, "out of memory");
@@ -300,7 +312,7 @@ static gf_status create_run(gf_tracker *t, const gf_tracker_start_info *si,
 }
 
 static gf_status tracker_connect(gf_tracker *t, const gf_tracker_start_info *si,
-                                 FILE *log, gf_err *err) {
+                                 const gf_log *log, gf_err *err) {
   mlflow_error e;
   if (mlflow_config_from_env(&t->mcfg, &e) != MLFLOW_OK)
     return gf_fail_mlflow(err, &e, "MLflow configuration");
@@ -316,9 +328,7 @@ static gf_status tracker_connect(gf_tracker *t, const gf_tracker_start_info *si,
   if (!run_id) run_id = env_id;
   gf_status st;
   if (run_id) {
-    if (strlen(run_id) >= sizeof t->run_id)
-      return gf_fail(err, GF_EINVAL, "run id '%s' is too long", run_id);
-    snprintf(t->run_id, sizeof t->run_id, "%s", run_id);
+    GF_TRY(gf_format(t->run_id, sizeof t->run_id, err, "run id", "%s", run_id));
     st = resume_run(t, log, err);
   } else {
     st = create_run(t, si, log, err);
@@ -349,17 +359,22 @@ static void tracker_free(gf_tracker *t) {
 }
 
 gf_status gf_tracker_start(gf_tracker **out, const gf_tracker_start_info *si,
-                           FILE *log, gf_err *err) {
+                           const gf_log *log, gf_err *err) {
   *out = NULL;
   gf_tracker *t = calloc(1, sizeof *t);
   if (!t) return gf_fail(err, GF_ENOMEM, "out of memory");
   t->cfg = *si->cfg;
   atomic_init(&t->dropped, 0);
   atomic_init(&t->skipped, 0);
-  snprintf(t->outbox, sizeof t->outbox, "%s/mlflow.outbox",
-           si->cfg->checkpoint_dir);
-  snprintf(t->monitor_file, sizeof t->monitor_file, "%s/monitor_step",
-           si->cfg->checkpoint_dir);
+  gf_status js = gf_path_join(t->outbox, sizeof t->outbox,
+                              si->cfg->checkpoint_dir, "mlflow.outbox", err);
+  if (js == GF_OK)
+    js = gf_path_join(t->monitor_file, sizeof t->monitor_file,
+                      si->cfg->checkpoint_dir, "monitor_step", err);
+  if (js != GF_OK) {
+    free(t);
+    return js;
+  }
   if (pthread_mutex_init(&t->monitor_mu, NULL) != 0) {
     free(t);
     return gf_fail(err, GF_ENOMEM, "cannot make a mutex");
@@ -420,11 +435,14 @@ static void rm_tree_depth(const char *dir, int depth) {
   DIR *d = opendir(dir);
   if (!d) return;
   struct dirent *de;
-  char path[GF_TRAIN_PATH_MAX + 300];
+  char path[GF_PATH_MAX];
   while ((de = readdir(d)) != NULL) {
     if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
       continue;
-    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    /* A name too long to reach stays (and so does its folder): never a cut
+     * path, which could name something else. */
+    if (gf_path_join(path, sizeof path, dir, de->d_name, NULL) != GF_OK)
+      continue;
     struct stat sb;
     /* lstat: a link is removed, never followed */
     if (depth < 8 && lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
@@ -443,13 +461,16 @@ static void rm_tree(const char *dir) { rm_tree_depth(dir, 0); }
 /* The run's final SWD points linked to the logged model: the same (key,
  * value, timestamp, step) as the run holds, so its history keeps one point
  * each (the server links it to the model). */
-static void link_final_metrics(gf_tracker *t, const char *model_id, FILE *log) {
+static void link_final_metrics(gf_tracker *t, const char *model_id,
+                               const gf_log *log) {
   mlflow_run run;
   mlflow_error e;
   if (mlflow_run_get(t->client, t->run_id, &run, &e) != MLFLOW_OK) {
     if (log)
-      fprintf(log, "ganflow-train: warning: final metrics not linked to the "
-              "logged model: %s\n", e.message);
+      gf_logf(log, GF_LOG_WARN,
+              "ganflow-train: warning: final metrics not linked to the "
+              "logged model: %s",
+              e.message);
     return;
   }
   mlflow_metric pick[64];
@@ -458,8 +479,10 @@ static void link_final_metrics(gf_tracker *t, const char *model_id, FILE *log) {
     if (strncmp(run.metrics[i].key, "swd/", 4) == 0) pick[n++] = run.metrics[i];
   if (n && mlflow_log_metrics_for_model(t->client, t->run_id, model_id, pick, n,
                                         &e) != MLFLOW_OK && log)
-    fprintf(log, "ganflow-train: warning: final metrics not linked to the "
-            "logged model: %s\n", e.message);
+    gf_logf(log, GF_LOG_WARN,
+            "ganflow-train: warning: final metrics not linked to the "
+            "logged model: %s",
+            e.message);
   mlflow_run_free(&run);
 }
 
@@ -479,7 +502,9 @@ static gf_status write_model_dir(gf_tracker *t, const gf_gan *gan,
                                     p->value.shape, p->value.data};
   }
   char steps[32];
-  snprintf(steps, sizeof steps, "%lld", (long long)gan->adam_step_g);
+  int sn = snprintf(steps, sizeof steps, "%lld", (long long)gan->adam_step_g);
+  assert(gf_fits(sn, sizeof steps));
+  (void)sn;
   gf_st_kv meta[] = {{"ganflow.run_id", t->run_id},
                      {"ganflow.adam_step", steps}};
   mlflow_error e;
@@ -500,15 +525,20 @@ static gf_status write_model_dir(gf_tracker *t, const gf_gan *gan,
  * the server predates logged models: nothing was created. */
 static gf_status log_logged_model(gf_tracker *t, const gf_gan *gan,
                                   const char *dir, mlflow_logged_model *lm,
-                                  FILE *log, gf_err *err) {
+                                  const gf_log *log, gf_err *err) {
   mlflow_error e;
   mlflow_run run;
   if (mlflow_run_get(t->client, t->run_id, &run, &e) != MLFLOW_OK)
     return mlfail(err, "runs/get", &e);
+  /* Integers only: every buffer holds its largest. */
   char z[16], hw[32], ch[16];
-  snprintf(z, sizeof z, "%d", gan->cfg.z_dim);
-  snprintf(hw, sizeof hw, "%dx%d", gan->cfg.image_height, gan->cfg.image_width);
-  snprintf(ch, sizeof ch, "%d", gan->cfg.image_channels);
+  int n1 = snprintf(z, sizeof z, "%d", gan->cfg.z_dim);
+  int n2 = snprintf(hw, sizeof hw, "%dx%d", gan->cfg.image_height,
+                    gan->cfg.image_width);
+  int n3 = snprintf(ch, sizeof ch, "%d", gan->cfg.image_channels);
+  assert(gf_fits(n1, sizeof z) && gf_fits(n2, sizeof hw) &&
+         gf_fits(n3, sizeof ch));
+  (void)n1, (void)n2, (void)n3;
   mlflow_kv params[] = {{"architecture", gf_arch_name(gan->cfg.architecture)},
                         {"z_dim", z}, {"image_size", hw}, {"channels", ch}};
   mlflow_kv tags[] = {{"ganflow.version", GF_TRAIN_VERSION}};
@@ -518,8 +548,10 @@ static gf_status log_logged_model(gf_tracker *t, const gf_gan *gan,
   mlflow_run_free(&run);
   if (ms == MLFLOW_E_UNSUPPORTED) {
     if (log)
-      fprintf(log, "ganflow-train: %s; the model goes to the run's model/ "
-              "artifacts\n", e.message);
+      gf_logf(log, GF_LOG_INFO,
+              "ganflow-train: %s; the model goes to the run's model/ "
+              "artifacts",
+              e.message);
     return GF_EUNSUPPORTED;
   }
   if (ms != MLFLOW_OK) return mlfail(err, "logged-models/create", &e);
@@ -539,17 +571,19 @@ static gf_status log_logged_model(gf_tracker *t, const gf_gan *gan,
   return st;
 }
 
-gf_status gf_tracker_log_model(gf_tracker *t, const gf_gan *gan, FILE *log,
-                               gf_err *err) {
+gf_status gf_tracker_log_model(gf_tracker *t, const gf_gan *gan,
+                               const gf_log *log, gf_err *err) {
   if (t->model_logged) {
     if (log)
-      fprintf(log, "ganflow-train: run %s already holds its registered model "
-              "(tag ganflow.model_version); not registering again\n",
+      gf_logf(log, GF_LOG_INFO,
+              "ganflow-train: run %s already holds its registered model "
+              "(tag ganflow.model_version); not registering again",
               t->run_id);
     return GF_OK;
   }
-  char dir[GF_TRAIN_PATH_MAX + 32];
-  snprintf(dir, sizeof dir, "%s/.model-tmp", t->cfg.checkpoint_dir);
+  char dir[GF_PATH_MAX];
+  GF_TRY(
+      gf_path_join(dir, sizeof dir, t->cfg.checkpoint_dir, ".model-tmp", err));
   rm_tree(dir);
   mlflow_logged_model lm;
   memset(&lm, 0, sizeof lm);
@@ -581,10 +615,8 @@ gf_status gf_tracker_log_model(gf_tracker *t, const gf_gan *gan, FILE *log,
     ms = mlflow_model_version_create_from_model(t->client, name, lm.model_id,
                                                 t->run_id, &mv, &e);
   } else {
-    size_t src_len = strlen(t->artifact_uri) + 8;
-    char *source = malloc(src_len);
+    char *source = gf_path_join_alloc(t->artifact_uri, "model");
     if (!source) return gf_fail(err, GF_ENOMEM, "out of memory");
-    snprintf(source, src_len, "%s/model", t->artifact_uri);
     ms = mlflow_model_version_create(t->client, name, source, t->run_id, &mv, &e);
     free(source);
   }
@@ -623,24 +655,31 @@ gf_status gf_tracker_log_model(gf_tracker *t, const gf_gan *gan, FILE *log,
   }
   if (st == GF_OK) {
     char tag[GF_TRAIN_NAME_MAX + 32];
-    snprintf(tag, sizeof tag, "%s/%s", name, mv.version);
-    if (mlflow_set_tag(t->client, t->run_id, "ganflow.model_version", tag,
+    st = gf_format(tag, sizeof tag, err,
+                   "registered version from the MLflow "
+                   "server",
+                   "%s/%s", name, mv.version);
+    if (st == GF_OK &&
+        mlflow_set_tag(t->client, t->run_id, "ganflow.model_version", tag,
                        &e) != MLFLOW_OK)
       st = mlfail(err, "tagging the run", &e);
     else if (log)
-      fprintf(log, "ganflow-train: registered models:/%s/%s%s%s%s%s\n", name,
+      gf_logf(log, GF_LOG_INFO,
+              "ganflow-train: registered models:/%s/%s%s%s%s%s", name,
               mv.version, t->cfg.alias[0] ? " as @" : "", t->cfg.alias,
               lm.model_id ? " from logged model " : "",
               lm.model_id ? lm.model_id : "");
   }
   if (st == GF_OK)
-    snprintf(t->model_version, sizeof t->model_version, "%s", mv.version);
+    st = gf_format(t->model_version, sizeof t->model_version, err,
+                   "registered version from the MLflow server", "%s",
+                   mv.version);
   mlflow_model_version_free(&mv);
   mlflow_logged_model_free(&lm);
   return st;
 }
 
-int gf_tracker_finish(gf_tracker *t, int run_status, FILE *log) {
+int gf_tracker_finish(gf_tracker *t, int run_status, const gf_log *log) {
   if (!t) return 0;
   int rc = 0;
   gf_uploader_wait(t->uploader);
@@ -656,29 +695,33 @@ int gf_tracker_finish(gf_tracker *t, int run_status, FILE *log) {
   t->logger = NULL;
   if (log) {
     if (ms != MLFLOW_OK)
-      fprintf(log, "ganflow-train: %llu metric batches are still in the outbox "
+      gf_logf(log, GF_LOG_WARN,
+              "ganflow-train: %llu metric batches are still in the outbox "
               "%s (%s); nothing is lost: they are sent when this command runs "
-              "again, or now with `ganflow sync %s`\n",
+              "again, or now with `ganflow sync %s`",
               (unsigned long long)ls.outbox_pending, t->outbox, e.message,
               t->cfg.checkpoint_dir);
     uint64_t dropped = atomic_load(&t->dropped);
     if (dropped)
-      fprintf(log, "ganflow-train: %llu metric points could not be queued "
+      gf_logf(log, GF_LOG_WARN,
+              "ganflow-train: %llu metric points could not be queued "
               "(logger full, invalid key, or a system-metric step that could "
-              "not be reserved in %s)\n", (unsigned long long)dropped,
-              t->monitor_file);
+              "not be reserved in %s)",
+              (unsigned long long)dropped, t->monitor_file);
     if (up_failed)
-      fprintf(log, "ganflow-train: %d of %d artifact uploads failed\n",
-              up_failed, up_ok + up_failed);
+      gf_logf(log, GF_LOG_WARN,
+              "ganflow-train: %d of %d artifact uploads failed", up_failed,
+              up_ok + up_failed);
   }
   if (run_status) {
     if (mlflow_run_update(t->client, t->run_id,
                           (mlflow_run_status)run_status, mlflow_now_ms(),
                           &e) != MLFLOW_OK) {
       if (log)
-        fprintf(log, "ganflow-train: could not set run %s to %s: %s\n",
-                t->run_id,
-                mlflow_run_status_name((mlflow_run_status)run_status), e.message);
+        gf_logf(log, GF_LOG_WARN,
+                "ganflow-train: could not set run %s to %s: %s", t->run_id,
+                mlflow_run_status_name((mlflow_run_status)run_status),
+                e.message);
       rc = 1;
     }
   }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gf/log.h"
 #include "gf/mlflow_status.h"
 #include "gf/train.h"
 #include "mlflow/mlflow.h"
@@ -25,7 +26,7 @@ typedef struct upload_job {
 struct gf_uploader {
   mlflow_client *client;  /* owned; used by the thread only */
   char *artifact_uri;     /* owned copy */
-  FILE *log;              /* borrowed; may be NULL */
+  const gf_log *log;      /* borrowed; may be NULL */
   pthread_mutex_t mu;
   pthread_cond_t cv;      /* signals: job queued, job done, stop */
   upload_job q[UPLOAD_QUEUE]; /* ring; [head, head + count) */
@@ -60,9 +61,11 @@ static void *upload_thread(void *arg) {
     mlflow_status st = mlflow_artifact_upload_file(u->client, u->artifact_uri,
                                                    j.local_path, j.dest, &e);
     if (st != MLFLOW_OK && u->log)
-      fprintf(u->log, "ganflow-train: upload of artifact %s failed (skipped; "
+      gf_logf(u->log, GF_LOG_WARN,
+              "ganflow-train: upload of artifact %s failed (skipped; "
               "the local file stays in the checkpoint dir unless it was a "
-              "staging copy): %s\n", j.dest, e.message);
+              "staging copy): %s",
+              j.dest, e.message);
     job_release(&j);
 
     pthread_mutex_lock(&u->mu);
@@ -76,7 +79,8 @@ static void *upload_thread(void *arg) {
 }
 
 gf_status gf_uploader_start(gf_uploader **out, const mlflow_config *cfg,
-                            const char *artifact_uri, FILE *log, gf_err *err) {
+                            const char *artifact_uri, const gf_log *log,
+                            gf_err *err) {
   *out = NULL;
   gf_uploader *u = calloc(1, sizeof *u);
   if (!u) return gf_fail(err, GF_ENOMEM, "uploader: out of memory");
@@ -122,8 +126,10 @@ bool gf_uploader_push(gf_uploader *u, const char *local_path, const char *dest,
   pthread_mutex_unlock(&u->mu);
   if (!ok) {
     if (u->log)
-      fprintf(u->log, "ganflow-train: upload queue full; artifact %s "
-              "skipped\n", dest);
+      gf_logf(u->log, GF_LOG_WARN,
+              "ganflow-train: upload queue full; artifact %s "
+              "skipped",
+              dest);
     if (take_ownership) unlink(local_path);
     free(j.local_path);
     free(j.dest);

@@ -13,9 +13,11 @@
  *                     over train_setup.c and train_outputs.c (the private
  *                     train_state.h) and train_dist.c (the ranks)
  *
- * Nothing here prints except gf_train_run (progress and log lines on
- * stderr, as the executable's contract says) and gf_train_usage; nothing
- * exits (ganflow_train_main.c does). No global state: the stop flag that
+ * Nothing here prints: what a run reports as it goes (progress, resumes,
+ * warnings, the reason it failed) goes to a gf_log sink the executable owns
+ * (gf/log.h; ganflow_train_main.c writes it to stderr), and gf_train_usage
+ * writes to the stream it is given. Nothing exits (ganflow_train_main.c
+ * does). No global state: the stop flag that
  * main()'s signal thread sets is owned by main() and passed in by pointer. */
 #ifndef GF_TRAIN_H
 #define GF_TRAIN_H
@@ -26,10 +28,21 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "gf/fs.h"
+#include "gf/log.h"
 #include "gf/model_config.h"
 #include "gf/status.h"
 
-#define GF_TRAIN_PATH_MAX 4096
+#define GF_TRAIN_PATH_MAX GF_PATH_MAX
+/* Room --checkpoint-dir must leave in a path of GF_PATH_MAX bytes for the
+ * names ganflow-train makes under it, '/' included; the configuration
+ * refuses a longer directory, so every join under it fits. The longest
+ * today are "/.model-tmp/code/ganflow_pyfunc.py.tmp.XXXXXX" (45 bytes: the
+ * model directory's temporary files) and
+ * "/.upload-samples-<step>.webp.tmp.XXXXXX" (43 with --steps below 2^32);
+ * "/ckpt-<step>.safetensors.tmp.XXXXXX", "/mlflow.outbox" and
+ * "/monitor_step.tmp.XXXXXX" are shorter. The rest is margin. */
+#define GF_TRAIN_CKPT_DIR_ROOM 64
 #define GF_TRAIN_NAME_MAX 256
 #define GF_TRAIN_VERSION "0.1.0"
 #define GF_TRAIN_DEFAULT_EXPERIMENT "ganflow"
@@ -172,15 +185,18 @@ typedef enum gf_train_exit {
  * receives SIGTERM/SIGINT) is read at every step boundary: nonzero on any
  * rank stops every rank after the same step, with a checkpoint and status
  * KILLED. hb (borrowed; NULL: none) receives a beat at every step and
- * change of phase (gf/heartbeat.h), for a supervisor. Prints progress and
- * errors to stderr. Never exits. */
+ * change of phase (gf/heartbeat.h), for a supervisor. log (borrowed; the
+ * executable's sink, shared by the run's threads; NULL drops everything)
+ * receives progress (GF_LOG_PROGRESS: short and often when log->live, a
+ * full line every --log-every steps otherwise), notes about resuming,
+ * warnings, and the error that ends the run. Never exits. */
 struct gf_comm;
 struct gf_launch_info;
 struct gf_heartbeat;
 gf_train_exit gf_train_run(const gf_train_config *cfg,
                            const struct gf_launch_info *launch,
                            struct gf_comm *comm, const atomic_int *stop,
-                           struct gf_heartbeat *hb);
+                           struct gf_heartbeat *hb, const gf_log *log);
 
 /* ---- MLflow glue (train_tracking.c) --------------------------------- */
 
@@ -208,7 +224,7 @@ typedef struct gf_tracker_start_info {
  * delays metrics (outbox) and uploads. *out owned by the caller:
  * gf_tracker_finish. Messages about skipped/changed params go to log. */
 gf_status gf_tracker_start(gf_tracker **out, const gf_tracker_start_info *si,
-                           FILE *log, gf_err *err);
+                           const gf_log *log, gf_err *err);
 
 /* The run id (32 hex digits); valid until gf_tracker_finish. */
 const char *gf_tracker_run_id(const gf_tracker *t);
@@ -247,13 +263,13 @@ void gf_tracker_uploads_wait(gf_tracker *t);
  * finished run started again). */
 struct gf_gan;
 gf_status gf_tracker_log_model(gf_tracker *t, const struct gf_gan *gan,
-                               FILE *log, gf_err *err);
+                               const gf_log *log, gf_err *err);
 
 /* Ends the run with status (mlflow_run_status; 0 leaves it as it is),
  * closes the logger (reporting batches left in the outbox and naming
  * `ganflow sync`), stops the uploader and frees t. NULL is fine. Returns
  * nonzero when the run status could not be set. */
-int gf_tracker_finish(gf_tracker *t, int run_status, FILE *log);
+int gf_tracker_finish(gf_tracker *t, int run_status, const gf_log *log);
 
 /* The version gf_tracker_log_model registered in this process ("" when
  * none); valid until gf_tracker_finish. */
@@ -272,10 +288,12 @@ struct mlflow_config;
 
 /* Starts a thread with its own client (a copy of cfg with at most 2
  * retries, so an outage costs an upload, not the run) that uploads queued
- * files to artifact_uri (copied) in order. Reports go to log (may be NULL).
+ * files to artifact_uri (copied) in order. Reports go to log (borrowed:
+ * it must outlive the uploader; NULL drops them).
  * *out owned by the caller: gf_uploader_free. */
 gf_status gf_uploader_start(gf_uploader **out, const struct mlflow_config *cfg,
-                            const char *artifact_uri, FILE *log, gf_err *err);
+                            const char *artifact_uri, const gf_log *log,
+                            gf_err *err);
 /* Queues one upload (see gf_tracker_upload). Returns false when the queue
  * (16 files) is full; the file is then deleted if owned. */
 bool gf_uploader_push(gf_uploader *u, const char *local_path, const char *dest,
