@@ -27,12 +27,17 @@ MLFLOW_VERSION=3.17.2   # newest 3.x whose dependencies PyPI serves here (3.18.0
 #                       `deploy/mlflow-local.sh --backend postgres` and the
 #                       `mlflow_pg` ctest fixture (its own cluster in the
 #                       state folder; Debian's `main` cluster is not used)
+#   clang libomp-dev    the second compiler: tests/run-all.sh builds its
+#   libclang-rt-dev     sanitizer suite with clang (OpenMP for oneDNN's CPU
+#                       ops from libomp-dev, the ASan/UBSan runtimes from
+#                       libclang-rt-dev), tests/build-matrix.sh every build
+#                       type with it; llvm for the fuzz targets' tools
 #   libwebp-dev         the trainer encodes the `+compressed.webp` companion
 #                       of each sample grid it logs as an MLflow image (as
 #                       MlflowClient.log_image does); its tests decode it back
 PACKAGES=(
   build-essential cmake pkg-config git ca-certificates
-  clang llvm
+  clang llvm libomp-dev libclang-rt-dev
   libcurl4-openssl-dev libcjson-dev libssl-dev zlib1g-dev
   libmicrohttpd-dev libpng-dev libjpeg-dev libyaml-dev libwebp-dev
   libdnnl-dev ocl-icd-opencl-dev

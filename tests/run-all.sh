@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite, from nothing: installs the dependencies, then builds
-# and runs ctest twice, in the normal build (build/) and under
-# AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/). Integration
+# and runs ctest twice: a Release build with gcc (build/; -O3 warns about
+# what -O2 does not) and a build with clang under AddressSanitizer +
+# UndefinedBehaviorSanitizer (build-asan/), so both compilers build every
+# target with -Werror and run every test. The default RelWithDebInfo build
+# is the fresh-machine stage's; tests/build-matrix.sh builds all four build
+# types with both compilers, by hand. Integration
 # tests start their own MLflow servers on free loopback ports. Run as root
 # where mmdebstrap is installed (install-deps installs it), it then proves
 # both README commands on a bare Debian root (tests/fresh-machine.sh).
@@ -26,10 +30,11 @@ echo "=== disk: $(df -h --output=avail "$ROOT" | tail -1 | tr -d ' ') free"
 # it could not read); the gate's output for each is in DIR/ctest-skips.txt.
 SKIP_GATE_FAILED=()
 
+# run_suite DIR CC BUILD_TYPE [CMAKE ARGS...]
 run_suite() {
-  local dir=$1; shift
-  echo "=== $dir: configure and build ($*)"
-  cmake -S "$ROOT" -B "$ROOT/$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >"$ROOT/$dir.configure.log" 2>&1 \
+  local dir=$1 cc=$2 type=$3; shift 3
+  echo "=== $dir: configure and build ($cc, $type${*:+, $*})"
+  cmake -S "$ROOT" -B "$ROOT/$dir" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE="$type" "$@" >"$ROOT/$dir.configure.log" 2>&1 \
     || { cat "$ROOT/$dir.configure.log"; return 1; }
   grep -A8 "ganflow .* configuration" "$ROOT/$dir.configure.log" || true
   cmake --build "$ROOT/$dir" -j"$JOBS"
@@ -46,11 +51,11 @@ run_suite() {
   echo "=== $dir: $(du -sh "$ROOT/$dir" | cut -f1) on disk, $(df -h --output=avail "$ROOT" | tail -1 | tr -d ' ') left"
 }
 
-run_suite build
+run_suite build gcc Release
 # Sanitizers: leaks are reported too; halt on the first UB report.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-run_suite build-asan -DGF_SANITIZE=ON -DGF_CUDA=OFF
+run_suite build-asan clang RelWithDebInfo -DGF_SANITIZE=ON -DGF_CUDA=OFF
 if [ "${#SKIP_GATE_FAILED[@]}" -gt 0 ]; then
   echo "=== FAIL: tests skipped where CI has what they need (CI=${CI:-}):"
   for dir in "${SKIP_GATE_FAILED[@]}"; do cat "$ROOT/$dir/ctest-skips.txt"; done
