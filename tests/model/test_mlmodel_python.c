@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "python_util.h"
 #include "gf/mlmodel.h"
 #include "file_util.h"
 
@@ -68,18 +69,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: test_mlmodel_python PYTHON\n");
     return 2;
   }
-  if (access(argv[1], X_OK) != 0)
-    SKIP_TEST("no python at %s (deploy/install-deps.sh makes .venv)", argv[1]);
-  char cmd[8192];
-  snprintf(cmd, sizeof cmd, "'%s' -c 'import yaml, safetensors.numpy, mlflow' >/dev/null",
-           argv[1]);
-  if (system(cmd) != 0) {
-    fprintf(stderr, "FAIL: %s is there but cannot import yaml, safetensors.numpy and "
-            "mlflow (Python's error above): a broken .venv, not a skip\n", argv[1]);
+  if (tu_python_ready(argv[1], "yaml, safetensors.numpy, mlflow") != 0)
     return 1;
-  }
 
-  char dir[256], mdir[300], script[300];
+  char dir[256], mdir[300], script[300], cmd[8192];
   tu_mkdtemp(dir, sizeof dir);
   snprintf(mdir, sizeof mdir, "%s/model", dir);
   snprintf(script, sizeof script, "%s/check.py", dir);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "python_util.h"
 #include "file_util.h"
 #include "gf/generator.h"
 #include "gf/kernels.h"
@@ -182,15 +183,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: test_pyfunc PYTHON PYFUNC_PREDICT_PY\n");
     return 2;
   }
-  if (access(argv[1], X_OK) != 0)
-    SKIP_TEST("no python at %s (deploy/install-deps.sh makes .venv)", argv[1]);
-  char cmd[4200];
-  snprintf(cmd, sizeof cmd, "'%s' -c 'import mlflow, numpy, pandas' >/dev/null", argv[1]);
-  if (system(cmd) != 0) {
-    fprintf(stderr, "FAIL: %s is there but cannot import mlflow, numpy and pandas "
-            "(Python's error above): a broken .venv, not a skip\n", argv[1]);
-    return 1;
-  }
+  if (tu_python_ready(argv[1], "mlflow, numpy, pandas") != 0) return 1;
 
   char tmp[256];
   tu_mkdtemp(tmp, sizeof tmp);

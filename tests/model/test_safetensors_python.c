@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "python_util.h"
 #include "gf/safetensors.h"
 #include "file_util.h"
 
@@ -19,15 +20,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: test_safetensors_python PYTHON SCRIPT\n");
     return 2;
   }
-  if (access(argv[1], X_OK) != 0)
-    SKIP_TEST("no python at %s (deploy/install-deps.sh makes .venv)", argv[1]);
-  char cmd[8192];
-  snprintf(cmd, sizeof cmd, "'%s' -c 'import safetensors, numpy' >/dev/null", argv[1]);
-  if (system(cmd) != 0) {
-    fprintf(stderr, "FAIL: %s is there but cannot import safetensors and numpy "
-            "(Python's error above): a broken .venv, not a skip\n", argv[1]);
-    return 1;
-  }
+  if (tu_python_ready(argv[1], "safetensors, numpy") != 0) return 1;
 
   char dir[256], in[320], out[320];
   tu_mkdtemp(dir, sizeof dir);
@@ -57,6 +50,7 @@ int main(int argc, char **argv) {
   REQUIRE(gf_st_write_file(in, t, sizeof t / sizeof t[0], meta, 1, GF_ST_DATA_SHA256, &err) ==
           GF_OK);
 
+  char cmd[8192];
   snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' '%s'", argv[1], argv[2], in, out);
   int rc = system(cmd);
   CHECKF(rc == 0, "python side failed (%d)", rc);
