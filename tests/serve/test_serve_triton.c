@@ -145,8 +145,8 @@ static void test_invocations(const st_server *s, const float *ref7,
                              const float *ref_z0) {
   const char *forms[] = {
       "{\"dataframe_split\": {\"columns\": [\"seed\"], \"data\": [[7]]}}",
-      "{\"dataframe_split\": {\"index\": [0], \"columns\": [\"z\", \"seed\"],"
-      " \"data\": [[null, 7]]}}",
+      ("{\"dataframe_split\": {\"index\": [0], \"columns\": [\"z\", \"seed\"],"
+       " \"data\": [[null, 7]]}}"),
       "{\"dataframe_records\": [{\"seed\": 7}]}",
       "{\"instances\": [{\"seed\": 7}]}",
       "{\"instances\": [7]}",

@@ -588,8 +588,8 @@ static void test_inspect(gf_ctx *ctx, const gf_model_config *cfg) {
                                 "utc_time_created: ", "mlflow_version: 2.17.0",
                                 "ganflow_version: 0.1.0", "generator.safetensors",
                                 "config.json", "main.0.weight", "ngf 8",
-                                "signature inputs: seed long (optional), z "
-                                "array<double> (optional)",
+                                ("signature inputs: seed long (optional), z "
+                                 "array<double> (optional)"),
                                 "signature outputs: image float32 [-1, ",
                                 "python_function: loader_module ganflow_pyfunc",
                                 "code/ganflow_pyfunc.py"};

@@ -177,8 +177,8 @@ static void test_heartbeat(void) {
       "ganflow-heartbeat 1 rank=0 pid=1 seq=1 step=0 phase=train host=h run=- x",
       "ganflow-heartbeat 1 rank=0 pid=1 seq=1 step=0 phase=train host=h/ run=-",
       "ganflow-heartbeat 1 rank=x pid=1 seq=1 step=0 phase=train host=h run=-",
-      "ganflow-heartbeat 1 rank=0 pid=1 seq=99999999999999999999 step=0 "
-      "phase=train host=h run=-",
+      ("ganflow-heartbeat 1 rank=0 pid=1 seq=99999999999999999999 step=0 "
+       "phase=train host=h run=-"),
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     CHECKF(gf_heartbeat_parse(bad[i], strlen(bad[i]), &rec, &e) == GF_EFORMAT,
