@@ -11,13 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "gf/clock.h"
 #include "gf/gan.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -88,13 +83,13 @@ int main(int argc, char **argv) {
   gf_gan_stats s = {0};
   rc = 0;
   for (int i = -3; i < steps && rc == 0; i++) { /* 3 warm-up steps (algorithms, workspace) */
-    double t0 = now_s();
+    double t0 = gf_mono_s();
     if (gf_gan_step(&gan, &ctx, &real, NULL, 7, i + 3, 0, &s, &err) != GF_OK ||
         gf_ctx_sync(&ctx, &err) != GF_OK) {
       fprintf(stderr, "step: %s\n", err.msg);
       rc = 1;
     }
-    if (i >= 0) t[i] = now_s() - t0;
+    if (i >= 0) t[i] = gf_mono_s() - t0;
   }
   if (rc == 0) {
     qsort(t, (size_t)steps, sizeof *t, cmp_double);

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gf/clock.h"
 #include "gf/comm.h"
 #include "gf/ctx.h"
 #include "gf/gan.h"
@@ -47,12 +48,6 @@ typedef struct opts {
                              0 until resolved (then world) */
   int bucket_kb;          /* gradient bucket in KiB; 0 = the library's */
 } opts;
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void usage(FILE *f) {
   fprintf(
@@ -275,12 +270,12 @@ static gf_status bench(run_state *r, const opts *o, int rank, int world,
                        sample0, &res->last, err));
   gf_gan_sync_stats_reset(&r->gan);
   if (r->comm) GF_TRY(gf_comm_barrier(r->comm, err));
-  double t0 = now_s();
+  double t0 = gf_mono_s();
   for (int i = 0; i < o->steps; i++, step++)
     GF_TRY(gf_gan_step(&r->gan, &r->ctx, &r->real, NULL, STEP_SEED, step,
                        sample0, &res->last, err));
   if (r->comm) GF_TRY(gf_comm_barrier(r->comm, err));
-  double t1 = now_s();
+  double t1 = gf_mono_s();
   gf_gan_sync_stats ss;
   gf_gan_sync_stats_get(&r->gan, &ss);
   double per[2] = {ss.allreduce_s / o->steps, ss.exposed_s / o->steps};

@@ -18,13 +18,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "gf/clock.h"
 #include "gf/kernels.h"
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static double g_min_time = 0.5;
 
@@ -35,11 +30,11 @@ static double time_it(bench_fn fn, void *u) {
   if (fn(u)) return -1;
   double t[64];
   int n = 0;
-  double start = now();
-  while (n < 64 && (n < 3 || now() - start < g_min_time)) {
-    double t0 = now();
+  double start = gf_mono_s();
+  while (n < 64 && (n < 3 || gf_mono_s() - start < g_min_time)) {
+    double t0 = gf_mono_s();
     if (fn(u)) return -1;
-    t[n++] = now() - t0;
+    t[n++] = gf_mono_s() - t0;
   }
   for (int i = 1; i < n; i++) /* insertion sort */
     for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {

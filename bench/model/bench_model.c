@@ -9,13 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "gf/clock.h"
 #include "gf/gan.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* VmHWM of /proc/self/status in KiB, or -1. */
 static long vm_hwm_kib(void) {
@@ -92,12 +87,12 @@ int main(int argc, char **argv) {
   gf_gan_stats s = {0};
   int rc = 0;
   for (int i = -1; i < steps && rc == 0; i++) { /* step -1: warm-up (primitive cache) */
-    double t0 = now_s();
+    double t0 = gf_mono_s();
     if (gf_gan_step(&gan, &ctx, &real, NULL, 7, i + 1, 0, &s, &err) != GF_OK) {
       fprintf(stderr, "step: %s\n", err.msg);
       rc = 1;
     }
-    if (i >= 0) t[i] = now_s() - t0;
+    if (i >= 0) t[i] = gf_mono_s() - t0;
   }
   if (rc == 0) {
     qsort(t, (size_t)steps, sizeof *t, cmp_double);
