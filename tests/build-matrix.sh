@@ -9,8 +9,8 @@
 #
 # Each pair configures and builds in DIR/<compiler>-<type> (default DIR:
 # build-matrix/ in the checkout) and goes on after a failure, so one run
-# names every pair that fails; the first errors of each failed build are
-# printed, the whole log kept as DIR/<compiler>-<type>.log. Exit 0 when all
+# names every pair that fails; the errors of each failed build (make -k:
+# every file that fails, not only the first) are printed, the whole log kept as DIR/<compiler>-<type>.log. Exit 0 when all
 # built, 1 otherwise. Builds only: the tests run in tests/run-all.sh.
 # On 2 cores a pair takes about a minute and a half (more with CUDA).
 set -euo pipefail
@@ -45,11 +45,11 @@ for cc in $COMPILERS; do
     t=$(date +%s)
     if CC=$cc cmake -S "$ROOT" -B "$b" -DCMAKE_BUILD_TYPE="$type" -DGF_WERROR=ON \
          "${EXTRA[@]}" >"$log" 2>&1 &&
-       cmake --build "$b" -j"$JOBS" >>"$log" 2>&1; then
+       cmake --build "$b" -j"$JOBS" -- -k >>"$log" 2>&1; then
       echo "=== build-matrix: $cc $type: built in $(($(date +%s) - t)) s"
     else
       echo "=== build-matrix: $cc $type: FAILED after $(($(date +%s) - t)) s (log: $log)"
-      grep -E 'error|Error' "$log" | grep -v '^gmake\|^make' | sort -u | head -15 | sed 's/^/    /'
+      grep -E 'error:|Error [0-9]|CMake Error' "$log" | grep -v '^g\?make' | sort -u | head -15 | sed 's/^/    /'
       failed+=("$cc-$type")
     fi
   done

@@ -135,14 +135,16 @@ static mlflow_client *client(sup *s) {
 
 /* Keeps id as the run's id. Its sources (a checkpoint's run_id, a
  * heartbeat's run, a run_id file's line checked against GF_HB_RUN_MAX) are
- * no longer than run_id holds. */
+ * no longer than run_id holds; one that were would be kept as no id at all
+ * (the run is then found again from the next source), never cut. */
 static void keep_run_id(sup *s, const char *id) {
   _Static_assert(sizeof ((gf_ckpt_meta *)0)->run_id <= sizeof s->run_id &&
                      sizeof ((gf_heartbeat_rec *)0)->run <= sizeof s->run_id,
                  "run ids fit sup.run_id");
-  int n = snprintf(s->run_id, sizeof s->run_id, "%s", id);
-  assert(gf_fits(n, sizeof s->run_id));
-  (void)n;
+  gf_status st = gf_format(s->run_id, sizeof s->run_id, NULL, "run id", "%s",
+                           id);
+  assert(st == GF_OK);
+  (void)st;
 }
 
 /* The run id from the newest good checkpoint, else <ckpt-dir>/run_id. */
