@@ -119,6 +119,7 @@ static int child(const char *dir, int resume, int64_t from, int64_t to, int die,
       gf_err e = {0};
       gf_status st = use_cuda ? gf_cuda_device_check(0, &e) : GF_OK;
       if (st != GF_OK) printf("skipped: %s\n", e.msg);
+      fflush(stdout); /* _exit flushes nothing: the skip gate reads the line */
       _exit(st == GF_OK ? 0 : 77);
     }
     train(dir, resume, from, to, die);
