@@ -8,14 +8,7 @@
 
 #include <openssl/evp.h>
 
-static void to_hex(const unsigned char *md, unsigned n, char *hex) {
-  static const char digits[] = "0123456789abcdef";
-  for (unsigned i = 0; i < n; i++) {
-    hex[2 * i] = digits[md[i] >> 4];
-    hex[2 * i + 1] = digits[md[i] & 15];
-  }
-  hex[2 * n] = '\0';
-}
+#include "gf/text.h"
 
 gf_status gf_sha256_init(gf_sha256 *h, gf_err *err) {
   h->impl = NULL;
@@ -47,7 +40,7 @@ gf_status gf_sha256_final(gf_sha256 *h, char hex[GF_SHA256_HEX_LEN + 1],
   gf_sha256_free(h);
   if (ok != 1 || n != GF_SHA256_HEX_LEN / 2)
     return gf_fail(err, GF_EDEVICE, "sha256: EVP_DigestFinal_ex failed");
-  to_hex(md, n, hex);
+  gf_hex_encode(md, n, hex);
   return GF_OK;
 }
 

@@ -24,6 +24,16 @@ gf_status gf_format(char *buf, size_t cap, gf_err *err, const char *what,
   return st;
 }
 
+void gf_hex_encode(const void *p, size_t n, char *out) {
+  static const char digits[] = "0123456789abcdef";
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) {
+    out[2 * i] = digits[b[i] >> 4];
+    out[2 * i + 1] = digits[b[i] & 15];
+  }
+  out[2 * n] = '\0';
+}
+
 int gf_utf8_valid(const uint8_t *p, size_t n) {
   size_t i = 0;
   while (i < n) {

@@ -4,13 +4,10 @@
 #include "gf/mlmodel.h"
 
 #include <assert.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,41 +18,10 @@
 #include "gf/fs.h"
 #include "gf/strbuf.h"
 #include "gf/text.h"
+#include "gf/uuid.h"
 #include "mlmodel_pyfunc.h"
 
 /* ---- small helpers ------------------------------------------------------ */
-
-static gf_status random_uuid(char out[33], gf_err *err) {
-  unsigned char b[16];
-  size_t got = 0;
-  while (got < sizeof b) {
-    ssize_t r = getrandom(b + got, sizeof b - got, 0);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    got += (size_t)r;
-  }
-  if (got < sizeof b) { /* old kernel: fall back to the device */
-    int fd = open("/dev/urandom", O_RDONLY);
-    got = 0;
-    while (fd >= 0 && got < sizeof b) {
-      ssize_t r = read(fd, b + got, sizeof b - got);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) break;
-      got += (size_t)r;
-    }
-    if (fd >= 0) close(fd);
-    if (got < sizeof b) return gf_fail(err, GF_EIO, "MLmodel: no random bytes for model_uuid");
-  }
-  b[6] = (unsigned char)((b[6] & 0x0F) | 0x40); /* version 4 */
-  b[8] = (unsigned char)((b[8] & 0x3F) | 0x80); /* RFC 4122 variant */
-  static const char hex[] = "0123456789abcdef";
-  for (int i = 0; i < 16; i++) {
-    out[2 * i] = hex[b[i] >> 4];
-    out[2 * i + 1] = hex[b[i] & 0x0F];
-  }
-  out[32] = '\0';
-  return GF_OK;
-}
 
 static gf_status utc_now(char out[32], gf_err *err) {
   struct timespec ts;
@@ -304,7 +270,7 @@ gf_status gf_mlmodel_write(const char *dir, const gf_model_config *cfg,
   char *cfg_json = NULL, *yaml = NULL;
   size_t yaml_len = 0;
   char gen_sha[GF_SHA256_HEX_LEN + 1], cfg_sha[GF_SHA256_HEX_LEN + 1];
-  char uuid[33], when[32];
+  char uuid[GF_UUID_HEX_LEN + 1], when[32];
   gf_pyfunc_files py;
   if (!gen_path || !ml_path) {
     st = gf_fail(err, GF_ENOMEM, "MLmodel: out of memory");
@@ -318,7 +284,7 @@ gf_status gf_mlmodel_write(const char *dir, const gf_model_config *cfg,
       GF_OK)
     goto done;
   if ((st = gf_pyfunc_write(dir, python, &py, err)) != GF_OK) goto done;
-  if ((st = random_uuid(uuid, err)) != GF_OK) goto done;
+  if ((st = gf_uuid4_hex(uuid, err)) != GF_OK) goto done;
   if ((st = utc_now(when, err)) != GF_OK) goto done;
   listed files[2 + GF_PYFUNC_N_FILES] = {{GF_MLMODEL_GENERATOR, gen_sha},
                                          {GF_MLMODEL_CONFIG, cfg_sha}};

@@ -1,7 +1,7 @@
 /* test_base_util.c - gf_base's small utilities: mkdir -p (every level,
  * existing directories, a file in the way, an unwritable parent, a path too
- * long), path joins that refuse to truncate, gf_format, the clocks and
- * deadline arithmetic, and the log sink. */
+ * long), path joins that refuse to truncate, gf_format, hex and random
+ * UUIDs, the clocks and deadline arithmetic, and the log sink. */
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -15,6 +15,7 @@
 #include "gf/fs.h"
 #include "gf/log.h"
 #include "gf/text.h"
+#include "gf/uuid.h"
 
 static int is_dir(const char *p) {
   struct stat sb;
@@ -115,6 +116,34 @@ static void test_format(void) {
   CHECK(gf_fits(7, 8));
   CHECK(!gf_fits(8, 8));
   CHECK(!gf_fits(-1, 8));
+}
+
+static void test_hex_and_uuid(void) {
+  char hex[9];
+  const unsigned char b[4] = {0x00, 0x9f, 0xa0, 0xff};
+  gf_hex_encode(b, sizeof b, hex);
+  CHECK_STR_EQ(hex, "009fa0ff");
+  gf_hex_encode(b, 0, hex);
+  CHECK_STR_EQ(hex, "");
+
+  char a[GF_UUID_LEN + 1], c[GF_UUID_LEN + 1];
+  gf_err err;
+  REQUIRE(gf_uuid4(a, &err) == GF_OK);
+  REQUIRE(gf_uuid4(c, &err) == GF_OK);
+  CHECK_INT_EQ((int)strlen(a), GF_UUID_LEN);
+  CHECK(a[8] == '-' && a[13] == '-' && a[18] == '-' && a[23] == '-');
+  CHECK(a[14] == '4');                    /* version 4 */
+  CHECK(strchr("89ab", a[19]) != NULL);   /* RFC 4122 variant */
+  CHECK_INT_EQ((int)strspn(a, "0123456789abcdef-"), GF_UUID_LEN);
+  CHECK(strcmp(a, c) != 0);
+
+  char h[GF_UUID_HEX_LEN + 1], k[GF_UUID_HEX_LEN + 1];
+  REQUIRE(gf_uuid4_hex(h, &err) == GF_OK);
+  REQUIRE(gf_uuid4_hex(k, &err) == GF_OK);
+  CHECK_INT_EQ((int)strlen(h), GF_UUID_HEX_LEN);
+  CHECK_INT_EQ((int)strspn(h, "0123456789abcdef"), GF_UUID_HEX_LEN);
+  CHECK(h[12] == '4' && strchr("89ab", h[16]) != NULL);
+  CHECK(strcmp(h, k) != 0);
 }
 
 static void test_clock(void) {
@@ -223,6 +252,7 @@ int main(void) {
   tu_rmdir(tmp);
   test_join();
   test_format();
+  test_hex_and_uuid();
   test_clock();
   test_fail_message();
   test_log();

@@ -2,7 +2,6 @@
  * (trainer/src/train_images.h), unit level:
  *   - artifact names exactly as MlflowClient.log_image(key=, step=) writes
  *     them, split back the way the MLflow UI parses them; key checks
- *   - uuid4 form and randomness
  *   - compress_image_size's target size
  *   - the bicubic resize against Pillow's values
  *     (image_resize_reference.py), and the check proven to fire
@@ -75,19 +74,6 @@ static void test_names(void) {
   CHECK(gf_image_names_make("s", 1, -1, u, &nm, &err) == GF_EINVAL);
   CHECK(gf_image_names_make("s", 1, 1, "not-a-uuid", &nm, &err) == GF_EINVAL);
   CHECK(gf_image_names_make("s", 1, 1, NULL, &nm, &err) == GF_EINVAL);
-}
-
-static void test_uuid(void) {
-  char a[GF_UUID_LEN + 1], b[GF_UUID_LEN + 1];
-  gf_err err;
-  REQUIRE(gf_uuid4(a, &err) == GF_OK);
-  REQUIRE(gf_uuid4(b, &err) == GF_OK);
-  CHECK_INT_EQ((int)strlen(a), GF_UUID_LEN);
-  CHECK(a[8] == '-' && a[13] == '-' && a[18] == '-' && a[23] == '-');
-  CHECK(a[14] == '4');
-  CHECK(strchr("89ab", a[19]) != NULL);
-  CHECK_INT_EQ((int)strspn(a, "0123456789abcdef-"), GF_UUID_LEN);
-  CHECK(strcmp(a, b) != 0);
 }
 
 static void test_compressed_size(void) {
@@ -271,7 +257,6 @@ static void test_webp(void) {
 
 int main(void) {
   test_names();
-  test_uuid();
   test_compressed_size();
   test_resize();
   test_webp();

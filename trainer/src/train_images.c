@@ -3,41 +3,14 @@
  * resize and the WebP preview (libwebp). Not for: grids, uploads. */
 #include "train_images.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include <webp/encode.h>
 
 #include "gf/text.h"
-
-gf_status gf_uuid4(char out[GF_UUID_LEN + 1], gf_err *err) {
-  uint8_t b[16];
-  size_t got = 0;
-  while (got < sizeof b) {
-    ssize_t n = getrandom(b + got, sizeof b - got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      out[0] = '\0';
-      return gf_fail(err, GF_EIO, "getrandom: %s", strerror(errno));
-    }
-    got += (size_t)n;
-  }
-  b[6] = (uint8_t)((b[6] & 0x0f) | 0x40); /* version 4 */
-  b[8] = (uint8_t)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
-  static const char hex[] = "0123456789abcdef";
-  size_t o = 0;
-  for (int i = 0; i < 16; i++) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) out[o++] = '-';
-    out[o++] = hex[b[i] >> 4];
-    out[o++] = hex[b[i] & 15];
-  }
-  out[o] = '\0';
-  return GF_OK;
-}
 
 /* log_image's check: ^[a-zA-Z0-9_\-./ ]+$ */
 static int key_char_ok(char ch) {

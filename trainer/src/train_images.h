@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "gf/status.h"
+#include "gf/uuid.h"
 
 #define GF_IMAGE_COMPRESSED_SIZE 256  /* multimedia.COMPRESSED_IMAGE_SIZE */
 #define GF_IMAGE_WEBP_QUALITY 80.0f   /* Pillow's WebP default */
@@ -38,7 +39,6 @@
 #define GF_IMAGE_LOGGED_VALUE "True"  /* str(True), as set_tag writes it */
 #define GF_IMAGE_KEY_MAX 250          /* longest key accepted here */
 #define GF_IMAGE_NAME_MAX 400         /* >= any name made from such a key */
-#define GF_UUID_LEN 36                /* 8-4-4-4-12 hex digits */
 
 /* The two artifact paths of one logged image (relative to the run's
  * artifact root). */
@@ -46,10 +46,6 @@ typedef struct gf_image_names {
   char png[GF_IMAGE_NAME_MAX];  /* images/...+<uuid>.png */
   char webp[GF_IMAGE_NAME_MAX]; /* images/...+<uuid>+compressed.webp */
 } gf_image_names;
-
-/* A random (version 4) UUID in lowercase 8-4-4-4-12 form, as Python's
- * str(uuid.uuid4()), from getrandom(2). GF_EIO when no randomness. */
-gf_status gf_uuid4(char out[GF_UUID_LEN + 1], gf_err *err);
 
 /* Fills *out for key, step (>= 0), timestamp_ms (>= 0) and uuid.
  * GF_EINVAL for an empty or too long key, a character log_image refuses,

@@ -15,6 +15,10 @@
  * nothing above U+10FFFF), else 0. */
 int gf_utf8_valid(const uint8_t *p, size_t n);
 
+/* Writes the n bytes at p as 2n lowercase hex digits and a NUL into out
+ * (2n + 1 bytes). */
+void gf_hex_encode(const void *p, size_t n, char *out);
+
 /* 1 when n, what snprintf returned for a buffer of cap bytes, says the whole
  * text fit (n >= 0 and n < cap), else 0. For checking an snprintf at its
  * call when the error message wants more context than gf_format gives. */
