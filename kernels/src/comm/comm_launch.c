@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "comm_impl.h"
+#include "gf/text.h"
 
 #define GF_LAUNCH_MAX_WORLD 65536
 
@@ -35,11 +36,10 @@ static void quote(const char *v, char *out, size_t cap) {
     } else if (ch >= 0x20 && ch < 0x7f) {
       out[o++] = (char)ch;
     } else {
-      static const char hex[] = "0123456789abcdef";
       out[o++] = '\\';
       out[o++] = 'x';
-      out[o++] = hex[ch >> 4];
-      out[o++] = hex[ch & 0x0F];
+      gf_hex_encode(&ch, 1, out + o); /* o + 6 < cap: room for its NUL */
+      o += 2;
     }
   }
   if (v[i] && o + 5 < cap) {
