@@ -1,37 +1,24 @@
-/* log.c - formatting lines for a caller's sink; see gf/log.h. */
+/* log.c - formatting lines for a caller's sink (through gf_strbuf: any
+ * length); see gf/log.h. */
 #include "gf/log.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
-#include <string.h>
+
+#include "gf/strbuf.h"
 
 void gf_logf(const gf_log *log, gf_log_level level, const char *fmt, ...) {
   if (!log || !log->fn) return;
-  char small[1024];
-  va_list ap, ap2;
+  gf_strbuf b;
+  gf_strbuf_init(&b);
+  va_list ap;
   va_start(ap, fmt);
-  va_copy(ap2, ap);
-  int n = vsnprintf(small, sizeof small, fmt, ap);
+  gf_strbuf_vprintf(&b, fmt, ap);
   va_end(ap);
-  if (n < 0) {
-    va_end(ap2);
-    return;
-  }
-  if ((size_t)n < sizeof small) {
-    va_end(ap2);
-    log->fn(log->user, level, small);
-    return;
-  }
-  char *big = malloc((size_t)n + 1);
-  if (big && vsnprintf(big, (size_t)n + 1, fmt, ap2) != n) {
-    free(big);
-    big = NULL;
-  }
-  va_end(ap2);
-  /* Out of memory: the line as far as it fit, marked as cut. */
-  if (!big) memcpy(small + sizeof small - 4, "...", 4);
-  log->fn(log->user, level, big ? big : small);
-  free(big);
+  char *line = gf_strbuf_take(&b, NULL);
+  log->fn(log->user, level,
+          line ? line : "(a log line could not be formatted: out of memory)");
+  free(line);
 }
 
 void gf_log_to_stream(void *user, gf_log_level level, const char *line) {

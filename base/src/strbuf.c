@@ -52,32 +52,34 @@ void gf_strbuf_puts(gf_strbuf *b, const char *s) {
   gf_strbuf_append(b, s, strlen(s));
 }
 
-void gf_strbuf_printf(gf_strbuf *b, const char *fmt, ...) {
+void gf_strbuf_vprintf(gf_strbuf *b, const char *fmt, va_list ap) {
   if (b->failed) return;
   /* Most texts are short: format once into tmp, twice only when longer. */
   char tmp[512];
-  va_list ap;
-  va_start(ap, fmt);
+  va_list again;
+  va_copy(again, ap);
   int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-  va_end(ap);
   if (n < 0) {
     b->failed = 1;
-    return;
-  }
-  if ((size_t)n < sizeof tmp) {
+  } else if ((size_t)n < sizeof tmp) {
     gf_strbuf_append(b, tmp, (size_t)n);
-    return;
+  } else if (reserve(b, (size_t)n)) {
+    int m = vsnprintf(b->data + b->len, (size_t)n + 1, fmt, again);
+    if (m == n) {
+      b->len += (size_t)n;
+    } else { /* the same format twice gave another length */
+      b->data[b->len] = '\0';
+      b->failed = 1;
+    }
   }
-  if (!reserve(b, (size_t)n)) return;
+  va_end(again);
+}
+
+void gf_strbuf_printf(gf_strbuf *b, const char *fmt, ...) {
+  va_list ap;
   va_start(ap, fmt);
-  int m = vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+  gf_strbuf_vprintf(b, fmt, ap);
   va_end(ap);
-  if (m != n) { /* the same format twice gave another length */
-    b->data[b->len] = '\0';
-    b->failed = 1;
-    return;
-  }
-  b->len += (size_t)n;
 }
 
 void gf_strbuf_json_string(gf_strbuf *b, const char *s, size_t n) {

@@ -18,18 +18,10 @@
 #include "server_internal.h"
 
 char *gfs_vformat(const char *fmt, va_list ap) {
-  va_list ap2;
-  va_copy(ap2, ap);
-  int n = vsnprintf(NULL, 0, fmt, ap2);
-  va_end(ap2);
-  if (n < 0) return NULL;
-  char *text = malloc((size_t)n + 1);
-  if (!text) return NULL;
-  if (!gf_fits(vsnprintf(text, (size_t)n + 1, fmt, ap), (size_t)n + 1)) {
-    free(text);
-    return NULL;
-  }
-  return text;
+  gf_strbuf b;
+  gf_strbuf_init(&b);
+  gf_strbuf_vprintf(&b, fmt, ap);
+  return gf_strbuf_take(&b, NULL);
 }
 
 static void log_text(gfs_server *s, const char *text) {

@@ -3,7 +3,6 @@
 
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 gf_status gf_status_from_mlflow(mlflow_status s) {
   switch (s) {
@@ -30,22 +29,15 @@ gf_status gf_fail_mlflow(gf_err *err, const mlflow_error *me, const char *fmt,
   gf_status st = gf_status_from_mlflow(me->status);
   if (st == GF_OK) st = GF_EIO;
   if (!fmt) return gf_fail(err, st, "%s", me->message);
-  /* The context, of any length, into a temporary allocation. */
-  va_list ap, ap2;
+  /* The context, as much of it as gf_err holds: a longer one also makes
+   * the whole message longer than msg, which gf_fail ends in "..." (the cut
+   * shows). */
+  char what[sizeof err->msg];
+  va_list ap;
   va_start(ap, fmt);
-  va_copy(ap2, ap);
-  int n = vsnprintf(NULL, 0, fmt, ap);
+  int n = vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
-  char *what = n >= 0 ? malloc((size_t)n + 1) : NULL;
-  if (what && vsnprintf(what, (size_t)n + 1, fmt, ap2) != n) {
-    free(what);
-    what = NULL;
-  }
-  va_end(ap2);
-  if (!what)
-    return gf_fail(err, st, "(context not formatted: %s): %s",
-                   n < 0 ? "bad format" : "out of memory", me->message);
-  gf_status r = gf_fail(err, st, "%s: %s", what, me->message);
-  free(what);
-  return r;
+  if (n < 0)
+    return gf_fail(err, st, "(context not formatted): %s", me->message);
+  return gf_fail(err, st, "%s: %s", what, me->message);
 }

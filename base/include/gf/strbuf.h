@@ -8,6 +8,7 @@
 #ifndef GF_STRBUF_H
 #define GF_STRBUF_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 /* Owned by the caller (often on the stack); pair gf_strbuf_init with
@@ -33,6 +34,9 @@ void gf_strbuf_append(gf_strbuf *b, const void *p, size_t n);
 void gf_strbuf_puts(gf_strbuf *b, const char *s);
 void gf_strbuf_printf(gf_strbuf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* gf_strbuf_printf with a va_list (read, not ended: the caller va_ends). */
+void gf_strbuf_vprintf(gf_strbuf *b, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 /* Appends s (n bytes) as a quoted JSON string: ", \ and control characters
  * escaped (\n, \r, \t by name, the others as \u00XX), other bytes copied;
  * valid UTF-8 is the caller's duty. */
