@@ -88,10 +88,9 @@ static int is_help(const char *a) {
 /* A path argument: 1 when it is shorter than GF_PATH_MAX (what the system
  * takes); else says so, naming the argument, and returns 0. */
 static int path_arg_ok(const command *c, const char *what, const char *p) {
-  size_t n = strlen(p);
-  if (n < GF_PATH_MAX) return 1;
-  fprintf(stderr, "ganflow %s: %s too long (%zu bytes, at most %d): "
-          "%.64s...\n", c->name, what, n, GF_PATH_MAX - 1, p);
+  gf_err err;
+  if (gf_path_check(what, p, 0, &err) == GF_OK) return 1;
+  fprintf(stderr, "ganflow %s: %s\n", c->name, err.msg);
   command_usage(c, stderr);
   return 0;
 }

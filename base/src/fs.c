@@ -39,6 +39,17 @@ gf_status gf_mkdir_p(const char *path, mode_t mode, gf_err *err) {
   return make_level(buf, mode, err);
 }
 
+gf_status gf_path_check(const char *what, const char *path, size_t room,
+                        gf_err *err) {
+  size_t n = strlen(path);
+  if (room < GF_PATH_MAX && n < GF_PATH_MAX - room) return GF_OK;
+  size_t most = room < GF_PATH_MAX ? GF_PATH_MAX - 1 - room : 0;
+  return gf_fail(err, GF_EINVAL, "%s too long (%zu bytes, at most %zu%s): "
+                 "%.64s...", what, n, most,
+                 room ? ", to leave room for the names joined to it" : "",
+                 path);
+}
+
 /* Whether a '/' goes between dir and name. */
 static int needs_slash(const char *dir) {
   size_t n = strlen(dir);

@@ -16,11 +16,7 @@ gf_status gf_cli_generate_check(const gf_cli_generate_opts *o, gf_err *err) {
       o->threads < 1)
     return gf_fail(err, GF_EINVAL, "generate: bad arguments");
   /* The PNG is written through "<FILE>.tmp.XXXXXX" (gf/atomic_file.h). */
-  size_t n = strlen(o->out_path);
-  if (n + sizeof ".tmp.XXXXXX" > GF_PATH_MAX)
-    return gf_fail(err, GF_EINVAL, "-o too long (%zu bytes, at most %zu): "
-                   "%.64s...", n, GF_PATH_MAX - sizeof ".tmp.XXXXXX",
-                   o->out_path);
+  GF_TRY(gf_path_check("-o", o->out_path, sizeof ".tmp.XXXXXX" - 1, err));
   return gfs_cache_dir_check(o->cache_dir, "--cache-dir", err);
 }
 

@@ -66,22 +66,18 @@ static gf_status parse_secs(const char *flag, const char *v, double *out,
 }
 
 /* The longest rank file joined below the heartbeat folder
- * (gf/heartbeat.h: <dir>/rank-<R>.hb, R < GF_LAUNCH_MAX_RANKS), with its
- * NUL. */
-#define HB_FILE_ROOM sizeof "/rank-255.hb"
+ * (gf/heartbeat.h: <dir>/rank-<R>.hb, R < GF_LAUNCH_MAX_RANKS). */
+#define HB_FILE_ROOM (sizeof "/rank-255.hb" - 1)
 _Static_assert(GF_LAUNCH_MAX_RANKS <= 256, "HB_FILE_ROOM holds the ranks");
 
-/* v into dst[cap], leaving `room` bytes (the NUL included) for what is
- * joined to it later: GF_EINVAL naming the flag when it is empty or does
- * not fit. */
-static gf_status copy_path(char *dst, size_t cap, size_t room,
+/* v into dst[GF_PATH_MAX], leaving `room` bytes for what is joined to it
+ * later (gf_path_check): GF_EINVAL naming the flag when it is empty or
+ * does not fit. */
+static gf_status copy_path(char dst[GF_PATH_MAX], size_t room,
                            const char *flag, const char *v, gf_err *err) {
   if (!*v) return gf_fail(err, GF_EINVAL, "%s: empty", flag);
-  size_t n = strlen(v);
-  if (n + room > cap)
-    return gf_fail(err, GF_EINVAL, "%s too long (%zu bytes, at most %zu): "
-                   "%.64s...", flag, n, cap - room, v);
-  memcpy(dst, v, n + 1);
+  GF_TRY(gf_path_check(flag, v, room, err));
+  memcpy(dst, v, strlen(v) + 1);
   return GF_OK;
 }
 
@@ -172,9 +168,9 @@ gf_status gf_launch_parse(gf_launch_opts *o, int argc, char **argv,
         st = gf_fail(err, GF_EINVAL, "--launcher: '%s' is not local, mpirun "
                      "or srun", v);
     } else if (strcmp(name, "--heartbeat-dir") == 0)
-      st = copy_path(o->hb_dir, sizeof o->hb_dir, HB_FILE_ROOM, name, v, err);
+      st = copy_path(o->hb_dir, HB_FILE_ROOM, name, v, err);
     else if (strcmp(name, "--hostfile") == 0)
-      st = copy_path(o->hostfile, sizeof o->hostfile, 1, name, v, err);
+      st = copy_path(o->hostfile, 0, name, v, err);
     else if (strcmp(name, "--launcher-arg") == 0) {
       if (o->n_largs == GF_LAUNCH_MAX_LARGS)
         st = gf_fail(err, GF_EINVAL, "--launcher-arg: more than %d",
@@ -208,9 +204,10 @@ gf_status gf_launch_parse(gf_launch_opts *o, int argc, char **argv,
                    "flags come after the word ganflow-train)");
   GF_TRY(parse_train(o, err));
   if (!o->hb_dir[0]) {
-    int n = snprintf(o->hb_dir, sizeof o->hb_dir, "%s/heartbeat",
-                     o->train.checkpoint_dir);
-    if (!gf_fits(n, sizeof o->hb_dir - HB_FILE_ROOM + 1)) {
+    if (gf_format(o->hb_dir, sizeof o->hb_dir, NULL, "heartbeat folder",
+                  "%s/heartbeat", o->train.checkpoint_dir) != GF_OK ||
+        gf_path_check("heartbeat folder", o->hb_dir, HB_FILE_ROOM, NULL) !=
+            GF_OK) {
       o->hb_dir[0] = '\0';
       return gf_fail(err, GF_EINVAL, "--checkpoint-dir too long for the "
                      "heartbeat folder; give --heartbeat-dir");

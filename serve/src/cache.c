@@ -51,11 +51,7 @@ gf_status gfs_cache_dir_check(const char *cache_dir, const char *what,
                               gf_err *err) {
   size_t n = cache_dir ? strlen(cache_dir) : 0;
   if (n == 0) return gf_fail(err, GF_EINVAL, "%s: empty", what);
-  if (n > GFS_CACHE_DIR_MAX)
-    return gf_fail(err, GF_EINVAL, "%s too long (%zu bytes, at most %d, so "
-                   "that CACHE/NAME/VERSION/FILE fits in a path): %.64s...",
-                   what, n, GFS_CACHE_DIR_MAX, cache_dir);
-  return GF_OK;
+  return gf_path_check(what, cache_dir, GFS_CACHE_ROOM, err);
 }
 
 gf_status gfs_model_resolve(mlflow_client *c, const char *uri,

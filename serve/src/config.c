@@ -85,16 +85,6 @@ static gf_status num_arg(const char *flag, const char *v, double lo,
   return GF_OK;
 }
 
-/* A file path from a flag: at most GF_PATH_MAX - 1 bytes, as the system
- * takes it. */
-static gf_status path_arg(const char *flag, const char *v, gf_err *err) {
-  size_t n = strlen(v);
-  if (n >= GF_PATH_MAX)
-    return gf_fail(err, GF_EINVAL, "%s too long (%zu bytes, at most %d): "
-                   "%.64s...", flag, n, GF_PATH_MAX - 1, v);
-  return GF_OK;
-}
-
 static gf_status listen_arg(gfs_config *c, const char *v, gf_err *err) {
   const char *colon = strrchr(v, ':');
   if (!colon || colon == v || (size_t)(colon - v) >= sizeof c->host)
@@ -175,7 +165,7 @@ gf_status gfs_config_parse_args(gfs_config *c, int argc, char **argv,
     } else if (strcmp(flag, "--max-images") == 0) {
       if (!(st = int_arg(flag, v, 1, 1024, &x, err))) c->max_images = (int)x;
     } else if (strcmp(flag, "--token-file") == 0) {
-      if (!(st = path_arg(flag, v, err))) c->token_file = v;
+      if (!(st = gf_path_check(flag, v, 0, err))) c->token_file = v;
     } else if (strcmp(flag, "--workers") == 0) {
       if (!(st = int_arg(flag, v, 1, 64, &x, err))) c->workers = (int)x;
     } else if (strcmp(flag, "--threads") == 0) {
@@ -196,7 +186,7 @@ gf_status gfs_config_parse_args(gfs_config *c, int argc, char **argv,
       if (!(st = int_arg(flag, v, 1, 65536, &x, err)))
         c->max_conns = (unsigned)x;
     } else if (strcmp(flag, "--port-file") == 0) {
-      if (!(st = path_arg(flag, v, err))) c->port_file = v;
+      if (!(st = gf_path_check(flag, v, 0, err))) c->port_file = v;
     } else {
       return gf_fail(err, GF_EINVAL, "unknown flag '%s'", flag);
     }

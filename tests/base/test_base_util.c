@@ -69,6 +69,34 @@ static void test_mkdir_p(const char *tmp) {
   free(lng);
 }
 
+static void test_path_check(void) {
+  gf_err err;
+  char *p = malloc(GF_PATH_MAX + 1);
+  REQUIRE(p);
+  /* 4031 bytes and 64 joined: 4095 and the NUL fit; one more does not. */
+  memset(p, 'p', 4031);
+  p[4031] = '\0';
+  CHECK_INT_EQ(gf_path_check("--dir", p, 64, &err), GF_OK);
+  p[4031] = 'p';
+  p[4032] = '\0';
+  memset(&err, 0, sizeof err);
+  CHECK_INT_EQ(gf_path_check("--dir", p, 64, &err), GF_EINVAL);
+  CHECKF(strstr(err.msg, "--dir too long (4032 bytes, at most 4031, to leave "
+                "room") != NULL, "%s", err.msg);
+  /* A file used as it is: GF_PATH_MAX - 1 bytes. */
+  memset(p, 'p', GF_PATH_MAX);
+  p[GF_PATH_MAX - 1] = '\0';
+  CHECK_INT_EQ(gf_path_check("--file", p, 0, &err), GF_OK);
+  p[GF_PATH_MAX - 1] = 'p';
+  p[GF_PATH_MAX] = '\0';
+  CHECK_INT_EQ(gf_path_check("--file", p, 0, &err), GF_EINVAL);
+  CHECKF(strstr(err.msg, "--file too long (4096 bytes, at most 4095)") != NULL,
+         "%s", err.msg);
+  /* Room for more than any path: nothing fits, not even "". */
+  CHECK_INT_EQ(gf_path_check("--x", "", GF_PATH_MAX, &err), GF_EINVAL);
+  free(p);
+}
+
 static void test_join(void) {
   char buf[16];
   gf_err err;
@@ -250,6 +278,7 @@ int main(void) {
   tu_mkdtemp(tmp, sizeof tmp);
   test_mkdir_p(tmp);
   tu_rmdir(tmp);
+  test_path_check();
   test_join();
   test_format();
   test_hex_and_uuid();

@@ -153,18 +153,6 @@ static void safe_component(char *dst, size_t cap, const char *src) {
   }
 }
 
-/* GF_EINVAL naming flag when path leaves less than `room` bytes of a
- * GF_PATH_MAX path for the names joined to it. */
-static gf_status check_room(const char *flag, const char *path, size_t room,
-                            gf_err *err) {
-  size_t n = strlen(path);
-  if (n + room < GF_PATH_MAX) return GF_OK;
-  return gf_fail(err, GF_EINVAL, "%s: %zu characters is too long: the paths "
-                 "of the files under it must fit in %d characters, so it may "
-                 "have at most %zu", flag, n, GF_PATH_MAX - 1,
-                 (size_t)GF_PATH_MAX - 1 - room);
-}
-
 gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err) {
   if (!cfg->data[0])
     return gf_fail(err, GF_EINVAL, "--data: required (a directory of IDX "
@@ -174,7 +162,7 @@ gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err) {
   gf_data_options dopt;
   gf_err derr;
   if (gf_data_spec_parse(cfg->data, &dopt, &derr) == GF_OK)
-    GF_TRY(check_room("--data", dopt.path, GF_DATA_DIR_ROOM, err));
+    GF_TRY(gf_path_check("--data", dopt.path, GF_DATA_DIR_ROOM, err));
   if (!cfg->experiment[0]) {
     const char *env = getenv("MLFLOW_EXPERIMENT_NAME");
     if (env && strlen(env) >= sizeof cfg->experiment)
@@ -241,8 +229,8 @@ gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err) {
     GF_TRY(gf_format(cfg->checkpoint_dir, sizeof cfg->checkpoint_dir, err,
                      "--checkpoint-dir default", "checkpoints/%s/%s", e, r));
   }
-  return check_room("--checkpoint-dir", cfg->checkpoint_dir, GF_TRAIN_CKPT_DIR_ROOM,
-                    err);
+  return gf_path_check("--checkpoint-dir", cfg->checkpoint_dir,
+                       GF_TRAIN_CKPT_DIR_ROOM, err);
 }
 
 gf_status gf_train_model_config(const gf_train_config *cfg,

@@ -16,6 +16,15 @@
  * would not fit are refused with GF_EINVAL, never cut short. */
 #define GF_PATH_MAX 4096
 
+/* GF_OK when path, with `room` more bytes joined after it (the names made
+ * under a directory, '/' included; 0 for a file used as it is), fits a
+ * path of GF_PATH_MAX bytes with its NUL: strlen(path) + room <
+ * GF_PATH_MAX. Otherwise GF_EINVAL naming `what` (the flag or setting the
+ * path came from), its length, the most it may have and its start. For
+ * refusing a path at the flag that gave it, before anything joins to it. */
+gf_status gf_path_check(const char *what, const char *path, size_t room,
+                        gf_err *err);
+
 /* mkdir -p: creates path and each missing parent with `mode` (before the
  * umask). A level that exists as a directory is fine; one that exists as
  * something else, or cannot be made, is GF_EIO naming that level and the

@@ -33,12 +33,13 @@
 /* Bytes kept free below a cache entry for the files of a model directory
  * and the download's temporary sibling ("<version>.tmp-XXXXXX"). */
 #define GFS_CACHE_FILE_ROOM 64
+/* Bytes joined below the cache directory: /<name>/<version>/<file>. */
+#define GFS_CACHE_ROOM \
+  (1 + GFS_NAME_MAX + 1 + GFS_VERSION_DIGITS_MAX + GFS_CACHE_FILE_ROOM)
 /* The longest cache directory, in bytes without the NUL: with it,
  * CACHE/<name>/<version>/<file> fits in GF_PATH_MAX for every name and
  * version the cache takes. */
-#define GFS_CACHE_DIR_MAX                                               \
-  (GF_PATH_MAX - 1 -                                                    \
-   (1 + GFS_NAME_MAX + 1 + GFS_VERSION_DIGITS_MAX + GFS_CACHE_FILE_ROOM))
+#define GFS_CACHE_DIR_MAX (GF_PATH_MAX - 1 - GFS_CACHE_ROOM)
 
 typedef struct gfs_slot {
   char *uri;               /* as given, malloc'd */
