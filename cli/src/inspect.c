@@ -3,7 +3,6 @@
  * (metadata, tensor table, data digest status) or of an MLflow model
  * directory (MLmodel fields, file digests, the generator's tensors). Reads
  * files, writes only to the FILE it is given; never loads into a network. */
-#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +13,6 @@
 #include "gf/fs.h"
 #include "gf/mlmodel.h"
 #include "gf/sha256.h"
-#include "gf/text.h"
 
 static void print_config(FILE *out, const char *indent, const gf_model_config *c) {
   fprintf(out, "%sconfig: %s, z_dim %d, image %dx%dx%d, ngf %d, ndf %d, "
@@ -31,21 +29,10 @@ static void print_tensors(FILE *out, const gf_st_file *f) {
   fprintf(out, "  %-40s %-5s %-22s %12s\n", "name", "dtype", "shape", "bytes");
   for (size_t i = 0; i < f->n_tensors; i++) {
     const gf_st_tensor *t = &f->tensors[i];
-    /* "[" + up to GF_ST_MAX_DIMS (the reader's limit) of ", " and a
-     * 20-character int64 + "]": the buffer holds the longest shape. */
-    char shape[GF_ST_MAX_DIMS * 22 + 3];
-    size_t k = 0;
-    shape[k++] = '[';
-    for (int d = 0; d < t->ndim; d++) {
-      int n = snprintf(shape + k, sizeof shape - k, "%s%lld", d ? ", " : "",
-                       (long long)t->shape[d]);
-      assert(gf_fits(n, sizeof shape - k - 1)); /* room for "]" stays */
-      k += (size_t)n;
-    }
-    shape[k++] = ']';
-    shape[k] = '\0';
+    char shape[GF_ST_SHAPE_TEXT_MAX];
     fprintf(out, "  %-40s %-5s %-22s %12zu\n", t->name,
-            gf_st_dtype_name(t->dtype), shape, t->nbytes);
+            gf_st_dtype_name(t->dtype),
+            gf_st_shape_text(t->shape, t->ndim, shape), t->nbytes);
   }
 }
 

@@ -3,9 +3,11 @@
  * with the writer. See gf/safetensors.h for what "strict" covers. */
 #include "gf/safetensors.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,6 +26,21 @@ static const struct {
     [GF_ST_I16] = {"I16", 2}, [GF_ST_I8] = {"I8", 1},   [GF_ST_U8] = {"U8", 1},
     [GF_ST_BOOL] = {"BOOL", 1},
 };
+
+const char *gf_st_shape_text(const int64_t *shape, int ndim,
+                             char buf[GF_ST_SHAPE_TEXT_MAX]) {
+  size_t k = 0;
+  buf[k++] = '[';
+  for (int i = 0; i < ndim && i < GF_ST_MAX_DIMS; i++) {
+    int n = snprintf(buf + k, GF_ST_SHAPE_TEXT_MAX - k, "%s%lld",
+                     i ? ", " : "", (long long)shape[i]);
+    assert(gf_fits(n, GF_ST_SHAPE_TEXT_MAX - k - 1)); /* "]" still fits */
+    k += (size_t)n;
+  }
+  buf[k++] = ']';
+  buf[k] = '\0';
+  return buf;
+}
 
 const char *gf_st_dtype_name(gf_st_dtype dt) {
   if ((unsigned)dt >= GF_ST_DTYPE_COUNT) return "?";

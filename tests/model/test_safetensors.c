@@ -240,10 +240,25 @@ static void test_atomic(const char *dir) {
   CHECK_INT_EQ(gf_fsync_parent_dir(path, &err), GF_OK);
 }
 
+static void test_shape_text(void) {
+  char buf[GF_ST_SHAPE_TEXT_MAX];
+  CHECK_STR_EQ(gf_st_shape_text(NULL, 0, buf), "[]");
+  const int64_t s3[] = {64, 1, 28};
+  CHECK_STR_EQ(gf_st_shape_text(s3, 3, buf), "[64, 1, 28]");
+  /* The longest: GF_ST_MAX_DIMS dims of 20 characters each fit. */
+  int64_t big[GF_ST_MAX_DIMS];
+  for (int i = 0; i < GF_ST_MAX_DIMS; i++) big[i] = INT64_MIN;
+  gf_st_shape_text(big, GF_ST_MAX_DIMS, buf);
+  CHECK_INT_EQ(strlen(buf), 2 + GF_ST_MAX_DIMS * 20 + (GF_ST_MAX_DIMS - 1) * 2);
+  CHECK(strncmp(buf, "[-9223372036854775808, ", 23) == 0);
+  CHECK(buf[strlen(buf) - 1] == ']');
+}
+
 int main(void) {
   char dir[256];
   tu_mkdtemp(dir, sizeof dir);
   test_dtypes();
+  test_shape_text();
   test_roundtrip(dir);
   test_writer_rejects(dir);
   test_atomic(dir);

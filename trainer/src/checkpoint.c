@@ -414,24 +414,6 @@ static int64_t read_i64_le(const void *p) {
   return (int64_t)v;
 }
 
-/* "[d0, d1, ...]" of up to GF_ST_MAX_DIMS dims: each at most ", " and 20
- * characters, the brackets and the NUL. */
-#define SHAPE_STR_MAX (GF_ST_MAX_DIMS * 22 + 3)
-
-static void shape_str(char buf[SHAPE_STR_MAX], int ndim, const int64_t *shape) {
-  assert(ndim >= 0 && ndim <= GF_ST_MAX_DIMS);
-  size_t k = 0;
-  buf[k++] = '[';
-  for (int i = 0; i < ndim && i < GF_ST_MAX_DIMS; i++) {
-    int n = snprintf(buf + k, SHAPE_STR_MAX - k, "%s%lld", i ? ", " : "",
-                     (long long)shape[i]);
-    assert(gf_fits(n, SHAPE_STR_MAX - k));
-    k += (size_t)n;
-  }
-  buf[k++] = ']';
-  buf[k] = '\0';
-}
-
 /* Checks that f holds exactly L's tensors with L's dtypes and shapes, and
  * decodes the step counters into L->adam_step. Touches nothing else. */
 static gf_status verify_tensors(const char *path, const gf_st_file *f,
@@ -449,9 +431,9 @@ static gf_status verify_tensors(const char *path, const gf_st_file *f,
     int same = t->ndim == s->ndim;
     for (int d = 0; same && d < s->ndim; d++) same = t->shape[d] == s->shape[d];
     if (!same || t->nbytes != s->nbytes) {
-      char a[SHAPE_STR_MAX], b[SHAPE_STR_MAX];
-      shape_str(a, t->ndim, t->shape);
-      shape_str(b, s->ndim, s->shape);
+      char a[GF_ST_SHAPE_TEXT_MAX], b[GF_ST_SHAPE_TEXT_MAX];
+      gf_st_shape_text(t->shape, t->ndim, a);
+      gf_st_shape_text(s->shape, s->ndim, b);
       return gf_fail(err, GF_EFORMAT,
                      "checkpoint %s: tensor %s has shape %s, the model %s",
                      path, s->name, a, b);

@@ -46,6 +46,14 @@ typedef enum gf_st_dtype {
 const char *gf_st_dtype_name(gf_st_dtype dt);
 /* Bytes per element (BOOL: 1); 0 for an out-of-range value. */
 size_t gf_st_dtype_size(gf_st_dtype dt);
+
+/* Room for gf_st_shape_text: "[", GF_ST_MAX_DIMS int64s of at most 20
+ * characters and the ", " between them, "]" and the NUL. */
+#define GF_ST_SHAPE_TEXT_MAX (GF_ST_MAX_DIMS * 22 + 3)
+/* "[d0, d1, ...]" of the first min(ndim, GF_ST_MAX_DIMS) dims into buf, for
+ * messages and listings; returns buf. */
+const char *gf_st_shape_text(const int64_t *shape, int ndim,
+                             char buf[GF_ST_SHAPE_TEXT_MAX]);
 /* Parses a dtype name; GF_EUNSUPPORTED for anything outside the list. */
 gf_status gf_st_dtype_parse(const char *name, gf_st_dtype *out, gf_err *err);
 
