@@ -17,6 +17,11 @@
  *   - a rank that never calls: GF_ETIMEOUT within the timeout + 1 s;
  *   - a rank that _exit()s in the middle of an all-reduce: GF_EIO naming it
  *     within 2 s on every other rank;
+ *   - (3 ranks, run with argv 2) a rank whose loss only its node's leader
+ *     sees: the leader's LOST notice fails the other host's rank, which
+ *     waits on the leader, within 1 s under a 60 s timeout - after a
+ *     SIGKILL, and after a connection shut down while the rank lives on
+ *     (where only the notice can tell);
  *   - a rank with another WORLD_SIZE: rejected at bootstrap with a message
  *     saying so;
  * and in this process: MASTER_PORT in use (GF_EIO naming the port), a
@@ -37,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -403,6 +409,72 @@ static int chunk_waiting(void *arg) {
   return most_unread() >= CHUNK_UNREAD_MIN;
 }
 
+/* World 3, the hierarchical all-reduce on two fake hosts: rank 0 alone on
+ * one, ranks 1 and 2 on the other, so rank 0's all-reduce waits on rank 1
+ * (the leaders' ring) while rank 1 waits on rank 2 (its node's reduce).
+ * Rank 2 goes once ranks 0 and 1 have called the all-reduce:
+ *   lost  it kills itself (SIGKILL; the parent expects that): rank 1 sees
+ *         its connection close, rank 0 either that on its own connection
+ *         to rank 2 or rank 1's LOST notice, whichever comes first;
+ *   cut   it shuts down only its connection to rank 1 and stays alive,
+ *         quiet, so that rank 0 can learn of it from rank 1 alone: its
+ *         message must be the forwarded one.
+ * Both: ranks 0 and 1 fail with GF_EIO naming rank 2 within LOST_WITHIN_S
+ * although their timeout is 60 s. */
+#define LOST_WITHIN_S 1.0
+static void lost_scenario(const gf_launch_info *li0, const char *marks,
+                          int cut) {
+  gf_launch_info li = *li0;
+  gf_err e = {0};
+  REQUIRE(li.world_size == 3);
+  snprintf(li.hostname, sizeof li.hostname, "fake-%c", li.rank ? 'b' : 'a');
+  gf_comm_config cfg = {GF_COMM_TCP, GF_ALLREDUCE_HIER, 60.0, NULL, &li};
+  gf_comm *c = NULL;
+  REQUIRE(gf_comm_init(&c, &cfg, &e) == GF_OK);
+  CHECK_INT_EQ(gf_comm_nodes(c), 2);
+  CHECK(gf_comm_barrier(c, &e) == GF_OK);
+  size_t n = 1 << 16;
+  float *x = calloc(n, sizeof *x);
+  REQUIRE(x);
+  if (li.rank == 2) {
+    CHECKF(tu_wait_marks(marks, "in-allreduce", 3, 2, EVENT_WAIT_S),
+           "rank 2: ranks 0 and 1 did not call the all-reduce");
+    if (!cut) {
+      fflush(NULL);
+      raise(SIGKILL);
+    }
+    int fd = gf_comm_tcp_peer_fd(c, 1);
+    CHECK(fd >= 0 && shutdown(fd, SHUT_WR) == 0);
+    CHECKF(tu_wait_marks(marks, "saw-loss", 3, 2, EVENT_WAIT_S),
+           "rank 2: ranks 0 and 1 did not both see the loss");
+    gf_comm_free(c);
+    free(x);
+    return;
+  }
+  tu_mark(marks, "in-allreduce", li.rank);
+  double t0 = now_s();
+  gf_status st = gf_comm_allreduce(c, x, n, GF_CDT_F32, GF_RED_SUM, &e);
+  double dt = now_s() - t0;
+  fprintf(stderr, "%s: rank %d: %.3f s: %s\n", cut ? "cut" : "lost", li.rank,
+          dt, e.msg);
+  CHECKF(st == GF_EIO, "rank %d: %s: %s", li.rank, gf_status_name(st), e.msg);
+  CHECKF(dt < LOST_WITHIN_S, "rank %d: the loss took %.3f s to reach it",
+         li.rank, dt);
+  if (li.rank == 1 || !cut)
+    CHECKF(strstr(e.msg, "rank 2 closed") || strstr(e.msg, "rank 2 is gone"),
+           "rank %d: %s", li.rank, e.msg);
+  else
+    CHECKF(strstr(e.msg, "rank 2 is gone (seen by rank 1: connection closed)"),
+           "rank 0: %s", e.msg);
+  /* a free sends BYE, which the other survivor would report instead if it
+   * had not seen the loss yet */
+  tu_mark(marks, "saw-loss", li.rank);
+  CHECKF(tu_wait_marks(marks, "saw-loss", 3, 2, EVENT_WAIT_S),
+         "rank %d: the other survivor did not see the loss", li.rank);
+  gf_comm_free(c);
+  free(x);
+}
+
 static int child_main(const char *scenario) {
   gf_launch_info li;
   gf_err e = {0};
@@ -471,9 +543,14 @@ static int child_main(const char *scenario) {
     double t0 = now_s();
     gf_status st = gf_comm_allreduce(c, x, n, GF_CDT_F32, GF_RED_SUM, &e);
     double dt = now_s() - t0;
-    char name[32];
+    /* found on its own connection to the dead rank, or told by another
+     * survivor that found it first */
+    char name[32], gone[32];
     snprintf(name, sizeof name, "rank %d closed", last);
-    CHECKF(st == GF_EIO && strstr(e.msg, name) && strstr(e.msg, "die"),
+    snprintf(gone, sizeof gone, "rank %d is gone", last);
+    CHECKF(st == GF_EIO &&
+               ((strstr(e.msg, name) && strstr(e.msg, "die")) ||
+                strstr(e.msg, gone)),
            "rank %d: %s: %s", li.rank, gf_status_name(st), e.msg);
     CHECKF(dt < 2.0, "rank %d: the death took %.3f s to notice", li.rank, dt);
     fprintf(stderr, "rank %d: %.3f s: %s\n", li.rank, dt, e.msg);
@@ -490,6 +567,8 @@ static int child_main(const char *scenario) {
     CHECK(gf_comm_barrier(c, &e) == GF_ESTATE);
     gf_comm_free(c);
     free(x);
+  } else if (!strcmp(scenario, "lost") || !strcmp(scenario, "cut")) {
+    lost_scenario(&li, marks, !strcmp(scenario, "cut"));
   } else if (!strcmp(scenario, "world")) {
     /* the last rank thinks the world is one larger */
     if (li.rank == last) li.world_size = world + 1;
@@ -559,10 +638,12 @@ static int free_port(void) {
 }
 
 /* Runs `scenario` on `world` ranks; every rank must exit 0 within
- * limit_s (then the ones left are killed). The ranks share a fresh marks
+ * limit_s (then the ones left are killed), but rank `killed` (-1: none),
+ * which must end by SIGKILL. The ranks share a fresh marks
  * folder (MARKS_ENV), removed afterwards. The parent sleeps until a rank
  * ends (SIGCHLD, blocked and taken with sigtimedwait) or the limit. */
-static void spawn_world(const char *scenario, int world, double limit_s) {
+static void spawn_world(const char *scenario, int world, double limit_s,
+                        int killed) {
   int port = free_port();
   char marks[512];
   tu_mkdtemp(marks, sizeof marks);
@@ -596,7 +677,7 @@ static void spawn_world(const char *scenario, int world, double limit_s) {
       _exit(127);
     }
   }
-  int left = world, status[MAXW], killed = 0;
+  int left = world, status[MAXW], kill_sent = 0;
   for (int r = 0; r < world; r++) status[r] = -1;
   tu_deadline limit = tu_deadline_in(limit_s);
   while (left) {
@@ -612,17 +693,17 @@ static void spawn_world(const char *scenario, int world, double limit_s) {
         }
       continue;
     }
-    if (!killed && tu_deadline_passed(&limit)) {
+    if (!kill_sent && tu_deadline_passed(&limit)) {
       fprintf(stderr, "%s: %d of %d ranks still running after %.0f s: "
                       "killed\n", scenario, left, world, limit_s);
       for (int r = 0; r < world; r++)
         if (pid[r] > 0) kill(pid[r], SIGKILL);
-      killed = 1;
+      kill_sent = 1;
       continue;
     }
     /* until a rank ends (SIGCHLD stays pending while blocked, so one that
      * ended since waitpid is not missed) or the limit */
-    double wait_s = killed ? 5.0 : tu_deadline_left(&limit) + 0.001;
+    double wait_s = kill_sent ? 5.0 : tu_deadline_left(&limit) + 0.001;
     struct timespec ts = {(time_t)wait_s,
                           (long)((wait_s - (double)(time_t)wait_s) * 1e9)};
     sigtimedwait(&chld, NULL, &ts);
@@ -630,8 +711,8 @@ static void spawn_world(const char *scenario, int world, double limit_s) {
   REQUIRE(sigprocmask(SIG_SETMASK, &old_mask, NULL) == 0);
   double dt = now_s() - t0;
   for (int r = 0; r < world; r++)
-    CHECKF(status[r] == 0, "%s: rank %d of %d exited with %d", scenario, r,
-           world, status[r]);
+    CHECKF(status[r] == (r == killed ? 128 + SIGKILL : 0),
+           "%s: rank %d of %d exited with %d", scenario, r, world, status[r]);
   fprintf(stderr, "%s on %d ranks: %.2f s\n", scenario, world, dt);
   tu_rmdir(marks);
 }
@@ -746,15 +827,19 @@ int main(int argc, char **argv) {
   REQUIRE(world >= 2 && world <= MAXW);
   CHECK(gf_comm_built(GF_COMM_TCP));
   if (getenv("GF_COMM_BENCH")) {
-    spawn_world("bench", world, 300);
+    spawn_world("bench", world, 300, -1);
     return check_report();
   }
   test_parsers();
   test_port_in_use();
   test_nobody_comes();
-  spawn_world("main", world, 60);
-  spawn_world("timeout", world, 20);
-  spawn_world("dead", world, 20);
-  spawn_world("world", world, 20);
+  spawn_world("main", world, 60, -1);
+  spawn_world("timeout", world, 20, -1);
+  spawn_world("dead", world, 20, -1);
+  spawn_world("world", world, 20, -1);
+  if (world == 2) { /* once (not again at 4): the scenarios of 3 ranks */
+    spawn_world("lost", 3, 20, 2);
+    spawn_world("cut", 3, 20, -1);
+  }
   return check_report();
 }

@@ -13,7 +13,9 @@
  * Every wait has a deadline (gf_comm_config.timeout_s): a peer that never
  * arrives gives GF_ETIMEOUT, never a hang; gf_comm_abort then ends the job.
  * tcp: a peer that dies (its connection closes without gf_comm_free) is
- * GF_EIO naming that rank at once, not at the timeout.
+ * GF_EIO naming that rank at once, not at the timeout, on every rank: the
+ * rank that sees it tells the others ("tcp: rank 2 is gone (seen by rank
+ * 1: connection closed)"), so a rank waiting on a live peer fails too.
  * Collectives are matched across ranks by call order: every rank must call
  * the same sequence of gf_comm_* collectives (iallreduce, allreduce,
  * broadcast, barrier, allgather) with the same counts, dtypes and roots;

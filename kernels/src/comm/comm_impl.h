@@ -277,6 +277,11 @@ gf_status gf_comm_tcp_parse_table(const unsigned char *p, size_t n, int world,
 gf_status gf_comm_tcp_bootstrap(const gf_launch_info *li, double timeout_s,
                                 int *fds, gf_err *err);
 
+/* For fault-injection tests: the socket of a tcp comm to world rank peer
+ * (owned by the comm: the caller may shut it down, never close it), or -1
+ * (another engine, this rank, a closed comm). */
+int gf_comm_tcp_peer_fd(const gf_comm *c, int peer);
+
 /* ---- bootstrap helpers --------------------------------------------------- */
 /* TCP rendezvous (comm_rdv.c): rank 0 listens on port (all addresses) and
  * sends the n-byte blob to each of ranks 1..world-1, which connect to

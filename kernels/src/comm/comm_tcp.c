@@ -20,14 +20,27 @@
  * | arg u16 (tree level, root) | part u32 (round; REDUCE: the sender's
  * position) | bytes u64. The receiver checks
  * it against its own, so ranks that call collectives in another order fail
- * with GF_EINVAL instead of reading garbage. Two control headers: BYE
- * (sent by gf_comm_free) and ABORT (gf_comm_abort, code in the byte
- * count).
+ * with GF_EINVAL instead of reading garbage. Three control headers, each
+ * sent only between two messages of a stream, with seq 0 and no payload:
+ *   BYE    sent by gf_comm_free; the rest zero
+ *   ABORT  gf_comm_abort; bytes = the code (two's complement)
+ *   LOST   "rank L is gone": part = L, scope = the reason (LOST_CLOSED: its
+ *          stream ended without a BYE; LOST_ERROR: a socket error, bytes =
+ *          the errno; LOST_ABORTED: it sent ABORT, bytes = its code), arg 0
  *
  * A dead peer is found at once, not at the timeout: a recv of 0 bytes or a
  * reset on a peer of the round, and on every other peer a poll that finds
- * the stream closed without a BYE. Any such failure breaks the comm (later
- * steps fail with the same error). Not here: the choice of steps (comm.c). */
+ * the stream closed without a BYE. The rank that finds it (or that receives
+ * a peer's ABORT) tells every other peer at once with a LOST notice before
+ * it returns GF_EIO, finishing first a message it was half-way through
+ * sending to that peer (at most LOST_FLUSH_S in all): so a rank whose own
+ * step waits on a live peer (rank 0 waiting on rank 1, which waits on the
+ * dead rank 2) fails within milliseconds too, with "rank 2 is gone (seen
+ * by rank 1: connection closed)", instead of at the timeout. A LOST notice
+ * is not passed on again. Any such failure breaks the comm (later steps
+ * fail with the same error). A peer that vanishes without a FIN or reset
+ * (a partition) is found by the timeout only. Not here: the choice of
+ * steps (comm.c). */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -40,7 +53,12 @@
 #include "comm_impl.h"
 
 #define HDR 24
-enum { K_BYE = 0xf0, K_ABORT = 0xf1 };
+enum { K_BYE = 0xf0, K_ABORT = 0xf1, K_LOST = 0xf2 };
+/* LOST reasons (the scope byte of a LOST header) */
+enum { LOST_CLOSED = 1, LOST_ERROR = 2, LOST_ABORTED = 3 };
+/* The most a failing rank spends finishing half-sent messages and sending
+ * LOST notices, over all peers together. */
+#define LOST_FLUSH_S 1.0
 
 typedef struct tcp_xfer {
   int peer;               /* world rank */
@@ -113,18 +131,110 @@ static gf_status broke(tcp_state *s, gf_err *err) {
   return s->broken;
 }
 
+/* Sends n bytes on non-blocking fd, waiting for room until the deadline
+ * (one try is made even after it). Returns 0, or -1 (error or deadline:
+ * the stream may hold part of the bytes). */
+static int send_by(int fd, const unsigned char *p, size_t n, double deadline) {
+  while (n) {
+    ssize_t k = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (k > 0) {
+      p += k;
+      n -= (size_t)k;
+      continue;
+    }
+    if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      return -1;
+    int ms = gf_comm_ms_left(deadline);
+    if (ms == 0) return -1;
+    struct pollfd pf = {fd, POLLOUT, 0};
+    (void)poll(&pf, 1, ms);
+  }
+  return 0;
+}
+
+/* Tells every peer but `lost` (and those that said BYE) that rank `lost`
+ * is gone for `reason` (LOST_*, with `detail`): a LOST header, after the
+ * rest of any message this rank was half-way through sending to that peer
+ * (the stream must stay framed). At most LOST_FLUSH_S over all peers; best
+ * effort: a peer whose socket takes nothing in time learns from its own
+ * watch or its timeout. */
+static void tell_lost(const gf_comm *c, tcp_state *s, int lost, int reason,
+                      int64_t detail) {
+  double deadline = gf_comm_now() + LOST_FLUSH_S;
+  unsigned char h[HDR];
+  put_hdr(h, 0, K_LOST, reason, 0, (uint32_t)lost, (uint64_t)detail);
+  for (int p = 0; p < c->world; p++) {
+    if (p == c->rank || p == lost || s->fd[p] < 0 || s->bye[p]) continue;
+    int ok = 1;
+    for (int i = 0; ok && i < s->nsend; i++) {
+      tcp_xfer *x = &s->sends[i];
+      if (x->peer != p || x->done == 0 || x->done == HDR + x->n) continue;
+      if (x->done < HDR)
+        ok = send_by(s->fd[p], x->hdr + x->done, HDR - x->done, deadline) == 0;
+      size_t d = x->done > HDR ? x->done - HDR : 0;
+      if (ok && x->n > d)
+        ok = send_by(s->fd[p], x->data + d, x->n - d, deadline) == 0;
+      if (ok) x->done = HDR + x->n;
+    }
+    if (ok) (void)send_by(s->fd[p], h, HDR, deadline);
+  }
+}
+
+/* The reason of a LOST notice as words ("connection closed"). */
+static void lost_reason(int reason, int64_t detail, char *buf, size_t cap) {
+  int n;
+  if (reason == LOST_CLOSED)
+    n = snprintf(buf, cap, "connection closed");
+  else if (reason == LOST_ABORTED)
+    n = snprintf(buf, cap, "it aborted the job, code %lld", (long long)detail);
+  else if (detail > 0 && detail < 4096)
+    n = snprintf(buf, cap, "%s", strerror((int)detail));
+  else
+    n = snprintf(buf, cap, "socket error %lld", (long long)detail);
+  if (n < 0 && cap) buf[0] = '\0'; /* cut short is fine: it is a message */
+}
+
+/* Peer `peer`'s stream ended (e = 0) or failed with errno e. Without a BYE
+ * from it the peer is gone: every other peer is told (tell_lost). */
 static gf_status peer_gone(const gf_comm *c, tcp_state *s, int peer, int e,
                            gf_err *err) {
-  if (s->bye[peer])
+  if (s->bye[peer]) {
     gf_fail(&s->broken_err, GF_EIO,
             "tcp: rank %d freed its communicator while this rank (%d) "
             "still expected data from it (the ranks called different "
             "collectives?)",
             peer, c->rank);
-  else
+    return broke(s, err);
+  }
+  gf_fail(&s->broken_err, GF_EIO,
+          "tcp: rank %d closed its connection (did it die?)%s%s", peer,
+          e ? ": " : "", e ? strerror(e) : "");
+  tell_lost(c, s, peer, e ? LOST_ERROR : LOST_CLOSED, e);
+  return broke(s, err);
+}
+
+/* A LOST header h from `from`. */
+static gf_status lost_notice(const gf_comm *c, tcp_state *s, int from,
+                             const unsigned char *h, gf_err *err) {
+  uint32_t lost = gf_comm_get_u32(h + 12);
+  int reason = h[9];
+  int64_t detail = (int64_t)hdr_u64(h + 16);
+  if (lost >= (uint32_t)c->world || (int)lost == from || reason < LOST_CLOSED ||
+      reason > LOST_ABORTED) {
+    gf_fail(&s->broken_err, GF_EINVAL,
+            "tcp: rank %d sent a malformed LOST notice (rank %u, reason %d)",
+            from, lost, reason);
+    return broke(s, err);
+  }
+  char why[128];
+  lost_reason(reason, detail, why, sizeof why);
+  if ((int)lost == c->rank)
     gf_fail(&s->broken_err, GF_EIO,
-            "tcp: rank %d closed its connection (did it die?)%s%s", peer,
-            e ? ": " : "", e ? strerror(e) : "");
+            "tcp: rank %d lost its connection to this rank (%d): %s", from,
+            c->rank, why);
+  else
+    gf_fail(&s->broken_err, GF_EIO, "tcp: rank %u is gone (seen by rank %d: %s)",
+            lost, from, why);
   return broke(s, err);
 }
 
@@ -132,9 +242,12 @@ static gf_status peer_gone(const gf_comm *c, tcp_state *s, int peer, int e,
 static gf_status mismatch(const gf_comm *c, tcp_state *s, const tcp_xfer *x,
                           gf_err *err) {
   const unsigned char *g = x->got, *w = x->hdr;
+  if (g[8] == K_LOST) return lost_notice(c, s, x->peer, g, err);
   if (g[8] == K_ABORT) {
+    int64_t code = (int64_t)hdr_u64(g + 16);
     gf_fail(&s->broken_err, GF_EIO, "tcp: rank %d aborted the job (code %lld)",
-            x->peer, (long long)(int64_t)hdr_u64(g + 16));
+            x->peer, (long long)code);
+    tell_lost(c, s, x->peer, LOST_ABORTED, code);
   } else if (g[8] == K_BYE) {
     s->bye[x->peer] = 1;
     gf_fail(&s->broken_err, GF_EIO,
@@ -408,7 +521,7 @@ static gf_status watch(const gf_comm *c, tcp_state *s, gf_err *err) {
     if (k < HDR) continue; /* the rest is on its way */
     if (h[8] == K_BYE) {
       if (recv(s->fd[p], h, HDR, MSG_DONTWAIT) == HDR) s->bye[p] = 1;
-    } else if (h[8] == K_ABORT) {
+    } else if (h[8] == K_ABORT || h[8] == K_LOST) {
       tcp_xfer x;
       memset(&x, 0, sizeof x);
       x.peer = p;
@@ -652,6 +765,13 @@ static void tcp_release(gf_comm *c, int slot) {
     s->slot = -1;
     s->nsend = s->nrecv = 0;
   }
+}
+
+int gf_comm_tcp_peer_fd(const gf_comm *c, int peer) {
+  if (!c || c->ops != &gf_comm_tcp_ops || peer < 0 || peer >= c->world)
+    return -1;
+  const tcp_state *s = c->impl;
+  return s && s->fd ? s->fd[peer] : -1;
 }
 
 const gf_comm_ops gf_comm_tcp_ops = {
