@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "gf/cli.h"
+#include "gf/comm.h"
 #include "gf/fs.h"
 #include "gf/launch.h"
 #include "gf/status.h"
@@ -431,7 +432,8 @@ static int cmd_launch(int argc, char **argv) {
   memset(&err, 0, sizeof err);
   bool help = false;
   int rc;
-  if (gf_launch_parse(o, argc, argv, &help, &err) != GF_OK) {
+  if (gf_launch_parse(o, argc, argv, gf_launch_getenv, NULL, &help, &err) !=
+      GF_OK) {
     fprintf(stderr, "ganflow launch: %s\nTry 'ganflow launch --help'.\n",
             err.msg);
     rc = EXIT_USAGE;

@@ -4,12 +4,17 @@
 #ifndef GF_LAUNCH_INTERNAL_H
 #define GF_LAUNCH_INTERNAL_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "gf/heartbeat.h"
 #include "gf/launch.h"
+#include "mlflow/mlflow.h"
+
+#define LAUNCH_MAX_EVENTS 64
 
 /* One rank of an attempt as the supervisor sees it. */
 typedef struct launch_rank {
@@ -24,9 +29,12 @@ typedef struct launch_rank {
   bool trained;          /* a beat in TRAIN or later was seen */
 } launch_rank;
 
-/* One start of the job. */
+/* One start of the job (on a node agent: this node's ranks of a round). */
 typedef struct launch_attempt {
-  int world;             /* ranks */
+  int world;             /* ranks started here (a->r[0..world-1]) */
+  int rank_base;         /* the world rank of a->r[0] (node agents) */
+  int global_world;      /* WORLD_SIZE of the job (world on one node) */
+  const char *hb_dir;    /* where these ranks beat (borrowed) */
   int grad_accum;        /* --grad-accum given to them */
   int port;              /* MASTER_PORT */
   char master[256];      /* MASTER_ADDR */
@@ -37,6 +45,158 @@ typedef struct launch_attempt {
   pid_t pgid;            /* process group of every process started */
   double t_start;        /* gf_mono_s() at the start */
 } launch_attempt;
+
+/* How an attempt (or, on a node agent, its part of a round) ended. */
+typedef enum end_kind {
+  END_DONE = 0,  /* training finished, model logged */
+  END_STOPPED,   /* a signal was passed on; the ranks checkpointed */
+  END_ABORTED,   /* a second signal: the ranks were killed */
+  END_USAGE,     /* the ranks refused their configuration */
+  END_FAILED,    /* a rank died, hung or could not start */
+  END_PEER       /* node agent: the rendezvous ended the round (another
+                    node failed, or the world changes) */
+} end_kind;
+
+typedef struct outcome {
+  end_kind end;
+  char cause[512];
+  int start_slot; /* END_FAILED: the slot that could not start, or -1 */
+  double t_seen;  /* monotonic s when the failure was seen */
+} outcome;
+
+/* A restart goes to the run as restart number base + n (base: the
+ * restarts the run held before this supervisor, from MLflow): tag
+ * ganflow.restart.<number>, and sys/restarts = number and
+ * sys/restart_recovery_s at step <number>. The number, not the step resumed
+ * from, is the metrics' step: two restarts may resume from one checkpoint,
+ * and each (key, step) of a run is logged once (DESIGN §4.4). */
+typedef struct restart_event {
+  int n;              /* 1, 2, ... within this supervisor */
+  int64_t step;       /* the step the next attempt resumes from */
+  char text[700];     /* cause, world sizes, step */
+  bool logged;        /* sent to MLflow */
+  double recovery_s;  /* failure to the first new step; < 0 until seen */
+  bool recovery_logged;
+} restart_event;
+
+typedef struct launch_sup {
+  const gf_launch_opts *o;
+  FILE *log;
+  sigset_t sigs;
+  int signals;        /* SIGTERM/SIGINT/SIGHUP received */
+  bool slot_down[GF_LAUNCH_MAX_RANKS];
+  int restarts;
+  char run_id[GF_HB_RUN_MAX + 1]; /* the MLflow run, once known */
+  mlflow_client *mc;  /* NULL until first needed (or when it cannot be) */
+  bool mc_tried;
+  bool tagged;        /* ganflow.launch set on the run */
+  int base;           /* restarts the run held before ours; -1 unread */
+  restart_event ev[LAUNCH_MAX_EVENTS];
+  int n_ev;
+  /* recovery timing of the current attempt */
+  bool awaiting;      /* a restart whose first new step is not seen yet */
+  double t_fail;      /* monotonic s the failure was seen */
+  int64_t resume_step;
+} launch_sup;
+
+
+/* ---- launch_events.c (the run and the log) ---------------------------- */
+/* Sets up a zeroed *s for options o and log lines to `log`, and blocks
+ * SIGTERM, SIGINT, SIGHUP and SIGCHLD in the calling thread (taken with
+ * sigtimedwait on s->sigs). */
+void launch_sup_init(launch_sup *s, const gf_launch_opts *o, FILE *log);
+void launch_say(launch_sup *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+const char *launch_launcher_name(gf_launcher l);
+/* Keeps id (a checkpoint's, a heartbeat's) as the run's id. */
+void launch_keep_run_id(launch_sup *s, const char *id);
+/* The run id from the newest good checkpoint, else <ckpt-dir>/run_id. */
+void launch_find_run_id(launch_sup *s);
+/* Sends the run what it lacks: the launch tag, restart events, recovery
+ * times; failures are logged and retried at the next call. */
+void launch_flush_events(launch_sup *s);
+void launch_set_run_id(launch_sup *s, const char *id);
+/* The run's end in MLflow when the ranks could not set it. */
+void launch_end_run(launch_sup *s, mlflow_run_status st, const char *reason);
+/* A new restart event (number s->restarts, resuming from `from`) with its
+ * text; the oldest slot is reused past LAUNCH_MAX_EVENTS. */
+restart_event *launch_add_event(launch_sup *s, int64_t from);
+
+/* ---- launch_run.c (watching an attempt) ------------------------------- */
+/* Reads the attempt's heartbeats; rank 0's gives the run id and the
+ * recovery time after a restart. */
+void launch_read_beats(launch_sup *s, launch_attempt *a, double now);
+/* A rank that exited with an error (local) or the launcher's failure. */
+bool launch_find_exit_failure(const gf_launch_opts *o, launch_attempt *a,
+                              outcome *out);
+/* No running rank beat within its phase's limit. */
+bool launch_find_hang(const gf_launch_opts *o, launch_attempt *a, double now,
+                      outcome *out);
+/* Every rank (or the launcher) exited 0. */
+bool launch_all_clean(const gf_launch_opts *o, const launch_attempt *a);
+/* Done, stopped or failed, by rank 0's last beat (or, on a node without
+ * rank 0, done). */
+void launch_classify_clean_end(launch_sup *s, const launch_attempt *a,
+                               outcome *out);
+/* The step the next attempt resumes from (0 without a checkpoint). */
+int64_t launch_resume_step(launch_sup *s);
+
+/* ---- launch_rdzv.c (the rendezvous' wire) ---------------------------- */
+#define RDZV_LINE 640 /* bytes of a line, '\n' included */
+/* One connection: lines queued out and read in, non-blocking. */
+typedef struct rdzv_conn {
+  int fd;             /* -1: none */
+  char in[2 * RDZV_LINE];
+  size_t nin;
+  char out[16 * RDZV_LINE];
+  size_t nout;
+  double t_heard;     /* gf_mono_s() when bytes last came in */
+} rdzv_conn;
+void rdzv_init(rdzv_conn *c);
+void rdzv_close(rdzv_conn *c); /* then as rdzv_init left it */
+/* Listens on port, every address (IPv6 and IPv4); *fd non-blocking. */
+gf_status rdzv_listen(int port, int *fd, gf_err *err);
+/* An accepted connection's fd (non-blocking), or -1 when none waits. */
+int rdzv_accept(int lfd);
+/* Connects c to host:port within timeout_s. */
+gf_status rdzv_dial(rdzv_conn *c, const char *host, int port,
+                    double timeout_s, gf_err *err);
+/* Queues one line (printf-style; newlines in it become spaces; cut to
+ * RDZV_LINE) and writes what it can; false when the connection is broken
+ * or its peer has not read 16 lines. */
+bool rdzv_send(rdzv_conn *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Writes what is queued and reads what came; 0, or -1 when the connection
+ * ended or broke (then rdzv_close it). */
+int rdzv_pump(rdzv_conn *c, double now);
+/* Takes the next whole line (without '\n', cut to cap) into line. */
+bool rdzv_line(rdzv_conn *c, char *line, size_t cap);
+
+/* One line of the rendezvous, parsed (the messages: launch_node.c). */
+typedef enum rdzv_kind {
+  RDZV_HELLO, RDZV_BEAT, RDZV_FAIL, RDZV_IDLE, RDZV_ENDED, /* agent -> 0 */
+  RDZV_GO, RDZV_WAIT, RDZV_STOP, RDZV_DRAIN, RDZV_EXIT, RDZV_PING
+} rdzv_kind;
+enum { RDZV_END_DONE = 1, RDZV_END_STOPPED = 2, RDZV_END_OK = 3 };
+typedef struct rdzv_msg {
+  rdzv_kind kind;
+  int round;               /* every kind but HELLO, BEAT, EXIT, PING */
+  int node, nproc;         /* HELLO */
+  char host[64];           /* HELLO: no spaces */
+  int world, base, ga, port, resume; /* GO */
+  int ended;               /* ENDED: RDZV_END_* */
+  int code;                /* EXIT: the exit status, 0..255 */
+  char text[RDZV_LINE];    /* FAIL, STOP, EXIT: the rest of the line */
+} rdzv_msg;
+/* Parses one line (outside input: every field checked; numbers are
+ * decimal, non-negative and below 2^31 and the GO fields consistent).
+ * GF_EFORMAT with the reason otherwise. No allocation. */
+gf_status rdzv_parse(const char *line, rdzv_msg *m, gf_err *err);
+
+/* ---- launch_node.c ---------------------------------------------------- */
+/* gf_launch_run with --nnodes: this node's agent (and, on node 0, the
+ * rendezvous). */
+int launch_node_run(const gf_launch_opts *o, FILE *log);
 
 /* ---- launch_proc.c ---------------------------------------------------- */
 /* A TCP port free on this host right now (bind to 0; the kernel's pick). */

@@ -4,6 +4,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,8 +33,24 @@ void gf_launch_usage(FILE *out) {
 "  --hostfile FILE      mpirun: its host file, re-read at each start (its\n"
 "                       slots bound the world size)\n"
 "  --launcher-arg ARG   one more argument for mpirun/srun (repeatable)\n"
-"  --heartbeat-dir DIR  where ranks write their heartbeats; on storage every\n"
-"                       node sees (<checkpoint-dir>/heartbeat)\n"
+"  --heartbeat-dir DIR  where ranks write their heartbeats (each node's agent\n"
+"                       reads its own ranks' under DIR/node-<K>)\n"
+"                       (<checkpoint-dir>/heartbeat)\n"
+"\n"
+"Several nodes, one agent per node (as torchrun); --nproc is then per node:\n"
+"  --nnodes MIN[:MAX]   nodes: start when MIN agents are there (and MAX are,\n"
+"                       or --rdzv-last-call passed); go on with as few as\n"
+"                       MIN after a node is lost; a node that comes back\n"
+"                       joins at a checkpoint boundary\n"
+"  --node-rank K        this node, 0..MAX-1; node 0 hosts the rendezvous\n"
+"                       and rank 0\n"
+"  --rdzv HOST:PORT     node 0's address (also the ranks' MASTER_ADDR) and\n"
+"                       the rendezvous port\n"
+"  --rdzv-last-call S   with MIN nodes there, wait this long for more (2)\n"
+"  --nproc-per-node N   the same as --nproc\n"
+"Without these flags the node settings come from Kubeflow Trainer's PET_NNODES,\n"
+"PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT, else\n"
+"PyTorchJob's MASTER_ADDR, MASTER_PORT, WORLD_SIZE (pods), RANK (pod index).\n"
 "\n"
 "The command may start with wrappers (env, numactl, a script that execs its\n"
 "arguments); the training flags are those after the word ganflow-train.\n"
@@ -66,9 +83,11 @@ static gf_status parse_secs(const char *flag, const char *v, double *out,
 }
 
 /* The longest rank file joined below the heartbeat folder
- * (gf/heartbeat.h: <dir>/rank-<R>.hb, R < GF_LAUNCH_MAX_RANKS). */
-#define HB_FILE_ROOM (sizeof "/rank-255.hb" - 1)
-_Static_assert(GF_LAUNCH_MAX_RANKS <= 256, "HB_FILE_ROOM holds the ranks");
+ * (gf/heartbeat.h: <dir>/rank-<R>.hb, R < GF_LAUNCH_MAX_RANKS; with several
+ * nodes <dir>/node-<K>/rank-<R>.hb, K < GF_LAUNCH_MAX_NODES). */
+#define HB_FILE_ROOM (sizeof "/node-63/rank-255.hb" - 1)
+_Static_assert(GF_LAUNCH_MAX_RANKS <= 256 && GF_LAUNCH_MAX_NODES <= 64,
+               "HB_FILE_ROOM holds the ranks and nodes");
 
 /* v into dst[GF_PATH_MAX], leaving `room` bytes for what is joined to it
  * later (gf_path_check): GF_EINVAL naming the flag when it is empty or
@@ -78,6 +97,140 @@ static gf_status copy_path(char dst[GF_PATH_MAX], size_t room,
   if (!*v) return gf_fail(err, GF_EINVAL, "%s: empty", flag);
   GF_TRY(gf_path_check(flag, v, room, err));
   memcpy(dst, v, strlen(v) + 1);
+  return GF_OK;
+}
+
+/* "MIN" or "MIN:MAX", 1 <= MIN <= MAX <= GF_LAUNCH_MAX_NODES. */
+static gf_status parse_nnodes(const char *what, const char *v,
+                              gf_launch_opts *o, gf_err *err) {
+  char *end = NULL;
+  errno = 0;
+  long lo = strtol(v, &end, 10), hi = lo;
+  if (end != v && *end == ':') {
+    const char *p = end + 1;
+    hi = strtol(p, &end, 10);
+    if (end == p) end = (char *)p - 1; /* "3:" */
+  }
+  if (end == v || *end || errno || lo < 1 || hi < lo ||
+      hi > GF_LAUNCH_MAX_NODES)
+    return gf_fail(err, GF_EINVAL, "%s: '%s' is not MIN or MIN:MAX with "
+                   "1 <= MIN <= MAX <= %d", what, v, GF_LAUNCH_MAX_NODES);
+  o->nnodes_min = (int)lo;
+  o->nnodes_max = (int)hi;
+  return GF_OK;
+}
+
+gf_status gf_launch_parse_hostport(const char *what, const char *v, char *host,
+                                   size_t cap, int *port, gf_err *err) {
+  const char *colon = strrchr(v, ':');
+  const char *h = v;
+  size_t hl = colon ? (size_t)(colon - v) : 0;
+  if (hl > 2 && v[0] == '[' && v[hl - 1] == ']') h++, hl -= 2; /* [v6] */
+  bool ok = colon && hl > 0 && hl < cap;
+  for (size_t i = 0; ok && i < hl; i++) /* a host name or an address */
+    ok = (h[i] >= 'a' && h[i] <= 'z') || (h[i] >= 'A' && h[i] <= 'Z') ||
+         (h[i] >= '0' && h[i] <= '9') || strchr("-.:_", h[i]);
+  int p = 0;
+  if (!ok || parse_int(what, colon + 1, 1, 65535, &p, NULL) != GF_OK)
+    return gf_fail(err, GF_EINVAL, "%s: '%s' is not HOST:PORT (a port in "
+                   "1..65535)", what, v);
+  memcpy(host, h, hl);
+  host[hl] = '\0';
+  *port = p;
+  return GF_OK;
+}
+
+/* A host name from an environment variable into o->rdzv_host. */
+static gf_status env_host(gf_launch_opts *o, const char *name, const char *v,
+                          gf_err *err) {
+  int port = 0;
+  /* the same characters as --rdzv's HOST, checked through it */
+  char hp[sizeof o->rdzv_host + 8];
+  if (strlen(v) >= sizeof o->rdzv_host ||
+      gf_format(hp, sizeof hp, NULL, "host", "%s:1", v) != GF_OK ||
+      gf_launch_parse_hostport(name, hp, o->rdzv_host, sizeof o->rdzv_host,
+                               &port, NULL) != GF_OK)
+    return gf_fail(err, GF_EINVAL, "%s: '%s' is not a host name or address",
+                   name, v);
+  return GF_OK;
+}
+
+static void set_conv(gf_launch_opts *o, const char *what) {
+  size_t n = strlen(what);
+  assert(n < sizeof o->conv);
+  memcpy(o->conv, what, n + 1);
+}
+
+gf_status gf_launch_parse_env(gf_launch_opts *o,
+                              const char *(*get)(void *user, const char *name),
+                              void *user, gf_err *err) {
+  const char *pn = get ? get(user, "PET_NNODES") : NULL;
+  if (!o->nnodes_max && pn) {
+    GF_TRY(parse_nnodes("PET_NNODES", pn, o, err));
+    set_conv(o, "PET_*");
+    const char *v;
+    if (!o->nproc && (v = get(user, "PET_NPROC_PER_NODE")))
+      GF_TRY(parse_int("PET_NPROC_PER_NODE", v, 1, GF_LAUNCH_MAX_RANKS,
+                       &o->nproc, err));
+    if (o->node_rank < 0 && (v = get(user, "PET_NODE_RANK")))
+      GF_TRY(parse_int("PET_NODE_RANK", v, 0, GF_LAUNCH_MAX_NODES - 1,
+                       &o->node_rank, err));
+    const char *ma = get(user, "PET_MASTER_ADDR"),
+               *mp = get(user, "PET_MASTER_PORT");
+    if (!o->rdzv_host[0] && ma) {
+      GF_TRY(env_host(o, "PET_MASTER_ADDR", ma, err));
+      o->rdzv_port = 29500; /* Kubeflow Trainer's default */
+      if (mp)
+        GF_TRY(parse_int("PET_MASTER_PORT", mp, 1, 65535, &o->rdzv_port, err));
+    }
+  } else if (!o->nnodes_max && get) {
+    const char *ma = get(user, "MASTER_ADDR"), *mp = get(user, "MASTER_PORT"),
+               *ws = get(user, "WORLD_SIZE"), *rk = get(user, "RANK");
+    int w = 0;
+    if (ma && mp && ws && rk &&
+        parse_int("WORLD_SIZE", ws, 1, GF_LAUNCH_MAX_NODES, &w, NULL) ==
+            GF_OK &&
+        w > 1) {
+      set_conv(o, "PyTorchJob");
+      o->nnodes_min = o->nnodes_max = w;
+      if (o->node_rank < 0)
+        GF_TRY(parse_int("RANK", rk, 0, w - 1, &o->node_rank, err));
+      if (!o->rdzv_host[0]) {
+        GF_TRY(env_host(o, "MASTER_ADDR", ma, err));
+        GF_TRY(parse_int("MASTER_PORT", mp, 1, 65535, &o->rdzv_port, err));
+      }
+    }
+  }
+  if (!o->conv[0] && o->nnodes_max) set_conv(o, "flags");
+  if (o->nproc == 0)
+    return gf_fail(err, GF_EINVAL, "--nproc is required");
+  if (o->nproc_min < 0) o->nproc_min = o->nproc;
+  if (o->nproc_min > o->nproc)
+    return gf_fail(err, GF_EINVAL, "--nproc-min %d is more than --nproc %d",
+                   o->nproc_min, o->nproc);
+  if (!o->nnodes_max) {
+    if (o->node_rank >= 0 || o->rdzv_host[0])
+      return gf_fail(err, GF_EINVAL, "--node-rank and --rdzv go with "
+                     "--nnodes");
+    return GF_OK;
+  }
+  if (o->node_rank < 0) o->node_rank = 0;
+  if (o->node_rank >= o->nnodes_max)
+    return gf_fail(err, GF_EINVAL, "--node-rank %d: --nnodes allows at most "
+                   "%d nodes (0..%d)", o->node_rank, o->nnodes_max,
+                   o->nnodes_max - 1);
+  if (!o->rdzv_host[0])
+    return gf_fail(err, GF_EINVAL, "--nnodes needs --rdzv HOST:PORT (node "
+                   "0's address)");
+  if (o->launcher != GF_LAUNCHER_LOCAL)
+    return gf_fail(err, GF_EINVAL, "--nnodes starts each node's ranks itself "
+                   "(--launcher local)");
+  if (o->nproc_min != o->nproc)
+    return gf_fail(err, GF_EINVAL, "--nproc-min is for one node; with "
+                   "--nnodes a node runs --nproc ranks or none");
+  if ((long)o->nproc * o->nnodes_max > GF_LAUNCH_MAX_RANKS)
+    return gf_fail(err, GF_EINVAL, "--nnodes %d x --nproc %d is more than %d "
+                   "ranks", o->nnodes_max, o->nproc, GF_LAUNCH_MAX_RANKS);
   return GF_OK;
 }
 
@@ -110,7 +263,8 @@ static gf_status parse_train(gf_launch_opts *o, gf_err *err) {
 }
 
 gf_status gf_launch_parse(gf_launch_opts *o, int argc, char **argv,
-                          bool *help, gf_err *err) {
+                          const char *(*get)(void *user, const char *name),
+                          void *user, bool *help, gf_err *err) {
   memset(o, 0, sizeof *o);
   *help = false;
   o->nproc_min = -1;
@@ -118,6 +272,8 @@ gf_status gf_launch_parse(gf_launch_opts *o, int argc, char **argv,
   o->hang_timeout = 60;
   o->start_timeout = 600;
   o->launcher = GF_LAUNCHER_LOCAL;
+  o->node_rank = -1;
+  o->rdzv_last_call = 2;
   int dd = -1; /* index of "--" */
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "--") == 0) {
@@ -150,8 +306,17 @@ gf_status gf_launch_parse(gf_launch_opts *o, int argc, char **argv,
       v = argv[++i];
     }
     gf_status st = GF_OK;
-    if (strcmp(name, "--nproc") == 0)
+    if (strcmp(name, "--nproc") == 0 || strcmp(name, "--nproc-per-node") == 0)
       st = parse_int(name, v, 1, GF_LAUNCH_MAX_RANKS, &o->nproc, err);
+    else if (strcmp(name, "--nnodes") == 0)
+      st = parse_nnodes(name, v, o, err);
+    else if (strcmp(name, "--node-rank") == 0)
+      st = parse_int(name, v, 0, GF_LAUNCH_MAX_NODES - 1, &o->node_rank, err);
+    else if (strcmp(name, "--rdzv") == 0)
+      st = gf_launch_parse_hostport(name, v, o->rdzv_host, sizeof o->rdzv_host,
+                                    &o->rdzv_port, err);
+    else if (strcmp(name, "--rdzv-last-call") == 0)
+      st = parse_secs(name, v, &o->rdzv_last_call, err);
     else if (strcmp(name, "--nproc-min") == 0)
       st = parse_int(name, v, 1, GF_LAUNCH_MAX_RANKS, &o->nproc_min, err);
     else if (strcmp(name, "--max-restarts") == 0)
@@ -181,9 +346,7 @@ gf_status gf_launch_parse(gf_launch_opts *o, int argc, char **argv,
       st = gf_fail(err, GF_EINVAL, "unknown flag '%s'", name);
     if (st != GF_OK) return st;
   }
-  if (o->nproc == 0) return gf_fail(err, GF_EINVAL, "--nproc is required");
-  if (o->nproc_min < 0) o->nproc_min = o->nproc;
-  if (o->nproc_min > o->nproc)
+  if (o->nproc_min > 0 && o->nproc > 0 && o->nproc_min > o->nproc)
     return gf_fail(err, GF_EINVAL, "--nproc-min %d is more than --nproc %d",
                    o->nproc_min, o->nproc);
   if (o->hostfile[0] && o->launcher != GF_LAUNCHER_MPIRUN)
@@ -202,6 +365,7 @@ gf_status gf_launch_parse(gf_launch_opts *o, int argc, char **argv,
     return gf_fail(err, GF_EINVAL, "the command after -- runs no "
                    "ganflow-train (launch supervises training jobs; its "
                    "flags come after the word ganflow-train)");
+  GF_TRY(gf_launch_parse_env(o, get, user, err));
   GF_TRY(parse_train(o, err));
   if (!o->hb_dir[0]) {
     if (gf_format(o->hb_dir, sizeof o->hb_dir, NULL, "heartbeat folder",
@@ -216,8 +380,9 @@ gf_status gf_launch_parse(gf_launch_opts *o, int argc, char **argv,
   return GF_OK;
 }
 
-/* Whether world w splits the job; *ga its --grad-accum. */
-static bool world_fits(const gf_launch_opts *o, int w, int *ga) {
+/* Whether world w splits the job; *ga its --grad-accum, keeping the
+ * micro-batch of `full` ranks. */
+static bool world_fits(const gf_launch_opts *o, int full, int w, int *ga) {
   const gf_train_config *t = &o->train;
   if (t->batch % w != 0) return false;
   int local = t->batch / w;
@@ -225,8 +390,8 @@ static bool world_fits(const gf_launch_opts *o, int w, int *ga) {
     *ga = t->grad_accum;
     return (w & (w - 1)) == 0 && t->exact_shards % w == 0;
   }
-  /* keep nproc ranks' micro-batch: K' = K * nproc / w */
-  long k = (long)t->grad_accum * o->nproc;
+  /* keep full ranks' micro-batch: K' = K * full / w */
+  long k = (long)t->grad_accum * full;
   if (k % w == 0) {
     int kk = (int)(k / w);
     if (local % kk == 0 && local / kk >= 2) {
@@ -243,7 +408,7 @@ gf_status gf_launch_plan_world(const gf_launch_opts *o, int avail, int *world,
   int top = avail < o->nproc ? avail : o->nproc;
   for (int w = top; w >= o->nproc_min && w >= 1; w--) {
     int ga = 0;
-    if (world_fits(o, w, &ga)) {
+    if (world_fits(o, o->nproc, w, &ga)) {
       *world = w;
       *grad_accum = ga;
       return GF_OK;
@@ -256,6 +421,29 @@ gf_status gf_launch_plan_world(const gf_launch_opts *o, int avail, int *world,
   return gf_fail(err, GF_ENOTFOUND, "no world size from %d down to "
                  "--nproc-min %d splits --batch %d%s", top, o->nproc_min,
                  o->train.batch,
+                 o->train.exact_reduce ? " and --exact-shards (a power of "
+                                         "two)" : "");
+}
+
+gf_status gf_launch_plan_nodes(const gf_launch_opts *o, int present,
+                               int *nodes, int *grad_accum, gf_err *err) {
+  int top = present < o->nnodes_max ? present : o->nnodes_max;
+  int full = o->nnodes_max * o->nproc;
+  for (int k = top; k >= o->nnodes_min && k >= 1; k--) {
+    int ga = 0;
+    if (world_fits(o, full, k * o->nproc, &ga)) {
+      *nodes = k;
+      *grad_accum = ga;
+      return GF_OK;
+    }
+  }
+  if (top < o->nnodes_min)
+    return gf_fail(err, GF_ENOTFOUND, "%d node%s there, fewer than "
+                   "--nnodes' minimum %d", present, present == 1 ? "" : "s",
+                   o->nnodes_min);
+  return gf_fail(err, GF_ENOTFOUND, "no node count from %d down to %d "
+                 "(x %d ranks) splits --batch %d%s", top, o->nnodes_min,
+                 o->nproc, o->train.batch,
                  o->train.exact_reduce ? " and --exact-shards (a power of "
                                          "two)" : "");
 }

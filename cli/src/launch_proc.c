@@ -101,14 +101,14 @@ static bool set_visible_devices(const gf_launch_opts *o,
 
 /* In a child: the environment and process state every started process
  * gets, before exec. */
-static void child_common(pid_t pgid, const gf_launch_opts *o, int restarts) {
+static void child_common(pid_t pgid, const launch_attempt *a, int restarts) {
   setpgid(0, pgid);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
   signal(SIGPIPE, SIG_DFL);
-  setenv("GANFLOW_HEARTBEAT_DIR", o->hb_dir, 1);
+  setenv("GANFLOW_HEARTBEAT_DIR", a->hb_dir, 1);
   set_int_env("GANFLOW_RESTART", restarts);
 }
 
@@ -124,14 +124,14 @@ static pid_t spawn_one(pid_t pgid, char **argv, const gf_launch_opts *o,
     setpgid(pid, pgid ? pgid : pid); /* both sides: no race */
     return pid;
   }
-  child_common(pgid, o, restarts);
+  child_common(pgid, a, restarts);
   if (o->launcher == GF_LAUNCHER_LOCAL) {
     /* the ranks' launch is ours, not an outer mpirun's or srun's */
     unsetenv("OMPI_COMM_WORLD_RANK");
     unsetenv("PMIX_RANK");
     unsetenv("SLURM_PROCID");
-    set_int_env("RANK", rank);
-    set_int_env("WORLD_SIZE", a->world);
+    set_int_env("RANK", a->rank_base + rank);
+    set_int_env("WORLD_SIZE", a->global_world);
     set_int_env("LOCAL_RANK", rank);
     set_int_env("LOCAL_WORLD_SIZE", a->world);
     set_int_env("GANFLOW_SLOT", a->r[rank].slot);
@@ -218,7 +218,7 @@ gf_status launch_spawn(const gf_launch_opts *o, launch_attempt *a,
   char **largv = launcher_argv(o, a, argv, err);
   if (!largv) return GF_ENOMEM;
   /* mpirun -x and srun's default export take these from our environment */
-  setenv("GANFLOW_HEARTBEAT_DIR", o->hb_dir, 1);
+  setenv("GANFLOW_HEARTBEAT_DIR", a->hb_dir, 1);
   set_int_env("GANFLOW_RESTART", restarts);
   pid_t pid = spawn_one(0, largv, o, a, 0, restarts, err);
   /* strings made by launcher_argv: the -np value and --ntasks= */

@@ -21,7 +21,7 @@ static gf_status parse(gf_launch_opts *o, int argc, const char *const *argv,
   bool help = false;
   gf_err e;
   memset(&e, 0, sizeof e);
-  gf_status st = gf_launch_parse(o, argc, copy, &help, &e);
+  gf_status st = gf_launch_parse(o, argc, copy, NULL, NULL, &help, &e);
   snprintf(msg, cap, "%s", e.msg);
   return st;
 }
@@ -190,8 +190,122 @@ static void test_heartbeat(void) {
         strcmp(rec.run, "r1") == 0);
 }
 
+/* An environment of NAME=VALUE strings for gf_launch_parse. */
+typedef struct env_list {
+  const char *const *kv;
+} env_list;
+
+static const char *env_get(void *user, const char *name) {
+  const env_list *e = user;
+  size_t n = strlen(name);
+  for (const char *const *p = e->kv; *p; p++)
+    if (strncmp(*p, name, n) == 0 && (*p)[n] == '=') return *p + n + 1;
+  return NULL;
+}
+
+static gf_status parse_env(gf_launch_opts *o, int argc, const char *const *argv,
+                           const char *const *kv, char *msg, size_t cap) {
+  static char *copy[64];
+  for (int i = 0; i < argc; i++) copy[i] = (char *)argv[i];
+  env_list env = {kv};
+  bool help = false;
+  gf_err e;
+  memset(&e, 0, sizeof e);
+  gf_status st = gf_launch_parse(o, argc, copy, env_get, &env, &help, &e);
+  snprintf(msg, cap, "%s", e.msg);
+  return st;
+}
+
+static void test_nodes(void) {
+  gf_launch_opts o;
+  char msg[512];
+  const char *none[] = {NULL};
+  const char *flags[] = {"launch", "--nnodes", "1:3", "--node-rank", "2",
+                         "--rdzv", "node0:29400", "--nproc-per-node", "2",
+                         "--rdzv-last-call", "0.5", "--", "ganflow-train",
+                         "--data", "x", "--batch", "12"};
+  CHECKF(parse_env(&o, ARGC(flags), flags, none, msg, sizeof msg) == GF_OK,
+         "%s", msg);
+  CHECK(o.nnodes_min == 1 && o.nnodes_max == 3 && o.node_rank == 2);
+  CHECK(strcmp(o.rdzv_host, "node0") == 0 && o.rdzv_port == 29400);
+  CHECK(o.nproc == 2 && o.rdzv_last_call == 0.5 && strcmp(o.conv, "flags") == 0);
+  /* 3 nodes x 2 ranks of 12 images: 6 ranks of 2; 2 nodes: 4 ranks of 3 */
+  int k = 0, ga = 0;
+  gf_err e;
+  CHECK(gf_launch_plan_nodes(&o, 3, &k, &ga, &e) == GF_OK && k == 3 && ga == 1);
+  CHECK(gf_launch_plan_nodes(&o, 9, &k, &ga, &e) == GF_OK && k == 3);
+  CHECK(gf_launch_plan_nodes(&o, 2, &k, &ga, &e) == GF_OK && k == 2);
+  CHECK(gf_launch_plan_nodes(&o, 0, &k, &ga, &e) == GF_ENOTFOUND &&
+        strstr(e.msg, "minimum 1"));
+
+  /* Kubeflow Trainer's variables, flags left out */
+  const char *bare[] = {"launch", "--", "ganflow-train", "--data", "x"};
+  const char *pet[] = {"PET_NNODES=2:4", "PET_NPROC_PER_NODE=1",
+                       "PET_NODE_RANK=3", "PET_MASTER_ADDR=job-0.svc",
+                       "MASTER_ADDR=ignored", NULL};
+  CHECKF(parse_env(&o, ARGC(bare), bare, pet, msg, sizeof msg) == GF_OK, "%s",
+         msg);
+  CHECK(o.nnodes_min == 2 && o.nnodes_max == 4 && o.node_rank == 3);
+  CHECK(o.nproc == 1 && strcmp(o.rdzv_host, "job-0.svc") == 0);
+  CHECK(o.rdzv_port == 29500 && strcmp(o.conv, "PET_*") == 0);
+  /* PyTorchJob's: one agent per pod */
+  const char *ptj[] = {"MASTER_ADDR=pt-master-0", "MASTER_PORT=23456",
+                       "WORLD_SIZE=3", "RANK=1", NULL};
+  const char *np[] = {"launch", "--nproc", "2", "--", "ganflow-train",
+                      "--data", "x"};
+  CHECKF(parse_env(&o, ARGC(np), np, ptj, msg, sizeof msg) == GF_OK, "%s", msg);
+  CHECK(o.nnodes_min == 3 && o.nnodes_max == 3 && o.node_rank == 1);
+  CHECK(strcmp(o.rdzv_host, "pt-master-0") == 0 && o.rdzv_port == 23456);
+  CHECK(strcmp(o.conv, "PyTorchJob") == 0);
+  /* WORLD_SIZE=1 (or a torchrun world) is no multi-node job */
+  const char *one[] = {"MASTER_ADDR=h", "MASTER_PORT=1", "WORLD_SIZE=1",
+                       "RANK=0", NULL};
+  CHECK(parse_env(&o, ARGC(np), np, one, msg, sizeof msg) == GF_OK &&
+        o.nnodes_max == 0);
+
+  struct {
+    const char *const *argv;
+    int argc;
+    const char *env[4];
+    const char *want;
+  } bad[] = {
+      {(const char *const[]){"launch", "--nnodes", "2:1", "--nproc", "1",
+                             "--rdzv", "h:1", "--", "ganflow-train"},
+       9, {NULL}, "--nnodes"},
+      {(const char *const[]){"launch", "--nnodes", "2", "--nproc", "1", "--",
+                             "ganflow-train"},
+       7, {NULL}, "--rdzv"},
+      {(const char *const[]){"launch", "--nnodes", "2", "--node-rank", "2",
+                             "--nproc", "1", "--rdzv", "h:1", "--",
+                             "ganflow-train"},
+       11, {NULL}, "--node-rank 2"},
+      {(const char *const[]){"launch", "--nnodes", "2", "--nproc", "1",
+                             "--rdzv", "h:0", "--", "ganflow-train"},
+       9, {NULL}, "HOST:PORT"},
+      {(const char *const[]){"launch", "--nnodes", "2", "--nproc", "1",
+                             "--rdzv", "a b:5", "--", "ganflow-train"},
+       9, {NULL}, "HOST:PORT"},
+      {(const char *const[]){"launch", "--node-rank", "1", "--nproc", "1",
+                             "--", "ganflow-train"},
+       7, {NULL}, "go with --nnodes"},
+      {(const char *const[]){"launch", "--", "ganflow-train"},
+       3, {"PET_NNODES=2", "PET_NPROC_PER_NODE=x", NULL}, "PET_NPROC_PER_NODE"},
+      {(const char *const[]){"launch", "--nproc", "1", "--", "ganflow-train"},
+       5, {"PET_NNODES=2", "PET_MASTER_ADDR=a;b", NULL}, "PET_MASTER_ADDR"},
+      {(const char *const[]){"launch", "--nproc", "1", "--", "ganflow-train"},
+       5, {"PET_NNODES=2", "PET_MASTER_ADDR=h", "PET_MASTER_PORT=70000", NULL},
+       "PET_MASTER_PORT"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    gf_status st = parse_env(&o, bad[i].argc, bad[i].argv, bad[i].env, msg,
+                             sizeof msg);
+    CHECKF(st == GF_EINVAL && strstr(msg, bad[i].want), "case %zu: %s", i, msg);
+  }
+}
+
 int main(void) {
   test_parse();
+  test_nodes();
   test_plan();
   test_argv();
   test_heartbeat();

@@ -2,6 +2,7 @@
  * job (DESIGN §4.6):
  *
  *   ganflow launch --nproc N [--nproc-min M] [--max-restarts R]
+ *                  [--nnodes MIN[:MAX] --node-rank K --rdzv HOST:PORT]
  *                  [--hang-timeout S] [--start-timeout S]
  *                  [--launcher local|mpirun|srun] [--heartbeat-dir DIR]
  *                  [--hostfile FILE] [--launcher-arg ARG]...
@@ -39,6 +40,7 @@
 
 #define GF_LAUNCH_MAX_RANKS 256
 #define GF_LAUNCH_MAX_LARGS 32
+#define GF_LAUNCH_MAX_NODES 64
 
 typedef enum gf_launcher {
   GF_LAUNCHER_LOCAL = 0,
@@ -71,14 +73,44 @@ typedef struct gf_launch_opts {
   int ncmd;
   int train_at;         /* cmd[train_at] is the ganflow-train word */
   gf_train_config train; /* its flags, as ganflow-train parses them */
+  /* Several nodes (one agent per node, as torchrun): nnodes_max 0 means
+   * one node (the fields below unused); then nproc is per node. */
+  int nnodes_min, nnodes_max; /* --nnodes MIN[:MAX] */
+  int node_rank;              /* --node-rank: 0 hosts the rendezvous */
+  char rdzv_host[256];        /* --rdzv HOST:PORT: node 0's address, also
+                                 the ranks' MASTER_ADDR */
+  int rdzv_port;
+  double rdzv_last_call;      /* --rdzv-last-call s (2): once MIN nodes are
+                                 there, how long to wait for more */
+  char conv[24];              /* where the node settings came from: "flags",
+                                 "PET_*" (Kubeflow Trainer), "PyTorchJob" */
 } gf_launch_opts;
 
-/* Parses argv (argv[0] = "launch") into *o, which borrows argv's strings.
+/* Parses argv (argv[0] = "launch") into *o, which borrows argv's strings,
+ * then the node settings the flags left unset from the environment read
+ * through get (gf_launch_parse_env; get NULL: none).
  * The training flags are parsed with gf_train_parse_args, so a bad one is
  * refused here, before any rank starts. GF_EINVAL with the reason;
  * *help set (and GF_OK) for --help. */
 gf_status gf_launch_parse(gf_launch_opts *o, int argc, char **argv,
-                          bool *help, gf_err *err);
+                          const char *(*get)(void *user, const char *name),
+                          void *user, bool *help, gf_err *err);
+/* (Called by gf_launch_parse.) Fills the node settings that the flags left
+ * unset from a Kubernetes launch's environment, read through get(user,
+ * name) (NULL when unset; get NULL reads nothing): Kubeflow Trainer's PET_NNODES (MIN or MIN:MAX),
+ * PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT;
+ * else PyTorchJob's MASTER_ADDR, MASTER_PORT, WORLD_SIZE (pods, one agent
+ * each) and RANK (the pod's index), read only when all four are set and
+ * WORLD_SIZE > 1. Then checks the node settings as a whole (--node-rank
+ * below MAX, --rdzv given with --nnodes), --nproc given. GF_EINVAL naming
+ * the variable or flag; pure. */
+gf_status gf_launch_parse_env(gf_launch_opts *o,
+                              const char *(*get)(void *user, const char *name),
+                              void *user, gf_err *err);
+/* "HOST:PORT" (HOST a name, an IPv4 address or [IPv6]) into host[cap] and
+ * *port (1..65535); GF_EINVAL naming `what` otherwise. */
+gf_status gf_launch_parse_hostport(const char *what, const char *v, char *host,
+                                   size_t cap, int *port, gf_err *err);
 void gf_launch_usage(FILE *out);
 
 /* The world size of the next attempt when `avail` slots can run: the
@@ -89,6 +121,13 @@ void gf_launch_usage(FILE *out);
  * divide). GF_ENOTFOUND with the reason when no W qualifies. */
 gf_status gf_launch_plan_world(const gf_launch_opts *o, int avail, int *world,
                                int *grad_accum, gf_err *err);
+
+/* With --nnodes: the nodes of the next round when `present` agents are
+ * there: the most K <= min(present, MAX), K >= MIN, whose world K x nproc
+ * splits the job as gf_launch_plan_world asks (the micro-batch kept is
+ * that of MAX nodes); GF_ENOTFOUND with the reason when none does. */
+gf_status gf_launch_plan_nodes(const gf_launch_opts *o, int present,
+                               int *nodes, int *grad_accum, gf_err *err);
 
 /* The argv of one rank's command for an attempt (NULL-terminated; owned by
  * the caller, free with gf_launch_argv_free; the strings are copies): cmd

@@ -1,0 +1,5 @@
+# Fuzz targets of `ganflow`'s parsers of outside input (included by
+# tests/fuzz/CMakeLists.txt): the rendezvous lines of `ganflow launch
+# --nnodes`. Seed corpus in corpus/launch_rdzv/.
+gf_add_fuzz_target(launch_rdzv ${CMAKE_CURRENT_LIST_DIR}/fuzz_launch_rdzv.c gf_cli)
+target_include_directories(fuzz_launch_rdzv PRIVATE ${PROJECT_SOURCE_DIR}/cli/src)
