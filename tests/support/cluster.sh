@@ -24,8 +24,8 @@
 #   /etc files   /etc/netns/gfc<id>-<host>/hosts
 #
 # Interface. The state directory is $GF_CLUSTER_DIR (required by every verb;
-# `up` creates it when missing and writes cluster.state and relay files in
-# it):
+# `up` creates it when missing and writes cluster.state in it, `gateway`
+# relay.py and relay-PORT.{pid,port,log}; `down` removes them):
 #   up N              hosts node0..node{N-1} (1 <= N <= 200) and the hub;
 #                     prints "node0 10.231.<id>.1" lines; exit 0, 77 when
 #                     not root or a tool (ip, unshare, nsenter, tc, flock)
@@ -56,7 +56,10 @@
 #                     reachable from every host as hub:PORT2 and prints
 #                     "hub:PORT2" (PORT2 is PORT unless that is taken in the
 #                     hub); a relay process that ends with `down`. Needs
-#                     python3 (77 without)
+#                     python3 (77 without). MLflow 3's server checks the
+#                     Host header (loopback and private addresses pass), so
+#                     give MLflow clients http://$(addr hub):PORT2
+#                     rather than http://hub:PORT2
 #   down              ends every process of every host and the relays,
 #                     removes every namespace, link, bridge, run file and
 #                     /etc file of the cluster; idempotent, and safe after a
@@ -72,8 +75,10 @@
 #
 # From a C test: set GF_CLUSTER_DIR, run `cluster.sh up N` (77: skip), and
 # run `cluster.sh down` both in the cleanup path and from a SIGTERM handler
-# (fork + execv of this script, then waitpid: all async-signal-safe), so that
-# a ctest timeout leaves nothing behind; `down` after `down` is harmless.
+# (fork + execv of this script, then waitpid: all async-signal-safe);
+# `down` after `down` is harmless. A cluster whose owner was SIGKILLed (no
+# down ran) is reaped by a later `up` once the owner's state directory no
+# longer names it (a test that empties its scratch folder first does that).
 # Run kill/stop/cut/down from outside the hosts (the root namespace): `kill
 # node0` run inside node0 would end itself.
 #
@@ -203,10 +208,26 @@ drop_run_dir() {
   rm -rf "$d"
 }
 
-# Takes the first free id (under the lock): free when no claim names it and
-# no namespace carries its prefix, or when its claim is stale (the owner's
-# state directory names another id or none, and no namespace of it is
-# left). Writes the claim and the state file; prints the id.
+# Removes what is left of cluster id when its owner is gone (the owner's
+# state directory no longer names it: removed, or reused by another
+# cluster, after a SIGKILL that left no chance to run down): its processes,
+# namespaces, /etc/netns files and run directory. Under the lock.
+reap_id() {
+  local id=$1 ns
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^gfc$id-"); do
+    kill_ns "$ns"
+    ip netns del "$ns" 2>/dev/null
+  done
+  rm -rf /etc/netns/gfc"$id"-*
+  drop_run_dir "$id"
+  ! any_ns_with_prefix "gfc$id-"
+}
+
+# Takes the first free id (under the lock): one with no claim and no
+# namespace of its prefix, or one whose claim is stale (the owner's state
+# directory does not name it), once reap_id has removed its leftovers.
+# Namespaces of a prefix with no claim at all are not ours to judge: that
+# id is skipped. Writes the claim; prints the id.
 alloc_id() {
   local id claim owner
   for ((id = 1; id <= MAX_ID; id++)); do
@@ -214,8 +235,7 @@ alloc_id() {
     if [ -d "$claim" ]; then
       owner=$(cat "$claim/owner" 2>/dev/null)
       [ -n "$owner" ] && [ "$(id_in_dir "$owner")" = "$id" ] && continue
-      any_ns_with_prefix "gfc$id-" && continue
-      drop_run_dir "$id"
+      reap_id "$id" || continue
     elif any_ns_with_prefix "gfc$id-"; then
       continue
     fi
@@ -345,7 +365,7 @@ cmd_down() {
   rmdir /etc/netns 2>/dev/null # only when no other cluster has files there
   drop_run_dir "$STATE_ID"
   unlock
-  rm -f "$(state_file)" "$GF_CLUSTER_DIR"/relay-*
+  rm -f "$(state_file)" "$GF_CLUSTER_DIR"/relay-* "$GF_CLUSTER_DIR/relay.py"
   return "$rc"
 }
 
@@ -574,7 +594,8 @@ cmd_gateway() {
   rm -f "$ready" "$base.pid"
   # Its own files for stdio: a caller reading our stdout through a pipe
   # must see EOF when this script ends, not when the relay does.
-  "$py" -c "$RELAY_PY" gfcluster-relay "$(ns_of hub)" "$port" "$port" "$ready" \
+  printf '%s\n' "$RELAY_PY" >"$GF_CLUSTER_DIR/relay.py" || die1 "cannot write $GF_CLUSTER_DIR/relay.py"
+  "$py" "$GF_CLUSTER_DIR/relay.py" gfcluster-relay "$(ns_of hub)" "$port" "$port" "$ready" \
     </dev/null >"$base.log" 2>&1 &
   pid=$!
   echo "$pid" >"$base.pid"
