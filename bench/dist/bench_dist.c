@@ -2,7 +2,9 @@
  * one process per rank, each running gf_gan_step on its slice of a global
  * batch, with the gradients all-reduced at the step's two seams (bucketed,
  * started during the backward). Runs alone as one rank (no communicator,
- * no all-reduce) or under mpirun as several (gf_comm over MPI).
+ * no all-reduce) or as several: under mpirun (gf_comm over MPI) or with
+ * torchrun-style variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT:
+ * gf_comm's tcp engine, also across hosts); --comm picks one.
  *
  * The input is synthetic: a fixed pseudo-random pattern in [-1, 1], indexed
  * by global sample, so that a rank's slice is its part of the same global
@@ -47,6 +49,8 @@ typedef struct opts {
   int shards;             /* exact mode: micro-batches of the global batch;
                              0 until resolved (then world) */
   int bucket_kb;          /* gradient bucket in KiB; 0 = the library's */
+  gf_comm_backend comm;   /* mpi or tcp (several ranks) */
+  bool comm_given;        /* --comm was on the command line */
 } opts;
 
 static void usage(FILE *f) {
@@ -57,9 +61,12 @@ static void usage(FILE *f) {
       "                  [--threads T]\n"
       "                  [--allreduce ring|reduce-bcast|hierarchical|tree]\n"
       "                  [--sync-bn] [--exact [--shards S]] [--bucket-kb K]\n"
-      "Run alone (one rank) or under mpirun (one process per rank). Defaults:\n"
-      "dcgan, 64 (mlp: 28), batch 64, 10 steps, 1 warm-up, 1 thread, ring,\n"
-      "shards = ranks. Rank 0 prints one JSON line.\n");
+      "                  [--comm mpi|tcp]\n"
+      "Run alone (one rank), under mpirun, or with torchrun-style variables\n"
+      "(RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; one process per rank).\n"
+      "Defaults: dcgan, 64 (mlp: 28), batch 64, 10 steps, 1 warm-up, 1 thread,\n"
+      "ring, shards = ranks, comm tcp for a torchrun-style launch and mpi\n"
+      "otherwise. Rank 0 prints one JSON line.\n");
 }
 
 /* *out = s as a decimal int in [lo, hi]; else a message naming flag. */
@@ -102,7 +109,7 @@ static int parse_args(opts *o, int argc, char **argv) {
                                          "--batch",    "--steps",
                                          "--warmup",   "--threads",
                                          "--shards",   "--bucket-kb",
-                                         "--allreduce"};
+                                         "--allreduce", "--comm"};
     bool known = false;
     for (size_t k = 0; k < sizeof valued / sizeof *valued; k++)
       known |= !strcmp(a, valued[k]);
@@ -141,6 +148,14 @@ static int parse_args(opts *o, int argc, char **argv) {
       ok = parse_int(a, v, 1, 1 << 20, &o->shards);
     } else if (!strcmp(a, "--bucket-kb")) {
       ok = parse_int(a, v, 1, 1 << 21, &o->bucket_kb);
+    } else if (!strcmp(a, "--comm")) {
+      o->comm_given = true;
+      if (!strcmp(v, "mpi")) o->comm = GF_COMM_MPI;
+      else if (!strcmp(v, "tcp")) o->comm = GF_COMM_TCP;
+      else {
+        fprintf(stderr, "bench_dist: --comm: \"%s\" is not mpi or tcp\n", v);
+        ok = false;
+      }
     } else { /* --allreduce */
       gf_err err = {0};
       ok = gf_allreduce_algo_parse(v, &o->algo, &err) == GF_OK;
@@ -320,12 +335,13 @@ static void print_result(const opts *o, int world, const run_state *r,
   bool ar = res->allreduce_s > 0;
   printf("{\"bench\":\"dist\",\"model\":\"%s\",\"image_size\":%d,\"world\":%d,"
          "\"threads_per_rank\":%d,\"global_batch\":%d,\"batch_per_rank\":%d,"
-         "\"algo\":\"%s\",\"sync_bn\":%s,\"exact\":%s,\"shards\":%d,\"bucket_"
+         "\"comm\":\"%s\",\"algo\":\"%s\",\"sync_bn\":%s,\"exact\":%s,\"shards\":%d,\"bucket_"
          "kb\":%d,"
          "\"steps\":%d,\"warmup\":%d,"
          "\"data\":\"synthetic: fixed pseudo-random pattern in [-1,1]\"",
          o->arch == GF_ARCH_MLP ? "mlp" : "dcgan", o->image_size, world,
          o->threads, o->batch, o->batch / world,
+         comm ? gf_comm_backend_name(o->comm) : "none",
          comm ? gf_allreduce_algo_name(o->algo) : "none",
          o->sync_bn ? "true" : "false", o->exact ? "true" : "false",
          o->exact ? o->shards : 0, o->bucket_kb ? o->bucket_kb : 1024, o->steps,
@@ -373,16 +389,19 @@ int main(int argc, char **argv) {
   memset(&r, 0, sizeof r);
   const char *what = "";
   gf_status st = GF_OK;
+  if (!o.comm_given)
+    o.comm = strcmp(li.launcher, "torchrun") == 0 ? GF_COMM_TCP : GF_COMM_MPI;
   if (world > 1) {
-    if (!gf_comm_built(GF_COMM_MPI)) {
+    if (!gf_comm_built(o.comm)) {
       fprintf(stderr,
               "bench_dist: launched by %s as one of %d ranks, but this build "
               "has no "
-              "MPI (install libopenmpi-dev and reconfigure)\n",
+              "MPI (install libopenmpi-dev and reconfigure, or launch with "
+              "MASTER_ADDR and MASTER_PORT for --comm tcp)\n",
               li.launcher, world);
       return 1;
     }
-    gf_comm_config cc = {GF_COMM_MPI, o.algo, COMM_TIMEOUT_S, NULL, &li};
+    gf_comm_config cc = {o.comm, o.algo, COMM_TIMEOUT_S, NULL, &li};
     what = "comm";
     st = gf_comm_init(&r.comm, &cc, &err);
   }
