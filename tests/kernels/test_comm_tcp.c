@@ -11,7 +11,10 @@
  *   - tree: bit for bit the sum in the fixed tree order, on inputs where
  *     the reversed order gives other bits (checked, so the test can fail);
  *   - 8 overlapping iallreduce requests with a barrier among them,
- *     completed with test/wait in an order that differs between ranks;
+ *     completed with test/wait in an order that differs between ranks,
+ *     bit for bit the results of the same all-reduces one at a time;
+ *   - (3 ranks, run with argv 2) requests in flight together: a later
+ *     request's first chunk leaves while an earlier one cannot finish;
  *   - allgather, broadcast from rank 1 (f64, i64, u8), barrier, topology;
  *   - ranks that call different collectives: GF_EINVAL on both sides;
  *   - a rank that never calls: GF_ETIMEOUT within the timeout + 1 s;
@@ -294,6 +297,17 @@ static void check_overlap(gf_comm *c, const char *an) {
                         (size_t)b * LEN, LEN);
     CHECKF(bad == 0, "%s: bucket %d: %zu wrong", an, b, bad);
   }
+  /* the bits of the same all-reduces one at a time: each request's
+   * additions keep their order whatever ran beside it */
+  float *one = malloc(sizeof(float) * NB * LEN);
+  REQUIRE(one);
+  fill_in(GF_CDT_F32, one, rank, 0, (size_t)NB * LEN);
+  for (int b = 0; b < NB; b++)
+    CHECK(gf_comm_allreduce(c, one + (size_t)b * LEN, LEN, GF_CDT_F32,
+                            GF_RED_SUM, &e) == GF_OK);
+  CHECKF(memcmp(one, buf, sizeof(float) * NB * LEN) == 0,
+         "%s: overlapped requests differ from the same one at a time", an);
+  free(one);
   /* waited on out of order, before any test */
   for (int b = 0; b < NB; b++)
     CHECK(gf_comm_iallreduce(c, buf + (size_t)b * LEN, 16, GF_CDT_F32,
@@ -475,6 +489,70 @@ static void lost_scenario(const gf_launch_info *li0, const char *marks,
   free(x);
 }
 
+/* World 3, ring: rank 0 starts two all-reduces A and B while ranks 1 and
+ * 2 have called nothing yet, so A cannot finish. B's first chunk must
+ * still leave rank 0 at once: rank 1, calling nothing, waits until both
+ * first chunks (A's and B's, with their headers) sit unread in its socket
+ * from rank 0 - an engine that moves one request at a time never sends
+ * B's. Then ranks 1 and 2 call A and B too, in the same order, and every
+ * rank checks the sums and that they are the bits of the same all-reduces
+ * run one at a time. */
+static void ahead_scenario(const gf_launch_info *li, const char *marks) {
+  enum { N = 3 * 2048 }; /* a chunk: 8 KiB, far below a socket's buffer */
+  gf_err e = {0};
+  REQUIRE(li->world_size == 3);
+  gf_comm_config cfg = {GF_COMM_TCP, GF_ALLREDUCE_ENGINE, 30.0, NULL, li};
+  gf_comm *c = NULL;
+  REQUIRE(gf_comm_init(&c, &cfg, &e) == GF_OK);
+  CHECK(gf_comm_barrier(c, &e) == GF_OK);
+  float *a = malloc(4 * N * sizeof *a), *b = a + N, *a1 = b + N, *b1 = a1 + N;
+  REQUIRE(a);
+  fill_in(GF_CDT_F32, a, li->rank, 0, N);
+  fill_in(GF_CDT_F32, b, li->rank, N, N);
+  memcpy(a1, a, 2 * N * sizeof *a);
+  int ha = -1, hb = -1, done = 0;
+  if (li->rank == 1) {
+    /* nothing read here until both chunks are in */
+    const long want = 2 * (long)(N / 3 * sizeof(float) + 24);
+    int fd = gf_comm_tcp_peer_fd(c, 0);
+    tu_deadline d = tu_deadline_in(EVENT_WAIT_S);
+    int unread = 0;
+    while (!tu_deadline_passed(&d)) {
+      CHECK(ioctl(fd, FIONREAD, &unread) == 0);
+      if (unread >= want) break;
+      tu_wait_fd(fd, POLLIN, 0.01);
+    }
+    CHECKF(unread >= want,
+           "rank 1: %d bytes from rank 0 within %.3g s, not the %ld of both "
+           "requests' first chunks: B waited for A",
+           unread, EVENT_WAIT_S, want);
+    tu_mark(marks, "both-chunks", 1);
+  } else if (li->rank == 2) {
+    CHECKF(tu_wait_marks(marks, "both-chunks", 2, 0, EVENT_WAIT_S),
+           "rank 2: rank 1 did not see both chunks");
+  }
+  REQUIRE(gf_comm_iallreduce(c, a, N, GF_CDT_F32, GF_RED_SUM, &ha, &e) == 0);
+  REQUIRE(gf_comm_iallreduce(c, b, N, GF_CDT_F32, GF_RED_SUM, &hb, &e) == 0);
+  if (li->rank == 0) {
+    /* keeps testing (moving bytes) until rank 1 has both chunks */
+    tu_deadline d = tu_deadline_in(EVENT_WAIT_S);
+    while (!tu_has_mark(marks, "both-chunks", 1) && !tu_deadline_passed(&d)) {
+      CHECK(gf_comm_test(c, hb, &done, &e) == GF_OK);
+      CHECK(!done);
+      tu_wait_fd(gf_comm_tcp_peer_fd(c, 1), POLLIN, 0.002);
+    }
+  }
+  CHECKF(gf_comm_wait(c, hb, &e) == GF_OK, "%s", e.msg);
+  CHECKF(gf_comm_wait(c, ha, &e) == GF_OK, "%s", e.msg);
+  CHECK(misses(c, GF_CDT_F32, GF_RED_SUM, a, 0, N) == 0);
+  CHECK(misses(c, GF_CDT_F32, GF_RED_SUM, b, N, N) == 0);
+  CHECK(gf_comm_allreduce(c, a1, N, GF_CDT_F32, GF_RED_SUM, &e) == GF_OK);
+  CHECK(gf_comm_allreduce(c, b1, N, GF_CDT_F32, GF_RED_SUM, &e) == GF_OK);
+  CHECK(memcmp(a, a1, 2 * N * sizeof *a) == 0);
+  gf_comm_free(c);
+  free(a);
+}
+
 static int child_main(const char *scenario) {
   gf_launch_info li;
   gf_err e = {0};
@@ -567,6 +645,8 @@ static int child_main(const char *scenario) {
     CHECK(gf_comm_barrier(c, &e) == GF_ESTATE);
     gf_comm_free(c);
     free(x);
+  } else if (!strcmp(scenario, "ahead")) {
+    ahead_scenario(&li, marks);
   } else if (!strcmp(scenario, "lost") || !strcmp(scenario, "cut")) {
     lost_scenario(&li, marks, !strcmp(scenario, "cut"));
   } else if (!strcmp(scenario, "world")) {
@@ -838,6 +918,7 @@ int main(int argc, char **argv) {
   spawn_world("dead", world, 20, -1);
   spawn_world("world", world, 20, -1);
   if (world == 2) { /* once (not again at 4): the scenarios of 3 ranks */
+    spawn_world("ahead", 3, 30, -1);
     spawn_world("lost", 3, 20, 2);
     spawn_world("cut", 3, 20, -1);
   }

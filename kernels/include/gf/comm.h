@@ -214,9 +214,11 @@ gf_status gf_comm_allreduce(gf_comm *c, void *buf, size_t count,
  * the wait. The several-step algorithms (reduce-bcast, hierarchical, tree)
  * are state machines advanced by gf_comm_test / gf_comm_wait. nccl: the
  * operation is ordered after the work queued on the ctx's stream so far and
- * runs on a stream of the comm. tcp: one
- * communicating step moves at a time, in call order, and only inside
- * gf_comm_* calls (non-blocking sockets; no thread). */
+ * runs on a stream of the comm. tcp: the steps of every outstanding
+ * request move at once (a request's bytes move while an earlier one waits
+ * on a slow peer; each request's additions keep their one fixed order, so
+ * the bits do not depend on the interleaving), and only inside gf_comm_*
+ * calls (non-blocking sockets; no thread; a wait sleeps in poll()). */
 gf_status gf_comm_iallreduce(gf_comm *c, void *buf, size_t count,
                              gf_comm_dtype dt, gf_reduce_op op, int *req,
                              gf_err *err);

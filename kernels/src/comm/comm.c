@@ -359,6 +359,7 @@ static int holds_lane(const gf_comm *c, const gf_comm_req *r) {
 
 /* May request `slot` start its next communicating step now? */
 static int lane_free(const gf_comm *c, int slot) {
+  if (c->ops->tagged) return 1;
   const gf_comm_req *r = &c->reqs[slot];
   for (int s = 0; s < GF_COMM_SLOTS; s++) {
     const gf_comm_req *o = &c->reqs[s];
@@ -427,6 +428,9 @@ static int req_finished(const gf_comm_req *r) {
   return r->failed || r->cur == r->nsteps;
 }
 
+/* The longest an engine's idle hook sleeps in one go inside a wait. */
+#define IDLE_MS 50
+
 /* Waits for request `slot` with the timeout. Releases it when it finished
  * (successfully or not); leaves it outstanding on GF_ETIMEOUT. */
 static gf_status req_wait(gf_comm *c, int slot, gf_err *err) {
@@ -452,7 +456,13 @@ static gf_status req_wait(gf_comm *c, int slot, gf_err *err) {
                                 : " (not started: earlier operations "
                                   "are still pending)");
     }
-    gf_comm_poll_pause(&poll);
+    if (c->ops->idle) {
+      /* short enough to see the deadline pass */
+      int ms = gf_comm_ms_left(deadline);
+      c->ops->idle(c, ms < IDLE_MS ? ms : IDLE_MS);
+    } else {
+      gf_comm_poll_pause(&poll);
+    }
     progress_all(c);
   }
   c->stats.wait_s += gf_comm_now() - t0;

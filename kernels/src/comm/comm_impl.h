@@ -15,7 +15,8 @@
  * same on every rank since every rank makes the same calls) with its own
  * engine communicators, and within a lane a request starts a communicating
  * step only when every earlier request of that lane has started all of
- * its own. */
+ * its own. A `tagged` engine (tcp) names every message by request and step
+ * and needs no such order. */
 #ifndef GF_COMM_IMPL_H
 #define GF_COMM_IMPL_H
 
@@ -99,6 +100,9 @@ typedef struct gf_comm_ops {
   int serial_issue;   /* a started communicating step holds its lane until
                          step_test reports it done (nccl: a call still being
                          enqueued blocks further calls on the comm) */
+  int tagged;         /* the engine matches every message by its request
+                         and step (tcp), so requests need no issue order:
+                         any request may start any step at any time */
   int fence;          /* every request ends with a GF_STEP_FENCE */
   /* Creates c->impl; c->launch, rank, world, timeout_s, ctx, algo are set.
    * On failure releases what it made (fini is not called). */
@@ -123,6 +127,10 @@ typedef struct gf_comm_ops {
   gf_status (*step_test)(struct gf_comm *c, int slot, int *done, gf_err *err);
   /* Releases the engine's per-request state of `slot`; may be NULL. */
   void (*release)(struct gf_comm *c, int slot);
+  /* Sleeps until an outstanding step may progress (tcp: a socket to read,
+   * or room for queued bytes) or ms milliseconds pass; a wait calls it
+   * between tests instead of its spin-then-sleep pause. May be NULL. */
+  void (*idle)(struct gf_comm *c, int ms);
 } gf_comm_ops;
 
 struct gf_comm {
