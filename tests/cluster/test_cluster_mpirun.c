@@ -24,14 +24,12 @@
  * when this build has no MPI or mpirun is missing; FAILS when Fashion-MNIST
  * is missing. The cluster is taken down on every exit path: at exit, and
  * from a SIGTERM/SIGINT handler. */
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "cluster_util.h"
 #include "file_util.h"
 #include "gf/checkpoint.h"
 #include "gf/comm.h"
@@ -43,77 +41,6 @@
 #define FASHION "/usr/share/datasets/fashion-mnist"
 #define STEPS 10 /* the job's steps; its final checkpoint is ckpt-<STEPS> */
 #define STEPS_S "10"
-
-/* What the exit paths need to take the cluster down. The one piece of
- * process-wide state here, because a signal handler reads it: written once
- * in main() before the handlers are installed, except `child`. */
-typedef struct cluster_exit {
-  char *down_argv[3];      /* cluster.sh down (GF_CLUSTER_DIR is in environ) */
-  volatile pid_t child;    /* the process group running now, 0 when none */
-} cluster_exit;
-static cluster_exit g_exit;
-
-/* Runs `cluster.sh down` and waits for it (fork, execv, waitpid: callable
- * from the signal handler). */
-static void cluster_down(void) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    int fd = open("/dev/null", O_WRONLY);
-    if (fd >= 0) dup2(fd, 1);
-    execv(g_exit.down_argv[0], g_exit.down_argv);
-    _exit(127);
-  }
-  if (pid > 0)
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
-    }
-}
-
-static void end_all(void) {
-  if (g_exit.child > 0) {
-    kill(-g_exit.child, SIGKILL);
-    waitpid(g_exit.child, NULL, 0);
-    g_exit.child = 0;
-  }
-  cluster_down();
-}
-
-static void on_signal(int sig) {
-  end_all();
-  _exit(128 + sig);
-}
-
-/* Runs argv (argv[0] a path) to the end with stdout into out (at most
- * cap - 1 bytes, trailing newlines removed) and stderr into the test's;
- * returns its exit status (128 + signal), -1 when it could not start. */
-static int capture(char *const *argv, char *out, size_t cap) {
-  int p[2];
-  if (pipe(p) != 0) return -1;
-  pid_t pid = fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    dup2(p[1], 1);
-    close(p[0]);
-    close(p[1]);
-    execv(argv[0], argv);
-    _exit(127);
-  }
-  close(p[1]);
-  size_t n = 0;
-  ssize_t r;
-  char sink[256];
-  while ((r = read(p[0], n + 1 < cap ? out + n : sink,
-                   n + 1 < cap ? cap - 1 - n : sizeof sink)) != 0) {
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    if (n + 1 < cap) n += (size_t)r;
-  }
-  close(p[0]);
-  out[n] = '\0';
-  while (n && out[n - 1] == '\n') out[--n] = '\0';
-  return tu_wait_rc(pid);
-}
 
 typedef struct cmd {
   char *argv[64];
@@ -144,9 +71,9 @@ static void trainer(cmd *c, const char *dir, const char *exp) {
 static int run_job(const cmd *c, const char *uri, const char *log,
                    double timeout_s) {
   pid_t pid = tu_spawn_log(log, c->argv, "MLFLOW_TRACKING_URI", uri, 1);
-  g_exit.child = pid;
+  tc_track(0, pid);
   int rc = wait_group(pid, timeout_s, log);
-  g_exit.child = 0;
+  tc_track(0, 0);
   return rc;
 }
 
@@ -189,56 +116,18 @@ int main(void) {
     fprintf(stderr, "%s missing: install dataset-fashion-mnist\n", FASHION);
     return 1;
   }
+  char *uri = test_mlflow_uri();
   tu_fresh_dir(GF_TEST_TMP);
   char dir[1024];
   snprintf(dir, sizeof dir, "%s/cluster", GF_TEST_TMP);
-  REQUIRE(setenv("GF_CLUSTER_DIR", dir, 1) == 0);
   unsetenv("MLFLOW_RUN_ID");
   unsetenv("MLFLOW_EXPERIMENT_NAME");
-  signal(SIGPIPE, SIG_IGN);
-
-  g_exit.down_argv[0] = GF_CLUSTER_SH;
-  g_exit.down_argv[1] = "down";
-  g_exit.down_argv[2] = NULL;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGINT, &sa, NULL);
-  atexit(end_all);
-
   /* The cluster and the way in for MLflow. */
-  char out[512];
-  char *up[] = {GF_CLUSTER_SH, "up", "2", NULL};
-  int rc = capture(up, out, sizeof out);
-  if (rc == 77) {
-    fprintf(stderr, "SKIP: cluster.sh up: not root or a tool missing (its "
-                    "reason above)\n");
-    return 77;
-  }
-  REQUIRE(rc == 0);
-  fprintf(stderr, "%s\n", out);
-  char *uri = test_mlflow_uri();
-  const char *colon = strrchr(uri, ':');
-  int port = colon ? atoi(colon + 1) : 0;
-  REQUIRE(strncmp(uri, "http://127.0.0.1:", 17) == 0 && port > 0);
-  char port_s[16];
-  snprintf(port_s, sizeof port_s, "%d", port);
-  char *gw[] = {GF_CLUSTER_SH, "gateway", port_s, NULL};
-  char relay[64];
-  rc = capture(gw, relay, sizeof relay);
-  REQUIRE(rc == 0 && strncmp(relay, "hub:", 4) == 0);
-  char *addr[] = {GF_CLUSTER_SH, "addr", "hub", NULL};
-  char hub[64];
-  REQUIRE(capture(addr, hub, sizeof hub) == 0 && hub[0]);
-  /* The hub's address rather than its name: MLflow 3's server refuses a
-   * Host header it does not know (DNS rebinding protection), and knows
-   * loopback and the private ranges (10.*), not "hub". */
+  int rc = tc_up(GF_CLUSTER_SH, dir, 2);
+  if (rc) return rc;
   char cluster_uri[256];
-  snprintf(cluster_uri, sizeof cluster_uri, "http://%s:%s", hub, relay + 4);
-  fprintf(stderr, "MLflow %s reaches the cluster as %s (%s)\n", uri,
-          cluster_uri, relay);
+  tc_gateway_uri(GF_CLUSTER_SH, uri, cluster_uri, sizeof cluster_uri);
+  fprintf(stderr, "MLflow %s reaches the cluster as %s\n", uri, cluster_uri);
 
   char hosts[1024], agent[1200];
   snprintf(hosts, sizeof hosts, "%s/hosts", GF_TEST_TMP);
