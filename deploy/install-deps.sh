@@ -32,6 +32,9 @@ MLFLOW_VERSION=3.17.2   # newest 3.x whose dependencies PyPI serves here (3.18.0
 #                       ops from libomp-dev, the ASan/UBSan runtimes from
 #                       libclang-rt-dev), tests/build-matrix.sh every build
 #                       type with it; llvm for the fuzz targets' tools
+#   iproute2 util-linux the test cluster of network namespaces
+#                       (tests/support/cluster.sh: ip, tc for bandwidth
+#                       caps; unshare, nsenter, flock, setpriv)
 #   libwebp-dev         the trainer encodes the `+compressed.webp` companion
 #                       of each sample grid it logs as an MLflow image (as
 #                       MlflowClient.log_image does); its tests decode it back
@@ -43,7 +46,7 @@ PACKAGES=(
   libdnnl-dev ocl-icd-opencl-dev
   python3 python3-venv python3-pip
   dataset-fashion-mnist
-  curl procps time
+  curl procps time iproute2 util-linux
   chromium wrk
   mmdebstrap
   libopenmpi-dev openmpi-bin
