@@ -33,12 +33,12 @@
  * The ranks order their events through marks in a folder the parent makes
  * (wait_util.h), never by sleeping: "every other rank's all-reduce
  * returned", "every other rank calls the all-reduce" plus "the ring
- * neighbour's first chunk waits unread in my socket", "every survivor saw
+ * neighbour's first chunk waits here, unread" (in the socket, or read
+ * ahead by the comm, which drains every stream it polls), "every survivor saw
  * the death"; the parent sleeps in sigtimedwait until a rank ends.
  *
  * GF_COMM_BENCH=<n>: instead, rank 0 prints the median of 20 blocking
  * all-reduces of n floats per algorithm. */
-#include <dirent.h>
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -395,22 +395,22 @@ static void check_mismatch(const gf_launch_info *li) {
 
 /* ---- scenarios (one per spawn of the world) ------------------------------ */
 
-/* The most bytes waiting unread in any one socket of this process (its
- * mesh connections), from FIONREAD; -1 when /proc/self/fd cannot be read. */
-static long most_unread(void) {
-  DIR *d = opendir("/proc/self/fd");
-  if (!d) return -1;
+/* The bytes that peer sent this rank that no receive has taken yet: those
+ * unread in the socket (FIONREAD) and those the comm read ahead of their
+ * receives (it drains every stream it polls). */
+static long come_from(gf_comm *c, int peer) {
+  int fd = gf_comm_tcp_peer_fd(c, peer), n = 0;
+  if (fd < 0 || ioctl(fd, FIONREAD, &n) != 0) n = 0;
+  return (long)n + (long)gf_comm_tcp_early_bytes(c, peer);
+}
+
+/* The most of that over the peers. */
+static long most_unread(gf_comm *c) {
   long most = 0;
-  struct dirent *de;
-  while ((de = readdir(d))) {
-    if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
-    int fd = atoi(de->d_name), n = 0;
-    struct stat sb;
-    if (fd == dirfd(d) || fstat(fd, &sb) != 0 || !S_ISSOCK(sb.st_mode))
-      continue;
-    if (ioctl(fd, FIONREAD, &n) == 0 && n > most) most = n;
+  for (int p = 0; p < gf_comm_world(c); p++) {
+    long n = p == gf_comm_rank(c) ? 0 : come_from(c, p);
+    if (n > most) most = n;
   }
-  closedir(d);
   return most;
 }
 
@@ -419,8 +419,7 @@ static long most_unread(void) {
 #define CHUNK_UNREAD_MIN 16384
 
 static int chunk_waiting(void *arg) {
-  (void)arg;
-  return most_unread() >= CHUNK_UNREAD_MIN;
+  return most_unread(arg) >= CHUNK_UNREAD_MIN;
 }
 
 /* World 3, the hierarchical all-reduce on two fake hosts: rank 0 alone on
@@ -512,20 +511,21 @@ static void ahead_scenario(const gf_launch_info *li, const char *marks) {
   memcpy(a1, a, 2 * N * sizeof *a);
   int ha = -1, hb = -1, done = 0;
   if (li->rank == 1) {
-    /* nothing read here until both chunks are in */
+    /* nothing more read here until both chunks are in (the barrier's
+     * last poll may have read the first ahead) */
     const long want = 2 * (long)(N / 3 * sizeof(float) + 24);
     int fd = gf_comm_tcp_peer_fd(c, 0);
     tu_deadline d = tu_deadline_in(EVENT_WAIT_S);
-    int unread = 0;
+    long got = 0;
     while (!tu_deadline_passed(&d)) {
-      CHECK(ioctl(fd, FIONREAD, &unread) == 0);
-      if (unread >= want) break;
+      got = come_from(c, 0);
+      if (got >= want) break;
       tu_wait_fd(fd, POLLIN, 0.01);
     }
-    CHECKF(unread >= want,
-           "rank 1: %d bytes from rank 0 within %.3g s, not the %ld of both "
+    CHECKF(got >= want,
+           "rank 1: %ld bytes from rank 0 within %.3g s, not the %ld of both "
            "requests' first chunks: B waited for A",
-           unread, EVENT_WAIT_S, want);
+           got, EVENT_WAIT_S, want);
     tu_mark(marks, "both-chunks", 1);
   } else if (li->rank == 2) {
     CHECKF(tu_wait_marks(marks, "both-chunks", 2, 0, EVENT_WAIT_S),
@@ -608,13 +608,13 @@ static int child_main(const char *scenario) {
       /* dies while the others are in an all-reduce, with their first
        * chunks unread in its socket buffers: once every other rank has
        * marked that it calls the all-reduce, and its ring neighbour's
-       * first chunk (1 MB / world) waits unread in a socket here */
+       * first chunk (1 MB / world) waits here unread */
       CHECKF(tu_wait_marks(marks, "in-allreduce", world, last, EVENT_WAIT_S),
              "rank %d: not every other rank called the all-reduce", last);
-      CHECKF(tu_wait_for(chunk_waiting, NULL, EVENT_WAIT_S, 0.001),
+      CHECKF(tu_wait_for(chunk_waiting, c, EVENT_WAIT_S, 0.001),
              "rank %d: no chunk of the all-reduce arrived within %.3g s "
              "(most unread in a socket: %ld bytes)",
-             last, EVENT_WAIT_S, most_unread());
+             last, EVENT_WAIT_S, most_unread(c));
       _exit(check_report());
     }
     tu_mark(marks, "in-allreduce", li.rank);

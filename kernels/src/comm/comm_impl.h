@@ -289,6 +289,10 @@ gf_status gf_comm_tcp_bootstrap(const gf_launch_info *li, double timeout_s,
  * (owned by the comm: the caller may shut it down, never close it), or -1
  * (another engine, this rank, a closed comm). */
 int gf_comm_tcp_peer_fd(const gf_comm *c, int peer);
+/* For tests: the bytes (headers included) of messages from peer that the
+ * tcp comm has read ahead of their receives and holds; 0 for another
+ * engine. */
+size_t gf_comm_tcp_early_bytes(const gf_comm *c, int peer);
 
 /* ---- bootstrap helpers --------------------------------------------------- */
 /* TCP rendezvous (comm_rdv.c): rank 0 listens on port (all addresses) and

@@ -537,6 +537,17 @@ int gf_comm_tcp_peer_fd(const gf_comm *c, int peer) {
   return s && s->peer ? s->peer[peer].fd : -1;
 }
 
+size_t gf_comm_tcp_early_bytes(const gf_comm *c, int peer) {
+  if (!c || c->ops != &gf_comm_tcp_ops || peer < 0 || peer >= c->world)
+    return 0;
+  const tcp_state *s = c->impl;
+  size_t n = 0;
+  if (s && s->peer)
+    for (const tcp_unx *u = s->peer[peer].unx; u; u = u->next)
+      n += HDR + u->got;
+  return n;
+}
+
 const gf_comm_ops gf_comm_tcp_ops = {
     .name = "tcp",
     .device_buffers = 0,
