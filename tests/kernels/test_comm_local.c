@@ -4,7 +4,13 @@
  * handles (test, wait, stale and foreign handles refused, the 64-handle
  * limit), statistics, abort, and every argument and config refusal of
  * gf_comm_init and the collectives; GF_EUNSUPPORTED naming the backend a
- * build lacks. */
+ * build lacks; the f32 -> bf16 rounding (nearest, ties to even, NaN and
+ * overflow) against a reference that rounds by distance, which cutting
+ * and rounding half up both fail, and f32-as-bf16 at world 1. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -188,6 +194,114 @@ static void check_init_refusals(const gf_launch_info *li) {
   }
 }
 
+/* ---- bf16 ----------------------------------------------------------------
+ * The reference rounds by distance, not by bits: of the two bf16 values
+ * around f (f's bits cut to 16, and the next one away from zero), the
+ * nearer in exact arithmetic (doubles hold every difference of two floats
+ * exactly), the one with an even last bit on a tie; the value after the
+ * largest finite bf16 counts as 2^128, as IEEE rounding has it, so that
+ * overflow gives infinity. */
+static double bf16_value(uint16_t h) {
+  if ((h & 0x7fffu) == 0x7f80u) return (h & 0x8000u) ? -ldexp(1, 128) : ldexp(1, 128);
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+static uint16_t bf16_reference(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  uint16_t lo = (uint16_t)(u >> 16), hi = (uint16_t)(lo + 1);
+  if (isnan(f) || isinf(f) || (u & 0xffffu) == 0) return lo;
+  double dl = fabs((double)f - bf16_value(lo)), dh = fabs((double)f - bf16_value(hi));
+  if (dl != dh) return dl < dh ? lo : hi;
+  return (lo & 1u) ? hi : lo;
+}
+
+static uint32_t xorshift(uint32_t *st) {
+  uint32_t x = *st;
+  x ^= x << 13;
+  x ^= x >> 17;
+  x ^= x << 5;
+  return *st = x;
+}
+
+static void check_bf16(const gf_launch_info *li) {
+  enum { NSPEC = 24, NRAND = 200000, N = NSPEC + NRAND };
+  static const uint32_t spec[NSPEC] = {
+      0x00000000, 0x80000000, 0x7f800000, 0xff800000, /* zeros, infinities */
+      0x7fc00000, 0xffc00001, 0x7f80ffff, 0x7f800001, /* NaNs: must stay NaN
+                                                         (the last two would
+                                                         round to infinity) */
+      0x3f808000, 0x3f818000, 0xbf808000, 0xbf818000, /* ties: to even */
+      0x3f808001, 0x3f807fff,                         /* just off the tie */
+      0x7f7fffff, 0x7f7f8000, 0x7f7f7fff, 0xff7fffff, /* overflow to inf */
+      0x00000001, 0x00008000, 0x00018000, 0x807fffff, /* denormals */
+      0x3f800000, 0x40490fdb};                        /* 1, pi */
+  float *f = malloc(N * sizeof *f), *back = malloc(N * sizeof *back);
+  uint16_t *h = malloc(N * sizeof *h);
+  REQUIRE(f && back && h);
+  uint32_t st = 0x9e3779b9u;
+  for (int i = 0; i < N; i++) {
+    uint32_t u = i < NSPEC ? spec[i] : xorshift(&st);
+    if (i >= NSPEC && i % 4 == 0) u = (u & 0xffff0000u) | 0x8000u; /* ties */
+    memcpy(&f[i], &u, 4);
+  }
+  gf_comm_bf16_from_f32(h, f, N);
+  gf_comm_bf16_to_f32(back, h, N);
+  size_t bad = 0, trunc_differs = 0, halfup_differs = 0;
+  for (int i = 0; i < N; i++) {
+    uint16_t want = bf16_reference(f[i]);
+    uint32_t u;
+    memcpy(&u, &f[i], 4);
+    int ok = isnan(f[i]) ? isnan(back[i]) && (h[i] & 0x8000u) == (want & 0x8000u)
+                         : h[i] == want;
+    uint32_t bu;
+    memcpy(&bu, &back[i], 4);
+    ok = ok && bu == (uint32_t)h[i] << 16; /* widening is exact */
+    if (!ok && bad++ < 5)
+      fprintf(stderr, "  bf16 of %08x: %04x, want %04x\n", u, h[i], want);
+    if (!isnan(f[i])) {
+      trunc_differs += (uint16_t)(u >> 16) != want;
+      halfup_differs += (uint16_t)((u + 0x8000u) >> 16) != want;
+    }
+  }
+  CHECKF(bad == 0, "bf16 conversion: %zu of %d wrong", bad, N);
+  /* the reference can fail: cutting and rounding half up both differ
+   * from it on these inputs (the second on ties only) */
+  CHECKF(trunc_differs > N / 4 && halfup_differs > N / 16,
+         "bf16 reference too tame: %zu, %zu", trunc_differs, halfup_differs);
+  /* world 1: f32-as-bf16 leaves the bf16 values, AVG included; bf16 sums
+   * are the buffer */
+  gf_comm *c = local_comm(li, GF_ALLREDUCE_ENGINE);
+  gf_err e = {0};
+  float g[64];
+  memcpy(g, f + NSPEC, sizeof g);
+  CHECK(gf_comm_allreduce(c, g, 64, GF_CDT_F32_AS_BF16, GF_RED_SUM, &e) == GF_OK);
+  CHECK(memcmp(g, back + NSPEC, sizeof g) == 0 || isnan(g[0]));
+  memcpy(g, f + NSPEC + 64, sizeof g);
+  int hd = -1;
+  CHECK(gf_comm_iallreduce(c, g, 64, GF_CDT_F32_AS_BF16, GF_RED_AVG, &hd, &e) == GF_OK);
+  CHECK(gf_comm_wait(c, hd, &e) == GF_OK);
+  size_t diff = 0;
+  for (int i = 0; i < 64; i++)
+    diff += memcmp(&g[i], &back[NSPEC + 64 + i], 4) != 0 && !isnan(g[i]);
+  CHECK(diff == 0);
+  uint16_t hh[5] = {1, 0x3f80, 0x8000, 0x7f80, 0xffff}, h0[5];
+  memcpy(h0, hh, sizeof hh);
+  CHECK(gf_comm_allreduce(c, hh, 5, GF_CDT_BF16, GF_RED_SUM, &e) == GF_OK);
+  CHECK(memcmp(hh, h0, sizeof hh) == 0);
+  CHECK(gf_comm_broadcast(c, hh, 5, GF_CDT_BF16, 0, &e) == GF_OK);
+  CHECK(gf_comm_allreduce(c, hh, 5, GF_CDT_BF16, GF_RED_AVG, &e) == GF_EINVAL);
+  CHECK(gf_comm_broadcast(c, g, 5, GF_CDT_F32_AS_BF16, 0, &e) == GF_EINVAL);
+  CHECK(gf_comm_allreduce(c, g, 5, (gf_comm_dtype)6, GF_RED_SUM, &e) == GF_EINVAL);
+  gf_comm_free(c);
+  free(f);
+  free(back);
+  free(h);
+}
+
 int main(void) {
   gf_launch_info li;
   gf_err e = {0};
@@ -197,5 +311,6 @@ int main(void) {
   check_handles(&li);
   check_refusals(&li);
   check_init_refusals(&li);
+  check_bf16(&li);
   return check_report();
 }

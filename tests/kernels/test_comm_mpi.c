@@ -19,7 +19,10 @@
  *     it) does rank 1 call, and a second wait with a longer timeout
  *     completes with the right sum;
  *   - init refusals: a launch MPI disagrees with, tree at world 3, local
- *     at world > 1.
+ *     at world > 1;
+ *   - f32-as-bf16 and bf16 (the comm's bf16 sum op): bf16 values within
+ *     bf16 rounding, the same bits everywhere, bit for bit the reference at
+ *     2 ranks and for the tree.
  * The first comm initializes MPI and is freed last (finalizing it).
  *
  * GF_COMM_BENCH=<n> in the environment replaces the checks by a timing:
@@ -387,6 +390,76 @@ static void check_timeout(gf_comm *c, gf_comm *owner, const char *an) {
 }
 
 /* `owner` (the first comm) only carries check_timeout's go barrier. */
+static float bf16_round(float f) {
+  uint16_t h;
+  float g;
+  gf_comm_bf16_from_f32(&h, &f, 1);
+  gf_comm_bf16_to_f32(&g, &h, 1);
+  return g;
+}
+
+/* f32-as-bf16 (MPI_UINT16_T with the comm's bf16 sum op): bf16 values,
+ * within bf16 rounding of the exact sum, the same bits on every rank; bit
+ * for bit bf16(bf16(v0) + bf16(v1)) at 2 ranks and the tree's order at
+ * any; AVG = the sums x 1/world in f32; bf16 buffers give the same sums. */
+static void check_bf16(gf_comm *c, const char *an) {
+  const size_t n = 1037;
+  int rank = gf_comm_rank(c), world = gf_comm_world(c);
+  int tree = gf_comm_algo_of(c) == GF_ALLREDUCE_TREE;
+  float *f = malloc(n * sizeof *f), *g = malloc(n * sizeof *g);
+  uint16_t *h = malloc(n * sizeof *h);
+  REQUIRE(f && g && h);
+  gf_err e = {0};
+  for (size_t i = 0; i < n; i++) f[i] = g[i] = valt(rank, i);
+  CHECKF(gf_comm_allreduce(c, f, n, GF_CDT_F32_AS_BF16, GF_RED_SUM, &e) ==
+             GF_OK,
+         "%s bf16: %s", an, e.msg);
+  int hg = -1;
+  CHECK(gf_comm_iallreduce(c, g, n, GF_CDT_F32_AS_BF16, GF_RED_AVG, &hg, &e) ==
+        GF_OK);
+  CHECKF(gf_comm_wait(c, hg, &e) == GF_OK, "%s bf16 avg: %s", an, e.msg);
+  size_t far = 0, notbf16 = 0, miss = 0, avg_miss = 0;
+  for (size_t i = 0; i < n; i++) {
+    double exact = 0, mag = 0;
+    float v[MAXW];
+    for (int r = 0; r < world; r++) {
+      v[r] = bf16_round(valt(r, i));
+      exact += valt(r, i);
+      mag += fabs((double)valt(r, i));
+    }
+    far += !(fabs((double)f[i] - exact) <= 2.0 * world * ldexp(mag, -8));
+    uint32_t u;
+    memcpy(&u, &f[i], 4);
+    notbf16 += (u & 0xffffu) != 0;
+    if (world == 2 || tree) {
+      for (int l = 1; l < world; l *= 2)
+        for (int r = 0; r + l < world; r += 2 * l)
+          v[r] = bf16_round(v[r] + v[r + l]);
+      miss += memcmp(&v[0], &f[i], 4) != 0;
+    }
+    float want = f[i] * (float)(1.0 / world);
+    avg_miss += memcmp(&want, &g[i], 4) != 0;
+  }
+  CHECKF(far == 0 && notbf16 == 0 && miss == 0 && avg_miss == 0,
+         "%s f32-as-bf16: %zu beyond rounding, %zu not bf16, %zu not the "
+         "reference's bits, %zu AVG misses",
+         an, far, notbf16, miss, avg_miss);
+  CHECKF(same_everywhere(c, f, n * 4), "%s bf16: ranks differ", an);
+  for (size_t i = 0; i < n; i++) {
+    float x = valt(rank, i);
+    gf_comm_bf16_from_f32(&h[i], &x, 1);
+  }
+  CHECKF(gf_comm_allreduce(c, h, n, GF_CDT_BF16, GF_RED_SUM, &e) == GF_OK,
+         "%s bf16 buffers: %s", an, e.msg);
+  gf_comm_bf16_to_f32(g, h, n);
+  CHECKF(world > 2 && !tree ? same_everywhere(c, g, n * 4)
+                            : memcmp(g, f, n * 4) == 0,
+         "%s bf16 buffers: other sums", an);
+  free(f);
+  free(g);
+  free(h);
+}
+
 static void run_algo(const gf_launch_info *li, gf_allreduce_algo a,
                      gf_comm *owner) {
   const char *an = gf_allreduce_algo_name(a);
@@ -427,6 +500,7 @@ static void run_algo(const gf_launch_info *li, gf_allreduce_algo a,
   CHECKF(s.allreduce_calls == calls + 8 + 64 + 1, "%s: %llu calls", an,
          (unsigned long long)s.allreduce_calls);
   CHECK(gf_comm_rank(c) != 0 || s.wait_s >= 0.3);
+  check_bf16(c, an);
   gf_comm_free(c);
 }
 

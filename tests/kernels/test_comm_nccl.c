@@ -3,13 +3,16 @@
  * communicator init with every algorithm, all-reduce (sum and avg of f32
  * and f64, i64 sum: the buffer itself at world 1, AVG multiplies by 1/1),
  * non-blocking all-reduce with test/wait, broadcast, barrier, allgather
- * from host and from device memory, host buffers refused, statistics; the
+ * from host and from device memory, host buffers refused, statistics,
+ * f32-as-bf16 and bf16 (the device's rounding equal to the host twin's,
+ * gf_comm_bf16_from_f32; written for the GPU machines, not yet run); the
  * timeout path: a host function holding the legacy stream (which the ctx's
  * blocking stream waits for) keeps an all-reduce from starting, the wait
  * gives GF_ETIMEOUT within the timeout, and a later wait completes it;
  * then gf_comm_abort on the idle communicator (ncclCommAbort) leaves every
  * collective GF_ESTATE and gf_comm_free still works. */
 #include <cuda_runtime_api.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -115,6 +118,29 @@ static void check_algo(gf_ctx *ctx, const gf_launch_info *li,
   gf_comm_get_stats(c, &s);
   CHECK(s.allreduce_calls == 6);
   CHECK(s.allreduce_bytes == 3 * 300 * 4 + 2 * 300 * 8 + 300 * 8);
+
+  /* f32-as-bf16 at world 1: the device's rounding (and the tree's bf16
+   * add, a no-op here) leaves the host twin's bf16 values, AVG too; bf16
+   * buffers move as they are */
+  float hb[300], hr[300];
+  uint16_t h16[300];
+  for (int i = 0; i < 300; i++) hb[i] = hf[i] * 1.0001f + 1e-3f * (float)i;
+  hb[0] = 1.00390625f; /* a tie: to even, 1 */
+  hb[1] = 1.01171875f; /* a tie: to even, 1.015625 */
+  gf_comm_bf16_from_f32(h16, hb, 300);
+  gf_comm_bf16_to_f32(hr, h16, 300);
+  float *db = dev_copy(hb, sizeof hb);
+  for (int op = 0; op < 2; op++) {
+    CHECKF(gf_comm_allreduce(c, db, 300, GF_CDT_F32_AS_BF16, (gf_reduce_op)op,
+                             &e) == GF_OK,
+           "%s f32-as-bf16: %s", an, e.msg);
+    CHECKF(dev_equals(db, hr, sizeof hr), "%s f32-as-bf16 op %d", an, op);
+  }
+  uint16_t *d16 = dev_copy(h16, sizeof h16);
+  CHECK(gf_comm_allreduce(c, d16, 300, GF_CDT_BF16, GF_RED_SUM, &e) == GF_OK);
+  CHECK(dev_equals(d16, h16, sizeof h16));
+  cudaFree(db);
+  cudaFree(d16);
 
   cudaFree(df);
   cudaFree(dd);

@@ -10,6 +10,9 @@
  *     (more than the socket buffers) exactly;
  *   - tree: bit for bit the sum in the fixed tree order, on inputs where
  *     the reversed order gives other bits (checked, so the test can fail);
+ *   - f32-as-bf16 and bf16 (every algorithm, SUM and AVG): bf16 values,
+ *     within bf16 rounding of the exact sum, the same bits on every rank,
+ *     bit for bit the reference where the order is known (2 ranks, tree);
  *   - 8 overlapping iallreduce requests with a barrier among them,
  *     completed with test/wait in an order that differs between ranks,
  *     bit for bit the results of the same all-reduces one at a time;
@@ -264,6 +267,86 @@ static void check_sums(gf_comm *c, const char *an) {
   }
 }
 
+/* bf16 helpers of the references (the library's own conversion is
+ * checked against an independent one in test_comm_local.c). */
+static float bf16_round(float f) {
+  uint16_t h;
+  float g;
+  gf_comm_bf16_from_f32(&h, &f, 1);
+  gf_comm_bf16_to_f32(&g, &h, 1);
+  return g;
+}
+
+/* f32-as-bf16 and bf16 all-reduces: every result a bf16 value, the same
+ * bits on every rank, within bf16 rounding of the exact sum (each input
+ * and each partial sum rounded once: 2^-8 relative each, world of each);
+ * at 2 ranks every algorithm gives bf16(bf16(v0) + bf16(v1)) exactly, and
+ * the tree its own order at any world - both bit for bit. AVG scales the
+ * bf16 sums in f32. */
+static void check_bf16_sums(gf_comm *c, const char *an) {
+  const size_t n = 1031;
+  int rank = gf_comm_rank(c), world = gf_comm_world(c);
+  int tree = gf_comm_algo_of(c) == GF_ALLREDUCE_TREE;
+  float *buf = malloc(n * sizeof *buf), *avg = malloc(n * sizeof *avg);
+  uint16_t *hb = malloc(n * sizeof *hb);
+  REQUIRE(buf && avg && hb);
+  gf_err e = {0};
+  fill_in(GF_CDT_F32, buf, rank, 0, n);
+  fill_in(GF_CDT_F32, avg, rank, 0, n);
+  CHECKF(gf_comm_allreduce(c, buf, n, GF_CDT_F32_AS_BF16, GF_RED_SUM, &e) ==
+             GF_OK,
+         "%s bf16: %s", an, e.msg);
+  int ha = -1;
+  CHECK(gf_comm_iallreduce(c, avg, n, GF_CDT_F32_AS_BF16, GF_RED_AVG, &ha,
+                           &e) == GF_OK);
+  CHECKF(gf_comm_wait(c, ha, &e) == GF_OK, "%s bf16 avg: %s", an, e.msg);
+  size_t bad = 0, notbf16 = 0, exact_miss = 0, avg_miss = 0;
+  for (size_t i = 0; i < n; i++) {
+    double exact = 0, mag = 0;
+    float v[MAXW];
+    for (int r = 0; r < world; r++) {
+      v[r] = bf16_round((float)input(r, i));
+      exact += (double)(float)input(r, i);
+      mag += fabs((double)(float)input(r, i));
+    }
+    double tol = 2.0 * world * ldexp(mag, -8);
+    bad += !(fabs((double)buf[i] - exact) <= tol);
+    uint32_t u;
+    memcpy(&u, &buf[i], 4);
+    notbf16 += (u & 0xffffu) != 0;
+    if (world == 2 || tree) {
+      for (int l = 1; l < world; l *= 2)
+        for (int r = 0; r + l < world; r += 2 * l)
+          v[r] = bf16_round(v[r] + v[r + l]);
+      exact_miss += memcmp(&v[0], &buf[i], 4) != 0;
+    }
+    float want_avg = buf[i] * (float)(1.0 / world);
+    avg_miss += memcmp(&want_avg, &avg[i], 4) != 0;
+  }
+  CHECKF(bad == 0 && notbf16 == 0, "%s f32-as-bf16: %zu beyond rounding, %zu "
+         "not bf16 values", an, bad, notbf16);
+  CHECKF(exact_miss == 0, "%s f32-as-bf16: %zu not the reference's bits", an,
+         exact_miss);
+  CHECKF(avg_miss == 0, "%s f32-as-bf16 AVG: %zu not sum x 1/world", an,
+         avg_miss);
+  CHECKF(identical_everywhere(c, buf, n * 4), "%s bf16: ranks differ", an);
+  /* bf16 buffers themselves */
+  for (size_t i = 0; i < n; i++) {
+    float x = (float)input(rank, i);
+    gf_comm_bf16_from_f32(&hb[i], &x, 1);
+  }
+  CHECKF(gf_comm_allreduce(c, hb, n, GF_CDT_BF16, GF_RED_SUM, &e) == GF_OK,
+         "%s bf16 buffers: %s", an, e.msg);
+  gf_comm_bf16_to_f32(avg, hb, n);
+  CHECK(memcmp(avg, buf, n * 4) == 0); /* the same sums */
+  CHECK(identical_everywhere(c, hb, n * 2));
+  /* the big buffer in pieces, and AVG refused for bf16 */
+  CHECK(gf_comm_allreduce(c, hb, n, GF_CDT_BF16, GF_RED_AVG, &e) == GF_EINVAL);
+  free(buf);
+  free(avg);
+  free(hb);
+}
+
 static void check_overlap(gf_comm *c, const char *an) {
   enum { NB = 8, LEN = 4099 };
   int rank = gf_comm_rank(c);
@@ -337,6 +420,7 @@ static void run_algo(const gf_launch_info *li, gf_allreduce_algo a,
     CHECK_INT_EQ(gf_comm_local_rank(c), l.rank / 2);
   }
   check_sums(c, an);
+  check_bf16_sums(c, an);
   check_overlap(c, an);
   gf_comm_stats s;
   gf_comm_get_stats(c, &s);

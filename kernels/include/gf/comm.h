@@ -63,16 +63,41 @@ typedef enum gf_allreduce_algo {
   GF_ALLREDUCE_TREE = 3
 } gf_allreduce_algo;
 
-/* AVG = SUM, then multiply by 1/world (f32/f64 only). */
+/* AVG = SUM, then multiply by 1/world (f32, f64, f32-as-bf16 only). */
 typedef enum gf_reduce_op { GF_RED_SUM = 0, GF_RED_AVG = 1 } gf_reduce_op;
 
-/* Element types; U8 is for broadcast/allgather only. */
+/* Element types; U8 is for broadcast/allgather only.
+ *   BF16         bfloat16 values in uint16_t (the high half of an f32's
+ *                bits); each addition of a reduction is done in f32 and
+ *                rounded to the nearest bf16, ties to even (SUM only).
+ *   F32_AS_BF16  f32 buffers that travel as bf16, for all-reduce only (half
+ *                the bytes on the wire, like PyTorch DDP's
+ *                bf16_compress_hook): the engine rounds a copy of the
+ *                buffer to bf16 (gf_comm_bf16_from_f32), all-reduces that
+ *                copy as BF16 with the comm's algorithm (its fixed order of
+ *                additions, each in f32 and rounded to bf16 again for the
+ *                wire) and writes the sums back as f32; AVG scales those
+ *                f32 afterwards. Every rank ends with the same bits, each a
+ *                bf16 value; the sums differ from F32's by bf16 rounding, so
+ *                not for bit-exact work. The local engine (world 1) rounds
+ *                the buffer to bf16; nccl uses ncclBfloat16. */
 typedef enum gf_comm_dtype {
   GF_CDT_F32 = 0,
   GF_CDT_F64 = 1,
   GF_CDT_I64 = 2,
-  GF_CDT_U8 = 3
+  GF_CDT_U8 = 3,
+  GF_CDT_BF16 = 4,
+  GF_CDT_F32_AS_BF16 = 5
 } gf_comm_dtype;
+
+/* dst[i] = the bf16 nearest src[i], ties to even; a NaN stays a NaN of the
+ * same sign (quiet), a value beyond bf16's range becomes +-inf as in IEEE
+ * rounding. n values of caller-owned memory; dst and src must not overlap.
+ * The arithmetic of BF16 and F32_AS_BF16 on every engine (nccl's kernels
+ * do the same bit operations). */
+void gf_comm_bf16_from_f32(uint16_t *dst, const float *src, size_t n);
+/* dst[i] = src[i] as f32 (exact). Caller-owned memory, no overlap. */
+void gf_comm_bf16_to_f32(float *dst, const uint16_t *src, size_t n);
 
 /* ---- launch ---------------------------------------------------------------
  * How the process was launched, from the environment. */

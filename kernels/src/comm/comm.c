@@ -89,6 +89,8 @@ static const char *dtype_name(gf_comm_dtype dt) {
   case GF_CDT_F64: return "f64";
   case GF_CDT_I64: return "i64";
   case GF_CDT_U8: return "u8";
+  case GF_CDT_BF16: return "bf16";
+  case GF_CDT_F32_AS_BF16: return "f32-as-bf16";
   }
   return "?";
 }
@@ -119,8 +121,59 @@ size_t gf_comm_dtype_size(gf_comm_dtype dt) {
   case GF_CDT_F64: return 8;
   case GF_CDT_I64: return 8;
   case GF_CDT_U8: return 1;
+  case GF_CDT_BF16: return 2;
+  case GF_CDT_F32_AS_BF16: return 4;
   }
   return 0;
+}
+
+/* ---- bf16 ---------------------------------------------------------------- */
+
+/* The bf16 nearest f, ties to even: add half an ulp of the kept part (less
+ * one, plus the kept part's lowest bit) and cut; a NaN is quieted instead,
+ * since the addition could carry it into an infinity. */
+static inline uint16_t bf16_of(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
+static inline float f32_of(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+void gf_comm_bf16_from_f32(uint16_t *dst, const float *src, size_t n) {
+  for (size_t i = 0; i < n; i++) dst[i] = bf16_of(src[i]);
+}
+
+void gf_comm_bf16_to_f32(float *dst, const uint16_t *src, size_t n) {
+  for (size_t i = 0; i < n; i++) dst[i] = f32_of(src[i]);
+}
+
+gf_status gf_comm_host_pack(gf_comm_req *r, void **stage, size_t *cap,
+                            gf_err *err) {
+  size_t need = r->count * sizeof(uint16_t);
+  if (need > *cap) {
+    void *nb = malloc(need);
+    if (!nb)
+      return gf_fail(err, GF_ENOMEM,
+                     "comm: cannot allocate %zu bytes for the bf16 copy", need);
+    free(*stage);
+    *stage = nb;
+    *cap = need;
+  }
+  gf_comm_bf16_from_f32(*stage, r->buf, r->count);
+  r->wbuf = *stage;
+  return GF_OK;
+}
+
+void gf_comm_host_unpack(gf_comm_req *r) {
+  if (r->wbuf) gf_comm_bf16_to_f32(r->buf, r->wbuf, r->count);
 }
 
 void gf_comm_host_add(gf_comm_dtype dt, void *dst, const void *lower,
@@ -146,12 +199,21 @@ void gf_comm_host_add(gf_comm_dtype dt, void *dst, const void *lower,
       d[i] = (int64_t)((uint64_t)a[i] + (uint64_t)b[i]);
     break;
   }
-  case GF_CDT_U8: break; /* not reducible; rejected before */
+  case GF_CDT_BF16: {
+    /* each addition in f32, rounded to bf16 */
+    uint16_t *d = dst;
+    const uint16_t *a = lower, *b = higher;
+    for (size_t i = 0; i < n; i++) d[i] = bf16_of(f32_of(a[i]) + f32_of(b[i]));
+    break;
+  }
+  case GF_CDT_U8:          /* not reducible; rejected before */
+  case GF_CDT_F32_AS_BF16: /* reduced as BF16 */
+    break;
   }
 }
 
 void gf_comm_host_scale(gf_comm_dtype dt, void *buf, size_t n, int world) {
-  if (dt == GF_CDT_F32) {
+  if (dt == GF_CDT_F32 || dt == GF_CDT_F32_AS_BF16) {
     float *p = buf, s = (float)(1.0 / world);
     for (size_t i = 0; i < n; i++) p[i] *= s;
   } else if (dt == GF_CDT_F64) {
@@ -240,6 +302,8 @@ static void step_name(const gf_comm_step *s, char buf[STEP_NAME_CAP]) {
   case GF_STEP_ALLGATHER: word = "allgather"; break;
   case GF_STEP_SCALE: word = "scale by 1/world"; break;
   case GF_STEP_FENCE: word = "device completion"; break;
+  case GF_STEP_PACK: word = "rounding to bf16"; break;
+  case GF_STEP_UNPACK: word = "bf16 back to f32"; break;
   default: n = snprintf(buf, STEP_NAME_CAP, "step %d", s->kind); break;
   }
   if (word) n = snprintf(buf, STEP_NAME_CAP, "%s", word);
@@ -268,6 +332,8 @@ static void push_step(gf_comm_req *r, int kind, int scope, int peer,
 
 /* The steps of an all-reduce under c->algo. */
 static void plan_allreduce(const gf_comm *c, gf_comm_req *r) {
+  int packed = r->dt == GF_CDT_F32_AS_BF16;
+  if (packed) push_step(r, GF_STEP_PACK, GF_SCOPE_WORLD, 0, 0);
   switch (c->algo) {
   case GF_ALLREDUCE_ENGINE:
     push_step(r, GF_STEP_ALLREDUCE, GF_SCOPE_WORLD, 0, 0);
@@ -287,6 +353,7 @@ static void plan_allreduce(const gf_comm *c, gf_comm_req *r) {
       push_step(r, GF_STEP_XADD, GF_SCOPE_WORLD, c->rank ^ (1 << l), l);
     break;
   }
+  if (packed) push_step(r, GF_STEP_UNPACK, GF_SCOPE_WORLD, 0, 0);
   if (r->red == GF_RED_AVG) push_step(r, GF_STEP_SCALE, GF_SCOPE_WORLD, 0, 0);
 }
 
@@ -331,6 +398,14 @@ static gf_status req_create(gf_comm *c, int internal, gf_comm_req *proto,
   r->active = 1;
   r->seq = c->next_seq++;
   r->lane = (int)(r->seq % (uint64_t)c->ops->lanes);
+  r->wbuf = r->buf;
+  r->wdt = r->dt;
+  r->welem = r->elem;
+  if (r->dt == GF_CDT_F32_AS_BF16) {
+    r->wbuf = NULL; /* until PACK */
+    r->wdt = GF_CDT_BF16;
+    r->welem = sizeof(uint16_t);
+  }
   r->t_start = gf_comm_now();
   if (r->count == 0 && r->op != GF_OP_BARRIER)
     r->nsteps = 0; /* every rank passes the same count: nothing to move */
@@ -483,7 +558,7 @@ static gf_status run_blocking(gf_comm *c, gf_comm_req *proto, gf_err *err) {
 
 static gf_status check_data(gf_comm *c, const char *what, const void *buf,
                             size_t count, gf_comm_dtype dt, gf_err *err) {
-  if ((unsigned)dt > GF_CDT_U8)
+  if ((unsigned)dt > GF_CDT_F32_AS_BF16)
     return gf_fail(err, GF_EINVAL, "comm: %s: unknown dtype %d", what, (int)dt);
   size_t es = gf_comm_dtype_size(dt);
   if (count > SIZE_MAX / es)
@@ -508,9 +583,11 @@ static gf_status allreduce_proto(gf_comm *c, void *buf, size_t count,
                    "comm: allreduce: u8 is for broadcast and allgather only");
   if (op != GF_RED_SUM && op != GF_RED_AVG)
     return gf_fail(err, GF_EINVAL, "comm: allreduce: unknown op %d", (int)op);
-  if (op == GF_RED_AVG && dt == GF_CDT_I64)
+  if (op == GF_RED_AVG && (dt == GF_CDT_I64 || dt == GF_CDT_BF16))
     return gf_fail(err, GF_EINVAL,
-                   "comm: allreduce: AVG needs f32 or f64, not i64");
+                   "comm: allreduce: AVG needs f32, f64 or f32-as-bf16, not "
+                   "%s",
+                   dtype_name(dt));
   r->op = GF_OP_ALLREDUCE;
   r->buf = buf;
   r->count = count;
@@ -579,6 +656,9 @@ gf_status gf_comm_broadcast(gf_comm *c, void *buf, size_t count,
                             gf_comm_dtype dt, int root, gf_err *err) {
   GF_TRY(check_usable(c, err));
   GF_TRY(check_data(c, "broadcast", buf, count, dt, err));
+  if (dt == GF_CDT_F32_AS_BF16)
+    return gf_fail(err, GF_EINVAL,
+                   "comm: broadcast: f32-as-bf16 is for all-reduce only");
   if (root < 0 || root >= c->world)
     return gf_fail(err, GF_EINVAL, "comm: broadcast: root %d not in [0, %d)",
                    root, c->world);

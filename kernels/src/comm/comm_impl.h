@@ -48,8 +48,11 @@ typedef enum gf_comm_stepkind {
   GF_STEP_BARRIER,
   GF_STEP_ALLGATHER, /* sendbuf (elem bytes) -> buf (world * elem) */
   /* local steps */
-  GF_STEP_SCALE, /* buf *= 1/world */
-  GF_STEP_FENCE  /* device engines: wait for the queued work */
+  GF_STEP_SCALE,  /* buf *= 1/world */
+  GF_STEP_FENCE,  /* device engines: wait for the queued work */
+  GF_STEP_PACK,   /* F32_AS_BF16: wbuf = buf rounded to bf16 (the engine's
+                     staging copy, which the communicating steps move) */
+  GF_STEP_UNPACK  /* F32_AS_BF16: buf = wbuf as f32 */
 } gf_comm_stepkind;
 
 /* Steps that talk to peers (and so keep the lane order). */
@@ -78,6 +81,12 @@ typedef struct gf_comm_req {
   size_t count;        /* elements (allgather: bytes per rank) */
   size_t elem;         /* bytes per element (allgather: 1) */
   gf_comm_dtype dt;
+  /* What the communicating steps move and add: buf, dt, elem, except for
+   * F32_AS_BF16, where wdt is BF16, welem 2 and wbuf the engine's bf16
+   * copy once the PACK step has made it (NULL before). */
+  void *wbuf;
+  gf_comm_dtype wdt;
+  size_t welem;
   gf_reduce_op red;
   int root;        /* broadcast root */
   uint64_t seq;    /* order of creation, the same on every rank */
@@ -184,8 +193,16 @@ size_t gf_comm_dtype_size(gf_comm_dtype dt);
  * either input): the tree's add, written out in operand order. */
 void gf_comm_host_add(gf_comm_dtype dt, void *dst, const void *lower,
                       const void *higher, size_t n);
-/* Host: buf[i] *= 1/world (f32: the f32 of 1.0/world; f64: 1.0/world). */
+/* Host: buf[i] *= 1/world (f32 and f32-as-bf16: the f32 of 1.0/world;
+ * f64: 1.0/world). */
 void gf_comm_host_scale(gf_comm_dtype dt, void *buf, size_t n, int world);
+/* Host PACK step of request r: grows *stage (owned by the engine's slot,
+ * *cap bytes; freed by the engine) to r->count bf16 values, rounds r->buf
+ * into it and points r->wbuf at it. GF_ENOMEM when it cannot grow. */
+gf_status gf_comm_host_pack(gf_comm_req *r, void **stage, size_t *cap,
+                            gf_err *err);
+/* Host UNPACK step: r->buf = r->wbuf widened to f32. */
+void gf_comm_host_unpack(gf_comm_req *r);
 
 /* ---- socket helpers (comm_tcp_net.c; used by comm_rdv.c and the tcp
  * engine) ------------------------------------------------------------------

@@ -1,6 +1,7 @@
 /* comm_local.c - the local engine: world 1, no library. Every reduction,
  * broadcast and barrier is already complete (the sum over one rank is the
- * buffer; AVG multiplies by 1/1); allgather copies `mine` to `all`. Lets
+ * buffer; AVG multiplies by 1/1; f32-as-bf16 rounds it to bf16); allgather
+ * copies `mine` to `all`. Lets
  * the trainer call the same gf_comm code in a plain single-process run. */
 #include <string.h>
 
@@ -25,9 +26,20 @@ static void local_abort(gf_comm *c, int code) {
 static gf_status local_start(gf_comm *c, int slot, gf_err *err) {
   (void)err;
   const gf_comm_req *r = &c->reqs[slot];
-  if (r->steps[r->cur].kind == GF_STEP_ALLGATHER && r->count &&
-      r->buf != r->sendbuf)
+  int kind = r->steps[r->cur].kind;
+  if (kind == GF_STEP_ALLGATHER && r->count && r->buf != r->sendbuf)
     memmove(r->buf, r->sendbuf, r->count);
+  if (kind == GF_STEP_PACK) {
+    /* the sum over one rank is the buffer: rounded to bf16 in place, as
+     * PACK and UNPACK would leave it (the no-op all-reduce between them
+     * needs no copy) */
+    float *f = r->buf;
+    for (size_t i = 0; i < r->count; i++) {
+      uint16_t h;
+      gf_comm_bf16_from_f32(&h, &f[i], 1);
+      gf_comm_bf16_to_f32(&f[i], &h, 1);
+    }
+  }
   return GF_OK;
 }
 

@@ -20,6 +20,9 @@ typedef struct mpi_slot {
   void *scratch;      /* tree: the partner's buffer; owned, kept for reuse
                          by this slot, freed at fini */
   size_t scratch_cap; /* bytes of scratch */
+  void *stage;        /* F32_AS_BF16: the bf16 copy MPI moves; owned like
+                         scratch */
+  size_t stage_cap;
 } mpi_slot;
 
 typedef struct mpi_state {
@@ -30,6 +33,9 @@ typedef struct mpi_state {
                                       MPI_COMM_NULL */
   MPI_Comm leaders[GF_COMM_LANES]; /* hier: local rank 0 of each host
                                       (MPI_COMM_NULL elsewhere) */
+  MPI_Op bf16_sum;                 /* the BF16 sum (MPI has no bf16 type:
+                                      MPI_UINT16_T with this op), or
+                                      MPI_OP_NULL */
   mpi_slot slots[GF_COMM_SLOTS];
 } mpi_state;
 
@@ -57,8 +63,18 @@ static MPI_Datatype mpi_type(gf_comm_dtype dt) {
   case GF_CDT_F64: return MPI_DOUBLE;
   case GF_CDT_I64: return MPI_INT64_T;
   case GF_CDT_U8: return MPI_UINT8_T;
+  case GF_CDT_BF16: return MPI_UINT16_T;
+  case GF_CDT_F32_AS_BF16: return MPI_FLOAT;
   }
   return MPI_DATATYPE_NULL;
+}
+
+/* The user op of BF16 sums: inout[i] = in[i] + inout[i], each addition in
+ * f32 rounded to bf16 (the same as the host engines'; IEEE addition
+ * commutes, so MPI's operand order does not matter, only its grouping). */
+static void bf16_sum_fn(void *in, void *inout, int *len, MPI_Datatype *dt) {
+  (void)dt;
+  gf_comm_host_add(GF_CDT_BF16, inout, in, inout, (size_t)*len);
 }
 
 /* Tests n requests until all finished or the deadline (CLOCK_MONOTONIC
@@ -152,14 +168,21 @@ static void mpi_fini(gf_comm *c, int quiet) {
       free_comm(&s->node[l]);
       free_comm(&s->world[l]);
     }
-    for (int i = 0; i < GF_COMM_SLOTS; i++) free(s->slots[i].scratch);
+    if (s->bf16_sum != MPI_OP_NULL && !finalized) MPI_Op_free(&s->bf16_sum);
+    for (int i = 0; i < GF_COMM_SLOTS; i++) {
+      free(s->slots[i].scratch);
+      free(s->slots[i].stage);
+    }
     if (s->we_init && !finalized) MPI_Finalize();
   } else {
     /* operations may still write into scratch and use the communicators:
      * leave both (and MPI) alone; only slots without a started step give
      * their scratch back */
-    for (int i = 0; i < GF_COMM_SLOTS; i++)
-      if (!c->reqs[i].active) free(s->slots[i].scratch);
+    for (int i = 0; i < GF_COMM_SLOTS; i++) {
+      if (c->reqs[i].active) continue;
+      free(s->slots[i].scratch);
+      free(s->slots[i].stage);
+    }
   }
   free(s);
   c->impl = NULL;
@@ -170,6 +193,7 @@ static gf_status mpi_init(gf_comm *c, gf_err *err) {
   if (!s) return gf_fail(err, GF_ENOMEM, "mpi: cannot allocate the state");
   for (int l = 0; l < GF_COMM_LANES; l++)
     s->world[l] = s->node[l] = s->leaders[l] = MPI_COMM_NULL;
+  s->bf16_sum = MPI_OP_NULL;
   gf_status st = mpi_open(&c->launch, &s->we_init, err);
   if (st) {
     free(s);
@@ -177,7 +201,9 @@ static gf_status mpi_init(gf_comm *c, gf_err *err) {
   }
   c->impl = s;
   s->nlanes = GF_COMM_LANES;
-  st = dup_world(s->world, s->nlanes, c->timeout_s, err);
+  st = mpi_check(MPI_Op_create(bf16_sum_fn, 1, &s->bf16_sum), "MPI_Op_create",
+                 __FILE__, __LINE__, err);
+  if (!st) st = dup_world(s->world, s->nlanes, c->timeout_s, err);
   if (st) mpi_fini(c, st == GF_ETIMEOUT);
   return st;
 }
@@ -224,7 +250,9 @@ static gf_status mpi_start(gf_comm *c, int slot, gf_err *err) {
   const gf_comm_step *p = &r->steps[r->cur];
   mpi_slot *m = &s->slots[slot];
   MPI_Comm comm = scope_comm(s, r->lane, p->scope);
-  MPI_Datatype ty = mpi_type(r->dt);
+  MPI_Datatype ty = mpi_type(r->wdt);
+  MPI_Op sum = r->wdt == GF_CDT_BF16 ? s->bf16_sum : MPI_SUM;
+  void *buf = r->wbuf;
   m->nrq = 0;
   if (r->count > INT_MAX)
     return gf_fail(err, GF_EINVAL,
@@ -234,25 +262,22 @@ static gf_status mpi_start(gf_comm *c, int slot, gf_err *err) {
   int n = (int)r->count;
   switch (p->kind) {
   case GF_STEP_ALLREDUCE:
-    MPI_TRY(
-        MPI_Iallreduce(MPI_IN_PLACE, r->buf, n, ty, MPI_SUM, comm, &m->rq[0]));
+    MPI_TRY(MPI_Iallreduce(MPI_IN_PLACE, buf, n, ty, sum, comm, &m->rq[0]));
     break;
   case GF_STEP_REDUCE: {
     int me = -1;
     MPI_TRY(MPI_Comm_rank(comm, &me));
     if (me == p->peer)
-      MPI_TRY(MPI_Ireduce(MPI_IN_PLACE, r->buf, n, ty, MPI_SUM, p->peer, comm,
+      MPI_TRY(MPI_Ireduce(MPI_IN_PLACE, buf, n, ty, sum, p->peer, comm,
                           &m->rq[0]));
-    else
-      MPI_TRY(
-          MPI_Ireduce(r->buf, NULL, n, ty, MPI_SUM, p->peer, comm, &m->rq[0]));
+    else MPI_TRY(MPI_Ireduce(buf, NULL, n, ty, sum, p->peer, comm, &m->rq[0]));
     break;
   }
   case GF_STEP_BCAST:
-    MPI_TRY(MPI_Ibcast(r->buf, n, ty, p->peer, comm, &m->rq[0]));
+    MPI_TRY(MPI_Ibcast(buf, n, ty, p->peer, comm, &m->rq[0]));
     break;
   case GF_STEP_XADD: {
-    size_t bytes = r->count * r->elem;
+    size_t bytes = r->count * r->welem;
     if (bytes > m->scratch_cap) {
       void *q = malloc(bytes);
       if (!q)
@@ -267,7 +292,7 @@ static gf_status mpi_start(gf_comm *c, int slot, gf_err *err) {
     int tag = 1000 + p->level;
     MPI_TRY(MPI_Irecv(m->scratch, n, ty, p->peer, tag, comm, &m->rq[0]));
     m->nrq = 1;
-    MPI_TRY(MPI_Isend(r->buf, n, ty, p->peer, tag, comm, &m->rq[1]));
+    MPI_TRY(MPI_Isend(buf, n, ty, p->peer, tag, comm, &m->rq[1]));
     m->nrq = 2;
     return GF_OK;
   }
@@ -279,6 +304,9 @@ static gf_status mpi_start(gf_comm *c, int slot, gf_err *err) {
   case GF_STEP_SCALE:
     gf_comm_host_scale(r->dt, r->buf, r->count, c->world);
     return GF_OK;
+  case GF_STEP_PACK:
+    return gf_comm_host_pack(&c->reqs[slot], &m->stage, &m->stage_cap, err);
+  case GF_STEP_UNPACK: gf_comm_host_unpack(&c->reqs[slot]); return GF_OK;
   default:
     return gf_fail(err, GF_EINVAL, "mpi: step kind %d is not mine", p->kind);
   }
@@ -301,8 +329,8 @@ static gf_status mpi_test(gf_comm *c, int slot, int *done, gf_err *err) {
   if (p->kind == GF_STEP_XADD) {
     /* lower rank's value + higher rank's, whichever side this rank is */
     if (c->rank < p->peer)
-      gf_comm_host_add(r->dt, r->buf, r->buf, m->scratch, r->count);
-    else gf_comm_host_add(r->dt, r->buf, m->scratch, r->buf, r->count);
+      gf_comm_host_add(r->wdt, r->wbuf, r->wbuf, m->scratch, r->count);
+    else gf_comm_host_add(r->wdt, r->wbuf, m->scratch, r->wbuf, r->count);
   }
   *done = 1;
   return GF_OK;

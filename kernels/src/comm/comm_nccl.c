@@ -8,8 +8,10 @@
  *
  * Bootstrap: rank 0's ncclUniqueId goes out over MPI (mpirun/srun launches
  * in builds with MPI) or the TCP rendezvous of comm_rdv.c (MASTER_ADDR,
- * MASTER_PORT). Host C only; the tree's add and AVG's scale are the kernels
- * of comm_nccl_kernels.cu. Built only with GF_HAVE_NCCL. */
+ * MASTER_PORT). Host C only; the tree's add, AVG's scale and the bf16
+ * conversions of F32_AS_BF16 are the kernels of comm_nccl_kernels.cu. BF16
+ * and F32_AS_BF16 (ncclBfloat16) are written but not run on a GPU yet.
+ * Built only with GF_HAVE_NCCL. */
 #include <nccl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,9 @@ typedef struct nccl_slot {
   void *scratch;      /* tree: partner's buffer, cudaMallocAsync'd on the
                          comm stream; owned until release */
   size_t scratch_bytes;
+  void *stage;        /* F32_AS_BF16: the bf16 copy NCCL moves; like
+                         scratch */
+  size_t stage_bytes;
 } nccl_slot;
 
 typedef struct nccl_state {
@@ -69,8 +74,27 @@ static ncclDataType_t nccl_type(gf_comm_dtype dt) {
   case GF_CDT_F64: return ncclFloat64;
   case GF_CDT_I64: return ncclInt64;
   case GF_CDT_U8: return ncclUint8;
+  case GF_CDT_BF16: return ncclBfloat16;
+  case GF_CDT_F32_AS_BF16: return ncclFloat32;
   }
   return ncclUint8;
+}
+
+/* The dtype AVG's scale works in (the f32 of F32_AS_BF16). */
+static int scale_dtype(gf_comm_dtype dt) {
+  return dt == GF_CDT_F32_AS_BF16 ? GF_CDT_F32 : (int)dt;
+}
+
+/* Grows a slot's device buffer *p (*bytes) to need, stream-ordered on s. */
+static gf_status grow_async(void **p, size_t *bytes, size_t need,
+                            cudaStream_t s, gf_err *err) {
+  if (need <= *bytes) return GF_OK;
+  if (*p) CU_TRY(cudaFreeAsync(*p, s));
+  *p = NULL;
+  *bytes = 0;
+  CU_TRY(cudaMallocAsync(p, need, s));
+  *bytes = need;
+  return GF_OK;
 }
 
 /* Polls comm until a non-blocking call finished (ncclSuccess), failed, or
@@ -129,6 +153,7 @@ static void nccl_fini(gf_comm *c, int quiet) {
   for (int i = 0; i < GF_COMM_SLOTS; i++) {
     nccl_slot *m = &s->slots[i];
     if (m->scratch) (void)cudaFree(m->scratch);
+    if (m->stage) (void)cudaFree(m->stage);
     if (m->ready) (void)cudaEventDestroy(m->ready);
     if (m->done) (void)cudaEventDestroy(m->done);
   }
@@ -330,11 +355,12 @@ static gf_status claim_stage(nccl_state *s, int slot, size_t bytes,
  * answered ncclInProgress. */
 static gf_status nccl_start(gf_comm *c, int slot, gf_err *err) {
   nccl_state *s = c->impl;
-  const gf_comm_req *r = &c->reqs[slot];
+  gf_comm_req *r = &c->reqs[slot];
   const gf_comm_step *p = &r->steps[r->cur];
   nccl_slot *m = &s->slots[slot];
   ncclComm_t comm = scope_comm(s, p->scope);
-  ncclDataType_t ty = nccl_type(r->dt);
+  ncclDataType_t ty = nccl_type(r->wdt);
+  void *buf = r->wbuf;
   ncclResult_t res = ncclSuccess;
   m->pending = NULL;
   m->post_done = 0;
@@ -343,29 +369,23 @@ static gf_status nccl_start(gf_comm *c, int slot, gf_err *err) {
   CU_TRY(cudaSetDevice(s->device));
   switch (p->kind) {
   case GF_STEP_ALLREDUCE:
-    res = ncclAllReduce(r->buf, r->buf, r->count, ty, ncclSum, comm, s->stream);
+    res = ncclAllReduce(buf, buf, r->count, ty, ncclSum, comm, s->stream);
     NCCL_TRY(res, comm);
     break;
   case GF_STEP_REDUCE:
-    res = ncclReduce(r->buf, r->buf, r->count, ty, ncclSum, p->peer, comm,
+    res = ncclReduce(buf, buf, r->count, ty, ncclSum, p->peer, comm,
                      s->stream);
     NCCL_TRY(res, comm);
     break;
   case GF_STEP_BCAST:
-    res = ncclBroadcast(r->buf, r->buf, r->count, ty, p->peer, comm, s->stream);
+    res = ncclBroadcast(buf, buf, r->count, ty, p->peer, comm, s->stream);
     NCCL_TRY(res, comm);
     break;
   case GF_STEP_XADD: {
-    size_t bytes = r->count * r->elem;
-    if (bytes > m->scratch_bytes) {
-      if (m->scratch) CU_TRY(cudaFreeAsync(m->scratch, s->stream));
-      m->scratch = NULL;
-      m->scratch_bytes = 0;
-      CU_TRY(cudaMallocAsync(&m->scratch, bytes, s->stream));
-      m->scratch_bytes = bytes;
-    }
+    GF_TRY(grow_async(&m->scratch, &m->scratch_bytes, r->count * r->welem,
+                      s->stream, err));
     NCCL_TRY(ncclGroupStart(), NULL);
-    ncclResult_t a = ncclSend(r->buf, r->count, ty, p->peer, comm, s->stream);
+    ncclResult_t a = ncclSend(buf, r->count, ty, p->peer, comm, s->stream);
     ncclResult_t b = ncclRecv(m->scratch, r->count, ty, p->peer, comm,
                               s->stream);
     res = ncclGroupEnd();
@@ -399,8 +419,17 @@ static gf_status nccl_start(gf_comm *c, int slot, gf_err *err) {
     break;
   }
   case GF_STEP_SCALE:
-    CU_TRY(
-        gf_comm_cuk_scale(s->stream, (int)r->dt, r->buf, r->count, c->world));
+    CU_TRY(gf_comm_cuk_scale(s->stream, scale_dtype(r->dt), r->buf, r->count,
+                             c->world));
+    break;
+  case GF_STEP_PACK:
+    GF_TRY(grow_async(&m->stage, &m->stage_bytes, r->count * sizeof(uint16_t),
+                      s->stream, err));
+    CU_TRY(gf_comm_cuk_to_bf16(s->stream, m->stage, r->buf, r->count));
+    r->wbuf = m->stage;
+    break;
+  case GF_STEP_UNPACK:
+    CU_TRY(gf_comm_cuk_from_bf16(s->stream, r->buf, r->wbuf, r->count));
     break;
   case GF_STEP_FENCE: CU_TRY(cudaEventRecord(m->done, s->stream)); break;
   default:
@@ -419,11 +448,11 @@ static gf_status queue_post(gf_comm *c, int slot, gf_err *err) {
   if (p->kind == GF_STEP_XADD) {
     /* lower rank's value + higher rank's, whichever side this rank is */
     if (c->rank < p->peer)
-      CU_TRY(gf_comm_cuk_add(s->stream, (int)r->dt, r->buf, r->buf, m->scratch,
-                             r->count));
+      CU_TRY(gf_comm_cuk_add(s->stream, (int)r->wdt, r->wbuf, r->wbuf,
+                             m->scratch, r->count));
     else
-      CU_TRY(gf_comm_cuk_add(s->stream, (int)r->dt, r->buf, m->scratch, r->buf,
-                             r->count));
+      CU_TRY(gf_comm_cuk_add(s->stream, (int)r->wdt, r->wbuf, m->scratch,
+                             r->wbuf, r->count));
   } else if (p->kind == GF_STEP_ALLGATHER) {
     CU_TRY(cudaMemcpyAsync(s->host_stage, s->dev_stage,
                            r->count * (size_t)c->world, cudaMemcpyDeviceToHost,
@@ -478,13 +507,16 @@ static void nccl_release(gf_comm *c, int slot) {
   nccl_state *s = c->impl;
   if (!s) return;
   nccl_slot *m = &s->slots[slot];
-  if (m->scratch) {
+  void **bufs[2] = {&m->scratch, &m->stage};
+  size_t *sizes[2] = {&m->scratch_bytes, &m->stage_bytes};
+  for (int i = 0; i < 2; i++) {
+    if (!*bufs[i]) continue;
     (void)cudaSetDevice(s->device);
-    /* stream-ordered: after the last add that reads it */
-    if (cudaFreeAsync(m->scratch, s->stream) != cudaSuccess)
+    /* stream-ordered: after the last kernel that reads it */
+    if (cudaFreeAsync(*bufs[i], s->stream) != cudaSuccess)
       (void)cudaGetLastError();
-    m->scratch = NULL;
-    m->scratch_bytes = 0;
+    *bufs[i] = NULL;
+    *sizes[i] = 0;
   }
   m->pending = NULL;
   m->post_done = 0;

@@ -163,8 +163,8 @@ static gf_status round_setup(gf_comm *c, tcp_state *s, int slot, gf_err *err) {
   tcp_slot *ts = x.ts;
   const int *m = x.m;
   int p = x.p, q = x.q, t = x.t;
-  unsigned char *buf = r->buf;
-  size_t es = r->elem, bytes = r->count * es;
+  unsigned char *buf = r->wbuf;
+  size_t es = r->welem, bytes = r->count * es;
   ts->nsend = 0;
   ts->nrecv = 0;
   switch (st->kind) {
@@ -224,25 +224,26 @@ static void round_finish(const gf_comm *c, tcp_state *s, int slot) {
   round_ctx x = round_of(c, s, slot);
   const gf_comm_req *r = x.r;
   int p = x.p, q = x.q, t = x.t;
-  unsigned char *buf = r->buf, *scratch = x.ts->scratch;
+  unsigned char *buf = r->wbuf, *scratch = x.ts->scratch;
   switch (x.st->kind) {
   case GF_STEP_ALLREDUCE:
     if (t < p - 1) {
       int rc = mod(q - t - 1, p);
       size_t ro = chunk_off(r->count, p, rc);
       size_t rn = chunk_off(r->count, p, rc + 1) - ro;
-      unsigned char *dst = buf + ro * r->elem;
-      gf_comm_host_add(r->dt, dst, scratch, dst, rn);
+      unsigned char *dst = buf + ro * r->welem;
+      gf_comm_host_add(r->wdt, dst, scratch, dst, rn);
     }
     break;
   case GF_STEP_REDUCE:
-    if (q == x.st->peer) gf_comm_host_add(r->dt, buf, buf, scratch, r->count);
+    if (q == x.st->peer)
+      gf_comm_host_add(r->wdt, buf, buf, scratch, r->count);
     break;
   case GF_STEP_XADD:
     /* lower rank's value + higher rank's, whichever side this rank is */
     if (c->rank < x.st->peer)
-      gf_comm_host_add(r->dt, buf, buf, scratch, r->count);
-    else gf_comm_host_add(r->dt, buf, scratch, buf, r->count);
+      gf_comm_host_add(r->wdt, buf, buf, scratch, r->count);
+    else gf_comm_host_add(r->wdt, buf, scratch, buf, r->count);
     break;
   }
 }
@@ -427,6 +428,12 @@ static gf_status tcp_start(gf_comm *c, int slot, gf_err *err) {
     gf_comm_host_scale(r->dt, r->buf, r->count, c->world);
     return GF_OK;
   }
+  if (st->kind == GF_STEP_PACK)
+    return gf_comm_host_pack(r, &ts->stage, &ts->stage_cap, err);
+  if (st->kind == GF_STEP_UNPACK) {
+    gf_comm_host_unpack(r);
+    return GF_OK;
+  }
   if (!gf_comm_step_talks(st->kind))
     return gf_fail(err, GF_EINVAL, "tcp: step kind %d is not mine", st->kind);
   if (s->broken) {
@@ -442,9 +449,9 @@ static gf_status tcp_start(gf_comm *c, int slot, gf_err *err) {
                    c->rank, gf_tcp_kind_name(st->kind));
   size_t need = 0;
   if (st->kind == GF_STEP_ALLREDUCE)
-    need = (r->count / (size_t)p + 1) * r->elem;
+    need = (r->count / (size_t)p + 1) * r->welem;
   else if (st->kind == GF_STEP_REDUCE || st->kind == GF_STEP_XADD)
-    need = r->count * r->elem;
+    need = r->count * r->welem;
   GF_TRY(grow((void **)&ts->scratch, &ts->scratch_cap, need, "scratch", err));
   int sends = st->kind == GF_STEP_BCAST && q == st->peer ? p - 1 : 1;
   if (sends > ts->send_cap) {
