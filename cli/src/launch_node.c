@@ -353,8 +353,11 @@ static void ctl_poll(launch_sup *s, ctl *c, double now) {
     bool node0 = false;
     for (int i = 0; i < MAX_CONNS; i++)
       node0 |= c->n[i].c.fd >= 0 && c->n[i].node == 0;
+    /* the last call is for the first round; a restart goes on with the
+     * nodes there (one coming back joins the round after) */
     if (ok && node0 &&
-        (present >= o->nnodes_max || now - c->t_change >= o->rdzv_last_call)) {
+        (present >= o->nnodes_max || c->round > 0 ||
+         now - c->t_change >= o->rdzv_last_call)) {
       ctl_go(s, c, k, ga, now);
     } else if (now - c->t_gather > o->start_timeout) {
       char why[700];

@@ -27,8 +27,16 @@
  * refuse, which no restart can fix); 143 stopped by a signal after the
  * ranks checkpointed (run KILLED; the same command resumes it).
  *
+ * With --nnodes MIN[:MAX] --node-rank K --rdzv HOST:PORT (or Kubeflow's
+ * PET_* / PyTorchJob's variables) it is one node's agent, as torchrun's:
+ * it runs --nproc ranks on this node, and node 0's agent hosts the
+ * rendezvous that starts each round on the nodes there, restarts every
+ * node's ranks when any fails, goes on without a lost node (down to MIN)
+ * and lets a returning one in at a checkpoint (cli/src/launch_node.c).
+ *
  * The parsing and planning functions are pure and unit-tested; gf_launch_run
- * forks, waits and signals, and is tested end to end (tests/trainer). */
+ * forks, waits and signals, and is tested end to end (tests/trainer, and
+ * across test hosts in tests/cluster). */
 #ifndef GF_LAUNCH_H
 #define GF_LAUNCH_H
 
@@ -80,8 +88,9 @@ typedef struct gf_launch_opts {
   char rdzv_host[256];        /* --rdzv HOST:PORT: node 0's address, also
                                  the ranks' MASTER_ADDR */
   int rdzv_port;
-  double rdzv_last_call;      /* --rdzv-last-call s (2): once MIN nodes are
-                                 there, how long to wait for more */
+  double rdzv_last_call;      /* --rdzv-last-call s (2): in the first round,
+                                 once MIN nodes are there, how long to wait
+                                 for more */
   char conv[24];              /* where the node settings came from: "flags",
                                  "PET_*" (Kubeflow Trainer), "PyTorchJob" */
 } gf_launch_opts;
