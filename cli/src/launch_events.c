@@ -134,11 +134,18 @@ void launch_flush_events(launch_sup *s) {
   mlflow_error e;
   memset(&e, 0, sizeof e);
   if (!s->tagged) {
-    char v[256]; /* a launcher's name, ints and a %g: 256 bytes hold them */
-    int n = snprintf(v, sizeof v, "%s, %d ranks (at least %d), up to %d "
-                     "restarts, hang timeout %gs",
-                     launch_launcher_name(s->o->launcher), s->o->nproc,
-                     s->o->nproc_min, s->o->max_restarts, s->o->hang_timeout);
+    const gf_launch_opts *o = s->o;
+    char v[512]; /* names, ints, %g and a host name (< 256): they fit */
+    int n = o->nnodes_max
+        ? snprintf(v, sizeof v, "nodes, %d..%d nodes of %d rank%s, rendezvous "
+                   "%s:%d (%s), up to %d restarts, hang timeout %gs",
+                   o->nnodes_min, o->nnodes_max, o->nproc,
+                   o->nproc == 1 ? "" : "s", o->rdzv_host, o->rdzv_port,
+                   o->conv, o->max_restarts, o->hang_timeout)
+        : snprintf(v, sizeof v, "%s, %d ranks (at least %d), up to %d "
+                   "restarts, hang timeout %gs",
+                   launch_launcher_name(o->launcher), o->nproc, o->nproc_min,
+                   o->max_restarts, o->hang_timeout);
     assert(gf_fits(n, sizeof v));
     (void)n;
     if (mlflow_set_tag(c, s->run_id, "ganflow.launch", v, &e) == MLFLOW_OK)

@@ -112,6 +112,10 @@ static void trajectory(mlflow_client *mc, const char *run_id, int first,
   mlflow_error e;
   snprintf(out, cap, "%d", first);
   if (mlflow_run_get(mc, run_id, &r, &e) != MLFLOW_OK) return;
+  const char *how = mlflow_run_tag(&r, "ganflow.launch");
+  CHECKF(how && strncmp(how, "nodes, 1..", 10) == 0, "tag ganflow.launch "
+         "'%s', want the node agents' ('nodes, 1..N nodes of ...')",
+         how ? how : "-");
   for (int n = 1; n < 50; n++) {
     char key[64];
     snprintf(key, sizeof key, "ganflow.restart.%d", n);
