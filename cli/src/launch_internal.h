@@ -177,7 +177,9 @@ typedef enum rdzv_kind {
   RDZV_HELLO, RDZV_BEAT, RDZV_FAIL, RDZV_IDLE, RDZV_ENDED, /* agent -> 0 */
   RDZV_GO, RDZV_WAIT, RDZV_STOP, RDZV_DRAIN, RDZV_EXIT, RDZV_PING
 } rdzv_kind;
-enum { RDZV_END_DONE = 1, RDZV_END_STOPPED = 2, RDZV_END_OK = 3 };
+/* ENDED: rank 0 finished / was stopped; no rank 0 here and every rank
+ * exited 0; a rank refused the configuration (exit 2: no restart helps) */
+enum { RDZV_END_DONE = 1, RDZV_END_STOPPED, RDZV_END_OK, RDZV_END_USAGE };
 typedef struct rdzv_msg {
   rdzv_kind kind;
   int round;               /* every kind but HELLO, BEAT, EXIT, PING */

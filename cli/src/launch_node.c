@@ -12,6 +12,8 @@
  *                                   (after STOP or DRAIN)
  *   ENDED <round> done|stopped|ok   every rank here exited 0 (done/stopped:
  *                                   rank 0's last beat; ok: no rank 0 here)
+ *   ENDED <round> usage             a rank here refused its configuration
+ *                                   (exit 2): no restart can help
  * controller -> agent:
  *   GO <round> <world> <first rank> <grad-accum> <master port> <resume>
  *   WAIT <round>                    not in this round (a spare node)
@@ -65,7 +67,7 @@ typedef struct ctl_node {
   double t_join;   /* when its HELLO came */
   bool member;     /* in the current round */
   bool reported;   /* member: FAIL, IDLE or ENDED seen for this round */
-  int ended;       /* member: 0 none, 1 done, 2 stopped, 3 ok */
+  int ended;       /* member: 0 none, else its RDZV_END_* */
 } ctl_node;
 
 typedef enum ctl_phase { CTL_GATHER, CTL_RUN, CTL_STOPPING, CTL_OVER } ctl_phase;
@@ -201,6 +203,16 @@ static void ctl_line(launch_sup *s, ctl *c, ctl_node *n, const char *line,
   } else if (m.kind == RDZV_ENDED) {
     n->reported = true;
     n->ended = m.ended;
+    if (m.ended == RDZV_END_USAGE) {
+      char why[200];
+      if (gf_format(why, sizeof why, NULL, "reason", "the ranks on node %d "
+                    "(%s) refused their configuration (their messages say "
+                    "why); a restart cannot fix that", n->node, n->host) !=
+          GF_OK)
+        why[0] = '\0';
+      ctl_stop_round(s, c, false, why, now);
+      ctl_over(s, c, GF_LAUNCH_EXIT_USAGE, why);
+    }
   }
 }
 
@@ -315,8 +327,9 @@ static void ctl_poll(launch_sup *s, ctl *c, double now) {
   int node0_end = 0, ended = 0;
   if (c->phase == CTL_RUN && ctl_all_reported(c, &node0_end, &ended) &&
       ended) {
-    if (node0_end == 1) ctl_over(s, c, GF_LAUNCH_EXIT_OK, "training finished");
-    else if (node0_end == 2)
+    if (node0_end == RDZV_END_DONE)
+      ctl_over(s, c, GF_LAUNCH_EXIT_OK, "training finished");
+    else if (node0_end == RDZV_END_STOPPED)
       ctl_over(s, c, GF_LAUNCH_EXIT_STOPPED, "stopped by a signal");
     else
       ctl_fail(s, c, "the ranks exited 0, but rank 0 reported neither the "
@@ -327,7 +340,7 @@ static void ctl_poll(launch_sup *s, ctl *c, double now) {
     bool all = ctl_all_reported(c, &node0_end, &ended);
     if (all || now - c->t_stop > limit) {
       for (int i = 0; i < MAX_CONNS; i++) c->n[i].member = false;
-      if (node0_end == 1) {
+      if (node0_end == RDZV_END_DONE) {
         ctl_over(s, c, GF_LAUNCH_EXIT_OK, "training finished");
       } else if (s->signals) {
         ctl_over(s, c, GF_LAUNCH_EXIT_STOPPED, "stopped by a signal");
@@ -554,7 +567,8 @@ static void agent_watch(launch_sup *s, agent *g, double now) {
       launch_find_hang(s->o, a, now, &out)) {
     agent_kill(g);
     launch_say(s, "round %d failed here: %s", g->round, out.cause);
-    rdzv_send(&g->up, "FAIL %d %s", g->round, out.cause);
+    if (out.end == END_USAGE) rdzv_send(&g->up, "ENDED %d usage", g->round);
+    else rdzv_send(&g->up, "FAIL %d %s", g->round, out.cause);
     return;
   }
   if (launch_all_clean(s->o, a)) {

@@ -263,7 +263,8 @@ gf_status rdzv_parse(const char *line, rdzv_msg *m, gf_err *err) {
     ok = num(&p, big, &m->round) && word(&p, e, sizeof e) && !*p;
     m->ended = !ok ? 0 : strcmp(e, "done") == 0 ? RDZV_END_DONE
                : strcmp(e, "stopped") == 0       ? RDZV_END_STOPPED
-               : strcmp(e, "ok") == 0            ? RDZV_END_OK : 0;
+               : strcmp(e, "ok") == 0            ? RDZV_END_OK
+               : strcmp(e, "usage") == 0         ? RDZV_END_USAGE : 0;
     ok = ok && m->ended;
     break;
   }

@@ -35,7 +35,7 @@ static void one(const char *line) {
       abort();
     break;
   case RDZV_ENDED:
-    if (m.ended < RDZV_END_DONE || m.ended > RDZV_END_OK) abort();
+    if (m.ended < RDZV_END_DONE || m.ended > RDZV_END_USAGE) abort();
     break;
   case RDZV_EXIT:
     if (m.code < 0 || m.code > 255) abort();

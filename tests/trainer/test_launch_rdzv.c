@@ -26,6 +26,8 @@ static void test_parse(void) {
         strcmp(m.text, "rank 1 (slot 1, pid 9) was killed") == 0);
   REQUIRE(rdzv_parse("ENDED 7 stopped", &m, &e) == GF_OK);
   CHECK(m.kind == RDZV_ENDED && m.ended == RDZV_END_STOPPED);
+  REQUIRE(rdzv_parse("ENDED 7 usage", &m, &e) == GF_OK);
+  CHECK(m.ended == RDZV_END_USAGE);
   REQUIRE(rdzv_parse("EXIT 143 stopped by a signal", &m, &e) == GF_OK);
   CHECK(m.kind == RDZV_EXIT && m.code == 143 &&
         strcmp(m.text, "stopped by a signal") == 0);
