@@ -1,5 +1,6 @@
 /* gan_dist.c - the seams of the distributed GAN step (gan_dist.h):
- * gradient buckets whose all-reduce overlaps the backward, exact mode's
+ * gradient buckets whose all-reduce overlaps the backward (as f32, or as
+ * bf16 on the wire with compress_bf16), exact mode's
  * tree of micro-batch gradients and its replayed batch-norm statistics,
  * and the state broadcast and digest of gf/gan.h. */
 #include <stdlib.h>
@@ -64,10 +65,14 @@ static size_t bn_floats_of(const gf_net *net) {
 gf_status gf_grad_sync_new(gf_grad_sync **out, gf_net *net, struct gf_comm *comm,
                            const gf_gan_dist *d, int world, gf_err *err) {
   *out = NULL;
+  if (d->compress_bf16 && d->exact)
+    return gf_fail(err, GF_EINVAL, "gan: bf16 gradient compression rounds the sums; "
+                   "exact mode keeps every bit (choose one)");
   gf_grad_sync *s = calloc(1, sizeof *s);
   if (!s) return gf_fail(err, GF_ENOMEM, "gan: out of memory");
   s->net = net;
   s->comm = comm;
+  s->dtype = d->compress_bf16 ? GF_CDT_F32_AS_BF16 : GF_CDT_F32;
   gf_status st = build_buckets(s, d->bucket_bytes ? d->bucket_bytes : DEFAULT_BUCKET_BYTES, err);
   if (st == GF_OK && d->exact) {
     int levels = 0;
@@ -109,7 +114,7 @@ void gf_grad_sync_free(gf_grad_sync *s) {
 static gf_status start_bucket(gf_grad_sync *s, gf_grad_bucket *b, gf_err *err) {
   if (s->next == 0) s->t_first = gf_mono_s();
   GF_TRY(gf_comm_iallreduce(s->comm, (char *)s->net->grads.base + b->off, b->bytes / sizeof(float),
-                            GF_CDT_F32, GF_RED_SUM, &b->req, err));
+                            (gf_comm_dtype)s->dtype, GF_RED_SUM, &b->req, err));
   b->started = true;
   s->next++;
   s->stats.bytes += b->bytes;

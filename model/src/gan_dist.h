@@ -22,6 +22,8 @@ typedef struct gf_grad_bucket {
 typedef struct gf_grad_sync {
   gf_net *net;              /* borrowed */
   struct gf_comm *comm;     /* borrowed */
+  int dtype;                /* gf_comm_dtype of the buckets' all-reduce:
+                               F32, or F32_AS_BF16 (compress_bf16) */
   gf_grad_bucket b[GF_GRAD_MAX_BUCKETS];
   int n;
   int next;                 /* first bucket not started (start in order) */

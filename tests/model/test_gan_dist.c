@@ -18,6 +18,9 @@
  *      through an allgather); a parameter changed on one rank changes it.
  *   5. the seams counted their buckets and all-reduced bytes; with small
  *      buckets, the first starts before the backward ends (overlap > 0).
+ *   6. bf16 gradient compression with every algorithm: the ranks agree,
+ *      the result differs from the f32 all-reduce's and stays within
+ *      Adam's bound of the one-rank reference; exact mode refuses it.
  *
  * Run by ctest through mpirun (-np 2 and -np 4); skips (77) when run
  * alone or without MPI. */
@@ -63,6 +66,7 @@ typedef struct job {
   int micro;     /* per rank; exact: the global count / world */
   bool exact, sync_bn;
   size_t bucket_bytes;
+  bool compress; /* gradients all-reduced as bf16 on the wire */
 } job;
 
 static gf_model_config config_of(gf_arch arch) {
@@ -78,7 +82,8 @@ static gf_model_config config_of(gf_arch arch) {
 static void train(gf_gan *gan, gf_ctx *ctx, gf_comm *comm, const job *j, int rank,
                   int world, bool exact, bool sync_bn, int micro) {
   gf_err err;
-  gf_gan_dist d = {world > 1 ? comm : NULL, micro, exact, sync_bn, j->bucket_bytes};
+  gf_gan_dist d = {world > 1 ? comm : NULL, micro, exact, sync_bn, j->bucket_bytes,
+                   world > 1 && j->compress};
   gf_status st = gf_gan_distribute(gan, ctx, &d, &err);
   CHECKF(st == GF_OK, "distribute: %s", err.msg);
   REQUIRE(st == GF_OK);
@@ -146,7 +151,7 @@ static double compare_job(gf_ctx *ctx, gf_comm *comm, const job *j, const char *
 static void digest_check(gf_ctx *ctx, gf_comm *comm) {
   gf_gan g;
   build(&g, ctx, GF_ARCH_DCGAN, 8);
-  job j = {GF_ARCH_DCGAN, GF_ALLREDUCE_ENGINE, 8 * g_world, 1, false, false, 0};
+  job j = {GF_ARCH_DCGAN, GF_ALLREDUCE_ENGINE, 8 * g_world, 1, false, false, 0, false};
   train(&g, ctx, comm, &j, g_rank, g_world, false, false, 1);
   gf_err err;
   char mine[GF_SHA256_HEX_LEN + 1], *all = calloc((size_t)g_world, sizeof mine);
@@ -175,7 +180,7 @@ static void digest_check(gf_ctx *ctx, gf_comm *comm) {
 static void small_buckets_overlap(gf_ctx *ctx, gf_comm *comm) {
   gf_gan g;
   build(&g, ctx, GF_ARCH_DCGAN, 16);
-  job j = {GF_ARCH_DCGAN, GF_ALLREDUCE_ENGINE, 16 * g_world, 1, false, false, 4096};
+  job j = {GF_ARCH_DCGAN, GF_ALLREDUCE_ENGINE, 16 * g_world, 1, false, false, 4096, false};
   train(&g, ctx, comm, &j, g_rank, g_world, false, false, 1);
   gf_gan_sync_stats ss;
   gf_gan_sync_stats_get(&g, &ss);
@@ -194,13 +199,64 @@ static void small_buckets_overlap(gf_ctx *ctx, gf_comm *comm) {
    * 64), or a step fails after a few dozen. */
   gf_gan m;
   build(&m, ctx, GF_ARCH_MLP, 16);
-  job jm = {GF_ARCH_MLP, GF_ALLREDUCE_ENGINE, 16 * g_world, 1, false, false, 4096};
+  job jm = {GF_ARCH_MLP, GF_ALLREDUCE_ENGINE, 16 * g_world, 1, false, false, 4096, false};
   for (int round = 0; round < 8; round++)
     train(&m, ctx, comm, &jm, g_rank, g_world, false, false, 1);
   gf_gan_sync_stats_get(&m, &ss);
   CHECKF(ss.buckets >= 48, "mlp, 4 KiB buckets: only %llu buckets in the last round",
          (unsigned long long)ss.buckets);
   gf_gan_free(&m);
+}
+
+/* 6. bf16 gradient compression (sync BN, so that the one-rank reference
+ * computes the same function): every rank holds the same parameters, Adam
+ * moments and BN statistics (the digest); they differ from the f32
+ * all-reduce's (the compression took effect) but stay within Adam's bound
+ * of the one-rank f32 reference (2 x lr x steps: bf16's rounding of the
+ * gradient can flip the sign of near-zero components, as in
+ * test_train_dist.c's note, and no further). Exact mode refuses it. */
+#define ADAM_BOUND (2 * 2e-4 * STEPS)
+static void compressed_check(gf_ctx *ctx, gf_comm *comm) {
+  const char *an = gf_allreduce_algo_name(gf_comm_algo_of(comm));
+  job jc = {GF_ARCH_DCGAN, gf_comm_algo_of(comm), 8 * g_world, 1, false, true, 16384, true};
+  job jf = jc;
+  jf.compress = false;
+  gf_gan c, f, ref;
+  build(&c, ctx, GF_ARCH_DCGAN, 8);
+  build(&f, ctx, GF_ARCH_DCGAN, 8);
+  build(&ref, ctx, GF_ARCH_DCGAN, 8 * g_world);
+  train(&c, ctx, comm, &jc, g_rank, g_world, false, true, 1);
+  train(&f, ctx, comm, &jf, g_rank, g_world, false, true, 1);
+  train(&ref, ctx, NULL, &jf, 0, 1, false, true, 1);
+  gf_err err;
+  char mine[GF_SHA256_HEX_LEN + 1], *all = calloc((size_t)g_world, sizeof mine);
+  REQUIRE(all && gf_gan_digest(&c, true, mine, &err) == GF_OK);
+  REQUIRE(gf_comm_allgather(comm, mine, sizeof mine, all, &err) == GF_OK);
+  for (int r = 1; r < g_world; r++)
+    CHECKF(memcmp(all, all + r * sizeof mine, sizeof mine) == 0,
+           "bf16 %s: rank %d's state differs from rank 0's", an, r);
+  double vs_f32 = arena_diff(&c.g.params, &f.g.params) + arena_diff(&c.d.params, &f.d.params);
+  double vs_ref = arena_diff(&c.g.params, &ref.g.params);
+  double d_ref = arena_diff(&c.d.params, &ref.d.params);
+  if (d_ref > vs_ref) vs_ref = d_ref;
+  if (g_rank == 0)
+    fprintf(stderr, "bf16 %s: vs the f32 all-reduce %.3g, vs one rank %.3g\n", an, vs_f32,
+            vs_ref);
+  CHECKF(vs_f32 > 0, "bf16 %s: the same parameters as the f32 all-reduce", an);
+  CHECKF(vs_ref <= ADAM_BOUND, "bf16 %s: %.3g from one rank, beyond Adam's bound %g", an,
+         vs_ref, ADAM_BOUND);
+  gf_gan_sync_stats ss;
+  gf_gan_sync_stats_get(&c, &ss);
+  CHECK(ss.buckets > 0 && ss.bytes > 0);
+  free(all);
+  gf_gan_free(&c);
+  gf_gan_free(&f);
+  gf_gan_free(&ref);
+  gf_gan x;
+  build(&x, ctx, GF_ARCH_MLP, 8);
+  gf_gan_dist d = {comm, 2, true, false, 0, true};
+  CHECK(gf_gan_distribute(&x, ctx, &d, &err) == GF_EINVAL);
+  gf_gan_free(&x);
 }
 
 int main(int argc, char **argv) {
@@ -234,7 +290,7 @@ int main(int argc, char **argv) {
   gf_comm *tree = comms[3];
 
   /* 1. exact mode: 8 micro-batches of 2 in all. */
-  job ex = {GF_ARCH_MLP, GF_ALLREDUCE_TREE, 16, 8 / g_world, true, false, 0};
+  job ex = {GF_ARCH_MLP, GF_ALLREDUCE_TREE, 16, 8 / g_world, true, false, 0, false};
   CHECKF(compare_job(&ctx, tree, &ex, "exact mlp", false) < 0,
          "exact mode (mlp): not byte-identical to one rank");
   ex.arch = GF_ARCH_DCGAN;
@@ -243,7 +299,7 @@ int main(int argc, char **argv) {
 
   /* 2. sync BN with every algorithm. */
   for (int a = 0; a < 4; a++) {
-    job sb = {GF_ARCH_DCGAN, algos[a], 8 * g_world, 1, false, true, 16384};
+    job sb = {GF_ARCH_DCGAN, algos[a], 8 * g_world, 1, false, true, 16384, false};
     char what[64];
     snprintf(what, sizeof what, "sync-bn %s", gf_allreduce_algo_name(algos[a]));
     double d = compare_job(&ctx, comms[a], &sb, what, true);
@@ -251,12 +307,12 @@ int main(int argc, char **argv) {
   }
   /* Gradient accumulation: 2 micro-batches of 4 per rank, per-micro-batch
    * BN; the reference cuts its batch into micro-batches of 4 too. */
-  job acc = {GF_ARCH_DCGAN, GF_ALLREDUCE_ENGINE, 8 * g_world, 2, false, false, 0};
+  job acc = {GF_ARCH_DCGAN, GF_ALLREDUCE_ENGINE, 8 * g_world, 2, false, false, 0, false};
   double d = compare_job(&ctx, comms[0], &acc, "grad-accum 2", false);
   CHECKF(d <= TOL, "grad-accum: differs from one rank by %.3g > %g", d, TOL);
 
   /* 3. per-rank BN is not the global batch's BN. */
-  job pr = {GF_ARCH_DCGAN, GF_ALLREDUCE_ENGINE, 8 * g_world, 1, false, false, 0};
+  job pr = {GF_ARCH_DCGAN, GF_ALLREDUCE_ENGINE, 8 * g_world, 1, false, false, 0, false};
   gf_gan a, b;
   build(&a, &ctx, GF_ARCH_DCGAN, 8);
   build(&b, &ctx, GF_ARCH_DCGAN, 8 * g_world);
@@ -272,6 +328,9 @@ int main(int argc, char **argv) {
   /* 4, 5. */
   digest_check(&ctx, comms[0]);
   small_buckets_overlap(&ctx, comms[0]);
+
+  /* 6. */
+  for (int k = 0; k < 4; k++) compressed_check(&ctx, comms[k]);
 
   for (int i = 3; i >= 0; i--) gf_comm_free(comms[i]);
   gf_ctx_free(&ctx);

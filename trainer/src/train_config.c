@@ -207,6 +207,9 @@ gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err) {
                      "itself (--exact-shards / ranks); drop --grad-accum");
     if (strcmp(cfg->device, "cpu") != 0)
       return gf_fail(err, GF_EINVAL, "--exact-reduce runs on --device cpu only");
+    if (cfg->compress_bf16)
+      return gf_fail(err, GF_EINVAL, "--compress bf16 rounds the gradient sums "
+                     "to bf16; --exact-reduce keeps every bit: choose one");
   }
   if (!cfg->register_set)
     GF_TRY(gf_format(cfg->register_model, sizeof cfg->register_model, err,
@@ -255,7 +258,7 @@ enum {
   OPT_RUN_NAME, OPT_REGISTER, OPT_ALIAS, OPT_PROMOTE, OPT_IMAGE_SIZE, OPT_CHANNELS,
   OPT_LOG_EVERY, OPT_DETERMINISTIC, OPT_HELP, OPT_EVAL_IMAGES,
   OPT_ALLREDUCE, OPT_SYNC_BN, OPT_GRAD_ACCUM, OPT_EXACT, OPT_EXACT_SHARDS,
-  OPT_BUCKET_KB, OPT_COMM_TIMEOUT, OPT_CHECK_EVERY,
+  OPT_BUCKET_KB, OPT_COMM_TIMEOUT, OPT_CHECK_EVERY, OPT_COMPRESS,
 };
 
 static const struct option k_options[] = {
@@ -291,6 +294,7 @@ static const struct option k_options[] = {
   {"exact-reduce", no_argument, NULL, OPT_EXACT},
   {"exact-shards", required_argument, NULL, OPT_EXACT_SHARDS},
   {"bucket-kb", required_argument, NULL, OPT_BUCKET_KB},
+  {"compress", required_argument, NULL, OPT_COMPRESS},
   {"comm-timeout", required_argument, NULL, OPT_COMM_TIMEOUT},
   {"check-every", required_argument, NULL, OPT_CHECK_EVERY},
   {"help", no_argument, NULL, OPT_HELP},
@@ -432,6 +436,12 @@ static gf_status apply_option(gf_train_config *cfg, int opt, const char *arg,
     return parse_int("--exact-shards", arg, 1, 4096, &cfg->exact_shards, err);
   case OPT_BUCKET_KB:
     return parse_int("--bucket-kb", arg, 4, 1 << 20, &cfg->bucket_kb, err);
+  case OPT_COMPRESS:
+    if (strcmp(arg, "none") != 0 && strcmp(arg, "bf16") != 0)
+      return gf_fail(err, GF_EINVAL, "--compress: '%s' is not none or bf16",
+                     arg);
+    cfg->compress_bf16 = strcmp(arg, "bf16") == 0;
+    return GF_OK;
   case OPT_COMM_TIMEOUT: {
     char *end = NULL;
     errno = 0;
@@ -521,6 +531,9 @@ void gf_train_usage(FILE *out, const char *prog) {
 "                          into --exact-shards S micro-batches (8) whose\n"
 "                          gradients add in a fixed tree (CPU only)\n"
 "  --bucket-kb N           gradient all-reduce bucket size (1024)\n"
+"  --compress none|bf16    gradient buckets on the wire as f32 or bf16 (half\n"
+"                          the bytes, sums rounded to bf16; not with\n"
+"                          --exact-reduce) (none)\n"
 "  --comm-timeout S        a collective waiting longer fails the job (300)\n"
 "  --check-every N         steps between checks that every rank holds the\n"
 "                          same parameters; 0 = never (100)\n"
@@ -633,6 +646,7 @@ size_t gf_train_config_params(const gf_train_config *cfg,
   P("grad_accum", "%d", cfg->exact_reduce ? cfg->exact_shards / world
                                           : cfg->grad_accum);
   P("exact_reduce", "%s", cfg->exact_reduce ? "true" : "false");
+  P("compress", "%s", cfg->compress_bf16 ? "bf16" : "none");
 #undef P
   return n;
 }

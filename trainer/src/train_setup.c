@@ -348,6 +348,7 @@ gf_status train_distribute(train_state *st, gf_comm *comm, gf_err *err) {
   d.exact = cfg->exact_reduce;
   d.sync_bn = cfg->sync_bn;
   d.bucket_bytes = (size_t)cfg->bucket_kb * 1024;
+  d.compress_bf16 = cfg->compress_bf16;
   return gf_gan_distribute(&st->gan, &st->ctx, &d, err);
 }
 

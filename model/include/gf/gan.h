@@ -65,6 +65,9 @@ typedef struct gf_gan_dist {
                            order on every rank */
   bool sync_bn;         /* BN statistics over all ranks (not with exact) */
   size_t bucket_bytes;  /* gradient all-reduce bucket; 0 = 1 MiB */
+  bool compress_bf16;   /* gradient buckets travel as bf16 (the comm's
+                           GF_CDT_F32_AS_BF16: half the bytes, sums rounded
+                           to bf16), fp32 everywhere else; not with exact */
 } gf_gan_dist;
 
 /* What the seams measured, summed since gf_gan_distribute (or the last

@@ -110,6 +110,8 @@ typedef struct gf_train_config {
                                          fixed micro-batches in exact mode (8) */
   int bucket_kb;                      /* --bucket-kb: gradient all-reduce
                                          bucket (1024) */
+  bool compress_bf16;                 /* --compress bf16: gradient buckets
+                                         travel as bf16 (none: f32) */
   double comm_timeout;                /* --comm-timeout SECONDS (300) */
   int64_t check_every;                /* --check-every N: steps between
                                          parameter digest checks across
