@@ -51,6 +51,8 @@ typedef struct opts {
   int bucket_kb;          /* gradient bucket in KiB; 0 = the library's */
   gf_comm_backend comm;   /* mpi or tcp (several ranks) */
   bool comm_given;        /* --comm was on the command line */
+  bool compress;          /* --compress bf16: gradients as bf16 on the
+                             wire */
 } opts;
 
 static void usage(FILE *f) {
@@ -61,7 +63,7 @@ static void usage(FILE *f) {
       "                  [--threads T]\n"
       "                  [--allreduce ring|reduce-bcast|hierarchical|tree]\n"
       "                  [--sync-bn] [--exact [--shards S]] [--bucket-kb K]\n"
-      "                  [--comm mpi|tcp]\n"
+      "                  [--comm mpi|tcp] [--compress none|bf16]\n"
       "Run alone (one rank), under mpirun, or with torchrun-style variables\n"
       "(RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; one process per rank).\n"
       "Defaults: dcgan, 64 (mlp: 28), batch 64, 10 steps, 1 warm-up, 1 thread,\n"
@@ -109,7 +111,8 @@ static int parse_args(opts *o, int argc, char **argv) {
                                          "--batch",    "--steps",
                                          "--warmup",   "--threads",
                                          "--shards",   "--bucket-kb",
-                                         "--allreduce", "--comm"};
+                                         "--allreduce", "--comm",
+                                         "--compress"};
     bool known = false;
     for (size_t k = 0; k < sizeof valued / sizeof *valued; k++)
       known |= !strcmp(a, valued[k]);
@@ -148,6 +151,13 @@ static int parse_args(opts *o, int argc, char **argv) {
       ok = parse_int(a, v, 1, 1 << 20, &o->shards);
     } else if (!strcmp(a, "--bucket-kb")) {
       ok = parse_int(a, v, 1, 1 << 21, &o->bucket_kb);
+    } else if (!strcmp(a, "--compress")) {
+      o->compress = !strcmp(v, "bf16");
+      if (!o->compress && strcmp(v, "none")) {
+        fprintf(stderr, "bench_dist: --compress: \"%s\" is not none or bf16\n",
+                v);
+        ok = false;
+      }
     } else if (!strcmp(a, "--comm")) {
       o->comm_given = true;
       if (!strcmp(v, "mpi")) o->comm = GF_COMM_MPI;
@@ -188,6 +198,11 @@ static int parse_args(opts *o, int argc, char **argv) {
   if (o->shards && !o->exact) {
     fprintf(stderr,
             "bench_dist: --shards is the micro-batch count of --exact\n");
+    return 2;
+  }
+  if (o->exact && o->compress) {
+    fprintf(stderr, "bench_dist: --compress bf16 rounds the gradient sums; "
+                    "--exact keeps every bit\n");
     return 2;
   }
   if (o->exact) o->algo = GF_ALLREDUCE_TREE;
@@ -335,13 +350,15 @@ static void print_result(const opts *o, int world, const run_state *r,
   bool ar = res->allreduce_s > 0;
   printf("{\"bench\":\"dist\",\"model\":\"%s\",\"image_size\":%d,\"world\":%d,"
          "\"threads_per_rank\":%d,\"global_batch\":%d,\"batch_per_rank\":%d,"
-         "\"comm\":\"%s\",\"algo\":\"%s\",\"sync_bn\":%s,\"exact\":%s,\"shards\":%d,\"bucket_"
+         "\"comm\":\"%s\",\"compress\":\"%s\",\"algo\":\"%s\","
+         "\"sync_bn\":%s,\"exact\":%s,\"shards\":%d,\"bucket_"
          "kb\":%d,"
          "\"steps\":%d,\"warmup\":%d,"
          "\"data\":\"synthetic: fixed pseudo-random pattern in [-1,1]\"",
          o->arch == GF_ARCH_MLP ? "mlp" : "dcgan", o->image_size, world,
          o->threads, o->batch, o->batch / world,
          comm ? gf_comm_backend_name(o->comm) : "none",
+         o->compress ? "bf16" : "none",
          comm ? gf_allreduce_algo_name(o->algo) : "none",
          o->sync_bn ? "true" : "false", o->exact ? "true" : "false",
          o->exact ? o->shards : 0, o->bucket_kb ? o->bucket_kb : 1024, o->steps,
@@ -354,6 +371,9 @@ static void print_result(const opts *o, int world, const run_state *r,
    * was still running. */
   json_num("hidden_fraction", 1.0 - res->exposed_s / res->allreduce_s, ar, 4);
   json_num("bytes_per_step", res->bytes, comm, 0);
+  /* The gradient payload as it travels: half of it in bf16. */
+  json_num("wire_bytes_per_step", o->compress ? res->bytes / 2 : res->bytes,
+           comm, 0);
   /* Algorithmic bandwidth of the gradient payload: one rank's gradient
    * bytes per step over the all-reduce's wall time per step. Not the bytes
    * on the wire, which depend on the algorithm (a ring moves 2(p-1)/p of
@@ -426,8 +446,9 @@ int main(int argc, char **argv) {
   if (st == GF_OK) st = gf_gan_init_params(&r.gan, PARAM_SEED, &err);
   if (st == GF_OK) {
     what = "distribute";
-    gf_gan_dist d = {r.comm, o.exact ? o.shards / world : 1, o.exact, o.sync_bn,
-                     (size_t)o.bucket_kb * 1024};
+    gf_gan_dist d = {r.comm,    o.exact ? o.shards / world : 1,
+                     o.exact,   o.sync_bn,
+                     (size_t)o.bucket_kb * 1024, o.compress};
     st = gf_gan_distribute(&r.gan, &r.ctx, &d, &err);
   }
   if (st == GF_OK) {
