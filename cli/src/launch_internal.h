@@ -187,6 +187,7 @@ typedef struct rdzv_msg {
   char host[64];           /* HELLO: no spaces */
   int world, base, ga, port, resume; /* GO */
   int ended;               /* ENDED: RDZV_END_* */
+  int at_start;            /* FAIL: 1 "start" (before training), 0 "train" */
   int code;                /* EXIT: the exit status, 0..255 */
   char text[RDZV_LINE];    /* FAIL, STOP, EXIT: the rest of the line */
 } rdzv_msg;

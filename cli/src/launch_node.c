@@ -7,7 +7,9 @@
  * The wire (launch_rdzv.c), one line per message; agent -> controller:
  *   HELLO <node> <nproc> <host>     on every (re)connection
  *   BEAT                            every BEAT_S
- *   FAIL <round> <cause>            a rank here died or hung (ranks killed)
+ *   FAIL <round> start|train <cause>  a rank here died or hung (ranks
+ *                                   killed); start: before training began,
+ *                                   so the next round leaves this node out
  *   IDLE <round>                    this node's ranks of round are gone
  *                                   (after STOP or DRAIN)
  *   ENDED <round> done|stopped|ok   every rank here exited 0 (done/stopped:
@@ -67,6 +69,8 @@ typedef struct ctl_node {
   double t_join;   /* when its HELLO came */
   bool member;     /* in the current round */
   bool reported;   /* member: FAIL, IDLE or ENDED seen for this round */
+  bool down;       /* its ranks failed before training: left out of the
+                      rounds until a restart with another cause */
   int ended;       /* member: 0 none, else its RDZV_END_* */
 } ctl_node;
 
@@ -85,13 +89,16 @@ typedef struct ctl {
   int failures;       /* restarts for a failure (--max-restarts) */
   int world, nodes;   /* of the current (or last) round */
   char cause[512];    /* of the failure that ended the last round */
+  bool start_fail;    /* that failure was a node's ranks failing to start */
   int exit_code;      /* CTL_OVER */
   char exit_why[640];
 } ctl;
 
+/* The nodes a round may use: connected, introduced, not left out. */
 static int ctl_present(const ctl *c) {
   int k = 0;
-  for (int i = 0; i < MAX_CONNS; i++) k += c->n[i].c.fd >= 0 && c->n[i].node >= 0;
+  for (int i = 0; i < MAX_CONNS; i++)
+    k += c->n[i].c.fd >= 0 && c->n[i].node >= 0 && !c->n[i].down;
   return k;
 }
 
@@ -177,6 +184,7 @@ static void ctl_line(launch_sup *s, ctl *c, ctl_node *n, const char *line,
       if (&c->n[i] != n && c->n[i].c.fd >= 0 && c->n[i].node == m.node)
         ctl_drop(s, c, &c->n[i], "it connected again", now);
     n->node = m.node;
+    n->down = false;
     memcpy(n->host, m.host, sizeof n->host);
     n->t_join = now;
     c->t_change = now;
@@ -197,6 +205,15 @@ static void ctl_line(launch_sup *s, ctl *c, ctl_node *n, const char *line,
                   n->node, n->host, m.text) != GF_OK)
       cause[0] = '\0';
     n->reported = true;
+    if (c->phase == CTL_RUN) { /* the failure that ends the round */
+      c->start_fail = m.at_start && n->node != 0;
+      if (c->start_fail) {
+        n->down = true;
+        launch_say(s, "node %d (%s) is left out of the next rounds: its "
+                   "ranks failed before training (tried again at a restart "
+                   "with another cause)", n->node, n->host);
+      }
+    }
     ctl_fail(s, c, cause, now);
   } else if (m.kind == RDZV_IDLE) {
     n->reported = true;
@@ -249,7 +266,7 @@ static void ctl_go(launch_sup *s, ctl *c, int k, int ga, double now) {
     for (int i = 0; i < MAX_CONNS; i++) {
       ctl_node *n = &c->n[i];
       if (n->c.fd < 0 || n->node != node) continue;
-      n->member = picked < k;
+      n->member = picked < k && !n->down;
       n->reported = false;
       n->ended = 0;
       if (n->member) {
@@ -354,6 +371,8 @@ static void ctl_poll(launch_sup *s, ctl *c, double now) {
         ctl_over(s, c, GF_LAUNCH_EXIT_FAILED, why);
       } else {
         if (!c->growth) c->failures++;
+        if (!c->growth && !c->start_fail) /* left-out nodes are tried again */
+          for (int i = 0; i < MAX_CONNS; i++) c->n[i].down = false;
         c->phase = CTL_GATHER;
         c->t_gather = now;
       }
@@ -461,7 +480,8 @@ static int agent_line(launch_sup *s, agent *g, const char *line) {
   case RDZV_GO:
     if (agent_start(s, g, &m, &e) != GF_OK) {
       launch_say(s, "cannot start the ranks: %s", e.msg);
-      rdzv_send(&g->up, "FAIL %d cannot start the ranks: %s", m.round, e.msg);
+      rdzv_send(&g->up, "FAIL %d start cannot start the ranks: %s", m.round,
+                e.msg);
     }
     break;
   case RDZV_WAIT:
@@ -567,8 +587,11 @@ static void agent_watch(launch_sup *s, agent *g, double now) {
       launch_find_hang(s->o, a, now, &out)) {
     agent_kill(g);
     launch_say(s, "round %d failed here: %s", g->round, out.cause);
-    if (out.end == END_USAGE) rdzv_send(&g->up, "ENDED %d usage", g->round);
-    else rdzv_send(&g->up, "FAIL %d %s", g->round, out.cause);
+    if (out.end == END_USAGE)
+      rdzv_send(&g->up, "ENDED %d usage", g->round);
+    else
+      rdzv_send(&g->up, "FAIL %d %s %s", g->round,
+                out.start_slot >= 0 ? "start" : "train", out.cause);
     return;
   }
   if (launch_all_clean(s->o, a)) {
@@ -576,7 +599,7 @@ static void agent_watch(launch_sup *s, agent *g, double now) {
     launch_classify_clean_end(s, a, &out);
     g->running = false;
     if (out.end == END_FAILED) {
-      rdzv_send(&g->up, "FAIL %d %s", g->round, out.cause);
+      rdzv_send(&g->up, "FAIL %d train %s", g->round, out.cause);
     } else {
       rdzv_send(&g->up, "ENDED %d %s", g->round,
                 a->rank_base != 0 ? "ok"

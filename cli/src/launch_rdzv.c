@@ -254,7 +254,13 @@ gf_status rdzv_parse(const char *line, rdzv_msg *m, gf_err *err) {
   case RDZV_DRAIN:
     ok = num(&p, big, &m->round) && !*p;
     break;
-  case RDZV_FAIL:
+  case RDZV_FAIL: {
+    char w2[8];
+    ok = num(&p, big, &m->round) && word(&p, w2, sizeof w2) &&
+         (strcmp(w2, "start") == 0 || strcmp(w2, "train") == 0);
+    m->at_start = ok && w2[0] == 's';
+    break;
+  }
   case RDZV_STOP:
     ok = num(&p, big, &m->round);
     break;

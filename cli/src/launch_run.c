@@ -142,7 +142,7 @@ bool launch_find_exit_failure(const gf_launch_opts *o, launch_attempt *a,
   bool at_start = !r->trained && (alive > 0 || a->world == 1);
   out->start_slot = !usage && at_start ? r->slot : -1;
   n = snprintf(out->cause, sizeof out->cause, "rank %d (slot %d, pid %ld) %s%s",
-               pick, r->slot, (long)r->pid, how,
+               a->rank_base + pick, r->slot, (long)r->pid, how,
                at_start ? " before training began" :
                r->have_hb ? "" : "");
   assert(gf_fits(n, sizeof out->cause));
@@ -202,13 +202,14 @@ bool launch_find_hang(const gf_launch_opts *o, launch_attempt *a, double now,
     n = snprintf(out->cause, sizeof out->cause, "no heartbeat for %.1f s "
                  "(limit %gs in %s): rank %d (pid %ld%s) last reported step "
                  "%" PRId64 " in %s %.1f s ago", now - newest, limit,
-                 gf_hb_phase_name(ph), oldest_i, pid,
+                 gf_hb_phase_name(ph), a->rank_base + oldest_i, pid,
                  stopped ? ", stopped" : "", r->hb.step,
                  gf_hb_phase_name(r->hb.phase), now - r->t_change);
   else
     n = snprintf(out->cause, sizeof out->cause, "no heartbeat for %.1f s "
                  "(limit %gs in %s): rank %d (pid %ld%s) never reported",
-                 now - newest, limit, gf_hb_phase_name(ph), oldest_i, pid,
+                 now - newest, limit, gf_hb_phase_name(ph),
+                 a->rank_base + oldest_i, pid,
                  stopped ? ", stopped" : "");
   assert(gf_fits(n, sizeof out->cause));
   (void)n;

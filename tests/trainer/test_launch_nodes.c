@@ -15,6 +15,9 @@
  *           (key, step)
  *   alone   node1 without node 0: exit 1 after --start-timeout, naming
  *           the rendezvous it could not reach
+ *   badnode node1's rank cannot start (a wrapper exits 3 before
+ *           ganflow-train), --nnodes 1:2: node 1 is left out and the job
+ *           ends on node 0 alone, FINISHED
  * FAILS when Fashion-MNIST is missing. */
 #include <netinet/in.h>
 #include <signal.h>
@@ -48,6 +51,7 @@ static void add(cmd *c, const char *a) {
 typedef struct agent_spec {
   int node;
   const char *nnodes, *nproc, *seed, *steps, *start_timeout;
+  const char *wrapper; /* a script before ganflow-train, or NULL */
 } agent_spec;
 
 /* ganflow launch for one node, its rendezvous on 127.0.0.1:port. */
@@ -61,15 +65,17 @@ static pid_t start_agent(const agent_spec *a, int port, const char *dir,
   const char *pre[] = {GF_GANFLOW_BIN, "launch", "--nnodes", a->nnodes,
                        "--node-rank", node_s[k], "--rdzv", rdzv[k],
                        "--nproc", a->nproc, "--hang-timeout", "10",
-                       "--start-timeout", a->start_timeout, "--",
-                       GF_TRAIN_BIN, "--data", FASHION, "--model", "mlp",
+                       "--start-timeout", a->start_timeout, "--"};
+  for (size_t i = 0; i < sizeof pre / sizeof *pre; i++) add(&c, pre[i]);
+  if (a->wrapper) add(&c, a->wrapper);
+  const char *job[] = {GF_TRAIN_BIN, "--data", FASHION, "--model", "mlp",
                        "--batch", "32", "--threads", "1", "--seed", a->seed,
                        "--steps", a->steps, "--log-every", "10",
                        "--checkpoint-every", "10", "--sample-every", "0",
                        "--eval-every", "0", "--register-model", "",
                        "--exact-reduce", "--comm-timeout", "30",
                        "--checkpoint-dir", dir, "--experiment", exp};
-  for (size_t i = 0; i < sizeof pre / sizeof *pre; i++) add(&c, pre[i]);
+  for (size_t i = 0; i < sizeof job / sizeof *job; i++) add(&c, job[i]);
   return tu_spawn_log(log, c.argv, "MLFLOW_TRACKING_URI", uri, 1);
 }
 
@@ -104,8 +110,8 @@ static void test_usage(const char *uri) {
   paths("usage", dir, log0, log1, exp, sizeof dir);
   snprintf(ck, sizeof ck, "%s/ckpt", dir);
   int port = free_port();
-  agent_spec a0 = {0, "2", "1", "11", "40", "60"};
-  agent_spec a1 = {1, "2", "1", "12", "40", "60"};
+  agent_spec a0 = {0, "2", "1", "11", "40", "60", NULL};
+  agent_spec a1 = {1, "2", "1", "12", "40", "60", NULL};
   pid_t p0 = start_agent(&a0, port, ck, exp, uri, log0);
   pid_t p1 = start_agent(&a1, port, ck, exp, uri, log1);
   int rc0 = wait_group(p0, 120, log0), rc1 = wait_group(p1, 60, log1);
@@ -122,8 +128,8 @@ static void test_nproc(const char *uri) {
   paths("nproc", dir, log0, log1, exp, sizeof dir);
   snprintf(ck, sizeof ck, "%s/ckpt", dir);
   int port = free_port();
-  agent_spec a0 = {0, "2", "1", "11", "20", "4"};
-  agent_spec a1 = {1, "2", "2", "11", "20", "60"};
+  agent_spec a0 = {0, "2", "1", "11", "20", "4", NULL};
+  agent_spec a1 = {1, "2", "2", "11", "20", "60", NULL};
   pid_t p0 = start_agent(&a0, port, ck, exp, uri, log0);
   pid_t p1 = start_agent(&a1, port, ck, exp, uri, log1);
   int rc1 = wait_group(p1, 60, log1);
@@ -153,8 +159,8 @@ static void test_term(const char *uri) {
   paths("term", dir, log0, log1, exp, sizeof dir);
   snprintf(ck, sizeof ck, "%s/ckpt", dir);
   int port = free_port();
-  agent_spec a0 = {0, "2", "1", "11", "200", "60"};
-  agent_spec a1 = {1, "2", "1", "11", "200", "60"};
+  agent_spec a0 = {0, "2", "1", "11", "200", "60", NULL};
+  agent_spec a1 = {1, "2", "1", "11", "200", "60", NULL};
   pid_t p0 = start_agent(&a0, port, ck, exp, uri, log0);
   pid_t p1 = start_agent(&a1, port, ck, exp, uri, log1);
   tu_deadline d = tu_deadline_in(120);
@@ -209,12 +215,35 @@ static void test_alone(const char *uri) {
   char dir[1024], log0[1024], log1[1024], exp[1024], ck[1100];
   paths("alone", dir, log0, log1, exp, sizeof dir);
   snprintf(ck, sizeof ck, "%s/ckpt", dir);
-  agent_spec a1 = {1, "2", "1", "11", "20", "2"};
+  agent_spec a1 = {1, "2", "1", "11", "20", "2", NULL};
   double t0 = tu_mono_s();
   pid_t p1 = start_agent(&a1, free_port(), ck, exp, uri, log1);
   int rc1 = wait_group(p1, 60, log1);
   CHECKF(rc1 == 1 && log_contains(log1, "unreachable"), "alone: exit %d", rc1);
   CHECKF(tu_mono_s() - t0 < 30, "alone: %.1f s", tu_mono_s() - t0);
+}
+
+static void test_badnode(const char *uri) {
+  char dir[1024], log0[1024], log1[1024], exp[1024], ck[1100], wrap[1100];
+  paths("badnode", dir, log0, log1, exp, sizeof dir);
+  snprintf(ck, sizeof ck, "%s/ckpt", dir);
+  snprintf(wrap, sizeof wrap, "%s/broken-node.sh", dir);
+  static const char script[] = "#!/bin/sh\necho 'no device here' >&2\nexit 3\n";
+  tu_write(wrap, script, sizeof script - 1);
+  REQUIRE(chmod(wrap, 0755) == 0);
+  int port = free_port();
+  agent_spec a0 = {0, "1:2", "1", "11", "40", "60", NULL};
+  agent_spec a1 = {1, "1:2", "1", "11", "40", "60", wrap};
+  pid_t p0 = start_agent(&a0, port, ck, exp, uri, log0);
+  pid_t p1 = start_agent(&a1, port, ck, exp, uri, log1);
+  int rc0 = wait_group(p0, 120, log0), rc1 = wait_group(p1, 60, log1);
+  CHECKF(rc0 == 0 && rc1 == 0, "badnode: agents exited %d and %d", rc0, rc1);
+  CHECKF(log_contains(log0, "node 1 (") && log_contains(log0, "is left out"),
+         "badnode: node 0 does not say node 1 is left out");
+  CHECKF(log_contains(log0, "restarted on 1 ranks on 1 node (was 2)"),
+         "badnode: no round of 1 rank");
+  CHECK(newest_ckpt_on_disk(ck) == 40);
+  if (check_failures_) dump_log(log0), dump_log(log1);
 }
 
 int main(int argc, char **argv) {
@@ -233,6 +262,7 @@ int main(int argc, char **argv) {
   if (!*only || !strcmp(only, "nproc")) test_nproc(uri);
   if (!*only || !strcmp(only, "term")) test_term(uri);
   if (!*only || !strcmp(only, "alone")) test_alone(uri);
+  if (!*only || !strcmp(only, "badnode")) test_badnode(uri);
   free(uri);
   return check_report();
 }

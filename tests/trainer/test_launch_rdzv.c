@@ -20,10 +20,12 @@ static void test_parse(void) {
   REQUIRE(rdzv_parse("GO 4 6 2 1 29501 1", &m, &e) == GF_OK);
   CHECK(m.kind == RDZV_GO && m.round == 4 && m.world == 6 && m.base == 2 &&
         m.ga == 1 && m.port == 29501 && m.resume == 1);
-  REQUIRE(rdzv_parse("FAIL 2 rank 1 (slot 1, pid 9) was killed", &m, &e) ==
-          GF_OK);
-  CHECK(m.kind == RDZV_FAIL && m.round == 2 &&
+  REQUIRE(rdzv_parse("FAIL 2 train rank 1 (slot 1, pid 9) was killed", &m,
+                     &e) == GF_OK);
+  CHECK(m.kind == RDZV_FAIL && m.round == 2 && !m.at_start &&
         strcmp(m.text, "rank 1 (slot 1, pid 9) was killed") == 0);
+  REQUIRE(rdzv_parse("FAIL 3 start cannot start", &m, &e) == GF_OK);
+  CHECK(m.at_start && m.round == 3 && strcmp(m.text, "cannot start") == 0);
   REQUIRE(rdzv_parse("ENDED 7 stopped", &m, &e) == GF_OK);
   CHECK(m.kind == RDZV_ENDED && m.ended == RDZV_END_STOPPED);
   REQUIRE(rdzv_parse("ENDED 7 usage", &m, &e) == GF_OK);
@@ -40,7 +42,7 @@ static void test_parse(void) {
       "GO 1 2 0 1 70000 0", "GO 1 2 0 1 5 2", "GO 1 2 0 1 5", "GO 1 2 0 1 5 0 9",
       "ENDED 1 maybe", "ENDED 1", "EXIT 256 x", "EXIT x", "IDLE", "IDLE 1 2",
       "WAIT 99999999999", "PING now", "go 1 2 0 1 5 0", "HELLO  1 1 h",
-      "STOP", "FAIL x y",
+      "STOP", "FAIL x y", "FAIL 2 rank 1 died", "FAIL 2", "FAIL 2 begin x",
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     CHECKF(rdzv_parse(bad[i], &m, &e) == GF_EFORMAT, "'%s'", bad[i]);
