@@ -503,15 +503,16 @@ static int req_finished(const gf_comm_req *r) {
   return r->failed || r->cur == r->nsteps;
 }
 
-/* The longest an engine's idle hook sleeps in one go inside a wait. */
+/* The longest a wait sleeps in poll() in one go: short enough to see its
+ * deadline pass. */
 #define IDLE_MS 50
 
 /* Waits for request `slot` with the timeout. Releases it when it finished
  * (successfully or not); leaves it outstanding on GF_ETIMEOUT. */
 static gf_status req_wait(gf_comm *c, int slot, gf_err *err) {
   double t0 = gf_comm_now(), deadline = t0 + c->timeout_s;
-  gf_comm_poll poll;
-  gf_comm_poll_start(&poll);
+  gf_comm_poll pause;
+  gf_comm_poll_start(&pause);
   gf_comm_req *r = &c->reqs[slot];
   progress_all(c);
   while (!req_finished(r)) {
@@ -531,12 +532,13 @@ static gf_status req_wait(gf_comm *c, int slot, gf_err *err) {
                                 : " (not started: earlier operations "
                                   "are still pending)");
     }
-    if (c->ops->idle) {
-      /* short enough to see the deadline pass */
+    int n = c->pfd ? c->ops->poll_set(c, c->pfd) : 0;
+    if (n) {
+      /* until a socket can move bytes: no spinning, no added latency */
       int ms = gf_comm_ms_left(deadline);
-      c->ops->idle(c, ms < IDLE_MS ? ms : IDLE_MS);
+      (void)poll(c->pfd, (nfds_t)n, ms < IDLE_MS ? ms : IDLE_MS);
     } else {
-      gf_comm_poll_pause(&poll);
+      gf_comm_poll_pause(&pause);
     }
     progress_all(c);
   }
@@ -820,8 +822,16 @@ gf_status gf_comm_init(gf_comm **out, const gf_comm_config *cfg, gf_err *err) {
   gf_comm_set_timeout(c, cfg->timeout_s);
   c->local_world = 1;
   c->nodes = 1;
+  if (ops->poll_set) {
+    c->pfd = calloc((size_t)c->world, sizeof *c->pfd);
+    if (!c->pfd) {
+      free(c);
+      return gf_fail(err, GF_ENOMEM, "comm: cannot allocate the poll set");
+    }
+  }
   gf_status st = ops->init(c, err);
   if (st) {
+    free(c->pfd);
     free(c);
     return st;
   }
@@ -848,6 +858,7 @@ void gf_comm_free(gf_comm *c) {
       if (c->reqs[s].active) req_release(c, s);
   }
   c->ops->fini(c, in_flight || c->aborted);
+  free(c->pfd);
   free(c);
 }
 

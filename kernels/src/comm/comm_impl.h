@@ -20,6 +20,7 @@
 #ifndef GF_COMM_IMPL_H
 #define GF_COMM_IMPL_H
 
+#include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -136,10 +137,12 @@ typedef struct gf_comm_ops {
   gf_status (*step_test)(struct gf_comm *c, int slot, int *done, gf_err *err);
   /* Releases the engine's per-request state of `slot`; may be NULL. */
   void (*release)(struct gf_comm *c, int slot);
-  /* Sleeps until an outstanding step may progress (tcp: a socket to read,
-   * or room for queued bytes) or ms milliseconds pass; a wait calls it
-   * between tests instead of its spin-then-sleep pause. May be NULL. */
-  void (*idle)(struct gf_comm *c, int ms);
+  /* Fills pfd (room for c->world entries) with the descriptors whose
+   * events may let a started step progress (tcp: every live socket for
+   * reading, those with queued bytes for writing) and returns how many; a
+   * wait sleeps in poll() on them between tests instead of its
+   * spin-then-sleep pause. May be NULL. */
+  int (*poll_set)(struct gf_comm *c, struct pollfd *pfd);
 } gf_comm_ops;
 
 struct gf_comm {
@@ -155,6 +158,8 @@ struct gf_comm {
   int nodes;                   /* distinct hostnames, >= 1 */
   int node_index;              /* 0..nodes-1: order of first appearance */
   int aborted;                 /* gf_comm_abort ran */
+  struct pollfd *pfd;          /* [world] poll_set's array; owned; NULL
+                                  without poll_set */
   uint64_t next_seq;           /* requests created so far */
   gf_comm_req reqs[GF_COMM_SLOTS];
   gf_comm_stats stats;

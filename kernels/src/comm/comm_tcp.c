@@ -13,8 +13,9 @@
  * a slow peer; within a request the rounds, and so the additions, run in
  * the one fixed order below, whatever the interleaving: the same bits as
  * one request at a time. Nothing waits inside step_test (non-blocking
- * sockets); bytes move only inside gf_comm_* calls, and a wait sleeps in
- * poll() on the sockets (the `idle` hook).
+ * sockets); bytes move only inside gf_comm_* calls (no thread: one was
+ * tried and measured no better, bench/dist/results-hosts-vm.md), and a
+ * wait sleeps in poll() on the sockets (the `poll_set` hook).
  *   ALLREDUCE  ring: reduce-scatter then allgather in world-size chunks (a
  *              fixed order of additions for a given world; every rank ends
  *              with the same bits)
@@ -532,9 +533,9 @@ static void tcp_release(gf_comm *c, int slot) {
   ts->nsend = ts->nrecv = 0;
 }
 
-static void tcp_idle(gf_comm *c, int ms) {
-  tcp_state *s = c->impl;
-  if (s && s->peer) gf_tcp_idle(c, s, ms);
+static int tcp_poll_set(gf_comm *c, struct pollfd *pfd) {
+  const tcp_state *s = c->impl;
+  return s && s->peer ? gf_tcp_poll_set(c, s, pfd) : 0;
 }
 
 int gf_comm_tcp_peer_fd(const gf_comm *c, int peer) {
@@ -571,5 +572,5 @@ const gf_comm_ops gf_comm_tcp_ops = {
     .step_start = tcp_start,
     .step_test = tcp_test,
     .release = tcp_release,
-    .idle = tcp_idle,
+    .poll_set = tcp_poll_set,
 };

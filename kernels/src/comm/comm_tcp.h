@@ -120,9 +120,10 @@ gf_status gf_tcp_recv(gf_comm *c, tcp_state *s, tcp_msg *m, gf_err *err);
 /* Moves bytes on every stream until the sockets take or give no more;
  * *moved = 1 when any byte moved. */
 gf_status gf_tcp_pump(gf_comm *c, tcp_state *s, int *moved, gf_err *err);
-/* Blocks until a stream may move (bytes to read, or room for queued bytes)
- * or ms milliseconds pass. */
-void gf_tcp_idle(gf_comm *c, tcp_state *s, int ms);
+/* Fills pfd (c->world entries at most) with the live sockets: POLLIN, and
+ * POLLOUT where bytes wait in the queue; returns the count (0 for a broken
+ * comm). */
+int gf_tcp_poll_set(gf_comm *c, const tcp_state *s, struct pollfd *pfd);
 /* Unlinks m from its peer's lists. Only for a broken comm or one being
  * freed (a half-moved message would leave the stream out of frame). */
 void gf_tcp_unlink(tcp_state *s, tcp_msg *m);

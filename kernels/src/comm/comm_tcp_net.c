@@ -765,17 +765,16 @@ gf_status gf_tcp_pump(gf_comm *c, tcp_state *s, int *moved, gf_err *err) {
   return GF_OK;
 }
 
-void gf_tcp_idle(gf_comm *c, tcp_state *s, int ms) {
+int gf_tcp_poll_set(gf_comm *c, const tcp_state *s, struct pollfd *pfd) {
   int n = 0;
   for (int p = 0; p < c->world && !s->broken; p++) {
     const tcp_peer *P = &s->peer[p];
     if (P->fd < 0 || P->eof) continue;
-    s->pfd[n].fd = P->fd;
-    s->pfd[n].events = (short)(POLLIN | (P->sq ? POLLOUT : 0));
-    s->pfd[n].revents = 0;
-    s->pfd_peer[n++] = p;
+    pfd[n].fd = P->fd;
+    pfd[n].events = (short)(POLLIN | (P->sq ? POLLOUT : 0));
+    pfd[n++].revents = 0;
   }
-  if (n) (void)poll(s->pfd, (nfds_t)n, ms);
+  return n;
 }
 
 void gf_tcp_notify_all(gf_comm *c, tcp_state *s, int kind, int64_t code) {
