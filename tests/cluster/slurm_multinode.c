@@ -447,6 +447,21 @@ int main(void) {
     dump_log(lost.log);
     goto done;
   }
+  /* The run between the two starts (for the log: rank 0 ends it when its
+   * peer vanishes, the next start resumes it). */
+  char rid_path[700];
+  snprintf(rid_path, sizeof rid_path, "%s/run_id", lost.dir);
+  char *rid = test_read_text(rid_path);
+  if (rid) {
+    mlflow_run mid;
+    mlflow_error me;
+    if (mlflow_run_get(mc, rid, &mid, &me) == MLFLOW_OK) {
+      fprintf(stderr, "lost: run %s is %s while the job waits\n", rid,
+              mlflow_run_status_name(mid.info.status));
+      mlflow_run_free(&mid);
+    }
+    free(rid);
+  }
   /* --nodes=2 waits for two nodes: node1 comes back (its slurmd again). */
   char *back_argv[] = {SLURM_FIXTURE, "node-start", g_slurm_dir, "node1", NULL};
   rc = tc_capture(back_argv, out, sizeof out);
