@@ -225,7 +225,9 @@ void launch_signal(launch_attempt *a, int sig);
  * heartbeats (mpirun would turn a SIGTERM into a kill after a few
  * seconds), mpirun when none is known. srun: `scancel --signal=TERM
  * $SLURM_JOB_ID`, which reaches the job's steps but not the batch script
- * (srun itself ends the step when signalled). */
+ * (srun itself ends the step when signalled); when scancel fails or takes
+ * over 5 s (Slurm will not alter a job it is requeueing), the ranks on this
+ * host. */
 void launch_signal_stop(const gf_launch_opts *o, launch_attempt *a);
 /* SIGKILL to everything, then reaps it all (blocking; SIGKILL also ends a
  * stopped process). */

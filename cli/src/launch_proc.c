@@ -14,6 +14,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gf/clock.h"
@@ -21,6 +22,8 @@
 #include "gf/strbuf.h"
 #include "gf/text.h"
 #include "launch_internal.h"
+
+#define SCANCEL_WAIT_S 5.0 /* longest wait for scancel --signal=TERM */
 
 gf_status launch_free_port(int *port, gf_err *err) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -313,7 +316,19 @@ void launch_signal_stop(const gf_launch_opts *o, launch_attempt *a) {
   }
   int st = 0;
   if (pid > 0) {
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    /* scancel retries while Slurm will not alter the job (a requeue in
+     * progress: "Job can not be altered now"): at most SCANCEL_WAIT_S */
+    double end = gf_mono_s() + SCANCEL_WAIT_S;
+    pid_t w;
+    while ((w = waitpid(pid, &st, WNOHANG)) == 0 && gf_mono_s() < end) {
+      struct timespec t10 = {0, 10 * 1000 * 1000};
+      nanosleep(&t10, NULL);
+    }
+    if (w == 0) {
+      kill(pid, SIGKILL);
+      while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+      }
+      st = 1 << 8; /* as a failure */
     }
   }
   if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
