@@ -19,21 +19,15 @@ target_compile_definitions(test_cluster_launch PRIVATE
 add_dependencies(test_cluster_launch ganflow-train ganflow)
 add_test(NAME cluster_launch_ref COMMAND test_cluster_launch ref)
 set_tests_properties(cluster_launch_ref PROPERTIES
-  LABELS "cluster-sanitize;integration" TIMEOUT 300 FIXTURES_REQUIRED mlflow
+  LABELS "cluster;integration" TIMEOUT 300 FIXTURES_REQUIRED mlflow
   FIXTURES_SETUP cluster_launch_ref
   ENVIRONMENT "GF_TEST_MLFLOW_STATE=${CMAKE_BINARY_DIR}/tests/tracking/mlflow-fixture")
-# Labels: cluster (tests/run-all.sh runs these in the Release build only);
-# the kill scenario and the reference are cluster-sanitize, run under
-# ASan/UBSan too.
+# Label cluster: tests/run-all.sh runs these in the Release build only (the
+# sanitizers see the node agents and the rendezvous in trainer_launch_nodes).
 foreach(sc kill cut stall)
-  if(sc STREQUAL kill)
-    set(labels "cluster-sanitize;integration")
-  else()
-    set(labels "cluster;integration")
-  endif()
   add_test(NAME cluster_launch_${sc} COMMAND test_cluster_launch ${sc})
   set_tests_properties(cluster_launch_${sc} PROPERTIES
-    LABELS "${labels}" TIMEOUT 400 SKIP_RETURN_CODE 77
+    LABELS "cluster;integration" TIMEOUT 400 SKIP_RETURN_CODE 77
     FIXTURES_REQUIRED "mlflow;cluster_launch_ref"
     ENVIRONMENT "GF_TEST_MLFLOW_STATE=${CMAKE_BINARY_DIR}/tests/tracking/mlflow-fixture")
 endforeach()
