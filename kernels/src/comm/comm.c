@@ -532,9 +532,13 @@ static gf_status req_wait(gf_comm *c, int slot, gf_err *err) {
                                 : " (not started: earlier operations "
                                   "are still pending)");
     }
-    int n = c->pfd ? c->ops->poll_set(c, c->pfd) : 0;
+    /* the first GF_COMM_SPIN_S only yield (a woken sleeper reacts later,
+     * and a large message arrives in many pieces); after that sleep in
+     * poll() until a socket can move bytes */
+    int n = c->pfd && now - t0 >= GF_COMM_SPIN_S
+                ? c->ops->poll_set(c, c->pfd)
+                : 0;
     if (n) {
-      /* until a socket can move bytes: no spinning, no added latency */
       int ms = gf_comm_ms_left(deadline);
       (void)poll(c->pfd, (nfds_t)n, ms < IDLE_MS ? ms : IDLE_MS);
     } else {
