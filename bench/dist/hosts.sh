@@ -52,7 +52,6 @@ before=${BEFORE:-}
 before_name=${BEFORE_NAME:-before}
 run_timeout=${RUN_TIMEOUT:-600}
 out=${OUT:-$here/results-hosts-$(hostname).md}
-shown=${bin#"$root"/}
 maxhosts=1
 for h in $hosts_list; do ((h > maxhosts)) && maxhosts=$h; done
 
