@@ -207,33 +207,6 @@ static bool wait_job_end(const job *j, double timeout_s, char *state, size_t cap
   }
 }
 
-/* The experiment's one run (FINISHED) into r; false when it is not so. */
-static bool the_run(mlflow_client *mc, const char *exp, mlflow_run *r) {
-  mlflow_experiment x;
-  mlflow_error e;
-  mlflow_status ms = mlflow_experiment_get_by_name(mc, exp, &x, &e);
-  CHECKF(ms == MLFLOW_OK, "experiment %s: %s", exp, e.message);
-  if (ms != MLFLOW_OK) return false;
-  const char *ids[1] = {x.experiment_id};
-  mlflow_run_list l;
-  ms = mlflow_runs_search(mc, ids, 1, NULL, NULL, 0, NULL, &l, &e);
-  mlflow_experiment_free(&x);
-  CHECKF(ms == MLFLOW_OK, "runs/search: %s", e.message);
-  if (ms != MLFLOW_OK) return false;
-  CHECKF(l.count == 1, "%zu runs in %s, want 1", l.count, exp);
-  char id[64] = "";
-  if (l.count >= 1) {
-    CHECKF(l.runs[0].info.status == MLFLOW_RUN_FINISHED, "%s: run is %s", exp,
-           mlflow_run_status_name(l.runs[0].info.status));
-    snprintf(id, sizeof id, "%s", l.runs[0].info.run_id);
-  }
-  mlflow_run_list_free(&l);
-  if (!id[0]) return false;
-  ms = mlflow_run_get(mc, id, r, &e);
-  CHECKF(ms == MLFLOW_OK, "runs/get %s: %s", id, e.message);
-  return ms == MLFLOW_OK;
-}
-
 /* The job ended COMPLETED 0:0 on both nodes; its run as promised (one,
  * FINISHED, on two hosts, each (key, step) once); the run's id into
  * run_id[cap] (empty when there is none). */
@@ -253,7 +226,7 @@ static void check_job(const job *j, mlflow_client *mc, const char *state,
   CHECKF(log_contains(j->log, "ganflow launch exited 0"), "%s: the job log "
          "lacks 'ganflow launch exited 0'", j->name);
   mlflow_run r;
-  if (!the_run(mc, j->exp, &r)) {
+  if (!test_the_finished_run(mc, j->exp, &r)) {
     dump_log(j->log);
     return;
   }

@@ -79,31 +79,6 @@ static void trainer(cmd *c, const char *dir, const char *exp) {
   for (size_t i = 0; i < sizeof flags / sizeof *flags; i++) add(c, flags[i]);
 }
 
-/* The one run of experiment exp, FINISHED: its id into id[cap]. */
-static bool the_run(mlflow_client *mc, const char *exp, char *id, size_t cap) {
-  mlflow_experiment x;
-  mlflow_error e;
-  if (mlflow_experiment_get_by_name(mc, exp, &x, &e) != MLFLOW_OK) {
-    CHECKF(0, "experiment %s: %s", exp, e.message);
-    return false;
-  }
-  const char *ids[1] = {x.experiment_id};
-  mlflow_run_list l;
-  mlflow_status ms = mlflow_runs_search(mc, ids, 1, NULL, NULL, 0, NULL, &l, &e);
-  mlflow_experiment_free(&x);
-  CHECKF(ms == MLFLOW_OK, "runs/search: %s", e.message);
-  if (ms != MLFLOW_OK) return false;
-  CHECKF(l.count == 1, "%zu runs in %s, want one per job", l.count, exp);
-  bool ok = l.count >= 1;
-  if (ok) {
-    CHECKF(l.runs[0].info.status == MLFLOW_RUN_FINISHED, "run is %s",
-           mlflow_run_status_name(l.runs[0].info.status));
-    snprintf(id, cap, "%s", l.runs[0].info.run_id);
-  }
-  mlflow_run_list_free(&l);
-  return ok;
-}
-
 /* The world sizes of the rounds, from the run's restart tags ("restarted
  * on N ranks ..."), after `first`: "2>1>2" into out. */
 static void trajectory(mlflow_client *mc, const char *run_id, int first,
@@ -317,7 +292,10 @@ static int run_scenario(const scenario *sc, const char *tmp, const char *uri) {
   test_config(&cfg, uri);
   mlflow_client *mc = test_client(&cfg);
   char run_id[64] = "";
-  if (the_run(mc, exp, run_id, sizeof run_id)) {
+  mlflow_run the;
+  if (test_the_finished_run(mc, exp, &the)) {
+    snprintf(run_id, sizeof run_id, "%s", the.info.run_id);
+    mlflow_run_free(&the);
     char traj[128];
     trajectory(mc, run_id, 2, traj, sizeof traj);
     fprintf(stderr, "%s: world sizes %s (want %s)\n", sc->name, traj, sc->want);

@@ -77,33 +77,6 @@ static int run_job(const cmd *c, const char *uri, const char *log,
   return rc;
 }
 
-/* The experiment's one run (FINISHED) into r; false when it is not so. */
-static bool the_run(mlflow_client *mc, const char *exp, mlflow_run *r) {
-  mlflow_experiment x;
-  mlflow_error e;
-  mlflow_status ms = mlflow_experiment_get_by_name(mc, exp, &x, &e);
-  CHECKF(ms == MLFLOW_OK, "experiment %s: %s", exp, e.message);
-  if (ms != MLFLOW_OK) return false;
-  const char *ids[1] = {x.experiment_id};
-  mlflow_run_list l;
-  ms = mlflow_runs_search(mc, ids, 1, NULL, NULL, 0, NULL, &l, &e);
-  mlflow_experiment_free(&x);
-  CHECKF(ms == MLFLOW_OK, "runs/search: %s", e.message);
-  if (ms != MLFLOW_OK) return false;
-  CHECKF(l.count == 1, "%zu runs in %s, want 1", l.count, exp);
-  char id[64] = "";
-  if (l.count >= 1) {
-    CHECKF(l.runs[0].info.status == MLFLOW_RUN_FINISHED, "run is %s",
-           mlflow_run_status_name(l.runs[0].info.status));
-    snprintf(id, sizeof id, "%s", l.runs[0].info.run_id);
-  }
-  mlflow_run_list_free(&l);
-  if (!id[0]) return false;
-  ms = mlflow_run_get(mc, id, r, &e);
-  CHECKF(ms == MLFLOW_OK, "runs/get %s: %s", id, e.message);
-  return ms == MLFLOW_OK;
-}
-
 int main(void) {
   double t_all = mono_s();
   const char *mpirun = GF_MPIEXEC;
@@ -177,7 +150,7 @@ int main(void) {
   test_config(&cfg, uri);
   mlflow_client *mc = test_client(&cfg);
   mlflow_run r;
-  if (rc == 0 && the_run(mc, exp4, &r)) {
+  if (rc == 0 && test_the_finished_run(mc, exp4, &r)) {
     const char *ws = mlflow_run_param(&r, "world_size");
     const char *hs = mlflow_run_tag(&r, "ganflow.hosts");
     CHECKF(ws && strcmp(ws, "4") == 0, "param world_size %s, want 4",

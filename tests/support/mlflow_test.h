@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <stdbool.h>
+
 #include "check.h"
 #include "file_util.h"
 #include "mlflow/mlflow.h"
@@ -145,6 +147,37 @@ static inline void test_drop_artifacts(mlflow_client *c, const char *name) {
 
 static inline void test_drop_tmp(const char *dir) {
   if (!check_failures_) tu_rmdir(dir);
+}
+
+/* The one run of experiment `exp`, checked FINISHED (a failed CHECK for
+ * anything else: no experiment, not one run, another status); when it is
+ * there, its runs/get into *r (caller frees with mlflow_run_free) and
+ * true. */
+static inline bool test_the_finished_run(mlflow_client *mc, const char *exp,
+                                         mlflow_run *r) {
+  mlflow_experiment x;
+  mlflow_error e;
+  mlflow_status ms = mlflow_experiment_get_by_name(mc, exp, &x, &e);
+  CHECKF(ms == MLFLOW_OK, "experiment %s: %s", exp, e.message);
+  if (ms != MLFLOW_OK) return false;
+  const char *ids[1] = {x.experiment_id};
+  mlflow_run_list l;
+  ms = mlflow_runs_search(mc, ids, 1, NULL, NULL, 0, NULL, &l, &e);
+  mlflow_experiment_free(&x);
+  CHECKF(ms == MLFLOW_OK, "runs/search: %s", e.message);
+  if (ms != MLFLOW_OK) return false;
+  CHECKF(l.count == 1, "%zu runs in %s, want 1", l.count, exp);
+  char id[64] = "";
+  if (l.count >= 1) {
+    CHECKF(l.runs[0].info.status == MLFLOW_RUN_FINISHED, "%s: run is %s", exp,
+           mlflow_run_status_name(l.runs[0].info.status));
+    snprintf(id, sizeof id, "%s", l.runs[0].info.run_id);
+  }
+  mlflow_run_list_free(&l);
+  if (!id[0]) return false;
+  ms = mlflow_run_get(mc, id, r, &e);
+  CHECKF(ms == MLFLOW_OK, "runs/get %s: %s", id, e.message);
+  return ms == MLFLOW_OK;
 }
 
 #endif
