@@ -26,7 +26,9 @@ JOBS=$(nproc)
 T0=$(date +%s)
 
 "$ROOT/deploy/install-deps.sh"
-# Both builds with their test data need about 3 GB besides the checkout.
+# Both builds need about 3 GB besides the checkout, and the Release build's
+# test data up to about 3 GB more while its tests run (each suite's is
+# deleted once it passed).
 echo "=== disk: $(df -h --output=avail "$ROOT" | tail -1 | tr -d ' ') free"
 
 "$ROOT/tests/build-matrix.sh" --compilers gcc --types "Debug RelWithDebInfo MinSizeRel"
@@ -55,7 +57,12 @@ run_suite() {
   cat "$ROOT/$dir/ctest-skips.txt"
   [ "$rc" -eq 0 ] || return "$rc"
   [ "$gate" -eq 0 ] || SKIP_GATE_FAILED+=("$dir")
-  echo "=== $dir: $(du -sh "$ROOT/$dir" | cut -f1) on disk, $(df -h --output=avail "$ROOT" | tail -1 | tr -d ' ') left"
+  # A passed suite's test data (checkpoints, logs, MLflow and database
+  # states under tests/*/tmp-* and the fixtures' folders) is of no more use:
+  # the next suite gets its disk. A failed suite returned above and keeps it.
+  echo "=== $dir: $(du -sh "$ROOT/$dir" | cut -f1) on disk after its tests, $(df -h --output=avail "$ROOT" | tail -1 | tr -d ' ') left"
+  find "$ROOT/$dir/tests" -mindepth 2 -maxdepth 2 -type d \( -name 'tmp-*' -o -name '*-fixture' \) -exec rm -rf {} +
+  echo "=== $dir: $(du -sh "$ROOT/$dir" | cut -f1) on disk without its test data"
 }
 
 run_suite build gcc Release

@@ -73,7 +73,7 @@ static void trainer(cmd *c, const char *dir, const char *exp) {
                          "--steps", STEPS_S, "--log-every", "10",
                          "--sample-every", "0", "--eval-every", "0",
                          "--register-model", "", "--check-every", "10",
-                         "--checkpoint-every", "10", "--keep", "1000",
+                         "--checkpoint-every", "10", "--keep", "3",
                          "--exact-reduce", "--comm-timeout", COMM,
                          "--checkpoint-dir", dir, "--experiment", exp};
   for (size_t i = 0; i < sizeof flags / sizeof *flags; i++) add(c, flags[i]);

@@ -129,6 +129,12 @@ int main(void) {
   char script[700], pylog[700];
   snprintf(script, sizeof script, "%s/tests/model/pyfunc_serve_check.py", GF_SOURCE_DIR);
   snprintf(pylog, sizeof pylog, "%s/check.log", GF_TEST_TMP);
+  /* MLflow downloads models:/ URIs into a new folder of the temporary
+   * directory and leaves it there: keep that inside the test's own */
+  char pytmp[700];
+  snprintf(pytmp, sizeof pytmp, "%s/pytmp", GF_TEST_TMP);
+  tu_fresh_dir(pytmp);
+  REQUIRE(setenv("TMPDIR", pytmp, 1) == 0);
   char *check[] = {py, script, "models:/" MODEL "@" ALIAS, seeds, zpath, out, NULL};
   rc = run(check, pylog, uri);
   print_log(pylog);

@@ -136,7 +136,7 @@ static void train_cmd(cmd *c, const job *j, bool wrapper) {
   const char *fixed[] = {"--data", FASHION, "--model", "mlp", "--batch", "32",
                          "--threads", "1", "--seed", "11", "--sample-every",
                          "0", "--eval-every", "0", "--register-model", "",
-                         "--keep", "100", "--check-every", "10",
+                         "--keep", "5", "--check-every", "10",
                          "--comm-timeout", "60"};
   for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) add(c, fixed[i]);
   add(c, flag(c, "--steps", STEPS));
