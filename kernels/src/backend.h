@@ -87,6 +87,17 @@ typedef struct gf_backend_ops {
   gf_status (*adam)(gf_ctx *ctx, const gf_adam_params *p, int64_t step,
                     gf_tensor *param, const gf_tensor *grad, gf_tensor *m,
                     gf_tensor *v, gf_err *err);
+  /* Pooling, kind a GF_POOL_* value; y has gf_pool2d_out_shape's shape and
+   * p was checked (pad <= kernel/2: every window holds an input cell). */
+  gf_status (*pool_fwd)(gf_ctx *ctx, int kind, const gf_tensor *x,
+                        const gf_pool_params *p, gf_tensor *y, gf_err *err);
+  /* x [N,C,H,W] -> y [N,C,OH,OW], every size >= 1. */
+  gf_status (*resize_bilinear)(gf_ctx *ctx, const gf_tensor *x, gf_tensor *y,
+                               gf_err *err);
+  /* dst[:, offset : offset + Cs] = src, both viewed as [N, C, S] with the
+   * same N and S; no overlap. */
+  gf_status (*copy_channels)(gf_ctx *ctx, const gf_tensor *src,
+                             gf_tensor *dst, int64_t offset, gf_err *err);
   gf_status (*fill)(gf_ctx *ctx, gf_tensor *t, float value, gf_err *err);
   gf_status (*copy)(gf_ctx *ctx, const gf_tensor *src, gf_tensor *dst,
                     gf_err *err);
@@ -94,6 +105,9 @@ typedef struct gf_backend_ops {
 
 /* Activation kinds for act_fwd / act_bwd. */
 enum { GF_ACT_RELU = 0, GF_ACT_LEAKY_RELU, GF_ACT_TANH, GF_ACT_SIGMOID };
+/* Pooling kinds for pool_fwd: max, average over kh*kw (count_include_pad),
+ * average over the window's non-padding cells. */
+enum { GF_POOL_MAX = 0, GF_POOL_AVG_INCLUDE_PAD, GF_POOL_AVG_EXCLUDE_PAD };
 
 /* The CPU backend's table (cpu/cpu_ctx.c). */
 extern const gf_backend_ops gf_cpu_backend_ops;

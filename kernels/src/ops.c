@@ -554,6 +554,120 @@ gf_status gf_adam_step(gf_ctx *ctx, const gf_adam_params *p, int64_t step,
   return ctx->ops->adam(ctx, p, step, param, grad, m, v, err);
 }
 
+/* ---- pooling, resize, channel concatenation -------------------------------- */
+
+static gf_status pool_shape(const gf_tensor *x, const gf_pool_params *p,
+                            int64_t out[4], const char *op, gf_err *err) {
+  if (!x || !p) return gf_fail(err, GF_EINVAL, "%s: NULL x or params", op);
+  if (x->ndim != 4)
+    return gf_fail(err, GF_EINVAL, "%s: x must be [N,C,H,W] (ndim %d)", op,
+                   x->ndim);
+  if (p->count_include_pad != 0 && p->count_include_pad != 1)
+    return gf_fail(err, GF_EINVAL, "%s: count_include_pad must be 0 or 1",
+                   op);
+  out[0] = x->shape[0];
+  out[1] = x->shape[1];
+  for (int d = 0; d < 2; d++) {
+    int k = p->kernel[d], s = p->stride[d], pad = p->pad[d];
+    if (k < 1 || s < 1 || pad < 0)
+      return gf_fail(err, GF_EINVAL, "%s: kernel %d, stride %d, pad %d "
+                     "(need >= 1, >= 1, >= 0)", op, k, s, pad);
+    if (pad > k / 2)
+      return gf_fail(err, GF_EINVAL,
+                     "%s: pad %d larger than half the kernel %d", op, pad, k);
+    int64_t span = x->shape[2 + d] + 2 * (int64_t)pad - k;
+    if (span < 0)
+      return gf_fail(err, GF_EINVAL,
+                     "%s: kernel %d larger than padded input %lld", op, k,
+                     (long long)(x->shape[2 + d] + 2 * (int64_t)pad));
+    out[2 + d] = span / s + 1;
+  }
+  return GF_OK;
+}
+
+gf_status gf_pool2d_out_shape(const gf_tensor *x, const gf_pool_params *p,
+                              int64_t out[4], gf_err *err) {
+  return pool_shape(x, p, out, "pool2d", err);
+}
+
+static gf_status pool_fwd(gf_ctx *ctx, int kind, const gf_tensor *x,
+                          const gf_pool_params *p, gf_tensor *y,
+                          const char *op, gf_err *err) {
+  NEED_OP(ctx, pool_fwd, op);
+  GF_TRY(check_t(ctx, x, op, "x", err));
+  int64_t ys[4];
+  GF_TRY(pool_shape(x, p, ys, op, err));
+  GF_TRY(check_t(ctx, y, op, "y", err));
+  GF_TRY(check_shape(y, op, "y", 4, ys, err));
+  if (x->data == y->data && gf_tensor_numel(y) > 0)
+    return gf_fail(err, GF_EINVAL, "%s: y must not be x", op);
+  return ctx->ops->pool_fwd(ctx, kind, x, p, y, err);
+}
+
+gf_status gf_maxpool2d_fwd(gf_ctx *ctx, const gf_tensor *x,
+                           const gf_pool_params *p, gf_tensor *y,
+                           gf_err *err) {
+  return pool_fwd(ctx, GF_POOL_MAX, x, p, y, "maxpool2d_fwd", err);
+}
+
+gf_status gf_avgpool2d_fwd(gf_ctx *ctx, const gf_tensor *x,
+                           const gf_pool_params *p, gf_tensor *y,
+                           gf_err *err) {
+  int kind = p && p->count_include_pad == 0 ? GF_POOL_AVG_EXCLUDE_PAD
+                                            : GF_POOL_AVG_INCLUDE_PAD;
+  return pool_fwd(ctx, kind, x, p, y, "avgpool2d_fwd", err);
+}
+
+gf_status gf_resize_bilinear_fwd(gf_ctx *ctx, const gf_tensor *x,
+                                 gf_tensor *y, gf_err *err) {
+  const char *op = "resize_bilinear_fwd";
+  NEED_OP(ctx, resize_bilinear, op);
+  GF_TRY(check_t(ctx, x, op, "x", err));
+  GF_TRY(check_t(ctx, y, op, "y", err));
+  if (x->ndim != 4 || y->ndim != 4)
+    return gf_fail(err, GF_EINVAL, "%s: x and y must be [N,C,H,W]", op);
+  int64_t want[4] = {x->shape[0], x->shape[1], y->shape[2], y->shape[3]};
+  GF_TRY(check_shape(y, op, "y", 4, want, err));
+  for (int d = 2; d < 4; d++)
+    if (x->shape[d] < 1 || y->shape[d] < 1)
+      return gf_fail(err, GF_EINVAL, "%s: empty image (%lldx%lld -> %lldx%lld)",
+                     op, (long long)x->shape[2], (long long)x->shape[3],
+                     (long long)y->shape[2], (long long)y->shape[3]);
+  if (x->data == y->data && gf_tensor_numel(y) > 0)
+    return gf_fail(err, GF_EINVAL, "%s: y must not be x", op);
+  return ctx->ops->resize_bilinear(ctx, x, y, err);
+}
+
+gf_status gf_copy_channels(gf_ctx *ctx, const gf_tensor *src, gf_tensor *dst,
+                           int64_t offset, gf_err *err) {
+  const char *op = "copy_channels";
+  NEED_OP(ctx, copy_channels, op);
+  GF_TRY(check_t(ctx, src, op, "src", err));
+  GF_TRY(check_t(ctx, dst, op, "dst", err));
+  if ((src->ndim != 4 && src->ndim != 2) || dst->ndim != src->ndim)
+    return gf_fail(err, GF_EINVAL,
+                   "%s: src and dst must both be [N,C,H,W] or both [N,C] "
+                   "(ndim %d, %d)", op, src->ndim, dst->ndim);
+  int64_t want[4] = {src->shape[0], dst->shape[1], 1, 1};
+  if (src->ndim == 4) {
+    want[2] = src->shape[2];
+    want[3] = src->shape[3];
+  }
+  GF_TRY(check_shape(dst, op, "dst", dst->ndim, want, err));
+  int64_t cs = src->shape[1], cd = dst->shape[1];
+  if (offset < 0 || offset > cd - cs)
+    return gf_fail(err, GF_EINVAL,
+                   "%s: %lld channels at offset %lld do not fit in dst's %lld",
+                   op, (long long)cs, (long long)offset, (long long)cd);
+  uintptr_t s = (uintptr_t)src->data, d = (uintptr_t)dst->data;
+  uintptr_t ns = (uintptr_t)gf_tensor_nbytes(src);
+  uintptr_t nd = (uintptr_t)gf_tensor_nbytes(dst);
+  if (ns > 0 && s < d + nd && d < s + ns)
+    return gf_fail(err, GF_EINVAL, "%s: src overlaps dst", op);
+  if (ns == 0) return GF_OK;
+  return ctx->ops->copy_channels(ctx, src, dst, offset, err);
+}
+
 gf_status gf_fill(gf_ctx *ctx, gf_tensor *t, float value, gf_err *err) {
   NEED_OP(ctx, fill, "fill");
   GF_TRY(check_t(ctx, t, "fill", "t", err));

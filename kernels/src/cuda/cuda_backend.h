@@ -75,8 +75,8 @@ gf_status gf_cuda_enter(gf_ctx *ctx, gf_err *err);
  * stream before the old block is released. */
 gf_status gf_cuda_ws(gf_ctx *ctx, size_t bytes, void **out, gf_err *err);
 
-/* Op entry points (cuda_dnn.c, cuda_blas.c, cuda_eltwise.c); see
- * backend.h for their contracts. */
+/* Op entry points (cuda_conv.c, cuda_bn.c, cuda_blas.c, cuda_eltwise.c,
+ * cuda_pool_ops.c); see backend.h for their contracts. */
 gf_status gf_cuda_linear_fwd(gf_ctx *ctx, const gf_tensor *x,
                              const gf_tensor *w, const gf_tensor *b,
                              gf_tensor *y, gf_err *err);
@@ -141,6 +141,13 @@ gf_status gf_cuda_bce_bwd(gf_ctx *ctx, const gf_tensor *x,
 gf_status gf_cuda_adam(gf_ctx *ctx, const gf_adam_params *p, int64_t step,
                        gf_tensor *param, const gf_tensor *grad, gf_tensor *m,
                        gf_tensor *v, gf_err *err);
+gf_status gf_cuda_pool_fwd(gf_ctx *ctx, int kind, const gf_tensor *x,
+                           const gf_pool_params *p, gf_tensor *y,
+                           gf_err *err);
+gf_status gf_cuda_resize_bilinear(gf_ctx *ctx, const gf_tensor *x,
+                                  gf_tensor *y, gf_err *err);
+gf_status gf_cuda_copy_channels(gf_ctx *ctx, const gf_tensor *src,
+                                gf_tensor *dst, int64_t offset, gf_err *err);
 gf_status gf_cuda_fill(gf_ctx *ctx, gf_tensor *t, float value, gf_err *err);
 gf_status gf_cuda_copy(gf_ctx *ctx, const gf_tensor *src, gf_tensor *dst,
                        gf_err *err);

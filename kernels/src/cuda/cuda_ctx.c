@@ -138,6 +138,9 @@ const gf_backend_ops gf_cuda_backend_ops = {
     .bce_fwd = gf_cuda_bce_fwd,
     .bce_bwd = gf_cuda_bce_bwd,
     .adam = gf_cuda_adam,
+    .pool_fwd = gf_cuda_pool_fwd,
+    .resize_bilinear = gf_cuda_resize_bilinear,
+    .copy_channels = gf_cuda_copy_channels,
     .fill = gf_cuda_fill,
     .copy = gf_cuda_copy,
 };
