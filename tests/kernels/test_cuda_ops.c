@@ -5,7 +5,8 @@
  * BN pieces: backward sums with dx NULL and gf_batchnorm_bwd_dx), the four
  * activations, dropout (mask bit-identical to the CPU's Philox stream, at
  * an unaligned offset, p = 0 and 1), BCE-with-logits, Adam over steps with
- * weight decay, fill and copy. Then: deterministic mode gives bit-identical
+ * weight decay, fill and copy; max / average pooling, bilinear resize and
+ * channel concatenation at Inception-v3's sizes. Then: deterministic mode gives bit-identical
  * repeats, and TF32 mode stays within its own tolerance.
  * Tolerances (kt_cuda.c): f32 GEMM/conv/BN atol 1e-5 + rtol 1e-4
  * (summation order differs); element-wise atol 1e-6 + rtol 1e-5 (libm);
@@ -392,6 +393,91 @@ static void test_fill_copy(void) {
   twin_free(&b);
 }
 
+/* Pooling, bilinear resize and channel concatenation against the CPU:
+ * max pooling and the channel copy bit-identical; average pooling (oneDNN
+ * sums in its own order on the CPU) and resize (same float formula, no FMA
+ * on either side) within the element-wise tolerance. */
+static void pool_case(int64_t n, int64_t c, int64_t h, int64_t w,
+                      gf_pool_params p) {
+  gf_err e = {0};
+  char lab[96];
+  twin x = rnd(4, n, c, h, w);
+  int64_t ys[4];
+  REQUIRE(gf_pool2d_out_shape(&x.h, &p, ys, &e) == GF_OK);
+  twin y = rnd(4, ys[0], ys[1], ys[2], ys[3]);
+  REQUIRE(gf_maxpool2d_fwd(&cpu, &x.h, &p, &y.h, &e) == GF_OK);
+  CHECKF(gf_maxpool2d_fwd(&gpu, &x.d, &p, &y.d, &e) == GF_OK, "%s", e.msg);
+  CHECKF(kt_diff_bytes(&y.d, &y.h) == 0, "maxpool [%lld,%lld,%lld,%lld] k%d "
+         "s%d p%d: not bit-identical", (long long)n, (long long)c,
+         (long long)h, (long long)w, p.kernel[0], p.stride[0], p.pad[0]);
+  for (int inc = 0; inc < 2; inc++) {
+    p.count_include_pad = inc;
+    REQUIRE(gf_avgpool2d_fwd(&cpu, &x.h, &p, &y.h, &e) == GF_OK);
+    CHECKF(gf_avgpool2d_fwd(&gpu, &x.d, &p, &y.d, &e) == GF_OK, "%s", e.msg);
+    snprintf(lab, sizeof lab, "avgpool [%lld,%lld,%lld,%lld] k%d s%d p%d "
+             "include_pad %d", (long long)n, (long long)c, (long long)h,
+             (long long)w, p.kernel[0], p.stride[0], p.pad[0], inc);
+    same(lab, &y, KT_TOL_F32_ELT);
+  }
+  twin_free(&x);
+  twin_free(&y);
+}
+
+static void resize_case(int64_t n, int64_t c, int64_t h, int64_t w,
+                        int64_t oh, int64_t ow) {
+  gf_err e = {0};
+  char lab[96];
+  twin x = rnd(4, n, c, h, w), y = rnd(4, n, c, oh, ow);
+  REQUIRE(gf_resize_bilinear_fwd(&cpu, &x.h, &y.h, &e) == GF_OK);
+  CHECKF(gf_resize_bilinear_fwd(&gpu, &x.d, &y.d, &e) == GF_OK, "%s", e.msg);
+  snprintf(lab, sizeof lab, "resize %lldx%lld -> %lldx%lld", (long long)h,
+           (long long)w, (long long)oh, (long long)ow);
+  same(lab, &y, KT_TOL_F32_ELT);
+  twin_free(&x);
+  twin_free(&y);
+}
+
+static void test_pool_resize_concat(void) {
+  gf_pool_params s2 = {{3, 3}, {2, 2}, {0, 0}, 1};
+  gf_pool_params s1 = {{3, 3}, {1, 1}, {1, 1}, 1};
+  gf_pool_params g8 = {{8, 8}, {8, 8}, {0, 0}, 1};
+  gf_pool_params odd = {{3, 2}, {2, 1}, {1, 1}, 1};
+  pool_case(2, 64, 147, 147, s2); /* the CPU's loops (simple_nchw) */
+  pool_case(2, 192, 71, 71, s2);
+  pool_case(3, 288, 10, 10, s2);  /* windows skip the last row: loops */
+  pool_case(2, 1280, 8, 8, s1);
+  pool_case(2, 192, 35, 35, s1);
+  pool_case(2, 2048, 8, 8, g8);
+  pool_case(3, 5, 7, 10, odd);
+  resize_case(2, 3, 28, 28, 299, 299);
+  resize_case(1, 3, 64, 64, 299, 299);
+  resize_case(2, 3, 17, 13, 5, 4);
+  resize_case(1, 2, 6, 7, 6, 7);
+  resize_case(1, 1, 1, 1, 4, 3);
+  /* copy_channels: pieces at offset 0, in the middle and last, 4-D and
+   * 2-D; the other channels of dst keep their values */
+  gf_err e = {0};
+  twin d = rnd(4, 3, 2048, 8, 8);
+  const int64_t cs[] = {384, 320, 192, 1152}, off[] = {0, 384, 704, 896};
+  for (int i = 0; i < 4; i++) {
+    twin s = rnd(4, 3, cs[i], 8, 8);
+    REQUIRE(gf_copy_channels(&cpu, &s.h, &d.h, off[i], &e) == GF_OK);
+    CHECKF(gf_copy_channels(&gpu, &s.d, &d.d, off[i], &e) == GF_OK, "%s",
+           e.msg);
+    twin_free(&s);
+  }
+  CHECKF(kt_diff_bytes(&d.d, &d.h) == 0, "copy_channels 4-D");
+  twin d2 = rnd(2, 5, 9, 1, 1), s2d = rnd(2, 5, 3, 1, 1);
+  REQUIRE(gf_copy_channels(&cpu, &s2d.h, &d2.h, 6, &e) == GF_OK);
+  CHECKF(gf_copy_channels(&gpu, &s2d.d, &d2.d, 6, &e) == GF_OK, "%s", e.msg);
+  CHECKF(kt_diff_bytes(&d2.d, &d2.h) == 0, "copy_channels 2-D");
+  /* a bad offset is refused before the device is touched */
+  CHECK(gf_copy_channels(&gpu, &s2d.d, &d2.d, 7, &e) == GF_EINVAL);
+  twin_free(&d);
+  twin_free(&d2);
+  twin_free(&s2d);
+}
+
 /* Deterministic mode: the same backward twice gives the same bits. */
 static void test_deterministic(void) {
   gf_err e = {0};
@@ -472,6 +558,7 @@ int main(void) {
   test_bce();
   test_adam();
   test_fill_copy();
+  test_pool_resize_concat();
   test_deterministic();
   test_tf32();
   gf_err se = {0};
