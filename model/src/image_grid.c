@@ -15,9 +15,7 @@
 
 #define GF_GRID_MAX_PAD 1024 /* border pixels */
 
-/* Maps one generator value to a pixel: clamp to [-1, 1] (NaN -> -1, so 0),
- * then round((x + 1) / 2 * 255) with halves rounded up. */
-static uint8_t to_u8(float x) {
+uint8_t gf_pixel_u8(float x) {
   if (!(x > -1.0f)) return 0; /* also NaN */
   if (x >= 1.0f) return 255;
   double v = ((double)x + 1.0) * 0.5 * 255.0;
@@ -57,7 +55,7 @@ gf_status gf_grid_to_rgb8(const float *images, int n, int c, int h, int w,
       for (int x = 0; x < w; x++)
         for (int ch = 0; ch < c; ch++)
           row[(size_t)x * (size_t)c + (size_t)ch] =
-              to_u8(img[(size_t)ch * plane + (size_t)y * (size_t)w + (size_t)x]);
+              gf_pixel_u8(img[(size_t)ch * plane + (size_t)y * (size_t)w + (size_t)x]);
     }
   }
   *out = px;

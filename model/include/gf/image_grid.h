@@ -28,6 +28,11 @@
  * interleaved (HWC), c channels, mapped as the file header says.
  * Memory: *out is malloc'd here (out_w * out_h * out_c bytes); the caller
  * frees it with free(). images is only read. On failure *out is NULL. */
+/* One generator value to an 8-bit pixel, as every image ganflow writes:
+ * clamp to [-1, 1] (NaN -> -1, so 0), then round((x + 1) / 2 * 255) with
+ * halves rounded up. */
+uint8_t gf_pixel_u8(float x);
+
 gf_status gf_grid_to_rgb8(const float *images, int n, int c, int h, int w,
                           int nrow, int pad, uint8_t **out, int *out_w,
                           int *out_h, int *out_c, gf_err *err);

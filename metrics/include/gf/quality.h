@@ -1,0 +1,65 @@
+/* quality.h - FID and KID of generated images against a reference set of
+ * real images, as ganflow-train's evaluations and `ganflow eval` / `ganflow
+ * fid` compute them: the reference's Inception features and moments are
+ * computed once per (images, network) and kept in the feature cache
+ * (gf/feat_cache.h); the generated set's are computed each time.
+ *
+ * Both sets go through gf_inception_features_u8 (8-bit pixels, the
+ * preprocessing of gf/inception.h), so a reference computed from a
+ * dataset equals one computed from the same images saved as PNG. */
+#ifndef GF_QUALITY_H
+#define GF_QUALITY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gf/fid.h"
+#include "gf/inception.h"
+#include "gf/kid.h"
+#include "gf/status.h"
+
+enum {
+  GF_QUALITY_FID = 1u << 0,
+  GF_QUALITY_KID = 1u << 1,
+};
+
+/* The reference set: its features (for KID) and moments (for FID). */
+typedef struct gf_quality_ref {
+  int64_t n;                           /* images */
+  float *feats;                        /* owned; [n, GF_INCEPTION_DIM] */
+  gf_feat_moments m;                   /* owned */
+  char data_sha256[65];                /* digest of the images' bytes and
+                                          their shape */
+  char cache_path[1024];               /* the cache file ("" none) */
+  bool from_cache;                     /* read, not computed */
+} gf_quality_ref;
+
+/* The reference of n images of c x h x w 8-bit pixels (planar per image):
+ * read from cache_dir (NULL: gf_feat_cache_default_dir; "" no cache) when a
+ * file of this (images, network, preprocessing) is there, else computed
+ * with net and written there (a cache that cannot be written is only
+ * reported through *warn, a caller-provided buffer of warn_cap bytes; warn
+ * may be NULL). A cache file that exists but does not match (another
+ * network or images) or is damaged is an error naming the file: delete it
+ * to recompute. On success the caller owns *ref (gf_quality_ref_free). */
+gf_status gf_quality_ref_init(gf_inception *net, const uint8_t *pixels,
+                              int64_t n, int c, int h, int w,
+                              const char *cache_dir, gf_quality_ref *ref,
+                              char *warn, size_t warn_cap, gf_err *err);
+/* Releases what ref owns; accepts a zeroed or freed ref. */
+void gf_quality_ref_free(gf_quality_ref *ref);
+
+typedef struct gf_quality {
+  double fid;             /* NAN when not asked */
+  double kid, kid_std;    /* NAN when not asked */
+} gf_quality;
+
+/* FID and/or KID (which: GF_QUALITY_* bits) of n generated images' features
+ * feats [n, GF_INCEPTION_DIM] against ref. n >= 2; kc NULL means
+ * gf_kid_config_default(). */
+gf_status gf_quality_of_features(const gf_quality_ref *ref,
+                                 const float *feats, int64_t n,
+                                 unsigned which, const gf_kid_config *kc,
+                                 gf_quality *out, gf_err *err);
+
+#endif
