@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
   }
   gf_err err = {0};
   gf_ctx ctx;
-  gf_ctx_config cc = {GF_BACKEND_CUDA, 1, dev};
+  gf_ctx_config cc = {GF_BACKEND_CUDA, 1, dev, GF_CPU_LAYOUT_AUTO};
   if (gf_ctx_init(&ctx, &cc, &err) != GF_OK) {
     fprintf(stderr, "ctx: %s\n", err.msg);
     return 1;

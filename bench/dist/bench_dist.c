@@ -435,7 +435,7 @@ int main(int argc, char **argv) {
   int local = o.batch / world;
   if (st == GF_OK) {
     what = "ctx";
-    st = gf_ctx_init(&r.ctx, &(gf_ctx_config){GF_BACKEND_CPU, o.threads, 0},
+    st = gf_ctx_init(&r.ctx, &(gf_ctx_config){GF_BACKEND_CPU, o.threads, 0, GF_CPU_LAYOUT_AUTO},
                      &err);
     r.ctx_live = st == GF_OK;
   }

@@ -294,7 +294,7 @@ int main(int argc, char **argv) {
   }
   gf_ctx ctx;
   gf_err e;
-  gf_ctx_config cfg = {GF_BACKEND_CPU, threads, 0};
+  gf_ctx_config cfg = {GF_BACKEND_CPU, threads, 0, GF_CPU_LAYOUT_AUTO};
   if (gf_ctx_init(&ctx, &cfg, &e)) {
     fprintf(stderr, "bench: %s\n", e.msg);
     return 1;

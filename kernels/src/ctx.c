@@ -21,7 +21,7 @@ const char *gf_backend_name(gf_backend backend) {
 gf_status gf_ctx_init(gf_ctx *ctx, const gf_ctx_config *cfg, gf_err *err) {
   if (!ctx) return gf_fail(err, GF_EINVAL, "ctx: NULL");
   memset(ctx, 0, sizeof *ctx);
-  gf_ctx_config def = {GF_BACKEND_CPU, 0, 0};
+  gf_ctx_config def = {GF_BACKEND_CPU, 0, 0, GF_CPU_LAYOUT_AUTO};
   if (!cfg) cfg = &def;
   int nthreads = cfg->nthreads;
   if (nthreads <= 0) {
@@ -49,6 +49,7 @@ gf_status gf_ctx_init(gf_ctx *ctx, const gf_ctx_config *cfg, gf_err *err) {
   ctx->backend = cfg->backend;
   ctx->device_index = cfg->device_index;
   ctx->nthreads = nthreads;
+  ctx->cpu_layout = cfg->cpu_layout;
   gf_status st = ctx->ops->init(ctx, err);
   if (st) {
     memset(ctx, 0, sizeof *ctx);

@@ -70,7 +70,7 @@ static gf_status copy_weights(gf_net *g, const gf_st_file *f, gf_err *err) {
 static gf_status exec_init(gf_generator_exec *e, const gf_model_config *cfg,
                            const gf_generator_opts *o, const gf_st_file *f,
                            gf_err *err) {
-  gf_ctx_config cc = {o->backend, o->threads, o->device_index};
+  gf_ctx_config cc = {o->backend, o->threads, o->device_index, GF_CPU_LAYOUT_AUTO};
   gf_status st = gf_ctx_init(&e->ctx, &cc, err);
   if (st != GF_OK) return st;
   if (pthread_mutex_init(&e->lock, NULL) != 0) {

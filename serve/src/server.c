@@ -308,7 +308,7 @@ static gf_status make_cache_dir(gfs_server *s, gf_err *err) {
 
 static gf_status check_device(const gfs_config *c, gf_err *err) {
   gf_ctx ctx;
-  gf_ctx_config cc = {c->backend, 1, c->device_index};
+  gf_ctx_config cc = {c->backend, 1, c->device_index, GF_CPU_LAYOUT_AUTO};
   gf_err e;
   gf_status st = gf_ctx_init(&ctx, &cc, &e);
   gf_ctx_free(&ctx);

@@ -13,7 +13,7 @@ const kt_tol KT_TOL_TF32 = {2e-3, 1e-2};
 
 void kt_cuda_ctx_or_skip(gf_ctx *ctx) {
   gf_err e = {0};
-  gf_ctx_config cfg = {GF_BACKEND_CUDA, 1, 0};
+  gf_ctx_config cfg = {GF_BACKEND_CUDA, 1, 0, GF_CPU_LAYOUT_AUTO};
   gf_status st = gf_ctx_init(ctx, &cfg, &e);
   if (st == GF_OK) return;
   if (st == GF_EUNSUPPORTED || st == GF_EDEVICE) {

@@ -131,7 +131,7 @@ int main(void) {
   gf_ctx gpu, cpu;
   kt_cuda_ctx_or_skip(&gpu);
   gf_err e = {0};
-  gf_ctx_config cc = {GF_BACKEND_CPU, 2, 0};
+  gf_ctx_config cc = {GF_BACKEND_CPU, 2, 0, GF_CPU_LAYOUT_AUTO};
   REQUIRE(gf_ctx_init(&cpu, &cc, &e) == GF_OK);
   gf_model_config c;
   gf_model_config_default(&c, GF_ARCH_MLP);

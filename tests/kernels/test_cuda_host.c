@@ -131,7 +131,7 @@ static void test_parse(void) {
 static void test_errors(void) {
   gf_err e = {0};
   gf_ctx ctx;
-  gf_ctx_config cfg = {GF_BACKEND_CUDA, 1, 0};
+  gf_ctx_config cfg = {GF_BACKEND_CUDA, 1, 0, GF_CPU_LAYOUT_AUTO};
   gf_status st = gf_ctx_init(&ctx, &cfg, &e);
   int has_gpu = st == GF_OK;
   if (has_gpu) {
@@ -179,7 +179,7 @@ static void test_errors(void) {
   }
   /* a CUDA tensor given to a CPU ctx is refused before any backend code */
   gf_ctx cpu;
-  gf_ctx_config cc = {GF_BACKEND_CPU, 1, 0};
+  gf_ctx_config cc = {GF_BACKEND_CPU, 1, 0, GF_CPU_LAYOUT_AUTO};
   REQUIRE(gf_ctx_init(&cpu, &cc, &e) == GF_OK);
   gf_tensor dv = h2;
   dv.device = GF_DEV_CUDA;

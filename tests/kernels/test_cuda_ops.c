@@ -547,7 +547,7 @@ static void test_tf32(void) {
 int main(void) {
   kt_cuda_ctx_or_skip(&gpu);
   gf_err e = {0};
-  gf_ctx_config cc = {GF_BACKEND_CPU, 2, 0};
+  gf_ctx_config cc = {GF_BACKEND_CPU, 2, 0, GF_CPU_LAYOUT_AUTO};
   REQUIRE(gf_ctx_init(&cpu, &cc, &e) == GF_OK);
   test_linear();
   test_conv();

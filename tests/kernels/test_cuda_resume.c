@@ -55,8 +55,8 @@ static void ok(gf_status st, const gf_err *e, const char *what) {
 static void train(const char *dir, int resume, int64_t from, int64_t to, int die) {
   gf_err e = {0};
   gf_ctx ctx, hctx;
-  gf_ctx_config cc = {use_cuda ? GF_BACKEND_CUDA : GF_BACKEND_CPU, 1, 0};
-  gf_ctx_config hc = {GF_BACKEND_CPU, 1, 0};
+  gf_ctx_config cc = {use_cuda ? GF_BACKEND_CUDA : GF_BACKEND_CPU, 1, 0, GF_CPU_LAYOUT_AUTO};
+  gf_ctx_config hc = {GF_BACKEND_CPU, 1, 0, GF_CPU_LAYOUT_AUTO};
   ok(gf_ctx_init(&ctx, &cc, &e), &e, "ctx");
   ctx.deterministic = 1;
   ok(gf_ctx_init(&hctx, &hc, &e), &e, "host ctx");

@@ -92,7 +92,7 @@ static void test_ctx(void) {
   CHECK(st.primitives_created == 0 && st.cached_primitives == 0);
   gf_ctx_free(&ctx);
   CHECK(ctx.impl == NULL && ctx.ops == NULL);
-  gf_ctx_config cfg = {GF_BACKEND_CPU, 1, 0};
+  gf_ctx_config cfg = {GF_BACKEND_CPU, 1, 0, GF_CPU_LAYOUT_AUTO};
   REQUIRE(gf_ctx_init(&ctx, &cfg, &e) == GF_OK);
   CHECK_INT_EQ(ctx.nthreads, 1);
   /* a tensor on another device is refused */

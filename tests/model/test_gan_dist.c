@@ -273,7 +273,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "SKIP: run me under mpirun -np 2 (or 4)\n");
     return 77;
   }
-  gf_ctx_config cc = {GF_BACKEND_CPU, 1, 0};
+  gf_ctx_config cc = {GF_BACKEND_CPU, 1, 0, GF_CPU_LAYOUT_AUTO};
   gf_ctx ctx;
   REQUIRE(gf_ctx_init(&ctx, &cc, &err) == GF_OK);
   static const gf_allreduce_algo algos[] = {GF_ALLREDUCE_ENGINE, GF_ALLREDUCE_REDUCE_BCAST,

@@ -101,7 +101,7 @@ static void run(gf_ctx *ctx, const gf_model_config *c, int n, const char *what) 
 int main(void) {
   gf_ctx ctx;
   gf_err err = {0};
-  gf_ctx_config cc = {GF_BACKEND_CPU, 2, 0};
+  gf_ctx_config cc = {GF_BACKEND_CPU, 2, 0, GF_CPU_LAYOUT_AUTO};
   REQUIRE(gf_ctx_init(&ctx, &cc, &err) == GF_OK);
   gf_model_config c;
   gf_model_config_default(&c, GF_ARCH_MLP);

@@ -259,7 +259,7 @@ int main(int argc, char **argv) {
   int perturb = argc > 2 && strcmp(argv[2], "--perturb-z") == 0;
   gf_ctx ctx;
   gf_err err = {0};
-  gf_ctx_config cc = {GF_BACKEND_CPU, 2, 0};
+  gf_ctx_config cc = {GF_BACKEND_CPU, 2, 0, GF_CPU_LAYOUT_AUTO};
   REQUIRE(gf_ctx_init(&ctx, &cc, &err) == GF_OK);
   const char *cases[] = {"mlp", "dcgan28", "dcgan64"};
   enum { N_CASES = sizeof cases / sizeof cases[0] };

@@ -363,7 +363,7 @@ static void test_dropout_keys(gf_ctx *ctx) {
 int main(void) {
   gf_ctx ctx;
   gf_err err = {0};
-  gf_ctx_config cc = {GF_BACKEND_CPU, 2, 0};
+  gf_ctx_config cc = {GF_BACKEND_CPU, 2, 0, GF_CPU_LAYOUT_AUTO};
   REQUIRE(gf_ctx_init(&ctx, &cc, &err) == GF_OK);
   test_counts(&ctx);
   test_dcgan_variants(&ctx);

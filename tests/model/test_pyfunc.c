@@ -47,7 +47,7 @@ static void fill_normal(gf_param *p, uint64_t sub, float mean, float std) {
 static void write_model(const char *dir, const gf_model_config *cfg) {
   gf_err err = {GF_OK, ""};
   gf_ctx ctx;
-  gf_ctx_config cc = {GF_BACKEND_CPU, 1, 0};
+  gf_ctx_config cc = {GF_BACKEND_CPU, 1, 0, GF_CPU_LAYOUT_AUTO};
   REQUIRE(gf_ctx_init(&ctx, &cc, &err) == GF_OK);
   gf_net g;
   REQUIRE(gf_net_init(&g, &ctx, cfg, GF_NET_G, 1, false, &err) == GF_OK);

@@ -17,7 +17,7 @@
 static inline int tu_write_model_dir(const char *dir, gf_arch arch,
                                      uint64_t seed, int corrupt, gf_err *err) {
   gf_ctx ctx;
-  gf_ctx_config cc = {GF_BACKEND_CPU, 1, 0};
+  gf_ctx_config cc = {GF_BACKEND_CPU, 1, 0, GF_CPU_LAYOUT_AUTO};
   if (gf_ctx_init(&ctx, &cc, err) != GF_OK) return -1;
   gf_model_config cfg;
   gf_model_config_default(&cfg, arch);

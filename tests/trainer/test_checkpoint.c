@@ -672,7 +672,7 @@ int main(int argc, char **argv) {
   g_ganflow_bin = argv[1];
   gf_ctx ctx;
   gf_err err = {0};
-  gf_ctx_config cc = {GF_BACKEND_CPU, 2, 0};
+  gf_ctx_config cc = {GF_BACKEND_CPU, 2, 0, GF_CPU_LAYOUT_AUTO};
   REQUIRE(gf_ctx_init(&ctx, &cc, &err) == GF_OK);
   gf_model_config dc;
   gf_model_config_default(&dc, GF_ARCH_DCGAN);

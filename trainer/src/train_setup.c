@@ -147,7 +147,7 @@ gf_status train_load_data(train_state *st, gf_err *err) {
 static gf_status build_device_side(train_state *st, const gf_gan_hparams *hp,
                                    gf_err *err) {
   const gf_model_config *m = &st->mcfg;
-  gf_ctx_config hc = {GF_BACKEND_CPU, 1, 0};
+  gf_ctx_config hc = {GF_BACKEND_CPU, 1, 0, GF_CPU_LAYOUT_AUTO};
   gf_status s = gf_ctx_init(&st->hctx, &hc, err);
   if (s != GF_OK) return s;
   st->hctx_ok = true;
@@ -170,7 +170,7 @@ static gf_status build_device_side(train_state *st, const gf_gan_hparams *hp,
 gf_status train_make_ctx(train_state *st, const gf_launch_info *launch,
                           gf_err *err) {
   const gf_train_config *cfg = st->cfg;
-  gf_ctx_config cc = {GF_BACKEND_CPU, cfg->threads, 0};
+  gf_ctx_config cc = {GF_BACKEND_CPU, cfg->threads, 0, GF_CPU_LAYOUT_AUTO};
   if (strncmp(cfg->device, "cuda", 4) == 0) { /* syntax checked by config */
     cc.backend = GF_BACKEND_CUDA;
     cc.device_index = cfg->device[4] == ':' ? atoi(cfg->device + 5)

@@ -21,10 +21,21 @@ typedef enum gf_backend {
                           tensors on GF_DEV_CUDA (builds with CUDA only) */
 } gf_backend;
 
+/* How the CPU backend lays out conv activations for oneDNN. */
+typedef enum gf_cpu_layout {
+  GF_CPU_LAYOUT_AUTO = 0,    /* blocked, or GF_ONEDNN_LAYOUT=plain|blocked */
+  GF_CPU_LAYOUT_PLAIN = 1,   /* convs on the caller's NCHW (gemm-based):
+                                no reorders; the faster choice for a deep
+                                forward-only network (the FID Inception) */
+  GF_CPU_LAYOUT_BLOCKED = 2, /* oneDNN's blocked layouts, reordered from
+                                and to NCHW around each conv (training) */
+} gf_cpu_layout;
+
 typedef struct gf_ctx_config {
   gf_backend backend;
   int nthreads;     /* CPU threads for ops; <= 0 means every online core */
   int device_index; /* CUDA ordinal; ignored by the CPU backend */
+  gf_cpu_layout cpu_layout; /* ignored by the CUDA backend */
 } gf_ctx_config;
 
 struct gf_backend_ops; /* the dispatch table, kernels/src/backend.h */
@@ -47,6 +58,7 @@ typedef struct gf_ctx {
                                         scratch arenas (cpu/cpu_backend.h);
                                         CUDA stream, cuBLAS/cuDNN handles,
                                         workspace (cuda/cuda_backend.h) */
+  gf_cpu_layout cpu_layout;          /* from the config */
   int deterministic;                 /* 0 after init; the caller may set 1
                                         before any op: the CUDA backend then
                                         uses only deterministic algorithms

@@ -284,11 +284,15 @@ static gf_status cpu_init(gf_ctx *ctx, gf_err *err) {
   gf_cpu_state *st = calloc(1, sizeof *st);
   if (!st) return gf_fail(err, GF_ENOMEM, "cpu: backend state");
   /* GF_ONEDNN_LAYOUT=plain|blocked overrides the default layout policy
-   * (read once here; for comparing the two, e.g. in bench/kernels). */
+   * of a ctx whose config says AUTO (read once here; for comparing the
+   * two, e.g. in bench/kernels). */
   const char *lay = getenv("GF_ONEDNN_LAYOUT");
   st->blocked = GF_CPU_BLOCKED_DEFAULT;
   if (lay && !strcmp(lay, "plain")) st->blocked = false;
   if (lay && !strcmp(lay, "blocked")) st->blocked = true;
+  /* a layout the caller chose wins over the variable */
+  if (ctx->cpu_layout == GF_CPU_LAYOUT_PLAIN) st->blocked = false;
+  if (ctx->cpu_layout == GF_CPU_LAYOUT_BLOCKED) st->blocked = true;
   st->cache = calloc(GF_PRIM_CACHE_MAX, sizeof *st->cache);
   dnnl_status_t s = dnnl_success;
   gf_status rc = st->cache ? GF_OK

@@ -46,7 +46,10 @@ gf_status gf_inception_default_path(char *buf, size_t cap, gf_err *err);
  * split). Checks the file's SHA-256 against GF_INCEPTION_SHA256 unless
  * expect_sha256 is given (another pinned copy; "" skips the check, for
  * tests only), then the format, every layer's shapes, strides and padding;
- * each failure names the file. ctx is borrowed and must outlive the network.
+ * each failure names the file. ctx is borrowed and must outlive the network;
+ * on the CPU, a ctx made with cpu_layout GF_CPU_LAYOUT_PLAIN runs this
+ * network several times faster than a blocked one (no reorders around its
+ * 94 convs).
  * On success the caller owns *out and releases it with gf_inception_free. */
 gf_status gf_inception_load(gf_ctx *ctx, const char *path,
                             const char *expect_sha256, int max_batch,
