@@ -88,7 +88,8 @@ static void test_every_flag(void) {
       "--resume", "never", "--sample-every", "11", "--eval-every", "13",
       "--experiment", "exp", "--run-name", "rn", "--register-model", "reg",
       "--alias", "prod", "--image-size", "32", "--channels", "3",
-      "--log-every", "2", "--deterministic", "--eval-images", "500", NULL);
+      "--log-every", "2", "--deterministic", "--eval-images", "500",
+      "--eval-metrics", "kid,swd,fid", "--fid-images", "250", NULL);
   CHECKF(r == GF_PARSE_OK, "%s", e.msg);
   CHECK_STR_EQ(c.data, "cifar10:/c");
   CHECK(c.model == GF_ARCH_DCGAN);
@@ -114,6 +115,14 @@ static void test_every_flag(void) {
   CHECK_INT_EQ(c.log_every, 2);
   CHECK(c.deterministic);
   CHECK_INT_EQ(c.eval_images, 500);
+  CHECK(c.eval_metrics == (GF_EVAL_SWD | GF_EVAL_FID | GF_EVAL_KID));
+  CHECK_INT_EQ(c.fid_images, 250);
+  REQUIRE(parse(&c, &e, "--data", "/d", NULL) == GF_PARSE_OK);
+  CHECK(c.eval_metrics == GF_EVAL_SWD);
+  CHECK_INT_EQ(c.fid_images, 0);
+  REQUIRE(parse(&c, &e, "--data", "/d", "--eval-metrics", "fid", NULL) ==
+          GF_PARSE_OK);
+  CHECK(c.eval_metrics == GF_EVAL_FID);
 
   REQUIRE(parse(&c, &e, "--data", "/d", "--resume", "/x/ckpt.safetensors",
                 NULL) == GF_PARSE_OK);
@@ -167,6 +176,12 @@ static void test_bad_values(void) {
   BAD("--resume", "--resume", "");
   BAD("--sample-every", "--sample-every", "x");
   BAD("--eval-every", "--eval-every", "1.5");
+  BAD("--eval-metrics", "--eval-metrics", "");
+  BAD("--eval-metrics", "--eval-metrics", "fid,");
+  BAD("--eval-metrics", "--eval-metrics", "is");
+  BAD("--eval-metrics", "--eval-metrics", "fidkid");
+  BAD("--fid-images", "--fid-images", "1");
+  BAD("--fid-images", "--fid-images", "100001");
   BAD("--experiment", "--experiment", "");
   BAD("--alias", "--alias", "latest");
   BAD("--alias", "--alias", "v3");
@@ -220,7 +235,8 @@ static void test_help(void) {
     "--data", "--model", "--steps", "--batch", "--lr-g", "--lr-d", "--z-dim",
     "--seed", "--device", "--threads", "--checkpoint-dir",
     "--checkpoint-every", "--keep", "--resume", "--sample-every",
-    "--eval-every", "--experiment", "--run-name", "--register-model",
+    "--eval-every", "--eval-metrics", "--fid-images", "--experiment",
+    "--run-name", "--register-model",
     "--alias", "--promote-if-better", "--image-size", "--channels", "--log-every", "--deterministic",
     "--allreduce", "--sync-bn", "--grad-accum", "--exact-reduce",
     "--exact-shards", "--bucket-kb", "--comm-timeout", "--check-every",
@@ -233,10 +249,22 @@ static void test_help(void) {
 static void test_params(void) {
   gf_train_config c;
   gf_err e;
+  gf_train_param p[GF_TRAIN_MAX_PARAMS];
+  /* with every optional param: the table still fits */
+  REQUIRE(parse(&c, &e, "--data", "/fm", "--eval-metrics", "swd,fid,kid",
+                NULL) == GF_PARSE_OK);
+  size_t n = gf_train_config_params(&c, p, GF_TRAIN_MAX_PARAMS);
+  CHECK(n < GF_TRAIN_MAX_PARAMS);
+  bool em = false, fi = false;
+  for (size_t i = 0; i < n; i++) {
+    if (!strcmp(p[i].key, "eval_metrics"))
+      em = !strcmp(p[i].value, "swd,fid,kid");
+    if (!strcmp(p[i].key, "fid_images")) fi = !strcmp(p[i].value, "2000");
+  }
+  CHECK(em && fi);
   REQUIRE(parse(&c, &e, "--data", "/fm", "--model", "mlp", "--lr-g", "2e-4",
                 "--seed", "7", "--steps", "60", NULL) == GF_PARSE_OK);
-  gf_train_param p[GF_TRAIN_MAX_PARAMS];
-  size_t n = gf_train_config_params(&c, p, GF_TRAIN_MAX_PARAMS);
+  n = gf_train_config_params(&c, p, GF_TRAIN_MAX_PARAMS);
   CHECK(n >= 19 && n <= GF_TRAIN_MAX_PARAMS);
   const char *want[][2] = {{"data", "/fm"},     {"model", "mlp"},
                            {"z_dim", "50"},     {"steps", "60"},

@@ -62,6 +62,7 @@ void gf_train_config_default(gf_train_config *cfg) {
                exp && *exp ? exp : GF_TRAIN_DEFAULT_EXPERIMENT);
   if (!gf_fits(n, sizeof cfg->experiment)) cfg->experiment[0] = '\0';
   cfg->eval_images = GF_TRAIN_EVAL_IMAGES;
+  cfg->eval_metrics = GF_EVAL_SWD;
   cfg->allreduce = GF_ALLREDUCE_ENGINE;
   cfg->grad_accum = 1;
   cfg->exact_shards = 8;
@@ -257,6 +258,7 @@ enum {
   OPT_KEEP, OPT_RESUME, OPT_SAMPLE_EVERY, OPT_EVAL_EVERY, OPT_EXPERIMENT,
   OPT_RUN_NAME, OPT_REGISTER, OPT_ALIAS, OPT_PROMOTE, OPT_IMAGE_SIZE, OPT_CHANNELS,
   OPT_LOG_EVERY, OPT_DETERMINISTIC, OPT_HELP, OPT_EVAL_IMAGES,
+  OPT_EVAL_METRICS, OPT_FID_IMAGES,
   OPT_ALLREDUCE, OPT_SYNC_BN, OPT_GRAD_ACCUM, OPT_EXACT, OPT_EXACT_SHARDS,
   OPT_BUCKET_KB, OPT_COMM_TIMEOUT, OPT_CHECK_EVERY, OPT_COMPRESS,
 };
@@ -279,6 +281,8 @@ static const struct option k_options[] = {
   {"sample-every", required_argument, NULL, OPT_SAMPLE_EVERY},
   {"eval-every", required_argument, NULL, OPT_EVAL_EVERY},
   {"eval-images", required_argument, NULL, OPT_EVAL_IMAGES},
+  {"eval-metrics", required_argument, NULL, OPT_EVAL_METRICS},
+  {"fid-images", required_argument, NULL, OPT_FID_IMAGES},
   {"experiment", required_argument, NULL, OPT_EXPERIMENT},
   {"run-name", required_argument, NULL, OPT_RUN_NAME},
   {"register-model", required_argument, NULL, OPT_REGISTER},
@@ -300,6 +304,29 @@ static const struct option k_options[] = {
   {"help", no_argument, NULL, OPT_HELP},
   {NULL, 0, NULL, 0},
 };
+
+/* --eval-metrics LIST: comma-separated swd, fid, kid (at least one). */
+static gf_status parse_eval_metrics(const char *arg, unsigned *out,
+                                    gf_err *err) {
+  unsigned m = 0;
+  const char *p = arg;
+  for (;;) {
+    size_t n = strcspn(p, ",");
+    if (n == 3 && strncmp(p, "swd", 3) == 0)
+      m |= GF_EVAL_SWD;
+    else if (n == 3 && strncmp(p, "fid", 3) == 0)
+      m |= GF_EVAL_FID;
+    else if (n == 3 && strncmp(p, "kid", 3) == 0)
+      m |= GF_EVAL_KID;
+    else
+      return gf_fail(err, GF_EINVAL, "--eval-metrics: '%s': expected a "
+                     "comma-separated list of swd, fid, kid", arg);
+    if (!p[n]) break;
+    p += n + 1;
+  }
+  *out = m;
+  return GF_OK;
+}
 
 /* --promote-if-better ALIAS[:METRIC[:min|max]] (METRIC swd/avg, min). */
 static gf_status parse_promote(gf_train_config *cfg, const char *arg,
@@ -376,6 +403,10 @@ static gf_status apply_option(gf_train_config *cfg, int opt, const char *arg,
     return parse_i64("--eval-every", arg, 0, big, &cfg->eval_every, err);
   case OPT_EVAL_IMAGES:
     return parse_int("--eval-images", arg, 2, 100000, &cfg->eval_images, err);
+  case OPT_EVAL_METRICS:
+    return parse_eval_metrics(arg, &cfg->eval_metrics, err);
+  case OPT_FID_IMAGES:
+    return parse_int("--fid-images", arg, 2, 100000, &cfg->fid_images, err);
   case OPT_LOG_EVERY:
     return parse_i64("--log-every", arg, 1, big, &cfg->log_every, err);
   case OPT_EXPERIMENT:
@@ -551,8 +582,16 @@ void gf_train_usage(FILE *out, const char *prog) {
 "  --log-every N           steps between metric points and log lines (10)\n"
 "  --sample-every N        steps between 8x8 sample grids (PNG artifacts);\n"
 "                          0 = never (500)\n"
-"  --eval-every N          steps between SWD evaluations; 0 = never (1000)\n"
+"  --eval-every N          steps between evaluations; 0 = never (1000)\n"
+"  --eval-metrics LIST     what an evaluation computes: swd, fid, kid,\n"
+"                          comma-separated (swd); fid and kid use the FID\n"
+"                          Inception-v3 (GANFLOW_INCEPTION, else the file\n"
+"                          deploy/install-deps.sh installs) and are not\n"
+"                          computed at step 0\n"
 "  --eval-images N         images per set in the SWD (2000, or the dataset)\n"
+"  --fid-images N          generated and real images in FID/KID (--eval-\n"
+"                          images); the real set's features are cached\n"
+"                          (GANFLOW_CACHE_DIR, else ~/.cache/ganflow/fid)\n"
 "MLflow:\n"
 "  --experiment NAME       experiment (MLFLOW_EXPERIMENT_NAME, else ganflow)\n"
 "  --run-name NAME         run name (the server picks one)\n"
@@ -638,6 +677,17 @@ size_t gf_train_config_params(const gf_train_config *cfg,
   P("deterministic", "%s", cfg->deterministic ? "true" : "false");
   P("world_size", "%d", cfg->world_size);
   P("eval_images", "%d", cfg->eval_images);
+  char em[16] = "";
+  static const char *const names[] = {"swd", "fid", "kid"};
+  for (int i = 0; i < 3; i++)
+    if (cfg->eval_metrics & (1u << i)) {
+      size_t len = strlen(em);
+      snprintf(em + len, sizeof em - len, "%s%s", len ? "," : "", names[i]);
+    }
+  P("eval_metrics", "%s", em);
+  if (cfg->eval_metrics & (GF_EVAL_FID | GF_EVAL_KID))
+    P("fid_images", "%d", cfg->fid_images ? cfg->fid_images
+                                          : cfg->eval_images);
   int world = cfg->world_size > 0 ? cfg->world_size : 1;
   P("local_batch", "%d", cfg->batch / world);
   P("allreduce", "%s",

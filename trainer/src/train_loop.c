@@ -163,6 +163,7 @@ static void train_state_free(train_state *st) {
   if (st->hctx_ok) gf_ctx_free(&st->hctx);
   if (st->ctx_ok) gf_ctx_free(&st->ctx);
   gf_dataset_free(&st->ds);
+  train_quality_free(st);
   free(st->grid_z);
   free(st->eval_z);
   free(st->gen);
@@ -314,14 +315,18 @@ static gf_status loop(train_state *st, const atomic_int *stop,
       s = train_write_samples(st, k, err);
       if (s != GF_OK) break;
     }
-    if (lead && st->n_eval &&
+    if (lead && (st->n_eval || st->n_fid) &&
         (due(k, cfg->eval_every) || (k == cfg->steps && cfg->eval_every))) {
       double avg = 0;
       gf_heartbeat_beat(st->hb, GF_HB_EVAL, k);
-      s = train_evaluate(st, k, &avg, err);
+      if (st->n_eval) {
+        s = train_evaluate(st, k, &avg, err);
+        if (s != GF_OK) break;
+        gf_logf(st->log, GF_LOG_INFO, "step %lld: swd/avg %.2f",
+                (long long)k, avg);
+      }
+      s = train_quality_eval(st, k, err);
       if (s != GF_OK) break;
-      gf_logf(st->log, GF_LOG_INFO, "step %lld: swd/avg %.2f", (long long)k,
-              avg);
     }
     if (due(k, cfg->checkpoint_every) && k != cfg->steps) {
       gf_heartbeat_beat(st->hb, GF_HB_CHECKPOINT, k);
@@ -445,6 +450,7 @@ gf_train_exit gf_train_run(const gf_train_config *cfg,
   s = train_share_start(&st, &err);
   if (s == GF_OK) s = train_distribute(&st, comm, &err);
   if (s == GF_OK && lead) s = train_alloc_eval(&st, &err);
+  if (s == GF_OK && lead) s = train_quality_init(&st, &err);
   if (gf_dist_agree(&st.dist, s, "setting up the ranks", &err) != GF_OK) goto out;
 
   /* Integers and fixed words: at most 60 bytes. */
@@ -471,6 +477,7 @@ gf_train_exit gf_train_run(const gf_train_config *cfg,
   if (gf_dist_agree(&st.dist, s, "starting the MLflow run", &err) != GF_OK)
     goto out;
   if (lead) gf_heartbeat_set_run(hb, gf_tracker_run_id(st.tracker));
+  if (lead) train_quality_announce(&st);
   gf_heartbeat_beat(hb, GF_HB_SETUP, st.start_step);
   if (lead)
     gf_logf(log, GF_LOG_INFO,

@@ -40,19 +40,27 @@ gf_status train_alloc_eval(train_state *st, gf_err *err) {
   int levels[GF_SWD_MAX_LEVELS];
   gf_swd_config sc = gf_swd_config_default();
   st->n_eval = 0;
-  if (st->cfg->eval_every > 0 && m->image_height == m->image_width &&
+  st->n_fid = 0;
+  bool swd = st->cfg->eval_every > 0 && (st->cfg->eval_metrics & GF_EVAL_SWD);
+  if (swd && m->image_height == m->image_width &&
       gf_swd_levels(m->image_height, sc.min_level, levels) > 0)
     st->n_eval = (int)(st->ds.n < st->cfg->eval_images ? st->ds.n
                                                        : st->cfg->eval_images);
-  else if (st->cfg->eval_every > 0)
+  else if (swd)
     gf_logf(st->log, GF_LOG_WARN,
             "ganflow-train: images of %dx%d are too "
             "small for the SWD (side >= %d); no swd/ metrics",
             m->image_height, m->image_width, sc.min_level);
-  size_t n_gen = (size_t)(st->n_eval > GRID_N ? st->n_eval : GRID_N);
+  if (st->cfg->eval_every > 0 &&
+      (st->cfg->eval_metrics & (GF_EVAL_FID | GF_EVAL_KID))) {
+    int want = st->cfg->fid_images ? st->cfg->fid_images
+                                   : st->cfg->eval_images;
+    st->n_fid = (int)(st->ds.n < want ? st->ds.n : want);
+  }
+  int n_z = st->n_eval > st->n_fid ? st->n_eval : st->n_fid;
+  size_t n_gen = (size_t)(n_z > GRID_N ? n_z : GRID_N);
   st->grid_z = malloc((size_t)GRID_N * m->z_dim * sizeof(float));
-  st->eval_z = malloc((size_t)(st->n_eval ? st->n_eval : 1) * m->z_dim *
-                      sizeof(float));
+  st->eval_z = malloc((size_t)(n_z ? n_z : 1) * m->z_dim * sizeof(float));
   st->gen = malloc(n_gen * img * sizeof(float));
   if (!st->grid_z || !st->eval_z || !st->gen)
     return gf_fail(err, GF_ENOMEM, "out of memory for sample images");
@@ -61,8 +69,8 @@ gf_status train_alloc_eval(train_state *st, gf_err *err) {
   gf_status s = gf_tensor_view(&z, st->grid_z, GF_F32, GF_DEV_CPU, 2, gs, err);
   if (s == GF_OK)
     s = gf_latent_sample(&z, st->cfg->seed, GF_RNG_SAMPLE, 0, 0, err);
-  if (s == GF_OK && st->n_eval) {
-    int64_t es[2] = {st->n_eval, m->z_dim};
+  if (s == GF_OK && n_z) {
+    int64_t es[2] = {n_z, m->z_dim};
     s = gf_tensor_view(&z, st->eval_z, GF_F32, GF_DEV_CPU, 2, es, err);
     if (s == GF_OK)
       s = gf_latent_sample(&z, st->cfg->seed, GF_RNG_SAMPLE, 1, 0, err);
@@ -70,9 +78,9 @@ gf_status train_alloc_eval(train_state *st, gf_err *err) {
   return s;
 }
 
-/* G in inference mode on n latents into st->gen, in chunks of max_batch. */
-static gf_status generate(train_state *st, const float *zs, int n,
-                          gf_err *err) {
+/* In chunks of max_batch. */
+gf_status train_generate(train_state *st, const float *zs, int n,
+                         gf_err *err) {
   const gf_model_config *m = &st->mcfg;
   size_t img = (size_t)m->image_channels * m->image_height * m->image_width;
   for (int i = 0; i < n; i += st->gan.max_batch) {
@@ -124,7 +132,7 @@ static gf_status stage_upload(train_state *st, const char *name,
  * under hidden names in the checkpoint directory and deleted by the
  * uploader. */
 gf_status train_write_samples(train_state *st, int64_t k, gf_err *err) {
-  gf_status s = generate(st, st->grid_z, GRID_N, err);
+  gf_status s = train_generate(st, st->grid_z, GRID_N, err);
   if (s != GF_OK) return s;
   uint8_t *px = NULL, *png = NULL, *webp = NULL;
   size_t png_len = 0, webp_len = 0;
@@ -162,7 +170,7 @@ gf_status train_write_samples(train_state *st, int64_t k, gf_err *err) {
 
 gf_status train_evaluate(train_state *st, int64_t k, double *avg,
                           gf_err *err) {
-  gf_status s = generate(st, st->eval_z, st->n_eval, err);
+  gf_status s = train_generate(st, st->eval_z, st->n_eval, err);
   if (s != GF_OK) return s;
   const gf_model_config *m = &st->mcfg;
   gf_swd_images fake = {st->gen, GF_SWD_F32, st->n_eval, m->image_channels,

@@ -21,6 +21,7 @@
 #include "gf/heartbeat.h"
 #include "gf/log.h"
 #include "gf/monitor.h"
+#include "gf/quality.h"
 #include "gf/train.h"
 #include "train_dist.h"
 
@@ -50,9 +51,17 @@ typedef struct train_state {
   char run_id[GF_CKPT_RUN_ID_MAX + 1]; /* from the checkpoint or run_id file */
   char ckpt_path[GF_TRAIN_PATH_MAX];
   int n_eval;                   /* SWD set size; 0 = no SWD */
+  int n_fid;                    /* FID/KID set size; 0 = neither */
   float *grid_z;                /* owned; [GRID_N, z_dim] */
-  float *eval_z;                /* owned; [n_eval, z_dim] */
-  float *gen;                   /* owned; [max(n_eval, GRID_N), C, H, W] */
+  float *eval_z;                /* owned; [max(n_eval, n_fid), z_dim] */
+  float *gen;                   /* owned; [max(n_eval, n_fid, GRID_N), C, H,
+                                   W] */
+  gf_ctx qctx;                  /* owned; the FID network's context */
+  bool qctx_ok;
+  gf_inception *inception;      /* owned; NULL without FID/KID */
+  gf_quality_ref qref;          /* owned; the real set's statistics */
+  bool qref_ok;
+  float *qfeats;                /* owned; [n_fid, GF_INCEPTION_DIM] */
   const gf_log *log;            /* borrowed; the executable's sink */
   double last_draw;             /* monotonic seconds of the last progress
                                    line sent to a live sink */
@@ -108,9 +117,23 @@ gf_status train_alloc_eval(train_state *st, gf_err *err);
 /* The 8x8 grid of step k: PNG in the checkpoint dir, uploaded. */
 gf_status train_write_samples(train_state *st, int64_t k, gf_err *err);
 /* SWD of step k, logged; *avg its mean over levels. */
+/* G in inference mode on n latents zs into st->gen. */
+gf_status train_generate(train_state *st, const float *zs, int n,
+                         gf_err *err);
 gf_status train_evaluate(train_state *st, int64_t k, double *avg,
                          gf_err *err);
 /* Barrier, then rank 0 writes and uploads ckpt-k. */
 gf_status train_checkpoint(train_state *st, int64_t k, gf_err *err);
+
+/* ---- train_quality.c -------------------------------------------------- */
+
+/* Rank 0, before the run starts: the FID network and the reference
+ * statistics of --eval-metrics fid/kid (nothing when n_fid is 0). */
+gf_status train_quality_init(train_state *st, gf_err *err);
+/* Once the tracker runs: the reference's tag and artifact. */
+void train_quality_announce(train_state *st);
+/* FID/KID of step k (none at step 0), logged. */
+gf_status train_quality_eval(train_state *st, int64_t k, gf_err *err);
+void train_quality_free(train_state *st);
 
 #endif

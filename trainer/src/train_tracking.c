@@ -458,9 +458,9 @@ static void rm_tree_depth(const char *dir, int depth) {
  * the python_function flavor); best effort. */
 static void rm_tree(const char *dir) { rm_tree_depth(dir, 0); }
 
-/* The run's final SWD points linked to the logged model: the same (key,
- * value, timestamp, step) as the run holds, so its history keeps one point
- * each (the server links it to the model). */
+/* The run's final SWD, FID and KID points linked to the logged model: the
+ * same (key, value, timestamp, step) as the run holds, so its history keeps
+ * one point each (the server links it to the model). */
 static void link_final_metrics(gf_tracker *t, const char *model_id,
                                const gf_log *log) {
   mlflow_run run;
@@ -476,7 +476,11 @@ static void link_final_metrics(gf_tracker *t, const char *model_id,
   mlflow_metric pick[64];
   size_t n = 0;
   for (size_t i = 0; i < run.n_metrics && n < 64; i++)
-    if (strncmp(run.metrics[i].key, "swd/", 4) == 0) pick[n++] = run.metrics[i];
+    if (strncmp(run.metrics[i].key, "swd/", 4) == 0 ||
+        strcmp(run.metrics[i].key, "fid") == 0 ||
+        strcmp(run.metrics[i].key, "kid") == 0 ||
+        strcmp(run.metrics[i].key, "kid_std") == 0)
+      pick[n++] = run.metrics[i];
   if (n && mlflow_log_metrics_for_model(t->client, t->run_id, model_id, pick, n,
                                         &e) != MLFLOW_OK && log)
     gf_logf(log, GF_LOG_WARN,

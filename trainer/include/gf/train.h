@@ -58,6 +58,13 @@ typedef enum gf_resume_mode {
 /* The whole configuration of one ganflow-train invocation. Plain values
  * and fixed buffers: copyable, nothing to free. Sizes that depend on the
  * model (z_dim, image size) are resolved by gf_train_config_finish. */
+/* The metrics of an evaluation (--eval-metrics). */
+enum {
+  GF_EVAL_SWD = 1u << 0, /* sliced Wasserstein distance, swd/<level> */
+  GF_EVAL_FID = 1u << 1, /* fid: Inception-v3 pool3 features */
+  GF_EVAL_KID = 1u << 2, /* kid, kid_std: the same features */
+};
+
 typedef struct gf_train_config {
   char data[GF_TRAIN_PATH_MAX];       /* --data SPEC ([FORMAT:]PATH); required */
   gf_arch model;                      /* --model (dcgan) */
@@ -99,6 +106,10 @@ typedef struct gf_train_config {
   bool deterministic;                 /* --deterministic */
   int eval_images;                    /* SWD set size (2000; fewer when the
                                          dataset is smaller) */
+  unsigned eval_metrics;              /* --eval-metrics: GF_EVAL_* bits
+                                         (GF_EVAL_SWD) */
+  int fid_images;                     /* --fid-images: FID/KID set size
+                                         (0: --eval-images) */
   /* Data parallelism (DESIGN §4.6). */
   int allreduce;                      /* --allreduce: a gf_allreduce_algo
                                          (ring) */
