@@ -1,15 +1,18 @@
 /* ganflow_main.c - `ganflow`, the admin command line: a small table of
  * subcommands over the libraries (inspect, sync, promote, models,
- * generate; the work is in gf/cli.h and mlflow/). Exit
+ * generate, launch, fid, eval; the work is in gf/cli.h and mlflow/). Exit
  * codes: 0 success, 1 runtime error (message on stderr), 2 usage error.
  * Training is ganflow-train's job, serving ganflow-serve's. */
 #include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "gf/cli.h"
+#include "gf/cli_quality.h"
 #include "gf/comm.h"
 #include "gf/fs.h"
 #include "gf/launch.h"
@@ -33,6 +36,8 @@ static int cmd_promote(int argc, char **argv);
 static int cmd_models(int argc, char **argv);
 static int cmd_generate(int argc, char **argv);
 static int cmd_launch(int argc, char **argv);
+static int cmd_fid(int argc, char **argv);
+static int cmd_eval(int argc, char **argv);
 
 static const command COMMANDS[] = {
     {"inspect", "PATH",
@@ -67,6 +72,16 @@ static const command COMMANDS[] = {
      "hangs or cannot start restarts the job from its newest good "
      "checkpoint into the same MLflow run (ganflow launch --help)",
      cmd_launch},
+    {"fid", "PATH_A PATH_B [--kid] [--batch N] [--threads N] [--device D] "
+     "[--cache-dir DIR]",
+     "FID (and KID) between two folders of PNG/JPEG images or datasets, with "
+     "the FID Inception-v3 network (ganflow fid --help)",
+     cmd_fid},
+    {"eval", "(SOURCE | --follow CHECKPOINT_DIR) --data DATASET [options]",
+     "FID/KID/SWD of a registered version or a checkpoint against a dataset, "
+     "logged into an MLflow run with --run-id; --follow evaluates each new "
+     "checkpoint of a training run into that run (ganflow eval --help)",
+     cmd_eval},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 
@@ -445,4 +460,74 @@ static int cmd_launch(int argc, char **argv) {
   }
   free(o);
   return rc;
+}
+
+static int cmd_fid(int argc, char **argv) {
+  gf_cli_fid_opts o;
+  gf_err err;
+  memset(&err, 0, sizeof err);
+  bool help = false;
+  if (gf_cli_fid_parse(&o, argc, argv, &help, &err) != GF_OK) {
+    fprintf(stderr, "ganflow fid: %s\nTry 'ganflow fid --help'.\n", err.msg);
+    return EXIT_USAGE;
+  }
+  if (help) {
+    gf_cli_fid_usage(stdout);
+    return 0;
+  }
+  if (gf_cli_fid(&o, stdout, stderr, NULL, &err) != GF_OK) {
+    fprintf(stderr, "ganflow fid: error: %s\n", err.msg);
+    return EXIT_RUNTIME;
+  }
+  return 0;
+}
+
+/* eval needs MLflow for a models:/ SOURCE, --run-id and --follow. */
+static int cmd_eval(int argc, char **argv) {
+  gf_cli_eval_opts o;
+  gf_err err;
+  memset(&err, 0, sizeof err);
+  bool help = false;
+  if (gf_cli_eval_parse(&o, argc, argv, &help, &err) != GF_OK) {
+    fprintf(stderr, "ganflow eval: %s\nTry 'ganflow eval --help'.\n",
+            err.msg);
+    return EXIT_USAGE;
+  }
+  if (help) {
+    gf_cli_eval_usage(stdout);
+    return 0;
+  }
+  /* --follow: SIGINT/SIGTERM blocked in every thread (before any exists)
+   * and taken by the follow loop between checkpoints (sigtimedwait). */
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  if (o.follow_dir && pthread_sigmask(SIG_BLOCK, &stop, NULL) != 0) {
+    fprintf(stderr, "ganflow eval: cannot block SIGINT/SIGTERM\n");
+    return EXIT_RUNTIME;
+  }
+  mlflow_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  mlflow_client *c = NULL;
+  bool need_mlflow = o.follow_dir || o.run_id ||
+                     strncmp(o.source, "models:/", 8) == 0;
+  if (need_mlflow) {
+    c = env_client("eval", &cfg);
+    if (!c) {
+      mlflow_config_free(&cfg);
+      return EXIT_RUNTIME;
+    }
+  }
+  gf_status st;
+  if (o.follow_dir) {
+    int sig = 0;
+    st = gf_cli_eval_follow(c, &o, &stop, stdout, stderr, &sig, &err);
+  } else {
+    st = gf_cli_eval(c, &o, stdout, stderr, NULL, &err);
+  }
+  if (st != GF_OK) fprintf(stderr, "ganflow eval: error: %s\n", err.msg);
+  mlflow_client_free(c);
+  if (need_mlflow) mlflow_config_free(&cfg);
+  return st == GF_OK ? 0 : EXIT_RUNTIME;
 }

@@ -1,0 +1,190 @@
+/* cli_quality.h - `ganflow fid` and `ganflow eval` (DESIGN §2, §4.8): FID
+ * and KID of images with the Inception-v3 network of metrics/
+ * (gf/inception.h, gf/quality.h).
+ *
+ *   fid     two image sets (folders of PNG/JPEG at their own sizes, or
+ *           datasets ganflow-train reads), like pytorch-fid's command line;
+ *   eval    a generator (a registered version or a checkpoint file) against
+ *           the first N images of a dataset, optionally logged into an MLflow
+ *           run;
+ *   eval --follow  every checkpoint that appears in a training run's
+ *           checkpoint directory, logged into that run at its step.
+ *
+ * The command lines are parsed here (gf_cli_*_parse: strict, every bad value
+ * a GF_EINVAL naming its flag), so tests can check them without a process;
+ * cli/ganflow_main.c only maps statuses to exit codes. Nothing here exits;
+ * progress and timings go to the `log` stream, results to `out`. */
+#ifndef GF_CLI_QUALITY_H
+#define GF_CLI_QUALITY_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "gf/ctx.h"
+#include "gf/data_parse.h"
+#include "gf/quality.h"
+#include "gf/status.h"
+#include "mlflow/mlflow.h"
+
+/* ---- image sets at native size (image_folder.c) ------------------------ */
+
+/* n images, each c x h x w 8-bit planar (grey or R, G, B planes). When
+ * every image has the same h x w the set is `uniform`: pixels holds them
+ * back to back (grey ones replicated to RGB when the set mixes grey and
+ * colour), else items holds each image on its own. */
+typedef struct gf_img_set {
+  int64_t n;          /* images, >= 1 */
+  bool uniform;
+  uint8_t *pixels;    /* uniform: n * c * h * w bytes, owned; else NULL */
+  int c, h, w;        /* uniform: the shared geometry; else 0 */
+  gf_image *items;    /* not uniform: n images (px owned); else NULL */
+  int64_t skipped;    /* files skipped: not .png/.jpg/.jpeg (folders) */
+  char kind[16];      /* "folder", "idx", "cifar10" */
+} gf_img_set;
+
+/* Reads path: a dataset ganflow-train reads as IDX or CIFAR-10 (gf/data.h:
+ * every image, at its native size), else a folder searched recursively for
+ * .png/.jpg/.jpeg files (any case; hidden entries skipped, directory links
+ * not followed, strcmp order), each decoded at its own size by the
+ * trainer's decoders (alpha dropped, palettes expanded: PIL's
+ * convert('RGB')). Errors name the file: a missing or empty folder, a file
+ * that does not decode (truncated, not an image). On success *set owns its
+ * memory (gf_img_set_free); on failure it is empty. */
+gf_status gf_img_set_load(const char *path, gf_img_set *set, gf_err *err);
+/* Frees what set owns and zeroes it; accepts NULL and an empty set. */
+void gf_img_set_free(gf_img_set *set);
+
+/* Features [set->n, GF_INCEPTION_DIM] (caller's memory) of every image of
+ * set, in set order: images of one size go through the network together,
+ * at most `batch` at a time. Progress lines go to log (may be NULL),
+ * labelled with `what`. */
+gf_status gf_img_set_features(gf_inception *net, const gf_img_set *set,
+                              int batch, const char *what, FILE *log,
+                              float *feats, gf_err *err);
+
+/* The reference statistics of set (gf/quality.h): a uniform set through
+ * gf_quality_ref_init; a set of mixed sizes the same way with a digest of
+ * each image's shape and pixels (cached in the same feature cache).
+ * cache_dir as gf_quality_ref_init's ("" no cache). On success the caller
+ * owns *ref (gf_quality_ref_free). */
+gf_status gf_img_set_ref(gf_inception *net, const gf_img_set *set, int batch,
+                         const char *cache_dir, FILE *log,
+                         gf_quality_ref *ref, gf_err *err);
+
+/* ---- shared options ---------------------------------------------------- */
+
+/* "cpu", "cuda" or "cuda:N" into *backend and *index; GF_EINVAL naming
+ * --device otherwise. Availability is checked by gf_cli_quality_ctx. */
+gf_status gf_cli_parse_device(const char *s, gf_backend *backend, int *index,
+                              gf_err *err);
+
+/* Inits *ctx (caller's struct; gf_ctx_free it) for the FID network on the
+ * backend, with threads op threads (0: every online core) and, on the CPU,
+ * the plain conv layout (several times faster for this forward-only
+ * network, gf/inception.h); a CUDA request in a build or on a
+ * machine without CUDA is GF_EUNSUPPORTED / GF_EDEVICE naming --device. */
+gf_status gf_cli_quality_ctx(gf_ctx *ctx, gf_backend backend, int index,
+                             int threads, gf_err *err);
+
+/* The feature cache directory to use, into buf[cap]: dir itself when given
+ * ("" means no cache), else gf_feat_cache_default_dir, else "" with
+ * *no_default set (no HOME or cache variable: nothing is cached). */
+gf_status gf_cli_cache_dir(const char *dir, char *buf, size_t cap,
+                           bool *no_default, gf_err *err);
+
+/* ---- ganflow fid ------------------------------------------------------- */
+
+typedef struct gf_cli_fid_opts {
+  const char *path_a;    /* the reference set (its statistics are cached) */
+  const char *path_b;    /* the other set (always computed) */
+  bool kid;              /* KID too */
+  int batch;             /* images per forward, 1..1024 (50) */
+  int threads;           /* op threads, 0 = every online core (0) */
+  gf_backend backend;    /* --device */
+  int device_index;
+  const char *cache_dir; /* NULL: the default cache; "": none */
+} gf_cli_fid_opts;
+
+/* Parses `fid PATH_A PATH_B [--kid] [--batch N] [--threads N] [--device D]
+ * [--cache-dir DIR]` (argv[0] is "fid"; --flag=value accepted too) into *o
+ * (argv strings borrowed). *help is set for -h/--help. GF_EINVAL with a
+ * one-line message naming the argument otherwise. */
+gf_status gf_cli_fid_parse(gf_cli_fid_opts *o, int argc, char **argv,
+                           bool *help, gf_err *err);
+void gf_cli_fid_usage(FILE *out);
+
+/* Loads both sets and the network, prints "FID: <v>" (and "KID: <mean> ±
+ * <std>") to out, progress and timings to log; *q (may be NULL) gets the
+ * numbers. */
+gf_status gf_cli_fid(const gf_cli_fid_opts *o, FILE *out, FILE *log,
+                     gf_quality *q, gf_err *err);
+
+/* ---- ganflow eval ------------------------------------------------------ */
+
+enum {
+  GF_CLI_EVAL_FID = 1u << 0,
+  GF_CLI_EVAL_KID = 1u << 1,
+  GF_CLI_EVAL_SWD = 1u << 2,
+};
+
+typedef struct gf_cli_eval_opts {
+  const char *source;       /* models:/NAME@ALIAS, models:/NAME/VERSION or a
+                               checkpoint file; NULL with follow_dir */
+  const char *follow_dir;   /* --follow: a checkpoint directory, or NULL */
+  const char *data;         /* --data SPEC ([idx:|cifar10:|images:]DIR) */
+  unsigned metrics;         /* GF_EVAL_* (fid,kid) */
+  int64_t images;           /* generated and reference images, >= 2 (2000) */
+  uint64_t seed;            /* latents: sample k of Philox (seed, SAMPLE) */
+  int batch;                /* images per forward, 1..1024 (50) */
+  int threads;              /* op threads, 0 = every online core */
+  gf_backend backend;
+  int device_index;
+  const char *run_id;       /* log into this run (NULL: the checkpoint's in
+                               --follow, else nothing is logged) */
+  int64_t step;             /* --step; -1: the checkpoint's */
+  const char *cache_dir;    /* feature cache: NULL default, "" none */
+  const char *model_cache_dir; /* models:/ downloads (NULL: ganflow-serve's
+                                  default, $HOME/.cache/ganflow-serve) */
+  double poll_s;            /* --follow: seconds between scans (5) */
+} gf_cli_eval_opts;
+
+/* Parses `eval (SOURCE | --follow DIR) --data DATASET [options]` (argv[0]
+ * is "eval") as gf_cli_fid_parse does, and checks the combinations: SOURCE
+ * or --follow, --data required, --step only with --run-id and not with
+ * --follow, a models:/ SOURCE with --run-id needs --step, --poll only with
+ * --follow. */
+gf_status gf_cli_eval_parse(gf_cli_eval_opts *o, int argc, char **argv,
+                            bool *help, gf_err *err);
+void gf_cli_eval_usage(FILE *out);
+
+/* The metrics of one evaluation (NaN where not asked). */
+typedef struct gf_eval_result {
+  double fid, kid, kid_std, swd_avg;
+  int64_t step;             /* where it is logged (-1 none) */
+} gf_eval_result;
+
+/* `ganflow eval SOURCE`: everything is loaded and checked, the metrics
+ * computed and printed ("fid <v>", "kid <v> kid_std <v>", "swd/avg <v>")
+ * before anything is sent; with o->run_id they are then logged into that
+ * run at o->step (default: the checkpoint's step; a model URI needs
+ * --step). c may be NULL when nothing needs MLflow (a checkpoint, no
+ * --run-id). */
+gf_status gf_cli_eval(mlflow_client *c, const gf_cli_eval_opts *o, FILE *out,
+                      FILE *log, gf_eval_result *res, gf_err *err);
+
+/* `ganflow eval --follow DIR`: evaluates each checkpoint that appears in
+ * DIR (newest pending first) and logs it into the run its metadata names
+ * (or o->run_id) at its step, unless that run already holds `fid` at that
+ * step. Returns GF_OK when the run is no longer RUNNING and every
+ * checkpoint present has been evaluated, or when one of the signals of
+ * `stop` (blocked in every thread by the caller) arrives: it is taken
+ * between checkpoints, while waiting up to o->poll_s seconds for the next
+ * scan (sigtimedwait), never in the middle of an evaluation. *stopped_by
+ * (may be NULL) receives the signal or 0. */
+gf_status gf_cli_eval_follow(mlflow_client *c, const gf_cli_eval_opts *o,
+                             const sigset_t *stop, FILE *out, FILE *log,
+                             int *stopped_by, gf_err *err);
+
+#endif

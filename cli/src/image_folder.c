@@ -1,0 +1,458 @@
+/* image_folder.c - image sets at their native size for `ganflow fid`
+ * (gf/cli_quality.h): a folder of PNG/JPEG files decoded by the trainer's
+ * decoders (gf/data_parse.h) without the trainer's resize, or an IDX /
+ * CIFAR-10 dataset read at its own geometry; their Inception features,
+ * batched by image size; and their reference statistics with the feature
+ * cache. Not the trainer's folder loader (gf/data.h), which fits every
+ * image to the model's size. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "gf/clock.h"
+#include "gf/cli_quality.h"
+#include "gf/data.h"
+#include "gf/feat_cache.h"
+#include "gf/fs.h"
+#include "gf/sha256.h"
+#include "gf/text.h"
+
+#define MAX_FILE_BYTES (256u * 1024u * 1024u)
+
+/* Relative paths found by the walk; owned strings. */
+typedef struct path_list {
+  char **v;
+  size_t n, cap;
+} path_list;
+
+static void path_list_free(path_list *l) {
+  for (size_t i = 0; i < l->n; i++) free(l->v[i]);
+  free(l->v);
+  memset(l, 0, sizeof *l);
+}
+
+static int has_image_ext(const char *name) {
+  const char *dot = strrchr(name, '.');
+  return dot && (strcasecmp(dot, ".png") == 0 || strcasecmp(dot, ".jpg") == 0 ||
+                 strcasecmp(dot, ".jpeg") == 0);
+}
+
+/* Adds the image files under root/rel to out; counts other regular files
+ * in *skipped. */
+static gf_status walk(const char *root, const char *rel, int depth,
+                      path_list *out, int64_t *skipped, gf_err *err) {
+  char dir[GF_PATH_MAX];
+  GF_TRY(gf_format(dir, sizeof dir, err, "image folder path", "%s%s%s", root,
+                   *rel ? "/" : "", rel));
+  DIR *d = opendir(dir);
+  if (!d)
+    return gf_fail(err, errno == ENOENT ? GF_ENOTFOUND : GF_EIO,
+                   "%s: cannot open directory: %s", dir, strerror(errno));
+  gf_status st = GF_OK;
+  struct dirent *e;
+  while (!st && (e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    char relpath[GF_PATH_MAX], full[GF_PATH_MAX];
+    int m = snprintf(relpath, sizeof relpath, "%s%s%s", rel, *rel ? "/" : "",
+                     e->d_name);
+    int k = gf_fits(m, sizeof relpath)
+                ? snprintf(full, sizeof full, "%s/%s", root, relpath)
+                : -1;
+    if (!gf_fits(k, sizeof full)) {
+      st = gf_fail(err, GF_EINVAL, "%s/%s: path too long", dir, e->d_name);
+      break;
+    }
+    struct stat ls;
+    if (lstat(full, &ls) != 0) continue; /* vanished while listed */
+    if (S_ISDIR(ls.st_mode)) {
+      if (depth + 1 >= GF_DATA_MAX_DEPTH)
+        st = gf_fail(err, GF_EUNSUPPORTED, "%s: directories nested deeper "
+                     "than %d levels", full, GF_DATA_MAX_DEPTH);
+      else
+        st = walk(root, relpath, depth + 1, out, skipped, err);
+      continue;
+    }
+    struct stat fs;
+    if (stat(full, &fs) != 0 || !S_ISREG(fs.st_mode)) continue;
+    if (!has_image_ext(e->d_name)) {
+      (*skipped)++;
+      continue;
+    }
+    if (out->n == out->cap) {
+      size_t cap = out->cap ? out->cap * 2 : 256;
+      char **v = realloc(out->v, cap * sizeof *v);
+      if (!v) {
+        st = gf_fail(err, GF_ENOMEM, "%s: out of memory listing files", dir);
+        break;
+      }
+      out->v = v;
+      out->cap = cap;
+    }
+    if (!(out->v[out->n] = strdup(relpath))) {
+      st = gf_fail(err, GF_ENOMEM, "%s: out of memory listing files", dir);
+      break;
+    }
+    out->n++;
+  }
+  closedir(d);
+  return st;
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The whole file into a malloc'd buffer (caller frees). */
+static gf_status read_file(const char *path, uint8_t **buf, size_t *len,
+                           gf_err *err) {
+  *buf = NULL;
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return gf_fail(err, errno == ENOENT ? GF_ENOTFOUND : GF_EIO, "%s: %s",
+                   path, strerror(errno));
+  struct stat sb;
+  if (fstat(fileno(f), &sb) != 0 || sb.st_size < 0 ||
+      (uint64_t)sb.st_size > MAX_FILE_BYTES) {
+    fclose(f);
+    return gf_fail(err, GF_EFORMAT, "%s: unreadable or larger than %u MiB",
+                   path, MAX_FILE_BYTES >> 20);
+  }
+  size_t n = (size_t)sb.st_size;
+  uint8_t *b = malloc(n ? n : 1);
+  if (!b) {
+    fclose(f);
+    return gf_fail(err, GF_ENOMEM, "%s: out of memory (%zu bytes)", path, n);
+  }
+  size_t got = fread(b, 1, n, f);
+  int bad = ferror(f);
+  fclose(f);
+  if (bad || got != n) {
+    free(b);
+    return gf_fail(err, GF_EIO, "%s: read error", path);
+  }
+  *buf = b;
+  *len = n;
+  return GF_OK;
+}
+
+void gf_img_set_free(gf_img_set *set) {
+  if (!set) return;
+  free(set->pixels);
+  for (int64_t i = 0; set->items && i < set->n; i++)
+    gf_image_free(&set->items[i]);
+  free(set->items);
+  memset(set, 0, sizeof *set);
+}
+
+/* Copies image im into dst as c planes (c >= im->c: grey replicated). */
+static void put_planes(const gf_image *im, int c, uint8_t *dst) {
+  size_t plane = (size_t)im->h * (size_t)im->w;
+  for (int k = 0; k < c; k++)
+    memcpy(dst + (size_t)k * plane, im->px + (size_t)(im->c == 1 ? 0 : k) *
+           plane, plane);
+}
+
+/* When every item has one h x w, moves them into set->pixels (3 planes if
+ * any is colour) and frees the items. */
+static gf_status pack_if_uniform(gf_img_set *set, gf_err *err) {
+  int h = set->items[0].h, w = set->items[0].w, c = 1;
+  for (int64_t i = 0; i < set->n; i++) {
+    if (set->items[i].h != h || set->items[i].w != w) return GF_OK;
+    if (set->items[i].c == 3) c = 3;
+  }
+  size_t stride = (size_t)c * (size_t)h * (size_t)w;
+  uint8_t *px = malloc(stride * (size_t)set->n);
+  if (!px)
+    return gf_fail(err, GF_ENOMEM, "out of memory for %lld images of %dx%d",
+                   (long long)set->n, w, h);
+  for (int64_t i = 0; i < set->n; i++) {
+    put_planes(&set->items[i], c, px + (size_t)i * stride);
+    gf_image_free(&set->items[i]);
+  }
+  free(set->items);
+  set->items = NULL;
+  set->pixels = px;
+  set->uniform = true;
+  set->c = c;
+  set->h = h;
+  set->w = w;
+  return GF_OK;
+}
+
+static gf_status load_folder(const char *path, gf_img_set *set, gf_err *err) {
+  path_list l = {0};
+  gf_status st = walk(path, "", 0, &l, &set->skipped, err);
+  if (st == GF_OK && l.n == 0)
+    st = gf_fail(err, GF_ENOTFOUND, "%s: no PNG or JPEG images (.png, .jpg, "
+                 ".jpeg) in the folder or below it%s", path,
+                 set->skipped ? "; other files are not read" : "");
+  if (st == GF_OK) {
+    qsort(l.v, l.n, sizeof *l.v, cmp_str);
+    set->items = calloc(l.n, sizeof *set->items);
+    if (!set->items) st = gf_fail(err, GF_ENOMEM, "%s: out of memory", path);
+  }
+  for (size_t i = 0; st == GF_OK && i < l.n; i++) {
+    char full[GF_PATH_MAX];
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    st = gf_format(full, sizeof full, err, "image path", "%s/%s", path,
+                   l.v[i]);
+    if (st == GF_OK) st = read_file(full, &buf, &len, err);
+    if (st == GF_OK)
+      st = gf_data_image_decode(buf, len, full, &set->items[i], err);
+    free(buf);
+    if (st == GF_OK) set->n = (int64_t)i + 1;
+  }
+  path_list_free(&l);
+  if (st == GF_OK) {
+    snprintf(set->kind, sizeof set->kind, "folder");
+    st = pack_if_uniform(set, err);
+  }
+  return st;
+}
+
+/* An IDX or CIFAR-10 dataset at its native geometry: IDX is grey (the
+ * first load guesses 28x28 and is redone at the file's size when that
+ * differs), CIFAR-10 is 3x32x32. */
+static gf_status load_dataset(const char *path, gf_data_format f,
+                              gf_img_set *set, gf_err *err) {
+  gf_data_options o = {path, f, GF_DATA_FIT_PAD, f == GF_DATA_IDX ? 1 : 3,
+                       f == GF_DATA_IDX ? 28 : 32, f == GF_DATA_IDX ? 28 : 32};
+  gf_dataset ds;
+  GF_TRY(gf_dataset_load(&ds, &o, err));
+  if (ds.src_h != ds.h || ds.src_w != ds.w) {
+    o.height = ds.src_h;
+    o.width = ds.src_w;
+    gf_dataset_free(&ds);
+    GF_TRY(gf_dataset_load(&ds, &o, err));
+  }
+  set->n = ds.n;
+  set->uniform = true;
+  set->pixels = ds.pixels; /* taken over */
+  set->c = ds.c;
+  set->h = ds.h;
+  set->w = ds.w;
+  ds.pixels = NULL;
+  gf_dataset_free(&ds);
+  snprintf(set->kind, sizeof set->kind, "%s", gf_data_format_name(f));
+  return GF_OK;
+}
+
+gf_status gf_img_set_load(const char *path, gf_img_set *set, gf_err *err) {
+  memset(set, 0, sizeof *set);
+  if (!path || !*path) return gf_fail(err, GF_EINVAL, "no image path given");
+  struct stat sb;
+  if (stat(path, &sb) != 0)
+    return gf_fail(err, errno == ENOENT ? GF_ENOTFOUND : GF_EIO, "%s: %s",
+                   path, strerror(errno));
+  if (!S_ISDIR(sb.st_mode))
+    return gf_fail(err, GF_EINVAL, "%s: not a directory (give a folder of "
+                   "PNG/JPEG images or a dataset directory)", path);
+  gf_data_format f;
+  GF_TRY(gf_data_detect(path, &f, err));
+  gf_status st = f == GF_DATA_IMAGES ? load_folder(path, set, err)
+                                     : load_dataset(path, f, set, err);
+  if (st != GF_OK) gf_img_set_free(set);
+  return st;
+}
+
+/* ---- features ---------------------------------------------------------- */
+
+/* Sort key of an item: its size, then its index (stable groups). */
+typedef struct item_key {
+  int h, w;
+  int64_t i;
+} item_key;
+
+static int cmp_key(const void *pa, const void *pb) {
+  const item_key *a = pa, *b = pb;
+  if (a->h != b->h) return a->h < b->h ? -1 : 1;
+  if (a->w != b->w) return a->w < b->w ? -1 : 1;
+  return (a->i > b->i) - (a->i < b->i);
+}
+
+static void progress(FILE *log, const char *what, int64_t done, int64_t n,
+                     double t0) {
+  if (!log) return;
+  double dt = gf_mono_s() - t0;
+  fprintf(log, "%s: %lld/%lld images, %.1f images/s\n", what,
+          (long long)done, (long long)n, dt > 0 ? (double)done / dt : 0.0);
+  fflush(log);
+}
+
+static gf_status features_uniform(gf_inception *net, const gf_img_set *set,
+                                  int batch, const char *what, FILE *log,
+                                  float *feats, gf_err *err) {
+  size_t stride = (size_t)set->c * (size_t)set->h * (size_t)set->w;
+  double t0 = gf_mono_s(), last = t0;
+  for (int64_t i = 0; i < set->n; i += batch) {
+    int64_t k = set->n - i < batch ? set->n - i : batch;
+    GF_TRY(gf_inception_features_u8(net, set->pixels + (size_t)i * stride, k,
+                                    set->c, set->h, set->w,
+                                    feats + (size_t)i * GF_INCEPTION_DIM,
+                                    err));
+    if (gf_mono_s() - last >= 10 || i + k == set->n) {
+      progress(log, what, i + k, set->n, t0);
+      last = gf_mono_s();
+    }
+  }
+  return GF_OK;
+}
+
+static gf_status features_mixed(gf_inception *net, const gf_img_set *set,
+                                int batch, const char *what, FILE *log,
+                                float *feats, gf_err *err) {
+  item_key *keys = malloc((size_t)set->n * sizeof *keys);
+  float *out = malloc((size_t)batch * GF_INCEPTION_DIM * sizeof *out);
+  uint8_t *buf = NULL;
+  size_t buf_cap = 0;
+  gf_status st = GF_OK;
+  if (!keys || !out) st = gf_fail(err, GF_ENOMEM, "features: out of memory");
+  for (int64_t i = 0; st == GF_OK && i < set->n; i++)
+    keys[i] = (item_key){set->items[i].h, set->items[i].w, i};
+  if (st == GF_OK) qsort(keys, (size_t)set->n, sizeof *keys, cmp_key);
+  double t0 = gf_mono_s(), last = t0;
+  int64_t done = 0;
+  for (int64_t g = 0; st == GF_OK && g < set->n;) {
+    /* One batch: up to `batch` items of one size. */
+    int64_t e = g;
+    int c = 1;
+    while (e < set->n && e - g < batch && keys[e].h == keys[g].h &&
+           keys[e].w == keys[g].w) {
+      if (set->items[keys[e].i].c == 3) c = 3;
+      e++;
+    }
+    int h = keys[g].h, w = keys[g].w;
+    size_t stride = (size_t)c * (size_t)h * (size_t)w;
+    size_t need = stride * (size_t)(e - g);
+    if (need > buf_cap) {
+      uint8_t *nb = realloc(buf, need);
+      if (!nb) {
+        st = gf_fail(err, GF_ENOMEM, "features: out of memory");
+        break;
+      }
+      buf = nb;
+      buf_cap = need;
+    }
+    for (int64_t j = g; j < e; j++)
+      put_planes(&set->items[keys[j].i], c, buf + (size_t)(j - g) * stride);
+    st = gf_inception_features_u8(net, buf, e - g, c, h, w, out, err);
+    for (int64_t j = g; st == GF_OK && j < e; j++)
+      memcpy(feats + (size_t)keys[j].i * GF_INCEPTION_DIM,
+             out + (size_t)(j - g) * GF_INCEPTION_DIM,
+             GF_INCEPTION_DIM * sizeof *out);
+    done += e - g;
+    g = e;
+    if (st == GF_OK && (gf_mono_s() - last >= 10 || done == set->n)) {
+      progress(log, what, done, set->n, t0);
+      last = gf_mono_s();
+    }
+  }
+  free(buf);
+  free(out);
+  free(keys);
+  return st;
+}
+
+gf_status gf_img_set_features(gf_inception *net, const gf_img_set *set,
+                              int batch, const char *what, FILE *log,
+                              float *feats, gf_err *err) {
+  if (!net || !set || set->n < 1 || batch < 1 || !feats)
+    return gf_fail(err, GF_EINVAL, "features: bad arguments");
+  return set->uniform
+             ? features_uniform(net, set, batch, what, log, feats, err)
+             : features_mixed(net, set, batch, what, log, feats, err);
+}
+
+/* ---- reference statistics ---------------------------------------------- */
+
+/* SHA-256 of "ganflow-image-list n\n", then per image "c h w\n" and its
+ * pixels: never equal to a uniform set's digest (gf_quality_ref_init's
+ * "ganflow-images ..." header). */
+static gf_status mixed_digest(const gf_img_set *set, char hex[65],
+                              gf_err *err) {
+  gf_sha256 s;
+  GF_TRY(gf_sha256_init(&s, err));
+  char head[96];
+  int len = snprintf(head, sizeof head, "ganflow-image-list %lld\n",
+                     (long long)set->n);
+  gf_status st = gf_sha256_update(&s, head, (size_t)len, err);
+  for (int64_t i = 0; st == GF_OK && i < set->n; i++) {
+    const gf_image *im = &set->items[i];
+    len = snprintf(head, sizeof head, "%d %d %d\n", im->c, im->h, im->w);
+    st = gf_sha256_update(&s, head, (size_t)len, err);
+    if (st == GF_OK)
+      st = gf_sha256_update(&s, im->px,
+                            (size_t)im->c * (size_t)im->h * (size_t)im->w,
+                            err);
+  }
+  if (st == GF_OK) st = gf_sha256_final(&s, hex, err);
+  gf_sha256_free(&s);
+  return st;
+}
+
+static gf_status mixed_ref(gf_inception *net, const gf_img_set *set,
+                           int batch, const char *dir, FILE *log,
+                           gf_quality_ref *ref, gf_err *err) {
+  GF_TRY(mixed_digest(set, ref->data_sha256, err));
+  gf_feat_cache_key key = {gf_inception_sha256(net), ref->data_sha256,
+                           GF_INCEPTION_PREPROCESS, set->n, GF_INCEPTION_DIM};
+  if (dir[0]) {
+    GF_TRY(gf_feat_cache_path(dir, &key, ref->cache_path,
+                              sizeof ref->cache_path, err));
+    gf_err e;
+    gf_status s = gf_feat_cache_read(ref->cache_path, &key, &ref->feats,
+                                     &ref->m, &e);
+    if (s == GF_OK) {
+      ref->n = set->n;
+      ref->from_cache = true;
+      return GF_OK;
+    }
+    if (s != GF_ENOTFOUND)
+      return gf_fail(err, s, "%s (delete it to compute the reference "
+                     "statistics again)", e.msg);
+  }
+  ref->feats = malloc((size_t)set->n * GF_INCEPTION_DIM * sizeof *ref->feats);
+  if (!ref->feats)
+    return gf_fail(err, GF_ENOMEM, "out of memory for %lld features",
+                   (long long)set->n);
+  GF_TRY(gf_img_set_features(net, set, batch, "reference", log, ref->feats,
+                             err));
+  GF_TRY(gf_feat_moments_compute(ref->feats, set->n, GF_INCEPTION_DIM,
+                                 &ref->m, err));
+  ref->n = set->n;
+  if (dir[0]) {
+    gf_err e;
+    if (gf_feat_cache_write(ref->cache_path, &key, ref->feats, &ref->m, &e) !=
+        GF_OK) {
+      if (log) fprintf(log, "reference statistics not cached: %s\n", e.msg);
+      ref->cache_path[0] = '\0';
+    }
+  }
+  return GF_OK;
+}
+
+gf_status gf_img_set_ref(gf_inception *net, const gf_img_set *set, int batch,
+                         const char *cache_dir, FILE *log,
+                         gf_quality_ref *ref, gf_err *err) {
+  memset(ref, 0, sizeof *ref);
+  if (!net || !set || set->n < 2)
+    return gf_fail(err, GF_EINVAL, "FID needs at least 2 images in each set "
+                   "(got %lld)", set ? (long long)set->n : 0LL);
+  if (set->uniform) {
+    char warn[600];
+    gf_status st = gf_quality_ref_init(net, set->pixels, set->n, set->c,
+                                       set->h, set->w, cache_dir, ref, warn,
+                                       sizeof warn, err);
+    if (st == GF_OK && warn[0] && log) fprintf(log, "%s\n", warn);
+    return st;
+  }
+  gf_status st = mixed_ref(net, set, batch, cache_dir ? cache_dir : "", log,
+                           ref, err);
+  if (st != GF_OK) gf_quality_ref_free(ref);
+  return st;
+}
