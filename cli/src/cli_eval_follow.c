@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cli_eval_internal.h"
@@ -163,7 +164,8 @@ static gf_status eval_one(follow *f, int64_t step, gf_err *err) {
   eval_gen g;
   gf_err ge;
   gf_status gs = eval_gen_open_ckpt(&g, path, f->o, &ge);
-  if (gs == GF_ENOTFOUND || gs == GF_EIO) {
+  struct stat sb;
+  if (gs != GF_OK && stat(path, &sb) != 0) {
     say(f, "%s was removed before it was evaluated (pruned by the trainer's "
         "--keep)", path);
     f->skipped++;
