@@ -304,6 +304,18 @@ static int64_t cout_of(run *r, const char *name) {
   return L ? L->w.shape[0] : 0;
 }
 
+/* Output channels of the last conv of a chain (see chain()). */
+static int64_t chain_cout(run *r, const char *block,
+                          const char *const *names) {
+  char n[NAME_MAX_LEN];
+  int64_t c = 0;
+  for (int i = 0; names[i]; i++) {
+    snprintf(n, sizeof n, "%s.%s", block, names[i]);
+    c = cout_of(r, n);
+  }
+  return c;
+}
+
 /* A chain of convs from the block input x, each into the scratch arena;
  * *y is the last. names is NULL-terminated. */
 static gf_status chain(run *r, const char *block, const char *const *names,
@@ -332,16 +344,7 @@ static gf_status begin_block(run *r, const gf_tensor *x, int out_arena,
 static gf_status block_ac(run *r, const char *b, const char *const *tower,
                           const char *const *tower_1, const gf_tensor *x,
                           int out_arena, gf_tensor *y) {
-  char n[NAME_MAX_LEN];
-  int64_t last_t = 0, last_t1 = 0;
-  for (int i = 0; tower[i]; i++) {
-    snprintf(n, sizeof n, "%s.%s", b, tower[i]);
-    last_t = cout_of(r, n);
-  }
-  for (int i = 0; tower_1[i]; i++) {
-    snprintf(n, sizeof n, "%s.%s", b, tower_1[i]);
-    last_t1 = cout_of(r, n);
-  }
+  int64_t last_t = chain_cout(r, b, tower), last_t1 = chain_cout(r, b, tower_1);
   char c0[NAME_MAX_LEN], c3[NAME_MAX_LEN];
   snprintf(c0, sizeof c0, "%s.conv", b);
   snprintf(c3, sizeof c3, "%s.tower_2.conv", b);
@@ -370,16 +373,7 @@ static gf_status block_ac(run *r, const char *b, const char *const *tower,
 static gf_status block_bd(run *r, const char *b, const char *const *first,
                           const char *const *second, const gf_tensor *x,
                           int out_arena, gf_tensor *y) {
-  char n[NAME_MAX_LEN];
-  int64_t c1 = 0, c2 = 0;
-  for (int i = 0; first[i]; i++) {
-    snprintf(n, sizeof n, "%s.%s", b, first[i]);
-    c1 = cout_of(r, n);
-  }
-  for (int i = 0; second[i]; i++) {
-    snprintf(n, sizeof n, "%s.%s", b, second[i]);
-    c2 = cout_of(r, n);
-  }
+  int64_t c1 = chain_cout(r, b, first), c2 = chain_cout(r, b, second);
   /* the pool's size gives the block's: every branch ends with stride 2 */
   size_t m = mark(r, A_TMP);
   gf_tensor p, t;
