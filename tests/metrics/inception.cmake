@@ -12,8 +12,14 @@ target_include_directories(test_inception_golden PRIVATE
   ${GF_TEST_SUPPORT_DIR} ${PROJECT_SOURCE_DIR}/metrics/src)
 set(GF_INCEPTION_GOLDEN ${CMAKE_CURRENT_SOURCE_DIR}/golden/inception_golden.safetensors)
 add_test(NAME metrics_inception_golden
-         COMMAND test_inception_golden ${GF_INCEPTION_GOLDEN} cpu)
+         COMMAND test_inception_golden ${GF_INCEPTION_GOLDEN} cpu images)
 set_tests_properties(metrics_inception_golden PROPERTIES LABELS unit TIMEOUT 600)
+# FID/KID of the sets apart: 600 images through the network (label heavy:
+# tests/run-all.sh runs it in the Release pass only).
+add_test(NAME metrics_inception_sets
+         COMMAND test_inception_golden ${GF_INCEPTION_GOLDEN} cpu sets)
+set_tests_properties(metrics_inception_sets PROPERTIES LABELS "unit;heavy"
+                     TIMEOUT 600)
 if(GF_CUDA_ENABLED)
   add_test(NAME metrics_inception_cuda
            COMMAND test_inception_golden ${GF_INCEPTION_GOLDEN} cuda)
