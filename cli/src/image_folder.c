@@ -5,12 +5,10 @@
  * batched by image size; and their reference statistics with the feature
  * cache. Not the trainer's folder loader (gf/data.h), which fits every
  * image to the model's size. */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 
 #include "gf/clock.h"
@@ -21,123 +19,6 @@
 #include "gf/sha256.h"
 #include "gf/text.h"
 
-#define MAX_FILE_BYTES (256u * 1024u * 1024u)
-
-/* Relative paths found by the walk; owned strings. */
-typedef struct path_list {
-  char **v;
-  size_t n, cap;
-} path_list;
-
-static void path_list_free(path_list *l) {
-  for (size_t i = 0; i < l->n; i++) free(l->v[i]);
-  free(l->v);
-  memset(l, 0, sizeof *l);
-}
-
-static int has_image_ext(const char *name) {
-  const char *dot = strrchr(name, '.');
-  return dot && (strcasecmp(dot, ".png") == 0 || strcasecmp(dot, ".jpg") == 0 ||
-                 strcasecmp(dot, ".jpeg") == 0);
-}
-
-/* Adds the image files under root/rel to out; counts other regular files
- * in *skipped. */
-static gf_status walk(const char *root, const char *rel, int depth,
-                      path_list *out, int64_t *skipped, gf_err *err) {
-  char dir[GF_PATH_MAX];
-  GF_TRY(gf_format(dir, sizeof dir, err, "image folder path", "%s%s%s", root,
-                   *rel ? "/" : "", rel));
-  DIR *d = opendir(dir);
-  if (!d)
-    return gf_fail(err, errno == ENOENT ? GF_ENOTFOUND : GF_EIO,
-                   "%s: cannot open directory: %s", dir, strerror(errno));
-  gf_status st = GF_OK;
-  struct dirent *e;
-  while (!st && (e = readdir(d))) {
-    if (e->d_name[0] == '.') continue;
-    char relpath[GF_PATH_MAX], full[GF_PATH_MAX];
-    int m = snprintf(relpath, sizeof relpath, "%s%s%s", rel, *rel ? "/" : "",
-                     e->d_name);
-    int k = gf_fits(m, sizeof relpath)
-                ? snprintf(full, sizeof full, "%s/%s", root, relpath)
-                : -1;
-    if (!gf_fits(k, sizeof full)) {
-      st = gf_fail(err, GF_EINVAL, "%s/%s: path too long", dir, e->d_name);
-      break;
-    }
-    struct stat ls;
-    if (lstat(full, &ls) != 0) continue; /* vanished while listed */
-    if (S_ISDIR(ls.st_mode)) {
-      if (depth + 1 >= GF_DATA_MAX_DEPTH)
-        st = gf_fail(err, GF_EUNSUPPORTED, "%s: directories nested deeper "
-                     "than %d levels", full, GF_DATA_MAX_DEPTH);
-      else
-        st = walk(root, relpath, depth + 1, out, skipped, err);
-      continue;
-    }
-    struct stat fs;
-    if (stat(full, &fs) != 0 || !S_ISREG(fs.st_mode)) continue;
-    if (!has_image_ext(e->d_name)) {
-      (*skipped)++;
-      continue;
-    }
-    if (out->n == out->cap) {
-      size_t cap = out->cap ? out->cap * 2 : 256;
-      char **v = realloc(out->v, cap * sizeof *v);
-      if (!v) {
-        st = gf_fail(err, GF_ENOMEM, "%s: out of memory listing files", dir);
-        break;
-      }
-      out->v = v;
-      out->cap = cap;
-    }
-    if (!(out->v[out->n] = strdup(relpath))) {
-      st = gf_fail(err, GF_ENOMEM, "%s: out of memory listing files", dir);
-      break;
-    }
-    out->n++;
-  }
-  closedir(d);
-  return st;
-}
-
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The whole file into a malloc'd buffer (caller frees). */
-static gf_status read_file(const char *path, uint8_t **buf, size_t *len,
-                           gf_err *err) {
-  *buf = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return gf_fail(err, errno == ENOENT ? GF_ENOTFOUND : GF_EIO, "%s: %s",
-                   path, strerror(errno));
-  struct stat sb;
-  if (fstat(fileno(f), &sb) != 0 || sb.st_size < 0 ||
-      (uint64_t)sb.st_size > MAX_FILE_BYTES) {
-    fclose(f);
-    return gf_fail(err, GF_EFORMAT, "%s: unreadable or larger than %u MiB",
-                   path, MAX_FILE_BYTES >> 20);
-  }
-  size_t n = (size_t)sb.st_size;
-  uint8_t *b = malloc(n ? n : 1);
-  if (!b) {
-    fclose(f);
-    return gf_fail(err, GF_ENOMEM, "%s: out of memory (%zu bytes)", path, n);
-  }
-  size_t got = fread(b, 1, n, f);
-  int bad = ferror(f);
-  fclose(f);
-  if (bad || got != n) {
-    free(b);
-    return gf_fail(err, GF_EIO, "%s: read error", path);
-  }
-  *buf = b;
-  *len = n;
-  return GF_OK;
-}
 
 void gf_img_set_free(gf_img_set *set) {
   if (!set) return;
@@ -184,30 +65,30 @@ static gf_status pack_if_uniform(gf_img_set *set, gf_err *err) {
 }
 
 static gf_status load_folder(const char *path, gf_img_set *set, gf_err *err) {
-  path_list l = {0};
-  gf_status st = walk(path, "", 0, &l, &set->skipped, err);
-  if (st == GF_OK && l.n == 0)
+  char **paths = NULL;
+  size_t n = 0;
+  gf_status st = gf_data_image_paths(path, &paths, &n, &set->skipped, err);
+  if (st == GF_OK && n == 0)
     st = gf_fail(err, GF_ENOTFOUND, "%s: no PNG or JPEG images (.png, .jpg, "
                  ".jpeg) in the folder or below it%s", path,
                  set->skipped ? "; other files are not read" : "");
   if (st == GF_OK) {
-    qsort(l.v, l.n, sizeof *l.v, cmp_str);
-    set->items = calloc(l.n, sizeof *set->items);
+    set->items = calloc(n, sizeof *set->items);
     if (!set->items) st = gf_fail(err, GF_ENOMEM, "%s: out of memory", path);
   }
-  for (size_t i = 0; st == GF_OK && i < l.n; i++) {
+  for (size_t i = 0; st == GF_OK && i < n; i++) {
     char full[GF_PATH_MAX];
     uint8_t *buf = NULL;
     size_t len = 0;
     st = gf_format(full, sizeof full, err, "image path", "%s/%s", path,
-                   l.v[i]);
-    if (st == GF_OK) st = read_file(full, &buf, &len, err);
+                   paths[i]);
+    if (st == GF_OK) st = gf_data_read_file(full, &buf, &len, err);
     if (st == GF_OK)
       st = gf_data_image_decode(buf, len, full, &set->items[i], err);
     free(buf);
     if (st == GF_OK) set->n = (int64_t)i + 1;
   }
-  path_list_free(&l);
+  gf_data_image_paths_free(paths, n);
   if (st == GF_OK) {
     snprintf(set->kind, sizeof set->kind, "folder");
     st = pack_if_uniform(set, err);

@@ -22,10 +22,9 @@ typedef struct path_list {
   size_t n, cap;
 } path_list;
 
-static void path_list_free(path_list *l) {
-  for (size_t i = 0; i < l->n; i++) free(l->v[i]);
-  free(l->v);
-  memset(l, 0, sizeof *l);
+void gf_data_image_paths_free(char **paths, size_t n) {
+  for (size_t i = 0; i < n; i++) free(paths[i]);
+  free(paths);
 }
 
 static int has_image_ext(const char *name) {
@@ -34,10 +33,11 @@ static int has_image_ext(const char *name) {
                  strcasecmp(dot, ".jpeg") == 0);
 }
 
-/* Adds the image files under root/rel (rel "" for root itself). A path
- * that does not fit in GF_PATH_MAX is an error naming it, never skipped. */
+/* Adds the image files under root/rel (rel "" for root itself); counts the
+ * other regular files in *skipped. A path that does not fit in GF_PATH_MAX
+ * is an error naming it, never skipped. */
 static gf_status walk(const char *root, const char *rel, int depth,
-                      path_list *out, gf_err *err) {
+                      path_list *out, int64_t *skipped, gf_err *err) {
   char dir[GF_PATH_MAX];
   GF_TRY(gf_format(dir, sizeof dir, err, "image folder path", "%s%s%s", root,
                    *rel ? "/" : "", rel));
@@ -69,12 +69,14 @@ static gf_status walk(const char *root, const char *rel, int depth,
                      "%s: directory nesting deeper than %d levels", full,
                      GF_DATA_MAX_DEPTH);
       } else {
-        st = walk(root, relpath, depth + 1, out, err);
+        st = walk(root, relpath, depth + 1, out, skipped, err);
       }
       continue;
     }
     struct stat fs;
-    if (!has_image_ext(e->d_name) || stat(full, &fs) != 0 || !S_ISREG(fs.st_mode)) {
+    if (stat(full, &fs) != 0 || !S_ISREG(fs.st_mode)) continue;
+    if (!has_image_ext(e->d_name)) {
+      (*skipped)++;
       continue;
     }
     if (out->n == out->cap) {
@@ -100,6 +102,24 @@ static gf_status walk(const char *root, const char *rel, int depth,
 
 static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+gf_status gf_data_image_paths(const char *root, char ***paths, size_t *n,
+                              int64_t *skipped, gf_err *err) {
+  *paths = NULL;
+  *n = 0;
+  path_list l = {0};
+  int64_t other = 0;
+  gf_status st = walk(root, "", 0, &l, &other, err);
+  if (st) {
+    gf_data_image_paths_free(l.v, l.n);
+    return st;
+  }
+  if (l.n) qsort(l.v, l.n, sizeof *l.v, cmp_str);
+  *paths = l.v;
+  *n = l.n;
+  if (skipped) *skipped = other;
+  return GF_OK;
 }
 
 /* Length of the first path component of rel, or 0 when rel has none (the
@@ -157,9 +177,8 @@ static gf_status assign_labels(gf_dataset *ds, const path_list *files,
   return GF_OK;
 }
 
-/* Reads a whole file (at most MAX_FILE_BYTES) into *buf (caller frees). */
-static gf_status read_file(const char *path, uint8_t **buf, size_t *len,
-                           gf_err *err) {
+gf_status gf_data_read_file(const char *path, uint8_t **buf, size_t *len,
+                            gf_err *err) {
   *buf = NULL;
   *len = 0;
   FILE *f = fopen(path, "rb");
@@ -204,7 +223,8 @@ gf_status gf_data_load_images_dir(gf_dataset *ds, const char *dir,
   gf_status st = gf_data_check_geometry(opt, err);
   if (st) return st;
   path_list files = {0};
-  st = walk(dir, "", 0, &files, err);
+  st = gf_data_image_paths(dir, &files.v, &files.n, NULL, err);
+  files.cap = files.n;
   if (!st && files.n == 0) {
     st = gf_fail(err, GF_ENOTFOUND,
                  "%s: no PNG or JPEG images (.png, .jpg, .jpeg) found in it "
@@ -216,10 +236,9 @@ gf_status gf_data_load_images_dir(gf_dataset *ds, const char *dir,
                  GF_DATA_MAX_IMAGES);
   }
   if (st) {
-    path_list_free(&files);
+    gf_data_image_paths_free(files.v, files.n);
     return st;
   }
-  qsort(files.v, files.n, sizeof *files.v, cmp_str);
   st = gf_data_alloc(ds, files.n, 0, opt, dir, err);
   if (!st) st = assign_labels(ds, &files, dir, err);
   const size_t stride = (size_t)ds->c * (size_t)ds->h * (size_t)ds->w;
@@ -231,7 +250,7 @@ gf_status gf_data_load_images_dir(gf_dataset *ds, const char *dir,
     if (st) break;
     uint8_t *buf;
     size_t len;
-    st = read_file(full, &buf, &len, err);
+    st = gf_data_read_file(full, &buf, &len, err);
     if (st) break;
     gf_image im;
     st = gf_data_image_decode(buf, len, full, &im, err);
@@ -246,7 +265,7 @@ gf_status gf_data_load_images_dir(gf_dataset *ds, const char *dir,
     gf_image_free(&im);
   }
   gf_img_scratch_free(&scratch);
-  path_list_free(&files);
+  gf_data_image_paths_free(files.v, files.n);
   if (st) {
     gf_dataset_free(ds);
     return st;

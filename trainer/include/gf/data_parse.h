@@ -54,6 +54,21 @@ gf_status gf_data_image_decode(const uint8_t *buf, size_t len,
 gf_status gf_data_image_convert(const gf_image *src, const gf_data_options *opt,
                                 uint8_t *dst, gf_err *err);
 
+/* The image files (.png, .jpg, .jpeg, any case) under root, recursively,
+ * as the image-folder reader finds them: hidden entries skipped, directory
+ * links not followed, nesting deeper than GF_DATA_MAX_DEPTH refused, a path
+ * longer than GF_PATH_MAX an error naming it. *paths receives n paths
+ * relative to root in strcmp order (n may be 0); the caller owns the array
+ * and its strings and frees them with gf_data_image_paths_free. *skipped
+ * (skipped may be NULL) receives how many other regular files there were. */
+gf_status gf_data_image_paths(const char *root, char ***paths, size_t *n,
+                              int64_t *skipped, gf_err *err);
+void gf_data_image_paths_free(char **paths, size_t n);
+/* Reads a whole file of at most 256 MiB (one image) into *buf, which the
+ * caller frees; errors name the path. */
+gf_status gf_data_read_file(const char *path, uint8_t **buf, size_t *len,
+                            gf_err *err);
+
 /* Loads an IDX image file and its IDX label file from memory into *ds, as
  * gf_dataset_load does from files (ds->source is set to img_name). */
 gf_status gf_data_idx_load_mem(gf_dataset *ds, const uint8_t *img,
