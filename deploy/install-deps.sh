@@ -43,16 +43,18 @@ MLFLOW_VERSION=3.17.2   # newest 3.x whose dependencies PyPI serves here (3.18.0
 #   libwebp-dev         the trainer encodes the `+compressed.webp` companion
 #                       of each sample grid it logs as an MLflow image (as
 #                       MlflowClient.log_image does); its tests decode it back
-#   libopenblas-dev     BLAS and LAPACK for FID/KID (metrics/): covariance
-#                       products and symmetric eigen-decompositions in
-#                       double; OpenBLAS rather than the reference BLAS for
-#                       speed (dim 2048 matrices)
+#   libopenblas-serial-dev  BLAS and LAPACK for FID/KID (metrics/):
+#                       covariance products and symmetric eigen-decompositions
+#                       in double; OpenBLAS rather than the reference BLAS
+#                       for speed (dim 2048 matrices); its serial build,
+#                       linked statically (metrics/CMakeLists.txt says why;
+#                       it brings libgfortran5)
 PACKAGES=(
   build-essential cmake pkg-config git ca-certificates
   clang llvm libomp-dev libclang-rt-dev
   libcurl4-openssl-dev libcjson-dev libssl-dev zlib1g-dev
   libmicrohttpd-dev libpng-dev libjpeg-dev libyaml-dev libwebp-dev
-  libdnnl-dev ocl-icd-opencl-dev libopenblas-dev
+  libdnnl-dev ocl-icd-opencl-dev libopenblas-serial-dev
   python3 python3-venv python3-pip
   dataset-fashion-mnist
   curl procps time iproute2 util-linux
