@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """torch_dcgan.py - the PyTorch side of bench/metrics/quality.sh: the DCGAN
 ganflow's quickstart trains (28x28x1 Fashion-MNIST, z 100, 64 filters, the
-networks of tests/model/golden/make_golden.py with nn.Dropout in D, BCE with
-logits, Adam 2e-4 (0.5, 0.999), batch 64, a new shuffle of the training set
-each epoch) trained the usual PyTorch way for the same steps; at each
+networks of tests/model/golden/make_golden.py with the DCGAN example's
+initialisation (conv weights N(0, 0.02), batch-norm weights N(1, 0.02)), BCE
+with logits, Adam 2e-4 (0.5, 0.999), batch 64, a new shuffle of the
+training set each epoch) trained the usual PyTorch way for the same steps; at each
 --save step it writes --images generated images as 8-bit grey PNGs (the
 mapping ganflow uses: round((x + 1) / 2 * 255)) into OUT/step-<k>/, for
 `ganflow fid` to score against the same reference as ganflow's checkpoints.
@@ -27,6 +28,16 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import make_golden  # noqa: E402
 
 FASHION = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
+
+
+def weights_init(m):
+    """The PyTorch DCGAN example's initialisation, which ganflow's dcgan
+    uses too (model/src/net_dcgan.c)."""
+    if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d)):
+        nn.init.normal_(m.weight, 0.0, 0.02)
+    elif isinstance(m, nn.BatchNorm2d):
+        nn.init.normal_(m.weight, 1.0, 0.02)
+        nn.init.zeros_(m.bias)
 
 
 def load():
@@ -63,9 +74,8 @@ def main():
     saves = {int(s) for s in a.save.split(",")}
     cfg = dict(arch="dcgan", size=28, channels=1, z_dim=100, ngf=64, ndf=64)
     g, d = make_golden.Net("g", cfg), make_golden.Net("d", cfg)
-    for i, m in enumerate(d.main):
-        if isinstance(m, make_golden.MaskDropout):
-            d.main[i] = nn.Dropout(m.p)
+    g.apply(weights_init)
+    d.apply(weights_init)
     data = load()
     crit = nn.BCEWithLogitsLoss()
     opt_d = torch.optim.Adam(d.parameters(), lr=2e-4, betas=(0.5, 0.999))
