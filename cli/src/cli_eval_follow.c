@@ -158,7 +158,8 @@ static void say(follow *f, const char *fmt, ...) {
  * that vanished or does not open is reported and marked done. */
 static gf_status eval_one(follow *f, int64_t step, gf_err *err) {
   char path[GF_PATH_MAX], name[64];
-  snprintf(name, sizeof name, GF_CKPT_NAME_FMT, (long long)step);
+  GF_TRY(gf_format(name, sizeof name, err, "checkpoint name",
+                   GF_CKPT_NAME_FMT, (long long)step));
   GF_TRY(gf_path_join(path, sizeof path, f->o->follow_dir, name, err));
   GF_TRY(set_add(&f->done, step, err));
   eval_gen g;
@@ -183,10 +184,9 @@ static gf_status eval_one(follow *f, int64_t step, gf_err *err) {
                  "(trained without tracking); give --run-id", path);
   if (st == GF_OK && strcmp(run, f->run) != 0) {
     st = eval_check_run(f->c, run, NULL, err);
-    if (st == GF_OK) {
-      snprintf(f->run, sizeof f->run, "%s", run);
-      say(f, "following run %s", f->run);
-    }
+    if (st == GF_OK)
+      st = gf_format(f->run, sizeof f->run, err, "run id", "%s", run);
+    if (st == GF_OK) say(f, "following run %s", f->run);
   }
   bool has = false;
   if (st == GF_OK)
@@ -255,12 +255,13 @@ static gf_status follow_loop(follow *f, const sigset_t *stop, int *stopped_by,
       char id[GF_CKPT_RUN_ID_MAX + 1];
       read_run_id_file(o->follow_dir, id, sizeof id);
       if (id[0] && eval_check_run(f->c, id, NULL, err) == GF_OK) {
-        snprintf(f->run, sizeof f->run, "%s", id);
+        GF_TRY(gf_format(f->run, sizeof f->run, err, "run id", "%s", id));
         say(f, "following run %s (from %s/run_id)", f->run, o->follow_dir);
       }
     } else if (!f->run[0]) {
       GF_TRY(eval_check_run(f->c, o->run_id, NULL, err));
-      snprintf(f->run, sizeof f->run, "%s", o->run_id);
+      GF_TRY(gf_format(f->run, sizeof f->run, err, "--run-id", "%s",
+                       o->run_id));
     }
     /* The run's status first, then the scan (see the file header). */
     mlflow_run_status status = MLFLOW_RUN_RUNNING;

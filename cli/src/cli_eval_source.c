@@ -47,7 +47,8 @@ gf_status eval_gen_open_ckpt(eval_gen *g, const char *path,
                              const gf_cli_eval_opts *o, gf_err *err) {
   memset(g, 0, sizeof *g);
   g->is_ckpt = true;
-  snprintf(g->label, sizeof g->label, "%s", path);
+  GF_TRY(gf_format(g->label, sizeof g->label, err, "checkpoint path", "%s",
+                   path));
   gf_st_file f;
   gf_st_file_init(&f);
   gf_err e;
@@ -88,7 +89,7 @@ gf_status eval_gen_open_ckpt(eval_gen *g, const char *path,
 gf_status eval_gen_open_uri(eval_gen *g, mlflow_client *c, const char *uri,
                             const gf_cli_eval_opts *o, gf_err *err) {
   memset(g, 0, sizeof *g);
-  snprintf(g->label, sizeof g->label, "%s", uri);
+  GF_TRY(gf_format(g->label, sizeof g->label, err, "model URI", "%s", uri));
   char cache[GF_PATH_MAX];
   if (o->model_cache_dir) {
     GF_TRY(gf_format(cache, sizeof cache, err, "--model-cache-dir", "%s",
@@ -110,9 +111,9 @@ gf_status eval_gen_open_uri(eval_gen *g, mlflow_client *c, const char *uri,
   g->cfg = g->model->cfg;
   g->max_batch = g->model->max_batch;
   g->image_numel = g->model->image_numel;
-  snprintf(g->label, sizeof g->label, "models:/%s/%s (%s)", ref.name,
-           ref.version, uri);
-  gf_status st = check_channels(&g->cfg, g->label, err);
+  gf_status st = gf_format(g->label, sizeof g->label, err, "model label",
+                           "models:/%s/%s (%s)", ref.name, ref.version, uri);
+  if (st == GF_OK) st = check_channels(&g->cfg, g->label, err);
   if (st != GF_OK) eval_gen_free(g);
   return st;
 }

@@ -90,8 +90,8 @@ static gf_status load_folder(const char *path, gf_img_set *set, gf_err *err) {
   }
   gf_data_image_paths_free(paths, n);
   if (st == GF_OK) {
-    snprintf(set->kind, sizeof set->kind, "folder");
-    st = pack_if_uniform(set, err);
+    st = gf_format(set->kind, sizeof set->kind, err, "set kind", "folder");
+    if (st == GF_OK) st = pack_if_uniform(set, err);
   }
   return st;
 }
@@ -119,8 +119,8 @@ static gf_status load_dataset(const char *path, gf_data_format f,
   set->w = ds.w;
   ds.pixels = NULL;
   gf_dataset_free(&ds);
-  snprintf(set->kind, sizeof set->kind, "%s", gf_data_format_name(f));
-  return GF_OK;
+  return gf_format(set->kind, sizeof set->kind, err, "set kind", "%s",
+                   gf_data_format_name(f));
 }
 
 gf_status gf_img_set_load(const char *path, gf_img_set *set, gf_err *err) {

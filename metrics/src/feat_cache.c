@@ -83,7 +83,8 @@ gf_status gf_feat_cache_path(const char *dir, const gf_feat_cache_key *key,
   free(text);
   if (st != GF_OK) return st;
   char name[32];
-  snprintf(name, sizeof name, "%.16s.safetensors", hex);
+  GF_TRY(gf_format(name, sizeof name, err, "feature cache name",
+                   "%.16s.safetensors", hex));
   return gf_path_join(buf, cap, dir, name, err);
 }
 
@@ -155,8 +156,8 @@ gf_status gf_feat_cache_write(const char *path, const gf_feat_cache_key *key,
        .data = m->cov},
   };
   char count[24], dim[16];
-  snprintf(count, sizeof count, "%" PRId64, key->count);
-  snprintf(dim, sizeof dim, "%d", key->dim);
+  GF_TRY(gf_format(count, sizeof count, err, "count", "%" PRId64, key->count));
+  GF_TRY(gf_format(dim, sizeof dim, err, "dim", "%d", key->dim));
   const gf_st_kv meta[7] = {
       {"format", GF_FEAT_CACHE_FORMAT},
       {"version", GF_FEAT_CACHE_VERSION},

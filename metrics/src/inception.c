@@ -91,8 +91,8 @@ static bool parse_pair(const char *s, int v[2]) {
 static const gf_st_tensor *find_part(const gf_st_file *f, const char *name,
                                      const char *part) {
   char key[NAME_MAX_LEN + 32];
-  snprintf(key, sizeof key, PREFIX "%s.%s", name, part);
-  return gf_st_find(f, key);
+  int n = snprintf(key, sizeof key, PREFIX "%s.%s", name, part);
+  return gf_fits(n, sizeof key) ? gf_st_find(f, key) : NULL;
 }
 
 /* Reads layer `name` from f, folds its batch norm into a weight and a bias
@@ -123,13 +123,13 @@ static gf_status read_layer(const gf_st_file *f, const char *path,
   char key[NAME_MAX_LEN + 32];
   const char *v;
   int stride[2], pad[2];
-  snprintf(key, sizeof key, PREFIX "%s.stride", L->name);
-  if (!(v = gf_st_meta_get(f, key)) || !parse_pair(v, stride) ||
+  int kn = snprintf(key, sizeof key, PREFIX "%s.stride", L->name);
+  if (!gf_fits(kn, sizeof key) || !(v = gf_st_meta_get(f, key)) || !parse_pair(v, stride) ||
       stride[0] < 1 || stride[1] < 1)
     return gf_fail(err, GF_EFORMAT, "%s: metadata %s: missing or not a "
                    "stride", path, key);
-  snprintf(key, sizeof key, PREFIX "%s.padding", L->name);
-  if (!(v = gf_st_meta_get(f, key)) || !parse_pair(v, pad))
+  kn = snprintf(key, sizeof key, PREFIX "%s.padding", L->name);
+  if (!gf_fits(kn, sizeof key) || !(v = gf_st_meta_get(f, key)) || !parse_pair(v, pad))
     return gf_fail(err, GF_EFORMAT, "%s: metadata %s: missing or not a "
                    "padding", path, key);
   L->p = (gf_conv_params){{stride[0], stride[1]}, {pad[0], pad[1]}, {0, 0}};
@@ -304,13 +304,21 @@ static int64_t cout_of(run *r, const char *name) {
   return L ? L->w.shape[0] : 0;
 }
 
+/* "<a>.<b>" into out. Every name of the topology fits (at most 40 of the
+ * NAME_MAX_LEN bytes); a cut one could only come from a bug, and becomes ""
+ * so that the lookup fails naming nothing rather than another layer. */
+static void join(char out[NAME_MAX_LEN], const char *a, const char *b) {
+  int n = snprintf(out, NAME_MAX_LEN, "%s.%s", a, b);
+  if (!gf_fits(n, NAME_MAX_LEN)) out[0] = '\0';
+}
+
 /* Output channels of the last conv of a chain (see chain()). */
 static int64_t chain_cout(run *r, const char *block,
                           const char *const *names) {
   char n[NAME_MAX_LEN];
   int64_t c = 0;
   for (int i = 0; names[i]; i++) {
-    snprintf(n, sizeof n, "%s.%s", block, names[i]);
+    join(n, block, names[i]);
     c = cout_of(r, n);
   }
   return c;
@@ -324,7 +332,7 @@ static gf_status chain(run *r, const char *block, const char *const *names,
   const gf_tensor *in = x;
   gf_tensor t;
   for (int i = 0; names[i]; i++) {
-    snprintf(full, sizeof full, "%s.%s", block, names[i]);
+    join(full, block, names[i]);
     GF_TRY(conv(r, full, in, A_TMP, &t));
     *y = t;
     in = y;
@@ -346,8 +354,8 @@ static gf_status block_ac(run *r, const char *b, const char *const *tower,
                           int out_arena, gf_tensor *y) {
   int64_t last_t = chain_cout(r, b, tower), last_t1 = chain_cout(r, b, tower_1);
   char c0[NAME_MAX_LEN], c3[NAME_MAX_LEN];
-  snprintf(c0, sizeof c0, "%s.conv", b);
-  snprintf(c3, sizeof c3, "%s.tower_2.conv", b);
+  join(c0, b, "conv");
+  join(c3, b, "tower_2.conv");
   int64_t ch = cout_of(r, c0) + last_t + last_t1 + cout_of(r, c3);
   concat c;
   GF_TRY(begin_block(r, x, out_arena, ch, x->shape[2], x->shape[3], &c));
@@ -403,16 +411,16 @@ static gf_status block_e(run *r, const char *b, bool max_pool,
   char n[6][NAME_MAX_LEN];
   int64_t ch = 0;
   for (int i = 0; i < 6; i++) {
-    snprintf(n[i], sizeof n[i], "%s.%s", b, parts[i]);
+    join(n[i], b, parts[i]);
     ch += cout_of(r, n[i]);
   }
   concat c;
   GF_TRY(begin_block(r, x, out_arena, ch, x->shape[2], x->shape[3], &c));
   size_t m = mark(r, A_TMP);
   char na[NAME_MAX_LEN], nb0[NAME_MAX_LEN], nb1[NAME_MAX_LEN];
-  snprintf(na, sizeof na, "%s.tower_conv", b);
-  snprintf(nb0, sizeof nb0, "%s.tower_1_conv", b);
-  snprintf(nb1, sizeof nb1, "%s.tower_1_conv_1", b);
+  join(na, b, "tower_conv");
+  join(nb0, b, "tower_1_conv");
+  join(nb1, b, "tower_1_conv_1");
   gf_tensor a, b0, bb, t, p;
   GF_TRY(conv(r, n[0], x, A_TMP, &t));
   GF_TRY(put(r, &c, &t));

@@ -682,7 +682,10 @@ size_t gf_train_config_params(const gf_train_config *cfg,
   for (int i = 0; i < 3; i++)
     if (cfg->eval_metrics & (1u << i)) {
       size_t len = strlen(em);
-      snprintf(em + len, sizeof em - len, "%s%s", len ? "," : "", names[i]);
+      int w = snprintf(em + len, sizeof em - len, "%s%s", len ? "," : "",
+                       names[i]);
+      assert(gf_fits(w, sizeof em - len)); /* 3 names of 3 letters */
+      (void)w;
     }
   P("eval_metrics", "%s", em);
   if (cfg->eval_metrics & (GF_EVAL_FID | GF_EVAL_KID))

@@ -16,6 +16,7 @@
 
 #include "gf/clock.h"
 #include "gf/quality.h"
+#include "gf/text.h"
 #include "mlflow/client.h"
 #include "train_state.h"
 
@@ -65,11 +66,12 @@ gf_status train_quality_init(train_state *st, gf_err *err) {
 void train_quality_announce(train_state *st) {
   if (!st->qref_ok || !st->tracker) return;
   char tag[512];
-  snprintf(tag, sizeof tag, "%lld images, data sha256 %s, network sha256 "
-           "%s, preprocessing %s", (long long)st->qref.n,
-           st->qref.data_sha256, gf_inception_sha256(st->inception),
-           GF_INCEPTION_PREPROCESS);
-  gf_tracker_set_tag(st->tracker, "ganflow.fid.reference", tag);
+  int n = snprintf(tag, sizeof tag, "%lld images, data sha256 %s, network "
+                   "sha256 %s, preprocessing %s", (long long)st->qref.n,
+                   st->qref.data_sha256, gf_inception_sha256(st->inception),
+                   GF_INCEPTION_PREPROCESS);
+  if (gf_fits(n, sizeof tag)) /* two digests and a short name: it fits */
+    gf_tracker_set_tag(st->tracker, "ganflow.fid.reference", tag);
   if (st->qref.cache_path[0])
     gf_tracker_upload(st->tracker, st->qref.cache_path,
                       "fid/reference.safetensors", false);
@@ -95,14 +97,16 @@ gf_status train_quality_eval(train_state *st, int64_t k, gf_err *err) {
   char line[160] = "";
   if (which & GF_QUALITY_FID) {
     gf_tracker_metric(st->tracker, "fid", q.fid, ts, k);
-    snprintf(line, sizeof line, "fid %.2f", q.fid);
+    GF_TRY(gf_format(line, sizeof line, err, "evaluation line", "fid %.2f",
+                     q.fid));
   }
   if (which & GF_QUALITY_KID) {
     gf_tracker_metric(st->tracker, "kid", q.kid, ts, k);
     gf_tracker_metric(st->tracker, "kid_std", q.kid_std, ts, k);
     size_t len = strlen(line);
-    snprintf(line + len, sizeof line - len, "%skid %.4f +- %.4f",
-             len ? ", " : "", q.kid, q.kid_std);
+    GF_TRY(gf_format(line + len, sizeof line - len, err, "evaluation line",
+                     "%skid %.4f +- %.4f", len ? ", " : "", q.kid,
+                     q.kid_std));
   }
   gf_logf(st->log, GF_LOG_INFO, "step %lld: %s (%d images, %.1f s)",
           (long long)k, line, st->n_fid, gf_mono_s() - t0);
