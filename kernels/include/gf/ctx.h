@@ -67,6 +67,25 @@ typedef struct gf_ctx {
                                         backend run f32 convolutions and
                                         GEMMs on TF32 tensor cores (about
                                         1e-3 relative error) */
+  int frozen_batch;                  /* 0 after init; the caller may set
+                                        R > 0 before any op for inference
+                                        on frozen weights with rows that do
+                                        not depend on their batch (CPU
+                                        backend; the CUDA backend ignores
+                                        it): every conv, transposed conv
+                                        and linear forward then runs, at
+                                        any batch size, the oneDNN
+                                        implementation and memory layouts
+                                        picked for that layer at batch R
+                                        (an op fails with GF_EUNSUPPORTED
+                                        where oneDNN has no such match), so
+                                        row i is the same arithmetic in the
+                                        same order whichever rows share its
+                                        pass; and a weight tensor is copied
+                                        into the primitive's layout once,
+                                        on its first forward, and reused
+                                        while its address is the same: its
+                                        values must not change after that */
 } gf_ctx;
 
 /* Fills ctx (caller-owned struct) for cfg->backend; cfg NULL means CPU with

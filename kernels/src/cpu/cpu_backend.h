@@ -58,7 +58,21 @@ typedef struct gf_prim {
   size_t scratch_bytes;               /* user scratchpad this primitive uses */
   size_t scratch_off;                 /* its byte offset in the ctx arena */
   size_t arena_bytes;                 /* inner buffers + scratchpad */
+  void *keep[GF_PRIM_MAX_ARGS];       /* owned; frozen weights
+                                         (gf_ctx.frozen_batch): inner[i]'s
+                                         own buffer, reordered only when
+                                         the caller's buffer changes */
+  const void *keep_src[GF_PRIM_MAX_ARGS]; /* the caller's buffer keep[i]
+                                         was made from; NULL = not yet */
 } gf_prim;
+
+/* A frozen linear layer's weights w [rows, cols] transposed once for
+ * gf_cpu_linear_fwd_rows. */
+typedef struct gf_cpu_frozen_w {
+  const void *src;        /* the caller's weight buffer (borrowed) */
+  int64_t rows, cols;
+  float *t;               /* owned; [cols, rows] */
+} gf_cpu_frozen_w;
 
 typedef struct gf_cpu_state {
   dnnl_engine_t engine;   /* owned; the CPU engine */
@@ -73,6 +87,9 @@ typedef struct gf_cpu_state {
                              them all (not a buffer per primitive). */
   size_t scratchpad_cap;  /* bytes */
   float *tmp;             /* owned; temporaries of accumulating backwards */
+  gf_cpu_frozen_w *frozen;/* owned array of owned entries (frozen
+                             inference's linear weights) */
+  size_t nfrozen;
   size_t tmp_cap;         /* floats */
   uint64_t created, hits; /* cache statistics */
   bool blocked;           /* conv/deconv primitives pick their own layouts
@@ -114,6 +131,21 @@ gf_status gf_cpu_prim_add(gf_ctx *ctx, const gf_prim_key *key,
                           const int *arg, const dnnl_memory_desc_t *mds,
                           gf_prim **out, gf_err *err);
 
+/* As gf_cpu_prim_add, for a primitive descriptor the caller made; pd's
+ * ownership moves to the cache entry (it is destroyed on failure too). */
+gf_status gf_cpu_prim_add_pd(gf_ctx *ctx, const gf_prim_key *key,
+                             dnnl_primitive_desc_t pd, int nargs,
+                             const int *arg, const dnnl_memory_desc_t *mds,
+                             gf_prim **out, gf_err *err);
+
+/* The primitive descriptor of desc whose implementation is named impl
+ * (oneDNN's impl_info_str; NULL: the first oneDNN offers), with the user
+ * scratchpad; GF_EUNSUPPORTED when no implementation has that name. The
+ * caller destroys *out. */
+gf_status gf_cpu_pd_create_impl(gf_ctx *ctx, const_dnnl_op_desc_t desc,
+                                const char *impl, dnnl_primitive_desc_t *out,
+                                gf_err *err);
+
 /* Creates a primitive descriptor (the caller destroys it), used to build
  * the forward hints of backward primitives. */
 gf_status gf_cpu_pd_create(gf_ctx *ctx, const_dnnl_op_desc_t desc,
@@ -147,6 +179,11 @@ void gf_cpu_bias_grad(const gf_ctx *ctx, const float *dy, int64_t N,
 gf_status gf_cpu_linear_fwd(gf_ctx *ctx, const gf_tensor *x,
                             const gf_tensor *w, const gf_tensor *b,
                             gf_tensor *y, gf_err *err);
+/* The linear forward of frozen inference (cpu_linear_rows.c): each
+ * output one FMA chain over k in order, the same bits at any batch. */
+gf_status gf_cpu_linear_fwd_rows(gf_ctx *ctx, const gf_tensor *x,
+                                 const gf_tensor *w, const gf_tensor *b,
+                                 gf_tensor *y, gf_err *err);
 gf_status gf_cpu_linear_bwd(gf_ctx *ctx, const gf_tensor *x,
                             const gf_tensor *w, const gf_tensor *dy,
                             gf_tensor *dx, gf_tensor *dw, gf_tensor *db,

@@ -53,6 +53,7 @@ static void prim_destroy(gf_prim *p) {
     if (p->mem[i]) dnnl_memory_destroy(p->mem[i]);
     if (p->inner[i]) dnnl_memory_destroy(p->inner[i]);
     if (p->reorder[i]) dnnl_primitive_destroy(p->reorder[i]);
+    free(p->keep[i]);
   }
   if (p->scratch_mem) dnnl_memory_destroy(p->scratch_mem);
   if (p->prim) dnnl_primitive_destroy(p->prim);
@@ -106,11 +107,21 @@ static size_t arena_round(size_t bytes) { return (bytes + 4095) / 4096 * 4096; }
  * the reorder between it and the caller's plain layout `user`. */
 static gf_status add_reorder(gf_cpu_state *st, gf_prim *p, int i,
                              const dnnl_memory_desc_t *want,
-                             const dnnl_memory_desc_t *user, gf_err *err) {
+                             const dnnl_memory_desc_t *user, bool frozen,
+                             gf_err *err) {
   DNNL_TRY(dnnl_memory_create(&p->inner[i], want, st->engine,
                               DNNL_MEMORY_NONE));
-  p->inner_off[i] = p->arena_bytes;
-  p->arena_bytes += arena_round(dnnl_memory_desc_get_size(want));
+  size_t bytes = arena_round(dnnl_memory_desc_get_size(want));
+  if (frozen && p->arg[i] == DNNL_ARG_WEIGHTS) {
+    /* frozen weights: a buffer of their own, kept between executions */
+    p->keep[i] = aligned_alloc(4096, bytes);
+    if (!p->keep[i])
+      return gf_fail(err, GF_ENOMEM, "cpu: frozen weights of %zu bytes",
+                     bytes);
+  } else {
+    p->inner_off[i] = p->arena_bytes;
+    p->arena_bytes += bytes;
+  }
   bool out = is_output(p->arg[i]);
   dnnl_primitive_desc_t rpd = NULL;
   DNNL_TRY(dnnl_reorder_primitive_desc_create(
@@ -136,19 +147,72 @@ gf_status gf_cpu_prim_add(gf_ctx *ctx, const gf_prim_key *key,
                           const_dnnl_primitive_desc_t hint, int nargs,
                           const int *arg, const dnnl_memory_desc_t *mds,
                           gf_prim **out, gf_err *err) {
+  dnnl_primitive_desc_t pd = NULL;
+  *out = NULL;
+  GF_TRY(gf_cpu_pd_create(ctx, desc, hint, &pd, err));
+  return gf_cpu_prim_add_pd(ctx, key, pd, nargs, arg, mds, out, err);
+}
+
+gf_status gf_cpu_pd_create_impl(gf_ctx *ctx, const_dnnl_op_desc_t desc,
+                                const char *impl, dnnl_primitive_desc_t *out,
+                                gf_err *err) {
   gf_cpu_state *st = gf_cpu(ctx);
   *out = NULL;
-  if (nargs > GF_PRIM_MAX_ARGS)
-    return gf_fail(err, GF_EINVAL, "cpu: %d primitive arguments", nargs);
-  gf_prim *p = calloc(1, sizeof *p);
-  if (!p) return gf_fail(err, GF_ENOMEM, "cpu: primitive cache entry");
-  p->key = *key;
-  gf_status rc = gf_cpu_pd_create(ctx, desc, hint, &p->pd, err);
-  dnnl_status_t s = dnnl_success;
-  if (rc == GF_OK) {
-    s = dnnl_primitive_create(&p->prim, p->pd);
-    rc = gf_dnnl_check(s, "dnnl_primitive_create", __FILE__, __LINE__, err);
+  if (!impl) return gf_cpu_pd_create(ctx, desc, NULL, out, err);
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_primitive_desc_iterator_t it = NULL;
+  DNNL_TRY(dnnl_primitive_attr_create(&attr));
+  dnnl_status_t s =
+      dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  if (s == dnnl_success)
+    s = dnnl_primitive_desc_iterator_create(&it, desc, attr, st->engine,
+                                            NULL);
+  dnnl_primitive_attr_destroy(attr);
+  DNNL_TRY(s);
+  gf_status rc = GF_OK;
+  for (;;) {
+    dnnl_primitive_desc_t pd = dnnl_primitive_desc_iterator_fetch(it);
+    if (!pd) {
+      rc = gf_fail(err, GF_ENOMEM, "cpu: oneDNN primitive descriptor");
+      break;
+    }
+    const char *name = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &name) ==
+            dnnl_success && name && strcmp(name, impl) == 0) {
+      *out = pd;
+      break;
+    }
+    dnnl_primitive_desc_destroy(pd);
+    if (dnnl_primitive_desc_iterator_next(it) != dnnl_success) {
+      rc = gf_fail(err, GF_EUNSUPPORTED, "cpu: oneDNN offers no '%s' "
+                   "implementation for this shape", impl);
+      break;
+    }
   }
+  dnnl_primitive_desc_iterator_destroy(it);
+  return rc;
+}
+
+gf_status gf_cpu_prim_add_pd(gf_ctx *ctx, const gf_prim_key *key,
+                             dnnl_primitive_desc_t pd, int nargs,
+                             const int *arg, const dnnl_memory_desc_t *mds,
+                             gf_prim **out, gf_err *err) {
+  gf_cpu_state *st = gf_cpu(ctx);
+  *out = NULL;
+  if (nargs > GF_PRIM_MAX_ARGS) {
+    dnnl_primitive_desc_destroy(pd);
+    return gf_fail(err, GF_EINVAL, "cpu: %d primitive arguments", nargs);
+  }
+  gf_prim *p = calloc(1, sizeof *p);
+  if (!p) {
+    dnnl_primitive_desc_destroy(pd);
+    return gf_fail(err, GF_ENOMEM, "cpu: primitive cache entry");
+  }
+  p->key = *key;
+  p->pd = pd;
+  dnnl_status_t s = dnnl_primitive_create(&p->prim, p->pd);
+  gf_status rc =
+      gf_dnnl_check(s, "dnnl_primitive_create", __FILE__, __LINE__, err);
   for (int i = 0; rc == GF_OK && i < nargs; i++) {
     const dnnl_memory_desc_t *want =
         dnnl_primitive_desc_query_md(p->pd, dnnl_query_exec_arg_md, arg[i]);
@@ -162,7 +226,7 @@ gf_status gf_cpu_prim_add(gf_ctx *ctx, const gf_prim_key *key,
     s = dnnl_memory_create(&p->mem[i], &mds[i], st->engine, DNNL_MEMORY_NONE);
     rc = gf_dnnl_check(s, "dnnl_memory_create", __FILE__, __LINE__, err);
     if (rc == GF_OK && !dnnl_memory_desc_equal(want, &mds[i]))
-      rc = add_reorder(st, p, i, want, &mds[i], err);
+      rc = add_reorder(st, p, i, want, &mds[i], ctx->frozen_batch > 0, err);
   }
   if (rc == GF_OK) {
     const dnnl_memory_desc_t *smd =
@@ -215,8 +279,8 @@ gf_status gf_cpu_prim_exec(gf_ctx *ctx, gf_prim *p, void *const *ptr,
   char *arena = st->scratchpad;
   for (int i = 0; i < p->nargs; i++)
     if (p->inner[i])
-      DNNL_TRY(dnnl_memory_set_data_handle(p->inner[i],
-                                           arena + p->inner_off[i]));
+      DNNL_TRY(dnnl_memory_set_data_handle(
+          p->inner[i], p->keep[i] ? p->keep[i] : arena + p->inner_off[i]));
   if (p->scratch_bytes) {
     DNNL_TRY(dnnl_memory_set_data_handle(p->scratch_mem,
                                          arena + p->scratch_off));
@@ -227,7 +291,11 @@ gf_status gf_cpu_prim_exec(gf_ctx *ctx, gf_prim *p, void *const *ptr,
   int prev = gf_cpu_threads_begin(ctx);
   gf_status rc = GF_OK;
   for (int i = 0; rc == GF_OK && i < p->nargs; i++)
-    if (p->inner[i] && !is_output(p->arg[i])) rc = run_reorder(st, p, i, err);
+    if (p->inner[i] && !is_output(p->arg[i]) &&
+        !(p->keep[i] && p->keep_src[i] == ptr[i])) {
+      rc = run_reorder(st, p, i, err);
+      if (rc == GF_OK && p->keep[i]) p->keep_src[i] = ptr[i];
+    }
   if (rc == GF_OK)
     rc = gf_dnnl_check(dnnl_primitive_execute(p->prim, st->stream, n, args),
                        "dnnl_primitive_execute", __FILE__, __LINE__, err);
@@ -321,6 +389,8 @@ static void cpu_fini(gf_ctx *ctx) {
   free(st->cache);
   free(st->scratchpad);
   free(st->tmp);
+  for (size_t i = 0; i < st->nfrozen; i++) free(st->frozen[i].t);
+  free(st->frozen);
   if (st->stream) dnnl_stream_destroy(st->stream);
   if (st->engine) dnnl_engine_destroy(st->engine);
   free(st);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cpu_backend.h"
+#include "gf/text.h"
 
 static void key_init(gf_prim_key *k, int kind, int n, const int64_t *v) {
   memset(k, 0, sizeof *k);
@@ -24,6 +25,15 @@ static float *grad_target(gf_tensor *g, gf_accum accum, float *tmp,
   *tmp_off += (size_t)(g ? gf_tensor_numel(g) : 0);
   return t;
 }
+
+typedef gf_status (*fwd_desc_fn)(const void *geom, bool with_bias,
+                                 dnnl_prop_kind_t prop, void *desc,
+                                 gf_err *err);
+static gf_status frozen_pd(gf_ctx *ctx, int64_t N, const char *layer,
+                           dnnl_memory_desc_t *src, dnnl_memory_desc_t *wt,
+                           dnnl_memory_desc_t *dst, fwd_desc_fn make,
+                           const void *geom, void *desc, bool with_bias,
+                           dnnl_primitive_desc_t *out, gf_err *err);
 
 /* ---- linear ---------------------------------------------------------------- */
 
@@ -44,6 +54,10 @@ static gf_status lin_mds_init(lin_mds *m, int64_t N, int64_t IC, int64_t OC,
 gf_status gf_cpu_linear_fwd(gf_ctx *ctx, const gf_tensor *x,
                             const gf_tensor *w, const gf_tensor *b,
                             gf_tensor *y, gf_err *err) {
+  /* frozen inference: oneDNN's GEMM sums one row in another order than
+   * several, so the rows go through a kernel of ours */
+  if (ctx->frozen_batch > 0)
+    return gf_cpu_linear_fwd_rows(ctx, x, w, b, y, err);
   int64_t N = x->shape[0], IC = x->shape[1], OC = w->shape[0];
   int64_t kv[4] = {N, IC, OC, b != NULL};
   gf_prim_key key;
@@ -220,18 +234,86 @@ static void conv_key(gf_prim_key *k, int kind, const conv_geom *g,
 }
 
 static gf_status conv_fwd_desc(const conv_geom *g, bool with_bias,
+                               dnnl_prop_kind_t prop,
                                dnnl_convolution_desc_t *d, gf_err *err) {
   if (g->transposed)
     DNNL_TRY(dnnl_deconvolution_forward_desc_init(
-        d, dnnl_forward_training, dnnl_deconvolution_direct, &g->src_p,
+        d, prop, dnnl_deconvolution_direct, &g->src_p,
         &g->wt_p, with_bias ? &g->bias : NULL, &g->dst_p, g->stride, g->pad_l,
         g->pad_r));
   else
     DNNL_TRY(dnnl_convolution_forward_desc_init(
-        d, dnnl_forward_training, dnnl_convolution_direct, &g->src_p,
+        d, prop, dnnl_convolution_direct, &g->src_p,
         &g->wt_p, with_bias ? &g->bias : NULL, &g->dst_p, g->stride, g->pad_l,
         g->pad_r));
   return GF_OK;
+}
+
+/* Sets the batch (first, outermost and unblocked) dimension of a memory
+ * descriptor oneDNN picked for another batch; false when md is not laid
+ * out that way (its other strides then depend on the batch). */
+static bool md_set_batch(dnnl_memory_desc_t *md, int64_t n) {
+  if (md->format_kind != dnnl_blocked || md->ndims < 1) return false;
+  const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+  for (int i = 0; i < b->inner_nblks; i++)
+    if (b->inner_idxs[i] == 0) return false;
+  for (int d = 1; d < md->ndims; d++)
+    if (md->dims[d] > 1 && b->strides[d] > b->strides[0]) return false;
+  md->dims[0] = md->padded_dims[0] = n;
+  return true;
+}
+
+/* Frozen inference (gf_ctx.frozen_batch = R): the primitive descriptor of
+ * a forward at batch N that runs the implementation, with the layouts,
+ * oneDNN picks for the same layer at batch R. make(geom, ..., desc) builds
+ * the op desc from the descriptors src, wt and dst, which geom holds; they
+ * are set to R's choices (batch N) before the second call. */
+
+static gf_status frozen_pd(gf_ctx *ctx, int64_t N, const char *layer,
+                           dnnl_memory_desc_t *src, dnnl_memory_desc_t *wt,
+                           dnnl_memory_desc_t *dst, fwd_desc_fn make,
+                           const void *geom, void *desc, bool with_bias,
+                           dnnl_primitive_desc_t *out, gf_err *err) {
+  int64_t R = ctx->frozen_batch;
+  *out = NULL;
+  GF_TRY(make(geom, with_bias, dnnl_forward_inference, desc, err));
+  dnnl_primitive_desc_t ref = NULL;
+  GF_TRY(gf_cpu_pd_create(ctx, desc, NULL, &ref, err));
+  if (N == R) {
+    *out = ref;
+    return GF_OK;
+  }
+  const char *name = NULL;
+  char impl[160];
+  gf_status rc = GF_OK;
+  if (dnnl_primitive_desc_query(ref, dnnl_query_impl_info_str, 0, &name) !=
+          dnnl_success || !name)
+    rc = gf_fail(err, GF_EDEVICE, "cpu: %s: no implementation name", layer);
+  if (rc == GF_OK) rc = gf_format(impl, sizeof impl, err, "impl", "%s", name);
+  if (rc == GF_OK) {
+    *src = *dnnl_primitive_desc_query_md(ref, dnnl_query_src_md, 0);
+    *wt = *dnnl_primitive_desc_query_md(ref, dnnl_query_weights_md, 0);
+    *dst = *dnnl_primitive_desc_query_md(ref, dnnl_query_dst_md, 0);
+  }
+  dnnl_primitive_desc_destroy(ref);
+  GF_TRY(rc);
+  if (!md_set_batch(src, N) || !md_set_batch(dst, N))
+    return gf_fail(err, GF_EUNSUPPORTED, "cpu: frozen inference: the %s at "
+                   "batch %lld keeps its batch inside a block", layer,
+                   (long long)R);
+  GF_TRY(make(geom, with_bias, dnnl_forward_inference, desc, err));
+  rc = gf_cpu_pd_create_impl(ctx, desc, impl, out, err);
+  if (rc == GF_EUNSUPPORTED)
+    return gf_fail(err, GF_EUNSUPPORTED, "cpu: frozen inference: the %s's "
+                   "implementation at batch %lld (%s) has no twin at batch "
+                   "%lld", layer, (long long)R, impl, (long long)N);
+  return rc;
+}
+
+static gf_status conv_desc_fn(const void *geom, bool with_bias,
+                              dnnl_prop_kind_t prop, void *desc,
+                              gf_err *err) {
+  return conv_fwd_desc(geom, with_bias, prop, desc, err);
 }
 
 static gf_status conv_fwd(gf_ctx *ctx, bool transposed, const gf_tensor *x,
@@ -239,21 +321,47 @@ static gf_status conv_fwd(gf_ctx *ctx, bool transposed, const gf_tensor *x,
                           const gf_conv_params *cp, gf_tensor *y,
                           gf_err *err) {
   conv_geom g;
-  gf_status rc = conv_geom_init(&g, transposed, gf_cpu(ctx)->blocked, x, w,
-                                y, cp, err);
+  /* Frozen inference runs a layer of fewer than 16 output channels (an
+   * image's last layer) on plain layouts: the blocked kernels pad channels
+   * to 16, sixteen times the work for a grey image. */
+  bool frozen = ctx->frozen_batch > 0;
+  bool any = gf_cpu(ctx)->blocked && !(frozen && y->shape[1] < 16);
+  gf_status rc = conv_geom_init(&g, transposed, any, x, w, y, cp, err);
   if (rc) return rc;
   gf_prim_key key;
   conv_key(&key, transposed ? GF_PK_DECONV_FWD : GF_PK_CONV_FWD, &g, b);
   gf_prim *p = gf_cpu_prim_find(ctx, &key);
   if (!p) {
     dnnl_convolution_desc_t d;
-    rc = conv_fwd_desc(&g, b != NULL, &d, err);
-    if (rc) return rc;
     int args[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST,
                    DNNL_ARG_BIAS};
     dnnl_memory_desc_t mds[4] = {g.src, g.wt, g.dst, g.bias};
     int prev = gf_cpu_threads_begin(ctx);
-    rc = gf_cpu_prim_add(ctx, &key, &d, NULL, b ? 4 : 3, args, mds, &p, err);
+    if (frozen) {
+      conv_geom r = g;
+      int64_t sd[4] = {ctx->frozen_batch, g.Cin, g.H, g.W};
+      int64_t dd[4] = {ctx->frozen_batch, g.Cout, g.OH, g.OW};
+      dnnl_format_tag_t tag = any ? dnnl_format_tag_any : dnnl_nchw;
+      dnnl_primitive_desc_t pd = NULL;
+      rc = gf_dnnl_check(gf_md(&r.src_p, 4, sd, tag), "gf_md", __FILE__,
+                         __LINE__, err);
+      if (rc == GF_OK)
+        rc = gf_dnnl_check(gf_md(&r.dst_p, 4, dd, tag), "gf_md", __FILE__,
+                           __LINE__, err);
+      if (rc == GF_OK)
+        rc = frozen_pd(ctx, g.N, transposed ? "transposed convolution"
+                                            : "convolution",
+                       &r.src_p, &r.wt_p, &r.dst_p, conv_desc_fn, &r, &d,
+                       b != NULL, &pd, err);
+      if (rc == GF_OK)
+        rc = gf_cpu_prim_add_pd(ctx, &key, pd, b ? 4 : 3, args, mds, &p,
+                                err);
+    } else {
+      rc = conv_fwd_desc(&g, b != NULL, dnnl_forward_training, &d, err);
+      if (rc == GF_OK)
+        rc = gf_cpu_prim_add(ctx, &key, &d, NULL, b ? 4 : 3, args, mds, &p,
+                             err);
+    }
     gf_cpu_threads_end(prev);
     if (rc) return rc;
   }
@@ -277,7 +385,7 @@ static gf_status conv_bwd(gf_ctx *ctx, bool transposed, const gf_tensor *x,
     gf_prim *p = gf_cpu_prim_find(ctx, &key);
     if (!p) {
       dnnl_convolution_desc_t fd, d;
-      rc = conv_fwd_desc(&g, false, &fd, err);
+      rc = conv_fwd_desc(&g, false, dnnl_forward_training, &fd, err);
       if (rc) return rc;
       if (transposed)
         DNNL_TRY(dnnl_deconvolution_backward_data_desc_init(
@@ -315,7 +423,7 @@ static gf_status conv_bwd(gf_ctx *ctx, bool transposed, const gf_tensor *x,
   gf_prim *p = gf_cpu_prim_find(ctx, &key);
   if (!p) {
     dnnl_convolution_desc_t fd, d;
-    rc = conv_fwd_desc(&g, with_b, &fd, err);
+    rc = conv_fwd_desc(&g, with_b, dnnl_forward_training, &fd, err);
     if (rc) return rc;
     if (transposed)
       DNNL_TRY(dnnl_deconvolution_backward_weights_desc_init(
