@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "gf/image_grid.h"
+#include "gf/text.h"
 #include "gf/mlmodel.h"
 #include "gf/safetensors.h"
 #include "gf/generator.h"
@@ -73,6 +74,9 @@ static gf_status exec_init(gf_generator_exec *e, const gf_model_config *cfg,
   gf_ctx_config cc = {o->backend, o->threads, o->device_index, GF_CPU_LAYOUT_AUTO};
   gf_status st = gf_ctx_init(&e->ctx, &cc, err);
   if (st != GF_OK) return st;
+  /* Every pass runs the kernels a lone image gets (gf_ctx.frozen_batch),
+   * on weights laid out once. */
+  e->ctx.frozen_batch = GF_GENERATOR_REF_BATCH;
   if (pthread_mutex_init(&e->lock, NULL) != 0) {
     gf_ctx_free(&e->ctx);
     return gf_fail(err, GF_ENOMEM, "pthread_mutex_init failed");
@@ -94,6 +98,111 @@ static gf_status exec_init(gf_generator_exec *e, const gf_model_config *cfg,
   z1.device_index = e->z.device_index;
   return gf_net_forward(&e->g, &e->ctx, &z1, GF_MODE_INFER, 0, 0, 0, 0, &y,
                         err);
+}
+
+/* The largest pass of at most n rows: max_batch, else a power of two. */
+static int pass_rows(const gf_generator *m, int n) {
+  if (n >= m->max_batch) return m->max_batch;
+  int k = 1;
+  while (k * 2 <= n) k *= 2;
+  return k;
+}
+
+int gf_generator_passes(const gf_generator *m, int n) {
+  int k = 0;
+  for (int at = 0; at < n; k++) at += pass_rows(m, n - at);
+  return k;
+}
+
+/* One forward of n <= max_batch rows on executor e (its lock held). */
+static gf_status run_pass(gf_generator *m, gf_generator_exec *e,
+                          const float *z, int n, float *out, gf_err *err) {
+  /* Host latents in, host images out, through the executor's tensors
+   * (host or device memory, as its ctx keeps them). */
+  gf_tensor zhost, zin, y, yhost;
+  int64_t shape[2] = {n, m->cfg.z_dim};
+  int64_t oshape[2] = {n, (int64_t)m->image_numel};
+  gf_status st = gf_tensor_view(&zhost, (void *)z, GF_F32, GF_DEV_CPU, 2,
+                                shape, err);
+  /* zin: the first n rows of e->z. */
+  if (st == GF_OK)
+    st = gf_tensor_view(&zin, e->z.data, GF_F32, e->z.device, 2, shape, err);
+  zin.device_index = e->z.device_index;
+  if (st == GF_OK) st = gf_tensor_copy(&zin, &zhost, err);
+  if (st == GF_OK)
+    st = gf_net_forward(&e->g, &e->ctx, &zin, GF_MODE_INFER, 0, 0, 0, 0, &y,
+                        err);
+  if (st == GF_OK && (size_t)gf_tensor_numel(&y) != (size_t)n * m->image_numel)
+    st = gf_fail(err, GF_ESTATE, "generator output has %lld values, "
+                 "expected %zu", (long long)gf_tensor_numel(&y),
+                 (size_t)n * m->image_numel);
+  if (st == GF_OK)
+    st = gf_tensor_view(&yhost, out, GF_F32, GF_DEV_CPU, 2, oshape, err);
+  if (st == GF_OK) st = gf_tensor_copy(&yhost, &y, err);
+  return st;
+}
+
+/* Runs n rows on executor k as passes of pass_rows() rows. */
+static gf_status run_rows(gf_generator *m, int k, const float *z, int n,
+                          float *out, gf_err *err) {
+  gf_generator_exec *e = &m->exec[k % m->n_exec];
+  size_t zd = (size_t)m->cfg.z_dim;
+  gf_status st = GF_OK;
+  pthread_mutex_lock(&e->lock);
+  for (int at = 0; st == GF_OK && at < n;) {
+    int r = pass_rows(m, n - at);
+    st = run_pass(m, e, z + (size_t)at * zd, r, out + (size_t)at *
+                  m->image_numel, err);
+    at += r;
+  }
+  pthread_mutex_unlock(&e->lock);
+  return st;
+}
+
+/* Probe: max_batch latents (sample k of a fixed seed) run one by one on
+ * executor 0, then as every pass size on every executor; batch_invariant
+ * is set when each row's bytes are the same everywhere. Builds every
+ * executor's primitives for every pass size on the way. Fails only on an
+ * error; a difference is a finding (invariance_note says where). */
+static gf_status check_invariance(gf_generator *m, gf_err *err) {
+  size_t zd = (size_t)m->cfg.z_dim, inum = m->image_numel;
+  int P = m->max_batch;
+  float *z = malloc((size_t)P * zd * sizeof *z);
+  float *one = malloc((size_t)P * inum * sizeof *one);
+  float *many = malloc((size_t)P * inum * sizeof *many);
+  uint64_t seed = GF_GENERATOR_PROBE_SEED;
+  gf_status st = GF_OK;
+  if (!z || !one || !many) st = gf_fail(err, GF_ENOMEM, "out of memory");
+  if (st == GF_OK) st = gf_generator_latents(m, &seed, P, 0, z, err);
+  gf_generator_exec *e0 = &m->exec[0];
+  for (int r = 0; st == GF_OK && r < P; r++) {
+    pthread_mutex_lock(&e0->lock);
+    st = run_pass(m, e0, z + (size_t)r * zd, 1, one + (size_t)r * inum, err);
+    pthread_mutex_unlock(&e0->lock);
+  }
+  m->batch_invariant = 1;
+  m->invariance_note[0] = '\0';
+  for (int k = 0; st == GF_OK && k < m->n_exec; k++) {
+    gf_generator_exec *e = &m->exec[k];
+    for (int n = 1; st == GF_OK; n = n * 2 < P ? n * 2 : P) {
+      pthread_mutex_lock(&e->lock);
+      st = run_pass(m, e, z, n, many, err);
+      pthread_mutex_unlock(&e->lock);
+      if (st == GF_OK && m->batch_invariant &&
+          memcmp(one, many, (size_t)n * inum * sizeof *one) != 0) {
+        m->batch_invariant = 0;
+        st = gf_format(m->invariance_note, sizeof m->invariance_note, err,
+                       "invariance note", "rows of a %d-row pass on "
+                       "executor %d differ from the same rows run alone",
+                       n, k);
+      }
+      if (n == P) break;
+    }
+  }
+  free(z);
+  free(one);
+  free(many);
+  return st;
 }
 
 gf_status gf_generator_load(const char *dir, const char *name,
@@ -139,6 +248,7 @@ gf_status gf_generator_load(const char *dir, const char *name,
   }
   for (int i = 0; i < o->n_exec && st == GF_OK; i++)
     st = exec_init(&m->exec[i], &mm.config, o, &f, err);
+  if (st == GF_OK) st = check_invariance(m, err);
   if (st != GF_OK) model_free(m);
   else *out = m;
 done:
@@ -149,8 +259,7 @@ done:
 
 gf_status gf_generator_latents(const gf_generator *m, const uint64_t *seeds,
                                int n, int per_image, float *z, gf_err *err) {
-  if (n < 1 || n > m->max_batch)
-    return gf_fail(err, GF_EINVAL, "n must be 1..%d", m->max_batch);
+  if (n < 1) return gf_fail(err, GF_EINVAL, "n must be at least 1, not %d", n);
   int zd = m->cfg.z_dim;
   gf_tensor t;
   if (!per_image) {
@@ -172,35 +281,10 @@ gf_status gf_generator_latents(const gf_generator *m, const uint64_t *seeds,
 
 gf_status gf_generator_run(gf_generator *m, int exec_idx, const float *z,
                            int n, float *out, gf_err *err) {
-  if (n < 1 || n > m->max_batch)
-    return gf_fail(err, GF_EINVAL, "n must be 1..%d", m->max_batch);
+  if (n < 1)
+    return gf_fail(err, GF_EINVAL, "n must be at least 1, not %d", n);
   if (exec_idx < 0) exec_idx = 0;
-  gf_generator_exec *e = &m->exec[exec_idx % m->n_exec];
-  pthread_mutex_lock(&e->lock);
-  /* Host latents in, host images out, through the executor's tensors
-   * (host or device memory, as its ctx keeps them). */
-  gf_tensor zhost, zin, y, yhost;
-  int64_t shape[2] = {n, m->cfg.z_dim};
-  int64_t oshape[2] = {n, (int64_t)m->image_numel};
-  gf_status st = gf_tensor_view(&zhost, (void *)z, GF_F32, GF_DEV_CPU, 2,
-                                shape, err);
-  /* zin: the first n rows of e->z. */
-  if (st == GF_OK)
-    st = gf_tensor_view(&zin, e->z.data, GF_F32, e->z.device, 2, shape, err);
-  zin.device_index = e->z.device_index;
-  if (st == GF_OK) st = gf_tensor_copy(&zin, &zhost, err);
-  if (st == GF_OK)
-    st = gf_net_forward(&e->g, &e->ctx, &zin, GF_MODE_INFER, 0, 0, 0, 0, &y,
-                        err);
-  if (st == GF_OK && (size_t)gf_tensor_numel(&y) != (size_t)n * m->image_numel)
-    st = gf_fail(err, GF_ESTATE, "generator output has %lld values, "
-                 "expected %zu", (long long)gf_tensor_numel(&y),
-                 (size_t)n * m->image_numel);
-  if (st == GF_OK)
-    st = gf_tensor_view(&yhost, out, GF_F32, GF_DEV_CPU, 2, oshape, err);
-  if (st == GF_OK) st = gf_tensor_copy(&yhost, &y, err);
-  pthread_mutex_unlock(&e->lock);
-  return st;
+  return run_rows(m, exec_idx, z, n, out, err);
 }
 
 gf_status gf_generator_png(const gf_generator *m, const float *images,

@@ -3,7 +3,8 @@
  * pure function of the seed, executors that agree bit for bit, the
  * reference count and the resident gauge, PNG output with the image's
  * geometry, and the refusals (a corrupted weight file, a missing
- * directory, a batch larger than max_batch) that leave nothing allocated. */
+ * directory) that leave nothing allocated; batch invariance (rows run
+ * in any pass have the bytes of the row alone). */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -77,9 +78,33 @@ static void test_load_and_generate(const char *dir) {
   }
   CHECK(in_range);
   CHECK(varied);
-  CHECK_INT_EQ(gf_generator_run(m, 0, z1, 5, a, &err), GF_EINVAL);
   CHECK_INT_EQ(gf_generator_run(m, 0, z1, 0, a, &err), GF_EINVAL);
-  CHECK_INT_EQ(gf_generator_latents(m, seeds, 5, 0, z1, &err), GF_EINVAL);
+  CHECK_INT_EQ(gf_generator_latents(m, seeds, 0, 0, z1, &err), GF_EINVAL);
+
+  /* Batch invariance: the load probe found it, and 7 rows (passes of 4,
+   * 2 and 1 on a max_batch of 4) are the bytes of each row alone, on
+   * either executor. */
+  CHECKF(m->batch_invariant == 1, "not batch-invariant: %s",
+         m->invariance_note);
+  CHECK_INT_EQ(gf_generator_passes(m, 7), 3);
+  CHECK_INT_EQ(gf_generator_passes(m, 4), 1);
+  CHECK_INT_EQ(gf_generator_passes(m, 9), 3);
+  float *z7 = malloc(7 * (size_t)zd * sizeof *z7);
+  float *i7 = malloc(7 * numel * sizeof *i7), *i1 = malloc(numel * sizeof *i1);
+  REQUIRE(z7 && i7 && i1);
+  CHECK(gf_generator_latents(m, seeds, 7, 0, z7, &err) == GF_OK);
+  for (int ex = 0; ex < 2; ex++) {
+    CHECKF(gf_generator_run(m, ex, z7, 7, i7, &err) == GF_OK, "%s", err.msg);
+    for (int k = 0; k < 7; k++) {
+      CHECK(gf_generator_run(m, 1 - ex, z7 + (size_t)k * zd, 1, i1, &err) ==
+            GF_OK);
+      CHECKF(memcmp(i1, i7 + (size_t)k * numel, numel * sizeof *i1) == 0,
+             "row %d of 7 on executor %d differs from the row alone", k, ex);
+    }
+  }
+  free(z7);
+  free(i7);
+  free(i1);
 
   /* PNG: one bare image, or a grid with a 2-pixel border. */
   uint8_t *png = NULL;

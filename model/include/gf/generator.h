@@ -26,12 +26,20 @@
 #include "gf/net.h"
 #include "gf/status.h"
 
+/* The batch whose kernels every pass runs (gf_ctx.frozen_batch): a lone
+ * image's. A constant, not an option, so that a seed's bytes depend on
+ * nothing a server or command is started with. */
+#define GF_GENERATOR_REF_BATCH 1
+/* Seed of the latents the load-time invariance probe runs. */
+#define GF_GENERATOR_PROBE_SEED 0x5eedULL
+
 typedef struct gf_generator_opts {
   gf_backend backend;  /* GF_BACKEND_CPU; CUDA when the build has it */
   int device_index;    /* CUDA ordinal */
   int n_exec;          /* executors, >= 1 */
   int threads;         /* op threads per executor, >= 1 */
-  int max_batch;       /* images per forward, >= 1 */
+  int max_batch;       /* most images in one forward pass, >= 1 (a
+                          gf_generator_run of more rows makes several) */
   atomic_long *resident; /* counts loaded versions not yet freed (+1 on
                             load, -1 on free); may be NULL */
 } gf_generator_opts;
@@ -53,6 +61,12 @@ typedef struct gf_generator {
   gf_model_config cfg;
   int max_batch;
   size_t image_numel;     /* C * H * W floats per image */
+  int batch_invariant;    /* 1: the load-time probe found every row's
+                             bytes the same alone, at every pass size and
+                             on every executor, so rows of different
+                             requests may share a pass; 0: they may not
+                             (invariance_note says what differed) */
+  char invariance_note[160];
   gf_generator_exec *exec; /* n_exec entries, owned */
   int n_exec;
   atomic_long *resident;  /* gf_generator_opts.resident (borrowed), or NULL */
@@ -61,7 +75,9 @@ typedef struct gf_generator {
 /* Reads dir with gf_mlmodel_read (every digest verified), loads
  * generator.safetensors (digest checked on the loaded bytes) into n_exec G
  * networks (every tensor present with the right shape, nothing extra), and
- * runs one warm-up forward on each. name and version are copied.
+ * probes batch invariance: max_batch fixed latents run alone and then as
+ * passes of 1, 2, 4, ... max_batch rows on every executor (which also
+ * builds every pass size's kernels), setting batch_invariant. name and version are copied.
  * Memory: *out is malloc'd with refs = 1; release with gf_generator_unref.
  * On failure *out is NULL and nothing is left allocated. */
 gf_status gf_generator_load(const char *dir, const char *name,
@@ -72,17 +88,23 @@ void gf_generator_ref(gf_generator *m);
 /* Drops one reference; the last one frees everything. Accepts NULL. */
 void gf_generator_unref(gf_generator *m);
 
-/* Fills z [n, z_dim] (n * z_dim floats, caller's memory): image k from
+/* Fills z [n, z_dim] (n >= 1; n * z_dim floats, caller's memory): image k from
  * seeds[k] (stream (seeds[k], SAMPLE, 0, 0), sample 0) when per_image,
  * else image k is sample k of seeds[0]. */
 gf_status gf_generator_latents(const gf_generator *m, const uint64_t *seeds,
                                int n, int per_image, float *z, gf_err *err);
 
-/* Runs G on n latents (n * z_dim floats; n 1..max_batch) on executor
- * exec_idx % n_exec and copies the images (float NCHW in [-1, 1]) to out
- * (n * image_numel floats, caller's memory). */
+/* Runs G on n >= 1 latents (n * z_dim floats) on executor exec_idx %
+ * n_exec, in passes of max_batch rows and then of decreasing powers of two
+ * (9 rows of max_batch 16: 8 + 1), so a call only ever runs pass sizes the
+ * load probed, and copies the images (float NCHW in [-1, 1]) to out
+ * (n * image_numel floats, caller's memory). Where batch_invariant is set,
+ * row k's bytes depend on its latent alone. */
 gf_status gf_generator_run(gf_generator *m, int exec_idx, const float *z,
                            int n, float *out, gf_err *err);
+
+/* How many passes gf_generator_run makes for n rows. */
+int gf_generator_passes(const gf_generator *m, int n);
 
 /* Encodes n images of m's shape as one PNG (a grid with a 2-pixel border
  * when n > 1, the bare image when n == 1). *png is malloc'd (caller frees). */
