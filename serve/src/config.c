@@ -19,6 +19,8 @@ void gfs_config_default(gfs_config *c) {
   c->cache_dir = NULL; /* resolved by the server: see gfs_config_default */
   c->backend = GF_BACKEND_CPU;
   c->max_images = 64;
+  c->preferred_batch = 16;
+  c->max_queue_delay_us = 500;
   c->workers = 2;
   c->threads = 1;
   c->queue = 64;
@@ -48,11 +50,13 @@ const char *gfs_usage(void) {
          "                       file's first line) except on health probes\n"
          "  --workers N          generation threads (default 2)\n"
          "  --threads N          op threads per worker (default 1)\n"
-         "  --batch-rows B       run the generator B rows at a time and let\n"
-         "                       queued requests for one model share a pass\n"
-         "                       (default 0: each request its own pass); the\n"
-         "                       bytes for a seed then depend on B, not on\n"
-         "                       the load\n"
+         "  --preferred-batch B  rows of one generator pass: queued requests\n"
+         "                       for one model share passes of up to B rows\n"
+         "                       (default 16, 1..64); a seed's bytes are the\n"
+         "                       same whatever it shares\n"
+         "  --max-queue-delay-us D  a pass short of B rows waits up to D\n"
+         "                       microseconds for more while others run\n"
+         "                       (default 500; 0: never waits)\n"
          "  --queue N            jobs waiting beyond the running ones before\n"
          "                       429 (default 64)\n"
          "  --max-body BYTES     request body limit (default 1048576)\n"
@@ -170,8 +174,12 @@ gf_status gfs_config_parse_args(gfs_config *c, int argc, char **argv,
       if (!(st = int_arg(flag, v, 1, 64, &x, err))) c->workers = (int)x;
     } else if (strcmp(flag, "--threads") == 0) {
       if (!(st = int_arg(flag, v, 1, 256, &x, err))) c->threads = (int)x;
-    } else if (strcmp(flag, "--batch-rows") == 0) {
-      if (!(st = int_arg(flag, v, 0, 1024, &x, err))) c->batch_rows = (int)x;
+    } else if (strcmp(flag, "--preferred-batch") == 0) {
+      if (!(st = int_arg(flag, v, 1, GFS_MAX_PASS_ROWS, &x, err)))
+        c->preferred_batch = (int)x;
+    } else if (strcmp(flag, "--max-queue-delay-us") == 0) {
+      if (!(st = int_arg(flag, v, 0, 1000000, &x, err)))
+        c->max_queue_delay_us = (int)x;
     } else if (strcmp(flag, "--queue") == 0) {
       if (!(st = int_arg(flag, v, 0, 100000, &x, err))) c->queue = (int)x;
     } else if (strcmp(flag, "--max-body") == 0) {

@@ -95,7 +95,7 @@ static void model_meta(gfs_req *r, gfs_slot *sl) {
                    "\"FP32\", \"shape\": [-1, %d, %d, %d]}], \"max_images\": "
                    "%d}\n", gf_arch_name(c->architecture), c->z_dim,
                    c->image_channels, c->image_height, c->image_width,
-                   m->max_batch);
+                   r->max_images);
   int headers_ok = set_model_headers(r, sl, m);
   gf_generator_unref(m);
   if (headers_ok) answer_strbuf(r, 200, "application/json", &b);
@@ -247,40 +247,25 @@ fail:
   return 0;
 }
 
-/* Runs rows latents (z, row-major) through m in passes of exactly `pass`
- * rows, the last padded with zero latents (pass 0: one pass of all rows).
- * img receives rows images. */
+/* Runs rows latents (z, row-major) through m (in passes of at most its
+ * max_batch, --preferred-batch, rows); img receives rows images. */
 static gf_status run_passes(gfs_server *s, gf_generator *m, int worker,
-                            const float *z, int rows, int pass, float *img,
+                            const float *z, int rows, float *img,
                             gf_err *err) {
-  if (pass <= 0) {
-    atomic_fetch_add(&s->metrics.passes, 1);
-    return gf_generator_run(m, worker, z, rows, img, err);
-  }
-  size_t zd = (size_t)m->cfg.z_dim, inum = m->image_numel;
-  float *zp = calloc((size_t)pass * zd, sizeof *zp);
-  float *ip = malloc((size_t)pass * inum * sizeof *ip);
-  gf_status st = GF_OK;
-  if (!zp || !ip) st = gf_fail(err, GF_ENOMEM, "out of memory");
-  for (int at = 0; st == GF_OK && at < rows; at += pass) {
-    int k = rows - at < pass ? rows - at : pass;
-    memcpy(zp, z + (size_t)at * zd, (size_t)k * zd * sizeof *zp);
-    if (k < pass) memset(zp + (size_t)k * zd, 0, (size_t)(pass - k) * zd *
-                                                   sizeof *zp);
-    st = gf_generator_run(m, worker, zp, pass, ip, err);
-    atomic_fetch_add(&s->metrics.passes, 1);
-    if (st == GF_OK)
-      memcpy(img + (size_t)at * inum, ip, (size_t)k * inum * sizeof *ip);
-  }
-  free(zp);
-  free(ip);
-  return st;
+  atomic_fetch_add(&s->metrics.passes,
+                   (unsigned long)gf_generator_passes(m, rows));
+  return gf_generator_run(m, worker, z, rows, img, err);
 }
 
 /* One pass group: the jobs js[0..n) share model js[0].m; their latents
  * are laid end to end and run together; each then gets its answer. */
 static void run_group(gfs_server *s, gen_job *js, int n, int worker) {
   gf_generator *m = js[0].m;
+  if (n > 1 && !m->batch_invariant) {
+    /* swapped in while they were queued, and its rows may not share */
+    for (int i = 0; i < n; i++) run_group(s, js + i, 1, worker);
+    return;
+  }
   size_t zd = (size_t)m->cfg.z_dim, inum = m->image_numel;
   int rows = 0;
   for (int i = 0; i < n; i++) rows += js[i].n;
@@ -293,7 +278,7 @@ static void run_group(gfs_server *s, gen_job *js, int n, int worker) {
     for (int i = 0, at = 0; i < n; at += js[i].n, i++)
       memcpy(z + (size_t)at * zd, js[i].z, (size_t)js[i].n * zd * sizeof *z);
   if (st == GF_OK)
-    st = run_passes(s, m, worker, z, rows, s->cfg.batch_rows, img, &e);
+    st = run_passes(s, m, worker, z, rows, img, &e);
   if (st != GF_OK)
     gfs_log(s, "model %s version %s: %s", m->name, m->version, e.msg);
   if (n > 1) atomic_fetch_add(&s->metrics.shared_jobs, (unsigned long)n);

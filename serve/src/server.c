@@ -96,15 +96,14 @@ typedef struct worker_arg {
   int index;
 } worker_arg;
 
-/* Under qlock: takes from the queue the jobs that may share r's passes
- * (same model slot) while their images known so far (GET's n; 1 for a
- * body) stay under `rows`; they go to out[] after r. Returns the count
- * in out[], r included. */
-static int take_sharers(gfs_server *s, gfs_req *r, int rows, gfs_req **out) {
-  int n = 0, images = r->route == GFS_R_GENERATE ? r->args.n : 1;
-  out[n++] = r;
+/* Under qlock: moves from the queue to out[] (room for `room`) the jobs
+ * that may share r's passes (same model slot) while their images known so
+ * far (GET's n; 1 for a body) fit in `rows`; returns how many. */
+static int take_more(gfs_server *s, gfs_req *r, int rows, gfs_req **out,
+                     int room) {
+  int n = 0, images = 0;
   gfs_req **link = &s->qhead, *prev = NULL;
-  while (*link && images < rows && n < GFS_MAX_SHARED) {
+  while (*link && images < rows && n < room) {
     gfs_req *q = *link;
     int qi = q->route == GFS_R_GENERATE ? q->args.n : 1;
     if (q->slot != r->slot || images + qi > rows) {
@@ -118,6 +117,54 @@ static int take_sharers(gfs_server *s, gfs_req *r, int rows, gfs_req **out) {
     atomic_fetch_sub(&s->metrics.queue_depth, 1);
     out[n++] = q;
     images += qi;
+  }
+  return n;
+}
+
+/* r in out[0], then the queued jobs that may share its passes; returns
+ * the count, r included. */
+static int take_sharers(gfs_server *s, gfs_req *r, int rows, gfs_req **out) {
+  int images = r->route == GFS_R_GENERATE ? r->args.n : 1;
+  out[0] = r;
+  if (images >= rows) return 1;
+  return 1 + take_more(s, r, rows - images, out + 1, GFS_MAX_SHARED - 1);
+}
+
+/* Whether requests for slot sl may share passes: its version now loaded
+ * is batch-invariant (checked again per group when the jobs run). */
+static int slot_shares(gfs_slot *sl) {
+  gf_generator *m = sl ? gfs_slot_acquire(sl) : NULL;
+  int yes = m && m->batch_invariant;
+  gf_generator_unref(m);
+  return yes;
+}
+
+/* The dynamic batcher, under qlock: r (just taken from the queue) and the
+ * queued requests that may share its passes, in out[]; returns their
+ * count. While the rows fall short of --preferred-batch and every worker
+ * is busy (a request arriving now would wait anyway), it waits for more
+ * until --max-queue-delay-us after r arrived. An idle worker or an idle
+ * server never delays a request. */
+static int gather(gfs_server *s, gfs_req *r, gfs_req **out) {
+  int rows = s->cfg.preferred_batch;
+  out[0] = r;
+  if (rows <= 1 || !slot_shares(r->slot)) return 1;
+  int n = take_sharers(s, r, rows, out);
+  double until = r->t0 + s->cfg.max_queue_delay_us * 1e-6;
+  for (;;) {
+    int images = 0;
+    for (int i = 0; i < n; i++)
+      images += out[i]->route == GFS_R_GENERATE ? out[i]->args.n : 1;
+    double left = until - gf_mono_s();
+    if (images >= rows || n >= GFS_MAX_SHARED || left <= 0 || s->stopping ||
+        s->busy < s->n_workers)
+      break;
+    struct timespec ts;
+    gf_deadline_after(&ts, CLOCK_REALTIME, left);
+    pthread_cond_timedwait(&s->qcond, &s->qlock, &ts);
+    n += take_more(s, r, rows - images, out + n, GFS_MAX_SHARED - n);
+    /* a job this pass cannot take is left for another worker */
+    if (s->qhead) pthread_cond_signal(&s->qcond);
   }
   return n;
 }
@@ -150,9 +197,8 @@ static void *worker_main(void *arg) {
     if (!s->qhead) s->qtail = NULL;
     s->qlen--;
     atomic_fetch_sub(&s->metrics.queue_depth, 1);
-    batch[0] = r;
-    int n = 1;
-    if (s->cfg.batch_rows > 0) n = take_sharers(s, r, s->cfg.batch_rows, batch);
+    s->busy++;
+    int n = gather(s, r, batch);
     pthread_mutex_unlock(&s->qlock);
     /* Jobs past their deadline are answered 503; the rest run. */
     int k = 0;
@@ -171,6 +217,9 @@ static void *worker_main(void *arg) {
     }
     if (k) gfs_handle_jobs(s, batch, k, wa.index);
     for (int i = 0; i < k; i++) finish_job(s, batch[i]);
+    pthread_mutex_lock(&s->qlock);
+    s->busy--;
+    pthread_mutex_unlock(&s->qlock);
   }
 }
 
@@ -206,10 +255,11 @@ static void *watcher_main(void *arg) {
     gfs_log(s, "watcher: %s", me.message);
     return NULL;
   }
-  int rows = s->cfg.max_images > s->cfg.batch_rows ? s->cfg.max_images
-                                                   : s->cfg.batch_rows;
+  /* Passes never exceed the preferred batch: a request of more images
+   * runs several, so the activations are sized for it, not --max-images. */
   gf_generator_opts o = {s->cfg.backend, s->cfg.device_index, s->cfg.workers,
-                      s->cfg.threads, rows, &s->metrics.resident};
+                         s->cfg.threads, s->cfg.preferred_batch,
+                         &s->metrics.resident};
   for (;;) {
     for (int i = 0; i < s->n_slots; i++) {
       gfs_slot *sl = &s->slots[i];
@@ -233,6 +283,9 @@ static void *watcher_main(void *arg) {
         gf_generator *m = gfs_slot_acquire(sl);
         gfs_log(s, "model %s: version %s loaded in %.2f s from %s", sl->uri,
                 m ? m->version : "?", gf_mono_s() - t0, m ? m->dir : "?");
+        if (m && !m->batch_invariant)
+          gfs_log(s, "model %s: version %s: requests do not share passes "
+                  "(%s)", sl->uri, m->version, m->invariance_note);
         gf_generator_unref(m);
       }
     }

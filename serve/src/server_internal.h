@@ -88,6 +88,7 @@ struct gfs_server {
   gfs_req *qhead, *qtail;
   int qlen;                    /* jobs waiting */
   int admitted;                /* jobs waiting or running */
+  int busy;                    /* workers running jobs */
   int stopping;
   pthread_t workers[64];
   int n_workers;
@@ -116,14 +117,14 @@ void gfs_answer(gfs_req *r, int status, const char *ctype, char *body,
 
 /* Answers the cheap endpoints on the polling thread. */
 void gfs_handle_inline(gfs_server *s, gfs_req *r);
-/* Most requests that may share generator passes (--batch-rows). */
-#define GFS_MAX_SHARED 64
+/* Most requests that may share generator passes (--preferred-batch). */
+#define GFS_MAX_SHARED GFS_MAX_PASS_ROWS
 
 /* Runs a generation job on worker `worker`. */
 void gfs_handle_job(gfs_server *s, gfs_req *r, int worker);
 /* Runs n <= GFS_MAX_SHARED generation jobs on worker `worker`: those that
- * get the same model version share forward passes (in passes of
- * cfg.batch_rows rows when it is > 0); each gets its own answer. */
+ * get the same batch-invariant model version share forward passes of up
+ * to cfg.preferred_batch rows; each gets its own answer. */
 void gfs_handle_jobs(gfs_server *s, gfs_req **rs, int n, int worker);
 /* Writes the answer of generation request r (parsed into ir; NULL for
  * GET generate) from its n images img, made by m. */

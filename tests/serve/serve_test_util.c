@@ -203,11 +203,6 @@ int st_server_stop(st_server *s) {
   return WEXITSTATUS(status);
 }
 
-static void write_model_dir(const char *dir, gf_arch arch, uint64_t seed,
-                            int corrupt) {
-  gf_err err;
-  if (tu_write_model_dir(dir, arch, seed, corrupt, &err) != 0) die(err.msg);
-}
 
 void st_register_synthetic(mlflow_client *c, const char *name,
                            uint64_t init_seed, int corrupt, const char *dir,
@@ -219,11 +214,22 @@ void st_register_synthetic(mlflow_client *c, const char *name,
 void st_register_synthetic_arch(mlflow_client *c, const char *name,
                                 gf_arch arch, uint64_t init_seed, int corrupt,
                                 const char *dir, char *version) {
+  gf_model_config cfg;
+  gf_model_config_default(&cfg, arch);
+  st_register_synthetic_cfg(c, name, &cfg, init_seed, corrupt, dir, version);
+}
+
+void st_register_synthetic_cfg(mlflow_client *c, const char *name,
+                               const gf_model_config *cfg, uint64_t init_seed,
+                               int corrupt, const char *dir, char *version) {
   char mdir[600];
-  snprintf(mdir, sizeof mdir, "%s/synthetic-%d-%llu-%d-%ld", dir, (int)arch,
+  snprintf(mdir, sizeof mdir, "%s/synthetic-%d-%d-%llu-%d-%ld", dir,
+           (int)cfg->architecture, cfg->image_height,
            (unsigned long long)init_seed, corrupt, (long)time(NULL));
   mkdir(mdir, 0755);
-  write_model_dir(mdir, arch, init_seed, corrupt);
+  gf_err err;
+  if (tu_write_model_dir_cfg(mdir, cfg, init_seed, corrupt, &err) != 0)
+    die(err.msg);
   mlflow_error me;
   mlflow_experiment exp;
   memset(&exp, 0, sizeof exp);

@@ -61,6 +61,10 @@ void st_print_log(const char *path);
 void st_register_synthetic(mlflow_client *c, const char *name,
                            uint64_t init_seed, int corrupt, const char *dir,
                            char *version);
+/* The same with configuration cfg (its architecture and image size). */
+void st_register_synthetic_cfg(mlflow_client *c, const char *name,
+                               const gf_model_config *cfg, uint64_t init_seed,
+                               int corrupt, const char *dir, char *version);
 /* The same with the default configuration of arch (mlp, or dcgan 64x64x3). */
 void st_register_synthetic_arch(mlflow_client *c, const char *name,
                                 gf_arch arch, uint64_t init_seed, int corrupt,

@@ -594,16 +594,26 @@ static void test_config(void) {
   CHECK_INT_EQ(args(&c, &help, &e, 3, "--model", "models:/a@p", "--poll"),
                GF_EINVAL);
   CHECK(strstr(e.msg, "--poll") != NULL);
-  CHECK_INT_EQ(args(&c, &help, &e, 4, "--model", "models:/a@p",
-                    "--batch-rows", "8"), GF_OK);
-  CHECK_INT_EQ(c.batch_rows, 8);
   CHECK_INT_EQ(args(&c, &help, &e, 2, "--model", "models:/a@p"), GF_OK);
-  CHECK_INT_EQ(c.batch_rows, 0); /* default: no shared passes */
+  CHECK_INT_EQ(c.preferred_batch, 16); /* defaults: dynamic batching */
+  CHECK_INT_EQ(c.max_queue_delay_us, 500);
+  CHECK_INT_EQ(args(&c, &help, &e, 6, "--model", "models:/a@p",
+                    "--preferred-batch", "8", "--max-queue-delay-us", "0"),
+               GF_OK);
+  CHECK_INT_EQ(c.preferred_batch, 8);
+  CHECK_INT_EQ(c.max_queue_delay_us, 0);
   CHECK_INT_EQ(args(&c, &help, &e, 4, "--model", "models:/a@p",
-                    "--batch-rows", "-1"), GF_EINVAL);
-  CHECK(strstr(e.msg, "--batch-rows") != NULL);
+                    "--preferred-batch", "0"), GF_EINVAL);
+  CHECK(strstr(e.msg, "--preferred-batch") != NULL);
   CHECK_INT_EQ(args(&c, &help, &e, 4, "--model", "models:/a@p",
-                    "--batch-rows", "4096"), GF_EINVAL);
+                    "--preferred-batch", "65"), GF_EINVAL);
+  CHECK_INT_EQ(args(&c, &help, &e, 4, "--model", "models:/a@p",
+                    "--max-queue-delay-us", "-1"), GF_EINVAL);
+  CHECK(strstr(e.msg, "--max-queue-delay-us") != NULL);
+  CHECK_INT_EQ(args(&c, &help, &e, 4, "--model", "models:/a@p",
+                    "--max-queue-delay-us", "1000001"), GF_EINVAL);
+  CHECK_INT_EQ(args(&c, &help, &e, 4, "--model", "models:/a@p",
+                    "--batch-rows", "4"), GF_EINVAL); /* gone */
   /* --cache-dir: GFS_CACHE_DIR_MAX bytes are taken, one more is refused
    * (CACHE/NAME/VERSION/FILE would not fit a path) */
   static char dir[GF_PATH_MAX + 2];

@@ -14,13 +14,16 @@
 #include "gf/mlmodel.h"
 #include "gf/net.h"
 
-static inline int tu_write_model_dir(const char *dir, gf_arch arch,
-                                     uint64_t seed, int corrupt, gf_err *err) {
+/* The generator of configuration cfg (tu_write_model_dir: arch's
+ * default). */
+static inline int tu_write_model_dir_cfg(const char *dir,
+                                         const gf_model_config *cfgp,
+                                         uint64_t seed, int corrupt,
+                                         gf_err *err) {
   gf_ctx ctx;
   gf_ctx_config cc = {GF_BACKEND_CPU, 1, 0, GF_CPU_LAYOUT_AUTO};
   if (gf_ctx_init(&ctx, &cc, err) != GF_OK) return -1;
-  gf_model_config cfg;
-  gf_model_config_default(&cfg, arch);
+  gf_model_config cfg = *cfgp;
   gf_net g;
   if (gf_net_init(&g, &ctx, &cfg, GF_NET_G, 1, false, err) != GF_OK) {
     gf_ctx_free(&ctx);
@@ -55,6 +58,13 @@ static inline int tu_write_model_dir(const char *dir, gf_arch arch,
     if (f) fclose(f);
   }
   return rc;
+}
+
+static inline int tu_write_model_dir(const char *dir, gf_arch arch,
+                                     uint64_t seed, int corrupt, gf_err *err) {
+  gf_model_config cfg;
+  gf_model_config_default(&cfg, arch);
+  return tu_write_model_dir_cfg(dir, &cfg, seed, corrupt, err);
 }
 
 #endif

@@ -20,6 +20,8 @@
 
 #define GFS_VERSION "0.1.0"
 #define GFS_MAX_MODELS 16
+/* Most rows of one generator pass (--preferred-batch). */
+#define GFS_MAX_PASS_ROWS 64
 
 typedef void (*gfs_log_fn)(void *arg, const char *line);
 
@@ -36,10 +38,13 @@ typedef struct gfs_config {
   const char *token_file; /* bearer token file, or NULL (borrowed) */
   int workers;            /* generation threads (= executors per model) */
   int threads;            /* op threads per worker */
-  int batch_rows;         /* 0: a request's images are one forward pass of
-                             their own. B > 0: every pass has exactly B rows
-                             (padded), and queued requests for the same
-                             model share passes (--batch-rows) */
+  int preferred_batch;    /* rows of one generator pass, 1..64: queued
+                             requests for one model version share a pass
+                             up to this many rows, and a request of more
+                             images runs several (--preferred-batch) */
+  int max_queue_delay_us; /* a pass that is not full waits up to this long
+                             for more rows while other passes are running
+                             (--max-queue-delay-us; 0: never waits) */
   int queue;              /* jobs that may wait beyond the running ones:
                              more than workers + queue at once get 429 */
   size_t max_body;        /* request body bytes; all bodies held at once
@@ -54,7 +59,7 @@ typedef struct gfs_config {
 
 /* Defaults: 127.0.0.1:8080, poll 10 s, cache ~/.cache/ganflow-serve (or
  * ./.ganflow-cache without HOME), cpu, max_images 64, 2 workers, 1 thread
- * each, queue 64, body 1 MiB, deadline 10 s, connection timeout 10 s,
+ * each, preferred batch 16, queue delay 500 us, queue 64, body 1 MiB, deadline 10 s, connection timeout 10 s,
  * 512 connections. */
 void gfs_config_default(gfs_config *c);
 
