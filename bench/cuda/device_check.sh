@@ -26,7 +26,11 @@
 #   memcheck.log compute-sanitizer memcheck on test_kernels_cuda_ops (150 s)
 #   bench.log    bench/cuda/run.sh --models dcgan28 --batches "64 256"
 #                --steps 50 (fp32 and tf32, PyTorch eager beside)
+#   forward.log  the generator forward of ganflow-serve (bench_forward) on
+#                CUDA and on the CPU, PyTorch eager beside, for the model
+#                directories packed under models/ (make_bundle.sh MODELS=1)
 #   summary.txt  the table printed last
+# CHECK_STEPS (default "tests memcheck bench forward") picks the steps.
 # Not run: metrics_inception_cuda (needs the 87 MB Inception weights and
 # Fashion-MNIST, over the transfer limit), serve_cuda (needs MLflow).
 set -u
@@ -36,6 +40,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/devgpu-out}
 mkdir -p "$OUT"
 budget=${CHECK_BUDGET_S:-400}
+steps=" ${CHECK_STEPS:-tests memcheck bench forward} "
+want() { case $steps in *" $1 "*) return 0 ;; esac; return 1; }
 t0=$(date +%s)
 left() { echo $((budget - ($(date +%s) - t0))); }
 min() { if [ "$1" -lt "$2" ]; then echo "$1"; else echo "$2"; fi; }
@@ -131,17 +137,21 @@ run_test() { # name, then the command
   echo "===== $name: rc=$rc $r ${d}s" >>"$tests_log"
   say "$(printf '%-22s %-8s %s' "$name" "$r" "$d")"
 }
-run_test kernels_cuda_ops "$bin/test_kernels_cuda_ops"
-run_test kernels_cuda_gan "$bin/test_kernels_cuda_gan"
-run_test kernels_cuda_resume "$bin/test_kernels_resume" cuda
-run_test kernels_comm_nccl "$bin/test_kernels_comm_nccl"
+if want tests; then
+  run_test kernels_cuda_ops "$bin/test_kernels_cuda_ops"
+  run_test kernels_cuda_gan "$bin/test_kernels_cuda_gan"
+  run_test kernels_cuda_resume "$bin/test_kernels_resume" cuda
+  run_test kernels_comm_nccl "$bin/test_kernels_comm_nccl"
+fi
 
 # ---- memcheck on the ops test ------------------------------------------------------
 cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer \
      /usr/local/cuda/compute-sanitizer/compute-sanitizer 2>/dev/null | head -1)
 mc_log=$OUT/memcheck.log
 to=$(min 150 $(($(left) - 100)))
-if [ -z "$cs" ]; then
+if ! want memcheck; then
+  :
+elif [ -z "$cs" ]; then
   say "$(printf '%-22s %-8s %s' memcheck_cuda_ops NOTRUN "(no compute-sanitizer)")"
 elif [ "$to" -lt 30 ]; then
   say "$(printf '%-22s %-8s %s' memcheck_cuda_ops NOTRUN "(budget)")"
@@ -164,7 +174,9 @@ fi
 # ---- bench ---------------------------------------------------------------------------
 bench_log=$OUT/bench.log
 to=$(($(left) - 5))
-if [ "$to" -lt 30 ]; then
+if ! want bench; then
+  :
+elif [ "$to" -lt 30 ]; then
   say "$(printf '%-22s %-8s %s' bench_dcgan28 NOTRUN "(budget)")"
 else
   s=$(date +%s)
@@ -174,6 +186,28 @@ else
   d=$(($(date +%s) - s))
   case $rc in 0) r=DONE ;; 124|137) r=TIMEOUT ;; *) r="FAIL($rc)" ;; esac
   say "$(printf '%-22s %-8s %s' bench_dcgan28 "$r" "$d")"
+fi
+
+# ---- generator forward (ganflow-serve's pass) ---------------------------------------
+fw_log=$OUT/forward.log
+if want forward && [ -x "$bin/bench_forward" ] && [ -d "$dest/models" ]; then
+  s=$(date +%s)
+  for md in "$dest"/models/*; do
+    [ "$(left)" -gt 20 ] || { echo "forward: budget" >>"$fw_log"; break; }
+    m=$(basename "$md")
+    {
+      echo "===== $m"
+      timeout -k 5 "$(min 90 "$(left)")" "$bin/bench_forward" --model-dir "$md" --device cuda \
+        --batch "1 16 64 256" --seconds 1 --dump-n 16 --dump-latents "$dest/work/$m.z" \
+        --dump-f32 "$dest/work/$m.f32"
+      LD_LIBRARY_PATH=$orig_ldp PYTHONUNBUFFERED=1 timeout -k 5 "$(min 90 "$(left)")" \
+        python3 "$root/bench/serve/torch_forward.py" "$md" --device cuda --to-host \
+        --batch "1 16 64 256" --seconds 1 --latents "$dest/work/$m.z" --dump-f32 "$dest/work/$m.f32"
+      timeout -k 5 "$(min 60 "$(left)")" "$bin/bench_forward" --model-dir "$md" --device cpu \
+        --threads 1 --batch "1 16" --seconds 1
+    } >>"$fw_log" 2>&1
+  done
+  say "$(printf '%-22s %-8s %s' forward DONE "$(($(date +%s) - s))")"
 fi
 
 # First lines of trouble, then the table (the reply carries the end).
@@ -189,6 +223,7 @@ if [ -f "$bench_log" ]; then
 fi
 echo "gpu: ${gpu:-none}; $(grep '^torch ' "$env_log")" >>"$summary"
 [ -f "$bench_log" ] && grep -E '^(ganflow|pytorch) ' "$bench_log" >>"$summary"
+[ -f "$fw_log" ] && grep -E '^(=====|ganflow batch|torch batch|# batch-inv|# max|# model)' "$fw_log" >>"$summary"
 echo
 echo "== summary ($(($(date +%s) - t0)) s; logs in \$OUT: env.log tests.log memcheck.log bench.log summary.txt)"
 cat "$summary"

@@ -1,8 +1,8 @@
 /* bench_forward.c - the ganflow side of bench/serve/onnx/: times the
  * generator forward of one registered model directory through the public
  * API of gf/generator.h only (gf_generator_load, gf_generator_latents,
- * gf_generator_run), on the CPU backend, one executor, --threads op
- * threads; so it measures whatever gf_generator_run does at the commit
+ * gf_generator_run), on the CPU backend (or --device cuda[:N]), one
+ * executor, --threads op threads; so it measures whatever gf_generator_run does at the commit
  * built. It can also write the latents and images of a given seed, for
  * ort_forward.py to compare ONNX Runtime's images with.
  *
@@ -38,6 +38,8 @@
 typedef struct opts {
   const char *model_dir;
   int threads;              /* op threads of the one executor, >= 1 */
+  int cuda;                 /* --device cuda[:N]: 1, with device below */
+  int device;
   int batch[MAX_SIZES];     /* batch sizes to time, each 1..4096 */
   int n_batch;
   double seconds;           /* timed seconds per batch size, > 0 */
@@ -56,10 +58,11 @@ static void usage(FILE *out) {
           "                     [--dump-n N] [--dump-latents FILE] "
           "[--dump-f32 FILE]\n"
           "                     [--dump-png FILE]\n"
-          "  Times gf_generator_run (CPU, 1 executor) of a verified MLflow\n"
+          "  Times gf_generator_run (1 executor) of a verified MLflow\n"
           "  model directory at each batch size: median and p10/p90 ms per\n"
           "  pass over at least --seconds (2) after --warmup-seconds (0.3).\n"
           "  --threads N         op threads, 1..256 (1)\n"
+          "  --device DEV        cpu or cuda[:N] (cpu)\n"
           "  --batch LIST        batch sizes, space- or comma-separated, each\n"
           "                      1..4096, at most %d (\"1 16\")\n"
           "  --seed S            latents: image k is sample k of seed S (7)\n"
@@ -130,6 +133,15 @@ static int parse_opts(int argc, char **argv, opts *o) {
     else if (strcmp(f, "--dump-f32") == 0) o->dump_f32 = v;
     else if (strcmp(f, "--dump-png") == 0) o->dump_png = v;
     else if (strcmp(f, "--batch") == 0) bad = parse_batches(v, o);
+    else if (strcmp(f, "--device") == 0) {
+      if (strcmp(v, "cpu") == 0) o->cuda = 0;
+      else if (strcmp(v, "cuda") == 0) o->cuda = 1, o->device = 0;
+      else if (strncmp(v, "cuda:", 5) == 0) {
+        bad = parse_int(v + 5, 0, 255, &x);
+        o->cuda = 1;
+        o->device = (int)x;
+      } else bad = 1;
+    }
     else if (strcmp(f, "--seconds") == 0)
       bad = parse_double(v, 0.001, 3600, &o->seconds);
     else if (strcmp(f, "--warmup-seconds") == 0)
@@ -286,7 +298,9 @@ int main(int argc, char **argv) {
   int max_batch = o.dump_n;
   for (int i = 0; i < o.n_batch; i++)
     if (o.batch[i] > max_batch) max_batch = o.batch[i];
-  gf_generator_opts mo = {.backend = GF_BACKEND_CPU, .device_index = 0,
+  gf_generator_opts mo = {.backend = o.cuda ? GF_BACKEND_CUDA
+                                            : GF_BACKEND_CPU,
+                          .device_index = o.device,
                           .n_exec = 1, .threads = o.threads,
                           .max_batch = max_batch, .resident = NULL};
   gf_err err = {0};
@@ -297,11 +311,14 @@ int main(int argc, char **argv) {
     return 1;
   }
   const gf_model_config *c = &m->cfg;
-  printf("# model %s: %s %dx%dx%d, z_dim %d, ngf %d; CPU, 1 executor, "
+  printf("# model %s: %s %dx%dx%d, z_dim %d, ngf %d; %s, 1 executor, "
          "%d threads, max batch %d\n",
          o.model_dir, gf_arch_name(c->architecture), c->image_height,
-         c->image_width, c->image_channels, c->z_dim, c->ngf, o.threads,
-         max_batch);
+         c->image_width, c->image_channels, c->z_dim, c->ngf,
+         o.cuda ? "CUDA" : "CPU", o.threads, max_batch);
+  printf("# batch-invariant rows (load probe): %s%s%s\n",
+         m->batch_invariant ? "yes" : "no", m->batch_invariant ? "" : ": ",
+         m->batch_invariant ? "" : m->invariance_note);
   int rc = 0;
   float *z = malloc((size_t)max_batch * (size_t)c->z_dim * sizeof *z);
   float *img = malloc((size_t)max_batch * m->image_numel * sizeof *img);
