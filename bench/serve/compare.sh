@@ -18,13 +18,17 @@
 #             thread each) (2, one per core here)
 #   DURATION  seconds per wrk run (10)
 #   OUT       results folder (/tmp/ganflow-bench-compare)
+# The model is the quickstart's dcgan at 28x28 (MODEL_ARCH=mlp for the mlp).
+# ganflow-serve runs with its defaults (dynamic batching: --preferred-batch
+# 16, --max-queue-delay-us 500); one more row serves one image at 64
+# connections with --preferred-batch 1 (no shared passes) for comparison.
 # wrk runs on the same machine and takes CPU from either server alike.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 workers=${WORKERS:-2}
 duration=${DURATION:-10}
-arch=${MODEL_ARCH:-mlp}
+arch=${MODEL_ARCH:-dcgan}
 out=${OUT:-/tmp/ganflow-bench-compare}
 py=$root/.venv/bin/python
 [ -x "$root/.venv/bin/mlflow" ] || { echo "compare.sh: no .venv/bin/mlflow (deploy/install-deps.sh)" >&2; exit 2; }
@@ -149,8 +153,23 @@ for n in 1 16; do
     done
   done
 done
+# The same version without shared passes, one image at 64 connections.
+gf_rss_after=$(( $(bench_tree_rss_kb "$gf_pid") / 1024 ))
+gf_hwm=$(( $(awk '$1 == "VmHWM:" { print $2 }' /proc/$gf_pid/status) / 1024 ))
+kill "$gf_pid" && wait "$gf_pid" 2>/dev/null || true
+mv "$out/serve.log" "$out/serve-batching.log"
+bench_serve_start "$uri" --poll 0 --workers "$workers" --threads 1 \
+  --queue 1024 --max-conns 1024 --preferred-batch 1
+f=$out/wrk-ganflow-nobatch-c64-n1.txt
+BODY_FILE=$out/body-1.json wrk -t2 -c64 -d"${duration}s" --timeout 10s \
+  --latency -s "$out/post.lua" "$base/invocations" >"$f" 2>&1 || true
+rps=$(awk '/^Requests\/sec:/ { print $2 }' "$f")
+printf '%-8s %-4s %-6s %10.0f %10.0f %10s %10s %8s  (--preferred-batch 1)\n' ganflow 1 64 "${rps:-0}" \
+  "${rps:-0}" "$(bench_to_ms "$(awk '$1 == "50%" { print $2 }' "$f")")" \
+  "$(bench_to_ms "$(awk '$1 == "99%" { print $2 }' "$f")")" \
+  "$(awk '/Non-2xx/ { n += $NF } END { print n + 0 }' "$f")" | tee -a "$out/results.txt"
 {
-  echo "RSS after the runs: ganflow-serve $(( $(bench_tree_rss_kb "$gf_pid") / 1024 )) MB (peak $(( $(awk '$1 == "VmHWM:" { print $2 }' /proc/$gf_pid/status) / 1024 )) MB), mlflow models serve $(( $(bench_tree_rss_kb "$ml_pid") / 1024 )) MB"
+  echo "RSS after the runs: ganflow-serve $gf_rss_after MB (peak $gf_hwm MB), mlflow models serve $(( $(bench_tree_rss_kb "$ml_pid") / 1024 )) MB"
   echo "images/s ganflow / mlflow:"
   for n in 1 16; do
     for c in 1 8 64; do

@@ -6,7 +6,8 @@
 # Environment (all optional):
 #   BUILD_DIR      where to build Release binaries (build-bench-serve)
 #   GANFLOW_SERVE, GANFLOW_TRAIN, GANFLOW_CLI   binaries to use instead
-#   MODEL_ARCH     mlp or dcgan (mlp; dcgan is trained at --image-size 28)
+#   MODEL_ARCH     mlp or dcgan (the scripts' own default; dcgan is trained
+#                  at --image-size 28, the quickstart's network)
 
 # bench_fresh_out [wrk]: refuses an empty or / $out, checks that wrk is
 # installed when asked, and empties $out.

@@ -3,16 +3,18 @@
 # GET /v1/models/NAME/generate for one 28x28 image (n=1) and a 16-image grid
 # (n=16) at 1, 8 and 64 connections; requests/s, images/s, p50 and p99
 # latency, non-2xx answers; the server's RSS with one model loaded (idle,
-# after the load) and its peak. The model is a --model mlp generator
-# trained for a few steps by ganflow-train and registered in a local MLflow
-# server that this script starts (and stops) itself.
+# after the load) and its peak. The model is a generator (the quickstart's
+# dcgan at 28x28 unless MODEL_ARCH=mlp) trained for a few steps by
+# ganflow-train and registered in a local MLflow server that this script
+# starts (and stops) itself.
 #
 #   bench/serve/run.sh
 #
 # Environment (all optional; lib.sh lists BUILD_DIR, GANFLOW_SERVE,
 # GANFLOW_TRAIN, GANFLOW_CLI, MODEL_ARCH):
 #   WORKERS        --workers of the server (2)     THREADS --threads (1)
-#   BATCH_ROWS     --batch-rows of the server (0: each request its own pass)
+#   PREFERRED_BATCH  --preferred-batch of the server (16; 1: no sharing)
+#   QUEUE_DELAY_US   --max-queue-delay-us of the server (500)
 #   DURATION       seconds per wrk run (10)
 #   OUT            results folder (/tmp/ganflow-bench-serve)
 # wrk runs on the same machine: on 2 cores it takes CPU from the server, so
@@ -22,9 +24,10 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 workers=${WORKERS:-2}
 threads=${THREADS:-1}
-batch_rows=${BATCH_ROWS:-0}
+pref=${PREFERRED_BATCH:-16}
+delay=${QUEUE_DELAY_US:-500}
 duration=${DURATION:-10}
-arch=${MODEL_ARCH:-mlp}
+arch=${MODEL_ARCH:-dcgan}
 out=${OUT:-/tmp/ganflow-bench-serve}
 . "$here/lib.sh"
 bench_fresh_out wrk
@@ -35,13 +38,14 @@ trap bench_cleanup EXIT
 bench_mlflow_start
 bench_train "bench-$arch" 1 production
 bench_serve_start "models:/bench-$arch@production" --poll 0 \
-  --workers "$workers" --threads "$threads" --batch-rows "$batch_rows" \
+  --workers "$workers" --threads "$threads" --preferred-batch "$pref" \
+  --max-queue-delay-us "$delay" \
   --queue 1024 --max-conns 1024
 rss_kb() { awk -v k="$1" '$1 == k":" { print $2 }' "/proc/$serve_pid/status"; }
 rss_idle=$(rss_kb VmRSS)
 
 {
-  echo "ganflow-serve bench: $arch generator, $workers workers x $threads thread(s), --batch-rows $batch_rows, wrk ${duration}s per row"
+  echo "ganflow-serve bench: $arch generator, $workers workers x $threads thread(s), --preferred-batch $pref, --max-queue-delay-us $delay, wrk ${duration}s per row"
   echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
   printf '%-6s %-4s %10s %10s %10s %10s %8s\n' conns n "req/s" "images/s" "p50 ms" "p99 ms" non2xx
 } | tee "$out/results.txt"
