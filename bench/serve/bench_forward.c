@@ -39,6 +39,7 @@ typedef struct opts {
   const char *model_dir;
   int threads;              /* op threads of the one executor, >= 1 */
   int cuda;                 /* --device cuda[:N]: 1, with device below */
+  int bf16;                 /* --precision bf16 */
   int device;
   int batch[MAX_SIZES];     /* batch sizes to time, each 1..4096 */
   int n_batch;
@@ -63,6 +64,7 @@ static void usage(FILE *out) {
           "  pass over at least --seconds (2) after --warmup-seconds (0.3).\n"
           "  --threads N         op threads, 1..256 (1)\n"
           "  --device DEV        cpu or cuda[:N] (cpu)\n"
+          "  --precision P       fp32 or bf16 (fp32)\n"
           "  --batch LIST        batch sizes, space- or comma-separated, each\n"
           "                      1..4096, at most %d (\"1 16\")\n"
           "  --seed S            latents: image k is sample k of seed S (7)\n"
@@ -133,7 +135,10 @@ static int parse_opts(int argc, char **argv, opts *o) {
     else if (strcmp(f, "--dump-f32") == 0) o->dump_f32 = v;
     else if (strcmp(f, "--dump-png") == 0) o->dump_png = v;
     else if (strcmp(f, "--batch") == 0) bad = parse_batches(v, o);
-    else if (strcmp(f, "--device") == 0) {
+    else if (strcmp(f, "--precision") == 0) {
+      bad = strcmp(v, "fp32") != 0 && strcmp(v, "bf16") != 0;
+      o->bf16 = strcmp(v, "bf16") == 0;
+    } else if (strcmp(f, "--device") == 0) {
       if (strcmp(v, "cpu") == 0) o->cuda = 0;
       else if (strcmp(v, "cuda") == 0) o->cuda = 1, o->device = 0;
       else if (strncmp(v, "cuda:", 5) == 0) {
@@ -302,7 +307,8 @@ int main(int argc, char **argv) {
                                             : GF_BACKEND_CPU,
                           .device_index = o.device,
                           .n_exec = 1, .threads = o.threads,
-                          .max_batch = max_batch, .resident = NULL};
+                          .max_batch = max_batch, .resident = NULL,
+                          .precision = o.bf16 ? GF_GEN_BF16 : GF_GEN_FP32};
   gf_err err = {0};
   gf_generator *m = NULL;
   if (gf_generator_load(o.model_dir, "bench", "local", &mo, &m, &err) !=
@@ -311,11 +317,12 @@ int main(int argc, char **argv) {
     return 1;
   }
   const gf_model_config *c = &m->cfg;
-  printf("# model %s: %s %dx%dx%d, z_dim %d, ngf %d; %s, 1 executor, "
+  printf("# model %s: %s %dx%dx%d, z_dim %d, ngf %d; %s %s, 1 executor, "
          "%d threads, max batch %d\n",
          o.model_dir, gf_arch_name(c->architecture), c->image_height,
          c->image_width, c->image_channels, c->z_dim, c->ngf,
-         o.cuda ? "CUDA" : "CPU", o.threads, max_batch);
+         o.cuda ? "CUDA" : "CPU", gf_gen_precision_name(m->precision),
+         o.threads, max_batch);
   printf("# batch-invariant rows (load probe): %s%s%s\n",
          m->batch_invariant ? "yes" : "no", m->batch_invariant ? "" : ": ",
          m->batch_invariant ? "" : m->invariance_note);

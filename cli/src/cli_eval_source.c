@@ -105,7 +105,7 @@ gf_status eval_gen_open_uri(eval_gen *g, mlflow_client *c, const char *uri,
   gfs_model_ref ref;
   GF_TRY(gfs_model_resolve(c, uri, &ref, err));
   gf_generator_opts mo = {o->backend, o->device_index, 1, o->threads,
-                          o->batch, NULL};
+                          o->batch, NULL, GF_GEN_FP32};
   GF_TRY(gfs_cache_load(c, cache, ref.name, ref.version, &mo, &g->model,
                         err));
   g->cfg = g->model->cfg;

@@ -30,7 +30,8 @@ gf_status gf_cli_generate(mlflow_client *c, const gf_cli_generate_opts *o,
    * the same at any pass size (batch-invariant kernels), this bounds the
    * activations and the load-time probe. */
   int pass = o->n < 16 ? o->n : 16;
-  gf_generator_opts mo = {GF_BACKEND_CPU, 0, 1, o->threads, pass, NULL};
+  gf_generator_opts mo = {GF_BACKEND_CPU, 0,    1, o->threads, pass, NULL,
+                          o->precision};
   gf_generator *m = NULL;
   GF_TRY(gfs_cache_load(c, o->cache_dir, name, version, &mo, &m, err));
   gf_status st = GF_OK;

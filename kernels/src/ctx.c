@@ -71,6 +71,15 @@ gf_ctx_stats gf_ctx_get_stats(const gf_ctx *ctx) {
   return s;
 }
 
+gf_status gf_ctx_bf16_check(const gf_ctx *ctx, gf_err *err) {
+  if (!ctx || !ctx->ops) return gf_fail(err, GF_EINVAL, "ctx: not initialised");
+  if (ctx->backend != GF_BACKEND_CPU)
+    return gf_fail(err, GF_EUNSUPPORTED, "bf16: frozen inference in bf16 is "
+                   "the CPU backend's; the %s backend runs f32",
+                   ctx->ops->name);
+  return gf_cpu_bf16_check(err);
+}
+
 gf_status gf_ctx_sync(gf_ctx *ctx, gf_err *err) {
   if (!ctx || !ctx->ops) return gf_fail(err, GF_EINVAL, "ctx: not initialized");
   return ctx->ops->sync ? ctx->ops->sync(ctx, err) : GF_OK;

@@ -30,6 +30,10 @@ static void model_free(gf_generator *m) {
   free(m);
 }
 
+const char *gf_gen_precision_name(gf_gen_precision p) {
+  return p == GF_GEN_BF16 ? "bf16" : "fp32";
+}
+
 void gf_generator_ref(gf_generator *m) { atomic_fetch_add(&m->refs, 1); }
 
 void gf_generator_unref(gf_generator *m) {
@@ -77,6 +81,13 @@ static gf_status exec_init(gf_generator_exec *e, const gf_model_config *cfg,
   /* Every pass runs the kernels a lone image gets (gf_ctx.frozen_batch),
    * on weights laid out once. */
   e->ctx.frozen_batch = GF_GENERATOR_REF_BATCH;
+  if (o->precision == GF_GEN_BF16) {
+    if ((st = gf_ctx_bf16_check(&e->ctx, err)) != GF_OK) {
+      gf_ctx_free(&e->ctx);
+      return st;
+    }
+    e->ctx.frozen_bf16 = 1;
+  }
   if (pthread_mutex_init(&e->lock, NULL) != 0) {
     gf_ctx_free(&e->ctx);
     return gf_fail(err, GF_ENOMEM, "pthread_mutex_init failed");
@@ -210,7 +221,8 @@ gf_status gf_generator_load(const char *dir, const char *name,
                             gf_generator **out, gf_err *err) {
   *out = NULL;
   if (!dir || !name || !version || !o || o->n_exec < 1 || o->threads < 1 ||
-      o->max_batch < 1)
+      o->max_batch < 1 ||
+      (o->precision != GF_GEN_FP32 && o->precision != GF_GEN_BF16))
     return gf_fail(err, GF_EINVAL, "gf_generator_load: bad arguments");
   gf_mlmodel mm;
   gf_st_file f;
@@ -234,6 +246,7 @@ gf_status gf_generator_load(const char *dir, const char *name,
   m->n_exec = o->n_exec;
   m->cfg = mm.config;
   m->max_batch = o->max_batch;
+  m->precision = o->precision;
   m->image_numel = (size_t)mm.config.image_channels *
                    (size_t)mm.config.image_height *
                    (size_t)mm.config.image_width;

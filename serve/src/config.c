@@ -57,6 +57,9 @@ const char *gfs_usage(void) {
          "  --max-queue-delay-us D  a pass short of B rows waits up to D\n"
          "                       microseconds for more while others run\n"
          "                       (default 500; 0: never waits)\n"
+         "  --precision P        fp32 (default) or bf16: convolutions in\n"
+         "                       bfloat16 with f32 sums, on a CPU with\n"
+         "                       AVX512_BF16 or AMX (refused elsewhere)\n"
          "  --queue N            jobs waiting beyond the running ones before\n"
          "                       429 (default 64)\n"
          "  --max-body BYTES     request body limit (default 1048576)\n"
@@ -177,6 +180,11 @@ gf_status gfs_config_parse_args(gfs_config *c, int argc, char **argv,
     } else if (strcmp(flag, "--preferred-batch") == 0) {
       if (!(st = int_arg(flag, v, 1, GFS_MAX_PASS_ROWS, &x, err)))
         c->preferred_batch = (int)x;
+    } else if (strcmp(flag, "--precision") == 0) {
+      if (strcmp(v, "fp32") == 0) c->precision = GF_GEN_FP32;
+      else if (strcmp(v, "bf16") == 0) c->precision = GF_GEN_BF16;
+      else st = gf_fail(err, GF_EINVAL, "--precision: fp32 or bf16, not "
+                        "'%s'", v);
     } else if (strcmp(flag, "--max-queue-delay-us") == 0) {
       if (!(st = int_arg(flag, v, 0, 1000000, &x, err)))
         c->max_queue_delay_us = (int)x;

@@ -259,7 +259,7 @@ static void *watcher_main(void *arg) {
    * runs several, so the activations are sized for it, not --max-images. */
   gf_generator_opts o = {s->cfg.backend, s->cfg.device_index, s->cfg.workers,
                          s->cfg.threads, s->cfg.preferred_batch,
-                         &s->metrics.resident};
+                         &s->metrics.resident, s->cfg.precision};
   for (;;) {
     for (int i = 0; i < s->n_slots; i++) {
       gfs_slot *sl = &s->slots[i];
@@ -364,10 +364,12 @@ static gf_status check_device(const gfs_config *c, gf_err *err) {
   gf_ctx_config cc = {c->backend, 1, c->device_index, GF_CPU_LAYOUT_AUTO};
   gf_err e;
   gf_status st = gf_ctx_init(&ctx, &cc, &e);
-  gf_ctx_free(&ctx);
   if (st != GF_OK)
     return gf_fail(err, st, "--device %s: %s", gf_backend_name(c->backend),
                    e.msg);
+  if (c->precision == GF_GEN_BF16) st = gf_ctx_bf16_check(&ctx, &e);
+  gf_ctx_free(&ctx);
+  if (st != GF_OK) return gf_fail(err, st, "--precision bf16: %s", e.msg);
   return GF_OK;
 }
 

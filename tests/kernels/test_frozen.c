@@ -11,8 +11,13 @@
  *     uses the new values, and the first buffer's answers are unchanged;
  *   - the layer shapes of dcgan28's G (a 1x1 input, 256 and 1 output
  *     channels), odd sizes (K, O not multiples of any vector width) and a
- *     bias.
+ *     bias;
+ *   - all of it again with frozen_bf16 (convolutions in bfloat16, within
+ *     6e-2 + 2e-2 |y| of the f32 forward) where gf_ctx_bf16_check says
+ *     the processor has bf16, and that check's refusal with its reason
+ *     where not.
  * Run twice by CTest: as is, and with GF_ONEDNN_LAYOUT=plain. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,13 +66,19 @@ static void rows_view(const layer *L, gf_tensor *all, int64_t n,
   (void)L;
 }
 
-static void run_layer(const layer *L, kt_rng *r) {
+/* bf16: frozen convolutions in bfloat16; tol: the comparison with the
+ * ordinary f32 forward (bf16 inputs and weights carry 8 bits: about 2^-9
+ * relative each, over up to 1,024 terms of |x w| ~ 0.06: about 0.009
+ * standard deviation on outputs of about 2, so atol 6e-2 is ~6 sigma). */
+static void run_layer(const layer *L, kt_rng *r, int bf16) {
   gf_err e;
   gf_ctx fz, ref;
   gf_ctx_config cc = {GF_BACKEND_CPU, 1, 0, GF_CPU_LAYOUT_AUTO};
   REQUIRE(gf_ctx_init(&fz, &cc, &e) == GF_OK);
   REQUIRE(gf_ctx_init(&ref, &cc, &e) == GF_OK);
   fz.frozen_batch = 1;
+  fz.frozen_bf16 = bf16;
+  double atol = bf16 ? 6e-2 : 1e-5, rtol = bf16 ? 2e-2 : 1e-4;
   int64_t oh, ow;
   out_hw(L, &oh, &ow);
   int lin = L->k == K_LINEAR;
@@ -113,9 +124,9 @@ static void run_layer(const layer *L, kt_rng *r) {
     CHECK_INT_EQ(fwd(&ref, L, &xn, &w, bp, &rn, &e), GF_OK);
     double *want = kt_dbl(&rn);
     char label[96];
-    snprintf(label, sizeof label, "%s n=%lld frozen vs ordinary", L->name,
-             (long long)n);
-    CHECK(kt_compare(label, yn.data, want, (size_t)n * per, 1e-5, 1e-4) ==
+    snprintf(label, sizeof label, "%s n=%lld frozen%s vs ordinary", L->name,
+             (long long)n, bf16 ? " bf16" : "");
+    CHECK(kt_compare(label, yn.data, want, (size_t)n * per, atol, rtol) ==
           0);
     for (size_t i = 0; i < (size_t)n * per && !varied; i++)
       if (((float *)yn.data)[i] != (float)want[i]) varied = 1;
@@ -129,7 +140,7 @@ static void run_layer(const layer *L, kt_rng *r) {
   CHECK_INT_EQ(fwd(&fz, L, &x1, &w2, bp, &y1, &e), GF_OK);
   CHECK_INT_EQ(fwd(&ref, L, &x1, &w2, bp, &r1, &e), GF_OK);
   double *want = kt_dbl(&r1);
-  CHECK(kt_compare("new weights", y1.data, want, 3 * per, 1e-5, 1e-4) == 0);
+  CHECK(kt_compare("new weights", y1.data, want, 3 * per, atol, rtol) == 0);
   free(want);
   CHECK_INT_EQ(fwd(&fz, L, &x1, &w, bp, &y1, &e), GF_OK);
   CHECKF(memcmp(y1.data, alone, 3 * per * sizeof *alone) == 0,
@@ -159,6 +170,23 @@ int main(void) {
       {"conv 3->32 k4 s2 p1", K_CONV, 3, 32, 16, 16, 4, {{2, 2}, {1, 1}, {0, 0}}, 0},
   };
   for (size_t i = 0; i < sizeof layers / sizeof *layers; i++)
-    run_layer(&layers[i], &r);
+    run_layer(&layers[i], &r, 0);
+  /* bf16 where the processor has it; elsewhere the refusal and its reason
+   * (both are answers, neither is skipped) */
+  gf_ctx c;
+  gf_err e;
+  gf_ctx_config cc = {GF_BACKEND_CPU, 1, 0, GF_CPU_LAYOUT_AUTO};
+  REQUIRE(gf_ctx_init(&c, &cc, &e) == GF_OK);
+  gf_status bst = gf_ctx_bf16_check(&c, &e);
+  gf_ctx_free(&c);
+  if (bst == GF_OK) {
+    printf("bf16: this processor has it; every layer again in bf16\n");
+    for (size_t i = 0; i < sizeof layers / sizeof *layers; i++)
+      run_layer(&layers[i], &r, 1);
+  } else {
+    printf("bf16 refused here: %s\n", e.msg);
+    CHECK_INT_EQ(bst, GF_EUNSUPPORTED);
+    CHECK(strstr(e.msg, "AVX512_BF16") != NULL);
+  }
   return check_report();
 }

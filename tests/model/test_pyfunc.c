@@ -115,7 +115,8 @@ static void check_arch(const char *py, const char *script, const char *tmp, cons
   tu_fresh_dir(out);
   write_model(dir, cfg);
 
-  gf_generator_opts o = {GF_BACKEND_CPU, 0, 1, 1, N_SEEDS + N_Z, NULL};
+  gf_generator_opts o = {GF_BACKEND_CPU, 0, 1, 1, N_SEEDS + N_Z, NULL,
+                         GF_GEN_FP32};
   gf_generator *m = NULL;
   gf_err err = {GF_OK, ""};
   REQUIRE(gf_generator_load(dir, label, "1", &o, &m, &err) == GF_OK);

@@ -104,7 +104,8 @@ int main(void) {
          "download: %s", me.message);
   mlflow_client_free(c);
   mlflow_config_free(&cfg);
-  gf_generator_opts o = {GF_BACKEND_CPU, 0, 1, 2, N_SEEDS + N_Z, NULL};
+  gf_generator_opts o = {GF_BACKEND_CPU, 0, 1, 2, N_SEEDS + N_Z, NULL,
+                         GF_GEN_FP32};
   gf_generator *g = NULL;
   gf_err err = {GF_OK, ""};
   REQUIRE(gf_generator_load(dl, MODEL, "1", &o, &g, &err) == GF_OK);

@@ -614,6 +614,13 @@ static void test_config(void) {
                     "--max-queue-delay-us", "1000001"), GF_EINVAL);
   CHECK_INT_EQ(args(&c, &help, &e, 4, "--model", "models:/a@p",
                     "--batch-rows", "4"), GF_EINVAL); /* gone */
+  CHECK_INT_EQ(c.precision, GF_GEN_FP32);
+  CHECK_INT_EQ(args(&c, &help, &e, 4, "--model", "models:/a@p",
+                    "--precision", "bf16"), GF_OK);
+  CHECK_INT_EQ(c.precision, GF_GEN_BF16);
+  CHECK_INT_EQ(args(&c, &help, &e, 4, "--model", "models:/a@p",
+                    "--precision", "int4"), GF_EINVAL);
+  CHECK(strstr(e.msg, "--precision") != NULL);
   /* --cache-dir: GFS_CACHE_DIR_MAX bytes are taken, one more is refused
    * (CACHE/NAME/VERSION/FILE would not fit a path) */
   static char dir[GF_PATH_MAX + 2];

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "gf/generator.h"
 #include "gf/status.h"
 #include "mlflow/mlflow.h"
 
@@ -57,6 +58,7 @@ typedef struct gf_cli_generate_opts {
   const char *out_path;  /* PNG written atomically */
   const char *cache_dir; /* download cache (ganflow-serve's layout) */
   int threads;           /* op threads, >= 1 */
+  gf_gen_precision precision; /* fp32, or bf16 where the CPU has it */
 } gf_cli_generate_opts;
 
 /* Checks o before anything is contacted or written: every field set and in

@@ -86,7 +86,21 @@ typedef struct gf_ctx {
                                         on its first forward, and reused
                                         while its address is the same: its
                                         values must not change after that */
+  int frozen_bf16;                   /* 0 after init; with frozen_batch, 1
+                                        makes convolutions and transposed
+                                        convolutions take their input and
+                                        weights in bfloat16 (rounded once,
+                                        to nearest even) with f32 sums and
+                                        output, where oneDNN has a bf16
+                                        kernel for the layer (others stay
+                                        f32); linear layers stay f32. Check
+                                        gf_ctx_bf16_check first */
 } gf_ctx;
+
+/* GF_OK when ctx can run frozen inference in bfloat16 (a CPU ctx on a
+ * processor with AVX512_BF16 or AMX, as oneDNN detects it); else
+ * GF_EUNSUPPORTED with the reason (the processor's, or the backend's). */
+gf_status gf_ctx_bf16_check(const gf_ctx *ctx, gf_err *err);
 
 /* Fills ctx (caller-owned struct) for cfg->backend; cfg NULL means CPU with
  * every core. Allocates the backend state (engine, stream, caches), owned by

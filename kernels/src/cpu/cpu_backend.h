@@ -114,6 +114,9 @@ gf_status gf_dnnl_check(dnnl_status_t s, const char *call, const char *file,
 /* Plain (dense, row-major) f32 memory descriptor. */
 dnnl_status_t gf_md(dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
                     dnnl_format_tag_t tag);
+/* The same with data type `type`. */
+dnnl_status_t gf_md_t(dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
+                      dnnl_data_type_t type, dnnl_format_tag_t tag);
 
 /* The cached primitive for key, or NULL (counts a hit when found). */
 gf_prim *gf_cpu_prim_find(gf_ctx *ctx, const gf_prim_key *key);

@@ -32,9 +32,23 @@ gf_status gf_dnnl_check(dnnl_status_t s, const char *call, const char *file,
 
 dnnl_status_t gf_md(dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
                     dnnl_format_tag_t tag) {
+  return gf_md_t(md, ndims, dims, dnnl_f32, tag);
+}
+
+dnnl_status_t gf_md_t(dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
+                      dnnl_data_type_t type, dnnl_format_tag_t tag) {
   dnnl_dims_t d;
   for (int i = 0; i < ndims; i++) d[i] = dims[i];
-  return dnnl_memory_desc_init_by_tag(md, ndims, d, dnnl_f32, tag);
+  return dnnl_memory_desc_init_by_tag(md, ndims, d, type, tag);
+}
+
+gf_status gf_cpu_bf16_check(gf_err *err) {
+  dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+  if ((isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16)
+    return GF_OK;
+  return gf_fail(err, GF_EUNSUPPORTED, "bf16: this processor has neither "
+                 "AVX512_BF16 nor AMX (oneDNN's ISA here: 0x%x), so bf16 "
+                 "would run emulated, slower than fp32", (unsigned)isa);
 }
 
 int gf_cpu_threads_begin(const gf_ctx *ctx) {

@@ -316,6 +316,41 @@ static gf_status conv_desc_fn(const void *geom, bool with_bias,
   return conv_fwd_desc(geom, with_bias, prop, desc, err);
 }
 
+/* The frozen primitive descriptor of conv/deconv g with inputs and weights
+ * of type `in` (f32 or bf16; the output is f32); GF_EUNSUPPORTED where
+ * oneDNN has no such kernel. */
+static gf_status conv_frozen_pd(gf_ctx *ctx, const conv_geom *g, bool any,
+                                dnnl_data_type_t in, bool with_bias,
+                                dnnl_convolution_desc_t *d,
+                                dnnl_primitive_desc_t *pd, gf_err *err) {
+  conv_geom r = *g;
+  int64_t sd[4] = {ctx->frozen_batch, g->Cin, g->H, g->W};
+  int64_t wd[4] = {g->Cout, g->Cin, g->kh, g->kw};
+  int64_t dd[4] = {ctx->frozen_batch, g->Cout, g->OH, g->OW};
+  dnnl_format_tag_t tag = any ? dnnl_format_tag_any : dnnl_nchw;
+  dnnl_format_tag_t wtag = any ? dnnl_format_tag_any
+                         : g->transposed ? dnnl_iohw : dnnl_oihw;
+  DNNL_TRY(gf_md_t(&r.src_p, 4, sd, in, tag));
+  DNNL_TRY(gf_md_t(&r.wt_p, 4, wd, in, wtag));
+  DNNL_TRY(gf_md_t(&r.dst_p, 4, dd, dnnl_f32, tag));
+  const char *layer = g->transposed ? "transposed convolution"
+                                    : "convolution";
+  if (in != dnnl_f32) {
+    /* no kernel is an answer here, not an error */
+    dnnl_convolution_desc_t probe;
+    gf_err e;
+    if (conv_fwd_desc(&r, with_bias, dnnl_forward_inference, &probe, &e) !=
+        GF_OK)
+      return GF_EUNSUPPORTED;
+    dnnl_primitive_desc_t t = NULL;
+    if (gf_cpu_pd_create(ctx, &probe, NULL, &t, &e) != GF_OK)
+      return GF_EUNSUPPORTED;
+    dnnl_primitive_desc_destroy(t);
+  }
+  return frozen_pd(ctx, g->N, layer, &r.src_p, &r.wt_p, &r.dst_p,
+                   conv_desc_fn, &r, d, with_bias, pd, err);
+}
+
 static gf_status conv_fwd(gf_ctx *ctx, bool transposed, const gf_tensor *x,
                           const gf_tensor *w, const gf_tensor *b,
                           const gf_conv_params *cp, gf_tensor *y,
@@ -338,21 +373,14 @@ static gf_status conv_fwd(gf_ctx *ctx, bool transposed, const gf_tensor *x,
     dnnl_memory_desc_t mds[4] = {g.src, g.wt, g.dst, g.bias};
     int prev = gf_cpu_threads_begin(ctx);
     if (frozen) {
-      conv_geom r = g;
-      int64_t sd[4] = {ctx->frozen_batch, g.Cin, g.H, g.W};
-      int64_t dd[4] = {ctx->frozen_batch, g.Cout, g.OH, g.OW};
-      dnnl_format_tag_t tag = any ? dnnl_format_tag_any : dnnl_nchw;
       dnnl_primitive_desc_t pd = NULL;
-      rc = gf_dnnl_check(gf_md(&r.src_p, 4, sd, tag), "gf_md", __FILE__,
-                         __LINE__, err);
-      if (rc == GF_OK)
-        rc = gf_dnnl_check(gf_md(&r.dst_p, 4, dd, tag), "gf_md", __FILE__,
-                           __LINE__, err);
-      if (rc == GF_OK)
-        rc = frozen_pd(ctx, g.N, transposed ? "transposed convolution"
-                                            : "convolution",
-                       &r.src_p, &r.wt_p, &r.dst_p, conv_desc_fn, &r, &d,
-                       b != NULL, &pd, err);
+      /* bf16 where oneDNN has a kernel for the layer, else f32 */
+      rc = GF_EUNSUPPORTED;
+      if (ctx->frozen_bf16)
+        rc = conv_frozen_pd(ctx, &g, any, dnnl_bf16, b != NULL, &d, &pd,
+                            err);
+      if (rc == GF_EUNSUPPORTED)
+        rc = conv_frozen_pd(ctx, &g, any, dnnl_f32, b != NULL, &d, &pd, err);
       if (rc == GF_OK)
         rc = gf_cpu_prim_add_pd(ctx, &key, pd, b ? 4 : 3, args, mds, &p,
                                 err);

@@ -33,6 +33,13 @@
 /* Seed of the latents the load-time invariance probe runs. */
 #define GF_GENERATOR_PROBE_SEED 0x5eedULL
 
+/* Arithmetic of the generator's convolutions (gf_ctx.frozen_bf16). */
+typedef enum gf_gen_precision {
+  GF_GEN_FP32 = 0,
+  GF_GEN_BF16 = 1, /* bf16 inputs and weights, f32 sums (CPU with
+                      AVX512_BF16 or AMX; refused elsewhere) */
+} gf_gen_precision;
+
 typedef struct gf_generator_opts {
   gf_backend backend;  /* GF_BACKEND_CPU; CUDA when the build has it */
   int device_index;    /* CUDA ordinal */
@@ -42,6 +49,7 @@ typedef struct gf_generator_opts {
                           gf_generator_run of more rows makes several) */
   atomic_long *resident; /* counts loaded versions not yet freed (+1 on
                             load, -1 on free); may be NULL */
+  gf_gen_precision precision;
 } gf_generator_opts;
 
 typedef struct gf_generator_exec {
@@ -60,6 +68,7 @@ typedef struct gf_generator {
   char *run_id;           /* from MLmodel, malloc'd, may be NULL */
   gf_model_config cfg;
   int max_batch;
+  gf_gen_precision precision;
   size_t image_numel;     /* C * H * W floats per image */
   int batch_invariant;    /* 1: the load-time probe found every row's
                              bytes the same alone, at every pass size and
@@ -71,6 +80,9 @@ typedef struct gf_generator {
   int n_exec;
   atomic_long *resident;  /* gf_generator_opts.resident (borrowed), or NULL */
 } gf_generator;
+
+/* Name of a precision ("fp32", "bf16"). */
+const char *gf_gen_precision_name(gf_gen_precision p);
 
 /* Reads dir with gf_mlmodel_read (every digest verified), loads
  * generator.safetensors (digest checked on the loaded bytes) into n_exec G

@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "gf/kernels.h"
+#include "gf/generator.h"
 #include "gf/status.h"
 #include "mlflow/mlflow.h"
 
@@ -42,6 +43,7 @@ typedef struct gfs_config {
                              requests for one model version share a pass
                              up to this many rows, and a request of more
                              images runs several (--preferred-batch) */
+  gf_gen_precision precision; /* --precision fp32 | bf16 (every model) */
   int max_queue_delay_us; /* a pass that is not full waits up to this long
                              for more rows while other passes are running
                              (--max-queue-delay-us; 0: never waits) */
