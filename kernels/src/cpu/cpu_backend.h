@@ -58,10 +58,13 @@ typedef struct gf_prim {
   size_t scratch_bytes;               /* user scratchpad this primitive uses */
   size_t scratch_off;                 /* its byte offset in the ctx arena */
   size_t arena_bytes;                 /* inner buffers + scratchpad */
-  void *keep[GF_PRIM_MAX_ARGS];       /* owned; frozen weights
-                                         (gf_ctx.frozen_batch): inner[i]'s
-                                         own buffer, reordered only when
-                                         the caller's buffer changes */
+  bool frozen[GF_PRIM_MAX_ARGS];      /* argument i is frozen weights
+                                         (gf_ctx.frozen_batch): inner[i]
+                                         uses a gf_cpu_frozen_md buffer of
+                                         the ctx, not the arena */
+  void *keep[GF_PRIM_MAX_ARGS];       /* borrowed from the ctx's frozen_md
+                                         table: inner[i]'s buffer, reordered
+                                         only when first made */
   const void *keep_src[GF_PRIM_MAX_ARGS]; /* the caller's buffer keep[i]
                                          was made from; NULL = not yet */
 } gf_prim;
@@ -73,6 +76,15 @@ typedef struct gf_cpu_frozen_w {
   int64_t rows, cols;
   float *t;               /* owned; [cols, rows] */
 } gf_cpu_frozen_w;
+
+/* Frozen conv/deconv weights in a primitive's layout, one per (caller's
+ * buffer, layout) in a ctx: every primitive of that layer (one per pass
+ * size) shares it instead of holding its own copy. */
+typedef struct gf_cpu_frozen_md {
+  const void *src;        /* the caller's weight buffer (borrowed) */
+  dnnl_memory_desc_t md;  /* the primitive's layout of it */
+  void *buf;              /* owned; src reordered into md */
+} gf_cpu_frozen_md;
 
 typedef struct gf_cpu_state {
   dnnl_engine_t engine;   /* owned; the CPU engine */
@@ -90,6 +102,9 @@ typedef struct gf_cpu_state {
   gf_cpu_frozen_w *frozen;/* owned array of owned entries (frozen
                              inference's linear weights) */
   size_t nfrozen;
+  gf_cpu_frozen_md *frozen_md; /* owned array of owned buffers (frozen
+                             inference's conv/deconv weights) */
+  size_t nfrozen_md;
   size_t tmp_cap;         /* floats */
   uint64_t created, hits; /* cache statistics */
   bool blocked;           /* conv/deconv primitives pick their own layouts

@@ -67,7 +67,6 @@ static void prim_destroy(gf_prim *p) {
     if (p->mem[i]) dnnl_memory_destroy(p->mem[i]);
     if (p->inner[i]) dnnl_memory_destroy(p->inner[i]);
     if (p->reorder[i]) dnnl_primitive_destroy(p->reorder[i]);
-    free(p->keep[i]);
   }
   if (p->scratch_mem) dnnl_memory_destroy(p->scratch_mem);
   if (p->prim) dnnl_primitive_destroy(p->prim);
@@ -127,11 +126,9 @@ static gf_status add_reorder(gf_cpu_state *st, gf_prim *p, int i,
                               DNNL_MEMORY_NONE));
   size_t bytes = arena_round(dnnl_memory_desc_get_size(want));
   if (frozen && p->arg[i] == DNNL_ARG_WEIGHTS) {
-    /* frozen weights: a buffer of their own, kept between executions */
-    p->keep[i] = aligned_alloc(4096, bytes);
-    if (!p->keep[i])
-      return gf_fail(err, GF_ENOMEM, "cpu: frozen weights of %zu bytes",
-                     bytes);
+    /* frozen weights: the ctx's buffer for (caller's buffer, want), found
+     * or made at the first execution (frozen_weights) */
+    p->frozen[i] = true;
   } else {
     p->inner_off[i] = p->arena_bytes;
     p->arena_bytes += bytes;
@@ -153,6 +150,35 @@ static gf_status run_reorder(gf_cpu_state *st, gf_prim *p, int i,
   dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, out ? p->inner[i] : p->mem[i]},
                           {DNNL_ARG_TO, out ? p->mem[i] : p->inner[i]}};
   DNNL_TRY(dnnl_primitive_execute(p->reorder[i], st->stream, 2, a));
+  return GF_OK;
+}
+
+/* The ctx's buffer of src in inner's layout (*fresh: just made, not yet
+ * reordered into): one per (weights, layout), shared by every primitive
+ * of that layer, whatever its pass size. */
+static gf_status frozen_weights(gf_cpu_state *st, const void *src,
+                                const_dnnl_memory_t inner, void **buf,
+                                bool *fresh, gf_err *err) {
+  const dnnl_memory_desc_t *md = NULL;
+  DNNL_TRY(dnnl_memory_get_memory_desc(inner, &md));
+  *fresh = false;
+  for (size_t k = 0; k < st->nfrozen_md; k++)
+    if (st->frozen_md[k].src == src &&
+        dnnl_memory_desc_equal(&st->frozen_md[k].md, md)) {
+      *buf = st->frozen_md[k].buf;
+      return GF_OK;
+    }
+  size_t bytes = arena_round(dnnl_memory_desc_get_size(md));
+  gf_cpu_frozen_md *t =
+      realloc(st->frozen_md, (st->nfrozen_md + 1) * sizeof *t);
+  if (!t) return gf_fail(err, GF_ENOMEM, "cpu: frozen weights table");
+  st->frozen_md = t;
+  void *b = aligned_alloc(4096, bytes);
+  if (!b)
+    return gf_fail(err, GF_ENOMEM, "cpu: frozen weights of %zu bytes", bytes);
+  t[st->nfrozen_md++] = (gf_cpu_frozen_md){src, *md, b};
+  *buf = b;
+  *fresh = true;
   return GF_OK;
 }
 
@@ -292,6 +318,15 @@ gf_status gf_cpu_prim_exec(gf_ctx *ctx, gf_prim *p, void *const *ptr,
   }
   char *arena = st->scratchpad;
   for (int i = 0; i < p->nargs; i++)
+    if (p->frozen[i] && p->keep_src[i] != ptr[i]) {
+      bool fresh = false;
+      GF_TRY(frozen_weights(st, ptr[i], p->inner[i], &p->keep[i], &fresh,
+                            err));
+      /* reordered below when fresh; else another pass size's primitive
+       * already did */
+      p->keep_src[i] = fresh ? NULL : ptr[i];
+    }
+  for (int i = 0; i < p->nargs; i++)
     if (p->inner[i])
       DNNL_TRY(dnnl_memory_set_data_handle(
           p->inner[i], p->keep[i] ? p->keep[i] : arena + p->inner_off[i]));
@@ -405,6 +440,8 @@ static void cpu_fini(gf_ctx *ctx) {
   free(st->tmp);
   for (size_t i = 0; i < st->nfrozen; i++) free(st->frozen[i].t);
   free(st->frozen);
+  for (size_t i = 0; i < st->nfrozen_md; i++) free(st->frozen_md[i].buf);
+  free(st->frozen_md);
   if (st->stream) dnnl_stream_destroy(st->stream);
   if (st->engine) dnnl_engine_destroy(st->engine);
   free(st);

@@ -87,7 +87,7 @@ typedef struct gf_net {
   gf_net_role role;
   int max_batch;            /* forward accepts 1..max_batch samples
                                (GF_MODE_TRAIN with BN needs >= 2) */
-  bool training;            /* grads/adam_m/adam_v allocated */
+  bool training;            /* grads/adam_m/adam_v and dbuf allocated */
   gf_arena params, grads, adam_m, adam_v, bn_stats, acts;
   gf_param tensors[GF_NET_MAX_TENSORS]; /* state_dict order: by module,
                                            weight, bias, running_mean,
@@ -106,7 +106,8 @@ typedef struct gf_net {
                                must live until the backward) */
   int fwd_batch;            /* N of the last forward; 0 = none yet */
   gf_net_mode fwd_mode;
-  float *dbuf[2];           /* backward ping-pong buffers in acts */
+  float *dbuf[2];           /* backward ping-pong buffers in acts
+                               (training only; NULL otherwise) */
   /* Data parallelism (DESIGN §4.6; gf_net_set_sync_bn and the GAN step's
    * gradient sync set them; gf_net_free clears them). NULL/false for one
    * rank. */
@@ -128,8 +129,9 @@ typedef struct gf_net {
 
 /* Builds network `role` of cfg (validated; dcgan: 28/32/64, 1 or 3
  * channels; mlp: any H, W, C, hidden sizes as the paper) on ctx's device
- * for up to max_batch samples. training allocates grads and both Adam
- * moments (a generator only served needs none). Parameters are zero and
+ * for up to max_batch samples. training allocates grads, both Adam
+ * moments and the backward's buffers (a generator only served needs none:
+ * a net built without them runs forwards only). Parameters are zero and
  * BN running stats are (mean 0, var 1) until gf_net_init_params.
  * Memory: net (caller's struct) owns its arenas and layer table; release
  * with gf_net_free, also after a failure. cfg is copied. */
@@ -173,7 +175,8 @@ gf_status gf_net_forward(gf_net *net, gf_ctx *ctx, const gf_tensor *x,
  * that forward's output (same shape). dx (may be NULL) receives the
  * gradient wrt the input x. When param_grads, parameter gradients are
  * written (GF_OVERWRITE) or added (GF_ACCUMULATE) into the grads arena;
- * when false they are left alone (a G step only needs D's dx). */
+ * when false they are left alone (a G step only needs D's dx). GF_ESTATE
+ * on a net not built for training. */
 gf_status gf_net_backward(gf_net *net, gf_ctx *ctx, const gf_tensor *dy,
                           gf_tensor *dx, bool param_grads, gf_accum accum,
                           gf_err *err);
