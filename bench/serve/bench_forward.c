@@ -39,7 +39,7 @@ typedef struct opts {
   const char *model_dir;
   int threads;              /* op threads of the one executor, >= 1 */
   int cuda;                 /* --device cuda[:N]: 1, with device below */
-  int bf16;                 /* --precision bf16 */
+  int precision;            /* --precision: a gf_gen_precision */
   int device;
   int batch[MAX_SIZES];     /* batch sizes to time, each 1..4096 */
   int n_batch;
@@ -64,7 +64,7 @@ static void usage(FILE *out) {
           "  pass over at least --seconds (2) after --warmup-seconds (0.3).\n"
           "  --threads N         op threads, 1..256 (1)\n"
           "  --device DEV        cpu or cuda[:N] (cpu)\n"
-          "  --precision P       fp32 or bf16 (fp32)\n"
+          "  --precision P       fp32, bf16 or int8 (fp32)\n"
           "  --batch LIST        batch sizes, space- or comma-separated, each\n"
           "                      1..4096, at most %d (\"1 16\")\n"
           "  --seed S            latents: image k is sample k of seed S (7)\n"
@@ -136,8 +136,11 @@ static int parse_opts(int argc, char **argv, opts *o) {
     else if (strcmp(f, "--dump-png") == 0) o->dump_png = v;
     else if (strcmp(f, "--batch") == 0) bad = parse_batches(v, o);
     else if (strcmp(f, "--precision") == 0) {
-      bad = strcmp(v, "fp32") != 0 && strcmp(v, "bf16") != 0;
-      o->bf16 = strcmp(v, "bf16") == 0;
+      bad = strcmp(v, "fp32") != 0 && strcmp(v, "bf16") != 0 &&
+            strcmp(v, "int8") != 0;
+      o->precision = strcmp(v, "bf16") == 0   ? GF_GEN_BF16
+                     : strcmp(v, "int8") == 0 ? GF_GEN_INT8
+                                              : GF_GEN_FP32;
     } else if (strcmp(f, "--device") == 0) {
       if (strcmp(v, "cpu") == 0) o->cuda = 0;
       else if (strcmp(v, "cuda") == 0) o->cuda = 1, o->device = 0;
@@ -308,7 +311,7 @@ int main(int argc, char **argv) {
                           .device_index = o.device,
                           .n_exec = 1, .threads = o.threads,
                           .max_batch = max_batch, .resident = NULL,
-                          .precision = o.bf16 ? GF_GEN_BF16 : GF_GEN_FP32};
+                          .precision = (gf_gen_precision)o.precision};
   gf_err err = {0};
   gf_generator *m = NULL;
   if (gf_generator_load(o.model_dir, "bench", "local", &mo, &m, &err) !=

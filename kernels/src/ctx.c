@@ -80,6 +80,15 @@ gf_status gf_ctx_bf16_check(const gf_ctx *ctx, gf_err *err) {
   return gf_cpu_bf16_check(err);
 }
 
+gf_status gf_ctx_int8_check(const gf_ctx *ctx, gf_err *err) {
+  if (!ctx || !ctx->ops) return gf_fail(err, GF_EINVAL, "ctx: not initialised");
+  if (ctx->backend != GF_BACKEND_CPU)
+    return gf_fail(err, GF_EUNSUPPORTED, "int8: frozen inference in int8 is "
+                   "the CPU backend's; the %s backend runs f32",
+                   ctx->ops->name);
+  return gf_cpu_int8_check(err);
+}
+
 gf_status gf_ctx_sync(gf_ctx *ctx, gf_err *err) {
   if (!ctx || !ctx->ops) return gf_fail(err, GF_EINVAL, "ctx: not initialized");
   return ctx->ops->sync ? ctx->ops->sync(ctx, err) : GF_OK;

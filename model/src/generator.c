@@ -31,7 +31,7 @@ static void model_free(gf_generator *m) {
 }
 
 const char *gf_gen_precision_name(gf_gen_precision p) {
-  return p == GF_GEN_BF16 ? "bf16" : "fp32";
+  return p == GF_GEN_BF16 ? "bf16" : p == GF_GEN_INT8 ? "int8" : "fp32";
 }
 
 void gf_generator_ref(gf_generator *m) { atomic_fetch_add(&m->refs, 1); }
@@ -81,12 +81,15 @@ static gf_status exec_init(gf_generator_exec *e, const gf_model_config *cfg,
   /* Every pass runs the kernels a lone image gets (gf_ctx.frozen_batch),
    * on weights laid out once. */
   e->ctx.frozen_batch = GF_GENERATOR_REF_BATCH;
-  if (o->precision == GF_GEN_BF16) {
-    if ((st = gf_ctx_bf16_check(&e->ctx, err)) != GF_OK) {
+  if (o->precision == GF_GEN_BF16 || o->precision == GF_GEN_INT8) {
+    st = o->precision == GF_GEN_BF16 ? gf_ctx_bf16_check(&e->ctx, err)
+                                     : gf_ctx_int8_check(&e->ctx, err);
+    if (st != GF_OK) {
       gf_ctx_free(&e->ctx);
       return st;
     }
-    e->ctx.frozen_bf16 = 1;
+    if (o->precision == GF_GEN_BF16) e->ctx.frozen_bf16 = 1;
+    else e->ctx.frozen_int8 = GF_INT8_CALIBRATE;
   }
   if (pthread_mutex_init(&e->lock, NULL) != 0) {
     gf_ctx_free(&e->ctx);
@@ -101,6 +104,26 @@ static gf_status exec_init(gf_generator_exec *e, const gf_model_config *cfg,
                               e->ctx.device_index, 2, zshape, err)))
     return st;
   if ((st = copy_weights(&e->g, f, err))) return st;
+  if (e->ctx.frozen_int8 == GF_INT8_CALIBRATE) {
+    /* the ranges of every convolution's input over the calibration set */
+    for (int at = 0; at < GF_GENERATOR_CALIB_N && st == GF_OK;) {
+      int n = GF_GENERATOR_CALIB_N - at < o->max_batch
+                  ? GF_GENERATOR_CALIB_N - at : o->max_batch;
+      gf_tensor zc, yc;
+      int64_t shape[2] = {n, cfg->z_dim};
+      st = gf_tensor_view(&zc, e->z.data, GF_F32, e->z.device, 2, shape,
+                          err);
+      if (st == GF_OK)
+        st = gf_latent_sample(&zc, GF_GENERATOR_CALIB_SEED, GF_RNG_SAMPLE, 0,
+                              at, err);
+      if (st == GF_OK)
+        st = gf_net_forward(&e->g, &e->ctx, &zc, GF_MODE_INFER, 0, 0, 0, 0,
+                            &yc, err);
+      at += n;
+    }
+    if (st != GF_OK) return st;
+    e->ctx.frozen_int8 = GF_INT8_RUN;
+  }
   /* Warm-up: builds the primitives of a one-image forward. */
   gf_tensor z1, y;
   int64_t one[2] = {1, cfg->z_dim};
@@ -222,7 +245,8 @@ gf_status gf_generator_load(const char *dir, const char *name,
   *out = NULL;
   if (!dir || !name || !version || !o || o->n_exec < 1 || o->threads < 1 ||
       o->max_batch < 1 ||
-      (o->precision != GF_GEN_FP32 && o->precision != GF_GEN_BF16))
+      (o->precision != GF_GEN_FP32 && o->precision != GF_GEN_BF16 &&
+       o->precision != GF_GEN_INT8))
     return gf_fail(err, GF_EINVAL, "gf_generator_load: bad arguments");
   gf_mlmodel mm;
   gf_st_file f;

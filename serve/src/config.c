@@ -57,9 +57,11 @@ const char *gfs_usage(void) {
          "  --max-queue-delay-us D  a pass short of B rows waits up to D\n"
          "                       microseconds for more while others run\n"
          "                       (default 500; 0: never waits)\n"
-         "  --precision P        fp32 (default) or bf16: convolutions in\n"
-         "                       bfloat16 with f32 sums, on a CPU with\n"
-         "                       AVX512_BF16 or AMX (refused elsewhere)\n"
+         "  --precision P        fp32 (default), bf16 (convolutions in\n"
+         "                       bfloat16, f32 sums; needs AVX512_BF16 or\n"
+         "                       AMX) or int8 (convolutions after the first\n"
+         "                       in int8, calibrated at load; needs\n"
+         "                       AVX512_VNNI or AMX); refused elsewhere\n"
          "  --queue N            jobs waiting beyond the running ones before\n"
          "                       429 (default 64)\n"
          "  --max-body BYTES     request body limit (default 1048576)\n"
@@ -183,8 +185,9 @@ gf_status gfs_config_parse_args(gfs_config *c, int argc, char **argv,
     } else if (strcmp(flag, "--precision") == 0) {
       if (strcmp(v, "fp32") == 0) c->precision = GF_GEN_FP32;
       else if (strcmp(v, "bf16") == 0) c->precision = GF_GEN_BF16;
-      else st = gf_fail(err, GF_EINVAL, "--precision: fp32 or bf16, not "
-                        "'%s'", v);
+      else if (strcmp(v, "int8") == 0) c->precision = GF_GEN_INT8;
+      else st = gf_fail(err, GF_EINVAL, "--precision: fp32, bf16 or int8, "
+                        "not '%s'", v);
     } else if (strcmp(flag, "--max-queue-delay-us") == 0) {
       if (!(st = int_arg(flag, v, 0, 1000000, &x, err)))
         c->max_queue_delay_us = (int)x;

@@ -368,8 +368,11 @@ static gf_status check_device(const gfs_config *c, gf_err *err) {
     return gf_fail(err, st, "--device %s: %s", gf_backend_name(c->backend),
                    e.msg);
   if (c->precision == GF_GEN_BF16) st = gf_ctx_bf16_check(&ctx, &e);
+  if (c->precision == GF_GEN_INT8) st = gf_ctx_int8_check(&ctx, &e);
   gf_ctx_free(&ctx);
-  if (st != GF_OK) return gf_fail(err, st, "--precision bf16: %s", e.msg);
+  if (st != GF_OK)
+    return gf_fail(err, st, "--precision %s: %s",
+                   gf_gen_precision_name(c->precision), e.msg);
   return GF_OK;
 }
 

@@ -15,7 +15,10 @@
  *   - all of it again with frozen_bf16 (convolutions in bfloat16, within
  *     6e-2 + 2e-2 |y| of the f32 forward) where gf_ctx_bf16_check says
  *     the processor has bf16, and that check's refusal with its reason
- *     where not.
+ *     where not; likewise in int8 (calibrated on the rows first, within
+ *     8e-2 + 2e-2 |y|, int8 really used on dcgan28's big layer, weights
+ *     that were never calibrated refused) where gf_ctx_int8_check says the
+ *     processor has VNNI.
  * Run twice by CTest: as is, and with GF_ONEDNN_LAYOUT=plain. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,15 +73,21 @@ static void rows_view(const layer *L, gf_tensor *all, int64_t n,
  * ordinary f32 forward (bf16 inputs and weights carry 8 bits: about 2^-9
  * relative each, over up to 1,024 terms of |x w| ~ 0.06: about 0.009
  * standard deviation on outputs of about 2, so atol 6e-2 is ~6 sigma). */
-static void run_layer(const layer *L, kt_rng *r, int bf16) {
+/* mode: 0 f32, 1 bf16, 2 int8. int8: x in [0, 1) (int8 takes only
+ * non-negative inputs, as after a ReLU), calibrated on the MAXN rows
+ * first; u8 steps of 1/255 and s8 weight steps of 0.2/127 give about 0.011
+ * standard deviation over 1,024 terms, so atol 8e-2 is ~7 sigma. */
+static void run_layer(const layer *L, kt_rng *r, int mode) {
   gf_err e;
   gf_ctx fz, ref;
   gf_ctx_config cc = {GF_BACKEND_CPU, 1, 0, GF_CPU_LAYOUT_AUTO};
   REQUIRE(gf_ctx_init(&fz, &cc, &e) == GF_OK);
   REQUIRE(gf_ctx_init(&ref, &cc, &e) == GF_OK);
   fz.frozen_batch = 1;
-  fz.frozen_bf16 = bf16;
-  double atol = bf16 ? 6e-2 : 1e-5, rtol = bf16 ? 2e-2 : 1e-4;
+  fz.frozen_bf16 = mode == 1;
+  int bf16 = mode == 1, int8 = mode == 2;
+  double atol = bf16 ? 6e-2 : int8 ? 8e-2 : 1e-5;
+  double rtol = bf16 || int8 ? 2e-2 : 1e-4;
   int64_t oh, ow;
   out_hw(L, &oh, &ow);
   int lin = L->k == K_LINEAR;
@@ -94,12 +103,17 @@ static void run_layer(const layer *L, kt_rng *r, int bf16) {
                     : kt_tensor(4, MAXN, L->cout, oh, ow);
   gf_tensor yr = lin ? kt_tensor(2, MAXN, L->cout, 0, 0)
                      : kt_tensor(4, MAXN, L->cout, oh, ow);
-  kt_fill(&x, r, -1, 1, 0);
+  kt_fill(&x, r, int8 ? 0 : -1, 1, 0);
   kt_fill(&w, r, -0.2, 0.2, 0);
   kt_fill(&w2, r, -0.2, 0.2, 0);
   kt_fill(&b, r, -0.5, 0.5, 0);
   const gf_tensor *bp = L->bias ? &b : NULL;
   size_t per = (size_t)gf_tensor_numel(&y) / MAXN;
+  if (int8) { /* calibrate on every row, then run in int8 */
+    fz.frozen_int8 = GF_INT8_CALIBRATE;
+    REQUIRE(fwd(&fz, L, &x, &w, L->bias ? &b : NULL, &y, &e) == GF_OK);
+    fz.frozen_int8 = GF_INT8_RUN;
+  }
   float *alone = malloc(MAXN * per * sizeof *alone);
   REQUIRE(alone != NULL);
   /* every row alone */
@@ -125,18 +139,31 @@ static void run_layer(const layer *L, kt_rng *r, int bf16) {
     double *want = kt_dbl(&rn);
     char label[96];
     snprintf(label, sizeof label, "%s n=%lld frozen%s vs ordinary", L->name,
-             (long long)n, bf16 ? " bf16" : "");
+             (long long)n, bf16 ? " bf16" : int8 ? " int8" : "");
     CHECK(kt_compare(label, yn.data, want, (size_t)n * per, atol, rtol) ==
           0);
     for (size_t i = 0; i < (size_t)n * per && !varied; i++)
       if (((float *)yn.data)[i] != (float)want[i]) varied = 1;
     free(want);
   }
-  (void)varied; /* the orders may or may not differ on this CPU */
+  /* f32: the orders may or may not differ on this CPU; int8 must have
+   * run on the layer that matters (dcgan28's 256 -> 128), except on plain
+   * layouts, where oneDNN has only a reference int8 kernel (so f32 runs) */
+  const char *lay = getenv("GF_ONEDNN_LAYOUT");
+  if (int8 && strstr(L->name, "256->128") && !(lay && !strcmp(lay, "plain")))
+    CHECKF(varied, "%s: int8 gave f32's exact values", L->name);
   /* a new weight buffer is new weights; the old buffer still answers as
    * before */
   gf_tensor x1 = x, y1 = y, r1 = yr;
   x1.shape[0] = y1.shape[0] = r1.shape[0] = 3;
+  if (int8 && L->k != K_LINEAR) {
+    /* weights never calibrated: an error, not a silent guess */
+    CHECK_INT_EQ(fwd(&fz, L, &x1, &w2, bp, &y1, &e), GF_ESTATE);
+    CHECK(strstr(e.msg, "calibrated") != NULL);
+    fz.frozen_int8 = GF_INT8_CALIBRATE;
+    CHECK_INT_EQ(fwd(&fz, L, &x1, &w2, bp, &y1, &e), GF_OK);
+    fz.frozen_int8 = GF_INT8_RUN;
+  }
   CHECK_INT_EQ(fwd(&fz, L, &x1, &w2, bp, &y1, &e), GF_OK);
   CHECK_INT_EQ(fwd(&ref, L, &x1, &w2, bp, &r1, &e), GF_OK);
   double *want = kt_dbl(&r1);
@@ -178,7 +205,18 @@ int main(void) {
   gf_ctx_config cc = {GF_BACKEND_CPU, 1, 0, GF_CPU_LAYOUT_AUTO};
   REQUIRE(gf_ctx_init(&c, &cc, &e) == GF_OK);
   gf_status bst = gf_ctx_bf16_check(&c, &e);
+  gf_err e8;
+  gf_status ist = gf_ctx_int8_check(&c, &e8);
   gf_ctx_free(&c);
+  if (ist == GF_OK) {
+    printf("int8: this processor has VNNI; every layer again in int8\n");
+    for (size_t i = 0; i < sizeof layers / sizeof *layers; i++)
+      run_layer(&layers[i], &r, 2);
+  } else {
+    printf("int8 refused here: %s\n", e8.msg);
+    CHECK_INT_EQ(ist, GF_EUNSUPPORTED);
+    CHECK(strstr(e8.msg, "AVX512_VNNI") != NULL);
+  }
   if (bst == GF_OK) {
     printf("bf16: this processor has it; every layer again in bf16\n");
     for (size_t i = 0; i < sizeof layers / sizeof *layers; i++)

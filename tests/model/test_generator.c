@@ -158,14 +158,15 @@ static void test_refusals(const char *dir, const char *missing) {
   CHECK_INT_EQ(gf_generator_load(dir, "x", "1", &bad, &m, &err), GF_EINVAL);
 }
 
-/* --precision bf16: where the processor has bf16, a dcgan loads, its rows
- * are batch-invariant, and its images lie within 0.05 of fp32's (8-bit
- * inputs and weights in every convolution); elsewhere the load is refused
+/* --precision bf16 and int8: where the processor has it, a dcgan loads,
+ * its rows are batch-invariant, and its images lie within 0.05 of fp32's
+ * (bf16: 8-bit mantissas in every convolution; int8: u8 activations after
+ * the first layer, s8 weights per channel); elsewhere the load is refused
  * with the reason and leaves nothing allocated. */
-static void test_bf16(const char *dir) {
+static void test_precision(const char *dir, gf_gen_precision prec) {
   atomic_long resident;
   atomic_init(&resident, 0);
-  gf_generator_opts o = {GF_BACKEND_CPU, 0, 2, 1, 4, &resident, GF_GEN_BF16};
+  gf_generator_opts o = {GF_BACKEND_CPU, 0, 2, 1, 4, &resident, prec};
   gf_generator_opts f = o;
   f.precision = GF_GEN_FP32;
   gf_generator *m = NULL, *m32 = NULL;
@@ -173,21 +174,24 @@ static void test_bf16(const char *dir) {
   gf_ctx c;
   gf_ctx_config cc = {GF_BACKEND_CPU, 1, 0, GF_CPU_LAYOUT_AUTO};
   REQUIRE(gf_ctx_init(&c, &cc, &err) == GF_OK);
-  gf_status have = gf_ctx_bf16_check(&c, &err);
+  gf_status have = prec == GF_GEN_BF16 ? gf_ctx_bf16_check(&c, &err)
+                                       : gf_ctx_int8_check(&c, &err);
   gf_ctx_free(&c);
+  const char *name = gf_gen_precision_name(prec);
   gf_status st = gf_generator_load(dir, "d", "1", &o, &m, &err);
   if (have != GF_OK) {
-    printf("bf16 refused here, as it must be: %s\n", err.msg);
+    printf("%s refused here, as it must be: %s\n", name, err.msg);
     CHECK_INT_EQ(st, GF_EUNSUPPORTED);
     CHECK(m == NULL);
-    CHECK(strstr(err.msg, "AVX512_BF16") != NULL);
+    CHECK(strstr(err.msg, prec == GF_GEN_BF16 ? "AVX512_BF16"
+                                              : "AVX512_VNNI") != NULL);
     CHECK_INT_EQ(atomic_load(&resident), 0);
     return;
   }
   REQUIRE(st == GF_OK);
   REQUIRE(gf_generator_load(dir, "d", "1", &f, &m32, &err) == GF_OK);
-  CHECK_INT_EQ(m->precision, GF_GEN_BF16);
-  CHECKF(m->batch_invariant == 1, "bf16 not batch-invariant: %s",
+  CHECK_INT_EQ(m->precision, prec);
+  CHECKF(m->batch_invariant == 1, "%s not batch-invariant: %s", name,
          m->invariance_note);
   size_t numel = m->image_numel, zd = (size_t)m->cfg.z_dim;
   float *z = malloc(6 * zd * sizeof *z), *a = malloc(6 * numel * sizeof *a);
@@ -204,9 +208,9 @@ static void test_bf16(const char *dir) {
     if (d > worst) worst = d;
     if (a[i] != b[i]) differ = 1;
   }
-  printf("bf16 against fp32, 6 dcgan images: max |diff| %.4f\n", worst);
-  CHECKF(worst <= 0.05, "bf16 images %.4f from fp32", worst);
-  CHECK(differ); /* it did run in bf16 */
+  printf("%s against fp32, 6 dcgan images: max |diff| %.4f\n", name, worst);
+  CHECKF(worst <= 0.05, "%s images %.4f from fp32", name, worst);
+  CHECK(differ); /* it did run in the lower precision */
   CHECK(gf_generator_run(m, 1, z + 5 * zd, 1, one, &err) == GF_OK);
   CHECK(memcmp(one, a + 5 * numel, numel * sizeof *one) == 0);
   free(z);
@@ -228,7 +232,8 @@ int main(void) {
   test_load_and_generate(dir);
   write_model(dcgan, GF_ARCH_DCGAN, 12);
   test_load_and_generate(dcgan);
-  test_bf16(dcgan);
+  test_precision(dcgan, GF_GEN_BF16);
+  test_precision(dcgan, GF_GEN_INT8);
   test_refusals(dir, missing);
   tu_rmdir(root);
   return check_report();

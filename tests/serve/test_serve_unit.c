@@ -619,6 +619,9 @@ static void test_config(void) {
                     "--precision", "bf16"), GF_OK);
   CHECK_INT_EQ(c.precision, GF_GEN_BF16);
   CHECK_INT_EQ(args(&c, &help, &e, 4, "--model", "models:/a@p",
+                    "--precision", "int8"), GF_OK);
+  CHECK_INT_EQ(c.precision, GF_GEN_INT8);
+  CHECK_INT_EQ(args(&c, &help, &e, 4, "--model", "models:/a@p",
                     "--precision", "int4"), GF_EINVAL);
   CHECK(strstr(e.msg, "--precision") != NULL);
   /* --cache-dir: GFS_CACHE_DIR_MAX bytes are taken, one more is refused

@@ -58,7 +58,8 @@ typedef struct gf_cli_generate_opts {
   const char *out_path;  /* PNG written atomically */
   const char *cache_dir; /* download cache (ganflow-serve's layout) */
   int threads;           /* op threads, >= 1 */
-  gf_gen_precision precision; /* fp32, or bf16 where the CPU has it */
+  gf_gen_precision precision; /* fp32, or bf16 / int8 where the CPU has
+                                 them */
 } gf_cli_generate_opts;
 
 /* Checks o before anything is contacted or written: every field set and in

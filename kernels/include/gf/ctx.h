@@ -86,6 +86,21 @@ typedef struct gf_ctx {
                                         on its first forward, and reused
                                         while its address is the same: its
                                         values must not change after that */
+  int frozen_int8;                   /* 0 after init (GF_INT8_OFF); with
+                                        frozen_batch: GF_INT8_CALIBRATE runs
+                                        f32 and records the range of every
+                                        convolution's input (per weight
+                                        buffer); GF_INT8_RUN then runs those
+                                        convolutions in int8: inputs
+                                        quantised to u8 with one scale from
+                                        that range, weights to s8 with one
+                                        scale per output channel, int32
+                                        sums (exact, so rows stay batch-
+                                        invariant), f32 output; a layer
+                                        whose input went below 0 (the
+                                        latent) or for which oneDNN has
+                                        only a reference int8 kernel stays
+                                        f32. Check gf_ctx_int8_check */
   int frozen_bf16;                   /* 0 after init; with frozen_batch, 1
                                         makes convolutions and transposed
                                         convolutions take their input and
@@ -96,6 +111,14 @@ typedef struct gf_ctx {
                                         f32); linear layers stay f32. Check
                                         gf_ctx_bf16_check first */
 } gf_ctx;
+
+/* gf_ctx.frozen_int8 values. */
+enum { GF_INT8_OFF = 0, GF_INT8_CALIBRATE = 1, GF_INT8_RUN = 2 };
+
+/* GF_OK when ctx can run frozen inference in int8 at speed (a CPU ctx on
+ * a processor with AVX512_VNNI or AMX, as oneDNN detects it); else
+ * GF_EUNSUPPORTED with the reason. */
+gf_status gf_ctx_int8_check(const gf_ctx *ctx, gf_err *err);
 
 /* GF_OK when ctx can run frozen inference in bfloat16 (a CPU ctx on a
  * processor with AVX512_BF16 or AMX, as oneDNN detects it); else

@@ -86,6 +86,13 @@ typedef struct gf_cpu_frozen_md {
   void *buf;              /* owned; src reordered into md */
 } gf_cpu_frozen_md;
 
+/* The range a frozen convolution's input took while calibrating
+ * (gf_ctx.frozen_int8), keyed by the layer's weight buffer. */
+typedef struct gf_cpu_range {
+  const void *w;          /* the layer's weight buffer (borrowed) */
+  float lo, hi;
+} gf_cpu_range;
+
 typedef struct gf_cpu_state {
   dnnl_engine_t engine;   /* owned; the CPU engine */
   dnnl_stream_t stream;   /* owned; in-order, waited on after each op */
@@ -102,6 +109,8 @@ typedef struct gf_cpu_state {
   gf_cpu_frozen_w *frozen;/* owned array of owned entries (frozen
                              inference's linear weights) */
   size_t nfrozen;
+  gf_cpu_range *ranges;   /* owned; int8 calibration, one per layer */
+  size_t nranges;
   gf_cpu_frozen_md *frozen_md; /* owned array of owned buffers (frozen
                              inference's conv/deconv weights) */
   size_t nfrozen_md;
@@ -149,20 +158,31 @@ gf_status gf_cpu_prim_add(gf_ctx *ctx, const gf_prim_key *key,
                           const int *arg, const dnnl_memory_desc_t *mds,
                           gf_prim **out, gf_err *err);
 
+/* Scales of a primitive's output or of a reorder (oneDNN output scales):
+ * n values (1, or one per index of the dimensions in mask), borrowed. */
+typedef struct gf_prim_scales {
+  int n;            /* 0: none */
+  int mask;
+  const float *v;
+} gf_prim_scales;
+
 /* As gf_cpu_prim_add, for a primitive descriptor the caller made; pd's
- * ownership moves to the cache entry (it is destroyed on failure too). */
+ * ownership moves to the cache entry (it is destroyed on failure too).
+ * rsc (NULL, or nargs entries): scales of the reorder into argument i's
+ * layout (an int8 argument's quantisation). */
 gf_status gf_cpu_prim_add_pd(gf_ctx *ctx, const gf_prim_key *key,
                              dnnl_primitive_desc_t pd, int nargs,
                              const int *arg, const dnnl_memory_desc_t *mds,
-                             gf_prim **out, gf_err *err);
+                             const gf_prim_scales *rsc, gf_prim **out,
+                             gf_err *err);
 
 /* The primitive descriptor of desc whose implementation is named impl
  * (oneDNN's impl_info_str; NULL: the first oneDNN offers), with the user
- * scratchpad; GF_EUNSUPPORTED when no implementation has that name. The
- * caller destroys *out. */
+ * scratchpad and output scales osc (NULL: none); GF_EUNSUPPORTED when no
+ * implementation has that name. The caller destroys *out. */
 gf_status gf_cpu_pd_create_impl(gf_ctx *ctx, const_dnnl_op_desc_t desc,
-                                const char *impl, dnnl_primitive_desc_t *out,
-                                gf_err *err);
+                                const char *impl, const gf_prim_scales *osc,
+                                dnnl_primitive_desc_t *out, gf_err *err);
 
 /* Creates a primitive descriptor (the caller destroys it), used to build
  * the forward hints of backward primitives. */
@@ -197,6 +217,23 @@ void gf_cpu_bias_grad(const gf_ctx *ctx, const float *dy, int64_t N,
 gf_status gf_cpu_linear_fwd(gf_ctx *ctx, const gf_tensor *x,
                             const gf_tensor *w, const gf_tensor *b,
                             gf_tensor *y, gf_err *err);
+/* int8 calibration (cpu_int8.c): widens the range recorded for weights w
+ * by the n values of x; GF_ENOMEM when the table cannot grow. */
+gf_status gf_cpu_range_note(gf_cpu_state *st, const void *w, const float *x,
+                            size_t n, gf_err *err);
+/* The range recorded for w; false when none was. */
+bool gf_cpu_range_get(const gf_cpu_state *st, const void *w, float *lo,
+                      float *hi);
+/* The scales of an int8 convolution of weights w (PyTorch layout: conv
+ * [OC, IC, kh, kw], transposed [IC, OC, kh, kw]) over inputs of range
+ * [lo, hi]: *sx the input's (255 / max|x| for u8 inputs, lo >= 0, else
+ * 127 / max|x| for s8), sw[oc] each output channel's weights' (127 /
+ * max|w|),
+ * osc[oc] = 1 / (sx sw[oc]) the output's. */
+void gf_cpu_int8_scales(const float *w, bool transposed, int64_t OC,
+                        int64_t IC, int64_t khw, float lo, float hi,
+                        float *sx, float *sw, float *osc);
+
 /* The linear forward of frozen inference (cpu_linear_rows.c): each
  * output one FMA chain over k in order, the same bits at any batch. */
 gf_status gf_cpu_linear_fwd_rows(gf_ctx *ctx, const gf_tensor *x,

@@ -90,18 +90,30 @@ gf_prim *gf_cpu_prim_find(gf_ctx *ctx, const gf_prim_key *key) {
   return NULL;
 }
 
+/* A primitive attribute with the user scratchpad and, when osc is given,
+ * output scales; the caller destroys it. */
+static dnnl_status_t make_attr(const gf_prim_scales *osc,
+                               dnnl_primitive_attr_t *attr) {
+  dnnl_status_t s = dnnl_primitive_attr_create(attr);
+  if (s == dnnl_success)
+    s = dnnl_primitive_attr_set_scratchpad_mode(*attr,
+                                                dnnl_scratchpad_mode_user);
+  if (s == dnnl_success && osc && osc->n > 0)
+    s = dnnl_primitive_attr_set_output_scales(*attr, osc->n, osc->mask,
+                                              osc->v);
+  return s;
+}
+
 gf_status gf_cpu_pd_create(gf_ctx *ctx, const_dnnl_op_desc_t desc,
                            const_dnnl_primitive_desc_t hint,
                            dnnl_primitive_desc_t *out, gf_err *err) {
   gf_cpu_state *st = gf_cpu(ctx);
   dnnl_primitive_attr_t attr = NULL;
   *out = NULL;
-  DNNL_TRY(dnnl_primitive_attr_create(&attr));
-  dnnl_status_t s =
-      dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  dnnl_status_t s = make_attr(NULL, &attr);
   if (s == dnnl_success)
     s = dnnl_primitive_desc_create(out, desc, attr, st->engine, hint);
-  dnnl_primitive_attr_destroy(attr);
+  if (attr) dnnl_primitive_attr_destroy(attr);
   return gf_dnnl_check(s, "dnnl_primitive_desc_create", __FILE__, __LINE__,
                        err);
 }
@@ -121,7 +133,7 @@ static size_t arena_round(size_t bytes) { return (bytes + 4095) / 4096 * 4096; }
 static gf_status add_reorder(gf_cpu_state *st, gf_prim *p, int i,
                              const dnnl_memory_desc_t *want,
                              const dnnl_memory_desc_t *user, bool frozen,
-                             gf_err *err) {
+                             const gf_prim_scales *sc, gf_err *err) {
   DNNL_TRY(dnnl_memory_create(&p->inner[i], want, st->engine,
                               DNNL_MEMORY_NONE));
   size_t bytes = arena_round(dnnl_memory_desc_get_size(want));
@@ -135,10 +147,21 @@ static gf_status add_reorder(gf_cpu_state *st, gf_prim *p, int i,
   }
   bool out = is_output(p->arg[i]);
   dnnl_primitive_desc_t rpd = NULL;
-  DNNL_TRY(dnnl_reorder_primitive_desc_create(
-      &rpd, out ? want : user, st->engine, out ? user : want, st->engine,
-      NULL));
-  dnnl_status_t s = dnnl_primitive_create(&p->reorder[i], rpd);
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_status_t s = dnnl_success;
+  if (sc && sc->n > 0) {
+    /* quantising reorder: values times the scales, rounded and saturated */
+    s = dnnl_primitive_attr_create(&attr);
+    if (s == dnnl_success)
+      s = dnnl_primitive_attr_set_output_scales(attr, sc->n, sc->mask, sc->v);
+  }
+  if (s == dnnl_success)
+    s = dnnl_reorder_primitive_desc_create(&rpd, out ? want : user,
+                                           st->engine, out ? user : want,
+                                           st->engine, attr);
+  if (attr) dnnl_primitive_attr_destroy(attr);
+  DNNL_TRY(s);
+  s = dnnl_primitive_create(&p->reorder[i], rpd);
   dnnl_primitive_desc_destroy(rpd);
   DNNL_TRY(s);
   return GF_OK;
@@ -190,24 +213,21 @@ gf_status gf_cpu_prim_add(gf_ctx *ctx, const gf_prim_key *key,
   dnnl_primitive_desc_t pd = NULL;
   *out = NULL;
   GF_TRY(gf_cpu_pd_create(ctx, desc, hint, &pd, err));
-  return gf_cpu_prim_add_pd(ctx, key, pd, nargs, arg, mds, out, err);
+  return gf_cpu_prim_add_pd(ctx, key, pd, nargs, arg, mds, NULL, out, err);
 }
 
 gf_status gf_cpu_pd_create_impl(gf_ctx *ctx, const_dnnl_op_desc_t desc,
-                                const char *impl, dnnl_primitive_desc_t *out,
-                                gf_err *err) {
+                                const char *impl, const gf_prim_scales *osc,
+                                dnnl_primitive_desc_t *out, gf_err *err) {
   gf_cpu_state *st = gf_cpu(ctx);
   *out = NULL;
-  if (!impl) return gf_cpu_pd_create(ctx, desc, NULL, out, err);
   dnnl_primitive_attr_t attr = NULL;
   dnnl_primitive_desc_iterator_t it = NULL;
-  DNNL_TRY(dnnl_primitive_attr_create(&attr));
-  dnnl_status_t s =
-      dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  dnnl_status_t s = make_attr(osc, &attr);
   if (s == dnnl_success)
     s = dnnl_primitive_desc_iterator_create(&it, desc, attr, st->engine,
                                             NULL);
-  dnnl_primitive_attr_destroy(attr);
+  if (attr) dnnl_primitive_attr_destroy(attr);
   DNNL_TRY(s);
   gf_status rc = GF_OK;
   for (;;) {
@@ -217,8 +237,9 @@ gf_status gf_cpu_pd_create_impl(gf_ctx *ctx, const_dnnl_op_desc_t desc,
       break;
     }
     const char *name = NULL;
-    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &name) ==
-            dnnl_success && name && strcmp(name, impl) == 0) {
+    if (!impl ||
+        (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &name) ==
+             dnnl_success && name && strcmp(name, impl) == 0)) {
       *out = pd;
       break;
     }
@@ -236,7 +257,8 @@ gf_status gf_cpu_pd_create_impl(gf_ctx *ctx, const_dnnl_op_desc_t desc,
 gf_status gf_cpu_prim_add_pd(gf_ctx *ctx, const gf_prim_key *key,
                              dnnl_primitive_desc_t pd, int nargs,
                              const int *arg, const dnnl_memory_desc_t *mds,
-                             gf_prim **out, gf_err *err) {
+                             const gf_prim_scales *rsc, gf_prim **out,
+                             gf_err *err) {
   gf_cpu_state *st = gf_cpu(ctx);
   *out = NULL;
   if (nargs > GF_PRIM_MAX_ARGS) {
@@ -266,7 +288,8 @@ gf_status gf_cpu_prim_add_pd(gf_ctx *ctx, const gf_prim_key *key,
     s = dnnl_memory_create(&p->mem[i], &mds[i], st->engine, DNNL_MEMORY_NONE);
     rc = gf_dnnl_check(s, "dnnl_memory_create", __FILE__, __LINE__, err);
     if (rc == GF_OK && !dnnl_memory_desc_equal(want, &mds[i]))
-      rc = add_reorder(st, p, i, want, &mds[i], ctx->frozen_batch > 0, err);
+      rc = add_reorder(st, p, i, want, &mds[i], ctx->frozen_batch > 0,
+                       rsc ? &rsc[i] : NULL, err);
   }
   if (rc == GF_OK) {
     const dnnl_memory_desc_t *smd =
@@ -440,6 +463,7 @@ static void cpu_fini(gf_ctx *ctx) {
   free(st->tmp);
   for (size_t i = 0; i < st->nfrozen; i++) free(st->frozen[i].t);
   free(st->frozen);
+  free(st->ranges);
   for (size_t i = 0; i < st->nfrozen_md; i++) free(st->frozen_md[i].buf);
   free(st->frozen_md);
   if (st->stream) dnnl_stream_destroy(st->stream);

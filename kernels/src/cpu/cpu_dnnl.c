@@ -3,6 +3,7 @@
  * and backward. Plain NCHW / PyTorch weight layouts are given to oneDNN
  * explicitly, so no reorders happen; primitives are cached per shape in the
  * ctx (cpu_ctx.c). Argument checking happened in ops.c. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu_backend.h"
@@ -33,6 +34,7 @@ static gf_status frozen_pd(gf_ctx *ctx, int64_t N, const char *layer,
                            dnnl_memory_desc_t *src, dnnl_memory_desc_t *wt,
                            dnnl_memory_desc_t *dst, fwd_desc_fn make,
                            const void *geom, void *desc, bool with_bias,
+                           const gf_prim_scales *osc,
                            dnnl_primitive_desc_t *out, gf_err *err);
 
 /* ---- linear ---------------------------------------------------------------- */
@@ -273,12 +275,13 @@ static gf_status frozen_pd(gf_ctx *ctx, int64_t N, const char *layer,
                            dnnl_memory_desc_t *src, dnnl_memory_desc_t *wt,
                            dnnl_memory_desc_t *dst, fwd_desc_fn make,
                            const void *geom, void *desc, bool with_bias,
+                           const gf_prim_scales *osc,
                            dnnl_primitive_desc_t *out, gf_err *err) {
   int64_t R = ctx->frozen_batch;
   *out = NULL;
   GF_TRY(make(geom, with_bias, dnnl_forward_inference, desc, err));
   dnnl_primitive_desc_t ref = NULL;
-  GF_TRY(gf_cpu_pd_create(ctx, desc, NULL, &ref, err));
+  GF_TRY(gf_cpu_pd_create_impl(ctx, desc, NULL, osc, &ref, err));
   if (N == R) {
     *out = ref;
     return GF_OK;
@@ -302,7 +305,7 @@ static gf_status frozen_pd(gf_ctx *ctx, int64_t N, const char *layer,
                    "batch %lld keeps its batch inside a block", layer,
                    (long long)R);
   GF_TRY(make(geom, with_bias, dnnl_forward_inference, desc, err));
-  rc = gf_cpu_pd_create_impl(ctx, desc, impl, out, err);
+  rc = gf_cpu_pd_create_impl(ctx, desc, impl, osc, out, err);
   if (rc == GF_EUNSUPPORTED)
     return gf_fail(err, GF_EUNSUPPORTED, "cpu: frozen inference: the %s's "
                    "implementation at batch %lld (%s) has no twin at batch "
@@ -348,7 +351,74 @@ static gf_status conv_frozen_pd(gf_ctx *ctx, const conv_geom *g, bool any,
     dnnl_primitive_desc_destroy(t);
   }
   return frozen_pd(ctx, g->N, layer, &r.src_p, &r.wt_p, &r.dst_p,
-                   conv_desc_fn, &r, d, with_bias, pd, err);
+                   conv_desc_fn, &r, d, with_bias, NULL, pd, err);
+}
+
+/* The frozen int8 primitive descriptor of conv/deconv g with weights w,
+ * and the scales of its input and weight reorders in rsc[0], rsc[1]
+ * (their values in *scales, which the caller frees). GF_EUNSUPPORTED (the
+ * layer stays f32) for a signed input, or where oneDNN has no int8 kernel
+ * for the layer but a reference one; GF_ESTATE when the layer was not
+ * calibrated. */
+static gf_status conv_int8_pd(gf_ctx *ctx, const conv_geom *g, bool any,
+                              const gf_tensor *w, bool with_bias,
+                              dnnl_convolution_desc_t *d,
+                              dnnl_primitive_desc_t *pd, gf_prim_scales *rsc,
+                              float **scales, gf_err *err) {
+  const char *layer = g->transposed ? "transposed convolution"
+                                    : "convolution";
+  float lo, hi;
+  *scales = NULL;
+  if (!gf_cpu_range_get(gf_cpu(ctx), w->data, &lo, &hi))
+    return gf_fail(err, GF_ESTATE, "int8: a %s (%lld -> %lld channels) was "
+                   "not calibrated", layer, (long long)g->Cin,
+                   (long long)g->Cout);
+  /* Signed inputs (a latent into the first layer) stay f32: oneDNN's
+   * s8-input kernels add a weight compensation pass, and the one for a
+   * transposed convolution of a 1x1 input ran 3-8x slower than f32 on
+   * an AVX512_VNNI machine (2026-11-26). */
+  if (lo < 0.0f) return GF_EUNSUPPORTED;
+  int64_t OC = g->Cout;
+  float *v = malloc(((size_t)OC * 2 + 1) * sizeof *v);
+  if (!v) return gf_fail(err, GF_ENOMEM, "int8: scales");
+  float *sw = v, *osc = v + OC, *sx = v + 2 * OC;
+  gf_cpu_int8_scales(w->data, g->transposed, OC, g->Cin, g->kh * g->kw, lo,
+                     hi, sx, sw, osc);
+  conv_geom r = *g;
+  int64_t sd[4] = {ctx->frozen_batch, g->Cin, g->H, g->W};
+  int64_t wd[4] = {g->Cout, g->Cin, g->kh, g->kw};
+  int64_t dd[4] = {ctx->frozen_batch, g->Cout, g->OH, g->OW};
+  dnnl_format_tag_t tag = any ? dnnl_format_tag_any : dnnl_nchw;
+  dnnl_format_tag_t wtag = any ? dnnl_format_tag_any
+                         : g->transposed ? dnnl_iohw : dnnl_oihw;
+  gf_status rc = GF_OK;
+  if (gf_md_t(&r.src_p, 4, sd, dnnl_u8, tag) ||
+      gf_md_t(&r.wt_p, 4, wd, dnnl_s8, wtag) ||
+      gf_md_t(&r.dst_p, 4, dd, dnnl_f32, tag))
+    rc = GF_EUNSUPPORTED;
+  gf_prim_scales out = {(int)OC, 1 << 1, osc};
+  gf_err e;
+  /* no int8 kernel is an answer, not an error: the layer stays f32 */
+  if (rc == GF_OK &&
+      frozen_pd(ctx, g->N, layer, &r.src_p, &r.wt_p, &r.dst_p, conv_desc_fn,
+                &r, d, with_bias, &out, pd, &e) != GF_OK)
+    rc = GF_EUNSUPPORTED;
+  const char *name = NULL;
+  if (rc == GF_OK &&
+      (dnnl_primitive_desc_query(*pd, dnnl_query_impl_info_str, 0, &name) !=
+           dnnl_success || !name || strstr(name, "ref"))) {
+    dnnl_primitive_desc_destroy(*pd); /* a reference kernel: slower */
+    *pd = NULL;
+    rc = GF_EUNSUPPORTED;
+  }
+  if (rc != GF_OK) {
+    free(v);
+    return rc;
+  }
+  rsc[0] = (gf_prim_scales){1, 0, sx};        /* input: one scale */
+  rsc[1] = (gf_prim_scales){(int)OC, 1, sw};  /* weights: per OC (dim 0) */
+  *scales = v;
+  return GF_OK;
 }
 
 static gf_status conv_fwd(gf_ctx *ctx, bool transposed, const gf_tensor *x,
@@ -363,8 +433,15 @@ static gf_status conv_fwd(gf_ctx *ctx, bool transposed, const gf_tensor *x,
   bool any = gf_cpu(ctx)->blocked && !(frozen && y->shape[1] < 16);
   gf_status rc = conv_geom_init(&g, transposed, any, x, w, y, cp, err);
   if (rc) return rc;
+  bool int8 = frozen && ctx->frozen_int8 == GF_INT8_RUN;
+  if (frozen && ctx->frozen_int8 == GF_INT8_CALIBRATE)
+    GF_TRY(gf_cpu_range_note(gf_cpu(ctx), w->data, x->data,
+                             (size_t)gf_tensor_numel(x), err));
   gf_prim_key key;
   conv_key(&key, transposed ? GF_PK_DECONV_FWD : GF_PK_CONV_FWD, &g, b);
+  /* int8 primitives hold their layer's scales, so they belong to one
+   * weight buffer; a calibrating ctx's f32 primitives stay apart */
+  key.v[key.n++] = int8 ? (int64_t)(intptr_t)w->data : 0;
   gf_prim *p = gf_cpu_prim_find(ctx, &key);
   if (!p) {
     dnnl_convolution_desc_t d;
@@ -374,16 +451,23 @@ static gf_status conv_fwd(gf_ctx *ctx, bool transposed, const gf_tensor *x,
     int prev = gf_cpu_threads_begin(ctx);
     if (frozen) {
       dnnl_primitive_desc_t pd = NULL;
-      /* bf16 where oneDNN has a kernel for the layer, else f32 */
+      gf_prim_scales rsc[4] = {{0, 0, NULL}, {0, 0, NULL}, {0, 0, NULL},
+                               {0, 0, NULL}};
+      float *scales = NULL;
+      /* int8 or bf16 where oneDNN has a kernel for the layer, else f32 */
       rc = GF_EUNSUPPORTED;
-      if (ctx->frozen_bf16)
+      if (int8)
+        rc = conv_int8_pd(ctx, &g, any, w, b != NULL, &d, &pd, rsc, &scales,
+                          err);
+      if (rc == GF_EUNSUPPORTED && ctx->frozen_bf16)
         rc = conv_frozen_pd(ctx, &g, any, dnnl_bf16, b != NULL, &d, &pd,
                             err);
       if (rc == GF_EUNSUPPORTED)
         rc = conv_frozen_pd(ctx, &g, any, dnnl_f32, b != NULL, &d, &pd, err);
       if (rc == GF_OK)
-        rc = gf_cpu_prim_add_pd(ctx, &key, pd, b ? 4 : 3, args, mds, &p,
-                                err);
+        rc = gf_cpu_prim_add_pd(ctx, &key, pd, b ? 4 : 3, args, mds,
+                                scales ? rsc : NULL, &p, err);
+      free(scales);
     } else {
       rc = conv_fwd_desc(&g, b != NULL, dnnl_forward_training, &d, err);
       if (rc == GF_OK)

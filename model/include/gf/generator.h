@@ -38,7 +38,18 @@ typedef enum gf_gen_precision {
   GF_GEN_FP32 = 0,
   GF_GEN_BF16 = 1, /* bf16 inputs and weights, f32 sums (CPU with
                       AVX512_BF16 or AMX; refused elsewhere) */
+  GF_GEN_INT8 = 2, /* int8 inputs (scales calibrated at load on
+                      GF_GENERATOR_CALIB_N latents of
+                      GF_GENERATOR_CALIB_SEED) and weights (a scale per
+                      output channel), int32 sums (CPU with AVX512_VNNI or
+                      AMX; refused elsewhere) */
 } gf_gen_precision;
+
+/* The int8 calibration set: samples 0..N-1 of this seed, run in f32
+ * through every executor at load (the same set for every version, so a
+ * version's int8 bytes depend on nothing else). */
+#define GF_GENERATOR_CALIB_SEED 0xca1bULL
+#define GF_GENERATOR_CALIB_N 256
 
 typedef struct gf_generator_opts {
   gf_backend backend;  /* GF_BACKEND_CPU; CUDA when the build has it */
@@ -81,7 +92,7 @@ typedef struct gf_generator {
   atomic_long *resident;  /* gf_generator_opts.resident (borrowed), or NULL */
 } gf_generator;
 
-/* Name of a precision ("fp32", "bf16"). */
+/* Name of a precision ("fp32", "bf16", "int8"). */
 const char *gf_gen_precision_name(gf_gen_precision p);
 
 /* Reads dir with gf_mlmodel_read (every digest verified), loads

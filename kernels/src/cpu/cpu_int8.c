@@ -1,0 +1,66 @@
+/* cpu_int8.c - what frozen int8 inference (gf_ctx.frozen_int8) needs
+ * besides oneDNN's int8 convolutions: the processor check, the ranges the
+ * calibration records (one per layer, keyed by its weight buffer), and the
+ * quantisation scales. The convolution itself is built in cpu_dnnl.c. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "cpu_backend.h"
+
+gf_status gf_cpu_int8_check(gf_err *err) {
+  dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+  if ((isa & dnnl_cpu_isa_avx512_core_vnni) == dnnl_cpu_isa_avx512_core_vnni)
+    return GF_OK;
+  return gf_fail(err, GF_EUNSUPPORTED, "int8: this processor has neither "
+                 "AVX512_VNNI nor AMX (oneDNN's ISA here: 0x%x), so int8 "
+                 "would be slower than fp32", (unsigned)isa);
+}
+
+gf_status gf_cpu_range_note(gf_cpu_state *st, const void *w, const float *x,
+                            size_t n, gf_err *err) {
+  float lo = INFINITY, hi = -INFINITY;
+  for (size_t i = 0; i < n; i++) {
+    if (x[i] < lo) lo = x[i];
+    if (x[i] > hi) hi = x[i];
+  }
+  for (size_t i = 0; i < st->nranges; i++)
+    if (st->ranges[i].w == w) {
+      if (lo < st->ranges[i].lo) st->ranges[i].lo = lo;
+      if (hi > st->ranges[i].hi) st->ranges[i].hi = hi;
+      return GF_OK;
+    }
+  gf_cpu_range *t = realloc(st->ranges, (st->nranges + 1) * sizeof *t);
+  if (!t) return gf_fail(err, GF_ENOMEM, "cpu: int8 calibration table");
+  st->ranges = t;
+  t[st->nranges++] = (gf_cpu_range){w, lo, hi};
+  return GF_OK;
+}
+
+bool gf_cpu_range_get(const gf_cpu_state *st, const void *w, float *lo,
+                      float *hi) {
+  for (size_t i = 0; i < st->nranges; i++)
+    if (st->ranges[i].w == w) {
+      *lo = st->ranges[i].lo;
+      *hi = st->ranges[i].hi;
+      return true;
+    }
+  return false;
+}
+
+void gf_cpu_int8_scales(const float *w, bool transposed, int64_t OC,
+                        int64_t IC, int64_t khw, float lo, float hi,
+                        float *sx, float *sw, float *osc) {
+  float amax = fmaxf(fabsf(lo), fabsf(hi));
+  if (!(amax > 0.0f) || !isfinite(amax)) amax = 1.0f;
+  *sx = (lo >= 0.0f ? 255.0f : 127.0f) / amax;
+  for (int64_t oc = 0; oc < OC; oc++) {
+    float m = 0.0f;
+    for (int64_t ic = 0; ic < IC; ic++) {
+      const float *k = transposed ? w + (ic * OC + oc) * khw
+                                  : w + (oc * IC + ic) * khw;
+      for (int64_t j = 0; j < khw; j++) m = fmaxf(m, fabsf(k[j]));
+    }
+    sw[oc] = m > 0.0f ? 127.0f / m : 1.0f;
+    osc[oc] = 1.0f / (*sx * sw[oc]);
+  }
+}
