@@ -319,6 +319,25 @@ static gf_status conv_desc_fn(const void *geom, bool with_bias,
   return conv_fwd_desc(geom, with_bias, prop, desc, err);
 }
 
+/* r = g with the descriptors a frozen primitive is made with: batch
+ * frozen_batch, input of type `in`, weights of type `wt`, f32 output,
+ * oneDNN's choice of layout (any) or plain ones. */
+static dnnl_status_t frozen_geom(const gf_ctx *ctx, const conv_geom *g,
+                                 bool any, dnnl_data_type_t in,
+                                 dnnl_data_type_t wt, conv_geom *r) {
+  *r = *g;
+  int64_t sd[4] = {ctx->frozen_batch, g->Cin, g->H, g->W};
+  int64_t wd[4] = {g->Cout, g->Cin, g->kh, g->kw};
+  int64_t dd[4] = {ctx->frozen_batch, g->Cout, g->OH, g->OW};
+  dnnl_format_tag_t tag = any ? dnnl_format_tag_any : dnnl_nchw;
+  dnnl_format_tag_t wtag = any ? dnnl_format_tag_any
+                         : g->transposed ? dnnl_iohw : dnnl_oihw;
+  dnnl_status_t s = gf_md_t(&r->src_p, 4, sd, in, tag);
+  if (s == dnnl_success) s = gf_md_t(&r->wt_p, 4, wd, wt, wtag);
+  if (s == dnnl_success) s = gf_md_t(&r->dst_p, 4, dd, dnnl_f32, tag);
+  return s;
+}
+
 /* The frozen primitive descriptor of conv/deconv g with inputs and weights
  * of type `in` (f32 or bf16; the output is f32); GF_EUNSUPPORTED where
  * oneDNN has no such kernel. */
@@ -326,16 +345,8 @@ static gf_status conv_frozen_pd(gf_ctx *ctx, const conv_geom *g, bool any,
                                 dnnl_data_type_t in, bool with_bias,
                                 dnnl_convolution_desc_t *d,
                                 dnnl_primitive_desc_t *pd, gf_err *err) {
-  conv_geom r = *g;
-  int64_t sd[4] = {ctx->frozen_batch, g->Cin, g->H, g->W};
-  int64_t wd[4] = {g->Cout, g->Cin, g->kh, g->kw};
-  int64_t dd[4] = {ctx->frozen_batch, g->Cout, g->OH, g->OW};
-  dnnl_format_tag_t tag = any ? dnnl_format_tag_any : dnnl_nchw;
-  dnnl_format_tag_t wtag = any ? dnnl_format_tag_any
-                         : g->transposed ? dnnl_iohw : dnnl_oihw;
-  DNNL_TRY(gf_md_t(&r.src_p, 4, sd, in, tag));
-  DNNL_TRY(gf_md_t(&r.wt_p, 4, wd, in, wtag));
-  DNNL_TRY(gf_md_t(&r.dst_p, 4, dd, dnnl_f32, tag));
+  conv_geom r;
+  DNNL_TRY(frozen_geom(ctx, g, any, in, in, &r));
   const char *layer = g->transposed ? "transposed convolution"
                                     : "convolution";
   if (in != dnnl_f32) {
@@ -384,18 +395,11 @@ static gf_status conv_int8_pd(gf_ctx *ctx, const conv_geom *g, bool any,
   float *sw = v, *osc = v + OC, *sx = v + 2 * OC;
   gf_cpu_int8_scales(w->data, g->transposed, OC, g->Cin, g->kh * g->kw, lo,
                      hi, sx, sw, osc);
-  conv_geom r = *g;
-  int64_t sd[4] = {ctx->frozen_batch, g->Cin, g->H, g->W};
-  int64_t wd[4] = {g->Cout, g->Cin, g->kh, g->kw};
-  int64_t dd[4] = {ctx->frozen_batch, g->Cout, g->OH, g->OW};
-  dnnl_format_tag_t tag = any ? dnnl_format_tag_any : dnnl_nchw;
-  dnnl_format_tag_t wtag = any ? dnnl_format_tag_any
-                         : g->transposed ? dnnl_iohw : dnnl_oihw;
-  gf_status rc = GF_OK;
-  if (gf_md_t(&r.src_p, 4, sd, dnnl_u8, tag) ||
-      gf_md_t(&r.wt_p, 4, wd, dnnl_s8, wtag) ||
-      gf_md_t(&r.dst_p, 4, dd, dnnl_f32, tag))
-    rc = GF_EUNSUPPORTED;
+  conv_geom r;
+  gf_status rc = frozen_geom(ctx, g, any, dnnl_u8, dnnl_s8, &r) ==
+                         dnnl_success
+                     ? GF_OK
+                     : GF_EUNSUPPORTED;
   gf_prim_scales out = {(int)OC, 1 << 1, osc};
   gf_err e;
   /* no int8 kernel is an answer, not an error: the layer stays f32 */
