@@ -20,8 +20,9 @@
 #   OUT       results folder (/tmp/ganflow-bench-compare)
 # The model is the quickstart's dcgan at 28x28 (MODEL_ARCH=mlp for the mlp).
 # ganflow-serve runs with its defaults (dynamic batching: --preferred-batch
-# 16, --max-queue-delay-us 500); one more row serves one image at 64
-# connections with --preferred-batch 1 (no shared passes) for comparison.
+# 16, --max-queue-delay-us 500, fp32); more ganflow rows at 64 connections
+# follow: one image with --preferred-batch 1 (no shared passes), and one
+# image and 16-image grids with --precision bf16 and int8.
 # wrk runs on the same machine and takes CPU from either server alike.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -153,21 +154,41 @@ for n in 1 16; do
     done
   done
 done
-# The same version without shared passes, one image at 64 connections.
+# The same version served otherwise, ganflow alone: without shared passes
+# (--preferred-batch 1), and in bf16 and int8 where the processor has them
+# (a refusal is printed as such), at 64 connections.
 gf_rss_after=$(( $(bench_tree_rss_kb "$gf_pid") / 1024 ))
 gf_hwm=$(( $(awk '$1 == "VmHWM:" { print $2 }' /proc/$gf_pid/status) / 1024 ))
 kill "$gf_pid" && wait "$gf_pid" 2>/dev/null || true
 mv "$out/serve.log" "$out/serve-batching.log"
-bench_serve_start "$uri" --poll 0 --workers "$workers" --threads 1 \
-  --queue 1024 --max-conns 1024 --preferred-batch 1
-f=$out/wrk-ganflow-nobatch-c64-n1.txt
-BODY_FILE=$out/body-1.json wrk -t2 -c64 -d"${duration}s" --timeout 10s \
-  --latency -s "$out/post.lua" "$base/invocations" >"$f" 2>&1 || true
-rps=$(awk '/^Requests\/sec:/ { print $2 }' "$f")
-printf '%-8s %-4s %-6s %10.0f %10.0f %10s %10s %8s  (--preferred-batch 1)\n' ganflow 1 64 "${rps:-0}" \
-  "${rps:-0}" "$(bench_to_ms "$(awk '$1 == "50%" { print $2 }' "$f")")" \
-  "$(bench_to_ms "$(awk '$1 == "99%" { print $2 }' "$f")")" \
-  "$(awk '/Non-2xx/ { n += $NF } END { print n + 0 }' "$f")" | tee -a "$out/results.txt"
+extra_row() { # label n -- ganflow-serve flags
+  local label=$1 n=$2 f
+  shift 2
+  f=$out/wrk-ganflow-$label-c64-n$n.txt
+  BODY_FILE=$out/body-$n.json wrk -t2 -c64 -d"${duration}s" --timeout 10s \
+    --latency -s "$out/post.lua" "$base/invocations" >"$f" 2>&1 || true
+  rps=$(awk '/^Requests\/sec:/ { print $2 }' "$f")
+  printf '%-8s %-4s %-6s %10.0f %10.0f %10s %10s %8s  (%s)\n' ganflow "$n" 64 "${rps:-0}" \
+    "$(awk -v r="${rps:-0}" -v n="$n" 'BEGIN { print r * n }')" \
+    "$(bench_to_ms "$(awk '$1 == "50%" { print $2 }' "$f")")" \
+    "$(bench_to_ms "$(awk '$1 == "99%" { print $2 }' "$f")")" \
+    "$(awk '/Non-2xx/ { n += $NF } END { print n + 0 }' "$f")" "$label" | tee -a "$out/results.txt"
+}
+for variant in nobatch bf16 int8; do
+  case $variant in
+    nobatch) flags=(--preferred-batch 1) ;;
+    *) flags=(--precision "$variant") ;;
+  esac
+  if ! bench_serve_start "$uri" --poll 0 --workers "$workers" --threads 1 \
+       --queue 1024 --max-conns 1024 "${flags[@]}" 2>/dev/null; then
+    echo "ganflow  ${flags[*]}: refused here: $(grep -m1 -i 'precision' "$out/serve.log" || tail -1 "$out/serve.log")" | tee -a "$out/results.txt"
+    continue
+  fi
+  extra_row "${flags[*]}" 1
+  [ "$variant" = nobatch ] || extra_row "${flags[*]}" 16
+  kill "$serve_pid" && wait "$serve_pid" 2>/dev/null || true
+  mv "$out/serve.log" "$out/serve-$variant.log"
+done
 {
   echo "RSS after the runs: ganflow-serve $gf_rss_after MB (peak $gf_hwm MB), mlflow models serve $(( $(bench_tree_rss_kb "$ml_pid") / 1024 )) MB"
   echo "images/s ganflow / mlflow:"

@@ -17,6 +17,7 @@
 #   N           images per set (2000)
 #   SEED        latents: image k = sample k of SEED (7)
 #   DATA        the dataset (/usr/share/datasets/fashion-mnist)
+#   PRECISIONS  the precisions set against fp32, in turn ("bf16 int8")
 #   BUILD_DIR   Release build folder (build-bench-serve); ganflow-train,
 #               ganflow and precision_quality are built there
 #   OUT         results folder (/tmp/ganflow-bench-precision), emptied first
@@ -91,9 +92,13 @@ fi
   echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$out/results.txt"
 rc=0
-"$pq" --model-dir "$model_dir" --n "$n" --seed "$seed" --data "$data" \
-  >>"$out/results.txt" 2>"$out/precision_quality.log" || rc=$?
-[ "$rc" = 0 ] || tail -3 "$out/precision_quality.log" >>"$out/results.txt"
+for p in ${PRECISIONS:-bf16 int8}; do
+  echo "== $p against fp32" >>"$out/results.txt"
+  prc=0
+  "$pq" --model-dir "$model_dir" --n "$n" --seed "$seed" --data "$data" \
+    --precision "$p" >>"$out/results.txt" 2>"$out/precision_quality-$p.log" || prc=$?
+  [ "$prc" = 0 ] || { tail -3 "$out/precision_quality-$p.log" >>"$out/results.txt"; rc=$prc; }
+done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/results.txt"
 cat "$out/results.txt"
 exit "$rc"

@@ -1,4 +1,5 @@
-/* precision_quality.c - the quality cost of bf16 inference: one model
+/* precision_quality.c - the quality cost of bf16 (or, with --precision
+ * int8, int8) inference: one model
  * directory loaded twice through gf/generator.h (GF_GEN_FP32 and
  * GF_GEN_BF16, CPU, one executor, one op thread), the same N latents (image
  * k = sample k of --seed, gf_generator_latents per_image 0) run through each,
@@ -56,13 +57,16 @@ typedef struct opts {
   uint64_t seed;        /* latents, SWD directions, KID subsets */
   int max_batch;        /* rows per generator pass, 1..4096 */
   int metric_threads;   /* Inception and SWD threads; 0 = every core */
+  gf_gen_precision low; /* --precision: bf16 or int8, against fp32 */
 } opts;
 
 static void usage(FILE *out) {
   fprintf(out,
           "usage: " ME " --model-dir DIR [--n N] [--seed S] [--data SPEC]\n"
           "                         [--max-batch B] [--metric-threads T]\n"
+          "                         [--precision bf16|int8]\n"
           "  Generates N images of one model directory in fp32 and in bf16\n"
+          "  (--precision int8: in int8)\n"
           "  from the same latents and compares them: pixel agreement, SWD,\n"
           "  FID/KID against the data's first N images and against each\n"
           "  other, generation time per precision (1 thread).\n"
@@ -73,8 +77,9 @@ static void usage(FILE *out) {
           "                       reference's dataset (" DEFAULT_DATA ")\n"
           "  --max-batch B        rows per generator pass, 1..4096 (16)\n"
           "  --metric-threads T   Inception and SWD threads, 0 = all (0)\n"
-          "  Exit status: 0 success, 1 error, 2 usage error, 3 bf16 refused\n"
-          "  on this machine.\n");
+          "  --precision P        the precision set against fp32 (bf16)\n"
+          "  Exit status: 0 success, 1 error, 2 usage error, 3 the precision\n"
+          "  is refused on this machine.\n");
 }
 
 static int parse_long(const char *s, long lo, long hi, long *out) {
@@ -98,7 +103,8 @@ static int parse_u64(const char *s, uint64_t *out) {
 
 /* 0 on success; -1 after printing what was wrong; 1 for --help. */
 static int parse_opts(int argc, char **argv, opts *o) {
-  *o = (opts){.data = DEFAULT_DATA, .n = 2000, .seed = 7, .max_batch = 16};
+  *o = (opts){.data = DEFAULT_DATA, .n = 2000, .seed = 7, .max_batch = 16,
+              .low = GF_GEN_BF16};
   for (int i = 1; i < argc; i++) {
     const char *f = argv[i];
     if (strcmp(f, "--help") == 0 || strcmp(f, "-h") == 0) return 1;
@@ -111,6 +117,10 @@ static int parse_opts(int argc, char **argv, opts *o) {
     int bad = 0;
     if (strcmp(f, "--model-dir") == 0) o->model_dir = v;
     else if (strcmp(f, "--data") == 0) o->data = v;
+    else if (strcmp(f, "--precision") == 0) {
+      bad = strcmp(v, "bf16") != 0 && strcmp(v, "int8") != 0;
+      o->low = strcmp(v, "int8") == 0 ? GF_GEN_INT8 : GF_GEN_BF16;
+    }
     else if (strcmp(f, "--n") == 0) {
       bad = parse_long(v, 2, 100000, &x);
       o->n = (int)x;
@@ -156,8 +166,9 @@ static int generate(const opts *o, gf_gen_precision p, gf_generator **m,
   gf_status s = gf_generator_load(o->model_dir, "precision", "local", &mo, m,
                                   &err);
   if (s != GF_OK) {
-    if (p == GF_GEN_BF16 && s == GF_EUNSUPPORTED) {
-      fprintf(stderr, ME ": bf16 refused on this machine: %s\n", err.msg);
+    if (p != GF_GEN_FP32 && s == GF_EUNSUPPORTED) {
+      fprintf(stderr, ME ": %s refused on this machine: %s\n",
+              gf_gen_precision_name(p), err.msg);
       return 3;
     }
     fprintf(stderr, ME ": %s (%s): %s\n", o->model_dir,
@@ -192,7 +203,8 @@ static int generate(const opts *o, gf_gen_precision p, gf_generator **m,
 }
 
 /* Pixel agreement of b against a (count floats each). */
-static void print_pixels(const float *a, const float *b, size_t count) {
+static void print_pixels(const float *a, const float *b, size_t count,
+                         const char *low) {
   double max_abs = 0, sum_abs = 0;
   size_t differ = 0, hist[4] = {0}; /* 8-bit |diff| 1, 2, 3..4, >= 5 */
   int max_u8 = 0;
@@ -207,8 +219,8 @@ static void print_pixels(const float *a, const float *b, size_t count) {
     if (du > max_u8) max_u8 = du;
   }
   printf("pixels compared: %zu\n", count);
-  printf("float max |bf16-fp32|: %.6g\n", max_abs);
-  printf("float mean |bf16-fp32|: %.6g\n", sum_abs / (double)count);
+  printf("float max |%s-fp32|: %.6g\n", low, max_abs);
+  printf("float mean |%s-fp32|: %.6g\n", low, sum_abs / (double)count);
   printf("u8 pixels differing: %zu (%.4f%%)\n", differ,
          100.0 * (double)differ / (double)count);
   printf("u8 |diff| 1/2/3-4/5+: %zu/%zu/%zu/%zu\n", hist[0], hist[1],
@@ -301,17 +313,18 @@ static int quality(const opts *o, const gf_dataset *ds, const float *fp32,
       gf_fid(&ma, &mb, &fid_ab, &err) != GF_OK ||
       gf_kid(fa, o->n, fb, o->n, GF_INCEPTION_DIM, &kc, &kid_ab, &kid_ab_std,
              &err) != GF_OK) {
-    fprintf(stderr, ME ": FID/KID of bf16 against fp32: %s\n", err.msg);
+    fprintf(stderr, ME ": FID/KID of %s against fp32: %s\n", gf_gen_precision_name(o->low),
+            err.msg);
     goto done;
   }
   printf("fid reference: first %d images of %s, data sha256 %s\n", o->n,
          ds->source, ref.data_sha256);
   printf("fid fp32 vs data: %.4f\n", qa.fid);
-  printf("fid bf16 vs data: %.4f\n", qb.fid);
-  printf("fid bf16 vs fp32: %.6f\n", fid_ab);
+  printf("fid %s vs data: %.4f\n", gf_gen_precision_name(o->low), qb.fid);
+  printf("fid %s vs fp32: %.6f\n", gf_gen_precision_name(o->low), fid_ab);
   printf("kid fp32 vs data: %.6f +- %.6f\n", qa.kid, qa.kid_std);
-  printf("kid bf16 vs data: %.6f +- %.6f\n", qb.kid, qb.kid_std);
-  printf("kid bf16 vs fp32: %.6f +- %.6f\n", kid_ab, kid_ab_std);
+  printf("kid %s vs data: %.6f +- %.6f\n", gf_gen_precision_name(o->low), qb.kid, qb.kid_std);
+  printf("kid %s vs fp32: %.6f +- %.6f\n", gf_gen_precision_name(o->low), kid_ab, kid_ab_std);
   rc = 0;
 done:
   gf_feat_moments_free(&ma);
@@ -336,7 +349,8 @@ int main(int argc, char **argv) {
   gf_dataset ds = {0};
   double t32 = 0, t16 = 0;
   int rc = generate(&o, GF_GEN_FP32, &m32, &img32, &t32);
-  if (rc == 0) rc = generate(&o, GF_GEN_BF16, &m16, &img16, &t16);
+  if (rc == 0) rc = generate(&o, o.low, &m16, &img16, &t16);
+  const char *low = gf_gen_precision_name(o.low);
   if (rc != 0) goto done;
   const gf_model_config *c = &m32->cfg;
   rc = 1;
@@ -372,14 +386,14 @@ int main(int argc, char **argv) {
          c->image_width, c->z_dim);
   printf("images: %d per set, image k = sample k of seed %llu\n", o.n,
          (unsigned long long)o.seed);
-  printf("batch-invariant (load probe): fp32 %s, bf16 %s\n",
-         m32->batch_invariant ? "yes" : "no",
+  printf("batch-invariant (load probe): fp32 %s, %s %s\n",
+         m32->batch_invariant ? "yes" : "no", low,
          m16->batch_invariant ? "yes" : "no");
   printf("generate fp32: %.3f s (%.1f img/s, 1 thread, passes of <= %d)\n",
          t32, o.n / t32, o.max_batch);
-  printf("generate bf16: %.3f s (%.1f img/s, 1 thread, passes of <= %d)\n",
-         t16, o.n / t16, o.max_batch);
-  print_pixels(img32, img16, (size_t)o.n * m32->image_numel);
+  printf("generate %s: %.3f s (%.1f img/s, 1 thread, passes of <= %d)\n",
+         low, t16, o.n / t16, o.max_batch);
+  print_pixels(img32, img16, (size_t)o.n * m32->image_numel, low);
   fflush(stdout);
 
   gf_swd_images s32 = {img32, GF_SWD_F32, o.n, c->image_channels,
@@ -389,9 +403,12 @@ int main(int argc, char **argv) {
   gf_swd_images sdata = s32;
   sdata.data = ds.pixels;
   sdata.pixel = GF_SWD_U8;
-  if (print_swd("bf16 vs fp32", &s32, &s16, &o) != 0 ||
+  int i8 = o.low == GF_GEN_INT8;
+  const char *l1 = i8 ? "int8 vs fp32" : "bf16 vs fp32";
+  const char *l2 = i8 ? "int8 vs data" : "bf16 vs data";
+  if (print_swd(l1, &s32, &s16, &o) != 0 ||
       print_swd("fp32 vs data", &sdata, &s32, &o) != 0 ||
-      print_swd("bf16 vs data", &sdata, &s16, &o) != 0)
+      print_swd(l2, &sdata, &s16, &o) != 0)
     goto done;
   fflush(stdout);
 
