@@ -30,7 +30,8 @@
 #                CUDA and on the CPU, PyTorch eager beside, for the model
 #                directories packed under models/ (make_bundle.sh MODELS=1)
 #   summary.txt  the table printed last
-# CHECK_STEPS (default "tests memcheck bench forward") picks the steps.
+# CHECK_STEPS (default "tests memcheck bench forward") picks the steps;
+# BENCH_MODELS (default dcgan28) the bench step's models.
 # Not run: metrics_inception_cuda (needs the 87 MB Inception weights and
 # Fashion-MNIST, over the transfer limit), serve_cuda (needs MLflow).
 set -u
@@ -181,7 +182,7 @@ elif [ "$to" -lt 30 ]; then
 else
   s=$(date +%s)
   LD_LIBRARY_PATH=$orig_ldp BENCH_CUDA=$dest/bench_cuda.sh PYTHONUNBUFFERED=1 timeout -k 5 "$to" \
-    sh "$root/bench/cuda/run.sh" --models dcgan28 --batches "64 256" --steps 50 >"$bench_log" 2>&1
+    sh "$root/bench/cuda/run.sh" --models "${BENCH_MODELS:-dcgan28}" --batches "64 256" --steps 50 >"$bench_log" 2>&1
   rc=$?
   d=$(($(date +%s) - s))
   case $rc in 0) r=DONE ;; 124|137) r=TIMEOUT ;; *) r="FAIL($rc)" ;; esac
