@@ -178,7 +178,7 @@ to=$(($(left) - 5))
 if ! want bench; then
   :
 elif [ "$to" -lt 30 ]; then
-  say "$(printf '%-22s %-8s %s' bench_dcgan28 NOTRUN "(budget)")"
+  say "$(printf '%-22s %-8s %s' bench NOTRUN "(budget)")"
 else
   s=$(date +%s)
   LD_LIBRARY_PATH=$orig_ldp BENCH_CUDA=$dest/bench_cuda.sh PYTHONUNBUFFERED=1 timeout -k 5 "$to" \
@@ -186,7 +186,7 @@ else
   rc=$?
   d=$(($(date +%s) - s))
   case $rc in 0) r=DONE ;; 124|137) r=TIMEOUT ;; *) r="FAIL($rc)" ;; esac
-  say "$(printf '%-22s %-8s %s' bench_dcgan28 "$r" "$d")"
+  say "$(printf '%-22s %-8s %s' bench "$r" "$d")"
 fi
 
 # ---- generator forward (ganflow-serve's pass) ---------------------------------------
