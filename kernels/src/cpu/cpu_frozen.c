@@ -35,7 +35,6 @@ static bool md_set_batch(dnnl_memory_desc_t *md, int64_t n) {
  * oneDNN picks for the same layer at batch R. make(geom, ..., desc) builds
  * the op desc from the descriptors src, wt and dst, which geom holds; they
  * are set to R's choices (batch N) before the second call. */
-
 static gf_status frozen_pd(gf_ctx *ctx, int64_t N, const char *layer,
                            dnnl_memory_desc_t *src, dnnl_memory_desc_t *wt,
                            dnnl_memory_desc_t *dst, fwd_desc_fn make,
@@ -78,6 +77,10 @@ static gf_status frozen_pd(gf_ctx *ctx, int64_t N, const char *layer,
   return rc;
 }
 
+static const char *layer_name(const conv_geom *g) {
+  return g->transposed ? "transposed convolution" : "convolution";
+}
+
 static gf_status conv_desc_fn(const void *geom, bool with_bias,
                               dnnl_prop_kind_t prop, void *desc,
                               gf_err *err) {
@@ -111,24 +114,16 @@ static gf_status conv_typed_pd(gf_ctx *ctx, const conv_geom *g, bool any,
                                 dnnl_convolution_desc_t *d,
                                 dnnl_primitive_desc_t *pd, gf_err *err) {
   conv_geom r;
-  DNNL_TRY(frozen_geom(ctx, g, any, in, in, &r));
-  const char *layer = g->transposed ? "transposed convolution"
-                                    : "convolution";
-  if (in != dnnl_f32) {
-    /* no kernel is an answer here, not an error */
-    dnnl_convolution_desc_t probe;
-    gf_err e;
-    if (gf_cpu_conv_fwd_desc(&r, with_bias, dnnl_forward_inference, &probe,
-                             &e) !=
-        GF_OK)
-      return GF_EUNSUPPORTED;
-    dnnl_primitive_desc_t t = NULL;
-    if (gf_cpu_pd_create(ctx, &probe, NULL, &t, &e) != GF_OK)
-      return GF_EUNSUPPORTED;
-    dnnl_primitive_desc_destroy(t);
-  }
-  return frozen_pd(ctx, g->N, layer, &r.src_p, &r.wt_p, &r.dst_p,
-                   conv_desc_fn, &r, d, with_bias, NULL, pd, err);
+  gf_err e;
+  /* in f32 every failure is an error; in bf16, no kernel for the layer is
+   * an answer, not an error: it stays f32 */
+  gf_err *to = in == dnnl_f32 ? err : &e;
+  gf_status rc = gf_dnnl_check(frozen_geom(ctx, g, any, in, in, &r),
+                               "frozen_geom", __FILE__, __LINE__, to);
+  if (rc == GF_OK)
+    rc = frozen_pd(ctx, g->N, layer_name(g), &r.src_p, &r.wt_p, &r.dst_p,
+                   conv_desc_fn, &r, d, with_bias, NULL, pd, to);
+  return rc != GF_OK && in != dnnl_f32 ? GF_EUNSUPPORTED : rc;
 }
 
 /* The frozen int8 primitive descriptor of conv/deconv g with weights w,
@@ -142,8 +137,7 @@ static gf_status conv_int8_pd(gf_ctx *ctx, const conv_geom *g, bool any,
                               dnnl_convolution_desc_t *d,
                               dnnl_primitive_desc_t *pd, gf_prim_scales *rsc,
                               float **scales, gf_err *err) {
-  const char *layer = g->transposed ? "transposed convolution"
-                                    : "convolution";
+  const char *layer = layer_name(g);
   float lo, hi;
   *scales = NULL;
   if (!gf_cpu_range_get(gf_cpu(ctx), w->data, &lo, &hi))
