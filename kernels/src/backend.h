@@ -110,10 +110,9 @@ enum { GF_ACT_RELU = 0, GF_ACT_LEAKY_RELU, GF_ACT_TANH, GF_ACT_SIGMOID };
 enum { GF_POOL_MAX = 0, GF_POOL_AVG_INCLUDE_PAD, GF_POOL_AVG_EXCLUDE_PAD };
 
 /* The CPU backend's table (cpu/cpu_ctx.c). */
-/* The CPU backend's bf16 and int8 checks (cpu_ctx.c, cpu_int8.c), for
- * gf_ctx_bf16_check and gf_ctx_int8_check. */
-gf_status gf_cpu_bf16_check(gf_err *err);
-gf_status gf_cpu_int8_check(gf_err *err);
+/* The CPU backend's check for native bf16 (int8 0) or int8 (int8 1)
+ * kernels (cpu_ctx.c), for gf_ctx_bf16_check and gf_ctx_int8_check. */
+gf_status gf_cpu_lowp_check(int int8, gf_err *err);
 extern const gf_backend_ops gf_cpu_backend_ops;
 #ifdef GF_HAVE_CUDA
 /* The CUDA backend's table (cuda/cuda_ctx.c), in builds with CUDA. */

@@ -71,22 +71,23 @@ gf_ctx_stats gf_ctx_get_stats(const gf_ctx *ctx) {
   return s;
 }
 
-gf_status gf_ctx_bf16_check(const gf_ctx *ctx, gf_err *err) {
+/* Frozen inference in bf16 (int8 0) or int8 (int8 1) on ctx. */
+static gf_status lowp_check(const gf_ctx *ctx, int int8, gf_err *err) {
+  const char *what = int8 ? "int8" : "bf16";
   if (!ctx || !ctx->ops) return gf_fail(err, GF_EINVAL, "ctx: not initialised");
   if (ctx->backend != GF_BACKEND_CPU)
-    return gf_fail(err, GF_EUNSUPPORTED, "bf16: frozen inference in bf16 is "
-                   "the CPU backend's; the %s backend runs f32",
+    return gf_fail(err, GF_EUNSUPPORTED, "%s: frozen inference in %s is "
+                   "the CPU backend's; the %s backend runs f32", what, what,
                    ctx->ops->name);
-  return gf_cpu_bf16_check(err);
+  return gf_cpu_lowp_check(int8, err);
+}
+
+gf_status gf_ctx_bf16_check(const gf_ctx *ctx, gf_err *err) {
+  return lowp_check(ctx, 0, err);
 }
 
 gf_status gf_ctx_int8_check(const gf_ctx *ctx, gf_err *err) {
-  if (!ctx || !ctx->ops) return gf_fail(err, GF_EINVAL, "ctx: not initialised");
-  if (ctx->backend != GF_BACKEND_CPU)
-    return gf_fail(err, GF_EUNSUPPORTED, "int8: frozen inference in int8 is "
-                   "the CPU backend's; the %s backend runs f32",
-                   ctx->ops->name);
-  return gf_cpu_int8_check(err);
+  return lowp_check(ctx, 1, err);
 }
 
 gf_status gf_ctx_sync(gf_ctx *ctx, gf_err *err) {

@@ -42,13 +42,18 @@ dnnl_status_t gf_md_t(dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
   return dnnl_memory_desc_init_by_tag(md, ndims, d, type, tag);
 }
 
-gf_status gf_cpu_bf16_check(gf_err *err) {
+gf_status gf_cpu_lowp_check(int int8, gf_err *err) {
+  /* AMX machines report a superset of both */
+  dnnl_cpu_isa_t need = int8 ? dnnl_cpu_isa_avx512_core_vnni
+                             : dnnl_cpu_isa_avx512_core_bf16;
   dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-  if ((isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16)
-    return GF_OK;
-  return gf_fail(err, GF_EUNSUPPORTED, "bf16: this processor has neither "
-                 "AVX512_BF16 nor AMX (oneDNN's ISA here: 0x%x), so bf16 "
-                 "would run emulated, slower than fp32", (unsigned)isa);
+  if ((isa & need) == need) return GF_OK;
+  return gf_fail(err, GF_EUNSUPPORTED, "%s: this processor has neither "
+                 "%s nor AMX (oneDNN's ISA here: 0x%x), so %s would %s",
+                 int8 ? "int8" : "bf16", int8 ? "AVX512_VNNI" : "AVX512_BF16",
+                 (unsigned)isa, int8 ? "int8" : "bf16",
+                 int8 ? "be slower than fp32"
+                      : "run emulated, slower than fp32");
 }
 
 int gf_cpu_threads_begin(const gf_ctx *ctx) {

@@ -1,20 +1,12 @@
 /* cpu_int8.c - what frozen int8 inference (gf_ctx.frozen_int8) needs
- * besides oneDNN's int8 convolutions: the processor check, the ranges the
- * calibration records (one per layer, keyed by its weight buffer), and the
- * quantisation scales. The convolution itself is built in cpu_dnnl.c. */
+ * besides oneDNN's int8 convolutions: the ranges the calibration records
+ * (one per layer, keyed by its weight buffer) and the quantisation scales.
+ * The convolution itself is built in cpu_frozen.c, the processor check is
+ * gf_cpu_lowp_check (cpu_ctx.c). */
 #include <math.h>
 #include <stdlib.h>
 
 #include "cpu_backend.h"
-
-gf_status gf_cpu_int8_check(gf_err *err) {
-  dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-  if ((isa & dnnl_cpu_isa_avx512_core_vnni) == dnnl_cpu_isa_avx512_core_vnni)
-    return GF_OK;
-  return gf_fail(err, GF_EUNSUPPORTED, "int8: this processor has neither "
-                 "AVX512_VNNI nor AMX (oneDNN's ISA here: 0x%x), so int8 "
-                 "would be slower than fp32", (unsigned)isa);
-}
 
 gf_status gf_cpu_range_note(gf_cpu_state *st, const void *w, const float *x,
                             size_t n, gf_err *err) {
