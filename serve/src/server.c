@@ -96,16 +96,22 @@ typedef struct worker_arg {
   int index;
 } worker_arg;
 
+/* Rows a queued job asks for, as far as is known before it is parsed:
+ * a GET's n, 1 for a body. */
+static int job_rows(const gfs_req *q) {
+  return q->route == GFS_R_GENERATE ? q->args.n : 1;
+}
+
 /* Under qlock: moves from the queue to out[] (room for `room`) the jobs
- * that may share r's passes (same model slot) while their images known so
- * far (GET's n; 1 for a body) fit in `rows`; returns how many. */
+ * that may share r's passes (same model slot) while their job_rows fit in
+ * `rows`; returns how many. */
 static int take_more(gfs_server *s, gfs_req *r, int rows, gfs_req **out,
                      int room) {
   int n = 0, images = 0;
   gfs_req **link = &s->qhead, *prev = NULL;
   while (*link && images < rows && n < room) {
     gfs_req *q = *link;
-    int qi = q->route == GFS_R_GENERATE ? q->args.n : 1;
+    int qi = job_rows(q);
     if (q->slot != r->slot || images + qi > rows) {
       prev = q;
       link = &q->next;
@@ -124,7 +130,7 @@ static int take_more(gfs_server *s, gfs_req *r, int rows, gfs_req **out,
 /* r in out[0], then the queued jobs that may share its passes; returns
  * the count, r included. */
 static int take_sharers(gfs_server *s, gfs_req *r, int rows, gfs_req **out) {
-  int images = r->route == GFS_R_GENERATE ? r->args.n : 1;
+  int images = job_rows(r);
   out[0] = r;
   if (images >= rows) return 1;
   return 1 + take_more(s, r, rows - images, out + 1, GFS_MAX_SHARED - 1);
@@ -153,8 +159,7 @@ static int gather(gfs_server *s, gfs_req *r, gfs_req **out) {
   double until = r->t0 + s->cfg.max_queue_delay_us * 1e-6;
   for (;;) {
     int images = 0;
-    for (int i = 0; i < n; i++)
-      images += out[i]->route == GFS_R_GENERATE ? out[i]->args.n : 1;
+    for (int i = 0; i < n; i++) images += job_rows(out[i]);
     double left = until - gf_mono_s();
     if (images >= rows || n >= GFS_MAX_SHARED || left <= 0 || s->stopping ||
         s->busy < s->n_workers)
