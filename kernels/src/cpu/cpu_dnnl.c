@@ -8,7 +8,6 @@
 
 #include "cpu_backend.h"
 #include "cpu_conv.h"
-#include "gf/text.h"
 
 static void key_init(gf_prim_key *k, int kind, int n, const int64_t *v) {
   memset(k, 0, sizeof *k);
