@@ -9,9 +9,11 @@ foreach(t nets gan_step)
   set_tests_properties(model_${t} PROPERTIES LABELS unit TIMEOUT 120)
 endforeach()
 
-# One GAN step of mlp, dcgan-28 and dcgan-64 against PyTorch's numbers;
+# One GAN step of mlp, dcgan-28 and dcgan-64, and of three recipes (hinge +
+# spectral norm + EMA with 2 D steps per G step on dcgan-28, WGAN + spectral
+# norm on mlp, a ramped EMA on dcgan-28), against PyTorch's numbers;
 # model_golden_fires perturbs one latent by 1e-3 and passes only when the
-# comparison then fails in each of the three networks.
+# comparison then fails in each of the six cases.
 add_executable(test_golden ${CMAKE_CURRENT_LIST_DIR}/test_golden.c)
 target_link_libraries(test_golden PRIVATE gf_model)
 target_include_directories(test_golden PRIVATE ${GF_TEST_SUPPORT_DIR})

@@ -23,8 +23,39 @@ to golden/<case>.safetensors. Samples: k = min(2048, n) entries at index
 is re-implemented below with numpy (checked against the Random123 known
 answer) and keyed as gf/rng.h says.
 
-Run: /tmp/torch-venv/bin/python make_golden.py [OUTDIR]   (default: here)
+The recipe cases (metadata keys absent from the three plain cases, whose
+tensors this script still writes bit for bit as before; safetensors orders
+the header's metadata differently from run to run) add
+  loss          "bce" | "hinge" | "wgan" (gf_gan_loss); for hinge and
+                WGAN the stats' D(.) are mean logits, not sigmoids
+  spectral_norm 1: D's weights are "weight_orig" with buffers "weight_u"
+                [R] and "weight_v" [K] (a hand-made module, gf/net.h's
+                gf_net_sn_iterate: ONE power iteration at the start of each
+                D step and of the G step, none inside forwards; the forward
+                divides by sigma = u . (W v), autograd through sigma wrt W
+                only), D's batch norms dropped; u and v start as their
+                formula vector normalized in double, rounded once to f32
+  ema_decay, ema_rampup   an EMA generator: after G's Adam update t = 1,
+                every G_ema parameter and BN statistic becomes
+                torch.lerp(G, G_ema, beta), beta = gf_gan_ema_beta
+  d_steps       K D steps (gf_gan_d_step, step key K * step + j, its own
+                real batch and latents) per G step (gf_gan_g_step on the
+                last D step's fake, its step key)
+  real_scale    real batches uniform(-s, s) rather than (-1, 1) (K > 1)
+and write, besides the above (input.real / input.z then [K, n, ...];
+stats' D half from the last D step; D's gradients those of the last D step)
+  stats_d                          [K, 4] per D step [loss_d_real,
+                                   loss_d_fake, d_real, d_fake] (F64; K > 1)
+  sn.<name>                        u and v after the step (full)
+  sigma.<d.main.N>                 u . (W v) from the final u, W, v (F64)
+  ema.<name>                       G_ema: a sample of each parameter, BN
+                                   statistics in full
+
+Run: /work/torchvenv/bin/python make_golden.py [OUTDIR [CASE...]]
+(default: here, every case)
 """
+import copy
+import math
 import os
 import sys
 import zlib
@@ -32,6 +63,7 @@ import zlib
 import numpy as np
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 from safetensors.numpy import save_file
 
 M32 = np.uint64(0xFFFFFFFF)
@@ -63,6 +95,15 @@ def initial_value(tid, kind, shape):
     if kind == "bn_weight":
         v = np.float32(1.0) + v
     return v.reshape(shape)
+
+
+def unit_formula(tid, n):
+    """A spectral-norm vector's start (test_golden.c: load_sn_start): formula(tid)
+    normalized in double (its squares and their sum are exact: multiples of
+    2^-40 below 1), rounded once to f32."""
+    v = formula(tid, n).astype(np.float64)
+    nrm = max(math.sqrt(float((v * v).sum())), 1e-12)
+    return (v / nrm).astype(np.float32)
 
 
 # ---- Philox-4x32-10 and the gf/rng.h streams -----------------------------------
@@ -115,15 +156,66 @@ class MaskDropout(nn.Module):
         return x * self.mult
 
 
+SN_EPS = 1e-12  # GF_SN_EPS, torch.nn.utils.spectral_norm's eps
+
+
+class SNLayer(nn.Module):
+    """A linear or convolution layer of D with spectral norm as gf/net.h
+    describes it: parameter weight_orig (W viewed [R, K]), buffers weight_u
+    [R] and weight_v [K] changed only by power_iteration(); the forward
+    uses weight_orig / sigma, sigma = u . (W v), with u and v constants
+    for autograd (torch.nn.utils.spectral_norm in eval mode, where it does
+    not iterate either)."""
+
+    def __init__(self, shape, bias, conv=None):
+        super().__init__()
+        self.conv = conv  # (stride, padding) for a convolution, else None
+        self.weight_orig = nn.Parameter(torch.zeros(shape))
+        self.register_buffer("weight_u", torch.zeros(shape[0]))
+        self.register_buffer("weight_v", torch.zeros(int(np.prod(shape[1:]))))
+        self.bias = nn.Parameter(torch.zeros(shape[0])) if bias else None
+
+    def matrix(self):
+        return self.weight_orig.reshape(self.weight_orig.shape[0], -1)
+
+    @torch.no_grad()
+    def power_iteration(self):
+        w = self.matrix()
+        v = F.normalize(torch.mv(w.t(), self.weight_u), dim=0, eps=SN_EPS)
+        u = F.normalize(torch.mv(w, v), dim=0, eps=SN_EPS)
+        self.weight_v.copy_(v)
+        self.weight_u.copy_(u)
+
+    def sigma(self):
+        return torch.dot(self.weight_u, torch.mv(self.matrix(), self.weight_v))
+
+    def forward(self, x):
+        w = self.weight_orig / self.sigma()
+        if self.conv is None:
+            return F.linear(x, w, self.bias)
+        return F.conv2d(x, w, self.bias, stride=self.conv[0], padding=self.conv[1])
+
+
+def linear(cin, cout, sn):
+    return SNLayer((cout, cin), True) if sn else nn.Linear(cin, cout)
+
+
+def conv(cin, cout, k, stride, pad, sn):
+    if sn:
+        return SNLayer((cout, cin, k, k), False, (stride, pad))
+    return nn.Conv2d(cin, cout, k, stride, pad, bias=False)
+
+
 def mlp(role, cfg):
     img = cfg["channels"] * cfg["size"] * cfg["size"]
     if role == "g":
         return nn.Sequential(nn.Linear(cfg["z_dim"], 1200), nn.BatchNorm1d(1200), nn.ReLU(),
                              nn.Linear(1200, 1000), nn.BatchNorm1d(1000), nn.ReLU(),
                              nn.Linear(1000, img), nn.Tanh())
-    return nn.Sequential(nn.Linear(img, 256), nn.LeakyReLU(0.2), MaskDropout(0.3),
-                         nn.Linear(256, 128), nn.LeakyReLU(0.2), MaskDropout(0.3),
-                         nn.Linear(128, 1))
+    sn = cfg.get("spectral_norm", 0)
+    return nn.Sequential(linear(img, 256, sn), nn.LeakyReLU(0.2), MaskDropout(0.3),
+                         linear(256, 128, sn), nn.LeakyReLU(0.2), MaskDropout(0.3),
+                         linear(128, 1, sn))
 
 
 def dcgan(role, cfg):
@@ -138,12 +230,14 @@ def dcgan(role, cfg):
             ch //= 2
         layers += [nn.ConvTranspose2d(ch, nc, 4, 2, 1, bias=False), nn.Tanh()]
     else:
+        sn = cfg.get("spectral_norm", 0)  # SNGAN's D: no batch norm
         ch = ndf
-        layers += [nn.Conv2d(nc, ch, 4, 2, 1, bias=False), nn.LeakyReLU(0.2)]
+        layers += [conv(nc, ch, 4, 2, 1, sn), nn.LeakyReLU(0.2)]
         for _ in range(1, stages):
-            layers += [nn.Conv2d(ch, ch * 2, 4, 2, 1, bias=False), nn.BatchNorm2d(ch * 2), nn.LeakyReLU(0.2)]
+            layers += [conv(ch, ch * 2, 4, 2, 1, sn)] + ([] if sn else [nn.BatchNorm2d(ch * 2)])
+            layers += [nn.LeakyReLU(0.2)]
             ch *= 2
-        layers += [nn.Conv2d(ch, 1, k0, 1, 0, bias=False)]
+        layers += [conv(ch, 1, k0, 1, 0, sn)]
     return nn.Sequential(*layers)
 
 
@@ -171,24 +265,30 @@ def kind_of(module, pname):
 
 
 def load_formula(net, tid_base):
-    """Tensor t of the C net (state_dict order without num_batches_tracked)
-    gets formula(tid_base + t); running stats keep their defaults."""
+    """Tensor t of the C net (its order: weight or weight_orig, weight_u,
+    weight_v, bias, running_mean, running_var; no num_batches_tracked) gets
+    formula(tid_base + t), spectral norm's u and v unit_formula(tid_base +
+    t); running stats keep their defaults."""
     t = 0
     with torch.no_grad():
         for mname, module in net.main.named_children():
-            for pname in ["weight", "bias", "running_mean", "running_var"]:
+            for pname in ["weight", "weight_orig", "weight_u", "weight_v", "bias", "running_mean", "running_var"]:
                 p = getattr(module, pname, None)
                 if p is None or not isinstance(p, torch.Tensor):
                     continue
-                if pname in ("weight", "bias"):
+                if pname in ("weight", "weight_orig", "bias"):
                     p.copy_(torch.from_numpy(initial_value(tid_base + t, kind_of(module, pname), tuple(p.shape))))
+                elif pname in ("weight_u", "weight_v"):
+                    p.copy_(torch.from_numpy(unit_formula(tid_base + t, p.numel())))
                 t += 1
 
 
 def set_masks(d, cfg, seed, step, pas, n):
     for i, module in enumerate(d.main):
         if isinstance(module, MaskDropout):
-            feats = d.main[i - 1].weight.shape[0] if hasattr(d.main[i - 1], "weight") else d.main[i - 2].weight.shape[0]
+            feats = next(m.weight_orig if isinstance(m, SNLayer) else m.weight
+                         for m in (d.main[j] for j in range(i - 1, -1, -1))
+                         if isinstance(m, (nn.Linear, SNLayer))).shape[0]
             u = stream_uniform(seed, GF_RNG_DROPOUT, step, 0, pas * 64 + i, n * feats)
             p32 = np.float32(module.p)
             scale = np.float32(1.0 / (1.0 - np.float64(p32)))
@@ -204,51 +304,115 @@ def sample(a):
     return a[idx].copy()
 
 
+def ema_beta(cfg, t):
+    """gf_gan_ema_beta for G update t (1-based)."""
+    decay, rampup = cfg.get("ema_decay", 0.0), cfg.get("ema_rampup", 0.0)
+    if not decay > 0.0:
+        return 0.0
+    if not rampup > 0.0:
+        return decay
+    h = math.log(0.5) / math.log(decay)
+    h = min(h, (t - 1) * rampup)
+    return math.pow(0.5, 1.0 / h) if h > 0.0 else 0.0
+
+
+def d_loss(kind, out, real):
+    """D's loss on one batch of logits (real: label 1, else a fake batch)
+    and the mean D(.) the stats report (gf_gan_stats)."""
+    if kind == "bce":
+        target = torch.ones_like(out) if real else torch.zeros_like(out)
+        return nn.BCEWithLogitsLoss()(out, target), torch.sigmoid(out).mean().item()
+    if kind == "hinge":
+        loss = F.relu(1 - out).mean() if real else F.relu(1 + out).mean()
+    else:  # wgan
+        loss = -out.mean() if real else out.mean()
+    return loss, out.mean().item()
+
+
+def g_loss(kind, out):
+    if kind == "bce":
+        return nn.BCEWithLogitsLoss()(out, torch.ones_like(out)), torch.sigmoid(out).mean().item()
+    return -out.mean(), out.mean().item()
+
+
 def run_case(name, cfg, outdir):
     torch.manual_seed(0)
     rng = np.random.default_rng(zlib.crc32(name.encode()))
     n, seed, step = cfg["batch"], cfg["seed"], cfg["step"]
+    K, kind = cfg.get("d_steps", 1), cfg.get("loss", "bce")
     g, d = Net("g", cfg), Net("d", cfg)
     load_formula(g, 0)
     load_formula(d, 64)
-    real = rng.uniform(-1, 1, size=(n, cfg["channels"], cfg["size"], cfg["size"])).astype(np.float32)
-    z = rng.standard_normal((n, cfg["z_dim"])).astype(np.float32)
+    g_ema = copy.deepcopy(g) if cfg.get("ema_decay", 0.0) > 0.0 else None  # a copy of G
+    sn_layers = [(i, m) for i, m in enumerate(d.main) if isinstance(m, SNLayer)]
+    rshape, zshape = (n, cfg["channels"], cfg["size"], cfg["size"]), (n, cfg["z_dim"])
+    if K == 1:  # the plain cases' draws, unchanged
+        real = rng.uniform(-1, 1, size=rshape).astype(np.float32)
+        z = rng.standard_normal(zshape).astype(np.float32)
+        reals, zs = real[None], z[None]
+    else:
+        real = reals = (rng.uniform(-1, 1, size=(K,) + rshape) * cfg.get("real_scale", 1.0)).astype(np.float32)
+        z = zs = rng.standard_normal((K,) + zshape).astype(np.float32)
     g.train()
     d.train()
-    crit = nn.BCEWithLogitsLoss()
     opt_d = torch.optim.Adam(d.parameters(), lr=2e-4, betas=(0.5, 0.999), eps=1e-8)
     opt_g = torch.optim.Adam(g.parameters(), lr=2e-4, betas=(0.5, 0.999), eps=1e-8)
-    ones, zeros = torch.ones(n, 1), torch.zeros(n, 1)
-    real_t, z_t = torch.from_numpy(real), torch.from_numpy(z)
-
-    fake = g(z_t)
-    d.zero_grad()
-    set_masks(d, cfg, seed, step, 0, n)
-    out = d(real_t)
-    loss_dr = crit(out, ones)
-    loss_dr.backward()
-    d_real = torch.sigmoid(out).mean().item()
-    set_masks(d, cfg, seed, step, 1, n)
-    out = d(fake.detach())
-    loss_df = crit(out, zeros)
-    loss_df.backward()
-    d_fake = torch.sigmoid(out).mean().item()
     t = {}
-    for pname, p in d.named_parameters():
-        t["grad.d." + pname] = p.grad.detach().numpy().copy()
-    opt_d.step()
+    stats_d = []
+    margin = math.inf  # hinge: the smallest |1 -+ logit| of the D steps
+    inactive = 0  # hinge: D-step logits past the hinge (relu gradient 0)
+
+    for j in range(K):  # gf_gan_d_step, key K * step + j
+        key = K * step + j
+        for _, m in sn_layers:  # one power iteration per D weight version
+            m.power_iteration()
+        real_t, z_t = torch.from_numpy(reals[j]), torch.from_numpy(zs[j])
+        fake = g(z_t)
+        d.zero_grad()
+        set_masks(d, cfg, seed, key, 0, n)
+        out = d(real_t)
+        loss_dr, d_real = d_loss(kind, out, True)
+        loss_dr.backward()
+        margin = min(margin, (1 - out).abs().min().item())
+        inactive += int((1 - out <= 0).sum())
+        set_masks(d, cfg, seed, key, 1, n)
+        out = d(fake.detach())
+        loss_df, d_fake = d_loss(kind, out, False)
+        loss_df.backward()
+        margin = min(margin, (1 + out).abs().min().item())
+        inactive += int((1 + out <= 0).sum())
+        stats_d.append([loss_dr.item(), loss_df.item(), d_real, d_fake])
+        if j == K - 1:  # D's gradients as the step leaves them
+            for pname, p in d.named_parameters():
+                t["grad.d." + pname] = p.grad.detach().numpy().copy()
+        opt_d.step()
+    for _, m in sn_layers:  # gf_gan_g_step: D's weights changed
+        m.power_iteration()
     g.zero_grad()
-    set_masks(d, cfg, seed, step, 2, n)
+    set_masks(d, cfg, seed, key, 2, n)
     out = d(fake)
-    loss_g = crit(out, ones)
+    loss_g, d_fake2 = g_loss(kind, out)
     loss_g.backward()
-    d_fake2 = torch.sigmoid(out).mean().item()
     opt_g.step()
     for pname, p in g.named_parameters():
         t["grad.g." + pname] = p.grad.detach().numpy().copy()
+    if g_ema is not None:  # G update 1: every parameter and BN statistic
+        beta = ema_beta(cfg, 1)
+        with torch.no_grad():
+            for (_, pe), (_, p) in zip(g_ema.named_parameters(), g.named_parameters()):
+                pe.copy_(torch.lerp(p, pe, beta))
+            for (bname, be), (_, b) in zip(g_ema.named_buffers(), g.named_buffers()):
+                if bname.endswith("running_mean") or bname.endswith("running_var"):
+                    be.copy_(torch.lerp(b, be, beta))
+    if kind == "hinge":
+        print("%s: hinge margin %.3g (the D steps' relu masks are not a coin toss), %d of %d logits "
+              "past the hinge" % (name, margin, inactive, 2 * K * n))
+        assert margin > 1e-3 and 0 < inactive < 2 * K * n
 
     data = {"input.real": real, "input.z": z, "out.fake": sample(fake.detach().numpy()),
             "stats": np.array([loss_dr.item(), loss_df.item(), loss_g.item(), d_real, d_fake, d_fake2], np.float64)}
+    if K > 1:
+        data["stats_d"] = np.array(stats_d, np.float64)
     for key, grad in t.items():
         pname = key[len("grad."):]
         data["grad." + pname] = sample(grad)
@@ -260,6 +424,18 @@ def run_case(name, cfg, outdir):
         for bname, b in net.named_buffers():
             if bname.endswith("running_mean") or bname.endswith("running_var"):
                 data["bn.%s.%s" % (prefix, bname)] = b.detach().numpy().astype(np.float32).copy()
+    for i, m in sn_layers:
+        data["sn.d.main.%d.weight_u" % i] = m.weight_u.numpy().copy()
+        data["sn.d.main.%d.weight_v" % i] = m.weight_v.numpy().copy()
+        w64 = m.matrix().detach().numpy().astype(np.float64)
+        u64, v64 = m.weight_u.numpy().astype(np.float64), m.weight_v.numpy().astype(np.float64)
+        data["sigma.d.main.%d" % i] = np.array([u64 @ (w64 @ v64)], np.float64)
+    if g_ema is not None:
+        for pname, p in g_ema.named_parameters():
+            data["ema.g." + pname] = sample(p.detach().numpy())
+        for bname, b in g_ema.named_buffers():
+            if bname.endswith("running_mean") or bname.endswith("running_var"):
+                data["ema.g." + bname] = b.numpy().astype(np.float32).copy()
     meta = {k: str(v) for k, v in cfg.items()}
     meta["torch_version"] = torch.__version__
     path = os.path.join(outdir, name + ".safetensors")
@@ -271,10 +447,24 @@ CASES = {
     "mlp": dict(arch="mlp", size=28, channels=1, z_dim=50, ngf=1, ndf=1, batch=8, seed=1234, step=7),
     "dcgan28": dict(arch="dcgan", size=28, channels=1, z_dim=16, ngf=8, ndf=8, batch=4, seed=99, step=3),
     "dcgan64": dict(arch="dcgan", size=64, channels=3, z_dim=16, ngf=8, ndf=8, batch=4, seed=5, step=0),
+    # The recipes: SNGAN's (hinge, SN, 2 D steps per G step) with an EMA of
+    # beta 0.9; WGAN's critic loss with SN on mlp's D (dropout keyed per D
+    # step); BCE with a ramped EMA, whose first update copies G. The hinge
+    # case's real batches are uniform(-16, 16) (real_scale): this D (SN, no
+    # batch norm, no bias) is positively homogeneous, and at scale 1 its
+    # logits are ~0.05, every relu active; at 16 some real logits pass 1.
+    "dcgan28_hinge_sn_ema": dict(arch="dcgan", size=28, channels=1, z_dim=16, ngf=8, ndf=8, batch=4, seed=77,
+                                 step=5, loss="hinge", spectral_norm=1, ema_decay=0.9, ema_rampup=0.0,
+                                 d_steps=2, real_scale=16.0),
+    "mlp_wgan_sn": dict(arch="mlp", size=28, channels=1, z_dim=50, ngf=1, ndf=1, batch=8, seed=4321, step=7,
+                        loss="wgan", spectral_norm=1, d_steps=2),
+    "dcgan28_ema_ramp": dict(arch="dcgan", size=28, channels=1, z_dim=16, ngf=8, ndf=8, batch=4, seed=11, step=2,
+                             ema_decay=0.999, ema_rampup=0.05),
 }
 
 if __name__ == "__main__":
     outdir = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
     torch.set_num_threads(1)
-    for name, cfg in CASES.items():
-        run_case(name, cfg, outdir)
+    names = sys.argv[2:] or list(CASES)
+    for name in names:
+        run_case(name, CASES[name], outdir)
