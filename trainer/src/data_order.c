@@ -1,11 +1,13 @@
 /* data_order.c - the order in which a run visits the data (data.h, "Order"):
  * the per-epoch Philox permutation, the step <-> (epoch, offset) mapping of
  * the endless epoch stream, rank slices of a global batch, the
- * step-positioned iterator, and uint8 -> float batch filling. Pure functions
- * of their arguments apart from the iterator's permutation cache; no RNG
- * state anywhere (DESIGN §4.1). */
+ * step-positioned iterator, and uint8 -> float batch filling (x-flipped for
+ * the mirror half of a mirror order's samples). Pure functions of their
+ * arguments apart from the iterator's permutation cache; no RNG state
+ * anywhere (DESIGN §4.1). */
 #include "gf/data.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +61,23 @@ gf_status gf_data_permutation(uint64_t seed, uint64_t epoch, uint32_t n,
   }
   permute(seed, epoch, n, perm, keys);
   free(keys);
+  return GF_OK;
+}
+
+gf_status gf_data_epoch_samples(uint64_t n, bool mirror, uint64_t *samples,
+                                gf_err *err) {
+  if (!mirror) {
+    *samples = n;
+    return GF_OK;
+  }
+  /* 2n - 1 must be a uint32 sample index and 2n a uint32 permutation size. */
+  if (n > GF_DATA_MAX_IMAGES) {
+    return gf_fail(err, GF_EINVAL,
+                   "data: --mirror over %llu images: at most %u images can be "
+                   "mirrored (2x that many samples must fit 32-bit indices)",
+                   (unsigned long long)n, (unsigned)GF_DATA_MAX_IMAGES);
+  }
+  *samples = 2 * n;
   return GF_OK;
 }
 
@@ -121,27 +140,40 @@ gf_status gf_data_rank_slice(uint64_t batch, int world, int rank,
 gf_status gf_data_iter_init(gf_data_iter *it, const gf_dataset *ds,
                             const gf_data_order *order, gf_err *err) {
   memset(it, 0, sizeof *it);
-  if (!ds || !ds->pixels || ds->n < 1 || (uint64_t)ds->n > GF_DATA_MAX_IMAGES) {
+  if (!ds || !ds->pixels || ds->n < 1) {
     return gf_fail(err, GF_EINVAL, "data: iterator over an empty dataset");
   }
+  if ((uint64_t)ds->n > GF_DATA_MAX_IMAGES) {
+    return gf_fail(err, GF_EINVAL,
+                   "data: iterator over %lld images, more than the %u an "
+                   "order can index", (long long)ds->n,
+                   (unsigned)GF_DATA_MAX_IMAGES);
+  }
+  uint64_t samples;
+  gf_status st = gf_data_epoch_samples((uint64_t)ds->n, order->mirror,
+                                       &samples, err);
+  if (st) return st;
+  /* The permutation's size, and every sample index, fit a uint32. */
+  assert(samples <= UINT32_MAX);
   if (order->batch < (uint64_t)(order->world_size > 0 ? order->world_size : 1)) {
     return gf_fail(err, GF_EINVAL,
                    "data: global batch %llu is smaller than the world size %d",
                    (unsigned long long)order->batch, order->world_size);
   }
-  gf_status st = gf_data_rank_slice(order->batch, order->world_size,
-                                    order->rank, &it->begin, &it->count, err);
+  st = gf_data_rank_slice(order->batch, order->world_size, order->rank,
+                          &it->begin, &it->count, err);
   if (st) return st;
-  const size_t n = (size_t)ds->n;
+  const size_t n = (size_t)samples;
   it->perm[0] = malloc(n * sizeof(uint32_t));
   it->perm[1] = malloc(n * sizeof(uint32_t));
   it->scratch = malloc(n * sizeof(perm_key));
   if (!it->perm[0] || !it->perm[1] || !it->scratch) {
     gf_data_iter_free(it);
-    return gf_fail(err, GF_ENOMEM, "data: out of memory for the permutations of %zu images",
-                   n);
+    return gf_fail(err, GF_ENOMEM, "data: out of memory for the permutations of %zu %s",
+                   n, order->mirror ? "samples" : "images");
   }
   it->ds = ds;
+  it->samples = samples;
   it->order = *order;
   it->perm_epoch[0] = it->perm_epoch[1] = UINT64_MAX;
   return GF_OK;
@@ -164,7 +196,7 @@ static const uint32_t *epoch_perm(gf_data_iter *it, uint64_t e) {
     if (it->perm_epoch[k] == e) return it->perm[k];
   }
   int k = it->perm_lru;
-  permute(it->order.seed, e, (uint32_t)it->ds->n, it->perm[k], it->scratch);
+  permute(it->order.seed, e, (uint32_t)it->samples, it->perm[k], it->scratch);
   it->perm_epoch[k] = e;
   it->perm_lru = 1 - k;
   return it->perm[k];
@@ -172,7 +204,7 @@ static const uint32_t *epoch_perm(gf_data_iter *it, uint64_t e) {
 
 gf_status gf_data_iter_next_indices(gf_data_iter *it, uint32_t *idx,
                                     uint64_t *step_out, gf_err *err) {
-  const uint64_t B = it->order.batch, n = (uint64_t)it->ds->n;
+  const uint64_t B = it->order.batch, n = it->samples;
   if (it->step > (UINT64_MAX - B) / B) {
     return gf_fail(err, GF_EINVAL, "data: step %llu overflows the position",
                    (unsigned long long)it->step);
@@ -193,11 +225,24 @@ void gf_data_fill(const gf_dataset *ds, const uint32_t *idx, uint64_t count,
    * division, so the same floats everywhere. */
   float lut[256];
   for (int v = 0; v < 256; v++) lut[v] = ((float)v - 127.5f) / 127.5f;
-  const size_t stride = (size_t)ds->c * (size_t)ds->h * (size_t)ds->w;
+  const size_t w = (size_t)ds->w, rows = (size_t)ds->c * (size_t)ds->h;
+  const size_t stride = rows * w;
+  const uint64_t n = (uint64_t)ds->n;
   for (uint64_t i = 0; i < count; i++) {
-    const uint8_t *src = ds->pixels + (size_t)idx[i] * stride;
+    assert(idx[i] < 2 * n);
+    const bool flip = idx[i] >= n; /* the mirror half of the samples */
+    const uint64_t img = flip ? idx[i] - n : idx[i];
+    const uint8_t *src = ds->pixels + (size_t)img * stride;
     float *dst = images + i * stride;
-    for (size_t k = 0; k < stride; k++) dst[k] = lut[src[k]];
-    if (labels) labels[i] = ds->labels ? (int32_t)ds->labels[idx[i]] : -1;
+    if (!flip) {
+      for (size_t k = 0; k < stride; k++) dst[k] = lut[src[k]];
+    } else { /* planar: c * h rows of w, each reversed */
+      for (size_t r = 0; r < rows; r++) {
+        const uint8_t *in = src + r * w;
+        float *out = dst + r * w;
+        for (size_t x = 0; x < w; x++) out[x] = lut[in[w - 1 - x]];
+      }
+    }
+    if (labels) labels[i] = ds->labels ? (int32_t)ds->labels[img] : -1;
   }
 }

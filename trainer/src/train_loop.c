@@ -6,7 +6,8 @@
  *
  * Determinism (DESIGN §4.1): step k (0-based) draws its latents and
  * dropout masks from (seed, k) inside gf_gan_step and its data from
- * gf_data_position_of_step(k); a checkpoint taken after k steps holds
+ * gf_data_position_of_step(k) in st->order's stream (its samples per epoch:
+ * the images, doubled with mirror); a checkpoint taken after k steps holds
  * meta.step = k and every arena byte, so a run resumed from it repeats the
  * uninterrupted run's steps k, k+1, ... bit for bit (same --threads; on
  * --device cuda with --deterministic, on the same GPU model).
@@ -487,9 +488,8 @@ gf_train_exit gf_train_run(const gf_train_config *cfg,
             st.mcfg.image_channels, st.mcfg.image_height, st.mcfg.image_width,
             (long long)st.ds.n, device_desc, cfg->checkpoint_dir);
   s = train_start_monitors(&st, &err);
-  gf_data_order order = {cfg->seed, (uint64_t)cfg->batch, st.world, st.rank};
   if (s == GF_OK)
-    s = gf_data_loader_start(&st.loader, &st.ds, &order,
+    s = gf_data_loader_start(&st.loader, &st.ds, &st.order,
                              (uint64_t)st.start_step, LOADER_DEPTH, &err);
   if (gf_dist_agree(&st.dist, s, "starting the monitor and the loader", &err) !=
       GF_OK)

@@ -175,6 +175,8 @@ gf_status train_evaluate(train_state *st, int64_t k, double *avg,
   const gf_model_config *m = &st->mcfg;
   gf_swd_images fake = {st->gen, GF_SWD_F32, st->n_eval, m->image_channels,
                         m->image_height, m->image_width};
+  /* The dataset's first n_eval images as stored, never the mirror samples
+   * of a --mirror order: the reference describes the data. */
   gf_swd_images real = {st->ds.pixels, GF_SWD_U8, st->n_eval,
                         m->image_channels, m->image_height, m->image_width};
   gf_swd_config sc = gf_swd_config_default();
@@ -211,9 +213,12 @@ gf_status train_checkpoint(train_state *st, int64_t k, gf_err *err) {
   memset(&meta, 0, sizeof meta);
   meta.format_version = GF_CKPT_FORMAT_VERSION;
   meta.step = k;
-  uint64_t ep, off;
-  gf_status s = gf_data_position_of_step((uint64_t)k, (uint64_t)st->cfg->batch,
-                                         (uint64_t)st->ds.n, &ep, &off, err);
+  uint64_t ep, off, samples;
+  gf_status s = gf_data_epoch_samples((uint64_t)st->ds.n, st->order.mirror,
+                                      &samples, err);
+  if (s != GF_OK) return s;
+  s = gf_data_position_of_step((uint64_t)k, (uint64_t)st->cfg->batch, samples,
+                               &ep, &off, err);
   if (s != GF_OK) return s;
   meta.epoch = (int64_t)ep;
   meta.epoch_offset = (int64_t)off;

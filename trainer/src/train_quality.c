@@ -45,6 +45,7 @@ gf_status train_quality_init(train_state *st, gf_err *err) {
   if (!st->qfeats)
     return gf_fail(err, GF_ENOMEM, "out of memory for FID features");
   char warn[1200];
+  /* The images as stored (never --mirror's flips): the real set. */
   gf_status s = gf_quality_ref_init(st->inception, st->ds.pixels, st->n_fid,
                                     m->image_channels, m->image_height,
                                     m->image_width, NULL, &st->qref, warn,

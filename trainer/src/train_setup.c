@@ -225,17 +225,22 @@ gf_status train_build_model(train_state *st, bool *usage, gf_err *err) {
   if (meta.step > cfg->steps)
     return gf_fail(err, GF_EINVAL, "%s is at step %lld, past --steps %lld",
                    st->ckpt_path, (long long)meta.step, (long long)cfg->steps);
-  uint64_t ep, off;
+  uint64_t ep, off, samples;
+  s = gf_data_epoch_samples((uint64_t)st->ds.n, st->order.mirror, &samples,
+                            err);
+  if (s != GF_OK) return s;
   s = gf_data_position_of_step((uint64_t)meta.step, (uint64_t)cfg->batch,
-                               (uint64_t)st->ds.n, &ep, &off, err);
+                               samples, &ep, &off, err);
   if (s != GF_OK) return s;
   if (ep != (uint64_t)meta.epoch || off != (uint64_t)meta.epoch_offset)
     return gf_fail(err, GF_EINVAL, "%s: its data position (epoch %lld, "
                    "offset %lld) is not where step %lld of --batch %d over %lld "
-                   "images starts: --batch or --data differ from the run's",
+                   "images%s starts: --batch, --data or --mirror differ from "
+                   "the run's",
                    st->ckpt_path, (long long)meta.epoch,
                    (long long)meta.epoch_offset, (long long)meta.step,
-                   cfg->batch, (long long)st->ds.n);
+                   cfg->batch, (long long)st->ds.n,
+                   st->order.mirror ? " (x2 mirrored)" : "");
   if (cfg->resume == GF_RESUME_PATH)
     GF_TRY(gf_format(st->run_id, sizeof st->run_id, err, "checkpoint run id",
                      "%s", meta.run_id));
@@ -301,7 +306,7 @@ gf_status train_gather_hosts(train_state *st, char *out, size_t cap,
 }
 
 /* Checks --batch, --grad-accum and --exact-shards against the world size;
- * sets the slice. */
+ * sets the slice and the data order. */
 gf_status train_plan_slices(train_state *st, gf_err *err) {
   const gf_train_config *cfg = st->cfg;
   if (cfg->batch % st->world != 0)
@@ -325,6 +330,14 @@ gf_status train_plan_slices(train_state *st, gf_err *err) {
   GF_TRY(gf_data_rank_slice((uint64_t)cfg->batch, st->world, st->rank, &begin,
                             &count, err));
   st->sample0 = (int64_t)begin;
+  /* The one data order of the run: the loader walks it, checkpoints record
+   * its positions and a resume checks them (gf_data_epoch_samples). */
+  memset(&st->order, 0, sizeof st->order);
+  st->order.seed = cfg->seed;
+  st->order.batch = (uint64_t)cfg->batch;
+  st->order.world_size = st->world;
+  st->order.rank = st->rank;
+  st->order.mirror = false; /* --mirror: set from the config flag HERE */
   return GF_OK;
 }
 

@@ -69,6 +69,9 @@ typedef struct train_state {
   int rank, world;
   int local_batch;              /* this rank's slice of --batch */
   int64_t sample0;              /* its first global sample of a step */
+  gf_data_order order;          /* the run's data order (seed, --batch,
+                                   ranks, mirror); set by train_plan_slices,
+                                   read by the loader, checkpoints, resume */
   gf_relay relay;               /* every rank's system metrics (world > 1) */
   bool relay_ok;
   gf_gan_sync_stats sync_prev;  /* seams' totals at the last log point */
@@ -98,7 +101,7 @@ gf_status train_make_ctx(train_state *st, const gf_launch_info *launch,
  * *usage tells a refusal (exit 2) from a failure. */
 gf_status train_build_model(train_state *st, bool *usage, gf_err *err);
 /* Checks --batch, --grad-accum and --exact-shards against the world size;
- * sets this rank's slice. */
+ * sets this rank's slice and st->order (where --mirror goes). */
 gf_status train_plan_slices(train_state *st, gf_err *err);
 /* Rank 0's start (steps, run id) and GAN state to every rank. */
 gf_status train_share_start(train_state *st, gf_err *err);

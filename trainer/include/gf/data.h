@@ -60,12 +60,25 @@
  * global batch: disjoint, covering, and the global order does not depend on
  * W. A checkpoint needs only the step (gf_data_position_of_step).
  *
+ * Mirror (gf_data_order.mirror; StyleGAN2-ADA's --mirror=1, x-flips): the
+ * stream walks a doubled dataset of S = 2N SAMPLES per epoch. Sample index
+ * s < N is image s as it is, s >= N is image s - N flipped left-right
+ * (reversed along W, every row of every channel; the label unchanged).
+ * Everything above holds with N replaced by S: epoch e is
+ * gf_data_permutation(seed, e) over S indices, position p is sample
+ * perm(e)[p % S] with e = p / S, and gf_data_position_of_step takes S. So
+ * every epoch shows every image exactly twice, once as it is and once
+ * flipped, and a step's samples are a pure function of (seed, step, global
+ * batch, world, rank, mirror). Without mirror, S = N and sample = image:
+ * the order is the one above, bit for bit. gf_data_epoch_samples gives S.
+ *
  * Errors follow gf/status.h: every failure is a gf_err whose message names
  * the file and what is wrong with it. Nothing here prints, exits or keeps
  * global state; libpng and libjpeg errors are caught per decode. */
 #ifndef GF_DATA_H
 #define GF_DATA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -151,15 +164,24 @@ size_t gf_dataset_bytes(const gf_dataset *ds);
 /* ---- order: permutation, positions, rank slices ---------------------- */
 
 /* perm[0..n-1] = the order of epoch `epoch` under `seed`: a permutation of
- * 0..n-1, a pure function of (seed, epoch, n), drawn from
+ * 0..n-1 (n: samples per epoch, gf_data_epoch_samples), a pure function of
+ * (seed, epoch, n), drawn from
  * gf_rng_stream(seed, GF_RNG_DATA_PERM, epoch, 0, 0); epoch < 2^32 (else
  * GF_EINVAL). Allocates scratch of n * 16 bytes, freed before returning;
  * perm is caller-owned. */
 gf_status gf_data_permutation(uint64_t seed, uint64_t epoch, uint32_t n,
                               uint32_t *perm, gf_err *err);
 
+/* Samples per epoch of the stream over a dataset of n images: n, or 2n
+ * with mirror ("Mirror" above). GF_EINVAL naming the limit with mirror when
+ * n > GF_DATA_MAX_IMAGES (2^31 - 1): sample indices are uint32 and the
+ * permutation's size is a uint32. Without mirror, *samples = n for any n. */
+gf_status gf_data_epoch_samples(uint64_t n, bool mirror, uint64_t *samples,
+                                gf_err *err);
+
 /* Position of the first sample of global step `step`: epoch and offset in
- * that epoch, for a dataset of n images and a global batch of `batch`.
+ * that epoch, for an epoch of n SAMPLES (gf_data_epoch_samples: the
+ * dataset's images, doubled with mirror) and a global batch of `batch`.
  * GF_EINVAL if n or batch is 0 or step * batch overflows. */
 gf_status gf_data_position_of_step(uint64_t step, uint64_t batch, uint64_t n,
                                    uint64_t *epoch, uint64_t *offset,
@@ -183,27 +205,31 @@ typedef struct gf_data_order {
   uint64_t batch;      /* the GLOBAL batch (all ranks together), >= 1 */
   int world_size;      /* ranks, >= 1 */
   int rank;            /* 0 .. world_size - 1 */
+  bool mirror;         /* x-flip augmentation: epochs of 2n samples, the
+                          second n flipped ("Mirror" above); false: n */
 } gf_data_order;
 
 /* A step-positioned iterator over one rank's slices. It borrows the dataset
- * (which must outlive it) and owns two cached epoch permutations (8 * n
- * bytes) and sort scratch (16 * n bytes), allocated by init so that
- * iterating never allocates. */
+ * (which must outlive it) and owns two cached epoch permutations (8 * S
+ * bytes) and sort scratch (16 * S bytes), S = it->samples, allocated by
+ * init so that iterating never allocates. */
 typedef struct gf_data_iter {
   const gf_dataset *ds;   /* borrowed */
   gf_data_order order;
+  uint64_t samples;       /* per epoch: ds->n, or 2 * ds->n with mirror */
   uint64_t begin, count;  /* this rank's slice of every global batch */
   uint64_t step;          /* the next step gf_data_iter_next produces */
-  uint32_t *perm[2];      /* owned; n each; epoch perm_epoch[k] */
+  uint32_t *perm[2];      /* owned; samples each; epoch perm_epoch[k] */
   uint64_t perm_epoch[2]; /* UINT64_MAX: slot empty */
   int perm_lru;           /* slot to replace next */
   void *scratch;          /* owned; sort keys for a permutation */
 } gf_data_iter;
 
 /* Checks the order against the dataset (world/rank in range, the global
- * batch at least world_size so no rank gets an empty slice) and allocates
- * the caches. Positioned at step 0. On failure *it is empty
- * (gf_data_iter_free is safe). */
+ * batch at least world_size so no rank gets an empty slice, at most
+ * GF_DATA_MAX_IMAGES images, which mirror can double) and allocates the
+ * caches. Positioned at step 0. On failure *it is empty (gf_data_iter_free
+ * is safe). */
 gf_status gf_data_iter_init(gf_data_iter *it, const gf_dataset *ds,
                             const gf_data_order *order, gf_err *err);
 /* Frees what it owns; NULL is fine. */
@@ -211,15 +237,21 @@ void gf_data_iter_free(gf_data_iter *it);
 /* Positions the iterator so the next batch is global step `step`. */
 void gf_data_iter_seek(gf_data_iter *it, uint64_t step);
 
-/* One rank's batch: idx[0..count-1] = dataset indices of this rank's slice
- * of step it->step, then advances. idx is caller-owned (it->count
- * entries). *step_out (if non-NULL) gets the step produced. */
+/* One rank's batch: idx[0..count-1] = SAMPLE indices of this rank's slice
+ * of step it->step, then advances: each in [0, it->samples), i.e. an image
+ * index < ds->n without mirror, and with mirror s >= ds->n meaning image
+ * s - ds->n flipped (gf_data_fill makes the pixels). idx is caller-owned
+ * (it->count entries). *step_out (if non-NULL) gets the step produced. */
 gf_status gf_data_iter_next_indices(gf_data_iter *it, uint32_t *idx,
                                     uint64_t *step_out, gf_err *err);
 
-/* Converts images idx[0..count-1] to float NCHW in [-1, 1] into images
+/* Converts samples idx[0..count-1] to float NCHW in [-1, 1] into images
  * (count * c * h * w floats, caller-owned) and, when labels is non-NULL,
- * their labels (-1 when the dataset has none). Indices must be < ds->n. */
+ * their labels (-1 when the dataset has none). Sample indices must be
+ * < 2 * ds->n: s < ds->n is image s; s >= ds->n is image s - ds->n flipped
+ * left-right with the label of that image (what a mirror order hands out;
+ * an order without mirror hands out image indices only, so it fills as
+ * before). */
 void gf_data_fill(const gf_dataset *ds, const uint32_t *idx, uint64_t count,
                   float *images, int32_t *labels);
 
@@ -232,16 +264,19 @@ typedef struct gf_batch {
   int c, h, w;
   float *images;       /* n * c * h * w, NCHW, in [-1, 1] */
   int32_t *labels;     /* n; -1 each when the dataset has no labels */
-  uint32_t *indices;   /* n dataset indices */
+  uint32_t *indices;   /* n sample indices (gf_data_iter_next_indices):
+                          image indices, and with mirror s >= ds->n for
+                          image s - ds->n flipped */
   double wait_s;       /* seconds gf_data_loader_next blocked for it */
 } gf_batch;
 
 typedef struct gf_data_loader gf_data_loader; /* opaque */
 
 /* Starts a thread that prepares this rank's batches for steps first_step,
- * first_step + 1, ... into a bounded queue of `depth` (2..8) batches. The
- * loader borrows ds (it must outlive the loader) and copies order. *out is
- * owned by the caller: stop it with gf_data_loader_free. */
+ * first_step + 1, ... into a bounded queue of `depth` (2..8) batches, in
+ * the order's stream (mirror included: the flipped samples are filled
+ * flipped). The loader borrows ds (it must outlive the loader) and copies
+ * order. *out is owned by the caller: stop it with gf_data_loader_free. */
 gf_status gf_data_loader_start(gf_data_loader **out, const gf_dataset *ds,
                                const gf_data_order *order, uint64_t first_step,
                                int depth, gf_err *err);
