@@ -101,6 +101,31 @@ typedef struct gf_backend_ops {
   gf_status (*fill)(gf_ctx *ctx, gf_tensor *t, float value, gf_err *err);
   gf_status (*copy)(gf_ctx *ctx, const gf_tensor *src, gf_tensor *dst,
                     gf_err *err);
+  /* The hinge loss, the mean and their gradient (ops.h); sign is +1 or
+   * -1, x is non-empty, loss has 1 element; dx may be x. Sums follow
+   * reduce_order.h. */
+  gf_status (*hinge_fwd)(gf_ctx *ctx, const gf_tensor *x, float sign,
+                         gf_tensor *loss, gf_err *err);
+  gf_status (*hinge_bwd)(gf_ctx *ctx, const gf_tensor *x, float sign,
+                         float dloss, gf_tensor *dx, gf_err *err);
+  gf_status (*mean_fwd)(gf_ctx *ctx, const gf_tensor *x, gf_tensor *loss,
+                        gf_err *err);
+  /* avg = lerp(x, avg, w) element-wise (gf_lerp), w = the f32 beta in
+   * [0,1]; same numel >= 1, avg may be x. */
+  gf_status (*lerp)(gf_ctx *ctx, gf_tensor *avg, const gf_tensor *x, float w,
+                    gf_err *err);
+  /* Spectral normalization (ops.h) of w viewed as [R, K], R = shape[0];
+   * u [R], v [K], sigma [1] by numel; no two tensors overlap, except dw
+   * may be dw_sn (bwd; dw non-NULL). */
+  gf_status (*spectral_norm_fwd)(gf_ctx *ctx, const gf_tensor *w,
+                                 gf_tensor *u, gf_tensor *v, int n_iter,
+                                 float eps, gf_tensor *sigma,
+                                 gf_tensor *w_sn, gf_err *err);
+  gf_status (*spectral_norm_bwd)(gf_ctx *ctx, const gf_tensor *w,
+                                 const gf_tensor *u, const gf_tensor *v,
+                                 const gf_tensor *sigma,
+                                 const gf_tensor *dw_sn, gf_tensor *dw,
+                                 gf_accum accum, gf_err *err);
 } gf_backend_ops;
 
 /* Activation kinds for act_fwd / act_bwd. */

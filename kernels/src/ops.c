@@ -534,6 +534,162 @@ gf_status gf_bce_logits_bwd(gf_ctx *ctx, const gf_tensor *x,
   return ctx->ops->bce_bwd(ctx, x, target, dloss, dx, err);
 }
 
+/* ---- the other GAN losses, EMA, spectral normalization -------------------- */
+
+/* True when the bytes of a and b (valid tensors, or NULL) overlap. */
+static bool overlaps(const gf_tensor *a, const gf_tensor *b) {
+  if (!a || !b) return false;
+  uintptr_t pa = (uintptr_t)a->data, pb = (uintptr_t)b->data;
+  uintptr_t na = (uintptr_t)gf_tensor_nbytes(a);
+  uintptr_t nb = (uintptr_t)gf_tensor_nbytes(b);
+  return na > 0 && nb > 0 && pa < pb + nb && pb < pa + na;
+}
+
+/* A 1-element loss tensor and a non-empty x. */
+static gf_status loss_check(const gf_ctx *ctx, const char *op,
+                            const gf_tensor *x, const gf_tensor *loss,
+                            gf_err *err) {
+  GF_TRY(check_t(ctx, x, op, "x", err));
+  GF_TRY(check_t(ctx, loss, op, "loss", err));
+  if (gf_tensor_numel(loss) != 1)
+    return gf_fail(err, GF_EINVAL, "%s: loss must have 1 element", op);
+  if (gf_tensor_numel(x) < 1)
+    return gf_fail(err, GF_EINVAL, "%s: empty input", op);
+  if (overlaps(x, loss))
+    return gf_fail(err, GF_EINVAL, "%s: loss overlaps x", op);
+  return GF_OK;
+}
+
+static gf_status check_sign(float sign, const char *op, gf_err *err) {
+  if (sign != 1.0f && sign != -1.0f)
+    return gf_fail(err, GF_EINVAL, "%s: sign must be +1 or -1 (got %g)", op,
+                   (double)sign);
+  return GF_OK;
+}
+
+gf_status gf_hinge_fwd(gf_ctx *ctx, const gf_tensor *x, float sign,
+                       gf_tensor *loss, gf_err *err) {
+  const char *op = "hinge_fwd";
+  NEED_OP(ctx, hinge_fwd, op);
+  GF_TRY(check_sign(sign, op, err));
+  GF_TRY(loss_check(ctx, op, x, loss, err));
+  return ctx->ops->hinge_fwd(ctx, x, sign, loss, err);
+}
+
+gf_status gf_hinge_bwd(gf_ctx *ctx, const gf_tensor *x, float sign,
+                       float dloss, gf_tensor *dx, gf_err *err) {
+  const char *op = "hinge_bwd";
+  NEED_OP(ctx, hinge_bwd, op);
+  GF_TRY(check_sign(sign, op, err));
+  if (!dx) return gf_fail(err, GF_EINVAL, "%s: dx is NULL", op);
+  GF_TRY(same3(ctx, op, x, "x", dx, "dx", NULL, NULL, err));
+  if (gf_tensor_numel(x) < 1)
+    return gf_fail(err, GF_EINVAL, "%s: empty input", op);
+  if (x->data != dx->data && overlaps(x, dx))
+    return gf_fail(err, GF_EINVAL, "%s: dx partly overlaps x", op);
+  return ctx->ops->hinge_bwd(ctx, x, sign, dloss, dx, err);
+}
+
+gf_status gf_mean_fwd(gf_ctx *ctx, const gf_tensor *x, gf_tensor *loss,
+                      gf_err *err) {
+  const char *op = "mean_fwd";
+  NEED_OP(ctx, mean_fwd, op);
+  GF_TRY(loss_check(ctx, op, x, loss, err));
+  return ctx->ops->mean_fwd(ctx, x, loss, err);
+}
+
+gf_status gf_lerp(gf_ctx *ctx, gf_tensor *avg, const gf_tensor *x,
+                  double beta, gf_err *err) {
+  const char *op = "lerp";
+  NEED_OP(ctx, lerp, op);
+  if (!(beta >= 0.0 && beta <= 1.0))
+    return gf_fail(err, GF_EINVAL, "%s: beta must be in [0,1] (got %g)", op,
+                   beta);
+  GF_TRY(check_t(ctx, avg, op, "avg", err));
+  GF_TRY(check_t(ctx, x, op, "x", err));
+  if (gf_tensor_numel(avg) != gf_tensor_numel(x))
+    return gf_fail(err, GF_EINVAL, "%s: avg has %lld elements, x %lld", op,
+                   (long long)gf_tensor_numel(avg),
+                   (long long)gf_tensor_numel(x));
+  if (avg->data != x->data && overlaps(avg, x))
+    return gf_fail(err, GF_EINVAL, "%s: avg partly overlaps x", op);
+  if (gf_tensor_numel(avg) == 0) return GF_OK;
+  return ctx->ops->lerp(ctx, avg, x, (float)beta, err);
+}
+
+/* w [R, ...] with R >= 1 and numel >= 1; *K = numel / R. u, v (when
+ * non-NULL) and sigma have R, K and 1 elements. */
+static gf_status sn_check(const gf_ctx *ctx, const char *op,
+                          const gf_tensor *w, const gf_tensor *u,
+                          const gf_tensor *v, const gf_tensor *sigma,
+                          int64_t *K, gf_err *err) {
+  GF_TRY(check_t(ctx, w, op, "w", err));
+  int64_t n = gf_tensor_numel(w), R = w->shape[0];
+  if (n < 1)
+    return gf_fail(err, GF_EINVAL, "%s: w is empty", op);
+  *K = n / R;
+  const gf_tensor *t[3] = {u, v, sigma};
+  const char *nm[3] = {"u", "v", "sigma"};
+  int64_t want[3] = {R, *K, 1};
+  for (int i = 0; i < 3; i++) {
+    GF_TRY(check_t(ctx, t[i], op, nm[i], err));
+    if (gf_tensor_numel(t[i]) != want[i])
+      return gf_fail(err, GF_EINVAL, "%s: %s has %lld elements, expected "
+                     "%lld", op, nm[i], (long long)gf_tensor_numel(t[i]),
+                     (long long)want[i]);
+  }
+  return GF_OK;
+}
+
+gf_status gf_spectral_norm_fwd(gf_ctx *ctx, const gf_tensor *w, gf_tensor *u,
+                               gf_tensor *v, int n_iter, float eps,
+                               gf_tensor *sigma, gf_tensor *w_sn,
+                               gf_err *err) {
+  const char *op = "spectral_norm_fwd";
+  NEED_OP(ctx, spectral_norm_fwd, op);
+  if (n_iter < 0)
+    return gf_fail(err, GF_EINVAL, "%s: n_iter must be >= 0 (got %d)", op,
+                   n_iter);
+  GF_TRY(check_eps(eps, op, err));
+  int64_t K = 0;
+  GF_TRY(sn_check(ctx, op, w, u, v, sigma, &K, err));
+  GF_TRY(check_t(ctx, w_sn, op, "w_sn", err));
+  GF_TRY(check_shape(w_sn, op, "w_sn", w->ndim, w->shape, err));
+  const gf_tensor *all[5] = {w, u, v, sigma, w_sn};
+  const char *nm[5] = {"w", "u", "v", "sigma", "w_sn"};
+  for (int i = 0; i < 5; i++)
+    for (int j = i + 1; j < 5; j++)
+      if (overlaps(all[i], all[j]))
+        return gf_fail(err, GF_EINVAL, "%s: %s overlaps %s", op, nm[i],
+                       nm[j]);
+  return ctx->ops->spectral_norm_fwd(ctx, w, u, v, n_iter, eps, sigma, w_sn,
+                                     err);
+}
+
+gf_status gf_spectral_norm_bwd(gf_ctx *ctx, const gf_tensor *w,
+                               const gf_tensor *u, const gf_tensor *v,
+                               const gf_tensor *sigma,
+                               const gf_tensor *dw_sn, gf_tensor *dw,
+                               gf_accum accum, gf_err *err) {
+  const char *op = "spectral_norm_bwd";
+  NEED_OP(ctx, spectral_norm_bwd, op);
+  GF_TRY(check_accum(accum, op, err));
+  int64_t K = 0;
+  GF_TRY(sn_check(ctx, op, w, u, v, sigma, &K, err));
+  GF_TRY(check_t(ctx, dw_sn, op, "dw_sn", err));
+  GF_TRY(check_shape(dw_sn, op, "dw_sn", w->ndim, w->shape, err));
+  if (!dw) return GF_OK;
+  GF_TRY(check_t(ctx, dw, op, "dw", err));
+  GF_TRY(check_shape(dw, op, "dw", w->ndim, w->shape, err));
+  const gf_tensor *ins[5] = {w, u, v, sigma, dw_sn};
+  const char *nm[5] = {"w", "u", "v", "sigma", "dw_sn"};
+  for (int i = 0; i < 5; i++)
+    if (overlaps(dw, ins[i]) && !(i == 4 && dw->data == dw_sn->data))
+      return gf_fail(err, GF_EINVAL, "%s: dw overlaps %s", op, nm[i]);
+  return ctx->ops->spectral_norm_bwd(ctx, w, u, v, sigma, dw_sn, dw, accum,
+                                     err);
+}
+
 gf_status gf_adam_step(gf_ctx *ctx, const gf_adam_params *p, int64_t step,
                        gf_tensor *param, const gf_tensor *grad, gf_tensor *m,
                        gf_tensor *v, gf_err *err) {

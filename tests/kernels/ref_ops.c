@@ -305,6 +305,74 @@ void ref_bce_bwd(const double *x, const double *t, double dloss, double *dx,
     dx[i] = dloss * (1.0 / (1.0 + exp(-x[i])) - t[i]) / (double)n;
 }
 
+double ref_hinge_fwd(const double *x, double sign, size_t n) {
+  double s = 0.0;
+  for (size_t i = 0; i < n; i++) s += fmax(0.0, 1.0 + sign * x[i]);
+  return s / (double)n;
+}
+
+void ref_hinge_bwd(const double *x, double sign, double dloss, double *dx,
+                   size_t n) {
+  for (size_t i = 0; i < n; i++)
+    dx[i] = 1.0 + sign * x[i] > 0.0 ? dloss * sign / (double)n : 0.0;
+}
+
+double ref_mean(const double *x, size_t n) {
+  double s = 0.0;
+  for (size_t i = 0; i < n; i++) s += x[i];
+  return s / (double)n;
+}
+
+void ref_lerp(double *avg, const double *x, double beta, size_t n) {
+  for (size_t i = 0; i < n; i++) avg[i] = x[i] + beta * (avg[i] - x[i]);
+}
+
+/* a[n] /= max(|a|, eps) */
+static void ref_normalize(double *a, int n, double eps) {
+  double s = 0.0;
+  for (int i = 0; i < n; i++) s += a[i] * a[i];
+  double d = fmax(sqrt(s), eps);
+  for (int i = 0; i < n; i++) a[i] /= d;
+}
+
+void ref_spectral_norm_fwd(const double *w, double *u, double *v, int R,
+                           int K, int n_iter, double eps, double *sigma,
+                           double *w_sn) {
+  for (int it = 0; it < n_iter; it++) {
+    for (int k = 0; k < K; k++) {
+      double s = 0.0;
+      for (int r = 0; r < R; r++) s += w[r * K + k] * u[r];
+      v[k] = s;
+    }
+    ref_normalize(v, K, eps);
+    for (int r = 0; r < R; r++) {
+      double s = 0.0;
+      for (int k = 0; k < K; k++) s += w[r * K + k] * v[k];
+      u[r] = s;
+    }
+    ref_normalize(u, R, eps);
+  }
+  double sg = 0.0;
+  for (int r = 0; r < R; r++) {
+    double s = 0.0;
+    for (int k = 0; k < K; k++) s += w[r * K + k] * v[k];
+    sg += u[r] * s;
+  }
+  *sigma = sg;
+  for (int i = 0; i < R * K; i++) w_sn[i] = w[i] / sg;
+}
+
+void ref_spectral_norm_bwd(const double *w, const double *u, const double *v,
+                           double sigma, const double *g, double *dw, int R,
+                           int K) {
+  double c = 0.0;
+  for (int i = 0; i < R * K; i++) c += g[i] * w[i];
+  for (int r = 0; r < R; r++)
+    for (int k = 0; k < K; k++)
+      dw[r * K + k] =
+          g[r * K + k] / sigma - c / (sigma * sigma) * u[r] * v[k];
+}
+
 void ref_adam(double *p, const double *g, double *m, double *v, size_t n,
               double lr, double b1, double b2, double eps, double wd,
               long step) {

@@ -71,6 +71,26 @@ double ref_bce_fwd(const double *x, const double *t, size_t n);
 void ref_bce_bwd(const double *x, const double *t, double dloss, double *dx,
                  size_t n);
 
+/* mean_i max(0, 1 + sign x_i) and its gradient dloss sign / n where
+ * 1 + sign x_i > 0, else 0. */
+double ref_hinge_fwd(const double *x, double sign, size_t n);
+void ref_hinge_bwd(const double *x, double sign, double dloss, double *dx,
+                   size_t n);
+double ref_mean(const double *x, size_t n);
+/* avg = x + beta (avg - x). */
+void ref_lerp(double *avg, const double *x, double beta, size_t n);
+/* Spectral normalization of w [R, K] (torch.nn.utils.spectral_norm, dim 0):
+ * n_iter times v = W^T u / max(|W^T u|, eps), u = W v / max(|W v|, eps)
+ * (u [R], v [K] updated in place); *sigma = u . W v, w_sn = w / sigma. */
+void ref_spectral_norm_fwd(const double *w, double *u, double *v, int R,
+                           int K, int n_iter, double eps, double *sigma,
+                           double *w_sn);
+/* dw = g / sigma - (sum(g w) / sigma^2) u v^T, the gradient of
+ * sum(g * w / sigma(w)) with u, v held constant. */
+void ref_spectral_norm_bwd(const double *w, const double *u, const double *v,
+                           double sigma, const double *g, double *dw, int R,
+                           int K);
+
 /* torch.optim.Adam single-tensor step, in double. */
 void ref_adam(double *p, const double *g, double *m, double *v, size_t n,
               double lr, double b1, double b2, double eps, double wd,

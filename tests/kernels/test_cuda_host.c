@@ -28,7 +28,11 @@ static void test_table(void) {
       (const void *)o->bce_bwd,      (const void *)o->adam,
       (const void *)o->pool_fwd,     (const void *)o->resize_bilinear,
       (const void *)o->copy_channels,
-      (const void *)o->fill,         (const void *)o->copy};
+      (const void *)o->fill,         (const void *)o->copy,
+      (const void *)o->hinge_fwd,    (const void *)o->hinge_bwd,
+      (const void *)o->mean_fwd,     (const void *)o->lerp,
+      (const void *)o->spectral_norm_fwd,
+      (const void *)o->spectral_norm_bwd};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
     CHECKF(fns[i] != NULL, "entry %zu of the CUDA table is NULL", i);
   /* every op of the CPU table has a CUDA twin */

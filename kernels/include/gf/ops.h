@@ -185,6 +185,77 @@ gf_status gf_bce_logits_bwd(gf_ctx *ctx, const gf_tensor *x,
                             const gf_tensor *target, float dloss,
                             gf_tensor *dx, gf_err *err);
 
+/* ---- the other GAN losses on D's logits, mean reduction ---------------
+ * Hinge (SNGAN, BigGAN): D's loss is mean relu(1 - D(x)) on real and
+ * mean relu(1 + D(G(z))) on fake, G's is -mean D(G(z)); WGAN: D's is
+ * mean D(G(z)) - mean D(x), G's -mean D(G(z)). Both are built from the two
+ * ops below (gf_mean_fwd's gradient is a constant: gf_fill).
+ * The sums of these ops and of spectral normalization are taken in double
+ * in one fixed order that both backends share (kernels/src/reduce_order.h):
+ * the same bits on the CPU at any thread count and on CUDA. */
+/* loss[1] = mean_i relu(1 + sign x_i), sign = -1 (real) or +1 (fake)
+ * exactly (else GF_EINVAL); each term in f32 as PyTorch forms relu(1 - x),
+ * the sum in double, as gf_bce_logits_fwd's. x any non-empty shape. */
+gf_status gf_hinge_fwd(gf_ctx *ctx, const gf_tensor *x, float sign,
+                       gf_tensor *loss, gf_err *err);
+/* dx_i = sign g where 1 + sign x_i > 0 (in f32), else sign 0 (PyTorch's
+ * relu gradient at 0 is 0; for sign -1 that is -0, as PyTorch's autograd
+ * gives), g = dloss / numel rounded once to f32: PyTorch's bits. dx has
+ * x's shape and may be x. */
+gf_status gf_hinge_bwd(gf_ctx *ctx, const gf_tensor *x, float sign,
+                       float dloss, gf_tensor *dx, gf_err *err);
+/* loss[1] = mean_i x_i (sum in double). */
+gf_status gf_mean_fwd(gf_ctx *ctx, const gf_tensor *x, gf_tensor *loss,
+                      gf_err *err);
+
+/* ---- exponential moving average (an EMA generator) --------------------
+ * avg = lerp(x, avg, beta), bit for bit as PyTorch's torch.lerp(x, avg,
+ * beta) on f32 tensors (StyleGAN2-ADA's p_ema.copy_(p.lerp(p_ema, beta))),
+ * with beta rounded to f32 once (w):
+ *   w < 0.5:  avg = fma(w,     avg - x, x)     (x + w (avg - x))
+ *   else:     avg = fma(w - 1, avg - x, avg)   (avg - (1 - w) (avg - x))
+ * avg - x rounded to f32, then one fused multiply-add (one rounding), as
+ * ATen computes it: checked against torch 2.15's CPU kernel (vector body
+ * and scalar tail) and torch 2.11's CUDA kernel; w - 1 is exact. avg and x
+ * have the same numel (shapes may differ: whole arenas viewed 1-D); avg
+ * may be x, no other overlap; 0 <= beta <= 1. */
+gf_status gf_lerp(gf_ctx *ctx, gf_tensor *avg, const gf_tensor *x,
+                  double beta, gf_err *err);
+
+/* ---- spectral normalization (Miyato et al. 2018) ----------------------
+ * As torch.nn.utils.spectral_norm (the old API) with dim 0: w [R, ...] is
+ * viewed as the matrix W [R, K], K = numel / R (conv W[Cout,Cin,kh,kw],
+ * linear W[out,in]; PyTorch normalizes a transposed conv along dim 1,
+ * which this does not cover); u (R elements) and v (K elements) are the
+ * power-iteration vectors, the layer's state (PyTorch's weight_u and
+ * weight_v buffers). The forward runs n_iter >= 0 iterations (training:
+ * PyTorch's n_power_iterations, default 1; 0 in eval mode, which uses u and
+ * v as they are), each
+ *   v = normalize(W^T u), u = normalize(W v),  normalize(a) = a / max(|a|, eps),
+ * updating u and v in place; then sigma[1] = u . (W v) and w_sn = w / sigma
+ * (an f32 division per element). eps > 0; PyTorch's is 1e-12. Each
+ * matrix-vector product, norm and dot product is summed in double and
+ * rounded to f32 once (PyTorch: f32 BLAS; measured within a few ulp).
+ * sigma stays on the ctx's device (CUDA reads it there for w / sigma and
+ * the backward: no host sync). w, u, v, sigma and w_sn must not overlap. */
+gf_status gf_spectral_norm_fwd(gf_ctx *ctx, const gf_tensor *w, gf_tensor *u,
+                               gf_tensor *v, int n_iter, float eps,
+                               gf_tensor *sigma, gf_tensor *w_sn,
+                               gf_err *err);
+/* The gradient wrt w of a loss whose gradient wrt w_sn is dw_sn, u and v
+ * held constant (as PyTorch does: they are detached):
+ *   dw (+)= dw_sn / sigma + gs u v^T,  gs = -sum(dw_sn * w) / sigma^2
+ * with u, v, sigma those of the forward (after its iterations). gs is
+ * summed in double and rounded to f32 once; each element is then formed as
+ * PyTorch's autograd forms it: dw_sn / sigma plus (gs u_r) v_k, then added
+ * to dw for GF_ACCUMULATE. A NULL dw does nothing (GF_OK); dw may be dw_sn,
+ * no other overlap. */
+gf_status gf_spectral_norm_bwd(gf_ctx *ctx, const gf_tensor *w,
+                               const gf_tensor *u, const gf_tensor *v,
+                               const gf_tensor *sigma,
+                               const gf_tensor *dw_sn, gf_tensor *dw,
+                               gf_accum accum, gf_err *err);
+
 /* ---- Adam (torch.optim.Adam, amsgrad=False, maximize=False) ------------ */
 /* Hyper-parameters are doubles, as the Python floats torch.optim.Adam gets:
  * the scalars it derives (1 - beta1, lr / (1 - beta1^t), ...) are formed in

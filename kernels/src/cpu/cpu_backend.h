@@ -212,8 +212,8 @@ void gf_cpu_add_inplace(const gf_ctx *ctx, float *dst, const float *src,
 void gf_cpu_bias_grad(const gf_ctx *ctx, const float *dy, int64_t N,
                       int64_t C, int64_t S, float *db, int accumulate);
 
-/* Operation entry points (cpu_dnnl.c, cpu_eltwise.c, cpu_pool.c), see
- * backend.h. */
+/* Operation entry points (cpu_dnnl.c, cpu_eltwise.c, cpu_pool.c,
+ * cpu_gan_ops.c), see backend.h. */
 gf_status gf_cpu_linear_fwd(gf_ctx *ctx, const gf_tensor *x,
                             const gf_tensor *w, const gf_tensor *b,
                             gf_tensor *y, gf_err *err);
@@ -309,5 +309,23 @@ gf_status gf_cpu_copy_channels(gf_ctx *ctx, const gf_tensor *src,
 gf_status gf_cpu_fill(gf_ctx *ctx, gf_tensor *t, float value, gf_err *err);
 gf_status gf_cpu_copy(gf_ctx *ctx, const gf_tensor *src, gf_tensor *dst,
                       gf_err *err);
+/* cpu_gan_ops.c */
+gf_status gf_cpu_hinge_fwd(gf_ctx *ctx, const gf_tensor *x, float sign,
+                           gf_tensor *loss, gf_err *err);
+gf_status gf_cpu_hinge_bwd(gf_ctx *ctx, const gf_tensor *x, float sign,
+                           float dloss, gf_tensor *dx, gf_err *err);
+gf_status gf_cpu_mean_fwd(gf_ctx *ctx, const gf_tensor *x, gf_tensor *loss,
+                          gf_err *err);
+gf_status gf_cpu_lerp(gf_ctx *ctx, gf_tensor *avg, const gf_tensor *x,
+                      float w, gf_err *err);
+gf_status gf_cpu_spectral_norm_fwd(gf_ctx *ctx, const gf_tensor *w,
+                                   gf_tensor *u, gf_tensor *v, int n_iter,
+                                   float eps, gf_tensor *sigma,
+                                   gf_tensor *w_sn, gf_err *err);
+gf_status gf_cpu_spectral_norm_bwd(gf_ctx *ctx, const gf_tensor *w,
+                                   const gf_tensor *u, const gf_tensor *v,
+                                   const gf_tensor *sigma,
+                                   const gf_tensor *dw_sn, gf_tensor *dw,
+                                   gf_accum accum, gf_err *err);
 
 #endif

@@ -1,7 +1,7 @@
 /* cpu_ctx.c - the CPU backend's state: oneDNN engine and stream, the
  * primitive cache, scratch buffers, thread control, and its dispatch table.
- * The arithmetic lives in cpu_dnnl.c (oneDNN primitives), cpu_eltwise.c
- * and cpu_pool.c (plain C loops). */
+ * The arithmetic lives in cpu_dnnl.c (oneDNN primitives), cpu_eltwise.c,
+ * cpu_gan_ops.c and cpu_pool.c (plain C loops). */
 #include <omp.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -512,4 +512,10 @@ const gf_backend_ops gf_cpu_backend_ops = {
     .copy_channels = gf_cpu_copy_channels,
     .fill = gf_cpu_fill,
     .copy = gf_cpu_copy,
+    .hinge_fwd = gf_cpu_hinge_fwd,
+    .hinge_bwd = gf_cpu_hinge_bwd,
+    .mean_fwd = gf_cpu_mean_fwd,
+    .lerp = gf_cpu_lerp,
+    .spectral_norm_fwd = gf_cpu_spectral_norm_fwd,
+    .spectral_norm_bwd = gf_cpu_spectral_norm_bwd,
 };

@@ -76,7 +76,7 @@ gf_status gf_cuda_enter(gf_ctx *ctx, gf_err *err);
 gf_status gf_cuda_ws(gf_ctx *ctx, size_t bytes, void **out, gf_err *err);
 
 /* Op entry points (cuda_conv.c, cuda_bn.c, cuda_blas.c, cuda_eltwise.c,
- * cuda_pool_ops.c); see backend.h for their contracts. */
+ * cuda_pool_ops.c, cuda_gan.c); see backend.h for their contracts. */
 gf_status gf_cuda_linear_fwd(gf_ctx *ctx, const gf_tensor *x,
                              const gf_tensor *w, const gf_tensor *b,
                              gf_tensor *y, gf_err *err);
@@ -151,5 +151,23 @@ gf_status gf_cuda_copy_channels(gf_ctx *ctx, const gf_tensor *src,
 gf_status gf_cuda_fill(gf_ctx *ctx, gf_tensor *t, float value, gf_err *err);
 gf_status gf_cuda_copy(gf_ctx *ctx, const gf_tensor *src, gf_tensor *dst,
                        gf_err *err);
+/* cuda_gan.c */
+gf_status gf_cuda_hinge_fwd(gf_ctx *ctx, const gf_tensor *x, float sign,
+                            gf_tensor *loss, gf_err *err);
+gf_status gf_cuda_hinge_bwd(gf_ctx *ctx, const gf_tensor *x, float sign,
+                            float dloss, gf_tensor *dx, gf_err *err);
+gf_status gf_cuda_mean_fwd(gf_ctx *ctx, const gf_tensor *x, gf_tensor *loss,
+                           gf_err *err);
+gf_status gf_cuda_lerp(gf_ctx *ctx, gf_tensor *avg, const gf_tensor *x,
+                       float w, gf_err *err);
+gf_status gf_cuda_spectral_norm_fwd(gf_ctx *ctx, const gf_tensor *w,
+                                    gf_tensor *u, gf_tensor *v, int n_iter,
+                                    float eps, gf_tensor *sigma,
+                                    gf_tensor *w_sn, gf_err *err);
+gf_status gf_cuda_spectral_norm_bwd(gf_ctx *ctx, const gf_tensor *w,
+                                    const gf_tensor *u, const gf_tensor *v,
+                                    const gf_tensor *sigma,
+                                    const gf_tensor *dw_sn, gf_tensor *dw,
+                                    gf_accum accum, gf_err *err);
 
 #endif

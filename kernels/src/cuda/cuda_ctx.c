@@ -143,4 +143,10 @@ const gf_backend_ops gf_cuda_backend_ops = {
     .copy_channels = gf_cuda_copy_channels,
     .fill = gf_cuda_fill,
     .copy = gf_cuda_copy,
+    .hinge_fwd = gf_cuda_hinge_fwd,
+    .hinge_bwd = gf_cuda_hinge_bwd,
+    .mean_fwd = gf_cuda_mean_fwd,
+    .lerp = gf_cuda_lerp,
+    .spectral_norm_fwd = gf_cuda_spectral_norm_fwd,
+    .spectral_norm_bwd = gf_cuda_spectral_norm_bwd,
 };

@@ -70,6 +70,37 @@ cudaError_t gf_cuk_bn_bwd_dx(cudaStream_t s, const float *x, const float *dy,
                              double count, int64_t N, int64_t C, int64_t S,
                              float *coef, float *dx);
 
+/* ---- cuda_gan_ops.cu: the GAN ops, with the CPU backend's sums
+ * (reduce_order.h) and roundings, so the results are its bits ---------- */
+/* loss[0] = (float)(lane sum / n) of relu(1 + sign x) in f32 (hinge 1) or
+ * of x (hinge 0); one block. */
+cudaError_t gf_cuk_hinge_mean_fwd(cudaStream_t s, const float *x, int64_t n,
+                                  int hinge, float sign, float *loss);
+/* dx = sign (1 + sign x > 0 or NaN ? g : 0); dx may be x. */
+cudaError_t gf_cuk_hinge_bwd(cudaStream_t s, const float *x, float sign,
+                             float g, float *dx, int64_t n);
+/* avg = fma(w, avg - x, x) for w < 0.5, else fma(w - 1, avg - x, avg);
+ * avg may be x. */
+cudaError_t gf_cuk_lerp(cudaStream_t s, float *avg, const float *x, float w,
+                        int64_t n);
+/* Bytes of scratch gf_cuk_sn_fwd needs for W [R, K]. */
+size_t gf_cuk_sn_fwd_scratch(int64_t R, int64_t K);
+/* Spectral normalization of W [R, K]: n_iter power iterations updating u
+ * [R] and v [K], sigma[0] = u . W v, w_sn = W / sigma (sigma read on the
+ * device). scratch: gf_cuk_sn_fwd_scratch bytes, 256-byte aligned. Up to
+ * 4 n_iter + 3 launches; returns the first failure. */
+cudaError_t gf_cuk_sn_fwd(cudaStream_t s, const float *w, float *u, float *v,
+                          int64_t R, int64_t K, int n_iter, float eps,
+                          float *sigma, float *w_sn, void *scratch);
+/* Bytes of scratch gf_cuk_sn_bwd needs for R rows. */
+size_t gf_cuk_sn_bwd_scratch(int64_t R);
+/* dw (+)= g / sigma + (gs u_r) v_k, gs = -sum(g W) / sigma^2 (the CPU's
+ * roundings); dw may be g. Three launches; returns the first failure. */
+cudaError_t gf_cuk_sn_bwd(cudaStream_t s, const float *w, const float *u,
+                          const float *v, const float *sigma, const float *g,
+                          float *dw, int64_t R, int64_t K, int accumulate,
+                          void *scratch);
+
 #ifdef __cplusplus
 }
 #endif
