@@ -10,9 +10,47 @@
 #include "gf/gan.h"
 
 void gf_gan_hparams_default(gf_gan_hparams *hp) {
+  memset(hp, 0, sizeof *hp);
   gf_adam_params a = {2e-4, 0.5, 0.999, 1e-8, 0.0};
   hp->adam_g = a;
   hp->adam_d = a;
+  hp->loss = GF_GAN_LOSS_BCE;
+  hp->ema_decay = 0.0;
+  hp->ema_rampup = 0.05;
+}
+
+static const char *const k_loss_names[] = {"bce", "hinge", "wgan"};
+
+const char *gf_gan_loss_name(gf_gan_loss l) {
+  return (int)l >= 0 && (int)l < 3 ? k_loss_names[l] : "?";
+}
+
+gf_status gf_gan_loss_parse(const char *s, gf_gan_loss *out, gf_err *err) {
+  for (int i = 0; s && i < 3; i++)
+    if (strcmp(s, k_loss_names[i]) == 0) {
+      *out = (gf_gan_loss)i;
+      return GF_OK;
+    }
+  return gf_fail(err, GF_EINVAL, "unknown loss '%s' (bce, hinge or wgan)", s ? s : "(null)");
+}
+
+double gf_gan_ema_beta(const gf_gan_hparams *hp, int64_t t) {
+  if (!(hp->ema_decay > 0.0)) return 0.0;
+  if (!(hp->ema_rampup > 0.0)) return hp->ema_decay;
+  double h = log(0.5) / log(hp->ema_decay); /* half-life in G updates */
+  double ht = (double)(t - 1) * hp->ema_rampup;
+  if (ht < h) h = ht;
+  return h > 0.0 ? pow(0.5, 1.0 / h) : 0.0;
+}
+
+static gf_status check_hparams(const gf_gan_hparams *hp, gf_err *err) {
+  if ((int)hp->loss < 0 || (int)hp->loss > 2)
+    return gf_fail(err, GF_EINVAL, "gan: unknown loss %d", (int)hp->loss);
+  if (!(hp->ema_decay >= 0.0 && hp->ema_decay < 1.0))
+    return gf_fail(err, GF_EINVAL, "gan: EMA decay %g outside [0, 1)", hp->ema_decay);
+  if (!(hp->ema_rampup >= 0.0 && hp->ema_rampup <= 1e6))
+    return gf_fail(err, GF_EINVAL, "gan: EMA ramp-up %g outside [0, 1e6]", hp->ema_rampup);
+  return GF_OK;
 }
 
 static gf_status carve(gf_arena *a, int64_t n, float **p, gf_err *err) {
@@ -32,9 +70,12 @@ gf_status gf_gan_init(gf_gan *gan, gf_ctx *ctx, const gf_model_config *cfg,
   gan->cfg = *cfg;
   if (hp) gan->hp = *hp;
   else gf_gan_hparams_default(&gan->hp);
+  GF_TRY(check_hparams(&gan->hp, err));
   gan->max_batch = max_batch;
   GF_TRY(gf_net_init(&gan->g, ctx, cfg, GF_NET_G, max_batch, true, err));
   GF_TRY(gf_net_init(&gan->d, ctx, cfg, GF_NET_D, max_batch, true, err));
+  if (gan->hp.ema_decay > 0.0)
+    GF_TRY(gf_net_init(&gan->g_ema, ctx, cfg, GF_NET_G, max_batch, false, err));
   int64_t mb = max_batch;
   int64_t img = (int64_t)cfg->image_channels * cfg->image_height * cfg->image_width;
   size_t bytes = gf_arena_slot_bytes((size_t)(mb * cfg->z_dim) * 4) +
@@ -66,17 +107,10 @@ void gf_gan_free(gf_gan *gan) {
   gf_grad_sync_free(gan->sync_d);
   gf_net_free(&gan->g);
   gf_net_free(&gan->d);
+  gf_net_free(&gan->g_ema);
   gf_arena_free(&gan->scratch);
   free(gan->host);
   memset(gan, 0, sizeof *gan);
-}
-
-gf_status gf_gan_init_params(gf_gan *gan, uint64_t seed, gf_err *err) {
-  if (!gan || !gan->g.layers) return gf_fail(err, GF_ESTATE, "gan: not built");
-  GF_TRY(gf_net_init_params(&gan->g, seed, err));
-  GF_TRY(gf_net_init_params(&gan->d, seed, err));
-  gan->adam_step_g = gan->adam_step_d = 0;
-  return GF_OK;
 }
 
 static gf_status copy_arena(gf_arena *dst, const gf_arena *src, gf_err *err) {
@@ -92,6 +126,18 @@ static gf_status copy_arena(gf_arena *dst, const gf_arena *src, gf_err *err) {
   return gf_tensor_copy(&d, &s, err);
 }
 
+gf_status gf_gan_init_params(gf_gan *gan, uint64_t seed, gf_err *err) {
+  if (!gan || !gan->g.layers) return gf_fail(err, GF_ESTATE, "gan: not built");
+  GF_TRY(gf_net_init_params(&gan->g, seed, err));
+  GF_TRY(gf_net_init_params(&gan->d, seed, err));
+  gan->adam_step_g = gan->adam_step_d = 0;
+  gan->last_n = 0;
+  if (!gan->g_ema.layers) return GF_OK;
+  /* The EMA starts as a copy of G (the first update copies it anyway). */
+  GF_TRY(copy_arena(&gan->g_ema.params, &gan->g.params, err));
+  return copy_arena(&gan->g_ema.bn_stats, &gan->g.bn_stats, err);
+}
+
 gf_status gf_gan_copy_state(gf_gan *dst, const gf_gan *src, gf_err *err) {
   if (!dst || !src || !dst->g.layers || !src->g.layers)
     return gf_fail(err, GF_EINVAL, "gan: copy between unbuilt GANs");
@@ -104,14 +150,29 @@ gf_status gf_gan_copy_state(gf_gan *dst, const gf_gan *src, gf_err *err) {
     GF_TRY(copy_arena(&dn[i]->adam_v, &sn[i]->adam_v, err));
     GF_TRY(copy_arena(&dn[i]->bn_stats, &sn[i]->bn_stats, err));
   }
+  if (!dst->g_ema.layers != !src->g_ema.layers)
+    return gf_fail(err, GF_EINVAL, "gan: copy between GANs with and without an EMA generator");
+  if (src->g_ema.layers) {
+    GF_TRY(copy_arena(&dst->g_ema.params, &src->g_ema.params, err));
+    GF_TRY(copy_arena(&dst->g_ema.bn_stats, &src->g_ema.bn_stats, err));
+  }
   dst->adam_step_g = src->adam_step_g;
   dst->adam_step_d = src->adam_step_d;
   return GF_OK;
 }
 
+gf_net *gf_gan_generator(gf_gan *gan, bool raw) {
+  return gan->g_ema.layers && !raw ? &gan->g_ema : &gan->g;
+}
+
+const gf_net *gf_gan_generator_const(const gf_gan *gan, bool raw) {
+  return gan->g_ema.layers && !raw ? &gan->g_ema : &gan->g;
+}
+
 size_t gf_gan_arena_bytes(const gf_gan *gan) {
   if (!gan) return 0;
-  return gf_net_arena_bytes(&gan->g) + gf_net_arena_bytes(&gan->d) + gan->scratch.cap;
+  return gf_net_arena_bytes(&gan->g) + gf_net_arena_bytes(&gan->d) +
+         gf_net_arena_bytes(&gan->g_ema) + gan->scratch.cap;
 }
 
 /* A view of n values at data on ctx's device. */
@@ -243,26 +304,76 @@ static gf_tensor rows(const gf_tensor *t, int64_t k, int64_t m) {
   return r;
 }
 
-gf_status gf_gan_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real, const gf_tensor *z,
-                      uint64_t seed, int64_t step, int64_t sample0, gf_gan_stats *stats,
-                      gf_err *err) {
-  if (!gan || !gan->g.layers || !ctx || !real || real->ndim < 1)
-    return gf_fail(err, GF_EINVAL, "gan: NULL argument or gan not built");
-  int64_t n = real->shape[0];
+/* Checks a slice of n samples against gan and the micro-batch plan. */
+static gf_status check_slice(const gf_gan *gan, int64_t n, int64_t sample0,
+                             int64_t *m_out, gf_err *err) {
   if (n < 2 || n > gan->max_batch)
     return gf_fail(err, GF_EINVAL, "gan: batch %lld outside [2, %d]", (long long)n, gan->max_batch);
   if (sample0 < 0) return gf_fail(err, GF_EINVAL, "gan: first sample %lld < 0", (long long)sample0);
-  const gf_gan_dist *dist = &gan->dist;
-  int kn = dist->micro > 1 ? dist->micro : 1;
+  int kn = gan->dist.micro > 1 ? gan->dist.micro : 1;
   int64_t m = n / kn;
   if (m * kn != n || m < 2)
     return gf_fail(err, GF_EINVAL, "gan: a slice of %lld samples does not cut into %d "
                    "micro-batches of at least 2", (long long)n, kn);
-  int world = dist->comm ? gf_comm_world(dist->comm) : 1;
+  *m_out = m;
+  return GF_OK;
+}
+
+/* Each micro-batch's mean loss counts 1/(micro-batches x ranks); the
+ * all-reduce sums. One rank, one batch: exactly 1. */
+static float loss_scale(const gf_gan *gan) {
+  int kn = gan->dist.micro > 1 ? gan->dist.micro : 1;
+  int world = gan->dist.comm ? gf_comm_world(gan->dist.comm) : 1;
+  return 1.0f / (float)((int64_t)kn * world);
+}
+
+/* The loss of gf_gan_loss on one batch of D's logits and its gradient
+ * (scaled by dl) into dlogit; *loss the loss, *dmean the mean of D(.) the
+ * stats report. target 1: a real batch or G's step; 0: a fake batch of
+ * the D step. gen: G's loss rather than D's. */
+static gf_status d_loss(gf_gan *gan, gf_ctx *ctx, const gf_tensor *logits, int target, bool gen,
+                        float dl, gf_tensor *dlogit, double *loss, double *dmean, gf_err *err) {
+  gf_gan_loss kind = gan->hp.loss;
+  if (kind == GF_GAN_LOSS_BCE) {
+    gf_tensor t;
+    GF_TRY(vec(&t, ctx, target ? gan->ones : gan->zeros, logits->shape[0], err));
+    GF_TRY(bce(gan, ctx, logits, &t, dl, dlogit, loss, err));
+    return mean_sigmoid(gan, logits, dmean, err);
+  }
+  gf_tensor l;
+  int64_t one = 1;
+  const float *v;
+  GF_TRY(dview(&l, ctx, gan->loss, 1, &one, err));
+  GF_TRY(gf_mean_fwd(ctx, logits, &l, err));
+  GF_TRY(host_of(gan, &l, &v, err));
+  *dmean = v[0];
+  float sign = target ? -1.0f : 1.0f; /* real / G: -l; fake: +l */
+  if (kind == GF_GAN_LOSS_HINGE && !gen) { /* relu(1 - l) real, relu(1 + l) fake */
+    GF_TRY(gf_hinge_fwd(ctx, logits, sign, &l, err));
+    GF_TRY(gf_hinge_bwd(ctx, logits, sign, dl, dlogit, err));
+    GF_TRY(host_of(gan, &l, &v, err));
+    *loss = v[0];
+    return GF_OK;
+  }
+  /* sign * mean l: WGAN's D terms and both losses' G term */
+  double n = (double)gf_tensor_numel(logits);
+  GF_TRY(gf_fill(ctx, dlogit, (float)((double)sign * (double)dl / n), err));
+  *loss = (double)sign * *dmean;
+  return GF_OK;
+}
+
+gf_status gf_gan_d_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real, const gf_tensor *z,
+                        uint64_t seed, int64_t step, int64_t sample0, gf_gan_stats *stats,
+                        gf_err *err) {
+  if (!gan || !gan->g.layers || !ctx || !real || real->ndim < 1)
+    return gf_fail(err, GF_EINVAL, "gan: NULL argument or gan not built");
+  int64_t n = real->shape[0], m = 0;
+  GF_TRY(check_slice(gan, n, sample0, &m, err));
+  gan->last_n = 0; /* no G step on a half-done D step */
+  const gf_gan_dist *dist = &gan->dist;
+  int kn = dist->micro > 1 ? dist->micro : 1;
   bool exact = dist->exact;
-  /* Each micro-batch's mean loss counts 1/(micro-batches x ranks); the
-   * all-reduce sums. One rank, one batch: exactly 1. */
-  float dl = 1.0f / (float)((int64_t)kn * world);
+  float dl = loss_scale(gan);
   gf_gan_stats s;
   memset(&s, 0, sizeof s);
 
@@ -282,17 +393,15 @@ gf_status gf_gan_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real, const gf_
     GF_TRY(gf_latent_sample(&zt, seed, GF_RNG_LATENT, step, sample0, err));
   }
 
-  gf_tensor ones, zeros, dlogit, dfake_all, fake, logits;
-  GF_TRY(vec(&ones, ctx, gan->ones, m, err));
-  GF_TRY(vec(&zeros, ctx, gan->zeros, m, err));
+  gf_tensor dlogit, fake, logits;
   GF_TRY(vec(&dlogit, ctx, gan->dlogit, m, err));
-  int64_t img[4] = {m, gan->cfg.image_channels, gan->cfg.image_height, gan->cfg.image_width};
-  GF_TRY(dview(&dfake_all, ctx, gan->dfake, 4, img, err));
-  double v;
+  double v, dm;
 
-  /* D step: per micro-batch, fake = G(z) (G's activations stay put for
-   * its backward when there is one micro-batch), then real with label 1
-   * and fake (detached) with label 0; the D gradients add up. */
+  /* One power iteration of D's spectral norms for these weights. */
+  GF_TRY(gf_net_sn_iterate(&gan->d, ctx, err));
+  /* Per micro-batch, fake = G(z) (G's activations stay put for its
+   * backward when there is one micro-batch), then real with label 1 and
+   * fake (detached) with label 0; the D gradients add up. */
   for (int k = 0; k < kn; k++) {
     int64_t s0 = sample0 + k * m;
     gf_tensor zk = rows(&zt, k, m), rk = rows(real, k, m);
@@ -300,18 +409,16 @@ gf_status gf_gan_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real, const gf_
     if (exact) gf_bn_log_record(gan->sync_g, k, 0);
     GF_TRY(gf_net_forward(&gan->d, ctx, &rk, GF_MODE_TRAIN, seed, step, s0, 0, &logits, err));
     if (exact) gf_bn_log_record(gan->sync_d, k, 0);
-    GF_TRY(bce(gan, ctx, &logits, &ones, dl, &dlogit, &v, err));
+    GF_TRY(d_loss(gan, ctx, &logits, 1, false, dl, &dlogit, &v, &dm, err));
     s.loss_d_real += v;
-    GF_TRY(mean_sigmoid(gan, &logits, &v, err));
-    s.d_real += v;
+    s.d_real += dm;
     gf_accum first = (k == 0 || exact) ? GF_OVERWRITE : GF_ACCUMULATE;
     GF_TRY(gf_net_backward(&gan->d, ctx, &dlogit, NULL, true, first, err));
     GF_TRY(gf_net_forward(&gan->d, ctx, &fake, GF_MODE_TRAIN, seed, step, s0, 1, &logits, err));
     if (exact) gf_bn_log_record(gan->sync_d, k, 1);
-    GF_TRY(bce(gan, ctx, &logits, &zeros, dl, &dlogit, &v, err));
+    GF_TRY(d_loss(gan, ctx, &logits, 0, false, dl, &dlogit, &v, &dm, err));
     s.loss_d_fake += v;
-    GF_TRY(mean_sigmoid(gan, &logits, &v, err));
-    s.d_fake += v;
+    s.d_fake += dm;
     if (k == kn - 1 && gan->sync_d && gan->sync_d->comm && !exact) gf_grad_sync_arm(gan->sync_d);
     GF_TRY(gf_net_backward(&gan->d, ctx, &dlogit, NULL, true, GF_ACCUMULATE, err));
     if (exact) GF_TRY(gf_grad_tree_add(gan->sync_d, k, kn, err));
@@ -319,9 +426,67 @@ gf_status gf_gan_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real, const gf_
   GF_TRY(seam(gan->sync_d, exact, err));
   GF_TRY(gf_net_adam(&gan->d, ctx, &gan->hp.adam_d, gan->adam_step_d + 1, err));
   gan->adam_step_d++;
+  if (exact) {
+    GF_TRY(gf_bn_log_replay(gan->sync_g, 0, 1, err));
+    GF_TRY(gf_bn_log_replay(gan->sync_d, 0, 2, err));
+  }
+  gan->last_n = n;
+  gan->last_sample0 = sample0;
+  if (stats) {
+    double inv = 1.0 / kn;
+    memset(stats, 0, sizeof *stats);
+    stats->loss_d_real = s.loss_d_real * inv;
+    stats->loss_d_fake = s.loss_d_fake * inv;
+    stats->d_real = s.d_real * inv;
+    stats->d_fake = s.d_fake * inv;
+    stats->loss_d = stats->loss_d_real + stats->loss_d_fake;
+  }
+  return GF_OK;
+}
 
-  /* G step: fake through the updated D with label 1, back into G. With
-   * several micro-batches G's forward is run again (same bits; running
+/* The EMA generator's update after G update t. */
+static gf_status ema_update(gf_gan *gan, gf_ctx *ctx, int64_t t, gf_err *err) {
+  if (!gan->g_ema.layers) return GF_OK;
+  double beta = gf_gan_ema_beta(&gan->hp, t);
+  gf_arena *src[2] = {&gan->g.params, &gan->g.bn_stats};
+  gf_arena *dst[2] = {&gan->g_ema.params, &gan->g_ema.bn_stats};
+  for (int i = 0; i < 2; i++) {
+    if (!src[i]->base || src[i]->used == 0) continue;
+    gf_tensor a, x;
+    GF_TRY(gf_arena_view_all(dst[i], &a, err));
+    GF_TRY(gf_arena_view_all(src[i], &x, err));
+    a.device_index = dst[i]->device_index;
+    x.device_index = src[i]->device_index;
+    GF_TRY(gf_lerp(ctx, &a, &x, beta, err));
+  }
+  return GF_OK;
+}
+
+gf_status gf_gan_g_step(gf_gan *gan, gf_ctx *ctx, uint64_t seed, int64_t step,
+                        gf_gan_stats *stats, gf_err *err) {
+  if (!gan || !gan->g.layers || !ctx)
+    return gf_fail(err, GF_EINVAL, "gan: NULL argument or gan not built");
+  if (gan->last_n < 2)
+    return gf_fail(err, GF_ESTATE, "gan: a G step needs a D step before it");
+  int64_t n = gan->last_n, sample0 = gan->last_sample0, m = 0;
+  GF_TRY(check_slice(gan, n, sample0, &m, err));
+  gan->last_n = 0;
+  const gf_gan_dist *dist = &gan->dist;
+  int kn = dist->micro > 1 ? dist->micro : 1;
+  bool exact = dist->exact;
+  float dl = loss_scale(gan);
+  gf_tensor zt, dlogit, dfake_all, fake, logits;
+  int64_t zs[2] = {n, gan->cfg.z_dim};
+  GF_TRY(dview(&zt, ctx, gan->z, 2, zs, err));
+  GF_TRY(vec(&dlogit, ctx, gan->dlogit, m, err));
+  int64_t img[4] = {m, gan->cfg.image_channels, gan->cfg.image_height, gan->cfg.image_width};
+  GF_TRY(dview(&dfake_all, ctx, gan->dfake, 4, img, err));
+  double loss_g = 0.0, after = 0.0, v, dm;
+
+  /* D's weights changed in the D step: one power iteration for them. */
+  GF_TRY(gf_net_sn_iterate(&gan->d, ctx, err));
+  /* fake through the updated D with label 1, back into G. With several
+   * micro-batches G's forward is run again (same bits; running
    * statistics left alone: they were updated in the D step). */
   for (int k = 0; k < kn; k++) {
     int64_t s0 = sample0 + k * m;
@@ -338,10 +503,9 @@ gf_status gf_gan_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real, const gf_
     }
     GF_TRY(gf_net_forward(&gan->d, ctx, &fake, GF_MODE_TRAIN, seed, step, s0, 2, &logits, err));
     if (exact) gf_bn_log_record(gan->sync_d, k, 2);
-    GF_TRY(bce(gan, ctx, &logits, &ones, dl, &dlogit, &v, err));
-    s.loss_g += v;
-    GF_TRY(mean_sigmoid(gan, &logits, &v, err));
-    s.d_fake_after += v;
+    GF_TRY(d_loss(gan, ctx, &logits, 1, true, dl, &dlogit, &v, &dm, err));
+    loss_g += v;
+    after += dm;
     GF_TRY(gf_net_backward(&gan->d, ctx, &dlogit, &dfake_all, false, GF_OVERWRITE, err));
     if (k == kn - 1 && gan->sync_g && gan->sync_g->comm && !exact) gf_grad_sync_arm(gan->sync_g);
     gf_accum first = (k == 0 || exact) ? GF_OVERWRITE : GF_ACCUMULATE;
@@ -351,17 +515,18 @@ gf_status gf_gan_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real, const gf_
   GF_TRY(seam(gan->sync_g, exact, err));
   GF_TRY(gf_net_adam(&gan->g, ctx, &gan->hp.adam_g, gan->adam_step_g + 1, err));
   gan->adam_step_g++;
-  if (exact) {
-    GF_TRY(gf_bn_log_replay(gan->sync_g, err));
-    GF_TRY(gf_bn_log_replay(gan->sync_d, err));
-  }
-
+  if (exact) GF_TRY(gf_bn_log_replay(gan->sync_d, 2, 3, err));
+  GF_TRY(ema_update(gan, ctx, gan->adam_step_g, err));
   if (stats) {
-    double inv = 1.0 / kn;
-    s.loss_d_real *= inv, s.loss_d_fake *= inv, s.loss_g *= inv;
-    s.d_real *= inv, s.d_fake *= inv, s.d_fake_after *= inv;
-    s.loss_d = s.loss_d_real + s.loss_d_fake;
-    *stats = s;
+    stats->loss_g = loss_g / kn;
+    stats->d_fake_after = after / kn;
   }
   return GF_OK;
+}
+
+gf_status gf_gan_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real, const gf_tensor *z,
+                      uint64_t seed, int64_t step, int64_t sample0, gf_gan_stats *stats,
+                      gf_err *err) {
+  GF_TRY(gf_gan_d_step(gan, ctx, real, z, seed, step, sample0, stats, err));
+  return gf_gan_g_step(gan, ctx, seed, step, stats, err);
 }

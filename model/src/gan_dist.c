@@ -221,8 +221,10 @@ static void apply_record(gf_net *net, const float *r, int64_t samples) {
   }
 }
 
-gf_status gf_bn_log_replay(gf_grad_sync *s, gf_err *err) {
+gf_status gf_bn_log_replay(gf_grad_sync *s, int p0, int p1, gf_err *err) {
   if (!s->bn_log) return GF_OK;
+  if (p0 < 0 || p1 > s->passes || p0 >= p1)
+    return gf_fail(err, GF_EINVAL, "gan: replay of passes [%d, %d) of %d", p0, p1, s->passes);
   int world = s->comm ? gf_comm_world(s->comm) : 1;
   int kloc = s->micro_total / world;
   size_t rec = (size_t)s->passes * s->bn_floats, mine = (size_t)kloc * rec;
@@ -232,16 +234,9 @@ gf_status gf_bn_log_replay(gf_grad_sync *s, gf_err *err) {
     memcpy(s->bn_all, s->bn_log, mine * sizeof(float));
   int64_t samples = s->net->fwd_batch; /* every micro-batch has this size */
   /* bn_all = [micro-batch g][pass][stats], g in global order. */
-  if (s->net->role == GF_NET_G) {
-    for (int g = 0; g < s->micro_total; g++) apply_record(s->net, s->bn_all + (size_t)g * rec, samples);
-    return GF_OK;
-  }
-  for (int g = 0; g < s->micro_total; g++) {
-    apply_record(s->net, s->bn_all + (size_t)g * rec, samples);
-    apply_record(s->net, s->bn_all + (size_t)g * rec + s->bn_floats, samples);
-  }
   for (int g = 0; g < s->micro_total; g++)
-    apply_record(s->net, s->bn_all + (size_t)g * rec + 2 * s->bn_floats, samples);
+    for (int p = p0; p < p1; p++)
+      apply_record(s->net, s->bn_all + (size_t)g * rec + (size_t)p * s->bn_floats, samples);
   return GF_OK;
 }
 
@@ -255,6 +250,10 @@ static gf_status bcast_arena(struct gf_comm *c, gf_arena *a, gf_err *err) {
 gf_status gf_gan_broadcast_state(gf_gan *gan, struct gf_comm *comm, gf_err *err) {
   if (!gan || !gan->g.layers || !comm) return gf_fail(err, GF_EINVAL, "gan: NULL argument");
   gf_net *nets[2] = {&gan->g, &gan->d};
+  if (gan->g_ema.layers) {
+    GF_TRY(bcast_arena(comm, &gan->g_ema.params, err));
+    GF_TRY(bcast_arena(comm, &gan->g_ema.bn_stats, err));
+  }
   for (int i = 0; i < 2; i++) {
     GF_TRY(bcast_arena(comm, &nets[i]->params, err));
     GF_TRY(bcast_arena(comm, &nets[i]->adam_m, err));
@@ -304,6 +303,9 @@ gf_status gf_gan_digest(const gf_gan *gan, bool with_bn_stats,
     if (st == GF_OK) st = digest_arena(&h, &nets[i]->adam_v, err);
     if (st == GF_OK && with_bn_stats) st = digest_arena(&h, &nets[i]->bn_stats, err);
   }
+  if (st == GF_OK && gan->g_ema.layers) st = digest_arena(&h, &gan->g_ema.params, err);
+  if (st == GF_OK && gan->g_ema.layers && with_bn_stats)
+    st = digest_arena(&h, &gan->g_ema.bn_stats, err);
   if (st != GF_OK) {
     gf_sha256_free(&h);
     return st;

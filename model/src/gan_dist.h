@@ -65,9 +65,10 @@ gf_status gf_grad_tree_add(gf_grad_sync *s, int k, int k_total,
  * train forward of global micro-batch g, pass p. */
 void gf_bn_log_record(gf_grad_sync *s, int g, int p);
 /* Exact mode: gathers every rank's log and applies the running-statistic
- * updates in the order one rank running every micro-batch in turn would:
- * G: for each micro-batch g, pass 0; D: for each g, passes 0 and 1 (the
- * D step), then for each g, pass 2 (the G step). */
-gf_status gf_bn_log_replay(gf_grad_sync *s, gf_err *err);
+ * updates of passes [p0, p1) in the order one rank running every
+ * micro-batch in turn would: for each micro-batch g, passes p0 .. p1 - 1.
+ * The D step replays G's pass 0 and D's passes 0 and 1; the G step D's
+ * pass 2. */
+gf_status gf_bn_log_replay(gf_grad_sync *s, int p0, int p1, gf_err *err);
 
 #endif

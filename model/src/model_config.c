@@ -91,6 +91,7 @@ gf_status gf_model_config_validate(const gf_model_config *c, gf_err *err) {
                    "config: num_classes: 1 is not a conditional model (use 0 or >= 2)");
   if ((st = range("ngf", c->ngf, 1, 65536, err)) != GF_OK) return st;
   if ((st = range("ndf", c->ndf, 1, 65536, err)) != GF_OK) return st;
+  if ((st = range("spectral_norm", c->spectral_norm, 0, 1, err)) != GF_OK) return st;
   if (c->architecture == GF_ARCH_DCGAN) {
     int s = c->image_height;
     if (s != 28 && s != 32 && s != 64)
@@ -118,6 +119,8 @@ cJSON *gf_model_config_to_cjson(const gf_model_config *c) {
            cJSON_AddNumberToObject(o, "ngf", c->ngf) &&
            cJSON_AddNumberToObject(o, "ndf", c->ndf) &&
            cJSON_AddStringToObject(o, "pixel_normalization", gf_pixel_norm_name(c->pixel_norm));
+  /* Only when set: configs without it read and print as before. */
+  if (ok && c->spectral_norm) ok = cJSON_AddTrueToObject(o, "spectral_norm") != NULL;
   if (!ok) {
     cJSON_Delete(o);
     return NULL;
@@ -179,6 +182,15 @@ gf_status gf_model_config_from_cjson(const cJSON *obj, gf_model_config *out, gf_
   if ((st = get_int(obj, "ndf", &c.ndf, err)) != GF_OK) return st;
   if ((st = get_str(obj, "pixel_normalization", &norm, err)) != GF_OK) return st;
   if ((st = gf_pixel_norm_parse(norm, &c.pixel_norm, err)) != GF_OK) return st;
+  const cJSON *sn = NULL; /* optional */
+  for (const cJSON *m = obj->child; m; m = m->next) {
+    if (!m->string || strcmp(m->string, "spectral_norm") != 0) continue;
+    if (sn) return gf_fail(err, GF_EINVAL, "config: spectral_norm: given more than once");
+    sn = m;
+  }
+  if (sn && !cJSON_IsBool(sn))
+    return gf_fail(err, GF_EINVAL, "config: spectral_norm: expected true or false");
+  c.spectral_norm = sn && cJSON_IsTrue(sn);
   if ((st = gf_model_config_validate(&c, err)) != GF_OK) return st;
   *out = c;
   return GF_OK;
@@ -253,5 +265,5 @@ int gf_model_config_equal(const gf_model_config *a, const gf_model_config *b) {
          a->z_dim == b->z_dim && a->image_height == b->image_height &&
          a->image_width == b->image_width && a->image_channels == b->image_channels &&
          a->num_classes == b->num_classes && a->ngf == b->ngf && a->ndf == b->ndf &&
-         a->pixel_norm == b->pixel_norm;
+         a->pixel_norm == b->pixel_norm && !a->spectral_norm == !b->spectral_norm;
 }

@@ -2,6 +2,7 @@
  * arenas, and the forward / backward / Adam drivers that walk the layer
  * table. The per-kind arithmetic is in net_layers.c; which layers a network
  * has is in net_mlp.c and net_dcgan.c. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,7 @@ static gf_status new_layer(gf_net *net, gf_layer_kind kind, gf_layer **out,
   memset(l, 0, sizeof *l);
   l->kind = kind;
   l->p_w = l->p_b = l->p_gamma = l->p_beta = l->p_rmean = l->p_rvar = -1;
+  l->p_u = l->p_v = -1;
   prev_shape(net, &l->in_ndim, l->in);
   *out = l;
   return GF_OK;
@@ -53,13 +55,28 @@ static gf_status add_tensor(gf_net *net, const char *suffix, gf_param_kind kind,
   GF_TRY(gf_format(p->name, sizeof p->name, err, "net: parameter name", "%c.main.%d.%s",
                    net->role == GF_NET_G ? 'g' : 'd', net->n_layers, suffix));
   p->kind = kind;
-  p->trainable = kind != GF_PARAM_BN_RUNNING_MEAN && kind != GF_PARAM_BN_RUNNING_VAR;
+  p->trainable = kind != GF_PARAM_BN_RUNNING_MEAN && kind != GF_PARAM_BN_RUNNING_VAR &&
+                 kind != GF_PARAM_SN_U && kind != GF_PARAM_SN_V;
   p->value.ndim = ndim;
   for (int i = 0; i < GF_MAX_DIMS; i++) p->value.shape[i] = i < ndim ? shape[i] : 1;
   if (p->trainable) net->n_trainable += numel_of(ndim, shape);
   else net->n_bn_stats += numel_of(ndim, shape);
   *index = net->n_tensors++;
   return GF_OK;
+}
+
+/* Registers the weight of layer l: "weight", or with spectral norm (a D
+ * of a config with spectral_norm) "weight_orig" and its vectors. */
+static gf_status add_weight(gf_net *net, gf_layer *l, int ndim, const int64_t *ws,
+                            int64_t fan_in, int64_t fan_out, gf_err *err) {
+  bool sn = net->role == GF_NET_D && net->cfg.spectral_norm;
+  GF_TRY(add_tensor(net, sn ? "weight_orig" : "weight", GF_PARAM_WEIGHT, ndim, ws, &l->p_w, err));
+  net->tensors[l->p_w].fan_in = fan_in;
+  net->tensors[l->p_w].fan_out = fan_out;
+  if (!sn) return GF_OK;
+  int64_t r = ws[0], k = numel_of(ndim, ws) / ws[0];
+  GF_TRY(add_tensor(net, "weight_u", GF_PARAM_SN_U, 1, &r, &l->p_u, err));
+  return add_tensor(net, "weight_v", GF_PARAM_SN_V, 1, &k, &l->p_v, err);
 }
 
 gf_status gf_nb_linear(gf_net *net, int64_t out_features, bool bias, gf_err *err) {
@@ -73,9 +90,7 @@ gf_status gf_nb_linear(gf_net *net, int64_t out_features, bool bias, gf_err *err
   l->out[0] = out_features;
   l->out[1] = l->out[2] = 1;
   int64_t ws[2] = {out_features, in};
-  GF_TRY(add_tensor(net, "weight", GF_PARAM_WEIGHT, 2, ws, &l->p_w, err));
-  net->tensors[l->p_w].fan_in = in;
-  net->tensors[l->p_w].fan_out = out_features;
+  GF_TRY(add_weight(net, l, 2, ws, in, out_features, err));
   if (bias) GF_TRY(add_tensor(net, "bias", GF_PARAM_BIAS, 1, &out_features, &l->p_b, err));
   net->n_layers++;
   return GF_OK;
@@ -107,9 +122,9 @@ gf_status gf_nb_conv(gf_net *net, bool transposed, int64_t cout, int k,
   l->out[2] = ow;
   l->conv = (gf_conv_params){{stride, stride}, {pad, pad}, {0, 0}};
   int64_t ws[4] = {transposed ? cin : cout, transposed ? cout : cin, k, k};
-  GF_TRY(add_tensor(net, "weight", GF_PARAM_WEIGHT, 4, ws, &l->p_w, err));
-  net->tensors[l->p_w].fan_in = cin * k * k;
-  net->tensors[l->p_w].fan_out = cout * k * k;
+  if (transposed && net->role == GF_NET_D && net->cfg.spectral_norm)
+    return gf_fail(err, GF_EUNSUPPORTED, "net: spectral norm of a transposed convolution");
+  GF_TRY(add_weight(net, l, 4, ws, cin * k * k, cout * k * k, err));
   net->n_layers++;
   return GF_OK;
 }
@@ -180,7 +195,7 @@ static gf_status allocate(gf_net *net, gf_ctx *ctx, gf_err *err) {
     if (p->trainable) pbytes += b;
     else sbytes += b;
   }
-  int64_t mb = net->max_batch;
+  int64_t mb = net->max_batch, max_w = 0;
   for (int i = 0; i < net->n_layers; i++) {
     gf_layer *l = &net->layers[i];
     l->in_numel = numel_of(l->in_ndim, l->in);
@@ -188,7 +203,13 @@ static gf_status allocate(gf_net *net, gf_ctx *ctx, gf_err *err) {
     if (l->out_numel > maxn) maxn = l->out_numel;
     if (!l->in_place) abytes += fbytes(mb * l->out_numel);
     if (l->kind == GF_L_BN) abytes += 2 * fbytes(l->out[0]);
+    if (l->p_u >= 0) {
+      int64_t wn = gf_tensor_numel(&net->tensors[l->p_w].value);
+      abytes += fbytes(wn) + fbytes(1);
+      if (wn > max_w) max_w = wn;
+    }
   }
+  if (net->training && max_w > 0) abytes += fbytes(max_w);
   /* The backward's ping-pong buffers: only a net built for training gets
    * them (an inference net's forward never touches them, and at
    * max_batch 64 they are 40 % of a dcgan28 G's activations). */
@@ -223,15 +244,22 @@ static gf_status allocate(gf_net *net, gf_ctx *ctx, gf_err *err) {
       GF_TRY(carve_floats(&net->acts, l->out[0], &l->save_mean, err));
       GF_TRY(carve_floats(&net->acts, l->out[0], &l->save_var, err));
     }
+    if (l->p_u >= 0) {
+      GF_TRY(carve_floats(&net->acts, gf_tensor_numel(&net->tensors[l->p_w].value), &l->w_sn,
+                          err));
+      GF_TRY(carve_floats(&net->acts, 1, &l->sigma, err));
+    }
   }
   if (net->training) {
     GF_TRY(carve_floats(&net->acts, mb * maxn, &net->dbuf[0], err));
     GF_TRY(carve_floats(&net->acts, mb * maxn, &net->dbuf[1], err));
+    if (max_w > 0) GF_TRY(carve_floats(&net->acts, max_w, &net->sn_dw, err));
   }
   return GF_OK;
 }
 
-/* Running mean 0, running var 1 (PyTorch's reset_running_stats). */
+/* Running mean 0, running var 1 (PyTorch's reset_running_stats); spectral
+ * norm vectors 0 until gf_net_init_params draws them. */
 static void reset_bn_stats(gf_net *net) {
   for (int i = 0; i < net->n_tensors; i++) {
     gf_param *p = &net->tensors[i];
@@ -374,6 +402,25 @@ gf_status gf_net_init_params(gf_net *net, uint64_t seed, gf_err *err) {
   return init_params_host(net, seed, err);
 }
 
+/* Spectral norm vectors: u and v each N(0, 1) from stream (seed, INIT_D,
+ * 0, tensor index), normalized (in double, rounded once), as
+ * torch.nn.utils.spectral_norm draws them (normalize(randn)). */
+static void sn_init(gf_net *net, uint64_t seed) {
+  for (int t = 0; t < net->n_tensors; t++) {
+    gf_param *p = &net->tensors[t];
+    if (p->kind != GF_PARAM_SN_U && p->kind != GF_PARAM_SN_V) continue;
+    float *d = p->value.data;
+    int64_t n = gf_tensor_numel(&p->value);
+    gf_philox_stream s = gf_rng_stream(seed, GF_RNG_INIT_D, 0, (uint32_t)t);
+    gf_philox_normal(&s, d, (size_t)n, 0.0f, 1.0f);
+    double ss = 0.0;
+    for (int64_t i = 0; i < n; i++) ss += (double)d[i] * d[i];
+    double nrm = sqrt(ss);
+    if (nrm < 1e-12) nrm = 1e-12;
+    for (int64_t i = 0; i < n; i++) d[i] = (float)(d[i] / nrm);
+  }
+}
+
 /* Initialisation into host memory (the tensors' data is host memory). */
 static gf_status init_params_host(gf_net *net, uint64_t seed, gf_err *err) {
   if (net->params.device == GF_DEV_CPU) { /* device nets: zeroed copies */
@@ -384,8 +431,27 @@ static gf_status init_params_host(gf_net *net, uint64_t seed, gf_err *err) {
   }
   reset_bn_stats(net);
   net->fwd_batch = 0;
-  return net->cfg.architecture == GF_ARCH_MLP ? gf_mlp_init_params(net, seed, err)
-                                              : gf_dcgan_init_params(net, seed, err);
+  GF_TRY(net->cfg.architecture == GF_ARCH_MLP ? gf_mlp_init_params(net, seed, err)
+                                              : gf_dcgan_init_params(net, seed, err));
+  sn_init(net, seed);
+  return GF_OK;
+}
+
+gf_status gf_net_sn_iterate(gf_net *net, gf_ctx *ctx, gf_err *err) {
+  if (!net || !net->layers || !ctx) return gf_fail(err, GF_EINVAL, "net: NULL argument");
+  for (int i = 0; i < net->n_layers; i++) {
+    gf_layer *l = &net->layers[i];
+    if (l->p_u < 0) continue;
+    gf_tensor ws, sg;
+    int64_t one = 1;
+    const gf_tensor *w = &net->tensors[l->p_w].value;
+    GF_TRY(gf_tensor_view(&ws, l->w_sn, GF_F32, net->acts.device, w->ndim, w->shape, err));
+    GF_TRY(gf_tensor_view(&sg, l->sigma, GF_F32, net->acts.device, 1, &one, err));
+    ws.device_index = sg.device_index = net->acts.device_index;
+    GF_TRY(gf_spectral_norm_fwd(ctx, w, &net->tensors[l->p_u].value,
+                                &net->tensors[l->p_v].value, 1, GF_SN_EPS, &sg, &ws, err));
+  }
+  return GF_OK;
 }
 
 gf_param *gf_net_find(gf_net *net, const char *name) {

@@ -8,6 +8,8 @@
  *   28x28: G ConvT(nz, 4ngf, 7, 1, 0) 7x7 -> 2ngf 14x14 -> nc 28x28;
  *          D nc -> ndf 14x14 -> 2ndf 7x7 -> Conv(2ndf, 1, 7, 1, 0)
  *          (the variant bench/kernels measures).
+ * With spectral_norm, D's convolutions are spectrally normalized and its
+ * batch norms are left out (SNGAN's discriminator); G is the same.
  * Initialisation as the example's weights_init: conv weights N(0, 0.02),
  * BN gamma N(1, 0.02), beta 0. */
 #include "net_layers.h"
@@ -47,7 +49,7 @@ gf_status gf_dcgan_build(gf_net *net, gf_err *err) {
   for (int s = 1; s < stages; s++) {
     ch *= 2;
     GF_TRY(gf_nb_conv(net, false, ch, 4, 2, 1, err));
-    GF_TRY(gf_nb_bn(net, err));
+    if (!c->spectral_norm) GF_TRY(gf_nb_bn(net, err)); /* SNGAN's D has none */
     GF_TRY(gf_nb_act(net, GF_L_LRELU, GF_DCGAN_LRELU_SLOPE, err));
   }
   GF_TRY(gf_nb_conv(net, false, 1, k0, 1, 0, err));

@@ -2,6 +2,7 @@
  * small function pair per kind over the kernels library ops. The driver
  * (net.c) builds the views (gf_layer_io); this file only calls ops. */
 #include <stddef.h>
+#include <string.h>
 
 #include "net_layers.h"
 
@@ -16,21 +17,95 @@ static gf_tensor *dx_or_null(gf_layer_io *io) {
   return io->dx.data ? &io->dx : NULL;
 }
 
+/* ---- spectral norm of a layer's weight (D with cfg.spectral_norm) -------- */
+static gf_status acts_view(gf_net *net, gf_tensor *t, float *data, int ndim,
+                           const int64_t *shape, gf_err *err) {
+  GF_TRY(gf_tensor_view(t, data, GF_F32, net->acts.device, ndim, shape, err));
+  t->device_index = net->acts.device_index;
+  return GF_OK;
+}
+/* Views of the normalized weight and sigma of SN layer l. */
+static gf_status sn_views(gf_net *net, gf_layer *l, gf_tensor *w_sn,
+                          gf_tensor *sigma, gf_err *err) {
+  const gf_tensor *w = pval(net, l->p_w);
+  int64_t one = 1;
+  GF_TRY(acts_view(net, w_sn, l->w_sn, w->ndim, w->shape, err));
+  return acts_view(net, sigma, l->sigma, 1, &one, err);
+}
+/* The weight a forward uses: the parameter, or with spectral norm
+ * weight_orig / sigma, formed now from u and v as they are (no power
+ * iteration: gf_net_sn_iterate runs those), into *w (a view into acts). */
+static gf_status fwd_weight(gf_net *net, gf_layer *l, gf_ctx *ctx,
+                            gf_tensor *w, gf_err *err) {
+  if (l->p_u < 0) {
+    *w = *pval(net, l->p_w);
+    return GF_OK;
+  }
+  gf_tensor sigma;
+  GF_TRY(sn_views(net, l, w, &sigma, err));
+  return gf_spectral_norm_fwd(ctx, pval(net, l->p_w), pval(net, l->p_u),
+                              pval(net, l->p_v), 0, GF_SN_EPS, &sigma, w,
+                              err);
+}
+/* The weight the last forward used, and where its gradient goes: the
+ * parameter's gradient, or SN's scratch (then sn_finish folds it into the
+ * parameter's gradient). *dw.data NULL when no gradient is wanted. */
+static gf_status bwd_weight(gf_net *net, gf_layer *l, bool pg, gf_tensor *w,
+                            gf_tensor *dw, gf_err *err) {
+  memset(dw, 0, sizeof *dw);
+  if (l->p_u < 0) {
+    *w = *pval(net, l->p_w);
+    if (pg) *dw = *pgrad(net, l->p_w, true);
+    return GF_OK;
+  }
+  gf_tensor sigma;
+  GF_TRY(sn_views(net, l, w, &sigma, err));
+  if (pg) GF_TRY(acts_view(net, dw, net->sn_dw, w->ndim, w->shape, err));
+  return GF_OK;
+}
+/* SN layers: the gradient wrt weight_orig from the one wrt w_sn. */
+static gf_status sn_finish(gf_net *net, gf_layer *l, gf_ctx *ctx, bool pg,
+                           const gf_tensor *dw_sn, gf_accum accum,
+                           gf_err *err) {
+  if (l->p_u < 0 || !pg) return GF_OK;
+  gf_tensor w_sn, sigma;
+  GF_TRY(sn_views(net, l, &w_sn, &sigma, err));
+  return gf_spectral_norm_bwd(ctx, pval(net, l->p_w), pval(net, l->p_u),
+                              pval(net, l->p_v), &sigma, dw_sn,
+                              pgrad(net, l->p_w, true), accum, err);
+}
+/* With SN the weight's gradient is written whole into the scratch and
+ * then added or written by sn_finish; else as the caller asked. */
+static gf_accum wacc(const gf_layer *l, gf_accum accum) {
+  return l->p_u < 0 ? accum : GF_OVERWRITE;
+}
+
 /* ---- linear ------------------------------------------------------------- */
 static gf_status linear_fwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
                             gf_layer_io *io, gf_net_mode mode,
                             const gf_philox_stream *drop, gf_err *err) {
   (void)mode;
   (void)drop;
-  return gf_linear_fwd(ctx, &io->x, pval(net, l->p_w), pval(net, l->p_b),
-                       &io->y, err);
+  gf_tensor w;
+  GF_TRY(fwd_weight(net, l, ctx, &w, err));
+  return gf_linear_fwd(ctx, &io->x, &w, pval(net, l->p_b), &io->y, err);
 }
 static gf_status linear_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
                             gf_layer_io *io, bool pg, gf_accum accum,
                             gf_err *err) {
-  return gf_linear_bwd(ctx, &io->x, pval(net, l->p_w), &io->dy,
-                       dx_or_null(io), pgrad(net, l->p_w, pg),
-                       pgrad(net, l->p_b, pg), accum, err);
+  gf_tensor w, dw;
+  GF_TRY(bwd_weight(net, l, pg, &w, &dw, err));
+  if (l->p_u >= 0 && pg) { /* bias (+)= as asked; weight via the scratch */
+    GF_TRY(gf_linear_bwd(ctx, &io->x, &w, &io->dy, dx_or_null(io), &dw, NULL,
+                         GF_OVERWRITE, err));
+    if (l->p_b >= 0)
+      GF_TRY(gf_linear_bwd(ctx, &io->x, &w, &io->dy, NULL, NULL,
+                           pgrad(net, l->p_b, pg), accum, err));
+    return sn_finish(net, l, ctx, pg, &dw, accum, err);
+  }
+  return gf_linear_bwd(ctx, &io->x, &w, &io->dy, dx_or_null(io),
+                       dw.data ? &dw : NULL, pgrad(net, l->p_b, pg), accum,
+                       err);
 }
 
 /* ---- convolution and transposed convolution (no bias) ------------------- */
@@ -39,22 +114,25 @@ static gf_status conv_fwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
                           const gf_philox_stream *drop, gf_err *err) {
   (void)mode;
   (void)drop;
+  gf_tensor w;
+  GF_TRY(fwd_weight(net, l, ctx, &w, err));
   if (l->kind == GF_L_DECONV)
-    return gf_deconv2d_fwd(ctx, &io->x, pval(net, l->p_w), NULL, &l->conv,
-                           &io->y, err);
-  return gf_conv2d_fwd(ctx, &io->x, pval(net, l->p_w), NULL, &l->conv, &io->y,
-                       err);
+    return gf_deconv2d_fwd(ctx, &io->x, &w, NULL, &l->conv, &io->y, err);
+  return gf_conv2d_fwd(ctx, &io->x, &w, NULL, &l->conv, &io->y, err);
 }
 static gf_status conv_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
                           gf_layer_io *io, bool pg, gf_accum accum,
                           gf_err *err) {
+  gf_tensor w, dw;
+  GF_TRY(bwd_weight(net, l, pg, &w, &dw, err));
+  gf_tensor *dwp = dw.data ? &dw : NULL;
   if (l->kind == GF_L_DECONV)
-    return gf_deconv2d_bwd(ctx, &io->x, pval(net, l->p_w), &io->dy, &l->conv,
-                           dx_or_null(io), pgrad(net, l->p_w, pg), NULL,
-                           accum, err);
-  return gf_conv2d_bwd(ctx, &io->x, pval(net, l->p_w), &io->dy, &l->conv,
-                       dx_or_null(io), pgrad(net, l->p_w, pg), NULL, accum,
-                       err);
+    GF_TRY(gf_deconv2d_bwd(ctx, &io->x, &w, &io->dy, &l->conv, dx_or_null(io),
+                           dwp, NULL, wacc(l, accum), err));
+  else
+    GF_TRY(gf_conv2d_bwd(ctx, &io->x, &w, &io->dy, &l->conv, dx_or_null(io),
+                         dwp, NULL, wacc(l, accum), err));
+  return sn_finish(net, l, ctx, pg, &dw, accum, err);
 }
 
 /* ---- batch norm ------------------------------------------------------------ */

@@ -40,6 +40,9 @@ typedef struct gf_layer {
                             always the last layer) */
   int p_w, p_b;          /* indices into net->tensors, or -1 */
   int p_gamma, p_beta, p_rmean, p_rvar;
+  int p_u, p_v;          /* spectral norm's vectors, or -1 (no SN) */
+  float *w_sn;           /* SN: weight / sigma of the last forward, in acts */
+  float *sigma;          /* SN: [1] its sigma, in acts */
   gf_conv_params conv;   /* CONV/DECONV */
   float slope;           /* LRELU */
   float drop_p;          /* DROPOUT probability of zeroing */

@@ -116,6 +116,31 @@ int main(void) {
   expect_bad("format_version", "2", GF_EUNSUPPORTED);
   expect_bad("format_version", "0", GF_EINVAL);
 
+  /* spectral_norm: optional, a boolean, written only when set. */
+  gf_model_config_default(&c, GF_ARCH_DCGAN);
+  char *plain = NULL, *sn = NULL;
+  REQUIRE(gf_model_config_to_json(&c, &plain, &err) == GF_OK);
+  CHECK(strstr(plain, "spectral_norm") == NULL);
+  c.spectral_norm = 1;
+  REQUIRE(gf_model_config_to_json(&c, &sn, &err) == GF_OK);
+  CHECK(strstr(sn, "\"spectral_norm\":\ttrue") != NULL);
+  CHECKF(gf_model_config_from_json(sn, strlen(sn), &back, &err) == GF_OK, "%s", err.msg);
+  CHECK(back.spectral_norm == 1 && gf_model_config_equal(&back, &c));
+  CHECK(!gf_model_config_equal(&back, &(gf_model_config){0}));
+  CHECKF(gf_model_config_from_json(plain, strlen(plain), &back, &err) == GF_OK, "%s", err.msg);
+  CHECK(back.spectral_norm == 0 && !gf_model_config_equal(&back, &c));
+  free(plain);
+  free(sn);
+  expect_bad("spectral_norm", "1", GF_EINVAL);
+  expect_bad("spectral_norm", "\"true\"", GF_EINVAL);
+  const char *sn_twice = "{\"format_version\":1,\"architecture\":\"mlp\",\"z_dim\":100,"
+                         "\"image_height\":28,\"image_width\":28,\"image_channels\":1,"
+                         "\"num_classes\":0,\"ngf\":1024,\"ndf\":1024,"
+                         "\"pixel_normalization\":\"tanh_-1_1\",\"spectral_norm\":true,"
+                         "\"spectral_norm\":false}";
+  CHECK_INT_EQ(gf_model_config_from_json(sn_twice, strlen(sn_twice), &back, &err), GF_EINVAL);
+  CHECK(strstr(err.msg, "spectral_norm") != NULL);
+
   /* A field given twice is ambiguous. */
   const char *twice = "{\"format_version\":1,\"format_version\":1}";
   CHECK_INT_EQ(gf_model_config_from_json(twice, strlen(twice), &back, &err), GF_EINVAL);

@@ -182,6 +182,8 @@ static void test_init(gf_ctx *ctx) {
     case GF_PARAM_BN_RUNNING_MEAN: CHECK(m == 0 && sd == 0); break;
     case GF_PARAM_BN_RUNNING_VAR: CHECK(m == 1 && sd == 0); break;
     case GF_PARAM_BIAS: CHECK(0); break;
+    case GF_PARAM_SN_U:
+    case GF_PARAM_SN_V: CHECK(0); break; /* G has no spectral norm */
     }
   }
   /* D's stream differs from G's: compare first weights' leading values. */
@@ -360,6 +362,114 @@ static void test_dropout_keys(gf_ctx *ctx) {
   gf_net_free(&d);
 }
 
+/* Spectral norm (cfg.spectral_norm): D's layout (weight_orig + u + v, no
+ * batch norm), unit vectors at init, a forward that does not depend on the
+ * scale of the weights, power iterations only in gf_net_sn_iterate, and the
+ * gradient wrt weight_orig against central differences (u, v fixed). */
+static double d_out_dot(gf_net *d, gf_ctx *ctx, const gf_tensor *x, const float *gv) {
+  gf_err err = {0};
+  gf_tensor y;
+  REQUIRE(gf_net_forward(d, ctx, x, GF_MODE_TRAIN, 0, 0, 0, 0, &y, &err) == GF_OK);
+  double s = 0;
+  for (int64_t i = 0; i < gf_tensor_numel(&y); i++) s += (double)((float *)y.data)[i] * gv[i];
+  return s;
+}
+
+static void test_spectral_norm(gf_ctx *ctx) {
+  gf_err err = {0};
+  const int n = 3;
+  for (int arch = 0; arch < 2; arch++) {
+    gf_model_config c = arch ? cfg_of(GF_ARCH_DCGAN, 28, 1, 16, 4, 4)
+                             : cfg_of(GF_ARCH_MLP, 8, 1, 8, 1, 1);
+    gf_model_config plain = c;
+    c.spectral_norm = 1;
+    gf_net d, dp, g;
+    build(&d, ctx, &c, GF_NET_D, n, true);
+    build(&dp, ctx, &plain, GF_NET_D, n, true);
+    build(&g, ctx, &c, GF_NET_G, n, false);
+    /* G is untouched; D loses its batch norms and gains u and v. */
+    CHECK(g.n_bn_stats > 0 && gf_net_find(&g, "g.main.0.weight") != NULL);
+    int bn = 0, sn = 0;
+    for (int i = 0; i < d.n_tensors; i++) {
+      bn += d.tensors[i].kind == GF_PARAM_BN_RUNNING_MEAN;
+      sn += d.tensors[i].kind == GF_PARAM_SN_U;
+    }
+    CHECKF(bn == 0 && sn == 3, "arch %d: %d BN, %d SN layers", arch, bn, sn);
+    REQUIRE(gf_net_find(&d, "d.main.0.weight_orig") != NULL);
+    gf_param *u0 = gf_net_find(&d, "d.main.0.weight_u"), *v0 = gf_net_find(&d, "d.main.0.weight_v");
+    REQUIRE(u0 && v0 && !u0->trainable && !v0->trainable);
+    gf_param *w0 = gf_net_find(&d, "d.main.0.weight_orig");
+    CHECK(u0->value.shape[0] == w0->value.shape[0] &&
+          v0->value.shape[0] == gf_tensor_numel(&w0->value) / w0->value.shape[0]);
+    CHECK(gf_net_num_trainable(&d) < gf_net_num_trainable(&dp) || arch == 0);
+    REQUIRE(gf_net_init_params(&d, 9, &err) == GF_OK);
+    for (int t = 0; t < d.n_tensors; t++) {
+      gf_param *p = &d.tensors[t];
+      if (p->kind != GF_PARAM_SN_U && p->kind != GF_PARAM_SN_V) continue;
+      double sd, m = mean_of(&p->value, &sd), nn = 0;
+      (void)m;
+      for (int64_t i = 0; i < gf_tensor_numel(&p->value); i++)
+        nn += (double)((float *)p->value.data)[i] * ((float *)p->value.data)[i];
+      CHECKF(fabs(nn - 1) < 1e-5, "%s: |.|^2 = %g", p->name, nn);
+    }
+    gf_tensor x;
+    int64_t xs[4] = {n, c.image_channels, c.image_height, c.image_width};
+    REQUIRE(gf_tensor_init(&x, GF_F32, GF_DEV_CPU, 4, xs, &err) == GF_OK);
+    REQUIRE(gf_latent_sample(&x, 3, GF_RNG_SAMPLE, 0, 0, &err) == GF_OK);
+    float gv[3] = {0.5f, -1.0f, 0.25f};
+    /* Forwards leave u and v alone; gf_net_sn_iterate moves them. */
+    float u_before = ((float *)u0->value.data)[0];
+    double f0 = d_out_dot(&d, ctx, &x, gv);
+    CHECK(((float *)u0->value.data)[0] == u_before && d_out_dot(&d, ctx, &x, gv) == f0);
+    for (int it = 0; it < 30; it++) REQUIRE(gf_net_sn_iterate(&d, ctx, &err) == GF_OK);
+    CHECK(((float *)u0->value.data)[0] != u_before);
+    /* W / sigma(W): scaling every weight by 4 changes nothing but rounding */
+    double f1 = d_out_dot(&d, ctx, &x, gv);
+    for (int t = 0; t < d.n_tensors; t++)
+      if (d.tensors[t].kind == GF_PARAM_WEIGHT)
+        for (int64_t i = 0; i < gf_tensor_numel(&d.tensors[t].value); i++)
+          ((float *)d.tensors[t].value.data)[i] *= 4.0f;
+    double f4 = d_out_dot(&d, ctx, &x, gv);
+    CHECKF(fabs(f4 - f1) <= 1e-5 * (fabs(f1) + 1e-3), "arch %d: %g vs %g", arch, f4, f1);
+    /* The backward against central differences of the same forward. */
+    gf_tensor dy;
+    int64_t ds[2] = {n, 1};
+    REQUIRE(gf_tensor_init(&dy, GF_F32, GF_DEV_CPU, 2, ds, &err) == GF_OK);
+    memcpy(dy.data, gv, sizeof gv);
+    d_out_dot(&d, ctx, &x, gv);
+    REQUIRE(gf_net_backward(&d, ctx, &dy, NULL, true, GF_OVERWRITE, &err) == GF_OK);
+    float *w = w0->value.data, *gw = w0->grad.data;
+    int64_t wn = gf_tensor_numel(&w0->value);
+    double worst = 0, gmax = 0;
+    for (int64_t i = 0; i < wn; i++) gmax = fmax(gmax, fabs(gw[i]));
+    for (int64_t k = 0; k < 12; k++) {
+      int64_t i = (k * 7919) % wn;
+      float keep = w[i];
+      float h = 1e-4f;
+      w[i] = keep + h;
+      double fp = d_out_dot(&d, ctx, &x, gv);
+      w[i] = keep - h;
+      double fm = d_out_dot(&d, ctx, &x, gv);
+      w[i] = keep;
+      double num = (fp - fm) / (2.0 * (double)h);
+      worst = fmax(worst, fabs(num - gw[i]) / (gmax + 1e-12));
+    }
+    CHECKF(worst < 2e-2, "arch %d: SN weight gradient off by %g of its largest entry", arch,
+           worst);
+    /* GF_ACCUMULATE adds the same gradient again. */
+    float g_first = gw[0];
+    d_out_dot(&d, ctx, &x, gv);
+    REQUIRE(gf_net_backward(&d, ctx, &dy, NULL, true, GF_ACCUMULATE, &err) == GF_OK);
+    CHECKF(fabsf(gw[0] - 2 * g_first) <= 1e-6f * fabsf(g_first) + 1e-12f, "accumulate %g vs %g",
+           gw[0], 2 * g_first);
+    gf_tensor_free(&dy);
+    gf_tensor_free(&x);
+    gf_net_free(&d);
+    gf_net_free(&dp);
+    gf_net_free(&g);
+  }
+}
+
 int main(void) {
   gf_ctx ctx;
   gf_err err = {0};
@@ -371,6 +481,7 @@ int main(void) {
   test_init(&ctx);
   test_forward_backward(&ctx);
   test_dropout_keys(&ctx);
+  test_spectral_norm(&ctx);
   gf_ctx_free(&ctx);
   return check_report();
 }

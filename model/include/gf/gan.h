@@ -44,14 +44,49 @@
 struct gf_comm;
 struct gf_grad_sync;
 
+/* The loss of the step, on D's logits l (means over the batch):
+ *   BCE    D: BCE(l_real, 1) + BCE(l_fake, 0)   G: BCE(l_fake, 1)
+ *          (the non-saturating loss of Goodfellow et al., DCGAN's)
+ *   HINGE  D: mean relu(1 - l_real) + mean relu(1 + l_fake)
+ *          G: -mean l_fake                     (SNGAN, BigGAN)
+ *   WGAN   D: mean l_fake - mean l_real       G: -mean l_fake
+ *          (the Wasserstein critic loss, no clipping or penalty: pair it
+ *          with --sn or R1) */
+typedef enum gf_gan_loss {
+  GF_GAN_LOSS_BCE = 0,
+  GF_GAN_LOSS_HINGE = 1,
+  GF_GAN_LOSS_WGAN = 2,
+} gf_gan_loss;
+
+/* Static names "bce", "hinge", "wgan" ("?" out of range) and the parse. */
+const char *gf_gan_loss_name(gf_gan_loss l);
+gf_status gf_gan_loss_parse(const char *s, gf_gan_loss *out, gf_err *err);
+
 typedef struct gf_gan_hparams {
   gf_adam_params adam_g; /* default lr 2e-4, beta1 0.5, beta2 0.999, eps 1e-8 */
   gf_adam_params adam_d; /* the same */
+  gf_gan_loss loss;      /* default BCE */
+  double ema_decay;      /* 0: no EMA generator (the default); else in
+                            (0, 1): after every G update the EMA
+                            generator's parameters and BN running
+                            statistics move to lerp(G, EMA, beta) with
+                            beta this decay (see ema_rampup). Fixed at
+                            gf_gan_init (it decides whether the EMA
+                            generator exists) */
+  double ema_rampup;     /* StyleGAN2-ADA's ramp, >= 0 (0: none): the
+                            EMA's half-life, h = ln 0.5 / ln ema_decay
+                            G updates, is capped at (t - 1) ema_rampup
+                            for update t (1-based), beta = 0.5^(1/h_t)
+                            (0 while h_t is 0: the first update copies G) */
 } gf_gan_hparams;
 
 /* DCGAN's Adam settings for both networks (lr 2e-4, betas (0.5, 0.999),
- * eps 1e-8, no weight decay). */
+ * eps 1e-8, no weight decay), the BCE loss, no EMA (ema_rampup 0.05 for
+ * when one is asked for). */
 void gf_gan_hparams_default(gf_gan_hparams *hp);
+
+/* The EMA's beta for G update t (1-based) under hp (0 <= beta < 1). */
+double gf_gan_ema_beta(const gf_gan_hparams *hp, int64_t t);
 
 /* How a step is spread over ranks and micro-batches (gf_gan_distribute). */
 typedef struct gf_gan_dist {
@@ -87,6 +122,12 @@ typedef struct gf_gan {
   gf_gan_hparams hp;    /* copy; the caller may change it between steps */
   gf_net g;             /* the generator, built for training */
   gf_net d;             /* the discriminator, built for training */
+  gf_net g_ema;         /* the EMA generator (hp.ema_decay > 0), built for
+                           inference with G's layout, arena for arena;
+                           unbuilt (layers NULL) without an EMA */
+  int64_t last_n;       /* samples of the last D step (the G step works on
+                           its latents and fake batch); 0: none yet */
+  int64_t last_sample0; /* its first global sample */
   int max_batch;        /* samples per step, 2..max_batch */
   int64_t adam_step_g;  /* Adam updates applied to G so far (checkpointed
                            with the moments; the next update is +1) */
@@ -104,13 +145,18 @@ typedef struct gf_gan {
   struct gf_grad_sync *sync_g, *sync_d; /* owned; NULL for one rank */
 } gf_gan;
 
-/* What one step measured. Losses are the means PyTorch's BCEWithLogitsLoss
- * returns; D(.) means sigmoid of D's logit, averaged over the batch. */
+/* What one step measured. Losses are the means of gf_gan_loss (for BCE,
+ * what PyTorch's BCEWithLogitsLoss returns); D(.) means sigmoid of D's
+ * logit for BCE and the logit itself for hinge and WGAN, averaged over
+ * the batch. */
 typedef struct gf_gan_stats {
   double loss_d;        /* loss_d_real + loss_d_fake */
-  double loss_d_real;   /* BCE(D(x), 1) */
-  double loss_d_fake;   /* BCE(D(G(z)), 0), before the D update */
-  double loss_g;        /* BCE(D(G(z)), 1), after the D update */
+  double loss_d_real;   /* D's loss on real images: BCE(D(x), 1), mean
+                           relu(1 - D(x)) or -mean D(x) */
+  double loss_d_fake;   /* on fake ones, before the D update: BCE(D(G(z)),
+                           0), mean relu(1 + D(G(z))) or mean D(G(z)) */
+  double loss_g;        /* G's, after the D update: BCE(D(G(z)), 1) or
+                           -mean D(G(z)) */
   double d_real;        /* mean D(x) */
   double d_fake;        /* mean D(G(z)) before the D update (D_G_z1) */
   double d_fake_after;  /* mean D(G(z)) after the D update (D_G_z2) */
@@ -170,6 +216,26 @@ gf_status gf_gan_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real,
                       const gf_tensor *z, uint64_t seed, int64_t step,
                       int64_t sample0, gf_gan_stats *stats, gf_err *err);
 
+/* The two halves of gf_gan_step, for schedules of several D updates per G
+ * update (WGAN's and ParaGAN's n_critic): gf_gan_step is gf_gan_d_step then
+ * gf_gan_g_step with the same arguments.
+ *
+ * gf_gan_d_step: the D step of gf_gan_step on real (arguments as there;
+ * `step` keys the latents and dropout masks: a schedule of K D steps per
+ * G step passes K * g_step + j for D step j, so each D step draws fresh
+ * latents). Fills the D half of stats (loss_d, loss_d_real, loss_d_fake,
+ * d_real, d_fake); the rest is zeroed.
+ *
+ * gf_gan_g_step: the G step of gf_gan_step on the latents and fake batch of
+ * the last gf_gan_d_step (same step, sample0 and slice), then the EMA
+ * generator's update when there is one. Fills loss_g and d_fake_after.
+ * GF_ESTATE without a D step since the last G step. */
+gf_status gf_gan_d_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real,
+                        const gf_tensor *z, uint64_t seed, int64_t step,
+                        int64_t sample0, gf_gan_stats *stats, gf_err *err);
+gf_status gf_gan_g_step(gf_gan *gan, gf_ctx *ctx, uint64_t seed,
+                        int64_t step, gf_gan_stats *stats, gf_err *err);
+
 /* Copies the training state of src into dst: every arena of G and D
  * (parameters, gradients, Adam moments, BN running statistics) and the Adam
  * step counts. dst must be built from the same config (any max_batch, any
@@ -177,6 +243,12 @@ gf_status gf_gan_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real,
  * a GAN on a device is checkpointed and resumed through a host twin.
  * Allocates nothing; returns when dst holds the data. */
 gf_status gf_gan_copy_state(gf_gan *dst, const gf_gan *src, gf_err *err);
+
+/* The generator a user of the run gets (sample grids, evaluations, the
+ * registered model): the EMA generator when the GAN has one and raw is
+ * false, else G. */
+gf_net *gf_gan_generator(gf_gan *gan, bool raw);
+const gf_net *gf_gan_generator_const(const gf_gan *gan, bool raw);
 
 /* Bytes held by the arenas of G, D and the step's scratch. */
 size_t gf_gan_arena_bytes(const gf_gan *gan);

@@ -7,6 +7,7 @@
  *    "image_height": 64, "image_width": 64, "image_channels": 3,
  *    "num_classes": 0, "ngf": 64, "ndf": 64,
  *    "pixel_normalization": "tanh_-1_1"}
+ * plus the optional "spectral_norm": true (absent means false).
  * Validation errors name the offending field. This file only describes a
  * model; building the network from it is the networks' job. */
 #ifndef GF_MODEL_CONFIG_H
@@ -36,6 +37,10 @@ typedef struct gf_model_config {
   int ngf;                   /* generator feature width, 1..65536 */
   int ndf;                   /* discriminator feature width, 1..65536 */
   gf_pixel_norm pixel_norm;
+  int spectral_norm;         /* 0 or 1 (JSON "spectral_norm": true, optional,
+                                written only when set): the discriminator's
+                                weights are spectrally normalized and it has
+                                no batch norm (SNGAN); G is unchanged */
 } gf_model_config;
 
 /* Static names ("dcgan", "tanh_-1_1"); "?" when out of range. */

@@ -40,6 +40,7 @@
 #define GF_DCGAN_LRELU_SLOPE 0.2f
 #define GF_BN_EPS 1e-5f      /* PyTorch BatchNorm defaults, both networks */
 #define GF_BN_MOMENTUM 0.1f
+#define GF_SN_EPS 1e-12f     /* torch.nn.utils.spectral_norm's eps */
 
 #define GF_NET_MAX_LAYERS 24 /* layers of the deepest network (dcgan-64 D) */
 #define GF_NET_MAX_TENSORS 40
@@ -63,6 +64,9 @@ typedef enum gf_param_kind {
   GF_PARAM_BN_BIAS,      /* BN beta [C] */
   GF_PARAM_BN_RUNNING_MEAN, /* [C], in bn_stats, not trainable */
   GF_PARAM_BN_RUNNING_VAR,  /* [C], in bn_stats, not trainable */
+  GF_PARAM_SN_U,         /* spectral norm's left vector [R] ("weight_u"),
+                            in bn_stats, not trainable */
+  GF_PARAM_SN_V,         /* its right vector [K] ("weight_v"), the same */
 } gf_param_kind;
 
 /* One named tensor of a network. Every gf_tensor here is a view into one of
@@ -108,6 +112,9 @@ typedef struct gf_net {
   gf_net_mode fwd_mode;
   float *dbuf[2];           /* backward ping-pong buffers in acts
                                (training only; NULL otherwise) */
+  float *sn_dw;             /* spectral norm: the gradient wrt a layer's
+                               normalized weight, in acts (training with
+                               spectral norm only) */
   /* Data parallelism (DESIGN §4.6; gf_net_set_sync_bn and the GAN step's
    * gradient sync set them; gf_net_free clears them). NULL/false for one
    * rank. */
@@ -152,6 +159,20 @@ void gf_net_free(gf_net *net);
  * On a device net the values are made on the host (the same bits) and
  * copied over. */
 gf_status gf_net_init_params(gf_net *net, uint64_t seed, gf_err *err);
+
+/* Spectral norm (cfg.spectral_norm, D only): a layer's trainable weight is
+ * "weight_orig" and its power-iteration vectors "weight_u" [R] and
+ * "weight_v" [K] (bn_stats arena), torch.nn.utils.spectral_norm's names;
+ * every forward uses weight_orig / sigma with sigma = u . (W v) from the
+ * vectors as they are. gf_net_sn_iterate runs one power iteration of every
+ * such layer (u and v move towards W's top singular vectors): the GAN step
+ * calls it once per D weight version, before the first forward on new
+ * weights, so the result does not depend on how many forwards (micro-
+ * batches, ranks) use them. (PyTorch's module iterates at every training
+ * forward instead: with one micro-batch, the same weights in the real and
+ * fake passes of a D step get one iteration here and two there.) A net
+ * without spectral norm returns GF_OK at once. */
+gf_status gf_net_sn_iterate(gf_net *net, gf_ctx *ctx, gf_err *err);
 
 /* Looks a tensor up by state_dict name; NULL when absent. */
 gf_param *gf_net_find(gf_net *net, const char *name);
