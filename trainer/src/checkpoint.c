@@ -90,6 +90,21 @@ static gf_status add_net(ckpt_layout *L, const gf_net *net, const char *which,
   return GF_OK;
 }
 
+/* The EMA generator's parameters and BN running statistics, as
+ * "g_ema.main.0.weight", ... (G's names with g_ema for g). */
+static gf_status add_ema(ckpt_layout *L, const gf_net *net, gf_err *err) {
+  for (int i = 0; i < net->n_tensors; i++) {
+    const gf_param *p = &net->tensors[i];
+    const gf_tensor *v = &p->value;
+    if (v->device != GF_DEV_CPU)
+      return gf_fail(err, GF_EUNSUPPORTED, "checkpoint: the EMA of %s is not in host memory",
+                     p->name);
+    GF_TRY(add_slot(L, "g_ema", p->name + 1, GF_ST_F32, v->ndim, v->shape, v->data,
+                    gf_tensor_nbytes(v), err));
+  }
+  return GF_OK;
+}
+
 /* Describes gan's checkpoint tensors in L. L's step counters are left to
  * the caller. The slots point into gan (cast from const: save only reads
  * them; load writes through them after verifying the whole file). */
@@ -97,6 +112,7 @@ static gf_status build_layout(ckpt_layout *L, const gf_gan *gan, gf_err *err) {
   memset(L, 0, sizeof *L);
   gf_status st = add_net(L, &gan->g, "the generator", err);
   if (st == GF_OK) st = add_net(L, &gan->d, "the discriminator", err);
+  if (st == GF_OK && gan->g_ema.layers) st = add_ema(L, &gan->g_ema, err);
   if (st == GF_OK)
     st = add_slot(L, "g.adam_step", "", GF_ST_I64, 0, NULL, &L->adam_step[0],
                   sizeof(int64_t), err);
@@ -401,6 +417,7 @@ static void config_diff(const gf_model_config *file, const gf_model_config *mode
   GF_DIFF_INT(ngf)
   GF_DIFF_INT(ndf)
   GF_DIFF_INT(pixel_norm)
+  GF_DIFF_INT(spectral_norm)
 #undef GF_DIFF_INT
   n = snprintf(buf, CONFIG_DIFF_MAX, "configs differ");
   assert(gf_fits(n, CONFIG_DIFF_MAX));

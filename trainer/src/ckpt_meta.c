@@ -16,6 +16,15 @@
 #define K_WORLD "ganflow.world_size"
 #define K_RUN_ID "ganflow.run_id"
 #define K_CONFIG "ganflow.config"
+#define K_RECIPE "ganflow.recipe"
+
+/* Printable ASCII of at most GF_CKPT_RECIPE_MAX characters. */
+static int recipe_valid(const char *s) {
+  size_t n = 0;
+  for (; s[n]; n++)
+    if (n >= GF_CKPT_RECIPE_MAX || s[n] < 0x20 || s[n] > 0x7e) return 0;
+  return 1;
+}
 
 static int run_id_valid(const char *s) {
   size_t n = 0;
@@ -39,6 +48,9 @@ static gf_status validate(const gf_ckpt_meta *m, gf_err *err) {
   if (m->world_size < 1) return gf_fail(err, GF_EINVAL, "checkpoint: world_size < 1");
   if (memchr(m->run_id, '\0', sizeof m->run_id) == NULL || !run_id_valid(m->run_id))
     return gf_fail(err, GF_EINVAL, "checkpoint: run_id has characters outside [A-Za-z0-9_-]");
+  if (memchr(m->recipe, '\0', sizeof m->recipe) == NULL || !recipe_valid(m->recipe))
+    return gf_fail(err, GF_EINVAL, "checkpoint: recipe is not printable ASCII of at most %d "
+                   "characters", GF_CKPT_RECIPE_MAX);
   return gf_model_config_validate(&m->config, err);
 }
 
@@ -60,13 +72,17 @@ gf_status gf_ckpt_meta_to_kv(const gf_ckpt_meta *m, gf_ckpt_meta_kv *out, gf_err
                    m->world_size));
   GF_TRY(gf_model_config_to_json_compact(&m->config, &out->config_json, err));
   memcpy(out->run_id, m->run_id, sizeof out->run_id);
-  const gf_st_kv kv[GF_CKPT_META_NKEYS] = {
+  const gf_st_kv kv[GF_CKPT_META_NKEYS - 1] = {
       {K_VERSION, out->nums[0]}, {K_STEP, out->nums[1]},  {K_EPOCH, out->nums[2]},
       {K_EPOCH_OFFSET, out->nums[3]}, {K_SEED, out->nums[4]}, {K_WORLD, out->nums[5]},
       {K_RUN_ID, out->run_id},   {K_CONFIG, out->config_json},
   };
   memcpy(out->kv, kv, sizeof kv);
-  out->n = GF_CKPT_META_NKEYS;
+  out->n = GF_CKPT_META_NKEYS - 1;
+  if (m->recipe[0]) {
+    memcpy(out->recipe, m->recipe, sizeof out->recipe);
+    out->kv[out->n++] = (gf_st_kv){K_RECIPE, out->recipe};
+  }
   return GF_OK;
 }
 
@@ -133,6 +149,11 @@ gf_status gf_ckpt_meta_from_file(const gf_st_file *f, gf_ckpt_meta *out, gf_err 
     }
     return GF_EFORMAT;
   }
+  const char *rec = gf_st_meta_get(f, K_RECIPE);
+  if (rec && !recipe_valid(rec))
+    return gf_fail(err, GF_EFORMAT, "checkpoint: metadata %s is not printable ASCII of at most "
+                   "%d characters", K_RECIPE, GF_CKPT_RECIPE_MAX);
+  if (rec) memcpy(m.recipe, rec, strlen(rec) + 1);
   if ((st = validate(&m, err)) != GF_OK) return st == GF_EINVAL ? GF_EFORMAT : st;
   *out = m;
   return GF_OK;

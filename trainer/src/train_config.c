@@ -16,6 +16,7 @@
 #include "gf/ctx.h"
 #include "gf/data.h"
 #include "gf/fs.h"
+#include "gf/gan.h"
 #include "gf/text.h"
 #include "gf/train.h"
 #include "mlflow/registry.h"
@@ -65,6 +66,9 @@ void gf_train_config_default(gf_train_config *cfg) {
   cfg->eval_metrics = GF_EVAL_SWD;
   cfg->allreduce = GF_ALLREDUCE_ENGINE;
   cfg->grad_accum = 1;
+  cfg->loss = GF_GAN_LOSS_BCE;
+  cfg->d_steps = 1;
+  cfg->ema_rampup = 0.05;
   cfg->exact_shards = 8;
   cfg->bucket_kb = 1024;
   cfg->comm_timeout = 300;
@@ -105,6 +109,20 @@ static gf_status parse_lr(const char *flag, const char *arg, double *out,
     return gf_fail(err, GF_EINVAL, "%s: '%s' is not a number", flag, arg);
   if (!isfinite(v) || v <= 0 || v > 1)
     return gf_fail(err, GF_EINVAL, "%s: %s is not in (0, 1]", flag, arg);
+  *out = v;
+  return GF_OK;
+}
+
+/* A finite number in [lo, hi]. */
+static gf_status parse_double(const char *flag, const char *arg, double lo,
+                              double hi, double *out, gf_err *err) {
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(arg, &end);
+  if (!*arg || *end || errno == ERANGE || isspace((unsigned char)*arg))
+    return gf_fail(err, GF_EINVAL, "%s: '%s' is not a number", flag, arg);
+  if (!isfinite(v) || v < lo || v > hi)
+    return gf_fail(err, GF_EINVAL, "%s: %s is not in [%g, %g]", flag, arg, lo, hi);
   *out = v;
   return GF_OK;
 }
@@ -212,6 +230,9 @@ gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err) {
       return gf_fail(err, GF_EINVAL, "--compress bf16 rounds the gradient sums "
                      "to bf16; --exact-reduce keeps every bit: choose one");
   }
+  if (cfg->export_set && !cfg->export_raw && cfg->ema_decay == 0.0)
+    return gf_fail(err, GF_EINVAL, "--export-generator ema: there is no EMA "
+                   "generator without --ema-decay");
   if (!cfg->register_set)
     GF_TRY(gf_format(cfg->register_model, sizeof cfg->register_model, err,
                      "--register-model default", "ganflow-%s",
@@ -249,6 +270,7 @@ gf_status gf_train_model_config(const gf_train_config *cfg,
     out->ngf = 64;
     out->ndf = 64;
   }
+  out->spectral_norm = cfg->spectral_norm;
   return gf_model_config_validate(out, err);
 }
 
@@ -261,6 +283,8 @@ enum {
   OPT_EVAL_METRICS, OPT_FID_IMAGES,
   OPT_ALLREDUCE, OPT_SYNC_BN, OPT_GRAD_ACCUM, OPT_EXACT, OPT_EXACT_SHARDS,
   OPT_BUCKET_KB, OPT_COMM_TIMEOUT, OPT_CHECK_EVERY, OPT_COMPRESS,
+  OPT_LOSS, OPT_D_STEPS, OPT_SN, OPT_EMA_DECAY, OPT_EMA_RAMPUP, OPT_EXPORT_G,
+  OPT_MIRROR,
 };
 
 static const struct option k_options[] = {
@@ -301,6 +325,13 @@ static const struct option k_options[] = {
   {"compress", required_argument, NULL, OPT_COMPRESS},
   {"comm-timeout", required_argument, NULL, OPT_COMM_TIMEOUT},
   {"check-every", required_argument, NULL, OPT_CHECK_EVERY},
+  {"loss", required_argument, NULL, OPT_LOSS},
+  {"d-steps", required_argument, NULL, OPT_D_STEPS},
+  {"sn", no_argument, NULL, OPT_SN},
+  {"ema-decay", required_argument, NULL, OPT_EMA_DECAY},
+  {"ema-rampup", required_argument, NULL, OPT_EMA_RAMPUP},
+  {"export-generator", required_argument, NULL, OPT_EXPORT_G},
+  {"mirror", no_argument, NULL, OPT_MIRROR},
   {"help", no_argument, NULL, OPT_HELP},
   {NULL, 0, NULL, 0},
 };
@@ -458,6 +489,35 @@ static gf_status apply_option(gf_train_config *cfg, int opt, const char *arg,
   case OPT_SYNC_BN:
     cfg->sync_bn = true;
     return GF_OK;
+  case OPT_LOSS: {
+    gf_gan_loss l;
+    gf_err e;
+    if (gf_gan_loss_parse(arg, &l, &e) != GF_OK)
+      return gf_fail(err, GF_EINVAL, "--loss: '%s' is not bce, hinge or wgan", arg);
+    cfg->loss = (int)l;
+    return GF_OK;
+  }
+  case OPT_D_STEPS:
+    return parse_int("--d-steps", arg, 1, 100, &cfg->d_steps, err);
+  case OPT_SN:
+    cfg->spectral_norm = true;
+    return GF_OK;
+  case OPT_EMA_DECAY:
+    GF_TRY(parse_double("--ema-decay", arg, 0.0, 1.0, &cfg->ema_decay, err));
+    if (cfg->ema_decay >= 1.0)
+      return gf_fail(err, GF_EINVAL, "--ema-decay: %s: must be below 1", arg);
+    return GF_OK;
+  case OPT_EMA_RAMPUP:
+    return parse_double("--ema-rampup", arg, 0.0, 1e6, &cfg->ema_rampup, err);
+  case OPT_EXPORT_G:
+    if (strcmp(arg, "ema") != 0 && strcmp(arg, "raw") != 0)
+      return gf_fail(err, GF_EINVAL, "--export-generator: '%s' is not ema or raw", arg);
+    cfg->export_raw = strcmp(arg, "raw") == 0;
+    cfg->export_set = true;
+    return GF_OK;
+  case OPT_MIRROR:
+    cfg->mirror = true;
+    return GF_OK;
   case OPT_GRAD_ACCUM:
     return parse_int("--grad-accum", arg, 1, 4096, &cfg->grad_accum, err);
   case OPT_EXACT:
@@ -551,6 +611,22 @@ void gf_train_usage(FILE *out, const char *prog) {
 "  --threads N             CPU threads, 0 = every core (0); a bit-identical\n"
 "                          resume needs the same value\n"
 "  --deterministic         deterministic GPU algorithms (the CPU path always is)\n"
+"GAN recipe:\n"
+"  --loss bce|hinge|wgan   bce: DCGAN's non-saturating loss; hinge: SNGAN's and\n"
+"                          BigGAN's; wgan: the Wasserstein critic loss (bce)\n"
+"  --d-steps K             D updates per G update, each on its own batch and\n"
+"                          latents (1)\n"
+"  --sn                    spectral normalization of every D weight, and D\n"
+"                          without batch norm (SNGAN)\n"
+"  --ema-decay D           keep an exponential moving average of G, updated\n"
+"                          after every G update with this decay, e.g. 0.999\n"
+"                          (0: none) (0)\n"
+"  --ema-rampup R          the EMA's half-life is capped at R x the G updates\n"
+"                          so far, as StyleGAN2-ADA's; 0: none (0.05)\n"
+"  --export-generator ema|raw\n"
+"                          the generator of sample grids, evaluations and the\n"
+"                          registered model (ema when there is one, else raw)\n"
+"  --mirror                x-flipped copies double the dataset\n"
 "Multiple ranks (launch with `ganflow launch`, which restarts failed jobs,\n"
 "mpirun, srun, or torchrun-style RANK, WORLD_SIZE, LOCAL_RANK,\n"
 "LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT):\n"
@@ -635,6 +711,17 @@ static void fmt_double(char *buf, size_t cap, double v) {
   }
 }
 
+gf_status gf_train_recipe(const gf_train_config *cfg, char *out, size_t cap,
+                          gf_err *err) {
+  char decay[32], ramp[32];
+  fmt_double(decay, sizeof decay, cfg->ema_decay);
+  fmt_double(ramp, sizeof ramp, cfg->ema_decay > 0 ? cfg->ema_rampup : 0.0);
+  return gf_format(out, cap, err, "training recipe",
+                   "loss=%s,d_steps=%d,ema_decay=%s,ema_rampup=%s,mirror=%s",
+                   gf_gan_loss_name((gf_gan_loss)cfg->loss), cfg->d_steps, decay,
+                   ramp, cfg->mirror ? "true" : "false");
+}
+
 /* Every param value fits by construction: numbers, fixed words, and the
  * text of config fields no longer than a value. */
 _Static_assert(sizeof ((gf_train_config *)0)->data <= GF_TRAIN_PARAM_VAL_MAX &&
@@ -700,6 +787,17 @@ size_t gf_train_config_params(const gf_train_config *cfg,
                                           : cfg->grad_accum);
   P("exact_reduce", "%s", cfg->exact_reduce ? "true" : "false");
   P("compress", "%s", cfg->compress_bf16 ? "bf16" : "none");
+  P("loss", "%s", gf_gan_loss_name((gf_gan_loss)cfg->loss));
+  P("d_steps", "%d", cfg->d_steps);
+  P("spectral_norm", "%s", cfg->spectral_norm ? "true" : "false");
+  fmt_double(num, sizeof num, cfg->ema_decay);
+  P("ema_decay", "%s", num);
+  if (cfg->ema_decay > 0) {
+    fmt_double(num, sizeof num, cfg->ema_rampup);
+    P("ema_rampup", "%s", num);
+  }
+  P("export_generator", "%s", cfg->ema_decay > 0 && !cfg->export_raw ? "ema" : "raw");
+  P("mirror", "%s", cfg->mirror ? "true" : "false");
 #undef P
   return n;
 }

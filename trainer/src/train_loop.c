@@ -4,10 +4,11 @@
  * evaluations and checkpoints, the progress display, and the end (model
  * registration, final run status).
  *
- * Determinism (DESIGN §4.1): step k (0-based) draws its latents and
- * dropout masks from (seed, k) inside gf_gan_step and its data from
- * gf_data_position_of_step(k) in st->order's stream (its samples per epoch:
- * the images, doubled with mirror); a checkpoint taken after k steps holds
+ * Determinism (DESIGN §4.1): step k (0-based) runs --d-steps K D updates
+ * (gf_gan_d_step) and one G update (gf_gan_g_step); D update j draws its
+ * latents and dropout masks from (seed, k K + j) and its data from
+ * gf_data_position_of_step(k K + j) in st->order's stream (its samples per
+ * epoch: the images, doubled with mirror); a checkpoint taken after k steps holds
  * meta.step = k and every arena byte, so a run resumed from it repeats the
  * uninterrupted run's steps k, k+1, ... bit for bit (same --threads; on
  * --device cuda with --deterministic, on the same GPU model).
@@ -82,14 +83,19 @@ typedef struct window {
   double ema_step_s;   /* smoothed seconds per step, for the ETA */
 } window;
 
+/* Real images a step reads (all ranks): one batch per D update. */
+static double step_images(const train_state *st) {
+  return (double)st->cfg->batch * st->cfg->d_steps;
+}
+
 /* Seconds of the window's steps: data wait + compute. */
 static double window_s(const window *w) { return w->data_s + w->compute_s; }
 
 static void progress(train_state *st, int64_t k, const gf_gan_stats *gs,
                      const window *w, bool log_line) {
   double secs = window_s(w);
-  double ips = secs > 0 ? (double)w->steps * st->cfg->batch / secs : 0;
-  if (w->ema_step_s > 0) ips = st->cfg->batch / w->ema_step_s;
+  double ips = secs > 0 ? (double)w->steps * step_images(st) / secs : 0;
+  if (w->ema_step_s > 0) ips = step_images(st) / w->ema_step_s;
   char eta[32];
   fmt_eta(eta, (double)(st->cfg->steps - k) * w->ema_step_s);
   if (st->log && st->log->live) {
@@ -142,7 +148,7 @@ static void log_step_metrics(train_state *st, int64_t k,
   double secs = window_s(w);
   if (w->steps > 0 && secs > 0) {
     gf_tracker_metric(t, "perf/images_per_sec",
-                      (double)w->steps * st->cfg->batch / secs, ts, k);
+                      (double)w->steps * step_images(st) / secs, ts, k);
     /* The step-time split: mean seconds per step over the window. */
     gf_tracker_metric(t, "perf/data_wait_s", w->data_s / (double)w->steps, ts,
                       k);
@@ -195,6 +201,43 @@ static gf_status relay_system_metrics(train_state *st, gf_err *err) {
   return s;
 }
 
+/* The next batch of this rank's slice into *real (on the ctx's device),
+ * the seconds waited for it added to *wait_s. With several ranks, every
+ * rank learns whether all of them have their batch: a rank without it must
+ * not enter the step. */
+static gf_status next_real(train_state *st, gf_tensor *real, double *wait_s,
+                           gf_err *err) {
+  const gf_model_config *m = &st->mcfg;
+  const gf_batch *b = NULL;
+  double t0 = gf_mono_s();
+  gf_status s = gf_data_loader_next(st->loader, &b, err);
+  *wait_s += gf_mono_s() - t0;
+  int64_t shape[4] = {s == GF_OK ? (int64_t)b->n : 0, m->image_channels,
+                      m->image_height, m->image_width};
+  if (s == GF_OK)
+    s = gf_tensor_view(real, b->images, GF_F32, GF_DEV_CPU, 4, shape, err);
+  if (s == GF_OK && st->on_dev) { /* the batch goes to the GPU */
+    gf_tensor dr;
+    s = gf_tensor_view(&dr, st->dreal.data, GF_F32, GF_DEV_CUDA, 4, shape,
+                       err);
+    dr.device_index = st->dreal.device_index; /* b->n <= batch samples */
+    if (s == GF_OK) s = gf_tensor_copy(&dr, real, err);
+    *real = dr;
+  }
+  if (st->world > 1) {
+    double flag[1] = {s != GF_OK};
+    gf_err e2;
+    if (gf_dist_sum_f64(&st->dist, flag, 1, &e2) != GF_OK) {
+      if (s == GF_OK && err) *err = e2;
+      if (s == GF_OK) s = e2.code;
+    } else if (flag[0] > 0 && s == GF_OK) {
+      s = gf_fail(err, GF_ESTATE, "another rank could not read its batch "
+                  "(its message is in its log)");
+    }
+  }
+  return s;
+}
+
 /* What the ranks sum after each step. */
 enum { AGG_STOP, AGG_LOSS_D, AGG_LOSS_DR, AGG_LOSS_DF, AGG_LOSS_G,
        AGG_D_REAL, AGG_D_FAKE, AGG_D_FAKE2, AGG_N };
@@ -203,7 +246,6 @@ enum { AGG_STOP, AGG_LOSS_D, AGG_LOSS_DR, AGG_LOSS_DF, AGG_LOSS_G,
 static gf_status loop(train_state *st, const atomic_int *stop,
                       int64_t *k_out, gf_err *err) {
   const gf_train_config *cfg = st->cfg;
-  const gf_model_config *m = &st->mcfg;
   bool lead = st->rank == 0;
   int64_t k = st->start_step;
   window w = {0, 0, 0, 0};
@@ -235,41 +277,33 @@ static gf_status loop(train_state *st, const atomic_int *stop,
   gf_gan_sync_stats_get(&st->gan, &st->sync_prev);
   bool stopped = false;
   gf_heartbeat_beat(st->hb, GF_HB_TRAIN, k);
+  int K = cfg->d_steps;
   while (k < cfg->steps && !stopped) {
-    const gf_batch *b = NULL;
-    double t0 = gf_mono_s();
-    s = gf_data_loader_next(st->loader, &b, err);
-    double t1 = gf_mono_s();
-    gf_tensor real;
-    int64_t shape[4] = {s == GF_OK ? (int64_t)b->n : 0, m->image_channels,
-                        m->image_height, m->image_width};
-    if (s == GF_OK)
-      s = gf_tensor_view(&real, b->images, GF_F32, GF_DEV_CPU, 4, shape, err);
-    if (s == GF_OK && st->on_dev) { /* the batch goes to the GPU */
-      gf_tensor dr;
-      s = gf_tensor_view(&dr, st->dreal.data, GF_F32, GF_DEV_CUDA, 4, shape,
-                         err);
-      dr.device_index = st->dreal.device_index; /* b->n <= batch samples */
-      if (s == GF_OK) s = gf_tensor_copy(&dr, &real, err);
-      real = dr;
-    }
-    if (st->world > 1) { /* a rank without its batch must not enter the step */
-      double flag[1] = {s != GF_OK};
-      gf_err e2;
-      if (gf_dist_sum_f64(&st->dist, flag, 1, &e2) != GF_OK) {
-        if (s == GF_OK && err) *err = e2;
-        if (s == GF_OK) s = e2.code;
-      } else if (flag[0] > 0 && s == GF_OK) {
-        s = gf_fail(err, GF_ESTATE, "another rank could not read its batch "
-                    "(its message is in its log)");
-      }
-    }
-    if (s != GF_OK) break;
+    /* K D updates, each on its own batch (data step k K + j), then the G
+     * update on the last one's latents. */
+    double t0 = gf_mono_s(), data_s = 0;
     gf_gan_sync_stats before, after;
     gf_gan_sync_stats_get(&st->gan, &before);
-    s = gf_gan_step(&st->gan, &st->ctx, &real, NULL, cfg->seed, k, st->sample0,
-                    &gs, err);
+    gf_gan_stats sum;
+    memset(&sum, 0, sizeof sum);
+    for (int j = 0; j < K && s == GF_OK; j++) {
+      gf_tensor real;
+      s = next_real(st, &real, &data_s, err);
+      if (s == GF_OK)
+        s = gf_gan_d_step(&st->gan, &st->ctx, &real, NULL, cfg->seed,
+                          k * K + j, st->sample0, &gs, err);
+      sum.loss_d_real += gs.loss_d_real, sum.loss_d_fake += gs.loss_d_fake;
+      sum.d_real += gs.d_real, sum.d_fake += gs.d_fake;
+    }
+    if (s == GF_OK)
+      s = gf_gan_g_step(&st->gan, &st->ctx, cfg->seed, k * K + K - 1, &gs,
+                        err);
     if (s != GF_OK) break;
+    /* D's figures: the mean over the step's D updates */
+    gs.loss_d_real = sum.loss_d_real / K, gs.loss_d_fake = sum.loss_d_fake / K;
+    gs.d_real = sum.d_real / K, gs.d_fake = sum.d_fake / K;
+    gs.loss_d = gs.loss_d_real + gs.loss_d_fake;
+    double t1 = t0 + data_s;
     gf_gan_sync_stats_get(&st->gan, &after);
     double t2 = gf_mono_s();
     k++;
@@ -490,7 +524,8 @@ gf_train_exit gf_train_run(const gf_train_config *cfg,
   s = train_start_monitors(&st, &err);
   if (s == GF_OK)
     s = gf_data_loader_start(&st.loader, &st.ds, &st.order,
-                             (uint64_t)st.start_step, LOADER_DEPTH, &err);
+                             (uint64_t)st.start_step * (uint64_t)cfg->d_steps,
+                             LOADER_DEPTH, &err);
   if (gf_dist_agree(&st.dist, s, "starting the monitor and the loader", &err) !=
       GF_OK)
     goto out;

@@ -96,7 +96,8 @@ gf_status train_generate(train_state *st, const float *zs, int n,
       z = dz;
     }
     if (s == GF_OK)
-      s = gf_net_forward(&st->gan.g, &st->ctx, &z, GF_MODE_INFER,
+      s = gf_net_forward(gf_gan_generator(&st->gan, st->cfg->export_raw),
+                         &st->ctx, &z, GF_MODE_INFER,
                          st->cfg->seed, 0, 0, 0, &y, err);
     if (s != GF_OK) return s;
     if (st->on_dev) {
@@ -217,7 +218,8 @@ gf_status train_checkpoint(train_state *st, int64_t k, gf_err *err) {
   gf_status s = gf_data_epoch_samples((uint64_t)st->ds.n, st->order.mirror,
                                       &samples, err);
   if (s != GF_OK) return s;
-  s = gf_data_position_of_step((uint64_t)k, (uint64_t)st->cfg->batch, samples,
+  s = gf_data_position_of_step((uint64_t)k * (uint64_t)st->cfg->d_steps,
+                               (uint64_t)st->cfg->batch, samples,
                                &ep, &off, err);
   if (s != GF_OK) return s;
   meta.epoch = (int64_t)ep;
@@ -227,6 +229,7 @@ gf_status train_checkpoint(train_state *st, int64_t k, gf_err *err) {
   GF_TRY(gf_format(meta.run_id, sizeof meta.run_id, err, "MLflow run id",
                    "%s", gf_tracker_run_id(st->tracker)));
   meta.config = st->mcfg;
+  GF_TRY(gf_train_recipe(st->cfg, meta.recipe, sizeof meta.recipe, err));
   char path[GF_PATH_MAX];
   if (st->on_dev && (s = gf_gan_copy_state(&st->host, &st->gan, err)) != GF_OK)
     return s;

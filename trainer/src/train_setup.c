@@ -121,8 +121,8 @@ gf_status train_choose_start(train_state *st, gf_err *err) {
     if (!gf_model_config_equal(&meta.config, &st->mcfg))
       return gf_fail(err, GF_EINVAL,
                      "%s was written for another model (--model, "
-                     "--image-size, --channels or --z-dim differ); use the "
-                     "same flags or another --checkpoint-dir",
+                     "--image-size, --channels, --z-dim or --sn differ); use "
+                     "the same flags or another --checkpoint-dir",
                      st->ckpt_path);
     return gf_format(st->run_id, sizeof st->run_id, err, "checkpoint run id",
                      "%s", meta.run_id);
@@ -193,6 +193,9 @@ gf_status train_build_model(train_state *st, bool *usage, gf_err *err) {
   gf_gan_hparams_default(&hp);
   hp.adam_g.lr = cfg->lr_g;
   hp.adam_d.lr = cfg->lr_d;
+  hp.loss = (gf_gan_loss)cfg->loss;
+  hp.ema_decay = cfg->ema_decay;
+  hp.ema_rampup = cfg->ema_rampup;
   s = gf_gan_init(&st->gan, &st->ctx, &st->mcfg, &hp, st->local_batch, err);
   if (s != GF_OK) return s;
   if (st->on_dev && (s = build_device_side(st, &hp, err)) != GF_OK) return s;
@@ -229,7 +232,23 @@ gf_status train_build_model(train_state *st, bool *usage, gf_err *err) {
   s = gf_data_epoch_samples((uint64_t)st->ds.n, st->order.mirror, &samples,
                             err);
   if (s != GF_OK) return s;
-  s = gf_data_position_of_step((uint64_t)meta.step, (uint64_t)cfg->batch,
+  /* The recipe: one of an older ganflow (none recorded) must be the
+   * default one. */
+  char want[GF_CKPT_RECIPE_MAX + 1], had[GF_CKPT_RECIPE_MAX + 1];
+  GF_TRY(gf_train_recipe(cfg, want, sizeof want, err));
+  if (meta.recipe[0]) {
+    memcpy(had, meta.recipe, sizeof had);
+  } else {
+    gf_train_config d;
+    gf_train_config_default(&d);
+    GF_TRY(gf_train_recipe(&d, had, sizeof had, err));
+  }
+  if (strcmp(want, had) != 0)
+    return gf_fail(err, GF_EINVAL, "%s was trained with %s, not %s: pass the "
+                   "same --loss, --d-steps, --ema-decay, --ema-rampup and "
+                   "--mirror to continue the run", st->ckpt_path, had, want);
+  s = gf_data_position_of_step((uint64_t)meta.step * (uint64_t)cfg->d_steps,
+                               (uint64_t)cfg->batch,
                                samples, &ep, &off, err);
   if (s != GF_OK) return s;
   if (ep != (uint64_t)meta.epoch || off != (uint64_t)meta.epoch_offset)
@@ -337,7 +356,7 @@ gf_status train_plan_slices(train_state *st, gf_err *err) {
   st->order.batch = (uint64_t)cfg->batch;
   st->order.world_size = st->world;
   st->order.rank = st->rank;
-  st->order.mirror = false; /* --mirror: set from the config flag HERE */
+  st->order.mirror = cfg->mirror;
   return GF_OK;
 }
 

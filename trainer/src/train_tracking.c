@@ -499,8 +499,9 @@ static gf_status write_model_dir(gf_tracker *t, const gf_gan *gan,
    * ("main.0.weight": the state_dict name without "g."). */
   gf_st_tensor_desc desc[GF_NET_MAX_TENSORS];
   size_t n = 0;
-  for (int i = 0; i < gan->g.n_tensors; i++) {
-    const gf_param *p = &gan->g.tensors[i];
+  const gf_net *g = gf_gan_generator_const(gan, t->cfg.export_raw);
+  for (int i = 0; i < g->n_tensors; i++) {
+    const gf_param *p = &g->tensors[i];
     const char *name = strncmp(p->name, "g.", 2) == 0 ? p->name + 2 : p->name;
     desc[n++] = (gf_st_tensor_desc){name, GF_ST_F32, p->value.ndim,
                                     p->value.shape, p->value.data};
@@ -510,7 +511,8 @@ static gf_status write_model_dir(gf_tracker *t, const gf_gan *gan,
   assert(gf_fits(sn, sizeof steps));
   (void)sn;
   gf_st_kv meta[] = {{"ganflow.run_id", t->run_id},
-                     {"ganflow.adam_step", steps}};
+                     {"ganflow.adam_step", steps},
+                     {"ganflow.generator", g == &gan->g ? "raw" : "ema"}};
   mlflow_error e;
   char *mlflow_version = NULL;
   if (mlflow_server_version(t->client, &mlflow_version, &e) != MLFLOW_OK)

@@ -10,7 +10,12 @@
  *                       ("g.main.0.weight", "d.main.1.running_mean", ...)
  *   "<param>.adam_m"    first Adam moment of each trainable parameter
  *   "<param>.adam_v"    second Adam moment
+ *   "g_ema.<name>"      the EMA generator's parameters and BN running
+ *                       statistics when the GAN has one ("g_ema.main.0.weight":
+ *                       G's names with g_ema for g)
  *   "g.adam_step", "d.adam_step"   I64 scalars: Adam updates applied
+ * D's spectral norm vectors are D tensors ("d.main.0.weight_u"; its
+ * parameter is then "d.main.0.weight_orig").
  * All float tensors are F32 with the parameter's shape.
  *
  * Not here: when to checkpoint, uploading to MLflow (the trainer loop), the
@@ -28,8 +33,9 @@
 #include "gf/status.h"
 
 /* Limits of a checkpoint file, for its writers and readers. Tensors: value
- * + two Adam moments per tensor of G and D, plus the two step counters. */
-#define GF_CKPT_MAX_TENSORS (2 * 3 * GF_NET_MAX_TENSORS + 2)
+ * + two Adam moments per tensor of G and D, G's again for its EMA, plus the
+ * two step counters. */
+#define GF_CKPT_MAX_TENSORS (3 * 3 * GF_NET_MAX_TENSORS + 2)
 /* Longest tensor name: a parameter name plus ".adam_m". */
 #define GF_CKPT_TENSOR_NAME_MAX (GF_PARAM_NAME_MAX + 16)
 /* Longest path built by the checkpoint code (directory + file name). */

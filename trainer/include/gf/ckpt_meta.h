@@ -6,6 +6,8 @@
  *   ganflow.format_version  ganflow.step  ganflow.epoch  ganflow.epoch_offset
  *   ganflow.seed  ganflow.world_size  ganflow.run_id  ganflow.config (JSON)
  *   ganflow.data_sha256 (GF_ST_DATA_SHA256_KEY, added by the writer)
+ *   ganflow.recipe (optional: how the run trains, which a bit-exact
+ *   continuation must repeat; see gf_ckpt_meta.recipe)
  * Which tensors a checkpoint holds is the trainer's business, not this
  * file's. */
 #ifndef GF_CKPT_META_H
@@ -20,7 +22,8 @@
 
 #define GF_CKPT_FORMAT_VERSION 1
 #define GF_CKPT_RUN_ID_MAX 63 /* chars; MLflow run ids are 32 hex digits */
-#define GF_CKPT_META_NKEYS 8
+#define GF_CKPT_META_NKEYS 9 /* at most */
+#define GF_CKPT_RECIPE_MAX 255 /* chars of ganflow.recipe */
 
 typedef struct gf_ckpt_meta {
   int format_version;          /* == GF_CKPT_FORMAT_VERSION */
@@ -31,6 +34,10 @@ typedef struct gf_ckpt_meta {
   int world_size;              /* ranks that wrote it, >= 1 */
   char run_id[GF_CKPT_RUN_ID_MAX + 1]; /* [A-Za-z0-9_-]*, "" when untracked */
   gf_model_config config;
+  char recipe[GF_CKPT_RECIPE_MAX + 1]; /* the trainer's words for the
+                                 training recipe ("loss=hinge,d_steps=2,...",
+                                 printable ASCII); "" when absent (a file of
+                                 an older ganflow, or not written) */
 } gf_ckpt_meta;
 
 /* The metadata as strings, ready for gf_st_write_*. kv[i] point into this
@@ -41,6 +48,7 @@ typedef struct gf_ckpt_meta_kv {
   size_t n;
   char nums[6][24];
   char run_id[GF_CKPT_RUN_ID_MAX + 1];
+  char recipe[GF_CKPT_RECIPE_MAX + 1];
   char *config_json;
 } gf_ckpt_meta_kv;
 

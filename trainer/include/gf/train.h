@@ -110,6 +110,21 @@ typedef struct gf_train_config {
                                          (GF_EVAL_SWD) */
   int fid_images;                     /* --fid-images: FID/KID set size
                                          (0: --eval-images) */
+  /* The GAN recipe. */
+  int loss;                           /* --loss: a gf_gan_loss (bce) */
+  int d_steps;                        /* --d-steps K: D updates per G update,
+                                         each on its own batch (1) */
+  bool spectral_norm;                 /* --sn: spectrally normalized D
+                                         without batch norm (SNGAN) */
+  double ema_decay;                   /* --ema-decay D: an EMA generator
+                                         (0 = none) */
+  double ema_rampup;                  /* --ema-rampup R (0.05) */
+  bool export_raw;                    /* --export-generator raw: samples,
+                                         evaluations and the model use G, not
+                                         its EMA (ema when there is one) */
+  bool export_set;                    /* --export-generator was given */
+  bool mirror;                        /* --mirror: x-flipped copies of every
+                                         image double the dataset */
   /* Data parallelism (DESIGN §4.6). */
   int allreduce;                      /* --allreduce: a gf_allreduce_algo
                                          (ring) */
@@ -133,6 +148,14 @@ typedef struct gf_train_config {
 
 /* The defaults above (experiment from MLFLOW_EXPERIMENT_NAME when set). */
 void gf_train_config_default(gf_train_config *cfg);
+
+/* The training recipe of cfg in words, "loss=hinge,d_steps=2,ema_decay=
+ * 0.999,ema_rampup=0.05,mirror=true": what a resumed run must repeat to
+ * continue bit for bit (checkpoints record it; the model config and the
+ * seed are checked apart). Into out[cap]; GF_EINVAL when it does not fit
+ * (cap >= 128 always holds it). */
+gf_status gf_train_recipe(const gf_train_config *cfg, char *out, size_t cap,
+                          gf_err *err);
 
 /* What gf_train_parse_args found. */
 typedef enum gf_parse_result {
@@ -169,7 +192,7 @@ gf_status gf_train_model_config(const gf_train_config *cfg,
  * local_batch, allreduce, sync_bn, grad_accum, exact_reduce. Returns
  * the number of params (<= n_max). */
 #define GF_TRAIN_PARAM_VAL_MAX GF_TRAIN_PATH_MAX
-#define GF_TRAIN_MAX_PARAMS 32
+#define GF_TRAIN_MAX_PARAMS 48
 typedef struct gf_train_param {
   const char *key;
   char value[GF_TRAIN_PARAM_VAL_MAX];
