@@ -21,9 +21,11 @@
 # keeps inside CHECK_BUDGET_S, default 400 s):
 #   env.log      GPU, driver, library folders, ldd of the binaries, versions
 #   tests.log    the ctest 'gpu' tests that need no MLflow server or network
-#                file (kernels_cuda_ops, kernels_cuda_gan, kernels_cuda_resume,
+#                file (kernels_cuda_ops, kernels_cuda_gan, kernels_cuda_gan_ops,
+#                kernels_cuda_resume,
 #                kernels_comm_nccl), each under timeout 120
-#   memcheck.log compute-sanitizer memcheck on test_kernels_cuda_ops (150 s)
+#   memcheck.log compute-sanitizer memcheck on test_kernels_cuda_ops, or on
+#                MEMCHECK_TEST (a binary of bin/) (150 s)
 #   bench.log    bench/cuda/run.sh --models dcgan28 --batches "64 256"
 #                --steps 50 (fp32 and tf32, PyTorch eager beside)
 #   forward.log  the generator forward of ganflow-serve (bench_forward) on
@@ -141,6 +143,7 @@ run_test() { # name, then the command
 if want tests; then
   run_test kernels_cuda_ops "$bin/test_kernels_cuda_ops"
   run_test kernels_cuda_gan "$bin/test_kernels_cuda_gan"
+  run_test kernels_cuda_gan_ops "$bin/test_kernels_cuda_gan_ops" "$dest/golden/gan_ops.safetensors"
   run_test kernels_cuda_resume "$bin/test_kernels_resume" cuda
   run_test kernels_comm_nccl "$bin/test_kernels_comm_nccl"
 fi
@@ -159,7 +162,7 @@ elif [ "$to" -lt 30 ]; then
 else
   s=$(date +%s)
   (cd "$dest/work" && timeout -k 5 "$to" "$cs" --tool memcheck --error-exitcode 99 \
-     "$bin/test_kernels_cuda_ops") >"$mc_log" 2>&1
+     "$bin/${MEMCHECK_TEST:-test_kernels_cuda_ops}") >"$mc_log" 2>&1
   rc=$?
   d=$(($(date +%s) - s))
   case $rc in
@@ -169,7 +172,7 @@ else
   if [ "$(wc -c <"$mc_log")" -gt 15000000 ]; then
     head -c 15000000 "$mc_log" >"$mc_log.t" && mv "$mc_log.t" "$mc_log"
   fi
-  say "$(printf '%-22s %-8s %s  %s' memcheck_cuda_ops "$r" "$d" "$(grep 'ERROR SUMMARY' "$mc_log" | tail -1)")"
+  say "$(printf '%-22s %-8s %s  %s' "memcheck ${MEMCHECK_TEST:-test_kernels_cuda_ops}" "$r" "$d" "$(grep 'ERROR SUMMARY' "$mc_log" | tail -1)")"
 fi
 
 # ---- bench ---------------------------------------------------------------------------

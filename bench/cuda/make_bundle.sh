@@ -15,7 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${BUILD_DIR:-$root/build-gpu}
 out=$root/.devgpu
-targets="test_kernels_cuda_ops test_kernels_cuda_gan test_kernels_resume test_kernels_comm_nccl bench_cuda bench_forward make_model_dir"
+targets="test_kernels_cuda_ops test_kernels_cuda_gan test_kernels_cuda_gan_ops test_kernels_resume test_kernels_comm_nccl bench_cuda bench_forward make_model_dir"
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DGF_CUDA=ON -DGF_CUDNN=ON \
@@ -37,7 +37,8 @@ done
 
 # Model directories for the forward step (untrained weights: timing only):
 # the quickstart's dcgan at 28x28 and a dcgan at 64x64x3.
-mkdir -p "$stage/models"
+mkdir -p "$stage/models" "$stage/golden"
+cp "$root/tests/kernels/golden/gan_ops.safetensors" "$stage/golden/"
 "$stage/bin/make_model_dir" "$stage/models/dcgan28" dcgan 28 1
 "$stage/bin/make_model_dir" "$stage/models/dcgan64" dcgan 64 3
 manifest=$stage/MANIFEST.txt
@@ -68,7 +69,7 @@ miss=$(env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH="$stage/lib:$stage/lib-fallback
 
 rm -rf "$out"
 mkdir -p "$out"
-tar -czf "$out/bundle.tar.gz" -C "$stage" bin lib lib-fallback models MANIFEST.txt
+tar -czf "$out/bundle.tar.gz" -C "$stage" bin lib lib-fallback models golden MANIFEST.txt
 cp "$here/device_check.sh" "$out/check.sh"
 chmod +x "$out/check.sh"
 excl=$(git -C "$root" rev-parse --git-common-dir)/info/exclude

@@ -33,8 +33,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (gf_ckpt_meta_from_file(&f, &m, &err) == GF_OK) {
       if (m.format_version != GF_CKPT_FORMAT_VERSION || m.step < 0 ||
           m.epoch < 0 || m.epoch_offset < 0 || m.world_size < 1 ||
-          memchr(m.run_id, 0, sizeof m.run_id) == NULL)
+          memchr(m.run_id, 0, sizeof m.run_id) == NULL ||
+          memchr(m.recipe, 0, sizeof m.recipe) == NULL)
         __builtin_trap();
+      for (const char *r = m.recipe; *r; r++)
+        if (*r < 0x20 || *r > 0x7e) __builtin_trap();
     }
     gf_st_file_free(&f);
   }

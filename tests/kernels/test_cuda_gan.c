@@ -7,7 +7,10 @@
  * agrees within tolerances that allow Adam's first steps, which move each
  * weight by about lr * sign(g), to flip the sign of a gradient that is
  * ~0 (|diff| <= 2 lr per step). Then determinism: two CUDA runs under
- * ctx->deterministic end bit-identical. */
+ * ctx->deterministic end bit-identical. The same for the recipes of
+ * issue 25: dcgan-28 with the hinge loss, a spectrally normalized D, an
+ * EMA generator (its arenas compared too) and 2 D steps per G step, and
+ * mlp with the WGAN loss and spectral norm. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -72,14 +75,25 @@ static void near_rel(const char *what, double a, double b) {
   CHECKF(fabs(a - b) <= 1e-3 * fabs(b) + 1e-5, "%s: cuda %.9g cpu %.9g", what, a, b);
 }
 
-static void run(gf_ctx *cpu, gf_ctx *gpu, const gf_model_config *c, int n, const char *what) {
+/* One step of K D updates (data step 2 step + j) and a G update. */
+static gf_status step_k(gf_gan *g, gf_ctx *ctx, const gf_tensor *real, int64_t step, int K,
+                        gf_gan_stats *s, gf_err *e) {
+  for (int j = 0; j < K; j++) {
+    gf_status st = gf_gan_d_step(g, ctx, real, NULL, 99, step * K + j, 0, s, e);
+    if (st != GF_OK) return st;
+  }
+  return gf_gan_g_step(g, ctx, 99, step * K + K - 1, s, e);
+}
+
+static void run(gf_ctx *cpu, gf_ctx *gpu, const gf_model_config *c, int n,
+                const gf_gan_hparams *hp, int K, const char *what) {
   gf_err e = {0};
   gf_gan h, d, d2;
-  REQUIRE(gf_gan_init(&h, cpu, c, NULL, n, &e) == GF_OK);
-  gf_status st = gf_gan_init(&d, gpu, c, NULL, n, &e);
+  REQUIRE(gf_gan_init(&h, cpu, c, hp, n, &e) == GF_OK);
+  gf_status st = gf_gan_init(&d, gpu, c, hp, n, &e);
   CHECKF(st == GF_OK, "%s: %s", what, e.msg);
   REQUIRE(st == GF_OK);
-  REQUIRE(gf_gan_init(&d2, gpu, c, NULL, n, &e) == GF_OK);
+  REQUIRE(gf_gan_init(&d2, gpu, c, hp, n, &e) == GF_OK);
   REQUIRE(gf_gan_init_params(&h, 7, &e) == GF_OK);
   REQUIRE(gf_gan_init_params(&d, 7, &e) == GF_OK);
   REQUIRE(gf_gan_init_params(&d2, 7, &e) == GF_OK);
@@ -94,12 +108,12 @@ static void run(gf_ctx *cpu, gf_ctx *gpu, const gf_model_config *c, int n, const
     fill_real(&real, step);
     gf_tensor rd = kt_to_dev(&real);
     gf_gan_stats sh, sd, sd2;
-    REQUIRE(gf_gan_step(&h, cpu, &real, NULL, 99, step, 0, &sh, &e) == GF_OK);
+    REQUIRE(step_k(&h, cpu, &real, step, K, &sh, &e) == GF_OK);
     gpu->deterministic = 1;
-    st = gf_gan_step(&d, gpu, &rd, NULL, 99, step, 0, &sd, &e);
+    st = step_k(&d, gpu, &rd, step, K, &sd, &e);
     CHECKF(st == GF_OK, "%s step %lld: %s", what, (long long)step, e.msg);
     REQUIRE(st == GF_OK);
-    REQUIRE(gf_gan_step(&d2, gpu, &rd, NULL, 99, step, 0, &sd2, &e) == GF_OK);
+    REQUIRE(step_k(&d2, gpu, &rd, step, K, &sd2, &e) == GF_OK);
     gpu->deterministic = 0;
     char lab[64];
     snprintf(lab, sizeof lab, "%s step %lld", what, (long long)step);
@@ -111,6 +125,11 @@ static void run(gf_ctx *cpu, gf_ctx *gpu, const gf_model_config *c, int n, const
     CHECKF(memcmp(&sd, &sd2, sizeof sd) == 0, "%s: deterministic stats differ", lab);
     cmp_net(lab, &d.g, &h.g, (int)step + 1);
     cmp_net(lab, &d.d, &h.d, (int)step + 1);
+    if (h.g_ema.layers) {
+      char lab2[96];
+      snprintf(lab2, sizeof lab2, "%s G_ema", lab);
+      cmp_net(lab2, &d.g_ema, &h.g_ema, (int)step + 1);
+    }
     gf_net *nets[4] = {&d.g, &d.d, &d2.g, &d2.d};
     for (int k = 0; k < 2; k++) {
       CHECKF(diff_arena(&nets[k]->params, &nets[k + 2]->params) == 0 &&
@@ -121,6 +140,7 @@ static void run(gf_ctx *cpu, gf_ctx *gpu, const gf_model_config *c, int n, const
     gf_tensor_free(&rd);
   }
   CHECK_INT_EQ(d.adam_step_g, 3);
+  CHECK_INT_EQ(d.adam_step_d, 3 * K);
   gf_tensor_free(&real);
   gf_gan_free(&h);
   gf_gan_free(&d);
@@ -135,12 +155,24 @@ int main(void) {
   REQUIRE(gf_ctx_init(&cpu, &cc, &e) == GF_OK);
   gf_model_config c;
   gf_model_config_default(&c, GF_ARCH_MLP);
-  run(&cpu, &gpu, &c, 16, "mlp");
+  run(&cpu, &gpu, &c, 16, NULL, 1, "mlp");
   gf_model_config_default(&c, GF_ARCH_DCGAN);
   c.image_height = c.image_width = 28;
   c.image_channels = 1;
   c.ngf = c.ndf = 32;
-  run(&cpu, &gpu, &c, 16, "dcgan28");
+  run(&cpu, &gpu, &c, 16, NULL, 1, "dcgan28");
+  gf_gan_hparams hp;
+  gf_gan_hparams_default(&hp);
+  hp.loss = GF_GAN_LOSS_HINGE;
+  hp.ema_decay = 0.9;
+  hp.ema_rampup = 0.0;
+  c.spectral_norm = 1;
+  run(&cpu, &gpu, &c, 16, &hp, 2, "dcgan28 hinge+SN+EMA, 2 D steps");
+  gf_model_config_default(&c, GF_ARCH_MLP);
+  c.spectral_norm = 1;
+  hp.loss = GF_GAN_LOSS_WGAN;
+  hp.ema_decay = 0.0;
+  run(&cpu, &gpu, &c, 16, &hp, 1, "mlp wgan+SN");
   gf_ctx_free(&gpu);
   gf_ctx_free(&cpu);
   return check_report();

@@ -20,6 +20,7 @@ static gf_ckpt_meta sample(void) {
   strcpy(m.run_id, "0123456789abcdef0123456789abcdef");
   gf_model_config_default(&m.config, GF_ARCH_DCGAN);
   m.config.image_height = m.config.image_width = 32;
+  strcpy(m.recipe, "loss=hinge,d_steps=2,ema_decay=0.999,ema_rampup=0.05,mirror=true");
   return m;
 }
 
@@ -77,6 +78,7 @@ int main(void) {
         back.epoch == m.epoch && back.epoch_offset == m.epoch_offset && back.seed == m.seed &&
         back.world_size == m.world_size);
   CHECK_STR_EQ(back.run_id, m.run_id);
+  CHECK_STR_EQ(back.recipe, m.recipe);
   CHECK(gf_model_config_equal(&back.config, &m.config));
   CHECK_INT_EQ(f.n_tensors, 4);
   const gf_st_tensor *w = gf_st_find(&f, "G.w");
@@ -130,6 +132,20 @@ int main(void) {
     CHECKF(st != GF_OK, "%s=\"%s\" accepted", bad[i][0], bad[i][1]);
   }
   CHECK_INT_EQ(open_with(dir, "ganflow.seed", "18446744073709551615", &err), GF_OK);
+  /* ganflow.recipe is optional (files of an older ganflow lack it) and
+   * printable ASCII of at most GF_CKPT_RECIPE_MAX characters. */
+  CHECK_INT_EQ(open_with(dir, "ganflow.recipe", NULL, &err), GF_OK);
+  char longr[GF_CKPT_RECIPE_MAX + 2];
+  memset(longr, 'a', sizeof longr - 1);
+  longr[sizeof longr - 1] = '\0';
+  const char *bad_recipe[] = {"loss=bce\n", "\x01", longr};
+  for (size_t i = 0; i < sizeof bad_recipe / sizeof *bad_recipe; i++) {
+    gf_status st = open_with(dir, "ganflow.recipe", bad_recipe[i], &err);
+    CHECKF(st == GF_EFORMAT && strstr(err.msg, "ganflow.recipe"), "recipe %zu: %s %s", i,
+           gf_status_name(st), err.msg);
+  }
+  longr[GF_CKPT_RECIPE_MAX] = '\0';
+  CHECK_INT_EQ(open_with(dir, "ganflow.recipe", longr, &err), GF_OK);
 
   /* The writer refuses invalid metadata. */
   gf_ckpt_meta b = sample();
@@ -145,6 +161,10 @@ int main(void) {
   b.config.z_dim = 0;
   CHECK_INT_EQ(gf_ckpt_write(path, t, 4, &b, &err), GF_EINVAL);
   CHECK(strstr(err.msg, "z_dim") != NULL);
+  b = sample();
+  strcpy(b.recipe, "tab\there");
+  CHECK_INT_EQ(gf_ckpt_write(path, t, 4, &b, &err), GF_EINVAL);
+  CHECK(strstr(err.msg, "recipe") != NULL);
   gf_ckpt_meta_kv_free(NULL);
   tu_rmdir(dir);
   return check_report();

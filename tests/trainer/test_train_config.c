@@ -9,6 +9,8 @@
 #include "check.h"
 #include "gf/comm.h"
 #include "gf/ctx.h"
+#include "gf/ckpt_meta.h"
+#include "gf/gan.h"
 #include "gf/train.h"
 
 #define MAX_ARGS 64
@@ -240,6 +242,8 @@ static void test_help(void) {
     "--alias", "--promote-if-better", "--image-size", "--channels", "--log-every", "--deterministic",
     "--allreduce", "--sync-bn", "--grad-accum", "--exact-reduce",
     "--exact-shards", "--bucket-kb", "--comm-timeout", "--check-every",
+    "--loss", "--d-steps", "--sn", "--ema-decay", "--ema-rampup",
+    "--export-generator", "--mirror",
     "mpirun", "--help", "MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID", "ganflow sync"};
   for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
     CHECKF(strstr(text, flags[i]) != NULL, "--help lacks %s", flags[i]);
@@ -334,6 +338,58 @@ static void test_exit_codes(void) {
   CHECK_INT_EQ(run_bin("--data /d --alias prod --promote-if-better prod"), 2);
 }
 
+/* The GAN recipe flags: parsed, defaults, refusals, params and the recipe
+ * words checkpoints record. */
+static void test_recipe_flags(void) {
+  gf_train_config c;
+  gf_err e;
+  REQUIRE(parse(&c, &e, "--data", "/d", NULL) == GF_PARSE_OK);
+  CHECK(c.loss == GF_GAN_LOSS_BCE && c.d_steps == 1 && !c.spectral_norm && !c.mirror);
+  CHECK(c.ema_decay == 0.0 && c.ema_rampup == 0.05 && !c.export_raw);
+  char r[GF_CKPT_RECIPE_MAX + 1];
+  REQUIRE(gf_train_recipe(&c, r, sizeof r, &e) == GF_OK);
+  CHECK_STR_EQ(r, "loss=bce,d_steps=1,ema_decay=0,ema_rampup=0,mirror=false");
+  REQUIRE(parse(&c, &e, "--data", "/d", "--loss", "hinge", "--d-steps", "3", "--sn",
+                "--ema-decay", "0.999", "--ema-rampup", "0", "--mirror", NULL) == GF_PARSE_OK);
+  CHECK(c.loss == GF_GAN_LOSS_HINGE && c.d_steps == 3 && c.spectral_norm && c.mirror);
+  CHECK(c.ema_decay == 0.999 && c.ema_rampup == 0.0 && !c.export_raw);
+  REQUIRE(gf_train_recipe(&c, r, sizeof r, &e) == GF_OK);
+  CHECK_STR_EQ(r, "loss=hinge,d_steps=3,ema_decay=0.999,ema_rampup=0,mirror=true");
+  gf_model_config m;
+  REQUIRE(gf_train_model_config(&c, &m, &e) == GF_OK);
+  CHECK(m.spectral_norm == 1);
+  gf_train_param p[GF_TRAIN_MAX_PARAMS];
+  size_t n = gf_train_config_params(&c, p, GF_TRAIN_MAX_PARAMS);
+  CHECK(n < GF_TRAIN_MAX_PARAMS);
+  const char *want[][2] = {{"loss", "hinge"},        {"d_steps", "3"},
+                           {"spectral_norm", "true"}, {"ema_decay", "0.999"},
+                           {"ema_rampup", "0"},       {"export_generator", "ema"},
+                           {"mirror", "true"}};
+  for (size_t w = 0; w < sizeof want / sizeof *want; w++) {
+    bool found = false;
+    for (size_t i = 0; i < n; i++)
+      found |= !strcmp(p[i].key, want[w][0]) && !strcmp(p[i].value, want[w][1]);
+    CHECKF(found, "param %s=%s missing", want[w][0], want[w][1]);
+  }
+  REQUIRE(parse(&c, &e, "--data", "/d", "--ema-decay", "0.99", "--export-generator", "raw",
+                "--loss", "wgan", NULL) == GF_PARSE_OK);
+  CHECK(c.export_raw && c.loss == GF_GAN_LOSS_WGAN);
+  n = gf_train_config_params(&c, p, GF_TRAIN_MAX_PARAMS);
+  bool raw = false;
+  for (size_t i = 0; i < n; i++)
+    raw |= !strcmp(p[i].key, "export_generator") && !strcmp(p[i].value, "raw");
+  CHECK(raw);
+  BAD("--loss", "--loss", "lsgan");
+  BAD("--d-steps", "--d-steps", "0");
+  BAD("--d-steps", "--d-steps", "101");
+  BAD("--ema-decay", "--ema-decay", "1");
+  BAD("--ema-decay", "--ema-decay", "-0.1");
+  BAD("--ema-decay", "--ema-decay", "nan");
+  BAD("--ema-rampup", "--ema-rampup", "-1");
+  BAD("--export-generator", "--export-generator", "best");
+  BAD("--export-generator", "--export-generator", "ema"); /* no EMA */
+}
+
 int main(void) {
   test_defaults();
   test_every_flag();
@@ -341,6 +397,7 @@ int main(void) {
   test_help();
   test_params();
   test_promote_flag();
+  test_recipe_flags();
   test_exit_codes();
   return check_report();
 }
