@@ -255,10 +255,38 @@ static void test_webp(void) {
   free(webp);
 }
 
+/* Nearest-neighbour upscaling of small sample grids. */
+static void test_upscale(void) {
+  CHECK_INT_EQ(gf_image_upscale_factor(242, 242, 1024), 4);  /* 8x8 of 28 px */
+  CHECK_INT_EQ(gf_image_upscale_factor(274, 274, 1024), 3);  /* of 32 px */
+  CHECK_INT_EQ(gf_image_upscale_factor(530, 530, 1024), 1);  /* of 64 px */
+  CHECK_INT_EQ(gf_image_upscale_factor(1024, 10, 1024), 1);
+  CHECK_INT_EQ(gf_image_upscale_factor(10, 300, 1024), 3);   /* the longer side */
+  uint8_t src[2 * 3 * 3];
+  for (int i = 0; i < (int)sizeof src; i++) src[i] = (uint8_t)(i * 7);
+  uint8_t *out = NULL;
+  gf_err err = {0};
+  REQUIRE(gf_image_upscale_nearest(src, 3, 2, 3, 4, &out, &err) == GF_OK);
+  int bad = 0;
+  for (int y = 0; y < 8; y++)
+    for (int x = 0; x < 12; x++)
+      for (int ch = 0; ch < 3; ch++)
+        bad += out[(y * 12 + x) * 3 + ch] != src[((y / 4) * 3 + x / 4) * 3 + ch];
+  CHECK_INT_EQ(bad, 0);
+  free(out);
+  REQUIRE(gf_image_upscale_nearest(src, 3, 2, 3, 1, &out, &err) == GF_OK);
+  CHECK(memcmp(out, src, sizeof src) == 0);
+  free(out);
+  CHECK(gf_image_upscale_nearest(src, 3, 2, 3, 0, &out, &err) == GF_EINVAL && !out);
+  CHECK(gf_image_upscale_nearest(src, 0, 2, 3, 2, &out, &err) == GF_EINVAL && !out);
+  CHECK(gf_image_upscale_nearest(src, 9000, 2, 1, 2, &out, &err) == GF_EINVAL && !out);
+}
+
 int main(void) {
   test_names();
   test_compressed_size();
   test_resize();
   test_webp();
+  test_upscale();
   return check_report();
 }

@@ -248,6 +248,31 @@ gf_status gf_image_encode_webp(const uint8_t *pixels, int w, int h, int c,
   return GF_OK;
 }
 
+int gf_image_upscale_factor(int w, int h, int target) {
+  int side = w > h ? w : h;
+  if (side < 1 || target <= side) return 1;
+  return target / side;
+}
+
+gf_status gf_image_upscale_nearest(const uint8_t *src, int w, int h, int c,
+                                   int f, uint8_t **out, gf_err *err) {
+  *out = NULL;
+  if (w < 1 || h < 1 || c < 1 || c > 4 || f < 1 || w > GF_IMAGE_MAX_SIDE / f ||
+      h > GF_IMAGE_MAX_SIDE / f)
+    return gf_fail(err, GF_EINVAL, "upscale: %dx%dx%d by %d", w, h, c, f);
+  size_t ow = (size_t)w * (size_t)f, oh = (size_t)h * (size_t)f;
+  uint8_t *dst = malloc(ow * oh * (size_t)c);
+  if (!dst) return gf_fail(err, GF_ENOMEM, "upscale: out of memory");
+  for (size_t y = 0; y < oh; y++) {
+    const uint8_t *row = src + (y / (size_t)f) * (size_t)w * (size_t)c;
+    uint8_t *o = dst + y * ow * (size_t)c;
+    for (size_t x = 0; x < ow; x++)
+      memcpy(o + x * (size_t)c, row + (x / (size_t)f) * (size_t)c, (size_t)c);
+  }
+  *out = dst;
+  return GF_OK;
+}
+
 gf_status gf_image_compressed_webp(const uint8_t *pixels, int w, int h, int c,
                                    uint8_t **webp, size_t *webp_len,
                                    gf_err *err) {

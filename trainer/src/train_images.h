@@ -77,6 +77,25 @@ gf_status gf_image_encode_webp(const uint8_t *pixels, int w, int h, int c,
                                float quality, uint8_t **webp,
                                size_t *webp_len, gf_err *err);
 
+/* Sample grids of small images are scaled up by a whole factor (nearest
+ * neighbour: every pixel a square block, nothing blurred) until their
+ * longer side nears this, so that a grid of 28-pixel images is legible in
+ * MLflow's image card and viewer instead of a 242-pixel thumbnail. */
+#define GF_IMAGE_GRID_TARGET_SIDE 1024
+#define GF_IMAGE_MAX_SIDE 16383 /* WebP's largest side */
+
+/* The whole factor that brings the longer side of w x h closest to target
+ * without passing it: max(1, target / max(w, h)). */
+int gf_image_upscale_factor(int w, int h, int target);
+
+/* Scales c-channel interleaved 8-bit pixels up by the whole factor f >= 1:
+ * out is (w f) x (h f), pixel (x, y) = src (x / f, y / f). Memory: *out is
+ * malloc'd here (w f * h f * c bytes); the caller frees it with free().
+ * GF_EINVAL for sizes that are not positive or pass GF_IMAGE_MAX_SIDE.
+ * On failure *out is NULL. */
+gf_status gf_image_upscale_nearest(const uint8_t *src, int w, int h, int c,
+                                   int f, uint8_t **out, gf_err *err);
+
 /* gf_image_compressed_size (GF_IMAGE_COMPRESSED_SIZE) +
  * gf_image_resize_bicubic + gf_image_encode_webp (GF_IMAGE_WEBP_QUALITY):
  * the +compressed.webp companion of an image, as log_image makes it.

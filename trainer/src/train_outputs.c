@@ -125,7 +125,8 @@ static gf_status stage_upload(train_state *st, const char *name,
   return s;
 }
 
-/* The 8x8 grid of step k, logged as MlflowClient.log_image(run, grid,
+/* The 8x8 grid of step k (scaled up by a whole factor when its images are
+ * small: GF_IMAGE_GRID_TARGET_SIDE), logged as MlflowClient.log_image(run, grid,
  * key="samples", step=k) logs it (train_images.h): the PNG and its
  * +compressed.webp preview under images/, and the tag mlflow.loggedImages
  * once per process (at its first grid: no due step between the step this
@@ -144,6 +145,15 @@ gf_status train_write_samples(train_state *st, int64_t k, gf_err *err) {
                       st->mcfg.image_height, st->mcfg.image_width,
                       GF_TRAIN_GRID_SIDE, GF_GRID_DEFAULT_PAD, &px, &w, &h,
                       &c, err);
+  int f = gf_image_upscale_factor(w, h, GF_IMAGE_GRID_TARGET_SIDE);
+  if (s == GF_OK && f > 1) { /* small images: legible in MLflow's viewer */
+    uint8_t *big = NULL;
+    s = gf_image_upscale_nearest(px, w, h, c, f, &big, err);
+    free(px);
+    px = big;
+    w *= f;
+    h *= f;
+  }
   if (s == GF_OK) s = gf_png_encode(px, w, h, c, &png, &png_len, err);
   if (s == GF_OK) s = gf_image_compressed_webp(px, w, h, c, &webp, &webp_len,
                                                err);
