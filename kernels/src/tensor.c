@@ -15,6 +15,7 @@ size_t gf_dtype_size(gf_dtype dtype) {
   case GF_F32: return 4;
   case GF_BF16: return 2;
   case GF_F16: return 2;
+  case GF_I32: return 4;
   }
   return 0;
 }
@@ -24,6 +25,7 @@ const char *gf_dtype_name(gf_dtype dtype) {
   case GF_F32: return "f32";
   case GF_BF16: return "bf16";
   case GF_F16: return "f16";
+  case GF_I32: return "i32";
   }
   return "?";
 }

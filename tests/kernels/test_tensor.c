@@ -2,7 +2,9 @@
  * allocation and alignment, shape checks, free accepting NULL and views,
  * arena carving/alignment/exhaustion/reset/whole view, ctx init with
  * default and explicit thread counts, unsupported backends and dtypes,
- * errors filled in the caller's gf_err. */
+ * errors filled in the caller's gf_err; i32 (label) tensors: size, name,
+ * allocation, views, reshape, copy, arena slots, and the f32 ops refusing
+ * them. */
 #include "check.h"
 #include "kt_util.h"
 
@@ -131,8 +133,54 @@ static void test_ctx(void) {
   CHECK_STR_EQ(gf_backend_name(GF_BACKEND_CPU), "cpu");
 }
 
+/* GF_I32 is a storage dtype like any other: 4 bytes an element, zeroed at
+ * init, carried through views, reshapes, copies and arenas; the f32 ops
+ * refuse it (GF_EUNSUPPORTED). */
+static void test_i32(void) {
+  gf_err e = {0};
+  CHECK_INT_EQ(gf_dtype_size(GF_I32), 4);
+  CHECK_STR_EQ(gf_dtype_name(GF_I32), "i32");
+  CHECK_STR_EQ(gf_dtype_name((gf_dtype)99), "?");
+  gf_tensor a, b, v, r;
+  int64_t n = 5, rs[2] = {1, 5};
+  REQUIRE(gf_tensor_init(&a, GF_I32, GF_DEV_CPU, 1, &n, &e) == GF_OK);
+  REQUIRE(gf_tensor_init(&b, GF_I32, GF_DEV_CPU, 1, &n, &e) == GF_OK);
+  CHECK_INT_EQ(gf_tensor_nbytes(&a), 20);
+  int32_t *pa = a.data, *pb = b.data;
+  CHECK(pa[0] == 0 && pa[4] == 0);
+  for (int i = 0; i < 5; i++) pa[i] = -2 + 3 * i;
+  CHECK(gf_tensor_copy(&b, &a, &e) == GF_OK);
+  CHECK(pb[0] == -2 && pb[4] == 10);
+  REQUIRE(gf_tensor_reshape_view(&r, &a, 2, rs, &e) == GF_OK);
+  CHECK(r.dtype == GF_I32 && r.data == a.data && !r.owns);
+  int32_t raw[3] = {7, 8, 9};
+  int64_t three = 3;
+  REQUIRE(gf_tensor_view(&v, raw, GF_I32, GF_DEV_CPU, 1, &three, &e) ==
+          GF_OK);
+  CHECK_INT_EQ(gf_tensor_nbytes(&v), 12);
+  CHECK(gf_tensor_copy(&a, &v, &e) == GF_EINVAL); /* 12 bytes into 20 */
+  gf_arena ar;
+  REQUIRE(gf_arena_init(&ar, GF_DEV_CPU, gf_arena_slot_bytes(20), &e) ==
+          GF_OK);
+  gf_tensor s;
+  CHECK(gf_arena_tensor(&ar, &s, GF_I32, 1, &n, &e) == GF_OK);
+  CHECK(s.dtype == GF_I32 && ar.used == 64);
+  gf_ctx ctx;
+  gf_ctx_config cfg = {GF_BACKEND_CPU, 1, 0, GF_CPU_LAYOUT_AUTO};
+  REQUIRE(gf_ctx_init(&ctx, &cfg, &e) == GF_OK);
+  CHECK(gf_relu_fwd(&ctx, &a, &a, &e) == GF_EUNSUPPORTED);
+  CHECK(strstr(e.msg, "i32") != NULL);
+  gf_ctx_free(&ctx);
+  gf_arena_free(&ar);
+  gf_tensor_free(&v);
+  gf_tensor_free(&r);
+  gf_tensor_free(&a);
+  gf_tensor_free(&b);
+}
+
 int main(void) {
   test_tensor();
+  test_i32();
   test_arena();
   test_ctx();
   return check_report();

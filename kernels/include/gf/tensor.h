@@ -19,9 +19,12 @@
 #define GF_ALIGN 64 /* bytes; every allocation and arena slot is aligned so */
 
 typedef enum gf_dtype {
-  GF_F32 = 0,  /* IEEE binary32; the only dtype the ops accept today */
+  GF_F32 = 0,  /* IEEE binary32; the dtype of every op's data */
   GF_BF16 = 1, /* reserved: bfloat16 storage */
   GF_F16 = 2,  /* reserved: IEEE binary16 storage */
+  GF_I32 = 3,  /* int32_t, two's complement: class labels (the only ops
+                  that accept it are gf_embedding_fwd/bwd, for their
+                  labels); views, copies, arenas and nbytes as any dtype */
 } gf_dtype;
 
 typedef enum gf_device {
@@ -42,9 +45,9 @@ typedef struct gf_tensor {
                                   false: a view of memory owned elsewhere */
 } gf_tensor;
 
-/* Bytes per element of dtype (4, 2, 2); 0 for an unknown value. */
+/* Bytes per element of dtype (4, 2, 2, 4); 0 for an unknown value. */
 size_t gf_dtype_size(gf_dtype dtype);
-/* Static name ("f32", "bf16", "f16", "?"); never NULL. */
+/* Static name ("f32", "bf16", "f16", "i32", "?"); never NULL. */
 const char *gf_dtype_name(gf_dtype dtype);
 
 /* Product of the dims (1 for the degenerate all-1 shape). */
