@@ -338,6 +338,7 @@ void gf_net_free(gf_net *net) {
   gf_arena_free(&net->bn_stats);
   gf_arena_free(&net->acts);
   gf_net_sync_free(net->sync);
+  gf_net_r1_free(net->r1);
   free(net->layers);
   memset(net, 0, sizeof *net);
 }

@@ -96,6 +96,8 @@ gf_status gf_syncbn_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
                         gf_err *err);
 /* Frees the sync scratch; NULL is fine. */
 void gf_net_sync_free(struct gf_net_sync *s);
+/* Frees gf_net_r1's scratch (net_r1.c); NULL is fine. */
+void gf_net_r1_free(struct gf_net_r1 *r);
 
 /* The network descriptions (net_mlp.c, net_dcgan.c): set net->in_* and
  * append the layers of net->role for net->cfg. */

@@ -20,3 +20,27 @@ target_include_directories(test_golden PRIVATE ${GF_TEST_SUPPORT_DIR})
 add_test(NAME model_golden COMMAND test_golden ${CMAKE_CURRENT_LIST_DIR}/golden)
 add_test(NAME model_golden_fires COMMAND test_golden ${CMAKE_CURRENT_LIST_DIR}/golden --perturb-z)
 set_tests_properties(model_golden model_golden_fires PROPERTIES LABELS unit TIMEOUT 120)
+
+# gf_net_r1 (the R1 penalty by double backprop) against PyTorch's
+# create_graph=True numbers in golden/r1_*.safetensors
+# (golden/make_r1_golden.py), finite differences on tiny Ds, and its
+# refusals; model_r1_fires runs the golden cases with the scale 0.01 % off
+# and passes only when each case's comparison then fails.
+add_executable(test_r1 ${CMAKE_CURRENT_LIST_DIR}/test_r1.c)
+target_link_libraries(test_r1 PRIVATE gf_model)
+target_include_directories(test_r1 PRIVATE ${GF_TEST_SUPPORT_DIR}
+                           ${PROJECT_SOURCE_DIR}/model/src)
+add_test(NAME model_r1 COMMAND test_r1 ${CMAKE_CURRENT_LIST_DIR}/golden)
+add_test(NAME model_r1_fires COMMAND test_r1 ${CMAKE_CURRENT_LIST_DIR}/golden --perturb)
+set_tests_properties(model_r1 model_r1_fires PROPERTIES LABELS unit TIMEOUT 120)
+
+# gf_net_r1 on CUDA against the CPU (label gpu: exits 77 without a GPU),
+# with the GPU tests' helpers of tests/kernels (kt_cuda.c).
+if(TARGET gf_kernels_cudatest)
+  add_executable(test_cuda_r1 ${CMAKE_CURRENT_LIST_DIR}/test_cuda_r1.c)
+  target_link_libraries(test_cuda_r1 PRIVATE gf_kernels_cudatest gf_model)
+  target_include_directories(test_cuda_r1 PRIVATE ${GF_TEST_SUPPORT_DIR})
+  add_test(NAME model_cuda_r1 COMMAND test_cuda_r1)
+  set_tests_properties(model_cuda_r1 PROPERTIES LABELS gpu TIMEOUT 300
+    SKIP_RETURN_CODE 77)
+endif()

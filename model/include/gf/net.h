@@ -132,6 +132,8 @@ typedef struct gf_net {
   gf_status (*grad_hook)(void *user, struct gf_net *net, int layer,
                          gf_err *err);
   void *grad_hook_user;     /* borrowed; passed to grad_hook */
+  struct gf_net_r1 *r1;     /* owned: gf_net_r1's scratch (net_r1.c), on
+                               the net's device; NULL until its first call */
 } gf_net;
 
 /* Builds network `role` of cfg (validated; dcgan: 28/32/64, 1 or 3
@@ -173,6 +175,31 @@ gf_status gf_net_init_params(gf_net *net, uint64_t seed, gf_err *err);
  * fake passes of a D step get one iteration here and two there.) A net
  * without spectral norm returns GF_OK at once. */
 gf_status gf_net_sn_iterate(gf_net *net, gf_ctx *ctx, gf_err *err);
+
+/* R1 of D on real images x [n, C, H, W] (Mescheder et al. 2018; StyleGAN's
+ * lazy R1): a train-mode forward (dropout masks keyed by (seed, step,
+ * sample0, pass) exactly as gf_net_forward keys them), the gradient of
+ * sum_i D(x_i) wrt x, *penalty = (1/n) sum_i ||grad_x D(x_i)||^2 (host
+ * double; penalty may be NULL), and scale * dP/dtheta ADDED to D's
+ * parameter gradients (GF_ACCUMULATE; through spectral norm to weight_orig
+ * where the layer has it, with the u, v of the forward; biases get 0).
+ * scale finite and >= 0 (0: P only, gradients untouched; the backward is
+ * seeded with a power of two near sqrt(2 scale / n), harmless for any
+ * realistic scale). A double backward over the ops (model/src/net_r1.c);
+ * works on both backends.
+ * GF_EUNSUPPORTED for a net with batch norm (R1 penalizes each sample's
+ * gradient, which train-mode BN couples), tanh or transposed convolution
+ * layers (D has none); GF_ESTATE on a net not built for training. It is a
+ * forward: the net's last-forward state (gf_net_output, gf_net_backward) is
+ * afterwards R1's, on x (borrowed as gf_net_forward borrows it). grad_hook
+ * is not called: gradients are complete when it returns. Memory: the first
+ * call allocates net->r1 on the net's device (about the size of the
+ * activations: the gradient wrt every layer's input for max_batch
+ * samples), owned by the net and freed by gf_net_free. */
+gf_status gf_net_r1(gf_net *net, gf_ctx *ctx, const gf_tensor *x,
+                    float scale, uint64_t seed, int64_t step,
+                    int64_t sample0, int pass, double *penalty,
+                    gf_err *err);
 
 /* Looks a tensor up by state_dict name; NULL when absent. */
 gf_param *gf_net_find(gf_net *net, const char *name);
