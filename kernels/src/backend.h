@@ -126,6 +126,15 @@ typedef struct gf_backend_ops {
                                  const gf_tensor *sigma,
                                  const gf_tensor *dw_sn, gf_tensor *dw,
                                  gf_accum accum, gf_err *err);
+  /* DiffAugment (gf_augment_fwd / _bwd): in and out [N,C,H,W] with N,
+   * C, H, W >= 1, params [N, GF_AUG_NPARAMS], policy within GF_AUG_ALL;
+   * out may be in (the same tensor), no other overlap. */
+  gf_status (*augment_fwd)(gf_ctx *ctx, const gf_tensor *x,
+                           const gf_tensor *params, unsigned policy,
+                           gf_tensor *y, gf_err *err);
+  gf_status (*augment_bwd)(gf_ctx *ctx, const gf_tensor *params,
+                           unsigned policy, const gf_tensor *dy,
+                           gf_tensor *dx, gf_err *err);
 } gf_backend_ops;
 
 /* Activation kinds for act_fwd / act_bwd. */

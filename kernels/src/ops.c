@@ -841,3 +841,55 @@ gf_status gf_copy(gf_ctx *ctx, const gf_tensor *src, gf_tensor *dst,
                    (long long)gf_tensor_numel(dst));
   return ctx->ops->copy(ctx, src, dst, err);
 }
+
+/* ---- DiffAugment ----------------------------------------------------------- */
+
+int64_t gf_augment_shift(int64_t n) { return n < 0 ? 0 : (n + 4) / 8; }
+
+int64_t gf_augment_cutout_size(int64_t n) { return n < 0 ? 0 : (n + 1) / 2; }
+
+/* in [N,C,H,W] (C, H, W >= 1), out the same shape, params
+ * [N, GF_AUG_NPARAMS], a known policy; out is in or does not overlap it,
+ * params does not overlap out. ins/outs name the tensors. */
+static gf_status augment_check(const gf_ctx *ctx, const char *op,
+                               const gf_tensor *params, unsigned policy,
+                               const gf_tensor *in, const char *ins,
+                               const gf_tensor *out, const char *outs,
+                               gf_err *err) {
+  if (policy & ~(unsigned)GF_AUG_ALL)
+    return gf_fail(err, GF_EINVAL, "%s: unknown policy bits 0x%x", op,
+                   policy & ~(unsigned)GF_AUG_ALL);
+  GF_TRY(same3(ctx, op, in, ins, out, outs, NULL, NULL, err));
+  if (in->ndim != 4 || in->shape[1] < 1 || in->shape[2] < 1 ||
+      in->shape[3] < 1)
+    return gf_fail(err, GF_EINVAL, "%s: %s must be [N,C,H,W] with C, H, W >= "
+                   "1", op, ins);
+  GF_TRY(check_t(ctx, params, op, "params", err));
+  int64_t pdims[2] = {in->shape[0], GF_AUG_NPARAMS};
+  GF_TRY(check_shape(params, op, "params", 2, pdims, err));
+  if (out->data != in->data && overlaps(in, out))
+    return gf_fail(err, GF_EINVAL, "%s: %s partly overlaps %s", op, outs, ins);
+  if (overlaps(params, out))
+    return gf_fail(err, GF_EINVAL, "%s: params overlaps %s", op, outs);
+  return GF_OK;
+}
+
+gf_status gf_augment_fwd(gf_ctx *ctx, const gf_tensor *x,
+                         const gf_tensor *params, unsigned policy,
+                         gf_tensor *y, gf_err *err) {
+  const char *op = "augment_fwd";
+  NEED_OP(ctx, augment_fwd, op);
+  GF_TRY(augment_check(ctx, op, params, policy, x, "x", y, "y", err));
+  if (gf_tensor_numel(x) == 0) return GF_OK;
+  return ctx->ops->augment_fwd(ctx, x, params, policy, y, err);
+}
+
+gf_status gf_augment_bwd(gf_ctx *ctx, const gf_tensor *params,
+                         unsigned policy, const gf_tensor *dy, gf_tensor *dx,
+                         gf_err *err) {
+  const char *op = "augment_bwd";
+  NEED_OP(ctx, augment_bwd, op);
+  GF_TRY(augment_check(ctx, op, params, policy, dy, "dy", dx, "dx", err));
+  if (gf_tensor_numel(dy) == 0) return GF_OK;
+  return ctx->ops->augment_bwd(ctx, params, policy, dy, dx, err);
+}

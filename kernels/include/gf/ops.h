@@ -340,4 +340,85 @@ gf_status gf_fill(gf_ctx *ctx, gf_tensor *t, float value, gf_err *err);
 gf_status gf_copy(gf_ctx *ctx, const gf_tensor *src, gf_tensor *dst,
                   gf_err *err);
 
+/* ---- DiffAugment (Zhao et al. 2020, "Differentiable Augmentation for
+ * Data-Efficient GAN Training") ------------------------------------------
+ * The official DiffAugment_pytorch.py's policies 'color', 'translation'
+ * and 'cutout' with its random draws replaced by a params tensor
+ * [N, GF_AUG_NPARAMS] (f32, on the ctx's device; model/include/gf/augment.h
+ * draws it). Per sample n, on x [N,C,H,W], in this order and each only when
+ * its policy bit is set:
+ *   color        brightness  x = x + b
+ *                saturation  x = (x - m) s + m, m the mean over the C
+ *                            channels of each pixel
+ *                contrast    x = (x - M) c + M, M the mean over C, H, W
+ *   translation  y[c,i,j] = x[c, i + tx, j + ty] where that is inside the
+ *                image, else 0 (the official zero-padded gather; its
+ *                ratio 0.125 only bounds the draws: |tx| <= shift(H),
+ *                |ty| <= shift(W), but any shift is accepted here)
+ *   cutout       y = x * mask: mask 0 on rows clamp(a + ox - S0/2, 0, H-1),
+ *                a = 0..S0-1, times columns clamp(b + oy - S1/2, 0, W-1),
+ *                b = 0..S1-1, S0 = cutout(H), S1 = cutout(W) (ratio 0.5);
+ *                the clamp repeats edge rows and columns, so the zeroed
+ *                block is rows clamp(ox - S0/2) .. clamp(ox - S0/2 + S0-1)
+ *                (likewise columns): clipped at the border, never moved
+ * Rounding, as PyTorch's eager CPU ops: every element-wise step one f32
+ * operation (x + b; x - m, * s, + m: three roundings, no FMA); a pixel's
+ * channel sum in f32 in channel order from 0 (PyTorch's: its channel means
+ * are bit-exact), then / C in f32; the contrast sum in double in the order
+ * of kernels/src/reduce_order.h, rounded to f32, then / (C H W) in f32
+ * (PyTorch's f32 cascade differs in the last bits). Translation and cutout
+ * only move, zero or multiply by 1 / 0 (x * 0 keeps x's sign, NaN stays
+ * NaN, as PyTorch's x * mask). The CPU and CUDA backends give the same
+ * bits, at any thread count.
+ * The shift and offset entries are integral floats (a fraction is
+ * truncated toward zero; magnitudes beyond 2^30 are clamped to +-2^30,
+ * NaN to +2^30); the colour factors any float. The params of a policy not
+ * asked for are not read. */
+enum {
+  GF_AUG_COLOR = 1u,       /* brightness, saturation, contrast */
+  GF_AUG_TRANSLATION = 2u, /* shift by (tx, ty), zero fill */
+  GF_AUG_CUTOUT = 4u,      /* zero a clipped S0 x S1 block at (ox, oy) */
+  GF_AUG_ALL = 7u,         /* DiffAugment's 'color,translation,cutout' */
+};
+/* Columns of a params row. */
+enum {
+  GF_AUG_P_BRIGHTNESS = 0, /* b: added; neutral 0 */
+  GF_AUG_P_SATURATION = 1, /* s: factor about the channel mean; neutral 1 */
+  GF_AUG_P_CONTRAST = 2,   /* c: factor about the sample mean; neutral 1 */
+  GF_AUG_P_TX = 3,         /* row shift (along H); neutral 0 */
+  GF_AUG_P_TY = 4,         /* column shift (along W); neutral 0 */
+  GF_AUG_P_OX = 5,         /* cutout centre row, in [0, H + 1 - S0 % 2) */
+  GF_AUG_P_OY = 6,         /* cutout centre column, [0, W + 1 - S1 % 2) */
+  GF_AUG_NPARAMS = 7,
+};
+/* The official sizes: shift(n) = int(n * 0.125 + 0.5) = (n + 4) / 8 and
+ * cutout(n) = int(n * 0.5 + 0.5) = (n + 1) / 2 (integer division), for an
+ * image side n >= 0. */
+int64_t gf_augment_shift(int64_t n);
+int64_t gf_augment_cutout_size(int64_t n);
+
+/* y = augment(x) under policy (GF_AUG_* bits; 0 copies x). x and y
+ * [N,C,H,W] with C, H, W >= 1 (N may be 0), params [N, GF_AUG_NPARAMS].
+ * y may be x (the same tensor: the op stages each sample in scratch); no
+ * other overlap, and params must not overlap y. */
+gf_status gf_augment_fwd(gf_ctx *ctx, const gf_tensor *x,
+                         const gf_tensor *params, unsigned policy,
+                         gf_tensor *y, gf_err *err);
+/* dx = the transpose of the forward's map (affine in x for given params,
+ * so x is not needed) applied to dy: the gradient wrt x of sum(y * dy).
+ * In PyTorch's autograd order and roundings: cutout dy * mask; the
+ * translation's scatter back as index_put_ accumulating into zeros (so a
+ * -0 becomes +0, as there); contrast and saturation each
+ *   dx = g s + (sum(g) - sum(g s)) / n,   g s rounded to f32 once,
+ * over the group of the mean (n = C H W, or C per pixel), the two sums as
+ * the forward's means sum (per pixel f32 in channel order; per sample
+ * double lanes rounded to f32), their difference and the quotient in f32:
+ * the gradients that the output's mean term and the subtraction's send to
+ * the mean, then the mean's backward; brightness passes g unchanged.
+ * dx may be dy (the same tensor); no other overlap, and params must not
+ * overlap dx. */
+gf_status gf_augment_bwd(gf_ctx *ctx, const gf_tensor *params,
+                         unsigned policy, const gf_tensor *dy, gf_tensor *dx,
+                         gf_err *err);
+
 #endif

@@ -327,5 +327,12 @@ gf_status gf_cpu_spectral_norm_bwd(gf_ctx *ctx, const gf_tensor *w,
                                    const gf_tensor *sigma,
                                    const gf_tensor *dw_sn, gf_tensor *dw,
                                    gf_accum accum, gf_err *err);
+/* cpu_augment.c */
+gf_status gf_cpu_augment_fwd(gf_ctx *ctx, const gf_tensor *x,
+                             const gf_tensor *params, unsigned policy,
+                             gf_tensor *y, gf_err *err);
+gf_status gf_cpu_augment_bwd(gf_ctx *ctx, const gf_tensor *params,
+                             unsigned policy, const gf_tensor *dy,
+                             gf_tensor *dx, gf_err *err);
 
 #endif

@@ -518,4 +518,6 @@ const gf_backend_ops gf_cpu_backend_ops = {
     .lerp = gf_cpu_lerp,
     .spectral_norm_fwd = gf_cpu_spectral_norm_fwd,
     .spectral_norm_bwd = gf_cpu_spectral_norm_bwd,
+    .augment_fwd = gf_cpu_augment_fwd,
+    .augment_bwd = gf_cpu_augment_bwd,
 };

@@ -169,5 +169,12 @@ gf_status gf_cuda_spectral_norm_bwd(gf_ctx *ctx, const gf_tensor *w,
                                     const gf_tensor *sigma,
                                     const gf_tensor *dw_sn, gf_tensor *dw,
                                     gf_accum accum, gf_err *err);
+/* cuda_augment.c */
+gf_status gf_cuda_augment_fwd(gf_ctx *ctx, const gf_tensor *x,
+                              const gf_tensor *params, unsigned policy,
+                              gf_tensor *y, gf_err *err);
+gf_status gf_cuda_augment_bwd(gf_ctx *ctx, const gf_tensor *params,
+                              unsigned policy, const gf_tensor *dy,
+                              gf_tensor *dx, gf_err *err);
 
 #endif

@@ -149,4 +149,6 @@ const gf_backend_ops gf_cuda_backend_ops = {
     .lerp = gf_cuda_lerp,
     .spectral_norm_fwd = gf_cuda_spectral_norm_fwd,
     .spectral_norm_bwd = gf_cuda_spectral_norm_bwd,
+    .augment_fwd = gf_cuda_augment_fwd,
+    .augment_bwd = gf_cuda_augment_bwd,
 };

@@ -33,6 +33,7 @@ typedef enum gf_rng_purpose {
   GF_RNG_DATA_PERM = 5, /* the epoch's data permutation (trainer) */
   GF_RNG_SWD = 6,       /* SWD projections (trainer) */
   GF_RNG_SAMPLE = 7,    /* latent vectors of sample grids / serving */
+  GF_RNG_AUGMENT = 8,   /* DiffAugment params (gf/augment.h); sub = pass */
 } gf_rng_purpose;
 
 #define GF_RNG_SUB_MAX 0xFFFFFFu /* sub has 24 bits */
