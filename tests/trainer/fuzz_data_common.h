@@ -34,7 +34,21 @@ static inline void fuzz_check_dataset(const gf_dataset *ds,
     for (int64_t i = 0; i < ds->n; i++) {
       if (ds->labels[i] >= ds->num_classes) __builtin_trap();
     }
-  } else if (ds->num_classes != 0) {
+    if (ds->num_classes > GF_DATA_MAX_CLASSES || !ds->class_names ||
+        !ds->class_names_from) {
+      __builtin_trap();
+    }
+    for (int k = 0; k < ds->num_classes; k++) {
+      gf_err err;
+      int got = -1;
+      if (gf_data_class_name_check(ds->class_names[k], &err) != GF_OK ||
+          gf_dataset_class_index(ds, ds->class_names[k], &got, &err) !=
+              GF_OK ||
+          got != k) {
+        __builtin_trap();
+      }
+    }
+  } else if (ds->num_classes != 0 || ds->class_names) {
     __builtin_trap();
   }
   (void)sum;

@@ -1,12 +1,14 @@
 /* make_data_corpus.c - writes the seed corpora of the data fuzz targets
- * (tests/fuzz/fuzz_data_*.c) into DIR/data_idx, data_cifar, data_png and
- * data_jpeg: valid files of each kind and broken ones (wrong magic,
- * mismatched counts, truncation, trailing bytes, bad labels, flipped bytes).
+ * (tests/fuzz/fuzz_data_*.c) into DIR/data_idx, data_cifar, data_png,
+ * data_jpeg and data_classes: valid files of each kind and broken ones
+ * (wrong magic, mismatched counts, truncation, trailing bytes, bad labels,
+ * flipped bytes; for class-name files blank lines, repeats, forbidden,
+ * control and invisible characters, bad UTF-8, too many names).
  * Run by hand after changing a parser:
  *   build/tests/trainer/make_data_corpus tests/fuzz/corpus
  * Input framing matches the targets: idx = [geometry byte][image length,
- * 2 bytes LE][images][labels]; cifar = [geometry byte][records]; png and
- * jpeg = the file itself. */
+ * 2 bytes LE][images][labels]; cifar = [geometry byte][records]; png,
+ * jpeg and classes = the file itself. */
 #include <png.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,6 +158,39 @@ static void jpeg_corpus(void) {
   free(b);
 }
 
+static void classes_one(const char *name, const char *text, size_t len) {
+  emit("data_classes", name, (const uint8_t *)text, len);
+}
+#define CLASSES(name, text) classes_one(name, text, sizeof(text) - 1)
+
+static void classes_corpus(void) {
+  CLASSES("cifar10_meta", "airplane\nautomobile\nbird\ncat\ndeer\ndog\n"
+                          "frog\nhorse\nship\ntruck\n\n");
+  CLASSES("fashion_mnist", "T-shirt/top\nTrouser\nPullover\nDress\nCoat\n"
+                           "Sandal\nShirt\nSneaker\nBag\nAnkle boot\n");
+  CLASSES("crlf_bom", "\xef\xbb\xbf" "caf\xc3\xa9\r\n\xe7\x8c\xab\r\nCat\r\n"
+                      "cat");
+  CLASSES("digits_as_names", "1\n10\n2\n007\n");
+  CLASSES("blank_inside", "cat\n\ndog\n");
+  CLASSES("repeat", "cat\ndog\ncat\n");
+  CLASSES("forbidden", "a,b\nc&d\ne=f\n");
+  CLASSES("control", "a\tb\nc\x7f\n\xc2\x85\n");
+  CLASSES("invisible", "a\xe2\x80\x8b" "b\n\xef\xbb\xbf\xef\xbb\xbf" "c\n");
+  CLASSES("bad_utf8", "ok\n\xff\xfe\n\xc0\xaf\n\xed\xa0\x80\n");
+  CLASSES("spaces", " lead\ntrail \n");
+  CLASSES("nul", "a\0b\n");
+  CLASSES("empty", "");
+  char buf[257 * 6 + 80];
+  size_t o = 0;
+  for (int k = 0; k < 257; k++) {
+    o += (size_t)snprintf(buf + o, sizeof buf - o, "c%d\n", k);
+  }
+  classes_one("too_many", buf, o);
+  memset(buf, 'x', 70);
+  buf[70] = '\n';
+  classes_one("too_long", buf, 71);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
@@ -166,5 +201,6 @@ int main(int argc, char **argv) {
   cifar_corpus();
   png_corpus();
   jpeg_corpus();
+  classes_corpus();
   return 0;
 }

@@ -3,7 +3,8 @@
  * (/usr/share/datasets/fashion-mnist, or argv[1]): counts, geometry,
  * classes, pixel and label values picked once with Python's gzip + struct,
  * the same bytes from a plain (gunzipped) copy, the 32x32 variants dcgan-32
- * uses, and the memory the cache costs. A missing directory FAILS: the
+ * uses, the memory the cache costs, and the class names (the indices as
+ * plain IDX, Fashion-MNIST's own under fashion-mnist:). A missing directory FAILS: the
  * install script installs the package. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +109,32 @@ int main(int argc, char **argv) {
   check_counts(&plain);
   CHECK(memcmp(plain.pixels, ds.pixels, 60000u * 784u) == 0);
   CHECK(memcmp(plain.labels, ds.labels, 60000u) == 0);
+  gf_dataset_free(&plain);
+
+  /* Class names: IDX cannot tell MNIST from Fashion-MNIST, so the indices;
+   * the fashion-mnist: spec gives the dataset's names. */
+  REQUIRE(ds.class_names);
+  for (int k = 0; k < 10; k++) {
+    char want[4];
+    snprintf(want, sizeof want, "%d", k);
+    CHECK_STR_EQ(ds.class_names[k], want);
+  }
+  char spec[4200];
+  snprintf(spec, sizeof spec, "fashion-mnist:%s", tmp);
+  gf_data_options fopt = popt;
+  REQUIRE(gf_data_spec_parse(spec, &fopt, &err) == GF_OK);
+  s = gf_dataset_load(&plain, &fopt, &err);
+  REQUIRE(s == GF_OK || (fprintf(stderr, "%s\n", err.msg), 0));
+  CHECK(plain.format == GF_DATA_FASHION_MNIST);
+  CHECK_INT_EQ(plain.num_classes, 10);
+  CHECK(memcmp(plain.labels, ds.labels, 60000u) == 0);
+  CHECK_STR_EQ(plain.class_names[plain.labels[0]], "Ankle boot"); /* 9 */
+  CHECK_STR_EQ(plain.class_names[plain.labels[1]], "T-shirt/top"); /* 0 */
+  CHECK_STR_EQ(plain.class_names[plain.labels[12345]], "Bag");   /* 8 */
+  CHECK_STR_EQ(plain.class_names[plain.labels[59999]], "Sandal"); /* 5 */
+  int sneaker = -1;
+  CHECK(gf_dataset_class_index(&plain, "Sneaker", &sneaker, &err) == GF_OK);
+  CHECK_INT_EQ(sneaker, 7);
   gf_dataset_free(&plain);
 
   /* dcgan-32: padded, the image sits at (2, 2) on black. */

@@ -101,10 +101,15 @@ static gf_status cifar_load(gf_dataset *ds, gf_src *srcs, int nsrc,
   }
   gf_img_scratch_free(&scratch);
   free(buf);
+  if (!st) {
+    st = gf_data_names_indices(CIFAR_CLASSES, &ds->class_names, srcs[0].name,
+                               err);
+  }
   if (st) {
     gf_dataset_free(ds);
     return st;
   }
+  ds->class_names_from = "indices";
   ds->num_classes = CIFAR_CLASSES;
   ds->src_c = 3;
   ds->src_h = CIFAR_SIDE;

@@ -15,6 +15,8 @@ const char *gf_data_format_name(gf_data_format f) {
   case GF_DATA_IDX: return "idx";
   case GF_DATA_CIFAR10: return "cifar10";
   case GF_DATA_IMAGES: return "images";
+  case GF_DATA_MNIST: return "mnist";
+  case GF_DATA_FASHION_MNIST: return "fashion-mnist";
   }
   return "?";
 }
@@ -27,7 +29,9 @@ gf_status gf_data_spec_parse(const char *spec, gf_data_options *opt,
     gf_data_format f;
   } prefixes[] = {{"idx:", GF_DATA_IDX},
                   {"cifar10:", GF_DATA_CIFAR10},
-                  {"images:", GF_DATA_IMAGES}};
+                  {"images:", GF_DATA_IMAGES},
+                  {"mnist:", GF_DATA_MNIST},
+                  {"fashion-mnist:", GF_DATA_FASHION_MNIST}};
   opt->format = GF_DATA_AUTO;
   opt->path = spec;
   for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
@@ -122,8 +126,14 @@ gf_status gf_dataset_load(gf_dataset *ds, const gf_data_options *opt,
   if (st) return st;
   if (f == GF_DATA_AUTO) f = detected;
   switch (f) {
-  case GF_DATA_IDX: return gf_data_load_idx_dir(ds, opt->path, opt, err);
-  case GF_DATA_CIFAR10: return gf_data_load_cifar_dir(ds, opt->path, opt, err);
+  case GF_DATA_IDX:
+  case GF_DATA_MNIST:
+  case GF_DATA_FASHION_MNIST:
+    st = gf_data_load_idx_dir(ds, opt->path, opt, err);
+    break;
+  case GF_DATA_CIFAR10:
+    st = gf_data_load_cifar_dir(ds, opt->path, opt, err);
+    break;
   case GF_DATA_IMAGES:
     st = gf_data_load_images_dir(ds, opt->path, opt, err);
     if (st == GF_ENOTFOUND && opt->format == GF_DATA_AUTO && err) {
@@ -134,16 +144,24 @@ gf_status gf_dataset_load(gf_dataset *ds, const gf_data_options *opt,
               "data_batch_1.bin",
               msg);
     }
-    return st;
-  case GF_DATA_AUTO: break;
+    break;
+  case GF_DATA_AUTO:
+  default: return gf_fail(err, GF_EINVAL, "data: unknown format %d", (int)f);
   }
-  return gf_fail(err, GF_EINVAL, "data: unknown format %d", (int)f);
+  if (!st) st = gf_data_class_names_finish(ds, opt->path, f, err);
+  if (st) {
+    gf_dataset_free(ds);
+    return st;
+  }
+  ds->format = f;
+  return GF_OK;
 }
 
 void gf_dataset_free(gf_dataset *ds) {
   if (!ds) return;
   free(ds->pixels);
   free(ds->labels);
+  free(ds->class_names);
   memset(ds, 0, sizeof *ds);
 }
 

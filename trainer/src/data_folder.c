@@ -14,7 +14,6 @@
 #include <sys/stat.h>
 
 #define MAX_FILE_BYTES (256u * 1024u * 1024u)
-#define MAX_CLASSES 256
 
 /* The relative paths found so far; owned strings. */
 typedef struct path_list {
@@ -129,32 +128,34 @@ static size_t class_len(const char *rel) {
   return slash ? (size_t)(slash - rel) : 0;
 }
 
-/* Labels by first-level subdirectory (sorted names), or none. files is
- * sorted, so each class's files are contiguous. */
+/* Labels by first-level subdirectory (sorted names), or none; the
+ * subdirectories' names as they are (gf_dataset_load checks them) become
+ * ds->class_names. files is sorted, so each class's files are
+ * contiguous. */
 static gf_status assign_labels(gf_dataset *ds, const path_list *files,
                                const char *root, gf_err *err) {
   for (size_t i = 0; i < files->n; i++) {
     if (class_len(files->v[i]) == 0) return GF_OK; /* unlabeled folder */
   }
-  const char *names[MAX_CLASSES];
-  size_t lens[MAX_CLASSES];
+  const char *names[GF_DATA_MAX_CLASSES];
+  size_t lens[GF_DATA_MAX_CLASSES];
   int nc = 0;
   for (size_t i = 0; i < files->n; i++) {
     size_t l = class_len(files->v[i]);
     if (nc > 0 && lens[nc - 1] == l && memcmp(names[nc - 1], files->v[i], l) == 0) {
       continue;
     }
-    if (nc == MAX_CLASSES) {
+    if (nc == GF_DATA_MAX_CLASSES) {
       return gf_fail(err, GF_EUNSUPPORTED,
                      "%s: more than %d class subdirectories", root,
-                     MAX_CLASSES);
+                     GF_DATA_MAX_CLASSES);
     }
     names[nc] = files->v[i];
     lens[nc] = l;
     nc++;
   }
   /* Rank of each group's name among all names. */
-  int rank[MAX_CLASSES];
+  int rank[GF_DATA_MAX_CLASSES];
   for (int a = 0; a < nc; a++) {
     rank[a] = 0;
     for (int b = 0; b < nc; b++) {
@@ -163,6 +164,15 @@ static gf_status assign_labels(gf_dataset *ds, const path_list *files,
       if (c < 0 || (c == 0 && lens[b] < lens[a])) rank[a]++;
     }
   }
+  const char *sorted[GF_DATA_MAX_CLASSES];
+  size_t sorted_len[GF_DATA_MAX_CLASSES];
+  for (int a = 0; a < nc; a++) {
+    sorted[rank[a]] = names[a];
+    sorted_len[rank[a]] = lens[a];
+  }
+  GF_TRY(gf_data_names_make(nc, sorted, sorted_len, &ds->class_names, root,
+                            err));
+  ds->class_names_from = "directories";
   ds->labels = malloc(files->n);
   if (!ds->labels) {
     return gf_fail(err, GF_ENOMEM, "%s: out of memory for labels", root);

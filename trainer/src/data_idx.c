@@ -156,6 +156,13 @@ static gf_status idx_load(gf_dataset *ds, gf_src *img, gf_src *lbl,
     if (ds->labels[i] > max) max = ds->labels[i];
   }
   ds->num_classes = max + 1;
+  st = gf_data_names_indices(ds->num_classes, &ds->class_names, lbl->name,
+                             err);
+  if (st) {
+    gf_dataset_free(ds);
+    return st;
+  }
+  ds->class_names_from = "indices";
   ds->src_c = 1;
   ds->src_h = (int)rows;
   ds->src_w = (int)cols;

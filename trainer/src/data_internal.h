@@ -94,6 +94,27 @@ gf_status gf_data_load_cifar_dir(gf_dataset *ds, const char *dir,
 gf_status gf_data_load_images_dir(gf_dataset *ds, const char *dir,
                                   const gf_data_options *opt, gf_err *err);
 
+/* ---- class names (data_classes.c) ------------------------------------ */
+
+/* *out = one allocation (the caller's: free(*out), or gf_dataset_free once
+ * it is a dataset's class_names) holding n pointers, then the n strings
+ * names[k][0..lens[k]) each NUL-terminated (lens NULL: strlen). Copies;
+ * checks nothing but 1 <= n <= GF_DATA_MAX_CLASSES. `what` is named in
+ * errors. */
+gf_status gf_data_names_make(int n, const char *const *names,
+                             const size_t *lens, char ***out,
+                             const char *what, gf_err *err);
+/* The same for the names "0" ... "n-1". */
+gf_status gf_data_names_indices(int n, char ***out, const char *what,
+                                gf_err *err);
+/* The last step of gf_dataset_load: gives a loaded dataset (format f, as
+ * the spec named it or detection found it; read from the --data directory
+ * dir) its names by data.h's "Class names" rules, replacing the reader's
+ * defaults, and checks an image folder's. On failure ds is unchanged
+ * apart from names already replaced; the caller frees it. */
+gf_status gf_data_class_names_finish(gf_dataset *ds, const char *dir,
+                                     gf_data_format f, gf_err *err);
+
 /* Finds the CIFAR-10 batch folder under dir (dir itself or
  * dir/cifar-10-batches-bin): *found = 1 and the folder in out[out_len], or
  * *found = 0 when neither holds data_batch_1.bin. GF_EINVAL naming the

@@ -26,6 +26,13 @@
  *           files are ignored. When every image lies in a first-level
  *           subdirectory, the label is the index of that subdirectory in
  *           sorted order (torchvision ImageFolder); otherwise no labels.
+ *   MNIST, FASHION_MNIST
+ *           IDX files (as IDX above) of a dataset the spec names
+ *           ("mnist:DIR", "fashion-mnist:DIR"): 10 classes whatever labels
+ *           occur (a label above 9 is an error), with that dataset's class
+ *           names ("Class names" below). Never detected: the two share
+ *           their file names and shapes, so only the spec can tell them
+ *           apart.
  *   AUTO    IDX if DIR holds train-images-idx3-ubyte[.gz]; else CIFAR10 if
  *           DIR or DIR/cifar-10-batches-bin holds data_batch_1.bin; else
  *           IMAGES.
@@ -72,6 +79,39 @@
  * batch, world, rank, mirror). Without mirror, S = N and sample = image:
  * the order is the one above, bit for bit. gf_data_epoch_samples gives S.
  *
+ * Class names (gf_dataset.class_names; for `--cond`, the model config, the
+ * MLmodel signature and the server's `class=NAME`): a dataset with labels
+ * has exactly num_classes names, label k's at index k. Where they come
+ * from, first match wins:
+ *   1. DIR/classes.txt (GF_DATA_CLASSES_FILE, DIR the directory --data
+ *      names), for any format: one name per line, label 0 first; UTF-8,
+ *      an optional BOM, LF or CRLF line ends; empty lines only at the end
+ *      (ignored); no name twice. Its count must be the dataset's classes:
+ *      for IDX at least max label + 1 (the file then sets num_classes, so
+ *      a subset missing the last classes keeps them), for every other
+ *      format exactly num_classes. A dataset without labels and a
+ *      classes.txt is an error: the file names classes nothing has.
+ *   2. Built in: FASHION_MNIST "T-shirt/top", "Trouser", "Pullover",
+ *      "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot";
+ *      CIFAR10 the batch folder's batches.meta.txt when present (the
+ *      CIFAR-10 tarball's, "airplane" ... "truck"; parsed and checked as
+ *      classes.txt, 10 names); IMAGES the class subdirectories' names,
+ *      exactly as on disk (bytes, no Unicode normalization).
+ *   3. Else the decimal indices "0" ... "num_classes-1" (IDX, MNIST,
+ *      CIFAR10 without batches.meta.txt).
+ * Every name, from any source, passes gf_data_class_name_check: 1 ..
+ * GF_DATA_CLASS_NAME_MAX bytes of UTF-8 without control characters (C0,
+ * DEL, C1) or invisible format characters (U+00AD, U+200B-U+200F,
+ * U+2028-U+202E, U+2060-U+2069, U+FEFF), no leading or trailing space,
+ * none of the characters of
+ * GF_DATA_CLASS_NAME_FORBIDDEN; a folder or file that breaks the rule is
+ * refused naming the directory or line (for a folder, rename the
+ * subdirectory or put a classes.txt beside it, which replaces the names).
+ * So a name goes into a CSV or JSON field and a `class=` query value with
+ * no escaping beyond JSON's and a space's (%20 or +); '/' (Fashion-MNIST's
+ * "T-shirt/top"), spaces inside, apostrophes and non-ASCII letters are
+ * kept. Names differing only in case are distinct.
+ *
  * Errors follow gf/status.h: every failure is a gf_err whose message names
  * the file and what is wrong with it. Nothing here prints, exits or keeps
  * global state; libpng and libjpeg errors are caught per decode. */
@@ -96,12 +136,22 @@
  * checked as it is found, and one that does not fit is an error naming
  * it. */
 #define GF_DATA_DIR_ROOM 64
+/* Class names ("Class names" above). */
+#define GF_DATA_MAX_CLASSES 256      /* labels are one byte */
+#define GF_DATA_CLASS_NAME_MAX 64    /* bytes of one name, NUL excluded */
+/* ASCII characters no class name may hold, besides controls: query
+ * syntax (& = # + % ? ;), the CSV separator and JSON's escapes. */
+#define GF_DATA_CLASS_NAME_FORBIDDEN "\"#%&+,;=?\\"
+#define GF_DATA_CLASSES_FILE "classes.txt" /* in the --data directory */
+#define GF_DATA_CLASSES_FILE_MAX 65536     /* bytes of a class-name file */
 
 typedef enum gf_data_format {
   GF_DATA_AUTO = 0,
   GF_DATA_IDX,
   GF_DATA_CIFAR10,
   GF_DATA_IMAGES,
+  GF_DATA_MNIST,         /* IDX files, 10 classes "0" ... "9" */
+  GF_DATA_FASHION_MNIST, /* IDX files, 10 classes, Fashion-MNIST's names */
 } gf_data_format;
 
 typedef enum gf_data_fit {
@@ -109,7 +159,8 @@ typedef enum gf_data_fit {
   GF_DATA_FIT_PAD,        /* center on black, crop where larger; no resample */
 } gf_data_fit;
 
-/* Static name ("idx", "cifar10", "images", "auto"); "?" if out of range. */
+/* Static name ("idx", "cifar10", "images", "mnist", "fashion-mnist",
+ * "auto"), the spec's FORMAT; "?" if out of range. */
 const char *gf_data_format_name(gf_data_format f);
 
 /* What to load. path is borrowed for the duration of gf_dataset_load. */
@@ -122,25 +173,41 @@ typedef struct gf_data_options {
 } gf_data_options;
 
 /* Parses a `--data` SPEC: "[FORMAT:]PATH" with FORMAT one of idx, cifar10,
- * images (auto when absent). Sets opt->format and opt->path; opt->path
- * points INTO spec (borrowed: spec must outlive its use). GF_EINVAL naming
- * the spec for an empty path. */
+ * images, mnist, fashion-mnist (lower case; auto when absent, so a
+ * directory whose name starts with one of them and ':' needs "./"). Sets
+ * opt->format and opt->path; opt->path points INTO spec (borrowed: spec
+ * must outlive its use). GF_EINVAL naming the spec for an empty path. */
 gf_status gf_data_spec_parse(const char *spec, gf_data_options *opt,
                              gf_err *err);
 
 /* The decoded dataset. Invariants: pixels holds n * c * h * w bytes, image i
  * at pixels + i * c * h * w, planar (plane k = channel k: R, G, B or gray);
  * labels is NULL or holds n bytes each < num_classes; num_classes is 0
- * exactly when labels is NULL. */
+ * exactly when labels is NULL, else 1..GF_DATA_MAX_CLASSES; class_names is
+ * NULL exactly when labels is NULL, else num_classes distinct names that
+ * pass gf_data_class_name_check. */
 typedef struct gf_dataset {
   uint8_t *pixels;        /* owned; n * c * h * w */
   uint8_t *labels;        /* owned; n, or NULL when the format has none */
   int64_t n;              /* images, 1..GF_DATA_MAX_IMAGES */
   int c, h, w;            /* equal to the options' channels, height, width */
-  int num_classes;        /* 0 when labels == NULL, else max label + 1 */
+  int num_classes;        /* 0 when labels == NULL; else max label + 1,
+                             10 for CIFAR10, MNIST and FASHION_MNIST, the
+                             subdirectories for IMAGES, or the lines of an
+                             IDX dataset's classes.txt */
+  char **class_names;     /* owned; NULL when labels == NULL, else
+                             num_classes NUL-terminated UTF-8 names, label
+                             k's at [k]. ONE allocation (the pointer array,
+                             then the strings it points into): only
+                             gf_dataset_free (or one free()) releases it */
+  const char *class_names_from; /* static: where the names came from,
+                             "classes.txt", "batches.meta.txt",
+                             "fashion-mnist", "directories" or "indices";
+                             NULL when labels == NULL */
   int src_c, src_h, src_w; /* native geometry of the first image (IDX,
                              CIFAR10: all images; IMAGES: the first file) */
-  gf_data_format format;  /* the format read (never AUTO) */
+  gf_data_format format;  /* the format read (never AUTO): the spec's
+                             when it named one, else the detected one */
   char source[GF_PATH_MAX]; /* the directory the files were read from */
 } gf_dataset;
 
@@ -150,8 +217,10 @@ typedef struct gf_dataset {
 gf_status gf_data_detect(const char *path, gf_data_format *out, gf_err *err);
 
 /* Loads a dataset into *ds (caller-owned struct, overwritten). On success
- * ds owns pixels and labels: release them with gf_dataset_free. On failure
- * *ds is left empty (safe to gf_dataset_free) and err names the file. */
+ * ds owns pixels, labels and class_names: release them with
+ * gf_dataset_free. On failure *ds is left empty (safe to gf_dataset_free)
+ * and err names the file (for a class name, the file and line or the
+ * subdirectory). */
 gf_status gf_dataset_load(gf_dataset *ds, const gf_data_options *opt,
                           gf_err *err);
 
@@ -160,6 +229,26 @@ void gf_dataset_free(gf_dataset *ds);
 
 /* Bytes held by the dataset's cache (pixels + labels). */
 size_t gf_dataset_bytes(const gf_dataset *ds);
+
+/* GF_OK when name is a valid class name ("Class names" above), else
+ * GF_EINVAL with err saying what is wrong ("'a,b': contains ','"), the name
+ * quoted with control and non-UTF-8 bytes as \xNN. Callers add where the
+ * name came from. name must be non-NULL and NUL-terminated. */
+gf_status gf_data_class_name_check(const char *name, gf_err *err);
+
+/* The label of a class given by name or index, for `--class`-style
+ * arguments and `class=` (out non-NULL): *out = k when name_or_index equals
+ * ds->class_names[k] exactly (bytes, case-sensitive), else when it is a
+ * decimal index written without sign, spaces or leading zeros ("0", "7",
+ * "12") below num_classes. A name wins over an index of the same
+ * spelling (an image folder whose subdirectories are "1" ... "10" has
+ * "10" at index 1). Errors (*out = -1): GF_EINVAL when the dataset has no
+ * labels or the argument is empty; GF_ENOTFOUND naming the argument and
+ * the classes, with a hint when a name matches but for ASCII case.
+ * Allocates nothing. */
+gf_status gf_dataset_class_index(const gf_dataset *ds,
+                                 const char *name_or_index, int *out,
+                                 gf_err *err);
 
 /* ---- order: permutation, positions, rank slices ---------------------- */
 

@@ -70,7 +70,8 @@ gf_status gf_data_read_file(const char *path, uint8_t **buf, size_t *len,
                             gf_err *err);
 
 /* Loads an IDX image file and its IDX label file from memory into *ds, as
- * gf_dataset_load does from files (ds->source is set to img_name). */
+ * gf_dataset_load does from files (ds->source is set to img_name). No
+ * class-name file is read: the names are the indices "0" ... */
 gf_status gf_data_idx_load_mem(gf_dataset *ds, const uint8_t *img,
                                size_t img_len, const char *img_name,
                                const uint8_t *lbl, size_t lbl_len,
@@ -78,9 +79,21 @@ gf_status gf_data_idx_load_mem(gf_dataset *ds, const uint8_t *img,
                                const gf_data_options *opt, gf_err *err);
 
 /* Loads CIFAR-10 records from one memory buffer (the contents of one
- * data_batch_N.bin) into *ds. */
+ * data_batch_N.bin) into *ds; class names "0" ... "9". */
 gf_status gf_data_cifar_load_mem(gf_dataset *ds, const uint8_t *buf,
                                  size_t len, const char *name,
                                  const gf_data_options *opt, gf_err *err);
+
+/* Parses a class-name file (classes.txt, CIFAR-10's batches.meta.txt; the
+ * rules are data.h's "Class names") from buf[0..len): *names receives *n
+ * (1..GF_DATA_MAX_CLASSES) names in line order, each passing
+ * gf_data_class_name_check, none twice. *names is ONE allocation owned by
+ * the caller (the pointer array, then the strings): release it with
+ * free(*names). On failure *names is NULL, *n is 0, and err (GF_EFORMAT)
+ * names `name` and the line. The count is not checked against a dataset
+ * here; gf_dataset_load does that. */
+gf_status gf_data_class_names_parse(const uint8_t *buf, size_t len,
+                                    const char *name, char ***names, int *n,
+                                    gf_err *err);
 
 #endif
