@@ -135,6 +135,33 @@ typedef struct gf_backend_ops {
   gf_status (*augment_bwd)(gf_ctx *ctx, const gf_tensor *params,
                            unsigned policy, const gf_tensor *dy,
                            gf_tensor *dx, gf_err *err);
+  /* Class conditioning (ops.h). labels: GF_I32 [N] on the ctx's device,
+   * N <= INT32_MAX (values checked by ops.c only in host memory: a label
+   * outside [0, K) must read and write nothing: its y row quiet NaN, its
+   * dy row dropped); table / dtable [K, D], y / dy [N, D], no overlaps. */
+  gf_status (*embedding_fwd)(gf_ctx *ctx, const gf_tensor *table,
+                             const gf_tensor *labels, gf_tensor *y,
+                             gf_err *err);
+  gf_status (*embedding_bwd)(gf_ctx *ctx, const gf_tensor *labels,
+                             const gf_tensor *dy, gf_tensor *dtable,
+                             gf_accum accum, gf_err *err);
+  /* x, y, dy, dx viewed as [P, S], P = numel(gain) = N*C >= 1; gain,
+   * bias, dgain, dbias [P]; bias may be NULL; y may be x, dx may be dy;
+   * at least one of dx, dgain, dbias non-NULL. */
+  gf_status (*channel_affine_fwd)(gf_ctx *ctx, const gf_tensor *x,
+                                  const gf_tensor *gain, const gf_tensor *bias,
+                                  gf_tensor *y, gf_err *err);
+  gf_status (*channel_affine_bwd)(gf_ctx *ctx, const gf_tensor *x,
+                                  const gf_tensor *gain, const gf_tensor *dy,
+                                  gf_tensor *dx, gf_tensor *dgain,
+                                  gf_tensor *dbias, gf_err *err);
+  /* a, b, da, db [N, D] with N >= 1; y, dy N elements; at least one of
+   * da, db non-NULL. */
+  gf_status (*rowdot_fwd)(gf_ctx *ctx, const gf_tensor *a, const gf_tensor *b,
+                          gf_tensor *y, gf_accum accum, gf_err *err);
+  gf_status (*rowdot_bwd)(gf_ctx *ctx, const gf_tensor *a, const gf_tensor *b,
+                          const gf_tensor *dy, gf_tensor *da, gf_tensor *db,
+                          gf_accum accum, gf_err *err);
 } gf_backend_ops;
 
 /* Activation kinds for act_fwd / act_bwd. */

@@ -893,3 +893,202 @@ gf_status gf_augment_bwd(gf_ctx *ctx, const gf_tensor *params,
   if (gf_tensor_numel(dy) == 0) return GF_OK;
   return ctx->ops->augment_bwd(ctx, params, policy, dy, dx, err);
 }
+
+/* ---- class conditioning ---------------------------------------------------- */
+
+/* Every value of the host labels (N of them) in [0, K); op names the
+ * caller in the message. */
+static gf_status labels_values(const gf_tensor *labels, int64_t K,
+                               const char *op, gf_err *err) {
+  const int32_t *L = labels->data;
+  for (int64_t n = 0; n < labels->shape[0]; n++)
+    if (L[n] < 0 || L[n] >= K)
+      return gf_fail(err, GF_EINVAL,
+                     "%s: labels[%lld] = %d is outside [0, %lld)", op,
+                     (long long)n, (int)L[n], (long long)K);
+  return GF_OK;
+}
+
+gf_status gf_labels_check(const gf_tensor *labels, int64_t K, gf_err *err) {
+  if (!labels || labels->dtype != GF_I32 || labels->ndim != 1)
+    return gf_fail(err, GF_EINVAL, "labels: not an i32 [N] tensor");
+  if (labels->device != GF_DEV_CPU)
+    return gf_fail(err, GF_EINVAL, "labels: not in host memory");
+  if (labels->shape[0] > 0 && !labels->data)
+    return gf_fail(err, GF_EINVAL, "labels: no data");
+  return labels_values(labels, K, "labels", err);
+}
+
+/* labels: present, GF_I32, 1-D [N] with N <= INT32_MAX, on the ctx's
+ * device, with data when N > 0; in host memory every value in [0, K). */
+static gf_status labels_check(const gf_ctx *ctx, const gf_tensor *labels,
+                              int64_t K, const char *op, gf_err *err) {
+  if (!labels) return gf_fail(err, GF_EINVAL, "%s: labels is NULL", op);
+  if (labels->dtype != GF_I32)
+    return gf_fail(err, GF_EINVAL, "%s: labels has dtype %s (must be i32)", op,
+                   gf_dtype_name(labels->dtype));
+  if (labels->ndim != 1)
+    return gf_fail(err, GF_EINVAL, "%s: labels must be 1-D [N] (ndim %d)", op,
+                   labels->ndim);
+  if (labels->shape[0] > INT32_MAX)
+    return gf_fail(err, GF_EINVAL, "%s: more than INT32_MAX labels", op);
+  if (labels->device != ctx->device ||
+      labels->device_index != ctx->device_index)
+    return gf_fail(err, GF_EINVAL, "%s: labels is not on the ctx's device", op);
+  if (!labels->data && labels->shape[0] > 0)
+    return gf_fail(err, GF_EINVAL, "%s: labels has no data", op);
+  if (labels->device == GF_DEV_CPU) return labels_values(labels, K, op, err);
+  return GF_OK;
+}
+
+/* table / dtable: 2-D [K, D] with 1 <= K <= INT32_MAX. */
+static gf_status table_check(const gf_ctx *ctx, const gf_tensor *t,
+                             const char *op, const char *what, gf_err *err) {
+  GF_TRY(check_t(ctx, t, op, what, err));
+  if (t->ndim != 2 || t->shape[0] < 1 || t->shape[0] > INT32_MAX)
+    return gf_fail(err, GF_EINVAL, "%s: %s must be [K, D], 1 <= K <= 2^31-1",
+                   op, what);
+  return GF_OK;
+}
+
+gf_status gf_embedding_fwd(gf_ctx *ctx, const gf_tensor *table,
+                           const gf_tensor *labels, gf_tensor *y, gf_err *err) {
+  const char *op = "embedding_fwd";
+  NEED_OP(ctx, embedding_fwd, op);
+  GF_TRY(table_check(ctx, table, op, "table", err));
+  GF_TRY(check_t(ctx, y, op, "y", err));
+  GF_TRY(labels_check(ctx, labels, table->shape[0], op, err));
+  int64_t ys[2] = {labels->shape[0], table->shape[1]};
+  GF_TRY(check_shape(y, op, "y", 2, ys, err));
+  if (overlaps(y, table) || overlaps(y, labels))
+    return gf_fail(err, GF_EINVAL, "%s: y overlaps table or labels", op);
+  if (gf_tensor_numel(y) == 0) return GF_OK;
+  return ctx->ops->embedding_fwd(ctx, table, labels, y, err);
+}
+
+gf_status gf_embedding_bwd(gf_ctx *ctx, const gf_tensor *labels,
+                           const gf_tensor *dy, gf_tensor *dtable,
+                           gf_accum accum, gf_err *err) {
+  const char *op = "embedding_bwd";
+  NEED_OP(ctx, embedding_bwd, op);
+  GF_TRY(check_accum(accum, op, err));
+  GF_TRY(table_check(ctx, dtable, op, "dtable", err));
+  GF_TRY(check_t(ctx, dy, op, "dy", err));
+  GF_TRY(labels_check(ctx, labels, dtable->shape[0], op, err));
+  int64_t ds[2] = {labels->shape[0], dtable->shape[1]};
+  GF_TRY(check_shape(dy, op, "dy", 2, ds, err));
+  if (overlaps(dtable, dy) || overlaps(dtable, labels))
+    return gf_fail(err, GF_EINVAL, "%s: dtable overlaps dy or labels", op);
+  if (gf_tensor_numel(dtable) == 0) return GF_OK;
+  return ctx->ops->embedding_bwd(ctx, labels, dy, dtable, accum, err);
+}
+
+/* x [N, C, ...] (ndim >= 2) and gain [N, C]. */
+static gf_status affine_check(const gf_ctx *ctx, const char *op,
+                              const gf_tensor *x, const gf_tensor *gain,
+                              gf_err *err) {
+  GF_TRY(check_t(ctx, x, op, "x", err));
+  GF_TRY(check_t(ctx, gain, op, "gain", err));
+  if (x->ndim < 2)
+    return gf_fail(err, GF_EINVAL, "%s: x must be [N, C, ...]", op);
+  return check_shape(gain, op, "gain", 2, x->shape, err);
+}
+
+gf_status gf_channel_affine_fwd(gf_ctx *ctx, const gf_tensor *x,
+                                const gf_tensor *gain, const gf_tensor *bias,
+                                gf_tensor *y, gf_err *err) {
+  const char *op = "channel_affine_fwd";
+  NEED_OP(ctx, channel_affine_fwd, op);
+  GF_TRY(affine_check(ctx, op, x, gain, err));
+  if (bias) {
+    GF_TRY(check_t(ctx, bias, op, "bias", err));
+    GF_TRY(check_shape(bias, op, "bias", 2, x->shape, err));
+  }
+  GF_TRY(check_t(ctx, y, op, "y", err));
+  GF_TRY(check_shape(y, op, "y", x->ndim, x->shape, err));
+  if (y->data != x->data && overlaps(y, x))
+    return gf_fail(err, GF_EINVAL, "%s: y partly overlaps x", op);
+  if (overlaps(y, gain) || overlaps(y, bias))
+    return gf_fail(err, GF_EINVAL, "%s: y overlaps gain or bias", op);
+  if (gf_tensor_numel(x) == 0) return GF_OK;
+  return ctx->ops->channel_affine_fwd(ctx, x, gain, bias, y, err);
+}
+
+gf_status gf_channel_affine_bwd(gf_ctx *ctx, const gf_tensor *x,
+                                const gf_tensor *gain, const gf_tensor *dy,
+                                gf_tensor *dx, gf_tensor *dgain,
+                                gf_tensor *dbias, gf_err *err) {
+  const char *op = "channel_affine_bwd";
+  NEED_OP(ctx, channel_affine_bwd, op);
+  GF_TRY(affine_check(ctx, op, x, gain, err));
+  GF_TRY(check_t(ctx, dy, op, "dy", err));
+  GF_TRY(check_shape(dy, op, "dy", x->ndim, x->shape, err));
+  const gf_tensor *outs[3] = {dx, dgain, dbias};
+  const char *on[3] = {"dx", "dgain", "dbias"};
+  for (int i = 0; i < 3; i++) {
+    if (!outs[i]) continue;
+    GF_TRY(check_t(ctx, outs[i], op, on[i], err));
+    int nd = i == 0 ? x->ndim : 2; /* dx: x's shape; dgain, dbias [N, C] */
+    GF_TRY(check_shape(outs[i], op, on[i], nd, x->shape, err));
+    const gf_tensor *ins[3] = {x, gain, dy};
+    const char *in[3] = {"x", "gain", "dy"};
+    for (int j = 0; j < 3; j++)
+      if (overlaps(outs[i], ins[j]) &&
+          !(i == 0 && j == 2 && dx->data == dy->data))
+        return gf_fail(err, GF_EINVAL, "%s: %s overlaps %s", op, on[i], in[j]);
+    for (int j = 0; j < i; j++)
+      if (overlaps(outs[i], outs[j]))
+        return gf_fail(err, GF_EINVAL, "%s: %s overlaps %s", op, on[i], on[j]);
+  }
+  if (!dx && !dgain && !dbias) return GF_OK;
+  if (gf_tensor_numel(gain) == 0) return GF_OK;
+  return ctx->ops->channel_affine_bwd(ctx, x, gain, dy, dx, dgain, dbias, err);
+}
+
+/* a and b [N, D]; t (y or dy) has N elements, shape [N] or [N, 1]. */
+static gf_status rowdot_check(const gf_ctx *ctx, const char *op,
+                              const gf_tensor *a, const gf_tensor *b,
+                              const gf_tensor *t, const char *tn, gf_err *err) {
+  GF_TRY(check_t(ctx, a, op, "a", err));
+  if (a->ndim != 2) return gf_fail(err, GF_EINVAL, "%s: a must be [N, D]", op);
+  GF_TRY(check_t(ctx, b, op, "b", err));
+  GF_TRY(check_shape(b, op, "b", 2, a->shape, err));
+  GF_TRY(check_t(ctx, t, op, tn, err));
+  int64_t n1[2] = {a->shape[0], 1};
+  if (t->ndim == 1) return check_shape(t, op, tn, 1, n1, err);
+  return check_shape(t, op, tn, 2, n1, err);
+}
+
+gf_status gf_rowdot_fwd(gf_ctx *ctx, const gf_tensor *a, const gf_tensor *b,
+                        gf_tensor *y, gf_accum accum, gf_err *err) {
+  const char *op = "rowdot_fwd";
+  NEED_OP(ctx, rowdot_fwd, op);
+  GF_TRY(check_accum(accum, op, err));
+  GF_TRY(rowdot_check(ctx, op, a, b, y, "y", err));
+  if (overlaps(y, a) || overlaps(y, b))
+    return gf_fail(err, GF_EINVAL, "%s: y overlaps a or b", op);
+  if (a->shape[0] == 0) return GF_OK;
+  return ctx->ops->rowdot_fwd(ctx, a, b, y, accum, err);
+}
+
+gf_status gf_rowdot_bwd(gf_ctx *ctx, const gf_tensor *a, const gf_tensor *b,
+                        const gf_tensor *dy, gf_tensor *da, gf_tensor *db,
+                        gf_accum accum, gf_err *err) {
+  const char *op = "rowdot_bwd";
+  NEED_OP(ctx, rowdot_bwd, op);
+  GF_TRY(check_accum(accum, op, err));
+  GF_TRY(rowdot_check(ctx, op, a, b, dy, "dy", err));
+  const gf_tensor *outs[2] = {da, db};
+  const char *on[2] = {"da", "db"};
+  for (int i = 0; i < 2; i++) {
+    if (!outs[i]) continue;
+    GF_TRY(check_t(ctx, outs[i], op, on[i], err));
+    GF_TRY(check_shape(outs[i], op, on[i], 2, a->shape, err));
+    if (overlaps(outs[i], a) || overlaps(outs[i], b) || overlaps(outs[i], dy))
+      return gf_fail(err, GF_EINVAL, "%s: %s overlaps an input", op, on[i]);
+  }
+  if (overlaps(da, db))
+    return gf_fail(err, GF_EINVAL, "%s: da overlaps db", op);
+  if ((!da && !db) || gf_tensor_numel(a) == 0) return GF_OK;
+  return ctx->ops->rowdot_bwd(ctx, a, b, dy, da, db, accum, err);
+}

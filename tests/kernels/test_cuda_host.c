@@ -33,7 +33,12 @@ static void test_table(void) {
       (const void *)o->mean_fwd,     (const void *)o->lerp,
       (const void *)o->spectral_norm_fwd,
       (const void *)o->spectral_norm_bwd,
-      (const void *)o->augment_fwd,  (const void *)o->augment_bwd};
+      (const void *)o->augment_fwd,  (const void *)o->augment_bwd,
+      (const void *)o->embedding_fwd,
+      (const void *)o->embedding_bwd,
+      (const void *)o->channel_affine_fwd,
+      (const void *)o->channel_affine_bwd,
+      (const void *)o->rowdot_fwd,   (const void *)o->rowdot_bwd};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
     CHECKF(fns[i] != NULL, "entry %zu of the CUDA table is NULL", i);
   /* every op of the CPU table has a CUDA twin */

@@ -5,7 +5,8 @@
  *  - returns GF_OK or an error (filling err when non-NULL); never prints or
  *    exits; outputs are unspecified after an error;
  *  - every tensor must be GF_F32, contiguous, on ctx->device (else
- *    GF_EUNSUPPORTED / GF_EINVAL); shapes are checked (GF_EINVAL);
+ *    GF_EUNSUPPORTED / GF_EINVAL); shapes are checked (GF_EINVAL); the
+ *    class labels of gf_embedding_* are GF_I32;
  *  - outputs are written into tensors the caller allocated with the right
  *    shape; ops never allocate tensors (scratch lives in the ctx);
  *  - backward ops overwrite input gradients (dx); parameter gradients (dw,
@@ -420,5 +421,94 @@ gf_status gf_augment_fwd(gf_ctx *ctx, const gf_tensor *x,
 gf_status gf_augment_bwd(gf_ctx *ctx, const gf_tensor *params,
                          unsigned policy, const gf_tensor *dy, gf_tensor *dx,
                          gf_err *err);
+
+/* ---- class conditioning -------------------------------------------------
+ * The ops of class-conditional GANs: a class embedding (BigGAN's shared
+ * embedding in G, the projection discriminator's in D), the per-sample,
+ * per-channel affine of a conditional batch norm, and the projection term
+ * of Miyato & Koyama 2018.
+ *
+ * Labels are a GF_I32 tensor, 1-D [N], on the ctx's device (another dtype
+ * or shape: GF_EINVAL), each meant in [0, K). What is checked where:
+ *  - every backend: dtype, shape, device (ops.c);
+ *  - labels in host memory (a CPU ctx): every value; one outside [0, K) is
+ *    GF_EINVAL naming the first such label, before anything is written;
+ *  - labels in CUDA memory: values are not checked (that would cost a
+ *    device-to-host copy and a sync per call), but nothing outside table or
+ *    dtable is ever read or written: a bad label's row of y is quiet NaN
+ *    (0x7fc00000, so that the loss shows it) and its row of dy adds to no
+ *    row of dtable. Callers check labels where they are made, on the host
+ *    (gf_labels_check), before the upload.
+ * N and K are at most INT32_MAX. Sums are taken in a fixed order, the same
+ * on the CPU at any thread count and on CUDA: the two backends give the
+ * same bits for every op of this section. */
+
+/* GF_OK when labels (a GF_I32 [N] tensor in host memory) hold only values
+ * in [0, K); else GF_EINVAL naming the first one outside. Reads nothing
+ * but labels; GF_EINVAL for a tensor in CUDA memory. */
+gf_status gf_labels_check(const gf_tensor *labels, int64_t K, gf_err *err);
+
+/* y[n, :] = table[labels[n], :] (nn.Embedding's forward; exact copies).
+ * table [K, D] (K >= 1), labels [N] GF_I32, y [N, D]; y must not overlap
+ * table or labels. */
+gf_status gf_embedding_fwd(gf_ctx *ctx, const gf_tensor *table,
+                           const gf_tensor *labels, gf_tensor *y, gf_err *err);
+/* dtable[k, :] (+)= sum over the n with labels[n] == k of dy[n, :]: each
+ * element an f32 sum from 0.0f in increasing n, then (GF_ACCUMULATE)
+ * added to dtable; rows of classes absent from labels get 0 (overwrite)
+ * or + 0 (accumulate). That is PyTorch's CPU order (index_add_), so its
+ * bits: nn.Embedding's weight gradient. labels [N], dy [N, D], dtable
+ * [K, D]; dtable must not overlap dy or labels. */
+gf_status gf_embedding_bwd(gf_ctx *ctx, const gf_tensor *labels,
+                           const gf_tensor *dy, gf_tensor *dtable,
+                           gf_accum accum, gf_err *err);
+
+/* Per-sample, per-channel affine: x [N, C, ...] (ndim >= 2: [N, C] or
+ * NCHW), gain and bias [N, C] (bias may be NULL: no bias), y x's shape:
+ *   y[n, c, s] = x[n, c, s] * gain[n, c] + bias[n, c]
+ * two f32 roundings (the product, then the sum: PyTorch's eager
+ * x * gain.view(N, C, 1, 1) + bias.view(N, C, 1, 1), bit for bit). y may
+ * be x (in place); otherwise no overlap, and y never overlaps gain / bias.
+ * BigGAN's conditional batch norm (ccbn) composes as
+ *   gf_batchnorm_fwd_train(x, gamma = beta = NULL (affine=False), ...) ->
+ *   xhat;  gain = 1 + linear_g(e), bias = linear_b(e) (the model's: e the
+ *   shared embedding of the class, concatenated with a slice of z in
+ *   BigGAN; the "1 +" a linear whose bias starts at 1, or an add);
+ *   gf_channel_affine_fwd(xhat, gain, bias) -> y
+ * and backward: gf_channel_affine_bwd(xhat, gain, dy) -> dxhat, dgain,
+ * dbias; gf_batchnorm_bwd(x, gamma NULL, save_mean, save_var, dxhat) ->
+ * dx; dgain and dbias flow into the two linears' gf_linear_bwd. */
+gf_status gf_channel_affine_fwd(gf_ctx *ctx, const gf_tensor *x,
+                                const gf_tensor *gain, const gf_tensor *bias,
+                                gf_tensor *y, gf_err *err);
+/* dx = dy * gain (one f32 rounding; dx may be dy), dgain[n, c] = sum over
+ * s of dy x, dbias[n, c] = sum over s of dy. dgain and dbias are
+ * per-sample intermediates, not parameter gradients: always overwritten.
+ * Each sum is a lane sum in double (kernels/src/reduce_order.h) rounded to
+ * f32 once (PyTorch: an f32 reduction; a few ulp of the sum of |terms|
+ * apart). Any of dx, dgain, dbias may be NULL (not needed); none overlaps
+ * another output or an input, except dx = dy. */
+gf_status gf_channel_affine_bwd(gf_ctx *ctx, const gf_tensor *x,
+                                const gf_tensor *gain, const gf_tensor *dy,
+                                gf_tensor *dx, gf_tensor *dgain,
+                                gf_tensor *dbias, gf_err *err);
+
+/* Row-wise dot product, the projection discriminator's class term:
+ *   y[n] (+)= sum_d a[n, d] b[n, d]
+ * for a, b [N, D] and y of N elements ([N, 1] or [N]); the sum a lane sum
+ * in double (reduce_order.h) rounded to f32 once, then added to y in f32
+ * with GF_ACCUMULATE (onto the logit of D's final linear:
+ * D(x, c) = linear(h) + embed(c) . h). y must not overlap a or b. */
+gf_status gf_rowdot_fwd(gf_ctx *ctx, const gf_tensor *a, const gf_tensor *b,
+                        gf_tensor *y, gf_accum accum, gf_err *err);
+/* da[n, :] (+)= dy[n] b[n, :], db[n, :] (+)= dy[n] a[n, :] (one rounding
+ * for the product, one for the add: PyTorch's bits). dy has N elements;
+ * da and db (either may be NULL) are [N, D] and overlap no input and not
+ * each other. accum applies to both: in the projection head, h's gradient
+ * is accumulated onto the linear's (GF_ACCUMULATE, da NULL) and the
+ * embedded class's is fresh (GF_OVERWRITE, db NULL), two calls. */
+gf_status gf_rowdot_bwd(gf_ctx *ctx, const gf_tensor *a, const gf_tensor *b,
+                        const gf_tensor *dy, gf_tensor *da, gf_tensor *db,
+                        gf_accum accum, gf_err *err);
 
 #endif

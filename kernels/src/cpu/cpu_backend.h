@@ -334,5 +334,25 @@ gf_status gf_cpu_augment_fwd(gf_ctx *ctx, const gf_tensor *x,
 gf_status gf_cpu_augment_bwd(gf_ctx *ctx, const gf_tensor *params,
                              unsigned policy, const gf_tensor *dy,
                              gf_tensor *dx, gf_err *err);
+/* cpu_cond.c */
+gf_status gf_cpu_embedding_fwd(gf_ctx *ctx, const gf_tensor *table,
+                               const gf_tensor *labels, gf_tensor *y,
+                               gf_err *err);
+gf_status gf_cpu_embedding_bwd(gf_ctx *ctx, const gf_tensor *labels,
+                               const gf_tensor *dy, gf_tensor *dtable,
+                               gf_accum accum, gf_err *err);
+gf_status gf_cpu_channel_affine_fwd(gf_ctx *ctx, const gf_tensor *x,
+                                    const gf_tensor *gain,
+                                    const gf_tensor *bias, gf_tensor *y,
+                                    gf_err *err);
+gf_status gf_cpu_channel_affine_bwd(gf_ctx *ctx, const gf_tensor *x,
+                                    const gf_tensor *gain, const gf_tensor *dy,
+                                    gf_tensor *dx, gf_tensor *dgain,
+                                    gf_tensor *dbias, gf_err *err);
+gf_status gf_cpu_rowdot_fwd(gf_ctx *ctx, const gf_tensor *a, const gf_tensor *b,
+                            gf_tensor *y, gf_accum accum, gf_err *err);
+gf_status gf_cpu_rowdot_bwd(gf_ctx *ctx, const gf_tensor *a, const gf_tensor *b,
+                            const gf_tensor *dy, gf_tensor *da, gf_tensor *db,
+                            gf_accum accum, gf_err *err);
 
 #endif

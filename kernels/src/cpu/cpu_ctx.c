@@ -520,4 +520,10 @@ const gf_backend_ops gf_cpu_backend_ops = {
     .spectral_norm_bwd = gf_cpu_spectral_norm_bwd,
     .augment_fwd = gf_cpu_augment_fwd,
     .augment_bwd = gf_cpu_augment_bwd,
+    .embedding_fwd = gf_cpu_embedding_fwd,
+    .embedding_bwd = gf_cpu_embedding_bwd,
+    .channel_affine_fwd = gf_cpu_channel_affine_fwd,
+    .channel_affine_bwd = gf_cpu_channel_affine_bwd,
+    .rowdot_fwd = gf_cpu_rowdot_fwd,
+    .rowdot_bwd = gf_cpu_rowdot_bwd,
 };

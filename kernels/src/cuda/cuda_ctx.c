@@ -151,4 +151,10 @@ const gf_backend_ops gf_cuda_backend_ops = {
     .spectral_norm_bwd = gf_cuda_spectral_norm_bwd,
     .augment_fwd = gf_cuda_augment_fwd,
     .augment_bwd = gf_cuda_augment_bwd,
+    .embedding_fwd = gf_cuda_embedding_fwd,
+    .embedding_bwd = gf_cuda_embedding_bwd,
+    .channel_affine_fwd = gf_cuda_channel_affine_fwd,
+    .channel_affine_bwd = gf_cuda_channel_affine_bwd,
+    .rowdot_fwd = gf_cuda_rowdot_fwd,
+    .rowdot_bwd = gf_cuda_rowdot_bwd,
 };
