@@ -242,7 +242,7 @@ gf_status gf_cli_eval(mlflow_client *c, const gf_cli_eval_opts *o, FILE *out,
   if (log) {
     if (g.is_ckpt)
       fprintf(log, "checkpoint %s: step %lld, run %s, %s %dx%dx%d\n",
-              o->source, (long long)g.meta.step,
+              g.label, (long long)g.meta.step,
               g.meta.run_id[0] ? g.meta.run_id : "(none)",
               gf_arch_name(g.cfg.architecture), g.cfg.image_channels,
               g.cfg.image_height, g.cfg.image_width);

@@ -1,8 +1,8 @@
 /* cli_eval_source.c - the generators `ganflow eval` scores
  * (cli_eval_internal.h): a registered version loaded as `ganflow generate`
  * loads it (gfs_model_resolve, gfs_cache_load), or G rebuilt from a
- * training checkpoint (its "g.*" tensors and the config in its metadata,
- * gf/ckpt_meta.h). Latents follow ganflow-serve: image k is sample k of
+ * training checkpoint (its "g.*" tensors, or its EMA generator's "g_ema.*"
+ * when it has one, and the config in its metadata, gf/ckpt_meta.h). Latents follow ganflow-serve: image k is sample k of
  * Philox (seed, SAMPLE, step 0). */
 #include <stdlib.h>
 #include <string.h>
@@ -22,18 +22,31 @@ static gf_status check_channels(const gf_model_config *cfg,
   return GF_OK;
 }
 
-/* Copies every tensor of g from the checkpoint's "g.*" tensors. */
+/* Copies every tensor of g from the checkpoint's "g.*" tensors, or from
+ * its EMA generator's "g_ema.*" ones when it has them (the generator a run
+ * with --ema-decay samples, evaluates and registers). *ema says which. */
 static gf_status copy_g(gf_net *g, const gf_st_file *f, const char *path,
-                        gf_err *err) {
+                        bool *ema, gf_err *err) {
+  *ema = g->n_tensors > 0 && g->tensors[0].name[0] == 'g' &&
+         g->tensors[0].name[1] == '.';
+  if (*ema) {
+    char first[GF_PARAM_NAME_MAX + 8];
+    GF_TRY(gf_format(first, sizeof first, err, "tensor name", "g_ema%s",
+                     g->tensors[0].name + 1));
+    *ema = gf_st_find(f, first) != NULL;
+  }
   for (int i = 0; i < g->n_tensors; i++) {
     gf_param *p = &g->tensors[i];
-    const gf_st_tensor *t = gf_st_find(f, p->name);
+    char name[GF_PARAM_NAME_MAX + 8];
+    GF_TRY(gf_format(name, sizeof name, err, "tensor name", "%s%s",
+                     *ema ? "g_ema" : "g", p->name + 1));
+    const gf_st_tensor *t = gf_st_find(f, name);
     size_t numel = (size_t)gf_tensor_numel(&p->value);
     if (!t)
-      return gf_fail(err, GF_EFORMAT, "%s: tensor %s missing", path, p->name);
+      return gf_fail(err, GF_EFORMAT, "%s: tensor %s missing", path, name);
     if (t->dtype != GF_ST_F32 || t->numel != numel)
       return gf_fail(err, GF_EFORMAT, "%s: %s is %s with %zu values, the "
-                     "generator needs F32 with %zu", path, p->name,
+                     "generator needs F32 with %zu", path, name,
                      gf_st_dtype_name(t->dtype), t->numel, numel);
     gf_tensor src;
     GF_TRY(gf_tensor_view(&src, (void *)t->data, GF_F32, GF_DEV_CPU,
@@ -80,7 +93,11 @@ gf_status eval_gen_open_ckpt(eval_gen *g, const char *path,
                            2, zs, err);
     g->z_ready = st == GF_OK;
   }
-  if (st == GF_OK) st = copy_g(&g->g, &f, path, err);
+  bool ema = false;
+  if (st == GF_OK) st = copy_g(&g->g, &f, path, &ema, err);
+  static const char ema_note[] = " (EMA generator)";
+  if (st == GF_OK && ema && strlen(g->label) + sizeof ema_note <= sizeof g->label)
+    strcat(g->label, ema_note);
   gf_st_file_free(&f);
   if (st != GF_OK) eval_gen_free(g);
   return st;

@@ -17,6 +17,8 @@ void gf_gan_hparams_default(gf_gan_hparams *hp) {
   hp->loss = GF_GAN_LOSS_BCE;
   hp->ema_decay = 0.0;
   hp->ema_rampup = 0.05;
+  hp->r1_gamma = 0.0;
+  hp->r1_every = 16;
 }
 
 static const char *const k_loss_names[] = {"bce", "hinge", "wgan"};
@@ -50,6 +52,22 @@ static gf_status check_hparams(const gf_gan_hparams *hp, gf_err *err) {
     return gf_fail(err, GF_EINVAL, "gan: EMA decay %g outside [0, 1)", hp->ema_decay);
   if (!(hp->ema_rampup >= 0.0 && hp->ema_rampup <= 1e6))
     return gf_fail(err, GF_EINVAL, "gan: EMA ramp-up %g outside [0, 1e6]", hp->ema_rampup);
+  if (!(hp->r1_gamma >= 0.0 && hp->r1_gamma <= 1e6))
+    return gf_fail(err, GF_EINVAL, "gan: R1 gamma %g outside [0, 1e6]", hp->r1_gamma);
+  if (hp->r1_every < 1 || hp->r1_every > 1000000)
+    return gf_fail(err, GF_EINVAL, "gan: R1 every %d steps outside [1, 10^6]", hp->r1_every);
+  return GF_OK;
+}
+
+/* R1 needs a D whose samples do not interact: no batch norm. */
+static gf_status check_r1(const gf_gan *gan, gf_err *err) {
+  if (!(gan->hp.r1_gamma > 0.0)) return GF_OK;
+  for (int i = 0; i < gan->d.n_tensors; i++)
+    if (gan->d.tensors[i].kind == GF_PARAM_BN_RUNNING_MEAN)
+      return gf_fail(err, GF_EINVAL, "gan: the R1 penalty needs a discriminator without "
+                     "batch norm (it penalizes each image's gradient, which batch norm "
+                     "couples across the batch); dcgan's D loses its batch norms with "
+                     "spectral norm");
   return GF_OK;
 }
 
@@ -74,6 +92,7 @@ gf_status gf_gan_init(gf_gan *gan, gf_ctx *ctx, const gf_model_config *cfg,
   gan->max_batch = max_batch;
   GF_TRY(gf_net_init(&gan->g, ctx, cfg, GF_NET_G, max_batch, true, err));
   GF_TRY(gf_net_init(&gan->d, ctx, cfg, GF_NET_D, max_batch, true, err));
+  GF_TRY(check_r1(gan, err));
   if (gan->hp.ema_decay > 0.0)
     GF_TRY(gf_net_init(&gan->g_ema, ctx, cfg, GF_NET_G, max_batch, false, err));
   int64_t mb = max_batch;
@@ -396,6 +415,10 @@ gf_status gf_gan_d_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real, const g
   gf_tensor dlogit, fake, logits;
   GF_TRY(vec(&dlogit, ctx, gan->dlogit, m, err));
   double v, dm;
+  /* Lazy R1 (StyleGAN2): in D updates whose key is a multiple of r1_every,
+   * weighted by r1_every; per micro-batch its mean, scaled as the losses. */
+  bool r1 = gan->hp.r1_gamma > 0.0 && step % gan->hp.r1_every == 0;
+  float r1_scale = (float)(gan->hp.r1_gamma / 2.0 * gan->hp.r1_every * (double)dl);
 
   /* One power iteration of D's spectral norms for these weights. */
   GF_TRY(gf_net_sn_iterate(&gan->d, ctx, err));
@@ -414,6 +437,10 @@ gf_status gf_gan_d_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real, const g
     s.d_real += dm;
     gf_accum first = (k == 0 || exact) ? GF_OVERWRITE : GF_ACCUMULATE;
     GF_TRY(gf_net_backward(&gan->d, ctx, &dlogit, NULL, true, first, err));
+    if (r1) { /* before the last backward arms the all-reduce */
+      GF_TRY(gf_net_r1(&gan->d, ctx, &rk, r1_scale, seed, step, s0, 3, &v, err));
+      s.r1 += v;
+    }
     GF_TRY(gf_net_forward(&gan->d, ctx, &fake, GF_MODE_TRAIN, seed, step, s0, 1, &logits, err));
     if (exact) gf_bn_log_record(gan->sync_d, k, 1);
     GF_TRY(d_loss(gan, ctx, &logits, 0, false, dl, &dlogit, &v, &dm, err));
@@ -440,6 +467,8 @@ gf_status gf_gan_d_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real, const g
     stats->d_real = s.d_real * inv;
     stats->d_fake = s.d_fake * inv;
     stats->loss_d = stats->loss_d_real + stats->loss_d_fake;
+    stats->r1 = s.r1 * inv;
+    stats->r1_done = r1;
   }
   return GF_OK;
 }

@@ -1,6 +1,7 @@
 /* test_cli_eval.c - `ganflow eval` against the `mlflow` fixture, on a short
  * mlp run on Fashion-MNIST (20 steps, checkpoints at 10 and 20, registered
- * as version 1 of a fresh model).
+ * as version 1 of a fresh model; with an EMA generator, which both the
+ * checkpoint's evaluation and the registered version use).
  *   1. A checkpoint with --run-id: stdout has fid, kid, kid_std; the run
  *      holds fid, kid, kid_std at the checkpoint's step (20), once each.
  *   2. models:/NAME/1 with --run-id --step 1000: the same keys at 1000; the
@@ -91,6 +92,7 @@ static void train(const char *dir, char run_id[33]) {
                   "--steps", "20", "--batch", "32", "--seed", "7",
                   "--sample-every", "0", "--eval-every", "0",
                   "--checkpoint-every", "10", "--keep", "10", "--threads", "2",
+                  "--ema-decay", "0.9",
                   "--checkpoint-dir", (char *)dir, "--experiment", g_exp,
                   "--register-model", g_model, NULL};
   int rc = tu_run_log(log, args, NULL, NULL);
@@ -218,6 +220,8 @@ int main(void) {
   double fid = value_after(out, "fid "), kid = value_after(out, "kid ");
   CHECKF(isfinite(fid) && fid > 0, "fid %g\n%s", fid, out);
   CHECKF(isfinite(kid) && strstr(out, " kid_std "), "%s", out);
+  CHECKF(strstr(out, "(EMA generator): step 20"), "the checkpoint's EMA generator "
+         "was not the one scored:\n%s", out);
   fprintf(stderr, "---- eval ckpt ----\n%s", out);
   free(out);
   double v = NAN;

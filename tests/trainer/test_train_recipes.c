@@ -1,10 +1,11 @@
 /* test_train_recipes.c - ganflow-train's GAN recipe (--loss, --d-steps,
- * --sn, --ema-decay, --export-generator, --mirror) through the executable:
+ * --sn, --ema-decay, --export-generator, --mirror, --r1) through the executable:
  * resumes, ranks, refusals and what reaches MLflow. dcgan 28x28 on
  * Fashion-MNIST (the test FAILS without it), STEPS steps of --batch 16 on
  * one thread per process, against the MLflow server of the `mlflow` ctest
  * fixture; ranks under the real mpirun (oversubscribed). Every run has the
- * full recipe RECIPE (hinge, spectral norm, EMA 0.9, 2 D steps, mirror)
+ * full recipe RECIPE (hinge, spectral norm, EMA 0.9, 2 D steps, mirror,
+ * lazy R1 every 3 D updates: on the real batch of some micro-batches' ranks)
  * unless said otherwise, and --check-every 1 (the ranks compare digests
  * of their parameters, Adam moments and EMA generator every step).
  *
@@ -83,7 +84,7 @@
 /* The full recipe, and the two ways to spread a step over ranks. */
 static const char *const RECIPE[] = {"--loss", "hinge", "--sn", "--ema-decay",
                                      "0.9", "--d-steps", "2", "--mirror",
-                                     NULL};
+                                     "--r1", "0.5", "--r1-every", "3", NULL};
 static const char *const DEFAULT_MODE[] = {"--sync-bn", NULL};
 static const char *const EXACT_MODE[] = {"--exact-reduce", "--exact-shards",
                                          "4", NULL};
@@ -595,14 +596,20 @@ static void refused_flag(const suite *s, const char *name,
 
 static void refuse_scenario(const suite *s, const job *ref) {
   const char *const bce[] = {"--loss", "bce", "--sn", "--ema-decay", "0.9",
-                             "--d-steps", "2", "--mirror", NULL};
+                             "--d-steps", "2", "--mirror", "--r1", "0.5",
+                             "--r1-every", "3", NULL};
   const char *const bce_need[] = {
-      "loss=hinge,d_steps=2,ema_decay=0.9,ema_rampup=0.05,mirror=true",
-      "loss=bce,d_steps=2,ema_decay=0.9,ema_rampup=0.05,mirror=true", NULL};
+      "loss=hinge,d_steps=2,ema_decay=0.9,ema_rampup=0.05,mirror=true,r1=0.5,"
+      "r1_every=3",
+      "loss=bce,d_steps=2,ema_decay=0.9,ema_rampup=0.05,mirror=true,r1=0.5,"
+      "r1_every=3", NULL};
   refused_resume(s, ref, "refuse-bce", bce, bce_need);
   const char *const no_sn[] = {"--loss", "hinge", "--ema-decay", "0.9",
                                "--d-steps", "2", "--mirror", NULL};
   const char *const sn_need[] = {"another model", "--sn", NULL};
+  const char *const r1_bn[] = {"--r1", "1", NULL}; /* dcgan D with BN */
+  const char *const r1_bn_need[] = {"--r1", "--sn", NULL};
+  refused_flag(s, "refuse-r1-bn", r1_bn, r1_bn_need);
   refused_resume(s, ref, "refuse-no-sn", no_sn, sn_need);
 
   const char *const loss[] = {"--loss", "foo", NULL};
@@ -631,9 +638,21 @@ static void mlflow_scenario(const suite *s, const job *ref,
     const char *const want[][2] = {
         {"loss", "hinge"}, {"d_steps", "2"}, {"spectral_norm", "true"},
         {"ema_decay", "0.9"}, {"ema_rampup", "0.05"},
-        {"export_generator", "ema"}, {"mirror", "true"}};
+        {"export_generator", "ema"}, {"mirror", "true"}, {"r1_gamma", "0.5"},
+        {"r1_every", "3"}};
     check_params(s->mc, id, want, sizeof want / sizeof *want, "mlflow: ref");
     check_registered(s, ema_model, id, ref_final, "g_ema.", "ema");
+    mlflow_run r; /* R1's penalty is logged */
+    mlflow_error e;
+    if (mlflow_run_get(s->mc, id, &r, &e) == MLFLOW_OK) {
+      bool r1 = false;
+      for (size_t i = 0; i < r.n_metrics; i++)
+        r1 |= strcmp(r.metrics[i].key, "loss/r1") == 0 && r.metrics[i].value > 0;
+      CHECKF(r1, "mlflow: the reference run has no positive loss/r1");
+      mlflow_run_free(&r);
+    } else {
+      CHECKF(false, "mlflow: runs/get %s: %s", id, e.message);
+    }
   }
   /* The EMA generator is not G (else the two checks tell nothing). */
   gf_st_file ck;

@@ -69,6 +69,7 @@ void gf_train_config_default(gf_train_config *cfg) {
   cfg->loss = GF_GAN_LOSS_BCE;
   cfg->d_steps = 1;
   cfg->ema_rampup = 0.05;
+  cfg->r1_every = 16;
   cfg->exact_shards = 8;
   cfg->bucket_kb = 1024;
   cfg->comm_timeout = 300;
@@ -230,6 +231,10 @@ gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err) {
       return gf_fail(err, GF_EINVAL, "--compress bf16 rounds the gradient sums "
                      "to bf16; --exact-reduce keeps every bit: choose one");
   }
+  if (cfg->r1_gamma > 0 && cfg->model == GF_ARCH_DCGAN && !cfg->spectral_norm)
+    return gf_fail(err, GF_EINVAL, "--r1: the penalty is taken per image, "
+                   "which batch norm in D couples across the batch; dcgan's D "
+                   "drops its batch norms with --sn: add --sn");
   if (cfg->export_set && !cfg->export_raw && cfg->ema_decay == 0.0)
     return gf_fail(err, GF_EINVAL, "--export-generator ema: there is no EMA "
                    "generator without --ema-decay");
@@ -284,7 +289,7 @@ enum {
   OPT_ALLREDUCE, OPT_SYNC_BN, OPT_GRAD_ACCUM, OPT_EXACT, OPT_EXACT_SHARDS,
   OPT_BUCKET_KB, OPT_COMM_TIMEOUT, OPT_CHECK_EVERY, OPT_COMPRESS,
   OPT_LOSS, OPT_D_STEPS, OPT_SN, OPT_EMA_DECAY, OPT_EMA_RAMPUP, OPT_EXPORT_G,
-  OPT_MIRROR,
+  OPT_MIRROR, OPT_R1, OPT_R1_EVERY,
 };
 
 static const struct option k_options[] = {
@@ -332,6 +337,8 @@ static const struct option k_options[] = {
   {"ema-rampup", required_argument, NULL, OPT_EMA_RAMPUP},
   {"export-generator", required_argument, NULL, OPT_EXPORT_G},
   {"mirror", no_argument, NULL, OPT_MIRROR},
+  {"r1", required_argument, NULL, OPT_R1},
+  {"r1-every", required_argument, NULL, OPT_R1_EVERY},
   {"help", no_argument, NULL, OPT_HELP},
   {NULL, 0, NULL, 0},
 };
@@ -518,6 +525,10 @@ static gf_status apply_option(gf_train_config *cfg, int opt, const char *arg,
   case OPT_MIRROR:
     cfg->mirror = true;
     return GF_OK;
+  case OPT_R1:
+    return parse_double("--r1", arg, 0.0, 1e6, &cfg->r1_gamma, err);
+  case OPT_R1_EVERY:
+    return parse_int("--r1-every", arg, 1, 1000000, &cfg->r1_every, err);
   case OPT_GRAD_ACCUM:
     return parse_int("--grad-accum", arg, 1, 4096, &cfg->grad_accum, err);
   case OPT_EXACT:
@@ -627,6 +638,9 @@ void gf_train_usage(FILE *out, const char *prog) {
 "                          the generator of sample grids, evaluations and the\n"
 "                          registered model (ema when there is one, else raw)\n"
 "  --mirror                x-flipped copies double the dataset\n"
+"  --r1 GAMMA              the R1 gradient penalty on real images (StyleGAN's);\n"
+"                          needs a D without batch norm (--sn, or mlp) (0)\n"
+"  --r1-every N            lazy R1: every N D updates, weighted by N (16)\n"
 "Multiple ranks (launch with `ganflow launch`, which restarts failed jobs,\n"
 "mpirun, srun, or torchrun-style RANK, WORLD_SIZE, LOCAL_RANK,\n"
 "LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT):\n"
@@ -703,23 +717,32 @@ void gf_train_usage(FILE *out, const char *prog) {
 /* The shortest %g form of v that reads back as exactly v ("0.0002");
  * cap >= 32 holds any of them (at most 24 characters). */
 static void fmt_double(char *buf, size_t cap, double v) {
+  /* The shortest exact form, without an exponent where one as short as
+   * 17 digits exists ("10", not "1e+01"; "1e-05" stays). */
+  char first[32] = "";
   for (int prec = 1; prec <= 17; prec++) {
     int n = snprintf(buf, cap, "%.*g", prec, v);
     assert(gf_fits(n, cap));
     (void)n;
-    if (strtod(buf, NULL) == v) return;
+    if (strtod(buf, NULL) != v) continue;
+    if (!strchr(buf, 'e')) return;
+    if (!first[0] && strlen(buf) < sizeof first) memcpy(first, buf, strlen(buf) + 1);
   }
+  if (first[0] && strlen(first) < cap) memcpy(buf, first, strlen(first) + 1);
 }
 
 gf_status gf_train_recipe(const gf_train_config *cfg, char *out, size_t cap,
                           gf_err *err) {
-  char decay[32], ramp[32];
+  char decay[32], ramp[32], r1[32];
   fmt_double(decay, sizeof decay, cfg->ema_decay);
   fmt_double(ramp, sizeof ramp, cfg->ema_decay > 0 ? cfg->ema_rampup : 0.0);
+  fmt_double(r1, sizeof r1, cfg->r1_gamma);
   return gf_format(out, cap, err, "training recipe",
-                   "loss=%s,d_steps=%d,ema_decay=%s,ema_rampup=%s,mirror=%s",
+                   "loss=%s,d_steps=%d,ema_decay=%s,ema_rampup=%s,mirror=%s,"
+                   "r1=%s,r1_every=%d",
                    gf_gan_loss_name((gf_gan_loss)cfg->loss), cfg->d_steps, decay,
-                   ramp, cfg->mirror ? "true" : "false");
+                   ramp, cfg->mirror ? "true" : "false", r1,
+                   cfg->r1_gamma > 0 ? cfg->r1_every : 0);
 }
 
 /* Every param value fits by construction: numbers, fixed words, and the
@@ -798,6 +821,9 @@ size_t gf_train_config_params(const gf_train_config *cfg,
   }
   P("export_generator", "%s", cfg->ema_decay > 0 && !cfg->export_raw ? "ema" : "raw");
   P("mirror", "%s", cfg->mirror ? "true" : "false");
+  fmt_double(num, sizeof num, cfg->r1_gamma);
+  P("r1_gamma", "%s", num);
+  if (cfg->r1_gamma > 0) P("r1_every", "%d", cfg->r1_every);
 #undef P
   return n;
 }

@@ -81,6 +81,8 @@ typedef struct window {
   double data_s;       /* seconds waiting for the loader's batch */
   double compute_s;    /* seconds in the G+D step (device included) */
   double ema_step_s;   /* smoothed seconds per step, for the ETA */
+  double r1_sum;       /* R1 penalties of the window's D updates that ran */
+  int64_t r1_n;        /* it (--r1), and how many */
 } window;
 
 /* Real images a step reads (all ranks): one batch per D update. */
@@ -145,6 +147,8 @@ static void log_step_metrics(train_state *st, int64_t k,
   gf_tracker_metric(t, "loss/g", gs->loss_g, ts, k);
   gf_tracker_metric(t, "d/real", gs->d_real, ts, k);
   gf_tracker_metric(t, "d/fake", gs->d_fake, ts, k);
+  if (w->r1_n > 0) /* the mean of the window's R1 penalties (--r1) */
+    gf_tracker_metric(t, "loss/r1", w->r1_sum / (double)w->r1_n, ts, k);
   double secs = window_s(w);
   if (w->steps > 0 && secs > 0) {
     gf_tracker_metric(t, "perf/images_per_sec",
@@ -240,7 +244,7 @@ static gf_status next_real(train_state *st, gf_tensor *real, double *wait_s,
 
 /* What the ranks sum after each step. */
 enum { AGG_STOP, AGG_LOSS_D, AGG_LOSS_DR, AGG_LOSS_DF, AGG_LOSS_G,
-       AGG_D_REAL, AGG_D_FAKE, AGG_D_FAKE2, AGG_N };
+       AGG_D_REAL, AGG_D_FAKE, AGG_D_FAKE2, AGG_R1, AGG_N };
 
 /* The step loop; *k_out = steps completed when it returns. */
 static gf_status loop(train_state *st, const atomic_int *stop,
@@ -248,7 +252,7 @@ static gf_status loop(train_state *st, const atomic_int *stop,
   const gf_train_config *cfg = st->cfg;
   bool lead = st->rank == 0;
   int64_t k = st->start_step;
-  window w = {0, 0, 0, 0};
+  window w = {0, 0, 0, 0, 0, 0};
   gf_gan_stats gs;
   memset(&gs, 0, sizeof gs);
   gf_status s = GF_OK;
@@ -294,6 +298,7 @@ static gf_status loop(train_state *st, const atomic_int *stop,
                           k * K + j, st->sample0, &gs, err);
       sum.loss_d_real += gs.loss_d_real, sum.loss_d_fake += gs.loss_d_fake;
       sum.d_real += gs.d_real, sum.d_fake += gs.d_fake;
+      if (s == GF_OK && gs.r1_done) sum.r1 += gs.r1, w.r1_n++;
     }
     if (s == GF_OK)
       s = gf_gan_g_step(&st->gan, &st->ctx, cfg->seed, k * K + K - 1, &gs,
@@ -311,7 +316,7 @@ static gf_status loop(train_state *st, const atomic_int *stop,
     /* The ranks agree on stopping and average the losses. */
     double agg[AGG_N] = {atomic_load(stop) != 0, gs.loss_d, gs.loss_d_real,
                          gs.loss_d_fake, gs.loss_g, gs.d_real, gs.d_fake,
-                         gs.d_fake_after};
+                         gs.d_fake_after, sum.r1};
     if (st->world > 1) {
       s = gf_dist_sum_f64(&st->dist, agg, AGG_N, err);
       if (s != GF_OK) break;
@@ -324,6 +329,7 @@ static gf_status loop(train_state *st, const atomic_int *stop,
       gs.d_fake = agg[AGG_D_FAKE] * inv;
       gs.d_fake_after = agg[AGG_D_FAKE2] * inv;
     }
+    w.r1_sum += agg[AGG_R1] / st->world; /* every rank runs R1 at the same steps */
     stopped = agg[AGG_STOP] > 0;
     double t3 = gf_mono_s();
     /* all-reduce: the seams' waits after the backward, and the sum above */
@@ -344,7 +350,7 @@ static gf_status loop(train_state *st, const atomic_int *stop,
       if (log_now) log_step_metrics(st, k, &gs, &w);
       progress(st, k, &gs, &w, log_now);
     }
-    if (log_now) w.steps = 0, w.data_s = w.compute_s = 0;
+    if (log_now) w.steps = 0, w.data_s = w.compute_s = w.r1_sum = 0, w.r1_n = 0;
     if (lead &&
         (due(k, cfg->sample_every) || (k == cfg->steps && cfg->sample_every))) {
       s = train_write_samples(st, k, err);

@@ -12,8 +12,8 @@
  * Randomness (DESIGN §4.1): z (when not given) from (seed, GF_RNG_LATENT,
  * step) at the rows of the batch's global sample indices; dropout masks
  * from (seed, GF_RNG_DROPOUT, step, pass * 64 + layer) likewise, with pass
- * 0 real, 1 fake, 2 G step. No RNG state: on the CPU backend, with the
- * same thread count, the same parameters, inputs, seed and step give
+ * 0 real, 1 fake, 2 G step, 3 R1 (on the real batch). No RNG state: on the
+ * CPU backend, with the same thread count, the same parameters, inputs, seed and step give
  * bit-identical results.
  *
  * Data parallelism (DESIGN §4.6, gf_gan_distribute): each rank runs the
@@ -78,6 +78,14 @@ typedef struct gf_gan_hparams {
                             G updates, is capped at (t - 1) ema_rampup
                             for update t (1-based), beta = 0.5^(1/h_t)
                             (0 while h_t is 0: the first update copies G) */
+  double r1_gamma;       /* R1 penalty weight (Mescheder et al. 2018), >= 0;
+                            0: none (the default). D's loss gains
+                            gamma / 2 mean ||grad_x D(x)||^2 on the real
+                            batch, lazily as StyleGAN2: only in the D
+                            updates whose step key is a multiple of
+                            r1_every, then weighted by r1_every. Needs a D
+                            without batch norm (spectral_norm, or mlp) */
+  int r1_every;          /* >= 1; StyleGAN2's 16 by default */
 } gf_gan_hparams;
 
 /* DCGAN's Adam settings for both networks (lr 2e-4, betas (0.5, 0.999),
@@ -160,6 +168,9 @@ typedef struct gf_gan_stats {
   double d_real;        /* mean D(x) */
   double d_fake;        /* mean D(G(z)) before the D update (D_G_z1) */
   double d_fake_after;  /* mean D(G(z)) after the D update (D_G_z2) */
+  double r1;            /* mean ||grad_x D(x)||^2 on the real batch where
+                           the D step ran R1 (r1_done), else 0 */
+  bool r1_done;         /* the D step applied the R1 penalty */
 } gf_gan_stats;
 
 /* Builds G and D of cfg for steps of up to max_batch (>= 2) samples on ctx's

@@ -125,6 +125,8 @@ typedef struct gf_train_config {
   bool export_set;                    /* --export-generator was given */
   bool mirror;                        /* --mirror: x-flipped copies of every
                                          image double the dataset */
+  double r1_gamma;                    /* --r1 GAMMA: the R1 penalty (0) */
+  int r1_every;                       /* --r1-every N: lazy R1 (16) */
   /* Data parallelism (DESIGN §4.6). */
   int allreduce;                      /* --allreduce: a gf_allreduce_algo
                                          (ring) */
