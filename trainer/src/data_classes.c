@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,19 @@
 #define QUOTE_CAP (4 * QUOTE_SHOW + 8)
 
 /* Fashion-MNIST's labels, from its README (zalandoresearch/fashion-mnist). */
+/* vsnprintf into buf[cap] for a message; a text cut short by the buffer
+ * ends in "..." rather than passing for the whole one. Returns buf. */
+static char *note(char *buf, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static char *note(char *buf, size_t cap, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, cap, fmt, ap);
+  va_end(ap);
+  if (!gf_fits(n, cap) && cap > 4) memcpy(buf + cap - 4, "...", 4);
+  return buf;
+}
+
 static const char *const FASHION_MNIST_NAMES[KNOWN_CLASSES] = {
     "T-shirt/top", "Trouser", "Pullover", "Dress",   "Coat",
     "Sandal",      "Shirt",   "Sneaker",  "Bag",     "Ankle boot"};
@@ -58,7 +72,7 @@ static void quote(const uint8_t *p, size_t n, char *out, size_t cap) {
     int c1 = k == 2 && b == 0xC2 && p[i + 1] < 0xA0;
     if (b < 0x20 || b == 0x7F || (b >= 0x80 && !utf8) || c1) {
       for (size_t j = 0; j < k; j++) {
-        snprintf(out + o, cap - o, "\\x%02X", p[i + j]);
+        note(out + o, cap - o, "\\x%02X", p[i + j]);
         o += 4;
       }
     } else {
@@ -81,13 +95,13 @@ static const char *name_problem(const uint8_t *p, size_t n, char *why,
                                 size_t cap) {
   if (n == 0) return "is empty";
   if (n > GF_DATA_CLASS_NAME_MAX) {
-    snprintf(why, cap, "is %zu bytes long, more than the %d allowed", n,
+    note(why, cap, "is %zu bytes long, more than the %d allowed", n,
              GF_DATA_CLASS_NAME_MAX);
     return why;
   }
   for (size_t i = 0; i < n; i++) {
     if (p[i] < 0x20 || p[i] == 0x7F) {
-      snprintf(why, cap, "contains the control character 0x%02X", p[i]);
+      note(why, cap, "contains the control character 0x%02X", p[i]);
       return why;
     }
   }
@@ -98,19 +112,19 @@ static const char *name_problem(const uint8_t *p, size_t n, char *why,
     for (size_t j = 1; j < k; j++) cp = cp << 6 | (p[i + j] & 0x3Fu);
     i += k;
     if (cp >= 0x80 && cp < 0xA0) {
-      snprintf(why, cap, "contains the control character U+%04X",
+      note(why, cap, "contains the control character U+%04X",
                (unsigned)cp);
       return why;
     }
     if (invisible(cp)) {
-      snprintf(why, cap, "contains the invisible character U+%04X",
+      note(why, cap, "contains the invisible character U+%04X",
                (unsigned)cp);
       return why;
     }
   }
   for (size_t i = 0; i < n; i++) {
     if (p[i] < 0x80 && strchr(GF_DATA_CLASS_NAME_FORBIDDEN, p[i])) {
-      snprintf(why, cap,
+      note(why, cap,
                "contains '%c' (class names hold none of %s)", p[i],
                GF_DATA_CLASS_NAME_FORBIDDEN);
       return why;
@@ -171,7 +185,7 @@ gf_status gf_data_names_indices(int n, char ***out, const char *what,
                    n, GF_DATA_MAX_CLASSES);
   }
   for (int k = 0; k < n; k++) {
-    snprintf(text[k], sizeof text[k], "%d", k);
+    note(text[k], sizeof text[k], "%d", k);
     p[k] = text[k];
   }
   return gf_data_names_make(n, p, NULL, out, what, err);
@@ -486,7 +500,7 @@ gf_status gf_dataset_class_index(const gf_dataset *ds,
     int m = snprintf(list + o, sizeof list - o, "%s'%s'", k ? ", " : "",
                      ds->class_names[k]);
     if (!gf_fits(m, sizeof list - o)) {
-      snprintf(list + o, sizeof list - o, ", ...");
+      note(list + o, sizeof list - o, ", ...");
       break;
     }
     o += (size_t)m;
