@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gan_dist.h"
+#include "gf/augment.h"
 #include "gf/comm.h"
 #include "gf/gan.h"
 
@@ -54,6 +55,8 @@ static gf_status check_hparams(const gf_gan_hparams *hp, gf_err *err) {
     return gf_fail(err, GF_EINVAL, "gan: EMA ramp-up %g outside [0, 1e6]", hp->ema_rampup);
   if (!(hp->r1_gamma >= 0.0 && hp->r1_gamma <= 1e6))
     return gf_fail(err, GF_EINVAL, "gan: R1 gamma %g outside [0, 1e6]", hp->r1_gamma);
+  if (hp->augment & ~(unsigned)GF_AUG_ALL)
+    return gf_fail(err, GF_EINVAL, "gan: augmentation policy 0x%x has unknown bits", hp->augment);
   if (hp->r1_every < 1 || hp->r1_every > 1000000)
     return gf_fail(err, GF_EINVAL, "gan: R1 every %d steps outside [1, 10^6]", hp->r1_every);
   return GF_OK;
@@ -97,9 +100,13 @@ gf_status gf_gan_init(gf_gan *gan, gf_ctx *ctx, const gf_model_config *cfg,
     GF_TRY(gf_net_init(&gan->g_ema, ctx, cfg, GF_NET_G, max_batch, false, err));
   int64_t mb = max_batch;
   int64_t img = (int64_t)cfg->image_channels * cfg->image_height * cfg->image_width;
+  bool aug = gan->hp.augment != 0;
   size_t bytes = gf_arena_slot_bytes((size_t)(mb * cfg->z_dim) * 4) +
                  3 * gf_arena_slot_bytes((size_t)mb * 4) +
                  gf_arena_slot_bytes((size_t)(mb * img) * 4) + gf_arena_slot_bytes(4);
+  if (aug)
+    bytes += gf_arena_slot_bytes((size_t)(mb * img) * 4) +
+             gf_arena_slot_bytes((size_t)(mb * GF_AUG_NPARAMS) * 4);
   GF_TRY(gf_arena_init_on(&gan->scratch, ctx->device, ctx->device_index, bytes, err));
   GF_TRY(carve(&gan->scratch, mb * cfg->z_dim, &gan->z, err));
   GF_TRY(carve(&gan->scratch, mb, &gan->ones, err));
@@ -107,6 +114,12 @@ gf_status gf_gan_init(gf_gan *gan, gf_ctx *ctx, const gf_model_config *cfg,
   GF_TRY(carve(&gan->scratch, mb, &gan->dlogit, err));
   GF_TRY(carve(&gan->scratch, mb * img, &gan->dfake, err));
   GF_TRY(carve(&gan->scratch, 1, &gan->loss, err));
+  if (aug) {
+    GF_TRY(carve(&gan->scratch, mb * img, &gan->aug, err));
+    GF_TRY(carve(&gan->scratch, mb * GF_AUG_NPARAMS, &gan->aug_params, err));
+    gan->aug_host = malloc((size_t)(mb * GF_AUG_NPARAMS) * sizeof(float));
+    if (!gan->aug_host) return gf_fail(err, GF_ENOMEM, "gan: out of memory");
+  }
   if (ctx->device == GF_DEV_CPU) {
     for (int64_t i = 0; i < mb; i++) gan->ones[i] = 1.0f; /* zeros: arena is zeroed */
     return GF_OK;
@@ -129,6 +142,7 @@ void gf_gan_free(gf_gan *gan) {
   gf_net_free(&gan->g_ema);
   gf_arena_free(&gan->scratch);
   free(gan->host);
+  free(gan->aug_host);
   memset(gan, 0, sizeof *gan);
 }
 
@@ -323,6 +337,30 @@ static gf_tensor rows(const gf_tensor *t, int64_t k, int64_t m) {
   return r;
 }
 
+/* DiffAugment (hp.augment): draws pass `pass`'s params of the n samples
+ * from sample0 and applies them to x into gan->aug, *out a view of it
+ * shaped as x; *params a view of the draws. Without a policy, *out = *x. */
+static gf_status augment(gf_gan *gan, gf_ctx *ctx, const gf_tensor *x, uint64_t seed,
+                         int64_t step, int pass, int64_t sample0, gf_tensor *out,
+                         gf_tensor *params, gf_err *err) {
+  if (!gan->hp.augment) {
+    *out = *x;
+    return GF_OK;
+  }
+  int64_t n = x->shape[0];
+  const gf_model_config *c = &gan->cfg;
+  GF_TRY(gf_augment_draw(gan->aug_host, n, c->image_height, c->image_width, gan->hp.augment,
+                         seed, step, pass, sample0, err));
+  int64_t ps[2] = {n, GF_AUG_NPARAMS};
+  GF_TRY(dview(params, ctx, gan->aug_params, 2, ps, err));
+  gf_tensor h;
+  GF_TRY(gf_tensor_view(&h, gan->aug_host, GF_F32, GF_DEV_CPU, 2, ps, err));
+  GF_TRY(gf_tensor_copy(params, &h, err));
+  int64_t is[4] = {n, c->image_channels, c->image_height, c->image_width};
+  GF_TRY(dview(out, ctx, gan->aug, 4, is, err));
+  return gf_augment_fwd(ctx, x, params, gan->hp.augment, out, err);
+}
+
 /* Checks a slice of n samples against gan and the micro-batch plan. */
 static gf_status check_slice(const gf_gan *gan, int64_t n, int64_t sample0,
                              int64_t *m_out, gf_err *err) {
@@ -430,7 +468,9 @@ gf_status gf_gan_d_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real, const g
     gf_tensor zk = rows(&zt, k, m), rk = rows(real, k, m);
     GF_TRY(gf_net_forward(&gan->g, ctx, &zk, GF_MODE_TRAIN, seed, step, s0, 0, &fake, err));
     if (exact) gf_bn_log_record(gan->sync_g, k, 0);
-    GF_TRY(gf_net_forward(&gan->d, ctx, &rk, GF_MODE_TRAIN, seed, step, s0, 0, &logits, err));
+    gf_tensor xa, pa; /* D sees the augmented batches (hp.augment) */
+    GF_TRY(augment(gan, ctx, &rk, seed, step, 0, s0, &xa, &pa, err));
+    GF_TRY(gf_net_forward(&gan->d, ctx, &xa, GF_MODE_TRAIN, seed, step, s0, 0, &logits, err));
     if (exact) gf_bn_log_record(gan->sync_d, k, 0);
     GF_TRY(d_loss(gan, ctx, &logits, 1, false, dl, &dlogit, &v, &dm, err));
     s.loss_d_real += v;
@@ -438,10 +478,11 @@ gf_status gf_gan_d_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real, const g
     gf_accum first = (k == 0 || exact) ? GF_OVERWRITE : GF_ACCUMULATE;
     GF_TRY(gf_net_backward(&gan->d, ctx, &dlogit, NULL, true, first, err));
     if (r1) { /* before the last backward arms the all-reduce */
-      GF_TRY(gf_net_r1(&gan->d, ctx, &rk, r1_scale, seed, step, s0, 3, &v, err));
+      GF_TRY(gf_net_r1(&gan->d, ctx, &xa, r1_scale, seed, step, s0, 3, &v, err));
       s.r1 += v;
     }
-    GF_TRY(gf_net_forward(&gan->d, ctx, &fake, GF_MODE_TRAIN, seed, step, s0, 1, &logits, err));
+    GF_TRY(augment(gan, ctx, &fake, seed, step, 1, s0, &xa, &pa, err));
+    GF_TRY(gf_net_forward(&gan->d, ctx, &xa, GF_MODE_TRAIN, seed, step, s0, 1, &logits, err));
     if (exact) gf_bn_log_record(gan->sync_d, k, 1);
     GF_TRY(d_loss(gan, ctx, &logits, 0, false, dl, &dlogit, &v, &dm, err));
     s.loss_d_fake += v;
@@ -530,12 +571,16 @@ gf_status gf_gan_g_step(gf_gan *gan, gf_ctx *ctx, uint64_t seed, int64_t step,
     } else {
       GF_TRY(gf_net_output(&gan->g, &fake, err));
     }
-    GF_TRY(gf_net_forward(&gan->d, ctx, &fake, GF_MODE_TRAIN, seed, step, s0, 2, &logits, err));
+    gf_tensor xa, pa;
+    GF_TRY(augment(gan, ctx, &fake, seed, step, 2, s0, &xa, &pa, err));
+    GF_TRY(gf_net_forward(&gan->d, ctx, &xa, GF_MODE_TRAIN, seed, step, s0, 2, &logits, err));
     if (exact) gf_bn_log_record(gan->sync_d, k, 2);
     GF_TRY(d_loss(gan, ctx, &logits, 1, true, dl, &dlogit, &v, &dm, err));
     loss_g += v;
     after += dm;
     GF_TRY(gf_net_backward(&gan->d, ctx, &dlogit, &dfake_all, false, GF_OVERWRITE, err));
+    if (gan->hp.augment) /* back through the augmentation to G's output */
+      GF_TRY(gf_augment_bwd(ctx, &pa, gan->hp.augment, &dfake_all, &dfake_all, err));
     if (k == kn - 1 && gan->sync_g && gan->sync_g->comm && !exact) gf_grad_sync_arm(gan->sync_g);
     gf_accum first = (k == 0 || exact) ? GF_OVERWRITE : GF_ACCUMULATE;
     GF_TRY(gf_net_backward(&gan->g, ctx, &dfake_all, NULL, true, first, err));

@@ -11,6 +11,7 @@
 #include "gf/ctx.h"
 #include "gf/ckpt_meta.h"
 #include "gf/gan.h"
+#include "gf/ops.h"
 #include "gf/train.h"
 
 #define MAX_ARGS 64
@@ -243,7 +244,7 @@ static void test_help(void) {
     "--allreduce", "--sync-bn", "--grad-accum", "--exact-reduce",
     "--exact-shards", "--bucket-kb", "--comm-timeout", "--check-every",
     "--loss", "--d-steps", "--sn", "--ema-decay", "--ema-rampup",
-    "--export-generator", "--mirror", "--r1", "--r1-every",
+    "--export-generator", "--mirror", "--r1", "--r1-every", "--diffaug",
     "mpirun", "--help", "MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID", "ganflow sync"};
   for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
     CHECKF(strstr(text, flags[i]) != NULL, "--help lacks %s", flags[i]);
@@ -348,19 +349,32 @@ static void test_recipe_flags(void) {
   CHECK(c.ema_decay == 0.0 && c.ema_rampup == 0.05 && !c.export_raw);
   char r[GF_CKPT_RECIPE_MAX + 1];
   REQUIRE(gf_train_recipe(&c, r, sizeof r, &e) == GF_OK);
-  CHECK_STR_EQ(r, "loss=bce,d_steps=1,ema_decay=0,ema_rampup=0,mirror=false,r1=0,r1_every=0");
+  CHECK_STR_EQ(r, "loss=bce,d_steps=1,ema_decay=0,ema_rampup=0,mirror=false,r1=0,r1_every=0,diffaug=none");
   REQUIRE(parse(&c, &e, "--data", "/d", "--loss", "hinge", "--d-steps", "3", "--sn",
                 "--ema-decay", "0.999", "--ema-rampup", "0", "--mirror", NULL) == GF_PARSE_OK);
   CHECK(c.loss == GF_GAN_LOSS_HINGE && c.d_steps == 3 && c.spectral_norm && c.mirror);
   CHECK(c.ema_decay == 0.999 && c.ema_rampup == 0.0 && !c.export_raw);
   REQUIRE(gf_train_recipe(&c, r, sizeof r, &e) == GF_OK);
   CHECK_STR_EQ(r, "loss=hinge,d_steps=3,ema_decay=0.999,ema_rampup=0,mirror=true,r1=0,"
-                  "r1_every=0");
+                  "r1_every=0,diffaug=none");
   REQUIRE(parse(&c, &e, "--data", "/d", "--sn", "--r1", "10", "--r1-every", "4", NULL) ==
           GF_PARSE_OK);
   CHECK(c.r1_gamma == 10.0 && c.r1_every == 4);
   REQUIRE(gf_train_recipe(&c, r, sizeof r, &e) == GF_OK);
-  CHECK_STR_EQ(r, "loss=bce,d_steps=1,ema_decay=0,ema_rampup=0,mirror=false,r1=10,r1_every=4");
+  CHECK_STR_EQ(r, "loss=bce,d_steps=1,ema_decay=0,ema_rampup=0,mirror=false,r1=10,r1_every=4,"
+                  "diffaug=none");
+  REQUIRE(parse(&c, &e, "--data", "/d", "--diffaug", "cutout,color", NULL) == GF_PARSE_OK);
+  CHECK(c.diffaug == (GF_AUG_COLOR | GF_AUG_CUTOUT));
+  REQUIRE(gf_train_recipe(&c, r, sizeof r, &e) == GF_OK);
+  CHECK(strstr(r, ",diffaug=color,cutout") != NULL);
+  REQUIRE(parse(&c, &e, "--data", "/d", "--diffaug", "color,translation,cutout", NULL) ==
+          GF_PARSE_OK);
+  CHECK(c.diffaug == GF_AUG_ALL);
+  REQUIRE(parse(&c, &e, "--data", "/d", "--diffaug", "none", NULL) == GF_PARSE_OK);
+  CHECK(c.diffaug == 0);
+  BAD("--diffaug", "--diffaug", "flip");
+  BAD("--diffaug", "--diffaug", "color,");
+  BAD("--diffaug", "--diffaug", "");
   REQUIRE(parse(&c, &e, "--data", "/d", "--model", "mlp", "--r1", "1", NULL) == GF_PARSE_OK);
   CHECK(c.r1_every == 16); /* mlp's D has no batch norm */
   BAD("--r1", "--r1", "1");                        /* dcgan D with batch norm */

@@ -1,11 +1,12 @@
 /* test_train_recipes.c - ganflow-train's GAN recipe (--loss, --d-steps,
- * --sn, --ema-decay, --export-generator, --mirror, --r1) through the executable:
+ * --sn, --ema-decay, --export-generator, --mirror, --r1, --diffaug) through
+ * the executable:
  * resumes, ranks, refusals and what reaches MLflow. dcgan 28x28 on
  * Fashion-MNIST (the test FAILS without it), STEPS steps of --batch 16 on
  * one thread per process, against the MLflow server of the `mlflow` ctest
  * fixture; ranks under the real mpirun (oversubscribed). Every run has the
  * full recipe RECIPE (hinge, spectral norm, EMA 0.9, 2 D steps, mirror,
- * lazy R1 every 3 D updates: on the real batch of some micro-batches' ranks)
+ * lazy R1 every 3 D updates, DiffAugment's three policies)
  * unless said otherwise, and --check-every 1 (the ranks compare digests
  * of their parameters, Adam moments and EMA generator every step).
  *
@@ -84,7 +85,9 @@
 /* The full recipe, and the two ways to spread a step over ranks. */
 static const char *const RECIPE[] = {"--loss", "hinge", "--sn", "--ema-decay",
                                      "0.9", "--d-steps", "2", "--mirror",
-                                     "--r1", "0.5", "--r1-every", "3", NULL};
+                                     "--r1", "0.5", "--r1-every", "3",
+                                     "--diffaug", "color,translation,cutout",
+                                     NULL};
 static const char *const DEFAULT_MODE[] = {"--sync-bn", NULL};
 static const char *const EXACT_MODE[] = {"--exact-reduce", "--exact-shards",
                                          "4", NULL};
@@ -597,12 +600,13 @@ static void refused_flag(const suite *s, const char *name,
 static void refuse_scenario(const suite *s, const job *ref) {
   const char *const bce[] = {"--loss", "bce", "--sn", "--ema-decay", "0.9",
                              "--d-steps", "2", "--mirror", "--r1", "0.5",
-                             "--r1-every", "3", NULL};
+                             "--r1-every", "3", "--diffaug",
+                             "color,translation,cutout", NULL};
   const char *const bce_need[] = {
       "loss=hinge,d_steps=2,ema_decay=0.9,ema_rampup=0.05,mirror=true,r1=0.5,"
-      "r1_every=3",
+      "r1_every=3,diffaug=color,translation,cutout",
       "loss=bce,d_steps=2,ema_decay=0.9,ema_rampup=0.05,mirror=true,r1=0.5,"
-      "r1_every=3", NULL};
+      "r1_every=3,diffaug=color,translation,cutout", NULL};
   refused_resume(s, ref, "refuse-bce", bce, bce_need);
   const char *const no_sn[] = {"--loss", "hinge", "--ema-decay", "0.9",
                                "--d-steps", "2", "--mirror", NULL};
@@ -639,7 +643,7 @@ static void mlflow_scenario(const suite *s, const job *ref,
         {"loss", "hinge"}, {"d_steps", "2"}, {"spectral_norm", "true"},
         {"ema_decay", "0.9"}, {"ema_rampup", "0.05"},
         {"export_generator", "ema"}, {"mirror", "true"}, {"r1_gamma", "0.5"},
-        {"r1_every", "3"}};
+        {"r1_every", "3"}, {"diffaug", "color,translation,cutout"}};
     check_params(s->mc, id, want, sizeof want / sizeof *want, "mlflow: ref");
     check_registered(s, ema_model, id, ref_final, "g_ema.", "ema");
     mlflow_run r; /* R1's penalty is logged */

@@ -14,6 +14,7 @@
 
 #include "gf/comm.h"
 #include "gf/ctx.h"
+#include "gf/ops.h"
 #include "gf/data.h"
 #include "gf/fs.h"
 #include "gf/gan.h"
@@ -289,7 +290,7 @@ enum {
   OPT_ALLREDUCE, OPT_SYNC_BN, OPT_GRAD_ACCUM, OPT_EXACT, OPT_EXACT_SHARDS,
   OPT_BUCKET_KB, OPT_COMM_TIMEOUT, OPT_CHECK_EVERY, OPT_COMPRESS,
   OPT_LOSS, OPT_D_STEPS, OPT_SN, OPT_EMA_DECAY, OPT_EMA_RAMPUP, OPT_EXPORT_G,
-  OPT_MIRROR, OPT_R1, OPT_R1_EVERY,
+  OPT_MIRROR, OPT_R1, OPT_R1_EVERY, OPT_DIFFAUG,
 };
 
 static const struct option k_options[] = {
@@ -339,6 +340,7 @@ static const struct option k_options[] = {
   {"mirror", no_argument, NULL, OPT_MIRROR},
   {"r1", required_argument, NULL, OPT_R1},
   {"r1-every", required_argument, NULL, OPT_R1_EVERY},
+  {"diffaug", required_argument, NULL, OPT_DIFFAUG},
   {"help", no_argument, NULL, OPT_HELP},
   {NULL, 0, NULL, 0},
 };
@@ -364,6 +366,49 @@ static gf_status parse_eval_metrics(const char *arg, unsigned *out,
   }
   *out = m;
   return GF_OK;
+}
+
+/* DiffAugment's policy names, in its order, and their bits. */
+static const struct {
+  const char *name;
+  unsigned bit;
+} k_diffaug[] = {{"color", GF_AUG_COLOR},
+                 {"translation", GF_AUG_TRANSLATION},
+                 {"cutout", GF_AUG_CUTOUT}};
+
+/* --diffaug LIST: comma-separated color, translation, cutout, or none. */
+static gf_status parse_diffaug(const char *arg, unsigned *out, gf_err *err) {
+  unsigned m = 0;
+  if (strcmp(arg, "none") == 0) {
+    *out = 0;
+    return GF_OK;
+  }
+  for (const char *p = arg;;) {
+    size_t n = strcspn(p, ",");
+    size_t i = 0;
+    while (i < 3 && !(strlen(k_diffaug[i].name) == n &&
+                      strncmp(p, k_diffaug[i].name, n) == 0))
+      i++;
+    if (i == 3)
+      return gf_fail(err, GF_EINVAL, "--diffaug: '%s': expected none or a "
+                     "comma-separated list of color, translation, cutout", arg);
+    m |= k_diffaug[i].bit;
+    if (!p[n]) break;
+    p += n + 1;
+  }
+  *out = m;
+  return GF_OK;
+}
+
+/* The policy in words: "color,translation" or "none"; out[64]. */
+static void diffaug_text(unsigned m, char out[64]) {
+  out[0] = '\0';
+  for (size_t i = 0; i < 3; i++)
+    if (m & k_diffaug[i].bit) {
+      if (out[0]) strcat(out, ",");
+      strcat(out, k_diffaug[i].name);
+    }
+  if (!out[0]) strcpy(out, "none");
 }
 
 /* --promote-if-better ALIAS[:METRIC[:min|max]] (METRIC swd/avg, min). */
@@ -529,6 +574,8 @@ static gf_status apply_option(gf_train_config *cfg, int opt, const char *arg,
     return parse_double("--r1", arg, 0.0, 1e6, &cfg->r1_gamma, err);
   case OPT_R1_EVERY:
     return parse_int("--r1-every", arg, 1, 1000000, &cfg->r1_every, err);
+  case OPT_DIFFAUG:
+    return parse_diffaug(arg, &cfg->diffaug, err);
   case OPT_GRAD_ACCUM:
     return parse_int("--grad-accum", arg, 1, 4096, &cfg->grad_accum, err);
   case OPT_EXACT:
@@ -641,6 +688,9 @@ void gf_train_usage(FILE *out, const char *prog) {
 "  --r1 GAMMA              the R1 gradient penalty on real images (StyleGAN's);\n"
 "                          needs a D without batch norm (--sn, or mlp) (0)\n"
 "  --r1-every N            lazy R1: every N D updates, weighted by N (16)\n"
+"  --diffaug LIST          DiffAugment: color, translation, cutout (comma-\n"
+"                          separated), applied to every image D sees, real\n"
+"                          and fake, differentiably for G; none (none)\n"
 "Multiple ranks (launch with `ganflow launch`, which restarts failed jobs,\n"
 "mpirun, srun, or torchrun-style RANK, WORLD_SIZE, LOCAL_RANK,\n"
 "LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT):\n"
@@ -733,16 +783,17 @@ static void fmt_double(char *buf, size_t cap, double v) {
 
 gf_status gf_train_recipe(const gf_train_config *cfg, char *out, size_t cap,
                           gf_err *err) {
-  char decay[32], ramp[32], r1[32];
+  char decay[32], ramp[32], r1[32], da[64];
+  diffaug_text(cfg->diffaug, da);
   fmt_double(decay, sizeof decay, cfg->ema_decay);
   fmt_double(ramp, sizeof ramp, cfg->ema_decay > 0 ? cfg->ema_rampup : 0.0);
   fmt_double(r1, sizeof r1, cfg->r1_gamma);
   return gf_format(out, cap, err, "training recipe",
                    "loss=%s,d_steps=%d,ema_decay=%s,ema_rampup=%s,mirror=%s,"
-                   "r1=%s,r1_every=%d",
+                   "r1=%s,r1_every=%d,diffaug=%s",
                    gf_gan_loss_name((gf_gan_loss)cfg->loss), cfg->d_steps, decay,
                    ramp, cfg->mirror ? "true" : "false", r1,
-                   cfg->r1_gamma > 0 ? cfg->r1_every : 0);
+                   cfg->r1_gamma > 0 ? cfg->r1_every : 0, da);
 }
 
 /* Every param value fits by construction: numbers, fixed words, and the
@@ -824,6 +875,9 @@ size_t gf_train_config_params(const gf_train_config *cfg,
   fmt_double(num, sizeof num, cfg->r1_gamma);
   P("r1_gamma", "%s", num);
   if (cfg->r1_gamma > 0) P("r1_every", "%d", cfg->r1_every);
+  char da[64];
+  diffaug_text(cfg->diffaug, da);
+  P("diffaug", "%s", da);
 #undef P
   return n;
 }

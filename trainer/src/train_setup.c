@@ -198,6 +198,7 @@ gf_status train_build_model(train_state *st, bool *usage, gf_err *err) {
   hp.ema_rampup = cfg->ema_rampup;
   hp.r1_gamma = cfg->r1_gamma;
   hp.r1_every = cfg->r1_every;
+  hp.augment = cfg->diffaug;
   s = gf_gan_init(&st->gan, &st->ctx, &st->mcfg, &hp, st->local_batch, err);
   if (s != GF_OK) return s;
   if (st->on_dev && (s = build_device_side(st, &hp, err)) != GF_OK) return s;
@@ -248,7 +249,8 @@ gf_status train_build_model(train_state *st, bool *usage, gf_err *err) {
   if (strcmp(want, had) != 0)
     return gf_fail(err, GF_EINVAL, "%s was trained with %s, not %s: pass the "
                    "same --loss, --d-steps, --ema-decay, --ema-rampup, "
-                   "--mirror, --r1 and --r1-every to continue the run", st->ckpt_path, had, want);
+                   "--mirror, --r1, --r1-every and --diffaug to continue "
+                   "the run", st->ckpt_path, had, want);
   s = gf_data_position_of_step((uint64_t)meta.step * (uint64_t)cfg->d_steps,
                                (uint64_t)cfg->batch,
                                samples, &ep, &off, err);

@@ -86,6 +86,14 @@ typedef struct gf_gan_hparams {
                             r1_every, then weighted by r1_every. Needs a D
                             without batch norm (spectral_norm, or mlp) */
   int r1_every;          /* >= 1; StyleGAN2's 16 by default */
+  unsigned augment;      /* DiffAugment policy (GF_AUG_* bits of gf/ops.h;
+                            0: none, the default): every image D sees, real
+                            or fake, is augmented inside the step, with
+                            per-sample draws from (seed, GF_RNG_AUGMENT,
+                            step, pass) (gf/augment.h), and G's gradient
+                            flows back through the augmentation. R1 is
+                            taken on the augmented real batch. Fixed at
+                            gf_gan_init (it sizes the step's buffers) */
 } gf_gan_hparams;
 
 /* DCGAN's Adam settings for both networks (lr 2e-4, betas (0.5, 0.999),
@@ -146,6 +154,12 @@ typedef struct gf_gan {
   float *dlogit;        /* [max_batch] gradient of a loss wrt D's logits */
   float *dfake;         /* [max_batch, C, H, W] gradient wrt G's output */
   float *loss;          /* [1] */
+  float *aug;           /* [max_batch, C, H, W] the augmented batch D sees
+                           (hp.augment; else NULL) */
+  float *aug_params;    /* [max_batch, GF_AUG_NPARAMS] its draws, on the
+                           device (hp.augment; else NULL) */
+  float *aug_host;      /* [max_batch, GF_AUG_NPARAMS] host memory (owned,
+                           malloc) they are drawn into (hp.augment) */
   float *host;          /* [max_batch + 1] host memory (owned, malloc) the
                            losses and logits of a device step are read
                            back into; NULL on the CPU */
