@@ -65,6 +65,9 @@ static gf_status check_hparams(const gf_gan_hparams *hp, gf_err *err) {
 /* R1 needs a D whose samples do not interact: no batch norm. */
 static gf_status check_r1(const gf_gan *gan, gf_err *err) {
   if (!(gan->hp.r1_gamma > 0.0)) return GF_OK;
+  if (gan->d.p_embed >= 0)
+    return gf_fail(err, GF_EUNSUPPORTED, "gan: the R1 penalty of a class-conditional "
+                   "discriminator (its projection term) is not implemented");
   for (int i = 0; i < gan->d.n_tensors; i++)
     if (gan->d.tensors[i].kind == GF_PARAM_BN_RUNNING_MEAN)
       return gf_fail(err, GF_EINVAL, "gan: the R1 penalty needs a discriminator without "
@@ -107,6 +110,8 @@ gf_status gf_gan_init(gf_gan *gan, gf_ctx *ctx, const gf_model_config *cfg,
   if (aug)
     bytes += gf_arena_slot_bytes((size_t)(mb * img) * 4) +
              gf_arena_slot_bytes((size_t)(mb * GF_AUG_NPARAMS) * 4);
+  bool cond = cfg->num_classes > 0;
+  if (cond) bytes += 2 * gf_arena_slot_bytes((size_t)mb * 4);
   GF_TRY(gf_arena_init_on(&gan->scratch, ctx->device, ctx->device_index, bytes, err));
   GF_TRY(carve(&gan->scratch, mb * cfg->z_dim, &gan->z, err));
   GF_TRY(carve(&gan->scratch, mb, &gan->ones, err));
@@ -119,6 +124,15 @@ gf_status gf_gan_init(gf_gan *gan, gf_ctx *ctx, const gf_model_config *cfg,
     GF_TRY(carve(&gan->scratch, mb * GF_AUG_NPARAMS, &gan->aug_params, err));
     gan->aug_host = malloc((size_t)(mb * GF_AUG_NPARAMS) * sizeof(float));
     if (!gan->aug_host) return gf_fail(err, GF_ENOMEM, "gan: out of memory");
+  }
+  if (cond) {
+    gf_tensor t;
+    GF_TRY(gf_arena_tensor(&gan->scratch, &t, GF_I32, 1, &mb, err));
+    gan->real_labels = t.data;
+    GF_TRY(gf_arena_tensor(&gan->scratch, &t, GF_I32, 1, &mb, err));
+    gan->fake_labels = t.data;
+    gan->labels_host = malloc((size_t)mb * sizeof(int32_t));
+    if (!gan->labels_host) return gf_fail(err, GF_ENOMEM, "gan: out of memory");
   }
   if (ctx->device == GF_DEV_CPU) {
     for (int64_t i = 0; i < mb; i++) gan->ones[i] = 1.0f; /* zeros: arena is zeroed */
@@ -143,6 +157,7 @@ void gf_gan_free(gf_gan *gan) {
   gf_arena_free(&gan->scratch);
   free(gan->host);
   free(gan->aug_host);
+  free(gan->labels_host);
   memset(gan, 0, sizeof *gan);
 }
 
@@ -361,6 +376,61 @@ static gf_status augment(gf_gan *gan, gf_ctx *ctx, const gf_tensor *x, uint64_t 
   return gf_augment_fwd(ctx, x, params, gan->hp.augment, out, err);
 }
 
+/* A view of n labels at data on ctx's device. */
+static gf_status lview(gf_tensor *t, const gf_ctx *ctx, int32_t *data, int64_t n, gf_err *err) {
+  GF_TRY(gf_tensor_view(t, data, GF_I32, ctx->device, 1, &n, err));
+  t->device_index = ctx->device_index;
+  return GF_OK;
+}
+
+void gf_gan_draw_labels(int32_t *out, int64_t n, int num_classes, uint64_t seed, int64_t step,
+                        int64_t sample0) {
+  gf_philox_stream s = gf_rng_sample_stream(seed, GF_RNG_LABEL, step, 0, sample0, 1);
+  gf_philox_u32(&s, (uint32_t *)out, (size_t)n);
+  for (int64_t i = 0; i < n; i++)
+    out[i] = (int32_t)(((uint64_t)(uint32_t)out[i] * (uint64_t)num_classes) >> 32);
+}
+
+gf_status gf_gan_set_labels(gf_gan *gan, gf_ctx *ctx, const gf_tensor *labels, gf_err *err) {
+  if (!gan || !gan->g.layers || !ctx || !labels) return gf_fail(err, GF_EINVAL, "gan: NULL argument");
+  if (!gan->real_labels)
+    return gf_fail(err, GF_EINVAL, "gan: labels for a model that is not class-conditional");
+  if (labels->dtype != GF_I32 || labels->ndim != 1 || labels->shape[0] < 1 ||
+      labels->shape[0] > gan->max_batch)
+    return gf_fail(err, GF_EINVAL, "gan: labels must be [n] i32 with 1 <= n <= %d", gan->max_batch);
+  if (labels->device == GF_DEV_CPU) GF_TRY(gf_labels_check(labels, gan->cfg.num_classes, err));
+  gf_tensor dst;
+  GF_TRY(lview(&dst, ctx, gan->real_labels, labels->shape[0], err));
+  GF_TRY(gf_tensor_copy(&dst, labels, err));
+  gan->real_labels_n = labels->shape[0];
+  return GF_OK;
+}
+
+/* Class-conditional: the fake batch's labels of the D step (drawn) into
+ * gan->fake_labels; checks the real ones are there. */
+static gf_status step_labels(gf_gan *gan, gf_ctx *ctx, int64_t n, uint64_t seed, int64_t step,
+                             int64_t sample0, gf_err *err) {
+  if (!gan->real_labels) return GF_OK;
+  if (gan->real_labels_n != n)
+    return gf_fail(err, GF_ESTATE, "gan: a class-conditional D step of %lld images needs "
+                   "their labels (gf_gan_set_labels)", (long long)n);
+  gan->real_labels_n = 0; /* one D step each */
+  gf_gan_draw_labels(gan->labels_host, n, gan->cfg.num_classes, seed, step, sample0);
+  gf_tensor h, d;
+  GF_TRY(gf_tensor_view(&h, gan->labels_host, GF_I32, GF_DEV_CPU, 1, &n, err));
+  GF_TRY(lview(&d, ctx, gan->fake_labels, n, err));
+  return gf_tensor_copy(&d, &h, err);
+}
+
+/* Class-conditional: net's labels = rows [k m, (k + 1) m) of buf. */
+static gf_status net_labels(gf_net *net, const gf_ctx *ctx, int32_t *buf, int64_t k, int64_t m,
+                            gf_err *err) {
+  if (!buf) return GF_OK;
+  gf_tensor t;
+  GF_TRY(lview(&t, ctx, buf + k * m, m, err));
+  return gf_net_set_labels(net, &t, err);
+}
+
 /* Checks a slice of n samples against gan and the micro-batch plan. */
 static gf_status check_slice(const gf_gan *gan, int64_t n, int64_t sample0,
                              int64_t *m_out, gf_err *err) {
@@ -449,6 +519,7 @@ gf_status gf_gan_d_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real, const g
   } else {
     GF_TRY(gf_latent_sample(&zt, seed, GF_RNG_LATENT, step, sample0, err));
   }
+  GF_TRY(step_labels(gan, ctx, n, seed, step, sample0, err));
 
   gf_tensor dlogit, fake, logits;
   GF_TRY(vec(&dlogit, ctx, gan->dlogit, m, err));
@@ -466,10 +537,12 @@ gf_status gf_gan_d_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real, const g
   for (int k = 0; k < kn; k++) {
     int64_t s0 = sample0 + k * m;
     gf_tensor zk = rows(&zt, k, m), rk = rows(real, k, m);
+    GF_TRY(net_labels(&gan->g, ctx, gan->fake_labels, k, m, err));
     GF_TRY(gf_net_forward(&gan->g, ctx, &zk, GF_MODE_TRAIN, seed, step, s0, 0, &fake, err));
     if (exact) gf_bn_log_record(gan->sync_g, k, 0);
     gf_tensor xa, pa; /* D sees the augmented batches (hp.augment) */
     GF_TRY(augment(gan, ctx, &rk, seed, step, 0, s0, &xa, &pa, err));
+    GF_TRY(net_labels(&gan->d, ctx, gan->real_labels, k, m, err));
     GF_TRY(gf_net_forward(&gan->d, ctx, &xa, GF_MODE_TRAIN, seed, step, s0, 0, &logits, err));
     if (exact) gf_bn_log_record(gan->sync_d, k, 0);
     GF_TRY(d_loss(gan, ctx, &logits, 1, false, dl, &dlogit, &v, &dm, err));
@@ -482,6 +555,7 @@ gf_status gf_gan_d_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real, const g
       s.r1 += v;
     }
     GF_TRY(augment(gan, ctx, &fake, seed, step, 1, s0, &xa, &pa, err));
+    GF_TRY(net_labels(&gan->d, ctx, gan->fake_labels, k, m, err));
     GF_TRY(gf_net_forward(&gan->d, ctx, &xa, GF_MODE_TRAIN, seed, step, s0, 1, &logits, err));
     if (exact) gf_bn_log_record(gan->sync_d, k, 1);
     GF_TRY(d_loss(gan, ctx, &logits, 0, false, dl, &dlogit, &v, &dm, err));
@@ -560,6 +634,8 @@ gf_status gf_gan_g_step(gf_gan *gan, gf_ctx *ctx, uint64_t seed, int64_t step,
    * statistics left alone: they were updated in the D step). */
   for (int k = 0; k < kn; k++) {
     int64_t s0 = sample0 + k * m;
+    GF_TRY(net_labels(&gan->g, ctx, gan->fake_labels, k, m, err));
+    GF_TRY(net_labels(&gan->d, ctx, gan->fake_labels, k, m, err));
     if (kn > 1) {
       gf_tensor zk = rows(&zt, k, m);
       bool frozen = gan->g.bn_frozen;

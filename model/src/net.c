@@ -38,22 +38,28 @@ static gf_status new_layer(gf_net *net, gf_layer_kind kind, gf_layer **out,
   l->kind = kind;
   l->p_w = l->p_b = l->p_gamma = l->p_beta = l->p_rmean = l->p_rvar = -1;
   l->p_u = l->p_v = -1;
+  l->p_gw = l->p_gb = l->p_bw = l->p_bb = -1;
   prev_shape(net, &l->in_ndim, l->in);
   *out = l;
   return GF_OK;
 }
 
-/* Registers tensor `suffix` of the layer being added (module index =
- * net->n_layers); its memory is carved by carve(). */
-static gf_status add_tensor(gf_net *net, const char *suffix, gf_param_kind kind,
-                            int ndim, const int64_t *shape, int *index,
-                            gf_err *err) {
+/* Registers tensor "<g|d>.<module>.<suffix>" (module "main.<n_layers>",
+ * the layer being added, when NULL); its memory is carved by carve(). */
+static gf_status add_tensor_in(gf_net *net, const char *module, const char *suffix,
+                               gf_param_kind kind, int ndim, const int64_t *shape,
+                               int *index, gf_err *err) {
   if (net->n_tensors >= GF_NET_MAX_TENSORS)
     return gf_fail(err, GF_EINVAL, "net: more than %d tensors", GF_NET_MAX_TENSORS);
   gf_param *p = &net->tensors[net->n_tensors];
   memset(p, 0, sizeof *p);
-  GF_TRY(gf_format(p->name, sizeof p->name, err, "net: parameter name", "%c.main.%d.%s",
-                   net->role == GF_NET_G ? 'g' : 'd', net->n_layers, suffix));
+  char r = net->role == GF_NET_G ? 'g' : 'd';
+  if (module)
+    GF_TRY(gf_format(p->name, sizeof p->name, err, "net: parameter name", "%c.%s.%s", r,
+                     module, suffix));
+  else
+    GF_TRY(gf_format(p->name, sizeof p->name, err, "net: parameter name", "%c.main.%d.%s", r,
+                     net->n_layers, suffix));
   p->kind = kind;
   p->trainable = kind != GF_PARAM_BN_RUNNING_MEAN && kind != GF_PARAM_BN_RUNNING_VAR &&
                  kind != GF_PARAM_SN_U && kind != GF_PARAM_SN_V;
@@ -63,6 +69,12 @@ static gf_status add_tensor(gf_net *net, const char *suffix, gf_param_kind kind,
   else net->n_bn_stats += numel_of(ndim, shape);
   *index = net->n_tensors++;
   return GF_OK;
+}
+
+static gf_status add_tensor(gf_net *net, const char *suffix, gf_param_kind kind,
+                            int ndim, const int64_t *shape, int *index,
+                            gf_err *err) {
+  return add_tensor_in(net, NULL, suffix, kind, ndim, shape, index, err);
 }
 
 /* Registers the weight of layer l: "weight", or with spectral norm (a D
@@ -135,8 +147,22 @@ gf_status gf_nb_bn(gf_net *net, gf_err *err) {
   l->out_ndim = l->in_ndim;
   memcpy(l->out, l->in, sizeof l->in);
   int64_t c = l->in[0];
-  GF_TRY(add_tensor(net, "weight", GF_PARAM_BN_WEIGHT, 1, &c, &l->p_gamma, err));
-  GF_TRY(add_tensor(net, "bias", GF_PARAM_BN_BIAS, 1, &c, &l->p_beta, err));
+  if (net->role == GF_NET_G && net->cfg.num_classes > 0) {
+    /* conditional: BN without affine, gain and bias from the embedding */
+    int64_t ws[2] = {c, GF_COND_EMBED_DIM};
+    GF_TRY(add_tensor(net, "gain.weight", GF_PARAM_WEIGHT, 2, ws, &l->p_gw, err));
+    GF_TRY(add_tensor(net, "gain.bias", GF_PARAM_CBN_GAIN_BIAS, 1, &c, &l->p_gb, err));
+    GF_TRY(add_tensor(net, "bias.weight", GF_PARAM_WEIGHT, 2, ws, &l->p_bw, err));
+    GF_TRY(add_tensor(net, "bias.bias", GF_PARAM_BIAS, 1, &c, &l->p_bb, err));
+    for (int i = 0; i < 2; i++) {
+      gf_param *w = &net->tensors[i ? l->p_bw : l->p_gw];
+      w->fan_in = GF_COND_EMBED_DIM;
+      w->fan_out = c;
+    }
+  } else {
+    GF_TRY(add_tensor(net, "weight", GF_PARAM_BN_WEIGHT, 1, &c, &l->p_gamma, err));
+    GF_TRY(add_tensor(net, "bias", GF_PARAM_BN_BIAS, 1, &c, &l->p_beta, err));
+  }
   GF_TRY(add_tensor(net, "running_mean", GF_PARAM_BN_RUNNING_MEAN, 1, &c, &l->p_rmean, err));
   GF_TRY(add_tensor(net, "running_var", GF_PARAM_BN_RUNNING_VAR, 1, &c, &l->p_rvar, err));
   net->n_layers++;
@@ -183,6 +209,13 @@ static gf_status carve_floats(gf_arena *a, int64_t n, float **p, gf_err *err) {
 
 static size_t fbytes(int64_t n) { return gf_arena_slot_bytes((size_t)n * sizeof(float)); }
 
+/* Width of a conditional net's embedding rows: G's shared embedding, D's
+ * projection (the numel of its last layer's input); 0 unconditional. */
+static int64_t cond_width(const gf_net *net) {
+  if (net->p_embed < 0) return 0;
+  return net->tensors[net->p_embed].value.shape[1];
+}
+
 /* Sizes every arena from the registered tensors and layers, allocates them
  * and carves the views. grads/adam_m/adam_v are carved in the same order
  * as params, so each has params' layout byte for byte. */
@@ -195,7 +228,8 @@ static gf_status allocate(gf_net *net, gf_ctx *ctx, gf_err *err) {
     if (p->trainable) pbytes += b;
     else sbytes += b;
   }
-  int64_t mb = net->max_batch, max_w = 0;
+  int64_t mb = net->max_batch, max_w = 0, max_c = 0;
+  int64_t cond_dim = cond_width(net);
   for (int i = 0; i < net->n_layers; i++) {
     gf_layer *l = &net->layers[i];
     l->in_numel = numel_of(l->in_ndim, l->in);
@@ -203,6 +237,10 @@ static gf_status allocate(gf_net *net, gf_ctx *ctx, gf_err *err) {
     if (l->out_numel > maxn) maxn = l->out_numel;
     if (!l->in_place) abytes += fbytes(mb * l->out_numel);
     if (l->kind == GF_L_BN) abytes += 2 * fbytes(l->out[0]);
+    if (l->p_gw >= 0) {
+      abytes += fbytes(mb * l->out_numel) + 2 * fbytes(mb * l->out[0]);
+      if (l->out[0] > max_c) max_c = l->out[0];
+    }
     if (l->p_u >= 0) {
       int64_t wn = gf_tensor_numel(&net->tensors[l->p_w].value);
       abytes += fbytes(wn) + fbytes(1);
@@ -210,6 +248,12 @@ static gf_status allocate(gf_net *net, gf_ctx *ctx, gf_err *err) {
     }
   }
   if (net->training && max_w > 0) abytes += fbytes(max_w);
+  if (cond_dim > 0) {
+    abytes += fbytes(mb * cond_dim); /* cond_e */
+    if (net->training)
+      abytes += fbytes(mb * maxn) + 2 * fbytes(mb * (max_c > 0 ? max_c : 1)) +
+                fbytes(mb * cond_dim);
+  }
   /* The backward's ping-pong buffers: only a net built for training gets
    * them (an inference net's forward never touches them, and at
    * max_batch 64 they are 40 % of a dcgan28 G's activations). */
@@ -249,6 +293,20 @@ static gf_status allocate(gf_net *net, gf_ctx *ctx, gf_err *err) {
                           err));
       GF_TRY(carve_floats(&net->acts, 1, &l->sigma, err));
     }
+    if (l->p_gw >= 0) {
+      GF_TRY(carve_floats(&net->acts, mb * l->out_numel, &l->xhat, err));
+      GF_TRY(carve_floats(&net->acts, mb * l->out[0], &l->cgain, err));
+      GF_TRY(carve_floats(&net->acts, mb * l->out[0], &l->cbias, err));
+    }
+  }
+  if (cond_dim > 0) {
+    GF_TRY(carve_floats(&net->acts, mb * cond_dim, &net->cond_e, err));
+    if (net->training) {
+      GF_TRY(carve_floats(&net->acts, mb * maxn, &net->cond_dx, err));
+      GF_TRY(carve_floats(&net->acts, mb * (max_c > 0 ? max_c : 1), &net->cond_dg, err));
+      GF_TRY(carve_floats(&net->acts, mb * (max_c > 0 ? max_c : 1), &net->cond_db, err));
+      GF_TRY(carve_floats(&net->acts, mb * cond_dim, &net->cond_de, err));
+    }
   }
   if (net->training) {
     GF_TRY(carve_floats(&net->acts, mb * maxn, &net->dbuf[0], err));
@@ -280,10 +338,8 @@ gf_status gf_net_init(gf_net *net, gf_ctx *ctx, const gf_model_config *cfg,
     return gf_fail(err, GF_EINVAL, "net: unknown role %d", (int)role);
   if (max_batch < 1 || max_batch > (1 << 20))
     return gf_fail(err, GF_EINVAL, "net: max_batch %d outside [1, 2^20]", max_batch);
-  if (cfg->num_classes != 0)
-    return gf_fail(err, GF_EUNSUPPORTED, "net: conditional models (num_classes %d) are not built",
-                   cfg->num_classes);
   net->cfg = *cfg;
+  net->p_embed = -1;
   net->role = role;
   net->max_batch = max_batch;
   net->training = training;
@@ -301,6 +357,13 @@ gf_status gf_net_init(gf_net *net, gf_ctx *ctx, const gf_model_config *cfg,
   }
   GF_TRY(cfg->architecture == GF_ARCH_MLP ? gf_mlp_build(net, err) : gf_dcgan_build(net, err));
   if (net->n_layers == 0) return gf_fail(err, GF_EINVAL, "net: no layers");
+  if (cfg->num_classes > 0) { /* the class embedding, after the layers */
+    const gf_layer *lastl = &net->layers[net->n_layers - 1];
+    int64_t es[2] = {cfg->num_classes,
+                     role == GF_NET_G ? GF_COND_EMBED_DIM : numel_of(lastl->in_ndim, lastl->in)};
+    GF_TRY(add_tensor_in(net, role == GF_NET_G ? "shared" : "embed", "weight", GF_PARAM_EMBED,
+                         2, es, &net->p_embed, err));
+  }
   const gf_layer *last = &net->layers[net->n_layers - 1];
   if (role == GF_NET_G) {
     net->out_ndim = 3;
@@ -422,6 +485,27 @@ static void sn_init(gf_net *net, uint64_t seed) {
   }
 }
 
+/* Class conditioning: G's shared embedding N(0, 1) (nn.Embedding's
+ * default), D's projection N(0, 0.02) (DCGAN's scale), each from stream
+ * (seed, INIT_G / INIT_D, 0, tensor index); a conditional BN's gain bias 1
+ * (its gain starts as BigGAN's 1 + gain(y) with the linear's bias at 0).
+ * The gain and bias linears' weights are weights: the network's init. */
+static void cond_init(gf_net *net, uint64_t seed) {
+  for (int t = 0; t < net->n_tensors; t++) {
+    gf_param *p = &net->tensors[t];
+    float *d = p->value.data;
+    size_t n = (size_t)gf_tensor_numel(&p->value);
+    if (p->kind == GF_PARAM_CBN_GAIN_BIAS) {
+      for (size_t i = 0; i < n; i++) d[i] = 1.0f;
+    } else if (p->kind == GF_PARAM_EMBED) {
+      bool g = net->role == GF_NET_G;
+      gf_philox_stream st = gf_rng_stream(seed, g ? GF_RNG_INIT_G : GF_RNG_INIT_D, 0,
+                                          (uint32_t)t);
+      gf_philox_normal(&st, d, n, 0.0f, g ? 1.0f : 0.02f);
+    }
+  }
+}
+
 /* Initialisation into host memory (the tensors' data is host memory). */
 static gf_status init_params_host(gf_net *net, uint64_t seed, gf_err *err) {
   if (net->params.device == GF_DEV_CPU) { /* device nets: zeroed copies */
@@ -435,6 +519,24 @@ static gf_status init_params_host(gf_net *net, uint64_t seed, gf_err *err) {
   GF_TRY(net->cfg.architecture == GF_ARCH_MLP ? gf_mlp_init_params(net, seed, err)
                                               : gf_dcgan_init_params(net, seed, err));
   sn_init(net, seed);
+  cond_init(net, seed);
+  return GF_OK;
+}
+
+gf_status gf_net_set_labels(gf_net *net, const gf_tensor *labels, gf_err *err) {
+  if (!net || !net->layers || !labels) return gf_fail(err, GF_EINVAL, "net: NULL argument");
+  if (net->p_embed < 0)
+    return gf_fail(err, GF_EINVAL, "net: labels for a net that is not class-conditional");
+  if (labels->dtype != GF_I32 || labels->ndim != 1 || labels->shape[0] < 1 ||
+      labels->shape[0] > net->max_batch)
+    return gf_fail(err, GF_EINVAL, "net: labels must be [n] i32 with 1 <= n <= %d",
+                   net->max_batch);
+  if (labels->device != net->acts.device || labels->device_index != net->acts.device_index)
+    return gf_fail(err, GF_EINVAL, "net: labels are not on the net's device");
+  if (labels->device == GF_DEV_CPU)
+    GF_TRY(gf_labels_check(labels, net->cfg.num_classes, err));
+  net->labels = *labels;
+  net->labels.owns = false;
   return GF_OK;
 }
 
@@ -502,6 +604,16 @@ gf_status gf_net_forward(gf_net *net, gf_ctx *ctx, const gf_tensor *x, gf_net_mo
     return gf_fail(err, GF_EINVAL, "net: first sample index %lld < 0", (long long)sample0);
   GF_TRY(check_io(net, x, "input", numel_of(net->in_ndim, net->in_shape), n, err));
   net->fwd_batch = 0; /* invalid until this forward completes */
+  if (net->p_embed >= 0 && (!net->labels.data || net->labels.shape[0] != n))
+    return gf_fail(err, GF_ESTATE, "net: a class-conditional forward of %lld samples "
+                   "without their labels (gf_net_set_labels)", (long long)n);
+  gf_tensor erows; /* the class embedding's rows of the batch */
+  if (net->p_embed >= 0) {
+    int64_t es[2] = {n, net->tensors[net->p_embed].value.shape[1]};
+    GF_TRY(gf_tensor_view(&erows, net->cond_e, GF_F32, net->acts.device, 2, es, err));
+    erows.device_index = net->acts.device_index;
+    GF_TRY(gf_embedding_fwd(ctx, &net->tensors[net->p_embed].value, &net->labels, &erows, err));
+  }
   const gf_layer *first = &net->layers[0];
   GF_TRY(view(net, &net->fwd_in, x->data, (int)n, first->in_ndim, first->in, err));
   const float *cur = x->data;
@@ -517,6 +629,14 @@ gf_status gf_net_forward(gf_net *net, gf_ctx *ctx, const gf_tensor *x, gf_net_mo
                                                  sample0, l->in_numel);
     gf_status st = gf_layer_ops_of(l->kind)->fwd(net, l, ctx, &io, mode, &drop, err);
     if (st != GF_OK) return st;
+    if (net->p_embed >= 0 && net->role == GF_NET_D && i == net->n_layers - 1) {
+      /* the projection: logit += <embed[y], h>, h this layer's input */
+      gf_tensor h, yv;
+      int64_t hs[2] = {n, l->in_numel}, ys[2] = {n, 1};
+      GF_TRY(gf_tensor_reshape_view(&h, &io.x, 2, hs, err));
+      GF_TRY(gf_tensor_reshape_view(&yv, &io.y, 2, ys, err));
+      GF_TRY(gf_rowdot_fwd(ctx, &erows, &h, &yv, GF_ACCUMULATE, err));
+    }
     cur = ybuf;
   }
   GF_TRY(view(net, y, cur, (int)n, net->out_ndim, net->out_shape, err));
@@ -554,6 +674,7 @@ gf_status gf_net_backward(gf_net *net, gf_ctx *ctx, const gf_tensor *dy, gf_tens
   if (dx) GF_TRY(check_io(net, dx, "dx", numel_of(net->in_ndim, net->in_shape), n, err));
   const float *cur = dy->data;
   bool cur_is_callers = true;
+  net->cond_first = true;
   for (int i = net->n_layers - 1; i >= 0; i--) {
     gf_layer *l = &net->layers[i];
     gf_layer_io io;
@@ -569,6 +690,8 @@ gf_status gf_net_backward(gf_net *net, gf_ctx *ctx, const gf_tensor *dy, gf_tens
     if (dxbuf) GF_TRY(view(net, &io.dx, dxbuf, n, l->in_ndim, l->in, err));
     gf_status st = gf_layer_ops_of(l->kind)->bwd(net, l, ctx, &io, param_grads, accum, err);
     if (st != GF_OK) return st;
+    if (net->p_embed >= 0 && net->role == GF_NET_D && i == net->n_layers - 1)
+      GF_TRY(gf_net_projection_bwd(net, l, ctx, &io, param_grads, accum, err));
     if (param_grads && net->grad_hook)
       GF_TRY(net->grad_hook(net->grad_hook_user, net, i, err));
     cur = dxbuf;

@@ -146,36 +146,122 @@ static gf_status bn_stat_views(gf_net *net, gf_layer *l, gf_tensor *mean,
   var->device_index = net->acts.device_index;
   return GF_OK;
 }
+/* A view of n rows of `per` floats at data on the net's device. */
+static gf_status rows_view(gf_net *net, gf_tensor *t, float *data, int64_t n,
+                           int64_t per, gf_err *err) {
+  int64_t s2[2] = {n, per};
+  return acts_view(net, t, data, 2, s2, err);
+}
+
+/* A conditional BN's per-sample gain and bias [n, C] from the shared
+ * embedding's rows (net->cond_e): two linears. */
+static gf_status cbn_gain_bias(gf_net *net, gf_layer *l, gf_ctx *ctx, int64_t n,
+                               gf_tensor *gain, gf_tensor *bias, gf_err *err) {
+  gf_tensor e;
+  int64_t c = l->out[0];
+  GF_TRY(rows_view(net, &e, net->cond_e, n, GF_COND_EMBED_DIM, err));
+  GF_TRY(rows_view(net, gain, l->cgain, n, c, err));
+  GF_TRY(rows_view(net, bias, l->cbias, n, c, err));
+  GF_TRY(gf_linear_fwd(ctx, &e, pval(net, l->p_gw), pval(net, l->p_gb), gain, err));
+  return gf_linear_fwd(ctx, &e, pval(net, l->p_bw), pval(net, l->p_bb), bias, err);
+}
+
 static gf_status bn_fwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
                         gf_layer_io *io, gf_net_mode mode,
                         const gf_philox_stream *drop, gf_err *err) {
   (void)drop;
-  if (mode == GF_MODE_INFER)
-    return gf_batchnorm_fwd_infer(ctx, &io->x, pval(net, l->p_gamma),
-                                  pval(net, l->p_beta), pval(net, l->p_rmean),
-                                  pval(net, l->p_rvar), GF_BN_EPS, &io->y,
-                                  err);
-  if (net->bn_comm) return gf_syncbn_fwd(net, l, ctx, io, err);
-  gf_tensor mean, var;
-  GF_TRY(bn_stat_views(net, l, &mean, &var, err));
-  gf_bn_params p = {GF_BN_EPS, GF_BN_MOMENTUM};
-  bool upd = !net->bn_frozen;
-  return gf_batchnorm_fwd_train(ctx, &io->x, pval(net, l->p_gamma),
+  bool cond = l->p_gw >= 0;
+  gf_layer_io bio = *io; /* conditional: the BN's output is xhat */
+  if (cond) GF_TRY(acts_view(net, &bio.y, l->xhat, io->y.ndim, io->y.shape, err));
+  gf_status st;
+  if (mode == GF_MODE_INFER) {
+    st = gf_batchnorm_fwd_infer(ctx, &io->x, pval(net, l->p_gamma),
+                                pval(net, l->p_beta), pval(net, l->p_rmean),
+                                pval(net, l->p_rvar), GF_BN_EPS, &bio.y, err);
+  } else if (net->bn_comm) {
+    st = gf_syncbn_fwd(net, l, ctx, &bio, err);
+  } else {
+    gf_tensor mean, var;
+    GF_TRY(bn_stat_views(net, l, &mean, &var, err));
+    gf_bn_params p = {GF_BN_EPS, GF_BN_MOMENTUM};
+    bool upd = !net->bn_frozen;
+    st = gf_batchnorm_fwd_train(ctx, &io->x, pval(net, l->p_gamma),
                                 pval(net, l->p_beta),
                                 upd ? pval(net, l->p_rmean) : NULL,
-                                upd ? pval(net, l->p_rvar) : NULL, &p, &io->y,
+                                upd ? pval(net, l->p_rvar) : NULL, &p, &bio.y,
                                 &mean, &var, err);
+  }
+  if (st != GF_OK || !cond) return st;
+  gf_tensor gain, bias;
+  GF_TRY(cbn_gain_bias(net, l, ctx, io->x.shape[0], &gain, &bias, err));
+  return gf_channel_affine_fwd(ctx, &bio.y, &gain, &bias, &io->y, err);
 }
+
+/* A conditional BN's backward through its gain and bias: dxhat into
+ * net->cond_dx (returned in *dxhat), and with param_grads the linears'
+ * and the shared embedding's gradients. */
+static gf_status cbn_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx, gf_layer_io *io,
+                         bool pg, gf_accum accum, gf_tensor *dxhat, gf_err *err) {
+  int64_t n = io->x.shape[0], c = l->out[0];
+  gf_tensor xhat, gain, bias, dg, db;
+  GF_TRY(acts_view(net, &xhat, l->xhat, io->y.ndim, io->y.shape, err));
+  GF_TRY(acts_view(net, dxhat, net->cond_dx, io->y.ndim, io->y.shape, err));
+  GF_TRY(rows_view(net, &gain, l->cgain, n, c, err));
+  GF_TRY(rows_view(net, &bias, l->cbias, n, c, err));
+  GF_TRY(rows_view(net, &dg, net->cond_dg, n, c, err));
+  GF_TRY(rows_view(net, &db, net->cond_db, n, c, err));
+  GF_TRY(gf_channel_affine_bwd(ctx, &xhat, &gain, &io->dy, dxhat, pg ? &dg : NULL,
+                               pg ? &db : NULL, err));
+  if (!pg) return GF_OK;
+  gf_tensor e, de;
+  GF_TRY(rows_view(net, &e, net->cond_e, n, GF_COND_EMBED_DIM, err));
+  GF_TRY(rows_view(net, &de, net->cond_de, n, GF_COND_EMBED_DIM, err));
+  gf_tensor *table = pgrad(net, net->p_embed, true);
+  const int pw[2] = {l->p_gw, l->p_bw}, pb[2] = {l->p_gb, l->p_bb};
+  gf_tensor *d[2] = {&dg, &db};
+  for (int k = 0; k < 2; k++) {
+    GF_TRY(gf_linear_bwd(ctx, &e, pval(net, pw[k]), d[k], &de, pgrad(net, pw[k], true),
+                         pgrad(net, pb[k], true), accum, err));
+    GF_TRY(gf_embedding_bwd(ctx, &net->labels, &de, table,
+                            net->cond_first ? accum : GF_ACCUMULATE, err));
+    net->cond_first = false;
+  }
+  return GF_OK;
+}
+
 static gf_status bn_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
                         gf_layer_io *io, bool pg, gf_accum accum,
                         gf_err *err) {
-  if (net->bn_comm) return gf_syncbn_bwd(net, l, ctx, io, pg, accum, err);
+  gf_layer_io bio = *io;
+  if (l->p_gw >= 0) GF_TRY(cbn_bwd(net, l, ctx, io, pg, accum, &bio.dy, err));
+  if (net->bn_comm) return gf_syncbn_bwd(net, l, ctx, &bio, pg, accum, err);
   gf_tensor mean, var;
   GF_TRY(bn_stat_views(net, l, &mean, &var, err));
-  return gf_batchnorm_bwd(ctx, &io->x, pval(net, l->p_gamma), &mean, &var,
-                          GF_BN_EPS, &io->dy, dx_or_null(io),
+  return gf_batchnorm_bwd(ctx, &bio.x, pval(net, l->p_gamma), &mean, &var,
+                          GF_BN_EPS, &bio.dy, dx_or_null(&bio),
                           pgrad(net, l->p_gamma, pg),
                           pgrad(net, l->p_beta, pg), accum, err);
+}
+
+gf_status gf_net_projection_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
+                                gf_layer_io *io, bool pg, gf_accum accum,
+                                gf_err *err) {
+  int64_t n = io->x.shape[0], f = l->in_numel;
+  gf_tensor e, h, dy;
+  int64_t ys[2] = {n, 1};
+  GF_TRY(rows_view(net, &e, net->cond_e, n, f, err));
+  GF_TRY(rows_view(net, &h, (float *)io->x.data, n, f, err));
+  GF_TRY(gf_tensor_reshape_view(&dy, &io->dy, 2, ys, err));
+  if (io->dx.data) {
+    gf_tensor dh;
+    GF_TRY(rows_view(net, &dh, (float *)io->dx.data, n, f, err));
+    GF_TRY(gf_rowdot_bwd(ctx, &e, &h, &dy, NULL, &dh, GF_ACCUMULATE, err));
+  }
+  if (!pg) return GF_OK;
+  gf_tensor de;
+  GF_TRY(rows_view(net, &de, net->cond_de, n, f, err));
+  GF_TRY(gf_rowdot_bwd(ctx, &e, &h, &dy, &de, NULL, GF_OVERWRITE, err));
+  return gf_embedding_bwd(ctx, &net->labels, &de, pgrad(net, net->p_embed, true), accum, err);
 }
 
 /* ---- element-wise, in place ------------------------------------------------ */

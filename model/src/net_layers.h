@@ -41,6 +41,11 @@ typedef struct gf_layer {
   int p_w, p_b;          /* indices into net->tensors, or -1 */
   int p_gamma, p_beta, p_rmean, p_rvar;
   int p_u, p_v;          /* spectral norm's vectors, or -1 (no SN) */
+  int p_gw, p_gb, p_bw, p_bb; /* BN of a conditional G: the gain and bias
+                            linears' weights [C, E] and biases [C]; -1 */
+  float *xhat;           /* conditional BN: the normalized input of the last
+                            train forward [max_batch, C, ...], in acts */
+  float *cgain, *cbias;  /* conditional BN: [max_batch, C] gain and bias */
   float *w_sn;           /* SN: weight / sigma of the last forward, in acts */
   float *sigma;          /* SN: [1] its sigma, in acts */
   gf_conv_params conv;   /* CONV/DECONV */
@@ -94,6 +99,13 @@ gf_status gf_syncbn_fwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
 gf_status gf_syncbn_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
                         gf_layer_io *io, bool param_grads, gf_accum accum,
                         gf_err *err);
+/* Class conditioning (net.c calls it; net_layers.c): the backward of D's
+ * projection term after its last layer l's own backward: dh (io->dx, when
+ * wanted) += dy embed[y], and with param_grads the embedding's gradient. */
+gf_status gf_net_projection_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
+                                gf_layer_io *io, bool param_grads,
+                                gf_accum accum, gf_err *err);
+
 /* Frees the sync scratch; NULL is fine. */
 void gf_net_sync_free(struct gf_net_sync *s);
 /* Frees gf_net_r1's scratch (net_r1.c); NULL is fine. */

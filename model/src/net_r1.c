@@ -267,6 +267,9 @@ gf_status gf_net_r1(gf_net *net, gf_ctx *ctx, const gf_tensor *x, float scale, u
   if (!net || !net->layers || !ctx || !x) return gf_fail(err, GF_EINVAL, "net r1: NULL argument");
   if (!net->training)
     return gf_fail(err, GF_ESTATE, "net r1: built for inference (no gradient arenas)");
+  if (net->p_embed >= 0)
+    return gf_fail(err, GF_EUNSUPPORTED, "net r1: a class-conditional net (its projection "
+                   "term's double backward is not implemented)");
   if (!(scale >= 0.0f) || isinf(scale))
     return gf_fail(err, GF_EINVAL, "net r1: scale %g must be finite and >= 0", (double)scale);
   if (net->out_ndim != 1 || net->out_shape[0] != 1)

@@ -4,6 +4,7 @@
  * seed with the papers' distributions, forward output ranges and modes,
  * backward plumbing and error paths. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -184,6 +185,8 @@ static void test_init(gf_ctx *ctx) {
     case GF_PARAM_BIAS: CHECK(0); break;
     case GF_PARAM_SN_U:
     case GF_PARAM_SN_V: CHECK(0); break; /* G has no spectral norm */
+    case GF_PARAM_EMBED:
+    case GF_PARAM_CBN_GAIN_BIAS: CHECK(0); break; /* unconditional */
     }
   }
   /* D's stream differs from G's: compare first weights' leading values. */
@@ -470,6 +473,141 @@ static void test_spectral_norm(gf_ctx *ctx) {
   }
 }
 
+/* Class conditioning (cfg.num_classes): G's conditional batch norms and
+ * shared embedding, D's projection; labels required; every conditioning
+ * parameter's gradient against central differences; the class changes
+ * the output. */
+static double g_out_dot(gf_net *g, gf_ctx *ctx, const gf_tensor *z, const float *gv) {
+  gf_err err = {0};
+  gf_tensor y;
+  REQUIRE(gf_net_forward(g, ctx, z, GF_MODE_TRAIN, 0, 0, 0, 0, &y, &err) == GF_OK);
+  double s = 0;
+  for (int64_t i = 0; i < gf_tensor_numel(&y); i++) s += (double)((float *)y.data)[i] * gv[i];
+  return s;
+}
+
+/* Worst |numeric - analytic| / max|analytic| over a few entries of p. */
+static double fd_check(gf_net *net, gf_ctx *ctx, const gf_tensor *in, const float *gv,
+                       gf_param *p, bool is_g) {
+  float *w = p->value.data, *gw = p->grad.data;
+  int64_t wn = gf_tensor_numel(&p->value);
+  double worst = 0, gmax = 0;
+  for (int64_t i = 0; i < wn; i++) gmax = fmax(gmax, fabs(gw[i]));
+  for (int64_t k = 0; k < 8; k++) {
+    int64_t i = (k * 7919 + 3) % wn;
+    float keep = w[i];
+    const float h = 1e-3f;
+    w[i] = keep + h;
+    double fp = is_g ? g_out_dot(net, ctx, in, gv) : d_out_dot(net, ctx, in, gv);
+    w[i] = keep - h;
+    double fm = is_g ? g_out_dot(net, ctx, in, gv) : d_out_dot(net, ctx, in, gv);
+    w[i] = keep;
+    double num = (fp - fm) / (2.0 * (double)h);
+    worst = fmax(worst, fabs(num - gw[i]) / (gmax + 1e-12));
+  }
+  return worst;
+}
+
+static void test_conditional(gf_ctx *ctx) {
+  gf_err err = {0};
+  const int n = 4, K = 3;
+  for (int arch = 0; arch < 2; arch++) {
+    gf_model_config c = arch ? cfg_of(GF_ARCH_DCGAN, 28, 1, 8, 4, 4)
+                             : cfg_of(GF_ARCH_MLP, 8, 1, 8, 1, 1);
+    c.num_classes = K;
+    gf_net g, d;
+    build(&g, ctx, &c, GF_NET_G, n, true);
+    build(&d, ctx, &c, GF_NET_D, n, true);
+    REQUIRE(gf_net_init_params(&g, 5, &err) == GF_OK);
+    REQUIRE(gf_net_init_params(&d, 5, &err) == GF_OK);
+    gf_param *shared = gf_net_find(&g, "g.shared.weight"), *embed = gf_net_find(&d, "d.embed.weight");
+    gf_param *gain_b = gf_net_find(&g, "g.main.1.gain.bias"), *gain_w = gf_net_find(&g, "g.main.1.gain.weight");
+    gf_param *bias_w = gf_net_find(&g, "g.main.1.bias.weight");
+    REQUIRE(shared && embed && gain_b && gain_w && bias_w);
+    CHECK(shared->value.shape[0] == K && shared->value.shape[1] == GF_COND_EMBED_DIM);
+    CHECK(gf_net_find(&g, "g.main.1.weight") == NULL); /* no plain BN affine */
+    CHECK(((float *)gain_b->value.data)[0] == 1.0f);
+    gf_tensor z, x, lab;
+    int64_t zs[2] = {n, c.z_dim}, xs[4] = {n, c.image_channels, c.image_height, c.image_width};
+    int64_t ls = n;
+    REQUIRE(gf_tensor_init(&z, GF_F32, GF_DEV_CPU, 2, zs, &err) == GF_OK);
+    REQUIRE(gf_tensor_init(&x, GF_F32, GF_DEV_CPU, 4, xs, &err) == GF_OK);
+    REQUIRE(gf_tensor_init(&lab, GF_I32, GF_DEV_CPU, 1, &ls, &err) == GF_OK);
+    REQUIRE(gf_latent_sample(&z, 1, GF_RNG_SAMPLE, 0, 0, &err) == GF_OK);
+    REQUIRE(gf_latent_sample(&x, 2, GF_RNG_SAMPLE, 0, 0, &err) == GF_OK);
+    int32_t *lp = lab.data;
+    for (int i = 0; i < n; i++) lp[i] = (i * 2 + 1) % K;
+    gf_tensor y;
+    /* without labels: refused */
+    CHECK(gf_net_forward(&g, ctx, &z, GF_MODE_TRAIN, 0, 0, 0, 0, &y, &err) == GF_ESTATE);
+    lp[0] = K;
+    CHECK(gf_net_set_labels(&g, &lab, &err) == GF_EINVAL); /* out of range */
+    lp[0] = 1;
+    REQUIRE(gf_net_set_labels(&g, &lab, &err) == GF_OK);
+    REQUIRE(gf_net_set_labels(&d, &lab, &err) == GF_OK);
+    /* gradients of sum(G(z) gv) and sum(D(x) dv) */
+    int64_t gn = n * c.image_channels * c.image_height * c.image_width;
+    float *gv = malloc((size_t)gn * sizeof(float));
+    REQUIRE(gv != NULL);
+    for (int64_t i = 0; i < gn; i++) gv[i] = (float)((i * 37) % 11) / 11.0f - 0.45f;
+    gf_tensor dy;
+    REQUIRE(gf_tensor_init(&dy, GF_F32, GF_DEV_CPU, 4, xs, &err) == GF_OK);
+    memcpy(dy.data, gv, (size_t)gn * sizeof(float));
+    g_out_dot(&g, ctx, &z, gv);
+    REQUIRE(gf_net_backward(&g, ctx, &dy, NULL, true, GF_OVERWRITE, &err) == GF_OK);
+    gf_param *gp[3] = {shared, gain_w, bias_w};
+    for (int k = 0; k < 3; k++) {
+      double w = fd_check(&g, ctx, &z, gv, gp[k], true);
+      CHECKF(w < 2e-2, "arch %d: %s gradient off by %g of its largest entry", arch,
+             gp[k]->name, w);
+    }
+    float dv[4] = {0.5f, -1.0f, 0.25f, 0.75f};
+    gf_tensor dd;
+    int64_t ds[2] = {n, 1};
+    REQUIRE(gf_tensor_init(&dd, GF_F32, GF_DEV_CPU, 2, ds, &err) == GF_OK);
+    memcpy(dd.data, dv, sizeof dv);
+    d_out_dot(&d, ctx, &x, dv);
+    gf_tensor dx;
+    REQUIRE(gf_tensor_init(&dx, GF_F32, GF_DEV_CPU, 4, xs, &err) == GF_OK);
+    REQUIRE(gf_net_backward(&d, ctx, &dd, &dx, true, GF_OVERWRITE, &err) == GF_OK);
+    double w = fd_check(&d, ctx, &x, dv, embed, false);
+    CHECKF(w < 2e-2, "arch %d: d.embed gradient off by %g", arch, w);
+    /* dx through the projection: central differences on x */
+    float *xp = x.data, *dxp = dx.data;
+    double worst = 0, gmax = 0;
+    for (int64_t i = 0; i < gn; i++) gmax = fmax(gmax, fabs(dxp[i]));
+    for (int64_t k = 0; k < 8; k++) {
+      int64_t i = (k * 613 + 5) % gn;
+      float keep = xp[i];
+      xp[i] = keep + 1e-3f;
+      double fp = d_out_dot(&d, ctx, &x, dv);
+      xp[i] = keep - 1e-3f;
+      double fm = d_out_dot(&d, ctx, &x, dv);
+      xp[i] = keep;
+      worst = fmax(worst, fabs((fp - fm) / 2e-3 - dxp[i]) / (gmax + 1e-12));
+    }
+    CHECKF(worst < 2e-2, "arch %d: D's dx off by %g", arch, worst);
+    /* the class matters: other labels, other images and logits */
+    gf_tensor y1;
+    REQUIRE(gf_net_forward(&g, ctx, &z, GF_MODE_INFER, 0, 0, 0, 0, &y1, &err) == GF_OK);
+    float first = ((float *)y1.data)[0];
+    lp[0] = (lp[0] + 1) % K;
+    REQUIRE(gf_net_forward(&g, ctx, &z, GF_MODE_INFER, 0, 0, 0, 0, &y1, &err) == GF_OK);
+    CHECK(((float *)y1.data)[0] != first);
+    /* R1 refuses a conditional D */
+    CHECK(gf_net_r1(&d, ctx, &x, 1.0f, 0, 0, 0, 3, NULL, &err) == GF_EUNSUPPORTED);
+    free(gv);
+    gf_tensor_free(&dy);
+    gf_tensor_free(&dd);
+    gf_tensor_free(&dx);
+    gf_tensor_free(&z);
+    gf_tensor_free(&x);
+    gf_tensor_free(&lab);
+    gf_net_free(&g);
+    gf_net_free(&d);
+  }
+}
+
 int main(void) {
   gf_ctx ctx;
   gf_err err = {0};
@@ -482,6 +620,7 @@ int main(void) {
   test_forward_backward(&ctx);
   test_dropout_keys(&ctx);
   test_spectral_norm(&ctx);
+  test_conditional(&ctx);
   gf_ctx_free(&ctx);
   return check_report();
 }

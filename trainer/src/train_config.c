@@ -232,6 +232,12 @@ gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err) {
       return gf_fail(err, GF_EINVAL, "--compress bf16 rounds the gradient sums "
                      "to bf16; --exact-reduce keeps every bit: choose one");
   }
+  if (cfg->cond && cfg->r1_gamma > 0)
+    return gf_fail(err, GF_EINVAL, "--cond with --r1: the R1 penalty of a "
+                   "projection discriminator is not implemented yet");
+  if (cfg->cond && cfg->sync_bn)
+    return gf_fail(err, GF_EINVAL, "--cond with --sync-bn: conditional batch "
+                   "norm over several ranks is not implemented yet");
   if (cfg->r1_gamma > 0 && cfg->model == GF_ARCH_DCGAN && !cfg->spectral_norm)
     return gf_fail(err, GF_EINVAL, "--r1: the penalty is taken per image, "
                    "which batch norm in D couples across the batch; dcgan's D "
@@ -290,7 +296,7 @@ enum {
   OPT_ALLREDUCE, OPT_SYNC_BN, OPT_GRAD_ACCUM, OPT_EXACT, OPT_EXACT_SHARDS,
   OPT_BUCKET_KB, OPT_COMM_TIMEOUT, OPT_CHECK_EVERY, OPT_COMPRESS,
   OPT_LOSS, OPT_D_STEPS, OPT_SN, OPT_EMA_DECAY, OPT_EMA_RAMPUP, OPT_EXPORT_G,
-  OPT_MIRROR, OPT_R1, OPT_R1_EVERY, OPT_DIFFAUG,
+  OPT_MIRROR, OPT_R1, OPT_R1_EVERY, OPT_DIFFAUG, OPT_COND,
 };
 
 static const struct option k_options[] = {
@@ -341,6 +347,7 @@ static const struct option k_options[] = {
   {"r1", required_argument, NULL, OPT_R1},
   {"r1-every", required_argument, NULL, OPT_R1_EVERY},
   {"diffaug", required_argument, NULL, OPT_DIFFAUG},
+  {"cond", no_argument, NULL, OPT_COND},
   {"help", no_argument, NULL, OPT_HELP},
   {NULL, 0, NULL, 0},
 };
@@ -576,6 +583,9 @@ static gf_status apply_option(gf_train_config *cfg, int opt, const char *arg,
     return parse_int("--r1-every", arg, 1, 1000000, &cfg->r1_every, err);
   case OPT_DIFFAUG:
     return parse_diffaug(arg, &cfg->diffaug, err);
+  case OPT_COND:
+    cfg->cond = true;
+    return GF_OK;
   case OPT_GRAD_ACCUM:
     return parse_int("--grad-accum", arg, 1, 4096, &cfg->grad_accum, err);
   case OPT_EXACT:
@@ -691,6 +701,9 @@ void gf_train_usage(FILE *out, const char *prog) {
 "  --diffaug LIST          DiffAugment: color, translation, cutout (comma-\n"
 "                          separated), applied to every image D sees, real\n"
 "                          and fake, differentiably for G; none (none)\n"
+"  --cond                  class-conditional: G with conditional batch norm on\n"
+"                          a shared class embedding (BigGAN), D with a\n"
+"                          projection (Miyato & Koyama); needs labelled data\n"
 "Multiple ranks (launch with `ganflow launch`, which restarts failed jobs,\n"
 "mpirun, srun, or torchrun-style RANK, WORLD_SIZE, LOCAL_RANK,\n"
 "LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT):\n"
@@ -878,6 +891,7 @@ size_t gf_train_config_params(const gf_train_config *cfg,
   char da[64];
   diffaug_text(cfg->diffaug, da);
   P("diffaug", "%s", da);
+  P("cond", "%s", cfg->cond ? "true" : "false");
 #undef P
   return n;
 }

@@ -176,6 +176,8 @@ static void train_state_free(train_state *st) {
   gf_dataset_free(&st->ds);
   train_quality_free(st);
   free(st->grid_z);
+  free(st->gen_labels);
+  gf_tensor_free(&st->dlab);
   free(st->eval_z);
   free(st->gen);
   if (st->dir_lock >= 0) close(st->dir_lock);
@@ -206,7 +208,9 @@ static gf_status relay_system_metrics(train_state *st, gf_err *err) {
 }
 
 /* The next batch of this rank's slice into *real (on the ctx's device),
- * the seconds waited for it added to *wait_s. With several ranks, every
+ * with a class-conditional run its labels given to the GAN (they must be
+ * labels: gf_gan_set_labels checks), the seconds waited for it added to
+ * *wait_s. With several ranks, every
  * rank learns whether all of them have their batch: a rank without it must
  * not enter the step. */
 static gf_status next_real(train_state *st, gf_tensor *real, double *wait_s,
@@ -220,6 +224,12 @@ static gf_status next_real(train_state *st, gf_tensor *real, double *wait_s,
                       m->image_height, m->image_width};
   if (s == GF_OK)
     s = gf_tensor_view(real, b->images, GF_F32, GF_DEV_CPU, 4, shape, err);
+  if (s == GF_OK && m->num_classes > 0) {
+    gf_tensor lab;
+    int64_t nl = (int64_t)b->n;
+    s = gf_tensor_view(&lab, b->labels, GF_I32, GF_DEV_CPU, 1, &nl, err);
+    if (s == GF_OK) s = gf_gan_set_labels(&st->gan, &st->ctx, &lab, err);
+  }
   if (s == GF_OK && st->on_dev) { /* the batch goes to the GPU */
     gf_tensor dr;
     s = gf_tensor_view(&dr, st->dreal.data, GF_F32, GF_DEV_CUDA, 4, shape,

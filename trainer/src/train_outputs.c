@@ -58,17 +58,36 @@ gf_status train_alloc_eval(train_state *st, gf_err *err) {
     st->n_fid = (int)(st->ds.n < want ? st->ds.n : want);
   }
   int n_z = st->n_eval > st->n_fid ? st->n_eval : st->n_fid;
-  size_t n_gen = (size_t)(n_z > GRID_N ? n_z : GRID_N);
-  st->grid_z = malloc((size_t)GRID_N * m->z_dim * sizeof(float));
+  int classes = m->num_classes;
+  st->grid_n = classes > 0 ? (classes < GRID_COND_ROWS ? classes : GRID_COND_ROWS) *
+                                 GF_TRAIN_GRID_SIDE
+                           : GRID_N;
+  size_t n_gen = (size_t)(n_z > st->grid_n ? n_z : st->grid_n);
+  st->grid_z = malloc((size_t)GRID_MAX * m->z_dim * sizeof(float));
   st->eval_z = malloc((size_t)(n_z ? n_z : 1) * m->z_dim * sizeof(float));
   st->gen = malloc(n_gen * img * sizeof(float));
   if (!st->grid_z || !st->eval_z || !st->gen)
     return gf_fail(err, GF_ENOMEM, "out of memory for sample images");
+  if (classes > 0) {
+    st->gen_labels = malloc((size_t)st->gan.max_batch * sizeof(int32_t));
+    if (!st->gen_labels) return gf_fail(err, GF_ENOMEM, "out of memory for labels");
+    if (st->on_dev) {
+      int64_t nl = st->gan.max_batch;
+      GF_TRY(gf_tensor_init_on(&st->dlab, GF_I32, GF_DEV_CUDA, st->ctx.device_index, 1, &nl,
+                               err));
+    }
+  }
   gf_tensor z;
   int64_t gs[2] = {GRID_N, m->z_dim};
   gf_status s = gf_tensor_view(&z, st->grid_z, GF_F32, GF_DEV_CPU, 2, gs, err);
   if (s == GF_OK)
     s = gf_latent_sample(&z, st->cfg->seed, GF_RNG_SAMPLE, 0, 0, err);
+  if (s == GF_OK && classes > 0) { /* rows are classes: column c is latent c */
+    for (int i = st->grid_n - 1; i >= 0; i--)
+      memmove(st->grid_z + (size_t)i * m->z_dim,
+              st->grid_z + (size_t)(i % GF_TRAIN_GRID_SIDE) * m->z_dim,
+              (size_t)m->z_dim * sizeof(float));
+  }
   if (s == GF_OK && n_z) {
     int64_t es[2] = {n_z, m->z_dim};
     s = gf_tensor_view(&z, st->eval_z, GF_F32, GF_DEV_CPU, 2, es, err);
@@ -79,8 +98,9 @@ gf_status train_alloc_eval(train_state *st, gf_err *err) {
 }
 
 /* In chunks of max_batch. */
-gf_status train_generate(train_state *st, const float *zs, int n,
+gf_status train_generate(train_state *st, const float *zs, int n, int cols,
                          gf_err *err) {
+  gf_net *g = gf_gan_generator(&st->gan, st->cfg->export_raw);
   const gf_model_config *m = &st->mcfg;
   size_t img = (size_t)m->image_channels * m->image_height * m->image_width;
   for (int i = 0; i < n; i += st->gan.max_batch) {
@@ -95,9 +115,23 @@ gf_status train_generate(train_state *st, const float *zs, int n,
       if (s == GF_OK) s = gf_tensor_copy(&dz, &z, err);
       z = dz;
     }
+    if (s == GF_OK && m->num_classes > 0) { /* the chunk's classes */
+      gf_tensor lab;
+      for (int j = 0; j < c; j++)
+        st->gen_labels[j] = (int32_t)(((i + j) / cols) % m->num_classes);
+      int64_t nl = c;
+      s = gf_tensor_view(&lab, st->gen_labels, GF_I32, GF_DEV_CPU, 1, &nl, err);
+      if (s == GF_OK && st->on_dev) {
+        gf_tensor dl;
+        s = gf_tensor_view(&dl, st->dlab.data, GF_I32, GF_DEV_CUDA, 1, &nl, err);
+        dl.device_index = st->dlab.device_index;
+        if (s == GF_OK) s = gf_tensor_copy(&dl, &lab, err);
+        lab = dl;
+      }
+      if (s == GF_OK) s = gf_net_set_labels(g, &lab, err);
+    }
     if (s == GF_OK)
-      s = gf_net_forward(gf_gan_generator(&st->gan, st->cfg->export_raw),
-                         &st->ctx, &z, GF_MODE_INFER,
+      s = gf_net_forward(g, &st->ctx, &z, GF_MODE_INFER,
                          st->cfg->seed, 0, 0, 0, &y, err);
     if (s != GF_OK) return s;
     if (st->on_dev) {
@@ -134,14 +168,15 @@ static gf_status stage_upload(train_state *st, const char *name,
  * under hidden names in the checkpoint directory and deleted by the
  * uploader. */
 gf_status train_write_samples(train_state *st, int64_t k, gf_err *err) {
-  gf_status s = train_generate(st, st->grid_z, GRID_N, err);
+  gf_status s = train_generate(st, st->grid_z, st->grid_n, GF_TRAIN_GRID_SIDE,
+                               err);
   if (s != GF_OK) return s;
   uint8_t *px = NULL, *png = NULL, *webp = NULL;
   size_t png_len = 0, webp_len = 0;
   int w = 0, h = 0, c = 0;
   char uuid[GF_UUID_LEN + 1], name[64];
   gf_image_names names;
-  s = gf_grid_to_rgb8(st->gen, GRID_N, st->mcfg.image_channels,
+  s = gf_grid_to_rgb8(st->gen, st->grid_n, st->mcfg.image_channels,
                       st->mcfg.image_height, st->mcfg.image_width,
                       GF_TRAIN_GRID_SIDE, GF_GRID_DEFAULT_PAD, &px, &w, &h,
                       &c, err);
@@ -181,7 +216,7 @@ gf_status train_write_samples(train_state *st, int64_t k, gf_err *err) {
 
 gf_status train_evaluate(train_state *st, int64_t k, double *avg,
                           gf_err *err) {
-  gf_status s = train_generate(st, st->eval_z, st->n_eval, err);
+  gf_status s = train_generate(st, st->eval_z, st->n_eval, 1, err);
   if (s != GF_OK) return s;
   const gf_model_config *m = &st->mcfg;
   gf_swd_images fake = {st->gen, GF_SWD_F32, st->n_eval, m->image_channels,

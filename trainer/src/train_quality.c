@@ -82,7 +82,7 @@ gf_status train_quality_eval(train_state *st, int64_t k, gf_err *err) {
   if (!st->qref_ok || k == 0) return GF_OK;
   const gf_model_config *m = &st->mcfg;
   double t0 = gf_mono_s();
-  GF_TRY(train_generate(st, st->eval_z, st->n_fid, err));
+  GF_TRY(train_generate(st, st->eval_z, st->n_fid, 1, err));
   GF_TRY(gf_inception_features_f32(st->inception, st->gen, st->n_fid,
                                    m->image_channels, m->image_height,
                                    m->image_width, st->qfeats, err));

@@ -118,10 +118,14 @@ gf_status train_choose_start(train_state *st, gf_err *err) {
     return GF_OK;
   }
   if (have_ckpt) {
-    if (!gf_model_config_equal(&meta.config, &st->mcfg))
+    /* --cond: the classes come with the data, read later; a checkpoint of
+     * a conditional run has them */
+    gf_model_config want = st->mcfg;
+    if (cfg->cond && meta.config.num_classes > 0) want.num_classes = meta.config.num_classes;
+    if (!gf_model_config_equal(&meta.config, &want))
       return gf_fail(err, GF_EINVAL,
                      "%s was written for another model (--model, "
-                     "--image-size, --channels, --z-dim or --sn differ); use "
+                     "--image-size, --channels, --z-dim, --sn or --cond differ); use "
                      "the same flags or another --checkpoint-dir",
                      st->ckpt_path);
     return gf_format(st->run_id, sizeof st->run_id, err, "checkpoint run id",
@@ -139,7 +143,15 @@ gf_status train_load_data(train_state *st, gf_err *err) {
   opt.channels = st->mcfg.image_channels;
   opt.height = st->mcfg.image_height;
   opt.width = st->mcfg.image_width;
-  return gf_dataset_load(&st->ds, &opt, err);
+  GF_TRY(gf_dataset_load(&st->ds, &opt, err));
+  if (!st->cfg->cond) return GF_OK;
+  if (!st->ds.labels || st->ds.num_classes < 2)
+    return gf_fail(err, GF_EINVAL, "--cond: %s has %s; a class-conditional model "
+                   "trains on labelled data (IDX label files, CIFAR records, an "
+                   "image folder's class subdirectories)", st->cfg->data,
+                   st->ds.labels ? "a single class" : "no labels");
+  st->mcfg.num_classes = st->ds.num_classes;
+  return gf_model_config_validate(&st->mcfg, err);
 }
 
 /* The host twin of a device GAN and the device batch / latent buffers

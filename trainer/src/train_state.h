@@ -27,6 +27,10 @@
 
 #define LOADER_DEPTH 4
 #define GRID_N (GF_TRAIN_GRID_SIDE * GF_TRAIN_GRID_SIDE)
+/* A class-conditional run's grid: one row per class (at most this many),
+ * GF_TRAIN_GRID_SIDE columns, each column one latent. */
+#define GRID_COND_ROWS 16
+#define GRID_MAX (GRID_COND_ROWS * GF_TRAIN_GRID_SIDE)
 
 /* Everything one run holds; owned by gf_train_run's frame. */
 typedef struct train_state {
@@ -52,9 +56,15 @@ typedef struct train_state {
   char ckpt_path[GF_TRAIN_PATH_MAX];
   int n_eval;                   /* SWD set size; 0 = no SWD */
   int n_fid;                    /* FID/KID set size; 0 = neither */
-  float *grid_z;                /* owned; [GRID_N, z_dim] */
+  float *grid_z;                /* owned; [grid_n, z_dim] */
+  int grid_n;                   /* images of a sample grid: GRID_N, or a
+                                   conditional run's classes (<=
+                                   GRID_COND_ROWS) x GF_TRAIN_GRID_SIDE */
+  int32_t *gen_labels;          /* owned; [batch] classes of a conditional
+                                   run's generated chunk (host) */
+  gf_tensor dlab;               /* owned; device [batch] the same (CUDA) */
   float *eval_z;                /* owned; [max(n_eval, n_fid), z_dim] */
-  float *gen;                   /* owned; [max(n_eval, n_fid, GRID_N), C, H,
+  float *gen;                   /* owned; [max(n_eval, n_fid, grid_n), C, H,
                                    W] */
   gf_ctx qctx;                  /* owned; the FID network's context */
   bool qctx_ok;
@@ -119,10 +129,13 @@ gf_status train_start_monitors(train_state *st, gf_err *err);
 gf_status train_alloc_eval(train_state *st, gf_err *err);
 /* The 8x8 grid of step k: PNG in the checkpoint dir, uploaded. */
 gf_status train_write_samples(train_state *st, int64_t k, gf_err *err);
-/* SWD of step k, logged; *avg its mean over levels. */
-/* G in inference mode on n latents zs into st->gen. */
-gf_status train_generate(train_state *st, const float *zs, int n,
+/* G (or its EMA, as --export-generator says) in inference mode on n
+ * latents zs into st->gen; a conditional run's image i is of class
+ * (i / cols) % classes (a grid's rows, or cols 1: an evaluation's classes
+ * in turn). */
+gf_status train_generate(train_state *st, const float *zs, int n, int cols,
                          gf_err *err);
+/* SWD of step k, logged; *avg its mean over levels. */
 gf_status train_evaluate(train_state *st, int64_t k, double *avg,
                          gf_err *err);
 /* Barrier, then rank 0 writes and uploads ckpt-k. */

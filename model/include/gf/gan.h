@@ -160,6 +160,13 @@ typedef struct gf_gan {
                            device (hp.augment; else NULL) */
   float *aug_host;      /* [max_batch, GF_AUG_NPARAMS] host memory (owned,
                            malloc) they are drawn into (hp.augment) */
+  int32_t *real_labels; /* class-conditional (cfg.num_classes > 0): the
+                           next D step's real labels [max_batch] and its
+                           fake batch's [max_batch], on the device (in the
+                           scratch arena); NULL otherwise */
+  int32_t *fake_labels;
+  int32_t *labels_host; /* [max_batch] host memory (owned, malloc) */
+  int64_t real_labels_n; /* labels given by gf_gan_set_labels; 0 none */
   float *host;          /* [max_batch + 1] host memory (owned, malloc) the
                            losses and logits of a device step are read
                            back into; NULL on the CPU */
@@ -240,6 +247,22 @@ gf_status gf_gan_digest(const gf_gan *gan, bool with_bn_stats,
 gf_status gf_gan_step(gf_gan *gan, gf_ctx *ctx, const gf_tensor *real,
                       const gf_tensor *z, uint64_t seed, int64_t step,
                       int64_t sample0, gf_gan_stats *stats, gf_err *err);
+
+/* Class-conditional GANs (cfg.num_classes > 0): the classes of the next D
+ * step's real batch, [n] GF_I32 in [0, num_classes) on the host or the
+ * ctx's device (copied: not borrowed). Each D step needs them for its
+ * batch (GF_ESTATE otherwise); its fake batch's classes are drawn
+ * uniformly per sample from (seed, GF_RNG_LABEL, step) at the word of its
+ * global sample index, int(w, K) = floor(w K / 2^32) (so any cut of the
+ * batch draws the same), and the G step uses them again. G and D are
+ * conditioned as gf_net_set_labels says. */
+gf_status gf_gan_set_labels(gf_gan *gan, gf_ctx *ctx, const gf_tensor *labels,
+                            gf_err *err);
+
+/* The classes drawn for samples sample0 .. sample0 + n - 1 of step: as a
+ * conditional D step draws its fake batch's (host memory). */
+void gf_gan_draw_labels(int32_t *out, int64_t n, int num_classes, uint64_t seed,
+                        int64_t step, int64_t sample0);
 
 /* The two halves of gf_gan_step, for schedules of several D updates per G
  * update (WGAN's and ParaGAN's n_critic): gf_gan_step is gf_gan_d_step then

@@ -41,6 +41,8 @@
 #define GF_BN_EPS 1e-5f      /* PyTorch BatchNorm defaults, both networks */
 #define GF_BN_MOMENTUM 0.1f
 #define GF_SN_EPS 1e-12f     /* torch.nn.utils.spectral_norm's eps */
+#define GF_COND_EMBED_DIM 128 /* G's shared class embedding (BigGAN's
+                                 shared_dim) */
 
 #define GF_NET_MAX_LAYERS 24 /* layers of the deepest network (dcgan-64 D) */
 #define GF_NET_MAX_TENSORS 40
@@ -67,6 +69,11 @@ typedef enum gf_param_kind {
   GF_PARAM_SN_U,         /* spectral norm's left vector [R] ("weight_u"),
                             in bn_stats, not trainable */
   GF_PARAM_SN_V,         /* its right vector [K] ("weight_v"), the same */
+  GF_PARAM_EMBED,        /* a class embedding [classes, dim]: G's shared
+                            one ("g.shared.weight"), D's projection
+                            ("d.embed.weight"); trainable */
+  GF_PARAM_CBN_GAIN_BIAS, /* a conditional BN's gain bias [C]: starts at 1
+                            (BigGAN's 1 + gain(y)) */
 } gf_param_kind;
 
 /* One named tensor of a network. Every gf_tensor here is a view into one of
@@ -112,6 +119,20 @@ typedef struct gf_net {
   gf_net_mode fwd_mode;
   float *dbuf[2];           /* backward ping-pong buffers in acts
                                (training only; NULL otherwise) */
+  /* Class conditioning (cfg.num_classes > 0; DESIGN: BigGAN's conditional
+   * batch norm with a shared embedding in G, Miyato & Koyama's projection
+   * in D). */
+  gf_tensor labels;         /* view of the caller's [n] GF_I32 labels of
+                               the next forward (gf_net_set_labels;
+                               borrowed until its backward) */
+  int p_embed;              /* tensor index of the class embedding; -1 */
+  float *cond_e;            /* G: [max_batch, GF_COND_EMBED_DIM] the shared
+                               embedding's rows; D: [max_batch, F] the
+                               projection's rows; in acts */
+  float *cond_dx, *cond_dg, *cond_db, *cond_de; /* backward scratch of
+                               conditioning, in acts (training only) */
+  bool cond_first;          /* the backward's first class-embedding
+                               gradient is yet to be written */
   float *sn_dw;             /* spectral norm: the gradient wrt a layer's
                                normalized weight, in acts (training with
                                spectral norm only) */
@@ -200,6 +221,21 @@ gf_status gf_net_r1(gf_net *net, gf_ctx *ctx, const gf_tensor *x,
                     float scale, uint64_t seed, int64_t step,
                     int64_t sample0, int pass, double *penalty,
                     gf_err *err);
+
+/* Class-conditional nets (cfg.num_classes > 0): the labels of the next
+ * forward, [n] GF_I32 in [0, num_classes) on the net's device (checked on
+ * the host, as gf_labels_check; a device's are not read back), borrowed:
+ * they must stay unchanged until that forward's backward. A conditional
+ * forward without labels of its batch size fails with GF_ESTATE.
+ *   G: every batch norm is conditional: BN without affine, then
+ *      y = xhat * gain[n, c] + bias[n, c], gain = e W_gain^T + b_gain
+ *      (b_gain starts at 1), bias = e W_bias^T + b_bias, e = the shared
+ *      embedding's row of the sample's class ("g.shared.weight"
+ *      [classes, GF_COND_EMBED_DIM]; "g.main.i.gain.weight", ...).
+ *   D: the logit gains <embed[y], h>, h the (flattened) input of D's
+ *      last layer ("d.embed.weight" [classes, numel(h)]). */
+gf_status gf_net_set_labels(gf_net *net, const gf_tensor *labels,
+                            gf_err *err);
 
 /* Looks a tensor up by state_dict name; NULL when absent. */
 gf_param *gf_net_find(gf_net *net, const char *name);

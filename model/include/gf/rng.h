@@ -34,6 +34,8 @@ typedef enum gf_rng_purpose {
   GF_RNG_SWD = 6,       /* SWD projections (trainer) */
   GF_RNG_SAMPLE = 7,    /* latent vectors of sample grids / serving */
   GF_RNG_AUGMENT = 8,   /* DiffAugment params (gf/augment.h); sub = pass */
+  GF_RNG_LABEL = 9,     /* the classes of a conditional step's fake batch;
+                           sub 0, one word per sample */
 } gf_rng_purpose;
 
 #define GF_RNG_SUB_MAX 0xFFFFFFu /* sub has 24 bits */

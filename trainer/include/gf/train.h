@@ -127,6 +127,8 @@ typedef struct gf_train_config {
                                          image double the dataset */
   double r1_gamma;                    /* --r1 GAMMA: the R1 penalty (0) */
   int r1_every;                       /* --r1-every N: lazy R1 (16) */
+  bool cond;                          /* --cond: class-conditional G and D,
+                                         on the data's labels */
   unsigned diffaug;                   /* --diffaug LIST: GF_AUG_* bits of
                                          DiffAugment's policies (0: none) */
   /* Data parallelism (DESIGN §4.6). */
