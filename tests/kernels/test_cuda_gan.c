@@ -10,7 +10,11 @@
  * ctx->deterministic end bit-identical. The same for the recipes of
  * issue 25: dcgan-28 with the hinge loss, a spectrally normalized D, an
  * EMA generator (its arenas compared too) and 2 D steps per G step, and
- * mlp with the WGAN loss and spectral norm. */
+ * mlp with the WGAN loss and spectral norm. And R1 with DiffAugment:
+ * dcgan-28 with spectral norm, the hinge loss, R1 (gamma 1, every step, on
+ * the augmented reals) and every DiffAugment policy (the params drawn on
+ * the host either way, the augmentation and G's gradient through it on
+ * the device); the R1 penalty and whether it was applied compared too. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -122,6 +126,11 @@ static void run(gf_ctx *cpu, gf_ctx *gpu, const gf_model_config *c, int n,
     near_rel(lab, sd.loss_g, sh.loss_g);
     near_rel(lab, sd.d_real, sh.d_real);
     near_rel(lab, sd.d_fake_after, sh.d_fake_after);
+    if (hp && hp->r1_gamma > 0.0) {
+      near_rel(lab, sd.r1, sh.r1);
+      CHECKF(sd.r1_done && sh.r1_done, "%s: R1 applied: cuda %d cpu %d", lab, sd.r1_done,
+             sh.r1_done);
+    }
     CHECKF(memcmp(&sd, &sd2, sizeof sd) == 0, "%s: deterministic stats differ", lab);
     cmp_net(lab, &d.g, &h.g, (int)step + 1);
     cmp_net(lab, &d.d, &h.d, (int)step + 1);
@@ -173,6 +182,17 @@ int main(void) {
   hp.loss = GF_GAN_LOSS_WGAN;
   hp.ema_decay = 0.0;
   run(&cpu, &gpu, &c, 16, &hp, 1, "mlp wgan+SN");
+  gf_model_config_default(&c, GF_ARCH_DCGAN);
+  c.image_height = c.image_width = 28;
+  c.image_channels = 1;
+  c.ngf = c.ndf = 32;
+  c.spectral_norm = 1;
+  gf_gan_hparams_default(&hp);
+  hp.loss = GF_GAN_LOSS_HINGE;
+  hp.r1_gamma = 1.0;
+  hp.r1_every = 1;
+  hp.augment = GF_AUG_ALL;
+  run(&cpu, &gpu, &c, 16, &hp, 1, "dcgan28 hinge+SN+R1+DiffAugment");
   gf_ctx_free(&gpu);
   gf_ctx_free(&cpu);
   return check_report();

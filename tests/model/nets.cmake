@@ -9,11 +9,14 @@ foreach(t nets gan_step)
   set_tests_properties(model_${t} PROPERTIES LABELS unit TIMEOUT 120)
 endforeach()
 
-# One GAN step of mlp, dcgan-28 and dcgan-64, and of three recipes (hinge +
+# One GAN step of mlp, dcgan-28 and dcgan-64, of three recipes (hinge +
 # spectral norm + EMA with 2 D steps per G step on dcgan-28, WGAN + spectral
-# norm on mlp, a ramped EMA on dcgan-28), against PyTorch's numbers;
+# norm on mlp, a ramped EMA on dcgan-28) and of four with R1 and DiffAugment
+# (hinge + spectral norm + R1 + every policy on dcgan-28, R1 every step,
+# lazily applied and lazily skipped; BCE + R1 + translation and cutout on
+# mlp), against PyTorch's numbers;
 # model_golden_fires perturbs one latent by 1e-3 and passes only when the
-# comparison then fails in each of the six cases.
+# comparison then fails in each of the ten cases.
 add_executable(test_golden ${CMAKE_CURRENT_LIST_DIR}/test_golden.c)
 target_link_libraries(test_golden PRIVATE gf_model)
 target_include_directories(test_golden PRIVATE ${GF_TEST_SUPPORT_DIR})

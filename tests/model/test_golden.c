@@ -16,9 +16,23 @@
  *   dcgan28_ema_ramp      BCE with a ramped EMA (decay 0.999, rampup
  *                         0.05): G update 1 has beta 0, so G_ema must equal
  *                         G bit for bit as well as match PyTorch
+ * and R1 with DiffAugment (metadata r1_gamma, r1_every, augment: the
+ * policy string; gf_gan_step, one D step):
+ *   dcgan28_hinge_sn_r1_aug      hinge, SN, R1 gamma 10 every step on the
+ *                                augmented reals, every DiffAugment policy
+ *   dcgan28_hinge_sn_r1lazy_aug  the same with r1_every 2 at an even step:
+ *                                R1 applied, weighted 2
+ *   dcgan28_hinge_sn_r1skip_aug  r1_every 2 at an odd step: not applied
+ *   mlp_r1_aug                   BCE, R1 gamma 10 (its forward with
+ *                                dropout pass 3's masks), translation and
+ *                                cutout
  * SN's u and v start from the formula vector of their tensor id,
- * normalized in double and rounded once (load_sn_start); G_ema from a
- * copy of G's arenas, as gf_gan_init_params leaves it.
+ * normalized in double and rounded once (load_sn_start), or, where the
+ * metadata has sn_start_iters, from the vectors the file stores (the
+ * formula vectors after that many power iterations in double: the raw
+ * ones give sigma far below W's top singular value, which R1's double
+ * backward amplifies); G_ema from a copy of G's arenas, as
+ * gf_gan_init_params leaves it.
  *
  * Tolerances (f32 throughout; the two sides sum in different orders:
  * oneDNN's blocked GEMM/convolutions and its batch-norm reductions versus
@@ -52,6 +66,13 @@
  *                         both sides), plus lerp's rounding (t_G: PyTorch's
  *                         G entry); EMA BN stats as BN stats
  *   EMA with beta 0       G_ema's arenas equal G's byte for byte
+ *   R1 penalty (gf_gan_stats.r1)
+ *                         as losses (measured worst |d| / tol 0.008)
+ *   R1 applied (r1_done)  exactly
+ *   augment params        bit for bit: gf_augment_draw's rows for each
+ *                         augmentation of the step against the script's
+ *                         numpy re-implementation of the draw (the same
+ *                         rows its PyTorch step applied)
  *   zero gradients        a gradient that is 0 in exact arithmetic (mlp G's
  *                         linear biases, followed by batch norm, which
  *                         removes any constant shift; under WGAN, D's last
@@ -71,6 +92,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "gf/augment.h"
 #include "gf/gan.h"
 #include "gf/safetensors.h"
 
@@ -126,6 +148,11 @@ static void load_sn_start(gf_net *net, uint32_t tid_base) {
   }
 }
 
+/* Spectral norm's u and v as the file stores them (sn_start.<name>: the
+ * formula vectors after power iterations in double, metadata
+ * sn_start_iters), written through gf_net_find. */
+static void load_sn_stored(gf_net *net, const gf_st_file *f);
+
 /* G_ema = G: gf_gan_init_params copies the arenas so; this test loads the
  * formula instead of calling it. */
 static void copy_arena_host(gf_arena *dst, const gf_arena *src) {
@@ -144,6 +171,44 @@ static const gf_st_tensor *need(const gf_st_file *f, const char *name, gf_st_dty
 }
 
 static void copy_f32(const gf_st_tensor *t, float *out) { memcpy(out, t->data, t->nbytes); }
+
+static void load_sn_stored(gf_net *net, const gf_st_file *f) {
+  char key[160];
+  int loaded = 0;
+  for (int t = 0; t < net->n_tensors; t++) {
+    const gf_param *p = &net->tensors[t];
+    if (p->kind != GF_PARAM_SN_U && p->kind != GF_PARAM_SN_V) continue;
+    gf_param *q = gf_net_find(net, p->name);
+    REQUIRE(q == p);
+    snprintf(key, sizeof key, "sn_start.%s", q->name);
+    copy_f32(need(f, key, GF_ST_F32, (size_t)gf_tensor_numel(&q->value)), q->value.data);
+    loaded++;
+  }
+  REQUIRE(loaded > 0);
+}
+
+/* DiffAugment's policy string ("color,translation,cutout" or a part) as
+ * GF_AUG_* bits; an unknown name stops the test. */
+static unsigned policy_bits(const char *s) {
+  static const struct {
+    const char *name;
+    unsigned bit;
+  } k[] = {{"color", GF_AUG_COLOR}, {"translation", GF_AUG_TRANSLATION}, {"cutout", GF_AUG_CUTOUT}};
+  unsigned bits = 0;
+  while (s && *s) {
+    size_t len = strcspn(s, ",");
+    unsigned b = 0;
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+      if (strlen(k[i].name) == len && strncmp(s, k[i].name, len) == 0) b = k[i].bit;
+    if (!b) {
+      fprintf(stderr, "golden file: unknown augment policy in '%s'\n", s);
+      exit(1);
+    }
+    bits |= b;
+    s += len + (s[len] == ',');
+  }
+  return bits;
+}
 
 static double f64_at(const gf_st_tensor *t, size_t i) {
   double v;
@@ -181,7 +246,7 @@ typedef struct worst {
 
 static void cmp(worst *w, const char *where, size_t i, double c, double t, double tol) {
   double d = fabs(c - t);
-  double r = d / tol;
+  double r = tol > 0 ? d / tol : (d == 0 ? 0 : INFINITY); /* tol 0: bit for bit */
   w->n++;
   if (!(r <= w->ratio) || w->n == 1) { /* NaN counts as worst */
     w->ratio = isnan(r) ? INFINITY : r;
@@ -199,7 +264,8 @@ static size_t sample_idx(size_t i, size_t n) { return (size_t)(((uint64_t)i * n)
 
 /* The quantities compared, each with its worst |d| / tol. */
 typedef struct golden_worst {
-  worst loss, fake, gs, gl2, gsum, after, bn, zero, sn, sigma, ema, ema_bn, ema_eq;
+  worst loss, fake, gs, gl2, gsum, after, bn, zero, sn, sigma, ema, ema_bn, ema_eq, r1, r1_done,
+      aug;
 } golden_worst;
 
 static void cmp_stats(golden_worst *w, const gf_st_file *f, int K, const gf_gan_stats *sd,
@@ -219,6 +285,40 @@ static void cmp_stats(golden_worst *w, const gf_st_file *f, int K, const gf_gan_
     for (size_t i = 0; i < 4; i++) {
       double t = f64_at(td, (size_t)j * 4 + i);
       cmp(&w->loss, "stats_d", (size_t)j * 4 + i, dm[i], t, 2e-6 + 2e-5 * fabs(t));
+    }
+  }
+}
+
+/* The R1 half of each D step's stats (stats_r1 [K, 2]: P, applied; the
+ * recipes with r1_gamma): P as the losses, applied exactly. */
+static void cmp_r1(golden_worst *w, const gf_st_file *f, int K, const gf_gan_stats *sd,
+                   const gf_gan_stats *s) {
+  const gf_st_tensor *t = need(f, "stats_r1", GF_ST_F64, (size_t)K * 2);
+  for (int j = 0; j < K; j++) {
+    const gf_gan_stats *sj = K == 1 ? s : &sd[j];
+    double tp = f64_at(t, (size_t)j * 2), td = f64_at(t, (size_t)j * 2 + 1);
+    cmp(&w->r1, "stats_r1", (size_t)j * 2, sj->r1, tp, 2e-6 + 2e-5 * fabs(tp));
+    cmp(&w->r1_done, "stats_r1", (size_t)j * 2 + 1, sj->r1_done ? 1.0 : 0.0, td, 0.5);
+  }
+}
+
+/* The params gf_augment_draw draws for each augmentation of the step
+ * against the script's numpy re-implementation (aug.params [2K + 1, n,
+ * 7]: D step j's real (pass 0) and fake (pass 1) batches, key K step + j,
+ * then G's step, pass 2): bit for bit. */
+static void cmp_aug(golden_worst *w, const gf_st_file *f, int K, int n, int H, int W,
+                    unsigned policy, uint64_t seed, int64_t step) {
+  const gf_st_tensor *t =
+      need(f, "aug.params", GF_ST_F32, (size_t)(2 * K + 1) * n * GF_AUG_NPARAMS);
+  float mine[64 * GF_AUG_NPARAMS];
+  REQUIRE(n <= 64);
+  gf_err err = {0};
+  for (int r = 0; r < 2 * K + 1; r++) {
+    int j = r < 2 * K ? r / 2 : K - 1, pass = r < 2 * K ? r % 2 : 2;
+    REQUIRE(gf_augment_draw(mine, n, H, W, policy, seed, K * step + j, pass, 0, &err) == GF_OK);
+    for (size_t i = 0; i < (size_t)n * GF_AUG_NPARAMS; i++) {
+      size_t at = (size_t)r * n * GF_AUG_NPARAMS + i;
+      cmp(&w->aug, "aug.params", at, mine[i], f32_at(t, at), 0.0);
     }
   }
 }
@@ -375,6 +475,9 @@ static void run_case(gf_ctx *ctx, const char *path, int perturb) {
   if (loss) REQUIRE(gf_gan_loss_parse(loss, &hp.loss, &err) == GF_OK);
   hp.ema_decay = meta_double_or(&f, "ema_decay", 0.0);
   hp.ema_rampup = meta_double_or(&f, "ema_rampup", hp.ema_rampup);
+  hp.r1_gamma = meta_double_or(&f, "r1_gamma", 0.0);
+  hp.r1_every = meta_int_or(&f, "r1_every", hp.r1_every);
+  hp.augment = policy_bits(gf_st_meta_get(&f, "augment"));
 
   gf_gan gan;
   st = gf_gan_init(&gan, ctx, &c, &hp, n, &err);
@@ -382,7 +485,8 @@ static void run_case(gf_ctx *ctx, const char *path, int perturb) {
   REQUIRE(st == GF_OK);
   load_formula(&gan.g, 0);
   load_formula(&gan.d, 64);
-  load_sn_start(&gan.d, 64);
+  if (meta_int_or(&f, "sn_start_iters", 0) > 0) load_sn_stored(&gan.d, &f);
+  else load_sn_start(&gan.d, 64);
   bool has_ema = gan.g_ema.layers != NULL;
   REQUIRE(has_ema == (hp.ema_decay > 0.0));
   if (has_ema) {
@@ -426,8 +530,12 @@ static void run_case(gf_ctx *ctx, const char *path, int perturb) {
                     {"grad L2", 0, "", 0},      {"grad sum", 0, "", 0}, {"after Adam", 0, "", 0},
                     {"bn stats", 0, "", 0},     {"zero grad L2", 0, "", 0},
                     {"SN u, v", 0, "", 0},      {"SN sigma", 0, "", 0}, {"EMA param", 0, "", 0},
-                    {"EMA bn stats", 0, "", 0}, {"EMA == G", 0, "", 0}};
+                    {"EMA bn stats", 0, "", 0}, {"EMA == G", 0, "", 0}, {"R1 penalty", 0, "", 0},
+                    {"R1 applied", 0, "", 0},   {"aug params", 0, "", 0}};
   cmp_stats(&w, &f, K, sd, &s);
+  if (hp.r1_gamma > 0.0) cmp_r1(&w, &f, K, sd, &s);
+  if (hp.augment)
+    cmp_aug(&w, &f, K, n, c.image_height, c.image_width, hp.augment, seed, step);
 
   gf_tensor fake;
   REQUIRE(gf_net_output(&gan.g, &fake, &err) == GF_OK);
@@ -447,11 +555,17 @@ static void run_case(gf_ctx *ctx, const char *path, int perturb) {
     cmp(&w.ema_eq, "differing bytes", 0, (double)(dp + db), 0, 0.5);
   }
 
-  worst *all[] = {&w.loss, &w.fake, &w.gs,  &w.gl2,   &w.gsum, &w.after, &w.bn,
-                  &w.zero, &w.sn,   &w.sigma, &w.ema, &w.ema_bn, &w.ema_eq};
-  fprintf(stderr, "%s: loss_d %.6f loss_g %.6f (loss %s, %d D step%s, SN %d, EMA beta %g)\n", path,
+  worst *all[] = {&w.loss, &w.fake,   &w.gs,    &w.gl2, &w.gsum,   &w.after,
+                  &w.bn,   &w.zero,   &w.sn,    &w.sigma, &w.ema,  &w.ema_bn,
+                  &w.ema_eq, &w.r1,   &w.r1_done, &w.aug};
+  fprintf(stderr, "%s: loss_d %.6f loss_g %.6f (loss %s, %d D step%s, SN %d, EMA beta %g", path,
           s.loss_d, s.loss_g, gf_gan_loss_name(hp.loss), K, K > 1 ? "s" : "", c.spectral_norm,
           beta);
+  if (hp.r1_gamma > 0.0)
+    fprintf(stderr, ", R1 gamma %g every %d: %s", hp.r1_gamma, hp.r1_every,
+            s.r1_done ? "applied" : "not applied");
+  if (hp.augment) fprintf(stderr, ", DiffAugment 0x%x", hp.augment);
+  fprintf(stderr, ")\n");
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     if (all[i]->n)
       fprintf(stderr, "  %-12s worst |d|/tol %.3g at %s\n", all[i]->what, all[i]->ratio,
@@ -472,8 +586,16 @@ int main(int argc, char **argv) {
   gf_err err = {0};
   gf_ctx_config cc = {GF_BACKEND_CPU, 2, 0, GF_CPU_LAYOUT_AUTO};
   REQUIRE(gf_ctx_init(&ctx, &cc, &err) == GF_OK);
-  const char *cases[] = {"mlp",         "dcgan28",         "dcgan64", "dcgan28_hinge_sn_ema",
-                         "mlp_wgan_sn", "dcgan28_ema_ramp"};
+  const char *cases[] = {"mlp",
+                         "dcgan28",
+                         "dcgan64",
+                         "dcgan28_hinge_sn_ema",
+                         "mlp_wgan_sn",
+                         "dcgan28_ema_ramp",
+                         "dcgan28_hinge_sn_r1_aug",
+                         "dcgan28_hinge_sn_r1lazy_aug",
+                         "dcgan28_hinge_sn_r1skip_aug",
+                         "mlp_r1_aug"};
   enum { N_CASES = sizeof cases / sizeof cases[0] };
   int missed[N_CASES]; /* checks that failed in each case */
   char path[4096];

@@ -41,7 +41,28 @@ the header's metadata differently from run to run) add
   d_steps       K D steps (gf_gan_d_step, step key K * step + j, its own
                 real batch and latents) per G step (gf_gan_g_step on the
                 last D step's fake, its step key)
-  real_scale    real batches uniform(-s, s) rather than (-1, 1) (K > 1)
+  real_scale    real batches uniform(-s, s) rather than (-1, 1)
+  r1_gamma, r1_every   the lazy R1 penalty (gf_gan_hparams): in a D step
+                whose key is a multiple of r1_every, after D's backward on
+                the real batch and before the fake pass, gamma / 2 *
+                r1_every * P is added to D's loss, P = mean_i
+                ||grad_x D(x_i)||^2 on the batch D saw (the augmented one),
+                by double backprop (create_graph=True; make_r1_golden.py),
+                dropout masks of pass 3
+  augment       DiffAugment's policy ("color,translation,cutout" or a
+                part): every batch D sees is augmented with the params
+                gf_augment_draw draws (re-implemented below: Philox words
+                of (seed, GF_RNG_AUGMENT, step key, pass), 8 per sample) -
+                the real batch pass 0, the detached fake pass 1, G's step
+                pass 2, G's gradient flowing back through the augmentation
+                (the official DiffAugment_pytorch.py with its draws
+                replaced by params: tests/kernels/golden/
+                make_augment_golden.py)
+  sn_start_iters spectral norm's u and v start from their formula vector
+                after this many power iterations in double (rounded once
+                to f32, as make_r1_golden.py's converge_sn), stored: the
+                formula vectors give sigma far below W's top singular value
+                (even negative), which R1's double backward amplifies
 and write, besides the above (input.real / input.z then [K, n, ...];
 stats' D half from the last D step; D's gradients those of the last D step)
   stats_d                          [K, 4] per D step [loss_d_real,
@@ -50,6 +71,13 @@ stats' D half from the last D step; D's gradients those of the last D step)
   sigma.<d.main.N>                 u . (W v) from the final u, W, v (F64)
   ema.<name>                       G_ema: a sample of each parameter, BN
                                    statistics in full
+  stats_r1                         [K, 2] per D step [P, applied] (F64;
+                                   with r1_gamma; P 0 where not applied)
+  aug.params                       [2K + 1, n, 7] the augmentation params
+                                   (f32): D step j's real and fake
+                                   batches, then G's step (with augment)
+  sn_start.<name>                  u and v at the start (with
+                                   sn_start_iters; the C side loads them)
 
 Run: /work/torchvenv/bin/python make_golden.py [OUTDIR [CASE...]]
 (default: here, every case)
@@ -65,6 +93,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from safetensors.numpy import save_file
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "kernels", "golden"))
+from make_augment_golden import DiffAugment  # noqa: E402
 
 M32 = np.uint64(0xFFFFFFFF)
 
@@ -139,6 +170,57 @@ def stream_uniform(seed, purpose, step, rank, sub, n):
     out = philox([block & M32, block >> np.uint64(32), np.full(n, hi0, np.uint64), np.full(n, hi1, np.uint64)], key)
     words = np.choose(lane, out)
     return (words >> np.uint64(8)).astype(np.float32) * np.float32(2.0**-24)
+
+
+GF_RNG_AUGMENT = 8
+GF_AUG_WORDS = 8  # Philox words per sample (gf/augment.h)
+AUG_BITS = {"color": 1, "translation": 2, "cutout": 4}  # GF_AUG_*
+
+
+def stream_words(seed, purpose, step, sub, offset, n):
+    """Words offset .. offset + n - 1 of gf_rng_stream(seed, purpose, step,
+    sub) (gf/philox.h: word w is lane w % 4 of the block for counter
+    {w / 4 low, high, ctr_hi}), as uint64 holding 32-bit values."""
+    key = (seed & 0xFFFFFFFF, seed >> 32)
+    hi0 = (purpose & 0xFF) | ((sub & 0xFFFFFF) << 8)
+    hi1 = step & 0xFFFFFFFF
+    w = np.arange(n, dtype=np.uint64) + np.uint64(offset)
+    block = w >> np.uint64(2)
+    lane = (w & np.uint64(3)).astype(np.int64)
+    out = philox([block & M32, block >> np.uint64(32), np.full(n, hi0, np.uint64), np.full(n, hi1, np.uint64)], key)
+    return np.choose(lane, out)
+
+
+def policy_bits(policy):
+    return sum(AUG_BITS[p] for p in policy.split(",")) if policy else 0
+
+
+def aug_draw(n, H, W, policy, seed, step, pas, sample0=0):
+    """gf_augment_draw: params [n, 7] of global samples sample0 .. sample0 +
+    n - 1 (sample g owns words g * 8 .. g * 8 + 7, word k for column k);
+    u = (w >> 8) 2^-24 and int(w, m) = floor(w m / 2^32), f32 arithmetic."""
+    bits = policy_bits(policy)
+    w = stream_words(seed, GF_RNG_AUGMENT, step, pas, sample0 * GF_AUG_WORDS, n * GF_AUG_WORDS).reshape(n, 8)
+    u = (w >> np.uint64(8)).astype(np.float32) * np.float32(2.0**-24)
+
+    def below(col, m):
+        return ((w[:, col] * np.uint64(m)) >> np.uint64(32)).astype(np.int64)
+
+    shx, shy = (H + 4) // 8, (W + 4) // 8
+    s0, s1 = (H + 1) // 2, (W + 1) // 2
+    p = np.zeros((n, 7), np.float32)
+    p[:, 1] = p[:, 2] = 1.0
+    if bits & 1:
+        p[:, 0] = u[:, 0] - np.float32(0.5)
+        p[:, 1] = u[:, 1] * np.float32(2.0)
+        p[:, 2] = u[:, 2] + np.float32(0.5)
+    if bits & 2:
+        p[:, 3] = below(3, 2 * shx + 1) - shx
+        p[:, 4] = below(4, 2 * shy + 1) - shy
+    if bits & 4:
+        p[:, 5] = below(5, H + 1 - s0 % 2)
+        p[:, 6] = below(6, W + 1 - s1 % 2)
+    return p
 
 
 # ---- the networks (model/src/net_mlp.c, net_dcgan.c) --------------------------------
@@ -283,6 +365,42 @@ def load_formula(net, tid_base):
                 t += 1
 
 
+def converge_sn(d, iters):
+    """u and v of every SN layer of d: `iters` power iterations in double
+    from their current (formula) values, rounded once to f32 (make_r1_golden.py's
+    converge_sn). Returns {"sn_start.d.main.N.weight_u": f32 array, ...}."""
+    out = {}
+    with torch.no_grad():
+        for i, m in enumerate(d.main):
+            if not isinstance(m, SNLayer):
+                continue
+            w = m.matrix().numpy().astype(np.float64)
+            u = m.weight_u.numpy().astype(np.float64)
+            for _ in range(iters):
+                v = w.T @ u
+                v /= max(np.linalg.norm(v), 1e-12)
+                u = w @ v
+                u /= max(np.linalg.norm(u), 1e-12)
+            m.weight_u.copy_(torch.from_numpy(u.astype(np.float32)))
+            m.weight_v.copy_(torch.from_numpy(v.astype(np.float32)))
+            out["sn_start.d.main.%d.weight_u" % i] = m.weight_u.numpy().copy()
+            out["sn_start.d.main.%d.weight_v" % i] = m.weight_v.numpy().copy()
+    return out
+
+
+def r1_penalty(d, x, scale):
+    """R1 on the batch x (gf_net_r1): P = mean_i ||grad_x D(x_i)||^2 with
+    create_graph=True, then scale * P backpropagated INTO D's .grad (added).
+    Returns P."""
+    n = x.shape[0]
+    x = x.detach().requires_grad_(True)
+    out = d(x)
+    (g,) = torch.autograd.grad(out.sum(), x, create_graph=True)
+    pen = g.pow(2).reshape(n, -1).sum(1).mean()
+    (scale * pen).backward()
+    return pen.item()
+
+
 def set_masks(d, cfg, seed, step, pas, n):
     for i, module in enumerate(d.main):
         if isinstance(module, MaskDropout):
@@ -345,8 +463,22 @@ def run_case(name, cfg, outdir):
     load_formula(d, 64)
     g_ema = copy.deepcopy(g) if cfg.get("ema_decay", 0.0) > 0.0 else None  # a copy of G
     sn_layers = [(i, m) for i, m in enumerate(d.main) if isinstance(m, SNLayer)]
+    sn_start = converge_sn(d, cfg["sn_start_iters"]) if cfg.get("sn_start_iters", 0) else {}
+    policy, r1_gamma, r1_every = cfg.get("augment", ""), cfg.get("r1_gamma", 0.0), cfg.get("r1_every", 16)
+    H, W = cfg["size"], cfg["size"]
+    aug_params = []  # the params of each augmentation, in the order of the step
+
+    def augment(x, key, pas):
+        if not policy:
+            return x
+        prm = aug_draw(n, H, W, policy, seed, key, pas)
+        aug_params.append(prm)
+        return DiffAugment(x, torch.from_numpy(prm), policy)
+
+    stats_r1 = []
+    r1_share = []  # per D tensor: |R1's gradient| / |the loss's|, printed
     rshape, zshape = (n, cfg["channels"], cfg["size"], cfg["size"]), (n, cfg["z_dim"])
-    if K == 1:  # the plain cases' draws, unchanged
+    if K == 1 and "real_scale" not in cfg:  # the plain cases' draws, unchanged
         real = rng.uniform(-1, 1, size=rshape).astype(np.float32)
         z = rng.standard_normal(zshape).astype(np.float32)
         reals, zs = real[None], z[None]
@@ -370,13 +502,23 @@ def run_case(name, cfg, outdir):
         fake = g(z_t)
         d.zero_grad()
         set_masks(d, cfg, seed, key, 0, n)
-        out = d(real_t)
+        real_a = augment(real_t, key, 0)
+        out = d(real_a)
         loss_dr, d_real = d_loss(kind, out, True)
         loss_dr.backward()
         margin = min(margin, (1 - out).abs().min().item())
         inactive += int((1 - out <= 0).sum())
+        if r1_gamma > 0:  # lazy R1 on the batch D saw, weighted by r1_every
+            if key % r1_every == 0:
+                set_masks(d, cfg, seed, key, 3, n)
+                before = {pn: p.grad.clone() for pn, p in d.named_parameters()}
+                stats_r1.append([r1_penalty(d, real_a, float(np.float32(r1_gamma / 2.0 * r1_every))), 1.0])
+                r1_share[:] = ["%s %.3g" % (pn, float((p.grad - before[pn]).norm() / before[pn].norm()))
+                               for pn, p in d.named_parameters()]
+            else:
+                stats_r1.append([0.0, 0.0])
         set_masks(d, cfg, seed, key, 1, n)
-        out = d(fake.detach())
+        out = d(augment(fake.detach(), key, 1))
         loss_df, d_fake = d_loss(kind, out, False)
         loss_df.backward()
         margin = min(margin, (1 + out).abs().min().item())
@@ -390,7 +532,7 @@ def run_case(name, cfg, outdir):
         m.power_iteration()
     g.zero_grad()
     set_masks(d, cfg, seed, key, 2, n)
-    out = d(fake)
+    out = d(augment(fake, key, 2))
     loss_g, d_fake2 = g_loss(kind, out)
     loss_g.backward()
     opt_g.step()
@@ -413,6 +555,12 @@ def run_case(name, cfg, outdir):
             "stats": np.array([loss_dr.item(), loss_df.item(), loss_g.item(), d_real, d_fake, d_fake2], np.float64)}
     if K > 1:
         data["stats_d"] = np.array(stats_d, np.float64)
+    if r1_gamma > 0:
+        data["stats_r1"] = np.array(stats_r1, np.float64)
+        print("%s: R1 %s; |R1 grad| / |loss grad|: %s" % (name, stats_r1, ", ".join(r1_share)))
+    if policy:
+        data["aug.params"] = np.stack(aug_params).astype(np.float32)
+    data.update(sn_start)
     for key, grad in t.items():
         pname = key[len("grad."):]
         data["grad." + pname] = sample(grad)
@@ -443,6 +591,7 @@ def run_case(name, cfg, outdir):
     print("%s: %d tensors, %d bytes; losses %s" % (path, len(data), os.path.getsize(path), data["stats"]))
 
 
+REAL_SCALE = 16.0
 CASES = {
     "mlp": dict(arch="mlp", size=28, channels=1, z_dim=50, ngf=1, ndf=1, batch=8, seed=1234, step=7),
     "dcgan28": dict(arch="dcgan", size=28, channels=1, z_dim=16, ngf=8, ndf=8, batch=4, seed=99, step=3),
@@ -460,6 +609,27 @@ CASES = {
                         loss="wgan", spectral_norm=1, d_steps=2),
     "dcgan28_ema_ramp": dict(arch="dcgan", size=28, channels=1, z_dim=16, ngf=8, ndf=8, batch=4, seed=11, step=2,
                              ema_decay=0.999, ema_rampup=0.05),
+    # R1 and DiffAugment, one D step: SNGAN's D (hinge, SN from converged
+    # u, v) with R1 on the augmented reals and every policy: r1_every 1;
+    # r1_every 2 at an even step key (applied, weighted 2); at an odd one
+    # (not applied). Reals uniform(-16, 16) as in the hinge recipe, so that
+    # some real logits pass the hinge. mlp: BCE, R1, a policy subset
+    # (translation and cutout: the colour columns drawn neutral), dropout
+    # masks of passes 0-3. gamma 10 (StyleGAN2's FFHQ value) makes R1's
+    # part of D's gradient 2-24 % (printed), so a 1 % error in it shows.
+    "dcgan28_hinge_sn_r1_aug": dict(arch="dcgan", size=28, channels=1, z_dim=16, ngf=8, ndf=8, batch=4, seed=31,
+                                    step=3, loss="hinge", spectral_norm=1, sn_start_iters=20, r1_gamma=10.0,
+                                    r1_every=1, augment="color,translation,cutout", real_scale=REAL_SCALE),
+    "dcgan28_hinge_sn_r1lazy_aug": dict(arch="dcgan", size=28, channels=1, z_dim=16, ngf=8, ndf=8, batch=4,
+                                        seed=32, step=4, loss="hinge", spectral_norm=1, sn_start_iters=20,
+                                        r1_gamma=10.0, r1_every=2, augment="color,translation,cutout",
+                                        real_scale=REAL_SCALE),
+    "dcgan28_hinge_sn_r1skip_aug": dict(arch="dcgan", size=28, channels=1, z_dim=16, ngf=8, ndf=8, batch=4,
+                                        seed=33, step=5, loss="hinge", spectral_norm=1, sn_start_iters=20,
+                                        r1_gamma=10.0, r1_every=2, augment="color,translation,cutout",
+                                        real_scale=REAL_SCALE),
+    "mlp_r1_aug": dict(arch="mlp", size=28, channels=1, z_dim=50, ngf=1, ndf=1, batch=8, seed=2468, step=9,
+                       r1_gamma=10.0, r1_every=1, augment="translation,cutout"),
 }
 
 if __name__ == "__main__":
