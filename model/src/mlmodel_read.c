@@ -1,6 +1,6 @@
 /* mlmodel_read.c - parses MLmodel (through yaml_tree.h) and verifies the
  * model directory it describes; see gf/mlmodel.h. The signature's JSON is
- * mlmodel_signature.c's. */
+ * mlmodel_signature.c's, the class names mlmodel_classes.c's. */
 #include "gf/mlmodel.h"
 
 #include <errno.h>
@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "gf/fs.h"
+#include "mlmodel_classes.h"
 #include "mlmodel_signature.h"
 #include "model_config_internal.h"
 #include "yaml_tree.h"
@@ -35,6 +36,8 @@ void gf_mlmodel_free(gf_mlmodel *m) {
   free(m->sig_outputs);
   for (size_t i = 0; i < m->n_files; i++) free(m->files[i].name);
   free(m->files);
+  for (int i = 0; i < m->n_class_names; i++) free(m->class_names[i]);
+  free(m->class_names);
   free(m->dir);
   free(m->generator_path);
   free(m->config_path);
@@ -182,6 +185,8 @@ static gf_status parse_tree(const gf_ynode *root, gf_mlmodel *m, gf_err *err) {
     return gf_fail(err, GF_EFORMAT, "MLmodel: flavors.%s.ganflow_version is missing",
                    GF_MLMODEL_FLAVOR);
   if ((st = parse_config(gf_ynode_get(gan, "config"), &m->config, err)) != GF_OK) return st;
+  if ((st = gf_mlmodel_parse_class_names(gf_ynode_get(gan, "config"), m, err)) != GF_OK)
+    return st;
   if ((st = gf_mlmodel_parse_signature(root, m, err)) != GF_OK) return st;
   if ((st = parse_pyfunc(gf_ynode_get(flavors, "python_function"), m, err)) != GF_OK) return st;
   return parse_files(gf_ynode_get(gan, "files"), m, err);
@@ -261,6 +266,7 @@ static gf_status verify_files(gf_mlmodel *m, gf_err *err) {
       if (st == GF_OK) st = gf_model_config_from_json(text, len, &c, err);
       if (st == GF_OK && !gf_model_config_equal(&c, &m->config))
         st = gf_fail(err, GF_EFORMAT, "MLmodel: %s differs from the flavor config", path);
+      if (st == GF_OK) st = gf_mlmodel_check_json_class_names(text, len, m, path, err);
       free(text);
     } else {
       st = gf_sha256_file(path, got, err);

@@ -15,10 +15,12 @@
 #include <yaml.h>
 
 #include "gf/atomic_file.h"
+#include "gf/class_name.h"
 #include "gf/fs.h"
 #include "gf/strbuf.h"
 #include "gf/text.h"
 #include "gf/uuid.h"
+#include "mlmodel_classes.h"
 #include "mlmodel_pyfunc.h"
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -97,6 +99,15 @@ static void map_end(emit *e) {
   emit_event(e, &ev, yaml_mapping_end_event_initialize(&ev));
 }
 
+/* A block sequence of strings (flavors.ganflow.config.class_names). */
+static void str_seq(emit *e, const char *const *v, int n) {
+  yaml_event_t ev;
+  emit_event(e, &ev, yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1,
+                                                          YAML_BLOCK_SEQUENCE_STYLE));
+  for (int i = 0; i < n; i++) scalar(e, v[i], 0);
+  emit_event(e, &ev, yaml_sequence_end_event_initialize(&ev));
+}
+
 /* A scalar in YAML's single-quoted style, as PyYAML writes MLflow's JSON
  * signature strings. */
 static void scalar_quoted(emit *e, const char *s) {
@@ -157,7 +168,7 @@ static gf_status mlmodel_yaml(const gf_model_config *c, const gf_mlmodel_info *i
    * strings. Inputs: columns, each row a seed or a latent z (both
    * optional; see gf/mlmodel.h). Output: the generator's float32 images in
    * [-1, 1], NCHW, as V2 infer and /invocations answer them. */
-  const char *sig_in = GF_MLMODEL_SIG_INPUTS;
+  const char *sig_in = c->num_classes > 0 ? GF_MLMODEL_SIG_INPUTS_COND : GF_MLMODEL_SIG_INPUTS;
   char sig_out[200];
   GF_TRY(gf_format(sig_out, sizeof sig_out, err, "MLmodel output signature",
                    "[{\"name\": \"image\", \"type\": \"tensor\", \"tensor-spec\": "
@@ -183,6 +194,10 @@ static gf_status mlmodel_yaml(const gf_model_config *c, const gf_mlmodel_info *i
   scalar(&e, "config", 0);
   map_start(&e);
   kv_str(&e, "architecture", gf_arch_name(c->architecture));
+  if (info->class_names) {
+    scalar(&e, "class_names", 0);
+    str_seq(&e, info->class_names, c->num_classes);
+  }
   kv_int(&e, "format_version", c->format_version);
   kv_int(&e, "image_channels", c->image_channels);
   kv_int(&e, "image_height", c->image_height);
@@ -264,6 +279,16 @@ gf_status gf_mlmodel_write(const char *dir, const gf_model_config *cfg,
                    "non-empty printable UTF-8");
   gf_status st = gf_model_config_validate(cfg, err);
   if (st != GF_OK) return st;
+  if (info->class_names) {
+    if (cfg->num_classes <= 0)
+      return gf_fail(err, GF_EINVAL, "MLmodel: class_names for a model that is not "
+                                     "class-conditional (num_classes 0)");
+    if (cfg->num_classes > GF_MLMODEL_MAX_CLASS_NAMES)
+      return gf_fail(err, GF_EINVAL, "MLmodel: %d class names (at most %d)", cfg->num_classes,
+                     GF_MLMODEL_MAX_CLASS_NAMES);
+    if ((st = gf_class_names_check(info->class_names, cfg->num_classes, err)) != GF_OK)
+      return st;
+  }
   if ((st = gf_mlmodel_mkdir(dir, err)) != GF_OK) return st;
   char *gen_path = gf_path_join_alloc(dir, GF_MLMODEL_GENERATOR);
   char *ml_path = gf_path_join_alloc(dir, GF_MLMODEL_FILE);
@@ -279,7 +304,11 @@ gf_status gf_mlmodel_write(const char *dir, const gf_model_config *cfg,
   if ((st = gf_st_write_file(gen_path, tensors, n, meta, n_meta, GF_ST_DATA_SHA256, err)) != GF_OK)
     goto done;
   if ((st = gf_sha256_file(gen_path, gen_sha, err)) != GF_OK) goto done;
-  if ((st = gf_model_config_to_json(cfg, &cfg_json, err)) != GF_OK) goto done;
+  /* Without names exactly gf_model_config_to_json's text (as before). */
+  st = info->class_names ? gf_mlmodel_config_json_with_names(cfg, info->class_names,
+                                                             cfg->num_classes, &cfg_json, err)
+                         : gf_model_config_to_json(cfg, &cfg_json, err);
+  if (st != GF_OK) goto done;
   if ((st = gf_mlmodel_put(dir, GF_MLMODEL_CONFIG, cfg_json, strlen(cfg_json), cfg_sha, err)) !=
       GF_OK)
     goto done;

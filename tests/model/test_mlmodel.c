@@ -24,7 +24,8 @@ static void write_model(const char *dir, char uuid[33]) {
   gf_model_config_default(&c, GF_ARCH_DCGAN);
   gf_st_tensor_desc t[] = {{"G.fc.weight", GF_ST_F32, 2, s23, g_w},
                            {"G.bn0.running_mean", GF_ST_F32, 1, s2, g_mean}};
-  gf_mlmodel_info info = {"model", "0123456789abcdef0123456789abcdef", "2.17.0", "0.1.0"};
+  gf_mlmodel_info info = {"model", "0123456789abcdef0123456789abcdef", "2.17.0", "0.1.0",
+                          NULL};
   gf_err err = {GF_OK, ""};
   CHECKF(gf_mlmodel_write(dir, &c, t, 2, NULL, 0, &info, uuid, &err) == GF_OK, "%s", err.msg);
 }
@@ -342,7 +343,7 @@ static void test_writer_rejects(const char *dir) {
   gf_model_config c;
   gf_model_config_default(&c, GF_ARCH_DCGAN);
   gf_st_tensor_desc t[] = {{"w", GF_ST_F32, 1, s2, g_mean}};
-  gf_mlmodel_info info = {"model", NULL, "2.17.0", "0.1.0"};
+  gf_mlmodel_info info = {"model", NULL, "2.17.0", "0.1.0", NULL};
   char sub[600];
   snprintf(sub, sizeof sub, "%s/w", dir);
   gf_mlmodel_info bad = info;

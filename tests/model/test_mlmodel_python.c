@@ -83,7 +83,7 @@ int main(int argc, char **argv) {
   const int64_t s[] = {2};
   gf_st_tensor_desc t[] = {{"w", GF_ST_F32, 1, s, w}};
   /* An all-digit run id would read back as an int if written unquoted. */
-  gf_mlmodel_info info = {"model", "1234567890", "2.17.0", "0.1.0"};
+  gf_mlmodel_info info = {"model", "1234567890", "2.17.0", "0.1.0", NULL};
   gf_err err = {GF_OK, ""};
   REQUIRE(gf_mlmodel_write(mdir, &c, t, 1, NULL, 0, &info, NULL, &err) == GF_OK);
   snprintf(cmd, sizeof cmd, "'%s' '%s' '%s'", argv[1], script, mdir);

@@ -75,7 +75,7 @@ static void write_model(const char *dir, const gf_model_config *cfg) {
     desc[i] = (gf_st_tensor_desc){p->name + 2, GF_ST_F32, p->value.ndim, p->value.shape,
                                   p->value.data};
   }
-  gf_mlmodel_info info = {"model", NULL, "3.17.2", "0.1.0"};
+  gf_mlmodel_info info = {"model", NULL, "3.17.2", "0.1.0", NULL};
   CHECKF(gf_mlmodel_write(dir, cfg, desc, (size_t)g.n_tensors, NULL, 0, &info, NULL, &err) ==
              GF_OK,
          "%s", err.msg);

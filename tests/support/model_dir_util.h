@@ -38,7 +38,7 @@ static inline int tu_write_model_dir_cfg(const char *dir,
       desc[i] = (gf_st_tensor_desc){p->name + 2, GF_ST_F32, p->value.ndim,
                                     p->value.shape, p->value.data};
     }
-    gf_mlmodel_info info = {"model", NULL, "3.0.0", "0.1.0"};
+    gf_mlmodel_info info = {"model", NULL, "3.0.0", "0.1.0", NULL};
     if (gf_mlmodel_write(dir, &cfg, desc, (size_t)g.n_tensors, NULL, 0, &info,
                          NULL, err) == GF_OK)
       rc = 0;

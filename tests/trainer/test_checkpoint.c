@@ -575,7 +575,7 @@ static void test_inspect(gf_ctx *ctx, const gf_model_config *cfg) {
     d[i].shape = p->value.shape;
     d[i].data = p->value.data;
   }
-  gf_mlmodel_info info = {"model", "0123abcd", "2.17.0", "0.1.0"};
+  gf_mlmodel_info info = {"model", "0123abcd", "2.17.0", "0.1.0", NULL};
   REQUIRE(gf_mlmodel_write(mdir, &g.cfg, d, (size_t)g.g.n_tensors, NULL, 0, &info,
                            NULL, &err) == GF_OK);
   f = tmpfile();

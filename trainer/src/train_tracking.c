@@ -518,7 +518,7 @@ static gf_status write_model_dir(gf_tracker *t, const gf_gan *gan,
   if (mlflow_server_version(t->client, &mlflow_version, &e) != MLFLOW_OK)
     return mlfail(err, "server version", &e);
   gf_mlmodel_info info = {artifact_path, t->run_id, mlflow_version,
-                          GF_TRAIN_VERSION};
+                          GF_TRAIN_VERSION, NULL};
   gf_status st = gf_mlmodel_write(dir, &gan->cfg, desc, n, meta,
                                   sizeof meta / sizeof *meta, &info, NULL, err);
   free(mlflow_version);

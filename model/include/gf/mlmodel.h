@@ -7,7 +7,10 @@
  *                                signature {inputs, outputs, params},
  *                                utc_time_created
  *   <dir>/generator.safetensors  G weights and BN statistics
- *   <dir>/config.json            gf_model_config as JSON
+ *   <dir>/config.json            gf_model_config as JSON; a conditional
+ *                                model's may add "class_names": [K
+ *                                strings] (also in flavors.ganflow.config
+ *                                as a sequence; both or neither)
  *   <dir>/code/ganflow_pyfunc.py the python_function flavor's loader (a numpy
  *                                copy of the generator, model/python/)
  *   <dir>/requirements.txt, python_env.yaml, conda.yaml
@@ -31,6 +34,11 @@
  *              "required": false}]
  *   outputs: [{"name": "image", "type": "tensor",
  *              "tensor-spec": {"dtype": "float32", "shape": [-1, C, H, W]}}]
+ * A class-conditional model (config num_classes K > 0) has a third input
+ * column, {"type": "long", "name": "class", "required": false}: the
+ * row's class index 0..K-1 (the python_function flavor also takes a class
+ * name there when called without MLflow's schema enforcement, and requires
+ * a class on every row of a conditional model).
  * Each row gives a seed or a z of z_dim numbers ("double", not "float":
  * MLflow refuses to narrow JSON numbers, parsed as float64, to float32);
  * images are in [-1, 1], as ganflow-serve's V2 infer and /invocations
@@ -61,6 +69,16 @@
   "[{\"type\": \"long\", \"name\": \"seed\", \"required\": false}, " \
   "{\"type\": \"array\", \"items\": {\"type\": \"double\"}, "         \
   "\"name\": \"z\", \"required\": false}]"
+/* A class-conditional model's inputs: GF_MLMODEL_SIG_INPUTS plus class. */
+#define GF_MLMODEL_SIG_INPUTS_COND                                     \
+  "[{\"type\": \"long\", \"name\": \"seed\", \"required\": false}, " \
+  "{\"type\": \"array\", \"items\": {\"type\": \"double\"}, "         \
+  "\"name\": \"z\", \"required\": false}, "                          \
+  "{\"type\": \"long\", \"name\": \"class\", \"required\": false}]"
+#define GF_MLMODEL_SIG_CLASS "class" /* the class column's name */
+/* Class names a model directory may carry (the YAML reader's per-sequence
+ * bound; datasets have at most 256). */
+#define GF_MLMODEL_MAX_CLASS_NAMES 1024
 #define GF_MLMODEL_SIG_MAX_TENSORS 16
 #define GF_MLMODEL_SIG_MAX_DIMS 8
 
@@ -84,6 +102,14 @@ typedef struct gf_mlmodel_info {
   const char *run_id;          /* MLflow run id; NULL writes no run_id */
   const char *mlflow_version;  /* e.g. "2.17.0"; required */
   const char *ganflow_version; /* e.g. "0.1.0"; required */
+  const char *const *class_names; /* NULL: none written; else cfg's
+                                     num_classes (> 0, at most
+                                     GF_MLMODEL_MAX_CLASS_NAMES) names, label
+                                     k's at [k], passing
+                                     gf_class_names_check (gf/class_name.h).
+                                     The last member: write it as NULL in
+                                     a positional initializer (-Wextra's
+                                     missing-field-initializers). */
 } gf_mlmodel_info;
 
 /* Creates dir if missing (parent must exist) and writes generator.safetensors
@@ -93,7 +119,13 @@ typedef struct gf_mlmodel_info {
  * The flavor records the build's Python version (CMake's
  * GF_PYFUNC_PYTHON_VERSION, detected from the checkout's .venv). model_uuid (random v4, 32 hex digits) and
  * utc_time_created are generated; when uuid_out is non-NULL the uuid is
- * copied there. */
+ * copied there. A conditional config (num_classes > 0) gets the class
+ * column in the signature; info->class_names, when given, go into
+ * config.json and flavors.ganflow.config as "class_names" (GF_EINVAL when
+ * the config is unconditional or a name is bad or repeated; there must be
+ * num_classes of them, which the pointer array cannot show: the caller's
+ * promise). Without class names config.json is exactly
+ * gf_model_config_to_json's text. */
 gf_status gf_mlmodel_write(const char *dir, const gf_model_config *cfg,
                            const gf_st_tensor_desc *tensors, size_t n,
                            const gf_st_kv *meta, size_t n_meta,
@@ -122,6 +154,12 @@ typedef struct gf_mlmodel {
                              when the model has no such flavor (older) */
   char *pyfunc_python;    /* flavors.python_function.python_version, or NULL */
   size_t n_files;
+  char **class_names;     /* flavors.ganflow.config.class_names (equal in
+                             config.json): n_class_names malloc'd names,
+                             label k's at [k], each passing
+                             gf_class_name_check, none twice; NULL when
+                             absent (always for unconditional models) */
+  int n_class_names;      /* 0, or == config.num_classes */
   int has_signature;      /* 1 when MLmodel has a (non-null) signature */
   gf_mlmodel_spec *sig_inputs;    /* n_sig_inputs entries, owned */
   size_t n_sig_inputs;
@@ -155,5 +193,18 @@ gf_status gf_mlmodel_load_generator(const gf_mlmodel *m, gf_st_file *f,
                                     gf_err *err);
 /* The digest recorded for a listed file name, or NULL. */
 const char *gf_mlmodel_file_sha256(const gf_mlmodel *m, const char *name);
+
+/* The class index of a class given by name or index, for `class=`-style
+ * arguments (out non-NULL): *out = k when name_or_index equals
+ * m->class_names[k] exactly (bytes, case-sensitive), else when it is a
+ * decimal index written without sign, spaces or leading zeros ("0", "7",
+ * "12") below m->config.num_classes (a model without class names takes
+ * indices only). A name wins over an index of the same spelling. Errors
+ * (*out = -1): GF_EINVAL when the model is not class-conditional or the
+ * argument is NULL or empty; GF_ENOTFOUND naming the argument and the
+ * classes, with a hint when a name matches but for ASCII case. Allocates
+ * nothing; the message quotes the argument printably. */
+gf_status gf_mlmodel_class_index(const gf_mlmodel *m, const char *name_or_index,
+                                 int *out, gf_err *err);
 
 #endif
