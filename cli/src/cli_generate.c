@@ -39,16 +39,22 @@ gf_status gf_cli_generate(mlflow_client *c, const gf_cli_generate_opts *o,
   float *img = malloc((size_t)o->n * m->image_numel * sizeof *img);
   uint8_t *png = NULL;
   size_t len = 0;
-  if (!z || !img) st = gf_fail(err, GF_ENOMEM, "out of memory");
+  int32_t *lab = o->cls ? malloc((size_t)o->n * sizeof *lab) : NULL;
+  if (!z || !img || (o->cls && !lab))
+    st = gf_fail(err, GF_ENOMEM, "out of memory");
+  if (!st && o->cls)
+    st = gf_generator_class_labels(m, o->cls, o->n, lab, err);
   if (!st) st = gf_generator_latents(m, &o->seed, o->n, 0, z, err);
-  if (!st) st = gf_generator_run(m, 0, z, o->n, img, err);
+  if (!st) st = gf_generator_run_labeled(m, 0, z, lab, o->n, img, err);
   if (!st) st = gf_generator_png(m, img, o->n, &png, &len, err);
   if (!st) st = gf_atomic_write_file(o->out_path, png, len, err);
   if (!st)
-    fprintf(out, "%s: %d image%s of %s version %s, seed %llu (%zu bytes)\n",
-            o->out_path, o->n, o->n == 1 ? "" : "s", name, version,
-            (unsigned long long)o->seed, len);
+    fprintf(out, "%s: %d image%s of %s version %s, seed %llu%s%s (%zu "
+            "bytes)\n", o->out_path, o->n, o->n == 1 ? "" : "s", name,
+            version, (unsigned long long)o->seed, o->cls ? ", class " : "",
+            o->cls ? o->cls : "", len);
   free(png);
+  free(lab);
   free(img);
   free(z);
   gf_generator_unref(m);

@@ -18,6 +18,7 @@ static void model_free(gf_generator *m) {
     gf_generator_exec *e = &m->exec[i];
     if (!e->ready) continue;
     gf_tensor_free(&e->z);
+    gf_tensor_free(&e->labels);
     gf_net_free(&e->g);
     gf_ctx_free(&e->ctx);
     pthread_mutex_destroy(&e->lock);
@@ -72,6 +73,9 @@ static gf_status copy_weights(gf_net *g, const gf_st_file *f, gf_err *err) {
   return GF_OK;
 }
 
+static gf_status set_labels(gf_generator_exec *e, const int32_t *labels,
+                            int n, gf_err *err);
+
 static gf_status exec_init(gf_generator_exec *e, const gf_model_config *cfg,
                            const gf_generator_opts *o, const gf_st_file *f,
                            gf_err *err) {
@@ -103,8 +107,19 @@ static gf_status exec_init(gf_generator_exec *e, const gf_model_config *cfg,
   if ((st = gf_tensor_init_on(&e->z, GF_F32, e->ctx.device,
                               e->ctx.device_index, 2, zshape, err)))
     return st;
+  if (cfg->num_classes > 0) {
+    int64_t lshape[1] = {o->max_batch};
+    if ((st = gf_tensor_init_on(&e->labels, GF_I32, e->ctx.device,
+                                e->ctx.device_index, 1, lshape, err)))
+      return st;
+  }
   if ((st = copy_weights(&e->g, f, err))) return st;
   if (e->ctx.frozen_int8 == GF_INT8_CALIBRATE) {
+    /* sample k of the calibration set has class k % num_classes */
+    int32_t *lab = NULL;
+    if (cfg->num_classes > 0 &&
+        !(lab = malloc((size_t)o->max_batch * sizeof *lab)))
+      return gf_fail(err, GF_ENOMEM, "out of memory");
     /* the ranges of every convolution's input over the calibration set */
     for (int at = 0; at < GF_GENERATOR_CALIB_N && st == GF_OK;) {
       int n = GF_GENERATOR_CALIB_N - at < o->max_batch
@@ -116,17 +131,37 @@ static gf_status exec_init(gf_generator_exec *e, const gf_model_config *cfg,
       if (st == GF_OK)
         st = gf_latent_sample(&zc, GF_GENERATOR_CALIB_SEED, GF_RNG_SAMPLE, 0,
                               at, err);
+      for (int i = 0; lab && i < n; i++) lab[i] = (at + i) % cfg->num_classes;
+      if (st == GF_OK && lab) st = set_labels(e, lab, n, err);
       if (st == GF_OK)
         st = gf_net_forward(&e->g, &e->ctx, &zc, GF_MODE_INFER, 0, 0, 0, 0,
                             &yc, err);
       at += n;
     }
+    free(lab);
     if (st != GF_OK) return st;
     e->ctx.frozen_int8 = GF_INT8_RUN;
   }
   /* No warm-up here: the load's invariance probe runs every pass size on
    * every executor, which builds their kernels. */
   return GF_OK;
+}
+
+/* The first n of e's labels from host labels[n], set on its G for the next
+ * forward (e's lock held, or e not yet shared). */
+static gf_status set_labels(gf_generator_exec *e, const int32_t *labels,
+                            int n, gf_err *err) {
+  gf_tensor lhost, lin;
+  int64_t shape[1] = {n};
+  gf_status st = gf_tensor_view(&lhost, (void *)labels, GF_I32, GF_DEV_CPU,
+                                1, shape, err);
+  if (st == GF_OK)
+    st = gf_tensor_view(&lin, e->labels.data, GF_I32, e->labels.device, 1,
+                        shape, err);
+  lin.device_index = e->labels.device_index;
+  if (st == GF_OK) st = gf_tensor_copy(&lin, &lhost, err);
+  if (st == GF_OK) st = gf_net_set_labels(&e->g, &lin, err);
+  return st;
 }
 
 /* The largest pass of at most n rows: max_batch, else a power of two. */
@@ -145,7 +180,8 @@ int gf_generator_passes(const gf_generator *m, int n) {
 
 /* One forward of n <= max_batch rows on executor e (its lock held). */
 static gf_status run_pass(gf_generator *m, gf_generator_exec *e,
-                          const float *z, int n, float *out, gf_err *err) {
+                          const float *z, const int32_t *labels, int n,
+                          float *out, gf_err *err) {
   /* Host latents in, host images out, through the executor's tensors
    * (host or device memory, as its ctx keeps them). */
   gf_tensor zhost, zin, y, yhost;
@@ -158,6 +194,7 @@ static gf_status run_pass(gf_generator *m, gf_generator_exec *e,
     st = gf_tensor_view(&zin, e->z.data, GF_F32, e->z.device, 2, shape, err);
   zin.device_index = e->z.device_index;
   if (st == GF_OK) st = gf_tensor_copy(&zin, &zhost, err);
+  if (st == GF_OK && m->num_classes > 0) st = set_labels(e, labels, n, err);
   if (st == GF_OK)
     st = gf_net_forward(&e->g, &e->ctx, &zin, GF_MODE_INFER, 0, 0, 0, 0, &y,
                         err);
@@ -172,16 +209,17 @@ static gf_status run_pass(gf_generator *m, gf_generator_exec *e,
 }
 
 /* Runs n rows on executor k as passes of pass_rows() rows. */
-static gf_status run_rows(gf_generator *m, int k, const float *z, int n,
-                          float *out, gf_err *err) {
+static gf_status run_rows(gf_generator *m, int k, const float *z,
+                          const int32_t *labels, int n, float *out,
+                          gf_err *err) {
   gf_generator_exec *e = &m->exec[k % m->n_exec];
   size_t zd = (size_t)m->cfg.z_dim;
   gf_status st = GF_OK;
   pthread_mutex_lock(&e->lock);
   for (int at = 0; st == GF_OK && at < n;) {
     int r = pass_rows(m, n - at);
-    st = run_pass(m, e, z + (size_t)at * zd, r, out + (size_t)at *
-                  m->image_numel, err);
+    st = run_pass(m, e, z + (size_t)at * zd, labels ? labels + at : NULL, r,
+                  out + (size_t)at * m->image_numel, err);
     at += r;
   }
   pthread_mutex_unlock(&e->lock);
@@ -199,14 +237,18 @@ static gf_status check_invariance(gf_generator *m, gf_err *err) {
   float *z = malloc((size_t)P * zd * sizeof *z);
   float *one = malloc((size_t)P * inum * sizeof *one);
   float *many = malloc((size_t)P * inum * sizeof *many);
+  int32_t *lab = m->num_classes > 0 ? malloc((size_t)P * sizeof *lab) : NULL;
   uint64_t seed = GF_GENERATOR_PROBE_SEED;
   gf_status st = GF_OK;
-  if (!z || !one || !many) st = gf_fail(err, GF_ENOMEM, "out of memory");
+  if (!z || !one || !many || (m->num_classes > 0 && !lab))
+    st = gf_fail(err, GF_ENOMEM, "out of memory");
+  for (int i = 0; lab && i < P; i++) lab[i] = i % m->num_classes;
   if (st == GF_OK) st = gf_generator_latents(m, &seed, P, 0, z, err);
   gf_generator_exec *e0 = &m->exec[0];
   for (int r = 0; st == GF_OK && r < P; r++) {
     pthread_mutex_lock(&e0->lock);
-    st = run_pass(m, e0, z + (size_t)r * zd, 1, one + (size_t)r * inum, err);
+    st = run_pass(m, e0, z + (size_t)r * zd, lab ? lab + r : NULL, 1,
+                  one + (size_t)r * inum, err);
     pthread_mutex_unlock(&e0->lock);
   }
   m->batch_invariant = 1;
@@ -215,7 +257,7 @@ static gf_status check_invariance(gf_generator *m, gf_err *err) {
     gf_generator_exec *e = &m->exec[k];
     for (int n = 1; st == GF_OK; n = n * 2 < P ? n * 2 : P) {
       pthread_mutex_lock(&e->lock);
-      st = run_pass(m, e, z, n, many, err);
+      st = run_pass(m, e, z, lab, n, many, err);
       pthread_mutex_unlock(&e->lock);
       if (st == GF_OK && m->batch_invariant &&
           memcmp(one, many, (size_t)n * inum * sizeof *one) != 0) {
@@ -231,6 +273,7 @@ static gf_status check_invariance(gf_generator *m, gf_err *err) {
   free(z);
   free(one);
   free(many);
+  free(lab);
   return st;
 }
 
@@ -264,6 +307,7 @@ gf_status gf_generator_load(const char *dir, const char *name,
   if (m->resident) atomic_fetch_add(m->resident, 1);
   m->n_exec = o->n_exec;
   m->cfg = mm.config;
+  m->num_classes = mm.config.num_classes;
   m->max_batch = o->max_batch;
   m->precision = o->precision;
   m->image_numel = (size_t)mm.config.image_channels *
@@ -311,12 +355,76 @@ gf_status gf_generator_latents(const gf_generator *m, const uint64_t *seeds,
   return GF_OK;
 }
 
-gf_status gf_generator_run(gf_generator *m, int exec_idx, const float *z,
-                           int n, float *out, gf_err *err) {
+gf_status gf_generator_class_index(const gf_generator *m, const char *text,
+                                   int *k, gf_err *err) {
+  if (m->num_classes <= 0)
+    return gf_fail(err, GF_EINVAL, "model '%s' is not class-conditional: it "
+                   "takes no class", m->name);
+  /* canonical decimal: digits, no leading zero (but "0"), in range */
+  size_t len = text ? strlen(text) : 0;
+  int ok = len > 0 && len <= 9 && !(len > 1 && text[0] == '0');
+  long v = 0;
+  for (size_t i = 0; ok && i < len; i++) {
+    if (text[i] < '0' || text[i] > '9') ok = 0;
+    else v = v * 10 + (text[i] - '0');
+  }
+  if (!ok || v >= m->num_classes)
+    return gf_fail(err, GF_EINVAL, "class '%.64s': model '%s' has classes "
+                   "0..%d", text ? text : "", m->name, m->num_classes - 1);
+  *k = (int)v;
+  return GF_OK;
+}
+
+gf_status gf_generator_class_labels(const gf_generator *m, const char *spec,
+                                    int n, int32_t *labels, gf_err *err) {
+  if (!spec || n < 1)
+    return gf_fail(err, GF_EINVAL, "class: bad arguments");
+  int c = 1;
+  for (const char *p = spec; *p; p++) c += *p == ',';
+  if (c != 1 && (c > n || n % c != 0))
+    return gf_fail(err, GF_EINVAL, "class: %d classes for %d images (give "
+                   "one class, or a list whose length divides the number "
+                   "of images)", c, n);
+  const char *p = spec;
+  for (int i = 0; i < c; i++) {
+    size_t len = strcspn(p, ",");
+    char item[72];
+    if (len >= sizeof item)
+      return gf_fail(err, GF_EINVAL, "class: '%.32s...' is too long", p);
+    memcpy(item, p, len);
+    item[len] = '\0';
+    int k;
+    GF_TRY(gf_generator_class_index(m, item, &k, err));
+    int per = n / c;
+    for (int t = i * per; t < (i + 1) * per; t++) labels[t] = k;
+    p += len;
+    if (*p == ',') p++;
+  }
+  return GF_OK;
+}
+
+gf_status gf_generator_run_labeled(gf_generator *m, int exec_idx,
+                                   const float *z, const int32_t *labels,
+                                   int n, float *out, gf_err *err) {
   if (n < 1)
     return gf_fail(err, GF_EINVAL, "n must be at least 1, not %d", n);
+  if (m->num_classes > 0 && !labels)
+    return gf_fail(err, GF_EINVAL, "model '%s' is class-conditional: every "
+                   "image needs a class 0..%d", m->name, m->num_classes - 1);
+  if (m->num_classes == 0 && labels)
+    return gf_fail(err, GF_EINVAL, "model '%s' is not class-conditional: it "
+                   "takes no class", m->name);
+  for (int i = 0; labels && i < n; i++)
+    if (labels[i] < 0 || labels[i] >= m->num_classes)
+      return gf_fail(err, GF_EINVAL, "image %d: class %d is outside "
+                     "0..%d", i, (int)labels[i], m->num_classes - 1);
   if (exec_idx < 0) exec_idx = 0;
-  return run_rows(m, exec_idx, z, n, out, err);
+  return run_rows(m, exec_idx, z, labels, n, out, err);
+}
+
+gf_status gf_generator_run(gf_generator *m, int exec_idx, const float *z,
+                           int n, float *out, gf_err *err) {
+  return gf_generator_run_labeled(m, exec_idx, z, NULL, n, out, err);
 }
 
 gf_status gf_generator_png(const gf_generator *m, const float *images,

@@ -222,6 +222,134 @@ static void test_precision(const char *dir, gf_gen_precision prec) {
   CHECK_INT_EQ(atomic_load(&resident), 0);
 }
 
+/* A class-conditional generator (num_classes 3): labels per row, mixed
+ * classes in one pass with the bytes of each row alone, classes that
+ * differ, the class spec and index rules, refusals; bf16 / int8 where the
+ * CPU has them, against fp32. */
+static void test_conditional(const char *dir, gf_arch arch,
+                             const char *uncond_dir) {
+  gf_model_config cfg;
+  gf_model_config_default(&cfg, arch);
+  cfg.num_classes = 3;
+  gf_err err = {0};
+  REQUIRE(tu_write_model_dir_cfg(dir, &cfg, 21, 0, &err) == 0);
+  gf_generator_opts o = {GF_BACKEND_CPU, 0, 2, 1, 4, NULL, GF_GEN_FP32};
+  gf_generator *m = NULL;
+  gf_status st = gf_generator_load(dir, "cond", "1", &o, &m, &err);
+  CHECKF(st == GF_OK, "%s", err.msg);
+  REQUIRE(m != NULL);
+  CHECK_INT_EQ(m->num_classes, 3);
+  CHECKF(m->batch_invariant == 1, "not batch-invariant: %s",
+         m->invariance_note);
+  size_t numel = m->image_numel, zd = (size_t)m->cfg.z_dim;
+  float *z = malloc(4 * zd * sizeof *z), *a = malloc(4 * numel * sizeof *a);
+  float *b = malloc(4 * numel * sizeof *b), *one = malloc(numel * sizeof *one);
+  REQUIRE(z && a && b && one);
+  uint64_t seed = 9;
+  CHECK(gf_generator_latents(m, &seed, 4, 0, z, &err) == GF_OK);
+  /* no labels, bad labels */
+  CHECK_INT_EQ(gf_generator_run(m, 0, z, 4, a, &err), GF_EINVAL);
+  CHECK(strstr(err.msg, "class-conditional") != NULL);
+  int32_t bad[4] = {0, 3, 0, 0}, neg[4] = {0, 0, -1, 0};
+  CHECK_INT_EQ(gf_generator_run_labeled(m, 0, z, bad, 4, a, &err), GF_EINVAL);
+  CHECK(strstr(err.msg, "0..2") != NULL);
+  CHECK_INT_EQ(gf_generator_run_labeled(m, 0, z, neg, 4, a, &err), GF_EINVAL);
+  /* mixed classes in one pass: each row's bytes as alone, on the other
+   * executor; deterministic */
+  int32_t lab[4] = {0, 1, 2, 1};
+  CHECKF(gf_generator_run_labeled(m, 0, z, lab, 4, a, &err) == GF_OK, "%s",
+         err.msg);
+  CHECK(gf_generator_run_labeled(m, 1, z, lab, 4, b, &err) == GF_OK);
+  CHECK(memcmp(a, b, 4 * numel * sizeof *a) == 0);
+  for (int k = 0; k < 4; k++) {
+    CHECK(gf_generator_run_labeled(m, 1, z + (size_t)k * zd, &lab[k], 1, one,
+                                   &err) == GF_OK);
+    CHECKF(memcmp(one, a + (size_t)k * numel, numel * sizeof *one) == 0,
+           "row %d of a mixed pass differs from the row alone", k);
+  }
+  /* the same latent in each class: three different images */
+  for (int c = 0; c < 3; c++) {
+    int32_t l1 = c;
+    CHECK(gf_generator_run_labeled(m, 0, z, &l1, 1, b + (size_t)c * numel,
+                                   &err) == GF_OK);
+  }
+  CHECK(memcmp(b, b + numel, numel * sizeof *b) != 0);
+  CHECK(memcmp(b, b + 2 * numel, numel * sizeof *b) != 0);
+  CHECK(memcmp(b + numel, b + 2 * numel, numel * sizeof *b) != 0);
+  /* class text and specs */
+  int k = -1;
+  CHECK(gf_generator_class_index(m, "2", &k, &err) == GF_OK && k == 2);
+  CHECK(gf_generator_class_index(m, "0", &k, &err) == GF_OK && k == 0);
+  const char *badc[] = {"3", "02", "-1", "+1", "x", "", " 1", "1 ",
+                        "99999999999999999999"};
+  for (size_t i = 0; i < sizeof badc / sizeof *badc; i++) {
+    CHECKF(gf_generator_class_index(m, badc[i], &k, &err) == GF_EINVAL,
+           "accepted class '%s'", badc[i]);
+    CHECK(strstr(err.msg, "0..2") != NULL);
+  }
+  int32_t got[4];
+  CHECK(gf_generator_class_labels(m, "1", 4, got, &err) == GF_OK);
+  CHECK(got[0] == 1 && got[1] == 1 && got[2] == 1 && got[3] == 1);
+  CHECK(gf_generator_class_labels(m, "0,2", 4, got, &err) == GF_OK);
+  CHECK(got[0] == 0 && got[1] == 0 && got[2] == 2 && got[3] == 2);
+  CHECK(gf_generator_class_labels(m, "2,1,0,1", 4, got, &err) == GF_OK);
+  CHECK(got[0] == 2 && got[1] == 1 && got[2] == 0 && got[3] == 1);
+  const char *bads[] = {"0,1,2", "0,,1", ",", "0,1,2,0,1", "0,3", ""};
+  for (size_t i = 0; i < sizeof bads / sizeof *bads; i++)
+    CHECKF(gf_generator_class_labels(m, bads[i], 4, got, &err) == GF_EINVAL,
+           "accepted spec '%s'", bads[i]);
+  /* an unconditional model takes no class */
+  gf_generator *u = NULL;
+  REQUIRE(gf_generator_load(uncond_dir, "u", "1", &o, &u, &err) == GF_OK);
+  CHECK_INT_EQ(u->num_classes, 0);
+  CHECK_INT_EQ(gf_generator_class_index(u, "0", &k, &err), GF_EINVAL);
+  CHECK(strstr(err.msg, "not class-conditional") != NULL);
+  float *uz = malloc((size_t)u->cfg.z_dim * sizeof *uz);
+  float *ui = malloc(u->image_numel * sizeof *ui);
+  REQUIRE(uz && ui);
+  CHECK(gf_generator_latents(u, &seed, 1, 0, uz, &err) == GF_OK);
+  CHECK_INT_EQ(gf_generator_run_labeled(u, 0, uz, lab, 1, ui, &err),
+               GF_EINVAL);
+  CHECK(gf_generator_run_labeled(u, 0, uz, NULL, 1, ui, &err) == GF_OK);
+  free(uz);
+  free(ui);
+  gf_generator_unref(u);
+  /* lower precisions where the CPU has them: the same classes, near fp32,
+   * still batch-invariant */
+  for (int p = GF_GEN_BF16; p <= GF_GEN_INT8; p++) {
+    gf_generator_opts lo = o;
+    lo.precision = (gf_gen_precision)p;
+    gf_generator *lm = NULL;
+    st = gf_generator_load(dir, "cond", "1", &lo, &lm, &err);
+    if (st == GF_EUNSUPPORTED) {
+      printf("conditional %s refused here: %s\n",
+             gf_gen_precision_name(lo.precision), err.msg);
+      continue;
+    }
+    CHECKF(st == GF_OK, "%s: %s", gf_gen_precision_name(lo.precision),
+           err.msg);
+    if (st != GF_OK) continue;
+    CHECKF(lm->batch_invariant == 1, "%s: %s",
+           gf_gen_precision_name(lo.precision), lm->invariance_note);
+    CHECK(gf_generator_run_labeled(lm, 0, z, lab, 4, b, &err) == GF_OK);
+    double worst = 0;
+    for (size_t i = 0; i < 4 * numel; i++) {
+      double d = a[i] > b[i] ? a[i] - b[i] : b[i] - a[i];
+      if (d > worst) worst = d;
+    }
+    printf("conditional %s %s against fp32: max |diff| %.4f\n",
+           gf_arch_name(arch), gf_gen_precision_name(lo.precision), worst);
+    CHECKF(worst <= 0.05, "%s %.4f from fp32",
+           gf_gen_precision_name(lo.precision), worst);
+    gf_generator_unref(lm);
+  }
+  free(z);
+  free(a);
+  free(b);
+  free(one);
+  gf_generator_unref(m);
+}
+
 int main(void) {
   char root[256], dir[320], dcgan[320], missing[320];
   tu_mkdtemp(root, sizeof root);
@@ -235,6 +363,11 @@ int main(void) {
   test_precision(dcgan, GF_GEN_BF16);
   test_precision(dcgan, GF_GEN_INT8);
   test_refusals(dir, missing);
+  char cdir[320];
+  snprintf(cdir, sizeof cdir, "%s/cond_mlp", root);
+  test_conditional(cdir, GF_ARCH_MLP, dcgan);
+  snprintf(cdir, sizeof cdir, "%s/cond_dcgan", root);
+  test_conditional(cdir, GF_ARCH_DCGAN, dcgan);
   tu_rmdir(root);
   return check_report();
 }

@@ -60,6 +60,11 @@ typedef struct gf_cli_generate_opts {
   int threads;           /* op threads, >= 1 */
   gf_gen_precision precision; /* fp32, or bf16 / int8 where the CPU has
                                  them */
+  const char *cls;       /* --class: a class (name or index) for every
+                            image, or a comma-separated list (as
+                            gf_generator_class_labels); needed by a
+                            class-conditional version, refused by any
+                            other; NULL = none */
 } gf_cli_generate_opts;
 
 /* Checks o before anything is contacted or written: every field set and in
@@ -72,7 +77,7 @@ gf_status gf_cli_generate_check(const gf_cli_generate_opts *o, gf_err *err);
  * into the cache and loads it (gfs_model_resolve, gfs_cache_load: digests
  * verified, a damaged cache entry fetched once more), generates and writes
  * the PNG: the same bytes ganflow-serve answers for GET
- * .../generate?seed=S&n=N on that version. */
+ * .../generate?seed=S&n=N[&class=C] on that version. */
 gf_status gf_cli_generate(mlflow_client *c, const gf_cli_generate_opts *o,
                           FILE *out, gf_err *err);
 

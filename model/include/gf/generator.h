@@ -68,6 +68,8 @@ typedef struct gf_generator_exec {
   gf_ctx ctx;
   gf_net g;             /* max_batch samples, inference only */
   gf_tensor z;          /* [max_batch, z_dim] latent buffer */
+  gf_tensor labels;     /* [max_batch] GF_I32 class labels on the ctx's
+                           device (conditional models; else unset) */
   int ready;            /* ctx, g, z initialised (for the free path) */
 } gf_generator_exec;
 
@@ -78,6 +80,8 @@ typedef struct gf_generator {
   char *dir;              /* the verified model directory, malloc'd */
   char *run_id;           /* from MLmodel, malloc'd, may be NULL */
   gf_model_config cfg;
+  int num_classes;        /* cfg.num_classes: 0 = unconditional, else K:
+                             every row needs a class in [0, K) */
   int max_batch;
   gf_gen_precision precision;
   size_t image_numel;     /* C * H * W floats per image */
@@ -100,7 +104,10 @@ const char *gf_gen_precision_name(gf_gen_precision p);
  * networks (every tensor present with the right shape, nothing extra), and
  * probes batch invariance: max_batch fixed latents run alone and then as
  * passes of 1, 2, 4, ... max_batch rows on every executor (which also
- * builds every pass size's kernels), setting batch_invariant. name and version are copied.
+ * builds every pass size's kernels), setting batch_invariant; a
+ * conditional model's probe gives row i class i % num_classes, and the
+ * int8 calibration set sample k class k % num_classes. name and version
+ * are copied.
  * Memory: *out is malloc'd with refs = 1; release with gf_generator_unref.
  * On failure *out is NULL and nothing is left allocated. */
 gf_status gf_generator_load(const char *dir, const char *name,
@@ -117,12 +124,37 @@ void gf_generator_unref(gf_generator *m);
 gf_status gf_generator_latents(const gf_generator *m, const uint64_t *seeds,
                                int n, int per_image, float *z, gf_err *err);
 
+/* The class a text names for m: a canonical decimal index in
+ * [0, num_classes) ("3", not "03" or "+3"). GF_EINVAL naming the valid
+ * range for anything else, and for any class on an unconditional model. */
+gf_status gf_generator_class_index(const gf_generator *m, const char *text,
+                                   int *k, gf_err *err);
+
+/* labels [n] (caller's memory) from a class spec: one class (as
+ * gf_generator_class_index) for every image, or a comma-separated list of
+ * c classes, c dividing n, image k taking item k / (n / c) ("0,1" for 4
+ * images: 0, 0, 1, 1). GF_EINVAL naming the problem otherwise (and on an
+ * unconditional model). ganflow-serve's class= and `ganflow generate
+ * --class`. */
+gf_status gf_generator_class_labels(const gf_generator *m, const char *spec,
+                                    int n, int32_t *labels, gf_err *err);
+
+/* gf_generator_run with the class of each row: labels [n] (host memory,
+ * caller's) in [0, num_classes) for a conditional model, which needs them;
+ * NULL for an unconditional one, which refuses them (GF_EINVAL). Rows of
+ * one call may mix classes; where batch_invariant is set, row k's bytes
+ * depend on its latent and its label alone. */
+gf_status gf_generator_run_labeled(gf_generator *m, int exec_idx,
+                                   const float *z, const int32_t *labels,
+                                   int n, float *out, gf_err *err);
+
 /* Runs G on n >= 1 latents (n * z_dim floats) on executor exec_idx %
  * n_exec, in passes of max_batch rows and then of decreasing powers of two
  * (9 rows of max_batch 16: 8 + 1), so a call only ever runs pass sizes the
  * load probed, and copies the images (float NCHW in [-1, 1]) to out
  * (n * image_numel floats, caller's memory). Where batch_invariant is set,
- * row k's bytes depend on its latent alone. */
+ * row k's bytes depend on its latent alone. gf_generator_run_labeled with
+ * no labels: a conditional model answers GF_EINVAL. */
 gf_status gf_generator_run(gf_generator *m, int exec_idx, const float *z,
                            int n, float *out, gf_err *err);
 
