@@ -72,9 +72,8 @@ void gf_class_name_quote(const char *name, char *out, size_t cap) {
   out[o] = '\0';
 }
 
-/* NULL when p[0..n) is a valid class name, else why not (static text or
- * written into why[cap]). */
-static const char *name_problem(const uint8_t *p, size_t n, char *why, size_t cap) {
+const char *gf_class_name_problem(const char *name, size_t n, char *why, size_t cap) {
+  const uint8_t *p = (const uint8_t *)name;
   if (n == 0) return "is empty";
   if (n > GF_CLASS_NAME_MAX) {
     note(why, cap, "is %zu bytes long, more than the %d allowed", n, GF_CLASS_NAME_MAX);
@@ -115,10 +114,8 @@ static const char *name_problem(const uint8_t *p, size_t n, char *why, size_t ca
 
 gf_status gf_class_name_check(const char *name, gf_err *err) {
   if (!name) return gf_fail(err, GF_EINVAL, "class name: NULL");
-  const uint8_t *p = (const uint8_t *)name;
-  size_t n = strlen(name);
   char why[128], q[GF_CLASS_NAME_QUOTE_CAP];
-  const char *w = name_problem(p, n, why, sizeof why);
+  const char *w = gf_class_name_problem(name, strlen(name), why, sizeof why);
   if (!w) return GF_OK;
   gf_class_name_quote(name, q, sizeof q);
   return gf_fail(err, GF_EINVAL, "class name %s %s", q, w);

@@ -1,7 +1,8 @@
 /* data_classes.c - the class names of a dataset (data.h "Class names"):
- * the name rule, the parser of class-name files (classes.txt, CIFAR-10's
+ * the parser of class-name files (classes.txt, CIFAR-10's
  * batches.meta.txt), the built-in lists, the step of gf_dataset_load that
- * gives a loaded dataset its names, and the name-or-index lookup.
+ * gives a loaded dataset its names, and the name-or-index lookup. The name
+ * rule itself is gf_base's (gf/class_name.h).
  * Not a reader of images or labels: the readers (data_idx.c, data_cifar.c,
  * data_folder.c) give a labelled dataset its default names and this file
  * replaces them where a better source exists. */
@@ -46,16 +47,6 @@ static size_t utf8_seq_len(uint8_t b) {
   return b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1;
 }
 
-/* Invisible format characters a name must not hide: soft hyphen,
- * zero-width spaces and joiners, direction marks and overrides, line and
- * paragraph separators, word joiners and invisible operators, direction
- * isolates, the byte order mark. */
-static int invisible(uint32_t cp) {
-  return cp == 0x00AD || (cp >= 0x200B && cp <= 0x200F) ||
-         (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2060 && cp <= 0x2069) ||
-         cp == 0xFEFF;
-}
-
 /* Writes p[0..n) into out[cap] (cap >= QUOTE_CAP) between single quotes,
  * printable as it stands: control bytes, C1 controls and, when p is not
  * valid UTF-8, every byte >= 0x80 become \xNN; at most QUOTE_SHOW bytes of
@@ -89,61 +80,8 @@ static void quote(const uint8_t *p, size_t n, char *out, size_t cap) {
   out[o] = '\0';
 }
 
-/* NULL when p[0..n) is a valid class name, else why not (static text or
- * written into why[cap]). */
-static const char *name_problem(const uint8_t *p, size_t n, char *why,
-                                size_t cap) {
-  if (n == 0) return "is empty";
-  if (n > GF_DATA_CLASS_NAME_MAX) {
-    note(why, cap, "is %zu bytes long, more than the %d allowed", n,
-             GF_DATA_CLASS_NAME_MAX);
-    return why;
-  }
-  for (size_t i = 0; i < n; i++) {
-    if (p[i] < 0x20 || p[i] == 0x7F) {
-      note(why, cap, "contains the control character 0x%02X", p[i]);
-      return why;
-    }
-  }
-  if (!gf_utf8_valid(p, n)) return "is not valid UTF-8";
-  for (size_t i = 0; i < n;) {
-    size_t k = utf8_seq_len(p[i]);
-    uint32_t cp = k == 1 ? p[i] : p[i] & (0x7Fu >> k);
-    for (size_t j = 1; j < k; j++) cp = cp << 6 | (p[i + j] & 0x3Fu);
-    i += k;
-    if (cp >= 0x80 && cp < 0xA0) {
-      note(why, cap, "contains the control character U+%04X",
-               (unsigned)cp);
-      return why;
-    }
-    if (invisible(cp)) {
-      note(why, cap, "contains the invisible character U+%04X",
-               (unsigned)cp);
-      return why;
-    }
-  }
-  for (size_t i = 0; i < n; i++) {
-    if (p[i] < 0x80 && strchr(GF_DATA_CLASS_NAME_FORBIDDEN, p[i])) {
-      note(why, cap,
-               "contains '%c' (class names hold none of %s)", p[i],
-               GF_DATA_CLASS_NAME_FORBIDDEN);
-      return why;
-    }
-  }
-  if (p[0] == ' ') return "begins with a space";
-  if (p[n - 1] == ' ') return "ends with a space";
-  return NULL;
-}
-
 gf_status gf_data_class_name_check(const char *name, gf_err *err) {
-  if (!name) return gf_fail(err, GF_EINVAL, "class name: NULL");
-  const uint8_t *p = (const uint8_t *)name;
-  size_t n = strlen(name);
-  char why[128], q[QUOTE_CAP];
-  const char *w = name_problem(p, n, why, sizeof why);
-  if (!w) return GF_OK;
-  quote(p, n, q, sizeof q);
-  return gf_fail(err, GF_EINVAL, "class name %s %s", q, w);
+  return gf_class_name_check(name, err);
 }
 
 gf_status gf_data_names_make(int n, const char *const *names,
@@ -228,7 +166,7 @@ gf_status gf_data_class_names_parse(const uint8_t *buf, size_t len,
                        GF_DATA_MAX_CLASSES);
       }
       char why[128], q[QUOTE_CAP];
-      const char *w = name_problem(buf + pos, ll, why, sizeof why);
+      const char *w = gf_class_name_problem((const char *)buf + pos, ll, why, sizeof why);
       if (w) {
         quote(buf + pos, ll, q, sizeof q);
         return gf_fail(err, GF_EFORMAT, "%s: line %d: class name %s %s",
@@ -347,7 +285,7 @@ static gf_status check_folder_names(const gf_dataset *ds, const char *dir,
     const uint8_t *p = (const uint8_t *)ds->class_names[k];
     size_t n = strlen(ds->class_names[k]);
     char why[128], q[QUOTE_CAP];
-    const char *w = name_problem(p, n, why, sizeof why);
+    const char *w = gf_class_name_problem((const char *)p, n, why, sizeof why);
     if (w) {
       quote(p, n, q, sizeof q);
       return gf_fail(err, GF_EINVAL,

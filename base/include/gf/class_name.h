@@ -14,6 +14,8 @@
 #ifndef GF_CLASS_NAME_H
 #define GF_CLASS_NAME_H
 
+#include <stddef.h>
+
 #include "gf/status.h"
 
 #define GF_CLASS_NAME_MAX 64 /* bytes of one name, NUL excluded */
@@ -26,6 +28,13 @@
  * control and non-UTF-8 bytes as \xNN. Callers add where the name came
  * from. name must be non-NULL and NUL-terminated. Allocates nothing. */
 gf_status gf_class_name_check(const char *name, gf_err *err);
+
+/* NULL when the n bytes at p (need not be NUL-terminated) are a valid
+ * class name, else why not, to follow the quoted name in a message ("is
+ * empty", "contains ','..."): static text or written into why[cap] (cap
+ * >= 128 holds every reason). For callers that word their own messages
+ * (a classes.txt line, a folder name). */
+const char *gf_class_name_problem(const char *p, size_t n, char *why, size_t cap);
 
 /* GF_OK when names[0..n) are n >= 1 valid class names, none twice (bytes,
  * case-sensitive), else GF_EINVAL naming the first bad one and its index

@@ -122,6 +122,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gf/class_name.h"
 #include "gf/fs.h"
 #include "gf/status.h"
 
@@ -138,10 +139,9 @@
 #define GF_DATA_DIR_ROOM 64
 /* Class names ("Class names" above). */
 #define GF_DATA_MAX_CLASSES 256      /* labels are one byte */
-#define GF_DATA_CLASS_NAME_MAX 64    /* bytes of one name, NUL excluded */
-/* ASCII characters no class name may hold, besides controls: query
- * syntax (& = # + % ? ;), the CSV separator and JSON's escapes. */
-#define GF_DATA_CLASS_NAME_FORBIDDEN "\"#%&+,;=?\\"
+/* The rule itself is gf_base's (gf/class_name.h), shared with model/. */
+#define GF_DATA_CLASS_NAME_MAX GF_CLASS_NAME_MAX /* bytes, NUL excluded */
+#define GF_DATA_CLASS_NAME_FORBIDDEN GF_CLASS_NAME_FORBIDDEN
 #define GF_DATA_CLASSES_FILE "classes.txt" /* in the --data directory */
 #define GF_DATA_CLASSES_FILE_MAX 65536     /* bytes of a class-name file */
 
