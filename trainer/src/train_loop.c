@@ -571,6 +571,9 @@ gf_train_exit gf_train_run(const gf_train_config *cfg,
     gf_heartbeat_beat(hb, GF_HB_STOPPED, k);
     goto out;
   }
+  if (st.mcfg.num_classes > 0)
+    gf_tracker_set_class_names(st.tracker, (const char *const *)st.ds.class_names,
+                               st.ds.num_classes);
   if ((st.on_dev && gf_gan_copy_state(&st.host, &st.gan, &err) != GF_OK) ||
       gf_tracker_log_model(st.tracker, st.on_dev ? &st.host : &st.gan, log,
                            &err) != GF_OK) {

@@ -87,6 +87,10 @@ struct gf_tracker {
   char monitor_file[GF_PATH_MAX]; /* <checkpoint-dir>/monitor_step */
   bool model_logged;        /* the run already has ganflow.model_version */
   char model_version[32];   /* the version this process registered; "" */
+  const char *const *class_names; /* borrowed (gf_tracker_set_class_names):
+                               n_class_names names for a conditional
+                               model's directory; NULL: none */
+  int n_class_names;
   char outbox[GF_PATH_MAX];
   atomic_uint_fast64_t dropped; /* points the logger refused */
   atomic_uint_fast64_t skipped; /* points skipped as already on the server */
@@ -517,8 +521,12 @@ static gf_status write_model_dir(gf_tracker *t, const gf_gan *gan,
   char *mlflow_version = NULL;
   if (mlflow_server_version(t->client, &mlflow_version, &e) != MLFLOW_OK)
     return mlfail(err, "server version", &e);
+  /* a conditional model's class names, when they are the GAN's classes */
+  const char *const *names =
+      gan->cfg.num_classes > 0 && t->n_class_names == gan->cfg.num_classes ? t->class_names
+                                                                           : NULL;
   gf_mlmodel_info info = {artifact_path, t->run_id, mlflow_version,
-                          GF_TRAIN_VERSION, NULL};
+                          GF_TRAIN_VERSION, names};
   gf_status st = gf_mlmodel_write(dir, &gan->cfg, desc, n, meta,
                                   sizeof meta / sizeof *meta, &info, NULL, err);
   free(mlflow_version);
@@ -575,6 +583,12 @@ static gf_status log_logged_model(gf_tracker *t, const gf_gan *gan,
     st = mlfail(err, "logged-models/finalize", &e);
   if (st == GF_OK) link_final_metrics(t, lm->model_id, log);
   return st;
+}
+
+void gf_tracker_set_class_names(gf_tracker *t, const char *const *names, int n) {
+  if (!t) return;
+  t->class_names = names && n > 0 ? names : NULL;
+  t->n_class_names = names && n > 0 ? n : 0;
 }
 
 gf_status gf_tracker_log_model(gf_tracker *t, const gf_gan *gan,

@@ -307,6 +307,13 @@ struct gf_gan;
 gf_status gf_tracker_log_model(gf_tracker *t, const struct gf_gan *gan,
                                const gf_log *log, gf_err *err);
 
+/* The class names gf_tracker_log_model writes into a conditional model's
+ * directory (config.json and the MLmodel flavor config "class_names"),
+ * label k's at [k]: borrowed (the dataset's), they must stay valid until
+ * gf_tracker_log_model returns. Used only when n equals the GAN's
+ * num_classes; NULL, 0 (the default) writes none. */
+void gf_tracker_set_class_names(gf_tracker *t, const char *const *names, int n);
+
 /* Ends the run with status (mlflow_run_status; 0 leaves it as it is),
  * closes the logger (reporting batches left in the outbox and naming
  * `ganflow sync`), stops the uploader and frees t. NULL is fine. Returns
