@@ -24,6 +24,9 @@ typedef struct eval_gen {
   gf_ctx ctx;               /* checkpoint source: G's context */
   gf_net g;                 /* G in inference mode, max_batch samples */
   gf_tensor z;              /* [max_batch, z_dim] on ctx's device */
+  gf_tensor labels;         /* class-conditional: [max_batch] i32 on ctx's
+                               device, image i of class i % classes */
+  int32_t *labels_host;     /* [max_batch], owned (malloc) */
   bool ctx_ready, net_ready, z_ready;
   gf_model_config cfg;      /* the generator's config */
   int max_batch;            /* images per forward */

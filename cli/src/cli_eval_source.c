@@ -2,7 +2,9 @@
  * (cli_eval_internal.h): a registered version loaded as `ganflow generate`
  * loads it (gfs_model_resolve, gfs_cache_load), or G rebuilt from a
  * training checkpoint (its "g.*" tensors, or its EMA generator's "g_ema.*"
- * when it has one, and the config in its metadata, gf/ckpt_meta.h). Latents follow ganflow-serve: image k is sample k of
+ * when it has one, and the config in its metadata, gf/ckpt_meta.h); a
+ * class-conditional G makes image k of class k % classes (class-balanced,
+ * as ganflow-train's evaluations). Latents follow ganflow-serve: image k is sample k of
  * Philox (seed, SAMPLE, step 0). */
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +151,24 @@ gf_status eval_gen_run(eval_gen *g, uint64_t seed, int64_t sample0, int n,
   GF_TRY(gf_tensor_view(&zin, g->z.data, GF_F32, g->z.device, 2, zs, err));
   zin.device_index = g->z.device_index;
   GF_TRY(gf_tensor_copy(&zin, &zh, err));
+  if (g->cfg.num_classes > 0) { /* class-balanced: image k of class k % K */
+    if (!g->labels_host) {
+      int64_t mb = g->max_batch;
+      g->labels_host = malloc((size_t)mb * sizeof(int32_t));
+      if (!g->labels_host) return gf_fail(err, GF_ENOMEM, "eval: out of memory");
+      GF_TRY(gf_tensor_init_on(&g->labels, GF_I32, g->ctx.device, g->ctx.device_index, 1,
+                               &mb, err));
+    }
+    for (int i = 0; i < n; i++)
+      g->labels_host[i] = (int32_t)((sample0 + i) % g->cfg.num_classes);
+    gf_tensor lh, ld;
+    int64_t nl = n;
+    GF_TRY(gf_tensor_view(&lh, g->labels_host, GF_I32, GF_DEV_CPU, 1, &nl, err));
+    GF_TRY(gf_tensor_view(&ld, g->labels.data, GF_I32, g->labels.device, 1, &nl, err));
+    ld.device_index = g->labels.device_index;
+    GF_TRY(gf_tensor_copy(&ld, &lh, err));
+    GF_TRY(gf_net_set_labels(&g->g, &ld, err));
+  }
   GF_TRY(gf_net_forward(&g->g, &g->ctx, &zin, GF_MODE_INFER, 0, 0, 0, 0, &y,
                         err));
   int64_t os[2] = {n, (int64_t)g->image_numel};
@@ -164,6 +184,8 @@ void eval_gen_free(eval_gen *g) {
   if (!g) return;
   gf_generator_unref(g->model);
   if (g->z_ready) gf_tensor_free(&g->z);
+  gf_tensor_free(&g->labels);
+  free(g->labels_host);
   if (g->net_ready) gf_net_free(&g->g);
   if (g->ctx_ready) gf_ctx_free(&g->ctx);
   memset(g, 0, sizeof *g);
