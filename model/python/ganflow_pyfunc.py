@@ -13,7 +13,25 @@ generator in inference mode, the same numbers ganflow-serve and
   * networks: model/src/net_mlp.c and model/src/net_dcgan.c (linear,
     transposed convolution without bias, batch norm with the running
     statistics and eps 1e-5, ReLU, tanh); images NCHW in [-1, 1]
-    (pixel_normalization "tanh_-1_1").
+    (pixel_normalization "tanh_-1_1");
+  * class-conditional models (config num_classes K > 0, model/src/net.c,
+    net_layers.c): every batch norm of G is conditional, BigGAN's: xhat =
+    (x - running_mean) / sqrt(running_var + 1e-5) without affine, then
+    y = xhat * gain + bias with gain = e W_gain^T + b_gain and bias =
+    e W_bias^T + b_bias, e = row `class` of the shared embedding
+    ("shared.weight" [K, 128]; "main.i.gain.weight" [C, 128],
+    "main.i.gain.bias" [C], "main.i.bias.weight", "main.i.bias.bias").
+
+Input rows: a `seed` (integer 0..2^64-1) or a `z` (z_dim numbers); for a
+class-conditional model also a `class` on EVERY row, required (there is no
+default class: a missing one is an error naming the row), given as an
+index 0..K-1 or, when calling the loaded model without MLflow's schema
+enforcement (get_raw_model().predict, or _load_pyfunc), also as a class
+name from config.json's "class_names" (an exact name wins over an index
+of the same spelling; a decimal index has no sign, spaces or leading
+zeros, as gf_mlmodel_class_index reads it). The MLmodel signature types
+the column long, so MLflow's scoring server takes indices. An
+unconditional model refuses a `class` that is given.
 
 Needs numpy only (pandas when MLflow hands it a DataFrame). The weights are
 read with a small safetensors reader (the JSON header and numpy.frombuffer),
@@ -30,6 +48,7 @@ import struct
 import numpy as np
 
 _BN_EPS = 1e-5                 # GF_BN_EPS
+_COND_EMBED_DIM = 128          # GF_COND_EMBED_DIM
 _RNG_SAMPLE = 7                # GF_RNG_SAMPLE
 _MLP_HIDDEN = (1200, 1000)     # GF_MLP_G_HIDDEN1, GF_MLP_G_HIDDEN2
 _MAX_HEADER = 100 << 20        # safetensors header bound
@@ -143,6 +162,19 @@ def _relu(x):
     return np.maximum(x, np.float32(0))
 
 
+def _cond_batchnorm(x, p, e):
+    """Conditional batch norm in inference mode: x [n, C, ...], e [n, 128]
+    (the rows of the shared embedding)."""
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    rows = (x.shape[0], -1) + (1,) * (x.ndim - 2)
+    scale = np.float32(1) / np.sqrt(p["running_var"] + np.float32(_BN_EPS))
+    shift = -p["running_mean"] * scale
+    xhat = x * scale.reshape(shape) + shift.reshape(shape)
+    gain = _linear(e, p["gain.weight"], p["gain.bias"])
+    bias = _linear(e, p["bias.weight"], p["bias.bias"])
+    return (xhat * gain.reshape(rows) + bias.reshape(rows)).astype(np.float32)
+
+
 # ---- the networks (model/src/net_mlp.c, net_dcgan.c), G only --------------
 
 def _layers(cfg):
@@ -178,8 +210,18 @@ class GanflowGenerator:
         c = self.config
         if c.get("pixel_normalization") != "tanh_-1_1":
             raise ValueError(f"unsupported pixel_normalization {c.get('pixel_normalization')!r}")
-        if c.get("num_classes", 0) != 0:
-            raise ValueError("conditional models are not supported")
+        self.num_classes = int(c.get("num_classes", 0))
+        self.class_names = c.get("class_names")
+        if self.num_classes < 0 or self.num_classes == 1:
+            raise ValueError(f"config.json: num_classes {self.num_classes} is not 0 or >= 2")
+        if self.class_names is not None:
+            names = self.class_names
+            if (self.num_classes == 0 or not isinstance(names, list)
+                    or len(names) != self.num_classes
+                    or not all(isinstance(x, str) and x for x in names)
+                    or len(set(names)) != len(names)):
+                raise ValueError("config.json: class_names must be num_classes distinct "
+                                 "non-empty strings of a conditional model")
         self.z_dim = int(c["z_dim"])
         self.image_shape = (int(c["image_channels"]), int(c["image_height"]),
                             int(c["image_width"]))
@@ -187,9 +229,22 @@ class GanflowGenerator:
         self.layers = _layers(c)
         used = set()
         self.params = {}
+        bn = ("weight", "bias", "running_mean", "running_var")
+        if self.num_classes > 0:
+            bn = ("gain.weight", "gain.bias", "bias.weight", "bias.bias",
+                  "running_mean", "running_var")
+            key = "shared.weight"
+            if key not in tensors:
+                raise ValueError(f"generator.safetensors: {key} missing")
+            self.shared = np.ascontiguousarray(tensors[key], dtype=np.float32)
+            if self.shared.shape != (self.num_classes, _COND_EMBED_DIM):
+                raise ValueError(f"generator.safetensors: {key} has shape "
+                                 f"{list(self.shared.shape)}, expected "
+                                 f"[{self.num_classes}, {_COND_EMBED_DIM}]")
+            used.add(key)
         for i, spec in self.layers:
             names = {"linear": ("weight", "bias"), "deconv": ("weight",),
-                     "bn": ("weight", "bias", "running_mean", "running_var")}.get(spec[0], ())
+                     "bn": bn}.get(spec[0], ())
             p = {}
             for s in names:
                 key = f"main.{i}.{s}"
@@ -202,11 +257,24 @@ class GanflowGenerator:
         if extra:
             raise ValueError(f"generator.safetensors: unexpected tensors {extra[:4]}")
 
-    def generate(self, z):
-        """Images float32 [n, C, H, W] in [-1, 1] from latents z [n, z_dim]."""
+    def generate(self, z, classes=None):
+        """Images float32 [n, C, H, W] in [-1, 1] from latents z [n, z_dim]
+        and, for a class-conditional model, class indices [n] (required)."""
         x = np.asarray(z, dtype=np.float32)
         if x.ndim != 2 or x.shape[1] != self.z_dim:
             raise ValueError(f"z must be [n, {self.z_dim}], got {list(x.shape)}")
+        e = None
+        if self.num_classes > 0:
+            if classes is None:
+                raise ValueError("this model is class-conditional: give a class per row")
+            y = np.asarray(classes).reshape(-1)
+            if y.shape[0] != x.shape[0] or y.dtype.kind not in "iu" or \
+                    np.any(y < 0) or np.any(y >= self.num_classes):
+                raise ValueError(f"classes must be {x.shape[0]} integers in "
+                                 f"0..{self.num_classes - 1}")
+            e = self.shared[y.astype(np.int64)]
+        elif classes is not None:
+            raise ValueError("this model is not class-conditional: give no class")
         if self.config["architecture"] == "dcgan":
             x = x.reshape(x.shape[0], self.z_dim, 1, 1)
         for i, spec in self.layers:
@@ -216,7 +284,7 @@ class GanflowGenerator:
             elif kind == "deconv":
                 x = _deconv(x, p["weight"], spec[3], spec[4])
             elif kind == "bn":
-                x = _batchnorm(x, p)
+                x = _batchnorm(x, p) if e is None else _cond_batchnorm(x, p, e)
             elif kind == "relu":
                 x = _relu(x)
             elif kind == "tanh":
@@ -225,12 +293,31 @@ class GanflowGenerator:
 
     def latents(self, model_input):
         """[n, z_dim] float32 from the rows of model_input (see predict)."""
-        rows = _rows(model_input)
+        return self._latents(_rows(model_input))
+
+    def classes(self, model_input):
+        """int64 [n] class indices of the rows of model_input (a
+        class-conditional model only; see predict)."""
+        return self._classes(_rows(model_input))
+
+    def _classes(self, rows):
+        if self.num_classes == 0:
+            given = [r for r, row in enumerate(rows) if row[2] is not None]
+            if given:
+                raise ValueError(f"row {given[0]}: this model is not class-conditional; "
+                                 f"give no `class`")
+            return None
+        out = np.empty(len(rows), dtype=np.int64)
+        for r, row in enumerate(rows):
+            out[r] = _class(row[2], r, self.num_classes, self.class_names)
+        return out
+
+    def _latents(self, rows):
         if not rows:
             raise ValueError("no input rows: give `seed` or `z` per row")
         z = np.empty((len(rows), self.z_dim), dtype=np.float32)
         seed_rows, seeds = [], []
-        for r, (seed, zrow) in enumerate(rows):
+        for r, (seed, zrow, _) in enumerate(rows):
             if zrow is not None:
                 v = np.asarray(zrow, dtype=np.float32).reshape(-1)
                 if v.shape[0] != self.z_dim:
@@ -252,9 +339,13 @@ class GanflowGenerator:
     def predict(self, model_input, params=None):
         """model_input: a pandas DataFrame (or dict of columns, list of row
         dicts, or numpy array) whose rows each hold a `seed` (int) or a `z`
-        (z_dim floats). Returns float32 [n, C, H, W] in [-1, 1]."""
+        (z_dim floats), and for a class-conditional model a `class` (an
+        index, or a class name; required). Returns float32 [n, C, H, W] in
+        [-1, 1]."""
         del params
-        return self.generate(self.latents(model_input))
+        rows = _rows(model_input)
+        z = self._latents(rows)
+        return self.generate(z, self._classes(rows))
 
     def get_raw_model(self):
         """PyFuncModel.get_raw_model(): this object (z_dim, image_shape,
@@ -290,8 +381,45 @@ def _seed(v, r):
     return v
 
 
+def _class(v, r, k, names):
+    """The class index of row r's `class` value v (K = k classes)."""
+    hint = "an index 0..%d%s" % (k - 1, " or a class name" if names else "")
+    if isinstance(v, (np.ndarray, list, tuple)):
+        a = np.asarray(v, dtype=object).reshape(-1)
+        if a.shape[0] != 1:
+            raise ValueError(f"row {r}: class must be one value ({hint})")
+        v = a[0]
+    if _missing(v):
+        raise ValueError(f"row {r}: this model is class-conditional: every row needs a "
+                         f"`class` ({hint})")
+    if isinstance(v, (bool, np.bool_)):
+        raise ValueError(f"row {r}: class must be {hint}, not a boolean")
+    if isinstance(v, (str, np.str_)):
+        s = str(v)
+        if names and s in names:
+            return names.index(s)
+        if s.isdigit() and s.isascii() and (len(s) == 1 or s[0] != "0") and int(s) < k:
+            return int(s)
+        near = [i for i, x in enumerate(names or []) if x.lower() == s.lower()]
+        if near:
+            raise ValueError(f"row {r}: no class {s!r}; names are case-sensitive: did you "
+                             f"mean {names[near[0]]!r} (index {near[0]})?")
+        raise ValueError(f"row {r}: no class {s!r} ({hint})")
+    if isinstance(v, (float, np.floating)):
+        if not float(v).is_integer():
+            raise ValueError(f"row {r}: class {v} is not an integer")
+        v = int(v)
+    if not isinstance(v, (int, np.integer)):
+        raise ValueError(f"row {r}: class must be {hint}, got {type(v).__name__}")
+    v = int(v)
+    if not 0 <= v < k:
+        raise ValueError(f"row {r}: class {v} is outside 0..{k - 1}")
+    return v
+
+
 def _rows(data):
-    """[(seed or None, z or None)] from the accepted input forms."""
+    """[(seed or None, z or None, class or None)] from the accepted input
+    forms."""
     try:
         import pandas as pd
     except ImportError:  # pragma: no cover - MLflow brings pandas
@@ -299,11 +427,12 @@ def _rows(data):
     if pd is not None and isinstance(data, pd.Series):
         data = data.to_frame()
     if pd is not None and isinstance(data, pd.DataFrame):
-        cols = {c: data[c].tolist() for c in ("seed", "z") if c in data.columns}
-        if not cols:
+        cols = {c: data[c].tolist() for c in ("seed", "z", "class") if c in data.columns}
+        if "seed" not in cols and "z" not in cols:
             raise ValueError("input needs a `seed` or a `z` column")
         n = len(data.index)
-        return _pairs(cols.get("seed", [None] * n), cols.get("z", [None] * n))
+        return _pairs(cols.get("seed", [None] * n), cols.get("z", [None] * n),
+                      cols.get("class", [None] * n))
     if isinstance(data, dict):
         seeds, zs = data.get("seed"), data.get("z")
         if seeds is None and zs is None:
@@ -313,26 +442,32 @@ def _rows(data):
             zs = np.asarray(zs, dtype=np.float32)
             zs = list(zs.reshape(1, -1) if zs.ndim == 1 else zs.reshape(zs.shape[0], -1))
         n = len(seeds) if seeds is not None else len(zs)
-        return _pairs(seeds or [None] * n, zs if zs is not None else [None] * n)
+        cls = data.get("class")
+        if cls is not None:
+            cls = np.asarray(cls, dtype=object).reshape(-1).tolist()
+        return _pairs(seeds or [None] * n, zs if zs is not None else [None] * n,
+                      cls if cls is not None else [None] * n)
     if isinstance(data, list) and all(isinstance(x, dict) for x in data):
-        return _pairs([x.get("seed") for x in data], [x.get("z") for x in data])
+        return _pairs([x.get("seed") for x in data], [x.get("z") for x in data],
+                      [x.get("class") for x in data])
     a = np.asarray(data)
     if a.ndim == 1 and a.dtype.kind in "iu":
-        return [(_seed(v, r), None) for r, v in enumerate(a.tolist())]
+        return [(_seed(v, r), None, None) for r, v in enumerate(a.tolist())]
     if a.ndim == 2 and a.dtype.kind in "fiu":
-        return [(None, row) for row in a.astype(np.float32)]
+        return [(None, row, None) for row in a.astype(np.float32)]
     raise ValueError("input must be a DataFrame (or dict / records) with `seed` or `z`, "
                      "an integer array of seeds, or a float array [n, z_dim]")
 
 
-def _pairs(seeds, zs):
-    if len(seeds) != len(zs):
-        raise ValueError("`seed` and `z` have different lengths")
+def _pairs(seeds, zs, classes):
+    if len(seeds) != len(zs) or len(classes) != len(zs):
+        raise ValueError("`seed`, `z` and `class` have different lengths")
     out = []
-    for r, (s, z) in enumerate(zip(seeds, zs)):
+    for r, (s, z, c) in enumerate(zip(seeds, zs, classes)):
         z_given = z is not None and not (np.isscalar(z) and _missing(z))
+        c_given = c is not None and not (np.isscalar(c) and _missing(c))
         out.append((None if _missing(s) or z_given else _seed(s, r),
-                    z if z_given else None))
+                    z if z_given else None, c if c_given else None))
     return out
 
 

@@ -53,10 +53,12 @@ def main():
         np.allclose(mixed[1], img_z[0], atol=1e-6), "mixed rows differ"
 
     # Refusals: a z of the wrong length, a row with neither, a negative seed
-    # (ganflow's seeds are unsigned: ganflow-serve refuses it too).
+    # (ganflow's seeds are unsigned: ganflow-serve refuses it too), a class
+    # for this unconditional model.
     for bad in (pd.DataFrame({"z": [[0.0] * (zd + 1)]}), pd.DataFrame({"seed": [None]}),
                 pd.DataFrame({"z": [[float("nan")] * zd]}), pd.DataFrame({"seed": [1.5]}),
-                pd.DataFrame({"other": [1]}), pd.DataFrame({"seed": [-1]})):
+                pd.DataFrame({"other": [1]}), pd.DataFrame({"seed": [-1]}),
+                pd.DataFrame({"seed": [1], "class": [0]})):  # not conditional
         try:
             impl.predict(bad)
         except ValueError:

@@ -4,7 +4,8 @@
  * generator loads with safetensors.numpy, and that MLflow's own
  * mlflow.models.Model.load reads the signature (columns seed long and z
  * array<double>, both optional -> tensor image float32 [-1, C, H, W]) and
- * the python_function flavor.
+ * the python_function flavor; and for a class-conditional model the class
+ * names (YAML and config.json) and the signature's class column.
  * Usage: test_mlmodel_python PYTHON (the checkout's .venv, where
  * deploy/install-deps.sh puts PyYAML with MLflow, and safetensors). Exits 77
  * (skipped), saying why, when the interpreter is missing (no .venv); when it
@@ -64,6 +65,23 @@ static const char k_mlflow_script[] =
     "assert e.python == p['python_version'], (e.python, p)\n"
     "assert open(sys.argv[1] + '/requirements.txt').read().split() == ['mlflow', 'numpy']\n";
 
+/* A class-conditional model: PyYAML reads the flavor config's class names
+ * as the strings written (also "yes" and "3", which unquoted would not
+ * be), config.json carries the same, and MLflow's signature has the
+ * optional long column class after seed and z. */
+static const char k_cond_script[] =
+    "import sys, json, yaml, mlflow\n"
+    "from mlflow.types import DataType\n"
+    "want = ['Ankle boot', 'yes', '3', 'T-shirt/top', 'caf\\u00e9']\n"
+    "d = yaml.safe_load(open(sys.argv[1] + '/MLmodel', encoding='utf-8'))\n"
+    "c = d['flavors']['ganflow']['config']\n"
+    "assert c['class_names'] == want and c['num_classes'] == 5, c\n"
+    "j = json.load(open(sys.argv[1] + '/config.json', encoding='utf-8'))\n"
+    "assert j['class_names'] == want and j['num_classes'] == 5, j\n"
+    "i = mlflow.models.Model.load(sys.argv[1]).signature.inputs.inputs\n"
+    "assert [x.name for x in i] == ['seed', 'z', 'class'], i\n"
+    "assert i[2].type == DataType.long and not i[2].required, i\n";
+
 int main(int argc, char **argv) {
   if (argc != 2 || !argv[1][0]) {
     fprintf(stderr, "usage: test_mlmodel_python PYTHON\n");
@@ -93,6 +111,17 @@ int main(int argc, char **argv) {
   snprintf(cmd, sizeof cmd, "'%s' '%s' '%s'", argv[1], script, mdir);
   rc = system(cmd);
   CHECKF(rc == 0, "mlflow.models.Model.load check failed (%d)", rc);
+
+  static const char *const names[] = {"Ankle boot", "yes", "3", "T-shirt/top",
+                                      "caf\xc3\xa9"};
+  gf_mlmodel_info cinfo = {"model", "1234567890", "2.17.0", "0.1.0", names};
+  c.num_classes = 5;
+  snprintf(mdir, sizeof mdir, "%s/cond", dir);
+  REQUIRE(gf_mlmodel_write(mdir, &c, t, 1, NULL, 0, &cinfo, NULL, &err) == GF_OK);
+  tu_write(script, k_cond_script, strlen(k_cond_script));
+  snprintf(cmd, sizeof cmd, "'%s' '%s' '%s'", argv[1], script, mdir);
+  rc = system(cmd);
+  CHECKF(rc == 0, "conditional model check failed (%d)", rc);
   tu_rmdir(dir);
   return check_report();
 }
