@@ -2,11 +2,13 @@
  * libyaml, from a buffer, no file access): errors, never crashes, and on
  * success every field and listed file is readable, every listed file a
  * relative path inside the directory (no empty, "." or ".." component),
- * every signature entry a tensor or a column of a known type. */
+ * every signature entry a tensor or a column of a known type, class names
+ * (when present) num_classes valid distinct names that the lookup finds. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "gf/class_name.h"
 #include "gf/mlmodel.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -36,6 +38,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
           __builtin_trap();
       }
     if (m.pyfunc_python && !m.pyfunc_loader) __builtin_trap();
+    if ((m.class_names == NULL) != (m.n_class_names == 0) ||
+        (m.class_names && m.n_class_names != m.config.num_classes) ||
+        (m.class_names && gf_class_names_check((const char *const *)m.class_names,
+                                               m.n_class_names, &err) != GF_OK))
+      __builtin_trap();
+    for (int k = 0; k < m.n_class_names; k++) {
+      int got = -1;
+      if (gf_mlmodel_class_index(&m, m.class_names[k], &got, &err) != GF_OK || got != k)
+        __builtin_trap();
+    }
     if (gf_model_config_validate(&m.config, &err) != GF_OK) __builtin_trap();
   }
   gf_mlmodel_free(&m);

@@ -142,6 +142,31 @@ def mlmodel():
         " \"float32\", \"shape\": [-1, 3, 64, 64]}}]'\n"
         "  params: null\n"
         "utc_time_created:"))
+    # A class-conditional model as gf_mlmodel_write writes it: class names
+    # in the flavor config (quoted where YAML would read another type), the
+    # optional long column class.
+    cond = MLMODEL.replace("      num_classes: 0\n", "      num_classes: 3\n").replace(
+        "      format_version: 1\n",
+        "      class_names:\n"
+        "      - \"Ankle boot\"\n"
+        "      - \"7\"\n"
+        "      - T-shirt/top\n"
+        "      format_version: 1\n").replace(
+        "utc_time_created:",
+        "signature:\n"
+        "  inputs: '[{\"type\": \"long\", \"name\": \"seed\", \"required\": false}, "
+        "{\"type\": \"array\", \"items\": {\"type\": \"double\"}, \"name\": \"z\", "
+        "\"required\": false}, {\"type\": \"long\", \"name\": \"class\", "
+        "\"required\": false}]'\n"
+        "  outputs: '[{\"name\": \"image\", \"type\": \"tensor\", \"tensor-spec\": {\"dtype\":"
+        " \"float32\", \"shape\": [-1, 3, 64, 64]}}]'\n"
+        "  params: null\n"
+        "utc_time_created:")
+    put("mlmodel", "valid_cond", cond)
+    put("mlmodel", "bad_class_count", cond.replace("      - \"7\"\n", ""))
+    put("mlmodel", "bad_class_dup", cond.replace("- \"7\"", "- \"Ankle boot\""))
+    put("mlmodel", "bad_class_name", cond.replace("- \"7\"", "- \"a,b\""))
+    put("mlmodel", "bad_class_uncond", cond.replace("num_classes: 3", "num_classes: 0"))
     put("mlmodel", "bad_column_type", MLMODEL.replace(
         "utc_time_created:",
         "signature:\n"

@@ -282,6 +282,33 @@ static void test_writer_refusals(const char *tmp) {
   }
 }
 
+/* The fuzz corpus's conditional MLmodels (tests/model/make_fuzz_corpus.py)
+ * are what their names say. */
+static void test_corpus(void) {
+  static const struct {
+    const char *name;
+    gf_status want;
+  } files[] = {{"valid_cond", GF_OK},          {"bad_class_count", GF_EFORMAT},
+               {"bad_class_dup", GF_EFORMAT},  {"bad_class_name", GF_EFORMAT},
+               {"bad_class_uncond", GF_EFORMAT}};
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s/%s", GF_MLMODEL_CORPUS, files[i].name);
+    size_t len = 0;
+    unsigned char *b = tu_read(p, &len);
+    gf_mlmodel m;
+    gf_err err = {GF_OK, ""};
+    gf_status st = gf_mlmodel_parse((const char *)b, len, &m, &err);
+    CHECKF(st == files[i].want, "%s: %s", files[i].name, err.msg);
+    if (st == GF_OK) {
+      CHECK(m.n_class_names == 3 && strcmp(m.class_names[1], "7") == 0);
+      CHECK(m.n_sig_inputs == 3);
+    }
+    gf_mlmodel_free(&m);
+    free(b);
+  }
+}
+
 int main(void) {
   char tmp[256];
   tu_mkdtemp(tmp, sizeof tmp);
@@ -290,6 +317,7 @@ int main(void) {
   test_roundtrip(tmp);
   test_cond_without_names(tmp);
   test_writer_refusals(tmp);
+  test_corpus();
   tu_rmdir(tmp);
   return check_report();
 }
