@@ -91,11 +91,14 @@ static void model_meta(gfs_req *r, gfs_slot *sl) {
                    ", \"architecture\": \"%s\", \"inputs\": [{\"name\": "
                    "\"seed\", \"datatype\": \"INT64\", \"shape\": [-1]}, "
                    "{\"name\": \"z\", \"datatype\": \"FP32\", \"shape\": [-1, "
-                   "%d]}], \"outputs\": [{\"name\": \"image\", \"datatype\": "
+                   "%d]}%s], \"outputs\": [{\"name\": \"image\", \"datatype\": "
                    "\"FP32\", \"shape\": [-1, %d, %d, %d]}], \"max_images\": "
-                   "%d}\n", gf_arch_name(c->architecture), c->z_dim,
+                   "%d, \"num_classes\": %d}\n", gf_arch_name(c->architecture),
+                   c->z_dim,
+                   m->num_classes > 0 ? ", {\"name\": \"class\", "
+                   "\"datatype\": \"INT64\", \"shape\": [-1]}" : "",
                    c->image_channels, c->image_height, c->image_width,
-                   r->max_images);
+                   r->max_images, m->num_classes);
   int headers_ok = set_model_headers(r, sl, m);
   gf_generator_unref(m);
   if (headers_ok) answer_strbuf(r, 200, "application/json", &b);
@@ -160,6 +163,8 @@ typedef struct gen_job {
   gfs_infer_req ir;
   float *z;           /* n * z_dim latents: ir.z or zown */
   float *zown;        /* malloc'd latents made from seeds */
+  int32_t *labels;    /* n classes (malloc'd) for a conditional model,
+                         else NULL */
   int n;
   float *img;         /* n images, set by the pass(es) */
 } gen_job;
@@ -167,8 +172,77 @@ typedef struct gen_job {
 /* Releases what job_prepare gave j (latents, parsed body, model ref). */
 static void job_free(gen_job *j) {
   free(j->zown);
+  free(j->labels);
   gfs_infer_req_free(&j->ir);
   gf_generator_unref(j->m);
+}
+
+/* Class k of m for an index a body gave; 0 (r answered 400) when out of
+ * range. */
+static int class_index_ok(gfs_req *r, const gf_generator *m, int row,
+                          int64_t v) {
+  if (v >= 0 && v < m->num_classes) return 1;
+  gfs_error(r, 400, "row %d: class %lld is outside model '%s''s classes "
+            "0..%d", row, (long long)v, m->name, m->num_classes - 1);
+  return 0;
+}
+
+/* Sets j->labels (j->n rows) from r's classes: GET's class= (one class for
+ * every image, or a list of c classes, c dividing n, image k taking item
+ * k / (n / c): gf_generator_class_labels) or the bodies' class per row. A conditional model needs a
+ * class for every row, an unconditional one takes none. Returns 1, or 0
+ * with r answered 400 (or 500). */
+static int job_labels(gfs_req *r, gf_generator *m, gen_job *j) {
+  int given = r->route == GFS_R_GENERATE ? r->args.has_class
+                                         : j->ir.cls != NULL;
+  if (m->num_classes == 0) {
+    if (!given) return 1;
+    gfs_error(r, 400, "class: model '%s' is not class-conditional and "
+              "takes no class", m->name);
+    return 0;
+  }
+  if (!given) {
+    gfs_error(r, 400, "model '%s' is class-conditional: give a class "
+              "index 0..%d (GET: class=; V2: a class input; "
+              "/invocations: a class column)", m->name,
+              m->num_classes - 1);
+    return 0;
+  }
+  if (!(j->labels = malloc((size_t)j->n * sizeof *j->labels))) {
+    gfs_error(r, 500, "out of memory");
+    return 0;
+  }
+  gf_err e;
+  if (r->route == GFS_R_GENERATE) {
+    if (gf_generator_class_labels(m, r->args.cls, j->n, j->labels, &e) ==
+        GF_OK)
+      return 1;
+    gfs_error(r, 400, "%s", e.msg);
+    return 0;
+  }
+  for (int k = 0; k < j->n; k++) {
+    int64_t v = j->ir.cls[k];
+    if (v == -2) {
+      gfs_error(r, 400, "row %d: no class (model '%s' is class-conditional: "
+                "every row needs one, 0..%d)", k, m->name,
+                m->num_classes - 1);
+      return 0;
+    }
+    if (v == -1) {
+      int c;
+      if (gf_generator_class_index(m, j->ir.cls_name + (size_t)k *
+                                   (GFS_CLASS_MAX + 1), &c, &e) != GF_OK) {
+        gfs_error(r, 400, "row %d: %s", k, e.msg);
+        return 0;
+      }
+      j->labels[k] = c;
+    } else if (!class_index_ok(r, m, k, v)) {
+      return 0;
+    } else {
+      j->labels[k] = (int32_t)v;
+    }
+  }
+  return 1;
 }
 
 /* Parses r against the model its slot serves now and makes its latents.
@@ -188,18 +262,6 @@ static int job_prepare(gfs_server *s, gfs_req *r, gen_job *j) {
   gf_err e;
   if (!set_model_headers(r, r->slot, m) || !version_ok(r, m)) goto fail;
   if (r->route == GFS_R_GENERATE) {
-    if (r->args.has_class && m->cfg.num_classes == 0) {
-      gfs_error(r, 400, "class: model '%s' is unconditional", m->name);
-      goto fail;
-    }
-    if (r->args.has_class && r->args.cls >= m->cfg.num_classes) {
-      gfs_error(r, 400, "class must be 0..%d", m->cfg.num_classes - 1);
-      goto fail;
-    }
-    if (r->args.has_class) {
-      gfs_error(r, 400, "class: conditional generation is not supported");
-      goto fail;
-    }
     j->n = r->args.n;
   } else {
     gf_status st = r->route == GFS_R_INFER
@@ -216,6 +278,7 @@ static int job_prepare(gfs_server *s, gfs_req *r, gen_job *j) {
     }
     j->n = j->ir.n;
   }
+  if (!job_labels(r, m, j)) goto fail;
   if (j->ir.z && !j->ir.seeds) {
     j->z = j->ir.z;
     return 1;
@@ -250,11 +313,11 @@ fail:
 /* Runs rows latents (z, row-major) through m (in passes of at most its
  * max_batch, --preferred-batch, rows); img receives rows images. */
 static gf_status run_passes(gfs_server *s, gf_generator *m, int worker,
-                            const float *z, int rows, float *img,
-                            gf_err *err) {
+                            const float *z, const int32_t *labels, int rows,
+                            float *img, gf_err *err) {
   atomic_fetch_add(&s->metrics.passes,
                    (unsigned long)gf_generator_passes(m, rows));
-  return gf_generator_run(m, worker, z, rows, img, err);
+  return gf_generator_run_labeled(m, worker, z, labels, rows, img, err);
 }
 
 /* One pass group: the jobs js[0..n) share model js[0].m; their latents
@@ -270,15 +333,22 @@ static void run_group(gfs_server *s, gen_job *js, int n, int worker) {
   int rows = 0;
   for (int i = 0; i < n; i++) rows += js[i].n;
   float *z = n == 1 ? js[0].z : malloc((size_t)rows * zd * sizeof *z);
+  int cond = m->num_classes > 0;
+  int32_t *lab = n == 1 || !cond ? js[0].labels
+                                 : malloc((size_t)rows * sizeof *lab);
   float *img = malloc((size_t)rows * inum * sizeof *img);
   gf_err e;
   gf_status st = GF_OK;
-  if (!z || !img) st = gf_fail(&e, GF_ENOMEM, "out of memory");
+  if (!z || !img || (cond && !lab))
+    st = gf_fail(&e, GF_ENOMEM, "out of memory");
   if (st == GF_OK && n > 1)
-    for (int i = 0, at = 0; i < n; at += js[i].n, i++)
+    for (int i = 0, at = 0; i < n; at += js[i].n, i++) {
       memcpy(z + (size_t)at * zd, js[i].z, (size_t)js[i].n * zd * sizeof *z);
+      if (cond)
+        memcpy(lab + at, js[i].labels, (size_t)js[i].n * sizeof *lab);
+    }
   if (st == GF_OK)
-    st = run_passes(s, m, worker, z, rows, img, &e);
+    st = run_passes(s, m, worker, z, lab, rows, img, &e);
   if (st != GF_OK)
     gfs_log(s, "model %s version %s: %s", m->name, m->version, e.msg);
   if (n > 1) atomic_fetch_add(&s->metrics.shared_jobs, (unsigned long)n);
@@ -291,6 +361,7 @@ static void run_group(gfs_server *s, gen_job *js, int n, int worker) {
     gfs_answer_images(s, js[i].r, js[i].m, &js[i].ir, js[i].img, js[i].n);
   }
   if (n > 1) free(z);
+  if (n > 1 && cond) free(lab);
   free(img);
 }
 

@@ -1,6 +1,8 @@
 /* page.c - GET /: a small HTML page listing each model (URI, alias, the
  * version serving, the registry's versions and aliases, shapes, reload
- * counts) with a generated 4x4 grid (<img> of the generate endpoint). */
+ * counts) with a generated 4x4 grid (<img> of the generate endpoint), or
+ * for a class-conditional model one row of images per class (the first
+ * GFS_PAGE_CLASSES classes, as ganflow-train's sample grids). */
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +34,33 @@ static void row(gf_strbuf *b, const char *k, const char *v) {
   gf_strbuf_puts(b, "</td></tr>\n");
 }
 
+#define GFS_PAGE_CLASSES 16
+
+/* One row per class of m (up to GFS_PAGE_CLASSES): 8 <img>s of the
+ * generate endpoint, seeds 0..7 (a PNG of n > 1 is a square grid, not a
+ * row). */
+static void class_rows(gf_strbuf *b, const gfs_slot *sl,
+                       const gf_generator *m) {
+  int shown = m->num_classes < GFS_PAGE_CLASSES ? m->num_classes
+                                                : GFS_PAGE_CLASSES;
+  gf_strbuf_puts(b, "<div class=\"classes\">\n");
+  for (int k = 0; k < shown; k++) {
+    gf_strbuf_printf(b, "<div class=\"classrow\"><span>class %d</span>", k);
+    for (int seed = 0; seed < 8; seed++) {
+      gf_strbuf_printf(b, "<img class=\"cell\" alt=\"class %d seed %d\" "
+                          "width=\"64\" height=\"64\" src=\"/v1/models/",
+                       k, seed);
+      url_component(b, sl->name);
+      gf_strbuf_printf(b, "/generate?seed=%d&amp;class=%d\">", seed, k);
+    }
+    gf_strbuf_puts(b, "</div>\n");
+  }
+  if (shown < m->num_classes)
+    gf_strbuf_printf(b, "<p>(the first %d of %d classes)</p>\n", shown,
+                     m->num_classes);
+  gf_strbuf_puts(b, "</div>\n");
+}
+
 static void model_section(gf_strbuf *b, gfs_slot *sl) {
   gf_generator *m = gfs_slot_acquire(sl);
   /* Copies taken under the slot lock: the watcher replaces them. */
@@ -59,6 +88,12 @@ static void model_section(gf_strbuf *b, gfs_slot *sl) {
                  m->cfg.image_width);
     assert(gf_fits(n, sizeof text));
     row(b, "generator", text);
+    if (m->num_classes > 0) {
+      n = snprintf(text, sizeof text, "%d (class-conditional)",
+                   m->num_classes);
+      assert(gf_fits(n, sizeof text));
+      row(b, "classes", text);
+    }
     row(b, "run", m->run_id ? m->run_id : "(none)");
   }
   n = snprintf(text, sizeof text, "%lu loaded, %lu failed",
@@ -68,7 +103,9 @@ static void model_section(gf_strbuf *b, gfs_slot *sl) {
   row(b, "reloads", text);
   if (failed[0]) row(b, "last failure", failed);
   gf_strbuf_puts(b, "</table>\n");
-  if (m) {
+  if (m && m->num_classes > 0) {
+    class_rows(b, sl, m);
+  } else if (m) {
     gf_strbuf_puts(b, "<img class=\"grid\" alt=\"generated grid\" "
                       "width=\"512\" height=\"512\" src=\"/v1/models/");
     url_component(b, sl->name);
@@ -88,11 +125,15 @@ void gfs_handle_page(gfs_server *s, gfs_req *r) {
                  "color:#f1faee;margin:24px}\n"
                  "th{text-align:left;padding-right:1em}\n"
                  "img.grid{image-rendering:pixelated;display:block;"
-                 "margin:12px 0}\n</style></head><body>\n"
+                 "margin:12px 0}\n"
+                 "img.cell{image-rendering:pixelated;vertical-align:middle;"
+                 "margin:1px}\n"
+                 "div.classrow span{display:inline-block;width:6em}\n"
+                 "</style></head><body>\n"
                  "<h1>ganflow-serve " GFS_VERSION "</h1>\n");
   for (int i = 0; i < s->n_slots; i++) model_section(&b, &s->slots[i]);
   gf_strbuf_puts(&b, "<p>API: <code>GET /v1/models/NAME/generate?seed=S&amp;"
-                     "n=N</code>, <code>POST /v2/models/NAME/infer</code>, "
+                     "n=N[&amp;class=C]</code>, <code>POST /v2/models/NAME/infer</code>, "
                      "<code>/metrics</code>.</p>\n</body></html>\n");
   size_t len = 0;
   char *body = gf_strbuf_take(&b, &len);

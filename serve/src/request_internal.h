@@ -13,6 +13,14 @@
  * decimal digits (larger seeds). 0 on success. */
 int gfs_json_uint(const cJSON *v, uint64_t *out);
 
+/* Row k's class (of n rows, n already checked) from a JSON cell: NULL or
+ * null: none (-2); an integer 0..2^31-1: an index; a string of
+ * 1..GFS_CLASS_MAX bytes: a name (or an index in digits), resolved later.
+ * out->cls (every row -2 at first) and out->cls_name are malloc'd at
+ * the first class, released by gfs_infer_req_free. */
+gf_status gfs_take_class(const cJSON *v, int k, int n, gfs_infer_req *out,
+                         gf_err *err);
+
 /* GF_EINVAL unless 1 <= n <= max_images. */
 gf_status gfs_check_n(int64_t n, int max_images, gf_err *err);
 

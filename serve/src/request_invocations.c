@@ -18,13 +18,16 @@ typedef struct rows {
   uint64_t *seeds;
   float *z;
   uint8_t *kind; /* 0: not set yet, 1: seed, 2: latent */
+  gfs_infer_req *req; /* where the class column goes (gfs_take_class) */
 } rows;
 
 /* Allocates rows for n (checked) rows. Memory: free with rows_free, or
  * hand over with rows_finish. */
 static gf_status rows_alloc(rows *rs, int64_t n, int z_dim, int max_images,
                             gf_err *err) {
+  gfs_infer_req *req = rs->req;
   memset(rs, 0, sizeof *rs);
+  rs->req = req;
   gf_status st = gfs_check_n(n, max_images, err);
   if (st) return st;
   rs->n = (int)n;
@@ -41,7 +44,9 @@ static void rows_free(rows *rs) {
   free(rs->seeds);
   free(rs->z);
   free(rs->kind);
+  gfs_infer_req *req = rs->req;
   memset(rs, 0, sizeof *rs);
+  rs->req = req;
 }
 
 /* Moves rs into out: seeds only, latents only, or both with row_z. */
@@ -70,9 +75,11 @@ static void rows_finish(rows *rs, gfs_infer_req *out) {
 
 static int absent(const cJSON *v) { return !v || cJSON_IsNull(v); }
 
-/* Row k from its seed and z cells (NULL or null = absent). */
+/* Row k from its seed, z and class cells (NULL or null = absent). */
 static gf_status row_cells(rows *rs, int k, const cJSON *seed,
-                           const cJSON *z, gf_err *err) {
+                           const cJSON *z, const cJSON *cls, gf_err *err) {
+  gf_status st = gfs_take_class(cls, k, rs->n, rs->req, err);
+  if (st) return st;
   if (absent(seed) == absent(z))
     return gf_fail(err, GF_EINVAL, "row %d: needs exactly one of seed, z", k);
   if (!absent(seed)) {
@@ -91,7 +98,7 @@ static gf_status row_cells(rows *rs, int k, const cJSON *seed,
   cJSON_ArrayForEach(v, z) {
     if (!cJSON_IsNumber(v))
       return gf_fail(err, GF_EINVAL, "row %d: z must hold numbers", k);
-    gf_status st = gfs_check_z(v->valuedouble, err);
+    st = gfs_check_z(v->valuedouble, err);
     if (st) return st;
     dst[i++] = (float)v->valuedouble;
   }
@@ -99,34 +106,35 @@ static gf_status row_cells(rows *rs, int k, const cJSON *seed,
   return GF_OK;
 }
 
-/* A column name: 0 seed, 1 z, -1 other. */
+/* A column name: 0 seed, 1 z, 2 class, -1 other. */
 static int column(const char *name) {
   if (strcmp(name, "seed") == 0) return 0;
   if (strcmp(name, "z") == 0) return 1;
+  if (strcmp(name, "class") == 0) return 2;
   return -1;
 }
 
 /* A record {"seed": s} or {"z": [..]}: any other key is an error. */
 static gf_status row_record(rows *rs, int k, const cJSON *rec,
                             gf_err *err) {
-  const cJSON *cell[2] = {NULL, NULL}, *e;
+  const cJSON *cell[3] = {NULL, NULL, NULL}, *e;
   cJSON_ArrayForEach(e, rec) {
     int c = e->string ? column(e->string) : -1;
     if (c < 0)
       return gf_fail(err, GF_EINVAL, "row %d: unknown column '%.64s' "
-                     "(expected seed, z)", k, e->string ? e->string : "");
+                     "(expected seed, z, class)", k, e->string ? e->string : "");
     cell[c] = e;
   }
-  return row_cells(rs, k, cell[0], cell[1], err);
+  return row_cells(rs, k, cell[0], cell[1], cell[2], err);
 }
 
 /* An element of "instances" or a list "inputs": a record, a latent (an
  * array), or a bare seed. */
 static gf_status row_any(rows *rs, int k, const cJSON *v, gf_err *err) {
   if (cJSON_IsObject(v)) return row_record(rs, k, v, err);
-  if (cJSON_IsArray(v)) return row_cells(rs, k, NULL, v, err);
+  if (cJSON_IsArray(v)) return row_cells(rs, k, NULL, v, NULL, err);
   if (cJSON_IsNumber(v) || cJSON_IsString(v))
-    return row_cells(rs, k, v, NULL, err);
+    return row_cells(rs, k, v, NULL, NULL, err);
   return gf_fail(err, GF_EINVAL, "row %d: expected {\"seed\": s}, "
                  "{\"z\": [..]}, a seed or a list of %d numbers", k,
                  rs->z_dim);
@@ -184,12 +192,12 @@ static gf_status rows_split(rows *rs, const cJSON *split, int z_dim,
   if (!cJSON_IsArray(cols) || !cJSON_IsArray(data))
     return gf_fail(err, GF_EINVAL,
                    "dataframe_split needs columns and data lists");
-  int where[2] = {-1, -1}, nc = cJSON_GetArraySize(cols), i = 0;
+  int where[3] = {-1, -1, -1}, nc = cJSON_GetArraySize(cols), i = 0;
   cJSON_ArrayForEach(e, cols) {
     int c = cJSON_IsString(e) ? column(e->valuestring) : -1;
     if (c < 0 || where[c] >= 0)
       return gf_fail(err, GF_EINVAL, "dataframe_split: columns must be "
-                     "seed and/or z, each once");
+                     "seed and/or z (and class), each once");
     where[c] = i++;
   }
   int n = cJSON_GetArraySize(data);
@@ -208,7 +216,8 @@ static gf_status rows_split(rows *rs, const cJSON *split, int z_dim,
     const cJSON *seed = where[0] >= 0 ? cJSON_GetArrayItem(e, where[0])
                                       : NULL;
     const cJSON *z = where[1] >= 0 ? cJSON_GetArrayItem(e, where[1]) : NULL;
-    st = row_cells(rs, k++, seed, z, err);
+    const cJSON *c = where[2] >= 0 ? cJSON_GetArrayItem(e, where[2]) : NULL;
+    st = row_cells(rs, k++, seed, z, c, err);
   }
   return st;
 }
@@ -216,12 +225,12 @@ static gf_status rows_split(rows *rs, const cJSON *split, int z_dim,
 /* {"seed": [..], "z": [[..], ..]}: columns of one length. */
 static gf_status rows_columns(rows *rs, const cJSON *cols, int z_dim,
                               int max_images, gf_err *err) {
-  const cJSON *col[2] = {NULL, NULL}, *e;
+  const cJSON *col[3] = {NULL, NULL, NULL}, *e;
   cJSON_ArrayForEach(e, cols) {
     int c = column(e->string);
     if (c < 0)
       return gf_fail(err, GF_EINVAL, "inputs: unknown column '%.64s' "
-                     "(expected seed, z)", e->string);
+                     "(expected seed, z, class)", e->string);
     if (!cJSON_IsArray(e))
       return gf_fail(err, GF_EINVAL, "inputs: %s must be a list", e->string);
     col[c] = e;
@@ -231,13 +240,18 @@ static gf_status rows_columns(rows *rs, const cJSON *cols, int z_dim,
   int n = cJSON_GetArraySize(col[0] ? col[0] : col[1]);
   if (col[0] && col[1] && cJSON_GetArraySize(col[1]) != n)
     return gf_fail(err, GF_EINVAL, "inputs: seed and z differ in length");
+  if (col[2] && cJSON_GetArraySize(col[2]) != n)
+    return gf_fail(err, GF_EINVAL,
+                   "inputs: class differs in length from seed/z");
   gf_status st = rows_alloc(rs, n, z_dim, max_images, err);
   const cJSON *s = col[0] ? col[0]->child : NULL;
   const cJSON *z = col[1] ? col[1]->child : NULL;
+  const cJSON *c = col[2] ? col[2]->child : NULL;
   for (int k = 0; st == GF_OK && k < n; k++) {
-    st = row_cells(rs, k, s, z, err);
+    st = row_cells(rs, k, s, z, c, err);
     if (s) s = s->next;
     if (z) z = z->next;
+    if (c) c = c->next;
   }
   return st;
 }
@@ -267,6 +281,7 @@ static gf_status parse_invocations(const cJSON *root, int z_dim,
                    "dataframe_records, instances, inputs");
   rows rs;
   memset(&rs, 0, sizeof rs);
+  rs.req = out;
   gf_status st;
   if (which == 0) st = rows_split(&rs, found, z_dim, max_images, err);
   else if (which == 1) st = rows_records(&rs, found, z_dim, max_images, err);

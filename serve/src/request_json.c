@@ -16,6 +16,8 @@ void gfs_infer_req_free(gfs_infer_req *r) {
   free(r->seeds);
   free(r->z);
   free(r->row_z);
+  free(r->cls);
+  free(r->cls_name);
   gfs_infer_req_init(r);
 }
 
@@ -33,6 +35,38 @@ int gfs_json_uint(const cJSON *v, uint64_t *out) {
   if (!(d >= 0) || d > 9007199254740992.0 || floor(d) != d) return -1;
   *out = (uint64_t)d;
   return 0;
+}
+
+gf_status gfs_take_class(const cJSON *v, int k, int n, gfs_infer_req *out,
+                         gf_err *err) {
+  if (!v || cJSON_IsNull(v)) {
+    if (out->cls) out->cls[k] = -2;
+    return GF_OK;
+  }
+  if (!out->cls) {
+    if (!(out->cls = malloc((size_t)n * sizeof *out->cls)))
+      return gf_fail(err, GF_ENOMEM, "out of memory");
+    for (int i = 0; i < n; i++) out->cls[i] = -2;
+  }
+  if (cJSON_IsNumber(v)) {
+    uint64_t c;
+    if (gfs_json_uint(v, &c) != 0 || c > (uint64_t)INT32_MAX)
+      return gf_fail(err, GF_EINVAL, "row %d: class must be a class index "
+                     "(an integer >= 0) or a class name", k);
+    out->cls[k] = (int64_t)c;
+    return GF_OK;
+  }
+  size_t len = cJSON_IsString(v) ? strlen(v->valuestring) : 0;
+  if (len == 0 || len > GFS_CLASS_MAX)
+    return gf_fail(err, GF_EINVAL, "row %d: class must be a class index or "
+                   "a class name of 1..%d bytes", k, GFS_CLASS_MAX);
+  if (!out->cls_name &&
+      !(out->cls_name = calloc((size_t)n, GFS_CLASS_MAX + 1)))
+    return gf_fail(err, GF_ENOMEM, "out of memory");
+  memcpy(out->cls_name + (size_t)k * (GFS_CLASS_MAX + 1), v->valuestring,
+         len + 1);
+  out->cls[k] = -1;
+  return GF_OK;
 }
 
 gf_status gfs_check_n(int64_t n, int max_images, gf_err *err) {

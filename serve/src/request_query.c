@@ -63,9 +63,29 @@ gf_status gfs_gen_args_set(gfs_gen_args *a, const char *key,
     a->n = (int)n;
   } else if (strcmp(key, "class") == 0) {
     if ((st = once(a, KEY_CLASS, key, err))) return st;
-    if (gfs_parse_i64(value, &a->cls) != 0 || a->cls < 0)
-      return gf_fail(err, GF_EINVAL,
-                     "query: class must be a non-negative integer");
+    size_t len = strlen(value);
+    if (len > GFS_CLASS_SPEC_MAX)
+      return gf_fail(err, GF_EINVAL, "query: class is longer than %d bytes",
+                     GFS_CLASS_SPEC_MAX);
+    /* one class, or a comma-separated list of them, none empty */
+    int items = 1;
+    size_t item = 0;
+    for (size_t i = 0; i <= len; i++) {
+      if (i < len && value[i] != ',') {
+        item++;
+        continue;
+      }
+      if (item == 0 || item > GFS_CLASS_MAX)
+        return gf_fail(err, GF_EINVAL, "query: class must be a class name "
+                       "or index, or a comma-separated list of them (each "
+                       "1..%d bytes)", GFS_CLASS_MAX);
+      if (i < len && ++items > max_images)
+        return gf_fail(err, GF_EINVAL, "query: class lists more than %d "
+                       "classes", max_images);
+      item = 0;
+    }
+    memcpy(a->cls, value, len + 1);
+    a->n_cls = items;
     a->has_class = 1;
   } else if (strcmp(key, "format") == 0) {
     if ((st = once(a, KEY_FORMAT, key, err))) return st;

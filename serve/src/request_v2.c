@@ -52,7 +52,9 @@ int gfs_header_length_parse(const char *value, size_t max, size_t *out) {
 
 /* What the JSON says about the one input, before any data is taken. */
 typedef struct v2_input {
-  int is_seed;           /* 1: seed, 0: z */
+  int is_seed;           /* 1: seed, 0: z (or class) */
+  int is_class;          /* 1: class (INT64 or INT32 [n] or [n, 1]) */
+  int class_bytes;       /* 8 (INT64) or 4 (INT32) */
   int64_t dims[2];       /* shape */
   int nd;
   int seed_signed;       /* INT64 (negative values refused) vs UINT64 */
@@ -110,6 +112,17 @@ static gf_status input_header(const cJSON *in, int z_dim, int max_images,
     if (vi->nd != 1) return gf_fail(err, GF_EINVAL, "seed: shape must be [n]");
     return gfs_check_n(vi->dims[0], max_images, err);
   }
+  if (strcmp(name->valuestring, "class") == 0) {
+    vi->is_class = 1;
+    vi->class_bytes = strcmp(dtype->valuestring, "INT64") == 0   ? 8
+                      : strcmp(dtype->valuestring, "INT32") == 0 ? 4
+                                                                 : 0;
+    if (!vi->class_bytes)
+      return gf_fail(err, GF_EINVAL, "class: datatype must be INT64 or INT32");
+    if (vi->nd != 1 && !(vi->nd == 2 && vi->dims[1] == 1))
+      return gf_fail(err, GF_EINVAL, "class: shape must be [n] or [n, 1]");
+    return gfs_check_n(vi->dims[0], max_images, err);
+  }
   if (strcmp(name->valuestring, "z") == 0) {
     if (strcmp(dtype->valuestring, "FP32") != 0)
       return gf_fail(err, GF_EINVAL, "z: datatype must be FP32");
@@ -117,7 +130,8 @@ static gf_status input_header(const cJSON *in, int z_dim, int max_images,
       return gf_fail(err, GF_EINVAL, "z: shape must be [n, %d]", z_dim);
     return gfs_check_n(vi->dims[0], max_images, err);
   }
-  return gf_fail(err, GF_EINVAL, "unknown input '%.64s' (expected seed or z)",
+  return gf_fail(err, GF_EINVAL, "unknown input '%.64s' (expected seed, z, "
+                 "class)",
                  name->valuestring);
 }
 
@@ -161,6 +175,49 @@ static gf_status take_binary(const v2_input *vi, const unsigned char *bin,
     }
   }
   out->n = n;
+  return GF_OK;
+}
+
+/* The class input's values (n = vi->dims[0] rows, checked) from its
+ * binary bytes (bin holds exactly n * class_bytes) or its JSON data (flat,
+ * or [n, 1] nested). Memory: out->cls is malloc'd here, released by
+ * gfs_infer_req_free (also on failure). */
+static gf_status take_class(const v2_input *vi, const unsigned char *bin,
+                            gfs_infer_req *out, gf_err *err) {
+  int n = (int)vi->dims[0];
+  if (!(out->cls = malloc((size_t)n * sizeof *out->cls)))
+    return gf_fail(err, GF_ENOMEM, "out of memory");
+  if (bin) {
+    for (int k = 0; k < n; k++) {
+      const unsigned char *p = bin + (size_t)k * (size_t)vi->class_bytes;
+      int64_t v = vi->class_bytes == 8
+                      ? (int64_t)le64(p)
+                      : (int64_t)(int32_t)((uint32_t)p[0] |
+                                           (uint32_t)p[1] << 8 |
+                                           (uint32_t)p[2] << 16 |
+                                           (uint32_t)p[3] << 24);
+      if (v < 0 || v > INT32_MAX)
+        return gf_fail(err, GF_EINVAL, "class[%d]: must be a class index "
+                       "(an integer >= 0)", k);
+      out->cls[k] = v;
+    }
+    return GF_OK;
+  }
+  if (!cJSON_IsArray(vi->data) || cJSON_GetArraySize(vi->data) != n)
+    return gf_fail(err, GF_EINVAL, "class: data does not match shape");
+  int k = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, vi->data) {
+    const cJSON *v = e;
+    if (vi->nd == 2 && cJSON_IsArray(e) && cJSON_GetArraySize(e) == 1)
+      v = e->child;
+    uint64_t c;
+    if (!cJSON_IsNumber(v) || gfs_json_uint(v, &c) != 0 ||
+        c > (uint64_t)INT32_MAX)
+      return gf_fail(err, GF_EINVAL, "class[%d]: must be a class index "
+                     "(an integer >= 0)", k);
+    out->cls[k++] = (int64_t)c;
+  }
   return GF_OK;
 }
 
@@ -242,40 +299,69 @@ static gf_status parse_v2(const cJSON *root, int z_dim, int max_images,
   gf_status st = outputs_asked(root, out, err);
   if (st) return st;
   const cJSON *inputs = cJSON_GetObjectItemCaseSensitive(root, "inputs");
-  if (!cJSON_IsArray(inputs) || cJSON_GetArraySize(inputs) != 1)
-    return gf_fail(err, GF_EINVAL,
-                   "inputs must be an array of one tensor (seed or z)");
-  v2_input vi;
-  if ((st = input_header(cJSON_GetArrayItem(inputs, 0), z_dim, max_images,
-                         &vi, err)))
-    return st;
-  if (vi.binary) {
-    size_t elem = vi.is_seed ? 8 : (size_t)z_dim * 4;
-    uint64_t want = (uint64_t)vi.dims[0] * elem;
-    if (vi.binary_size != want)
+  int ni = cJSON_IsArray(inputs) ? cJSON_GetArraySize(inputs) : 0;
+  if (ni < 1 || ni > 2)
+    return gf_fail(err, GF_EINVAL, "inputs must be an array of one tensor "
+                   "(seed or z) and optionally a class tensor");
+  v2_input vis[2];
+  int main_at = -1, class_at = -1;
+  for (int i = 0; i < ni; i++) {
+    v2_input *vi = &vis[i];
+    if ((st = input_header(cJSON_GetArrayItem(inputs, i), z_dim, max_images,
+                           vi, err)))
+      return st;
+    int *at = vi->is_class ? &class_at : &main_at;
+    if (*at >= 0)
+      return gf_fail(err, GF_EINVAL, "inputs: one of seed or z, and at most "
+                     "one class");
+    *at = i;
+  }
+  if (main_at < 0)
+    return gf_fail(err, GF_EINVAL, "inputs: a seed or z tensor is needed "
+                   "besides class");
+  const v2_input *vi = &vis[main_at];
+  if (class_at >= 0 && vis[class_at].dims[0] != vi->dims[0])
+    return gf_fail(err, GF_EINVAL, "class: %lld rows, but %s has %lld",
+                   (long long)vis[class_at].dims[0],
+                   vi->is_seed ? "seed" : "z", (long long)vi->dims[0]);
+  /* binary data: each binary input's bytes in the inputs' order */
+  size_t off[2] = {0, 0}, used = 0;
+  for (int i = 0; i < ni; i++) {
+    if (!vis[i].binary) continue;
+    size_t elem = vis[i].is_class ? (size_t)vis[i].class_bytes
+                  : vis[i].is_seed ? 8 : (size_t)z_dim * 4;
+    uint64_t want = (uint64_t)vis[i].dims[0] * elem;
+    const char *what = vis[i].is_class ? "class" : vis[i].is_seed ? "seed"
+                                                                  : "z";
+    if (vis[i].binary_size != want)
       return gf_fail(err, GF_EINVAL,
                      "%s: binary_data_size %llu, but shape and datatype "
-                     "make %llu bytes", vi.is_seed ? "seed" : "z",
-                     (unsigned long long)vi.binary_size,
+                     "make %llu bytes", what,
+                     (unsigned long long)vis[i].binary_size,
                      (unsigned long long)want);
-    if (vi.binary_size != ctx->bin_len)
-      return gf_fail(err, GF_EINVAL,
-                     "binary data: %zu bytes follow the JSON header, the "
-                     "inputs take %llu", ctx->bin_len,
-                     (unsigned long long)vi.binary_size);
-    return take_binary(&vi, ctx->bin, z_dim, out, err);
+    off[i] = used;
+    used += (size_t)want;
   }
-  if (ctx->bin_len)
-    return gf_fail(err, GF_EINVAL, "%zu bytes follow the JSON header but no "
-                   "input has binary_data_size", ctx->bin_len);
-  if (vi.is_seed) {
-    if (!cJSON_IsArray(vi.data) || cJSON_GetArraySize(vi.data) != vi.dims[0])
+  if (used != ctx->bin_len)
+    return gf_fail(err, GF_EINVAL,
+                   "binary data: %zu bytes follow the JSON header, the "
+                   "inputs take %zu", ctx->bin_len, used);
+  if (class_at >= 0 &&
+      (st = take_class(&vis[class_at],
+                       vis[class_at].binary ? ctx->bin + off[class_at] : NULL,
+                       out, err)))
+    return st;
+  if (vi->binary) return take_binary(vi, ctx->bin + off[main_at], z_dim, out,
+                                     err);
+  if (vi->is_seed) {
+    if (!cJSON_IsArray(vi->data) ||
+        cJSON_GetArraySize(vi->data) != vi->dims[0])
       return gf_fail(err, GF_EINVAL, "seed: data does not match shape");
     /* JSON numbers stop at 2^53; larger seeds come as strings of digits,
      * taken whole whatever the datatype. */
-    return gfs_take_seeds(vi.data, max_images, out, err);
+    return gfs_take_seeds(vi->data, max_images, out, err);
   }
-  return gfs_take_z(vi.data, vi.dims[0], z_dim, max_images, out, err);
+  return gfs_take_z(vi->data, vi->dims[0], z_dim, max_images, out, err);
 }
 
 gf_status gfs_v2_parse_request(const char *body, size_t len,

@@ -20,7 +20,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (a.n < 1 || a.n > 64) __builtin_trap();
     if (a.format != GFS_FORMAT_PNG && a.format != GFS_FORMAT_JSON)
       __builtin_trap();
-    if (a.has_class && a.cls < 0) __builtin_trap();
+    if (a.has_class && (a.n_cls < 1 || a.n_cls > 64 || !a.cls[0] ||
+                        strlen(a.cls) > GFS_CLASS_SPEC_MAX))
+      __builtin_trap();
   } else if (strnlen(err.msg, sizeof err.msg) == 0) {
     __builtin_trap();
   }

@@ -38,13 +38,17 @@ static void test_query(void) {
   CHECK_INT_EQ(q("seed=%34%32&&n=2", &a), GF_OK); /* %34%32 = "42" */
   CHECK(a.seed == 42 && a.n == 2);
   CHECK_INT_EQ(q("class=3", &a), GF_OK);
-  CHECK(a.has_class && a.cls == 3);
+  CHECK(a.has_class && strcmp(a.cls, "3") == 0 && a.n_cls == 1);
+  CHECK_INT_EQ(q("class=cat,3,dog%20x&n=3", &a), GF_OK);
+  CHECK(a.has_class && strcmp(a.cls, "cat,3,dog x") == 0 && a.n_cls == 3);
   /* Every malformed or out-of-range form is refused. */
   const char *bad[] = {"seed=18446744073709551616", "seed=-1", "seed=abc",
                        "seed=", "seed=1e3", "seed= 1", "n=0", "n=17",
                        "n=1000000000", "n=99999999999999999999999", "n=-1",
                        "seed=1&seed=2", "=5", "bogus=1", "seed=%zz",
-                       "seed=%4", "format=gif", "class=-1", "seed=%00"};
+                       "seed=%4", "format=gif", "class=", "class=a,,b", "class=,a",
+                       "class=a,", "class=1&class=2",
+                       "class=0,1,2,3,4,5,6,7,8,9,0,1,2,3,4,5,6", "seed=%00"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     CHECKF(q(bad[i], &a) != GF_OK, "accepted '%s'", bad[i]);
   char big[GFS_QUERY_MAX + 2];

@@ -16,6 +16,8 @@
 #include "gf/status.h"
 
 #define GFS_QUERY_MAX 4096 /* bytes of a raw query string */
+#define GFS_CLASS_MAX 64   /* bytes of one class (a name or an index) */
+#define GFS_CLASS_SPEC_MAX 1024 /* bytes of a decoded class= value */
 
 typedef enum gfs_format {
   GFS_FORMAT_PNG = 0,  /* image/png: one image, or a grid when n > 1 */
@@ -27,8 +29,11 @@ typedef struct gfs_gen_args {
   uint64_t seed;     /* latent of image k is Philox (seed, SAMPLE, 0, 0, k) */
   int n;             /* images, 1..max_images */
   int has_class;     /* class= given */
-  int64_t cls;       /* class index when has_class (checked against the
-                        model later: unconditional models accept none) */
+  char cls[GFS_CLASS_SPEC_MAX + 1]; /* class= as decoded: one class or a
+                        comma-separated list, each 1..GFS_CLASS_MAX bytes
+                        (names or indices, resolved against the model
+                        later: unconditional models accept none) */
+  int n_cls;         /* items in cls (1..max_images) when has_class */
   gfs_format format;
   unsigned seen;     /* bit per key already given (duplicates are errors) */
 } gfs_gen_args;
@@ -71,6 +76,14 @@ typedef struct gfs_infer_req {
                         both kinds), else NULL; n flags, malloc'd: 1 = row
                         k is the latent in z (seeds[k] is 0), 0 = row k is
                         seeds[k] (its z values are 0) */
+  int64_t *cls;      /* n class indices (>= 0), -1 for a row that names
+                        its class (cls_name), or NULL when no row has a
+                        class; malloc'd. A partial column has -2 for a
+                        row without a class. Checked against the model
+                        later. */
+  char *cls_name;    /* n * (GFS_CLASS_MAX + 1) bytes: row k's class name
+                        at k * (GFS_CLASS_MAX + 1) where cls[k] == -1;
+                        NULL when no row names one; malloc'd */
   int z_dim;         /* the z_dim the request was checked against */
   char id[128];      /* V2 "id" echoed in the answer ("" when none) */
   int binary_out;    /* V2: the image goes back as binary tensor data */
