@@ -244,7 +244,7 @@ static void test_help(void) {
     "--allreduce", "--sync-bn", "--grad-accum", "--exact-reduce",
     "--exact-shards", "--bucket-kb", "--comm-timeout", "--check-every",
     "--loss", "--d-steps", "--sn", "--ema-decay", "--ema-rampup",
-    "--export-generator", "--mirror", "--r1", "--r1-every", "--diffaug",
+    "--export-generator", "--mirror", "--r1", "--r1-every", "--diffaug", "--cond",
     "mpirun", "--help", "MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID", "ganflow sync"};
   for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
     CHECKF(strstr(text, flags[i]) != NULL, "--help lacks %s", flags[i]);
@@ -375,6 +375,16 @@ static void test_recipe_flags(void) {
   BAD("--diffaug", "--diffaug", "flip");
   BAD("--diffaug", "--diffaug", "color,");
   BAD("--diffaug", "--diffaug", "");
+  REQUIRE(parse(&c, &e, "--data", "/d", "--cond", NULL) == GF_PARSE_OK);
+  CHECK(c.cond);
+  gf_train_param cp[GF_TRAIN_MAX_PARAMS];
+  size_t cn = gf_train_config_params(&c, cp, GF_TRAIN_MAX_PARAMS);
+  bool cond = false;
+  for (size_t i = 0; i < cn; i++)
+    cond |= !strcmp(cp[i].key, "cond") && !strcmp(cp[i].value, "true");
+  CHECK(cond);
+  BAD("--cond", "--cond", "--sn", "--r1", "1");
+  BAD("--cond", "--cond", "--sync-bn");
   REQUIRE(parse(&c, &e, "--data", "/d", "--model", "mlp", "--r1", "1", NULL) == GF_PARSE_OK);
   CHECK(c.r1_every == 16); /* mlp's D has no batch norm */
   BAD("--r1", "--r1", "1");                        /* dcgan D with batch norm */

@@ -21,7 +21,8 @@
  *   2. --exact-reduce --exact-shards 4 at 1, 2 and 4 ranks: final
  *      checkpoints byte-identical; and --loss wgan --d-steps 3 without --sn
  *      (BN in D: its replay over the shards, for several D steps) at 1 and
- *      2 ranks, byte-identical.
+ *      2 ranks, byte-identical; and --cond (with hinge, SN, EMA and two
+ *      DiffAugment policies) at 1 and 2 ranks, byte-identical.
  *   3. Default mode with --sync-bn, 2 ranks against the 1-rank reference:
  *      within float rounding (NEAR_* says how that is told from another
  *      function).
@@ -91,6 +92,10 @@ static const char *const RECIPE[] = {"--loss", "hinge", "--sn", "--ema-decay",
 static const char *const DEFAULT_MODE[] = {"--sync-bn", NULL};
 static const char *const EXACT_MODE[] = {"--exact-reduce", "--exact-shards",
                                          "4", NULL};
+/* Scenario 2's third: class-conditional (Fashion-MNIST's labels). */
+static const char *const COND_RECIPE[] = {"--cond", "--loss", "hinge", "--sn",
+                                          "--ema-decay", "0.9", "--diffaug",
+                                          "translation,cutout", NULL};
 /* Scenario 2's second recipe: WGAN, 3 D steps, D with batch norm. */
 static const char *const WGAN_RECIPE[] = {"--loss", "wgan", "--d-steps", "3",
                                           "--ema-decay", "0.9", "--mirror",
@@ -467,6 +472,12 @@ static void exact_scenario(const suite *s, const char *raw_model, job *wgan1,
     compare_ckpts(got, wgan1_final, "exact: wgan, 3 D steps, BN in D: 2 "
                   "ranks vs 1");
   test_drop_artifacts(s->mc, j.exp);
+  if (exact_run(s, &j, "cond-1rank", 0, COND_RECIPE, "", one, sizeof one)) {
+    test_drop_artifacts(s->mc, j.exp);
+    if (exact_run(s, &j, "cond-2ranks", 2, COND_RECIPE, "", got, sizeof got))
+      compare_ckpts(got, one, "exact: class-conditional, 2 ranks vs 1");
+    test_drop_artifacts(s->mc, j.exp);
+  }
 }
 
 /* ---- 3. default mode: 2 ranks within rounding of 1 ----------------------- */
