@@ -28,6 +28,8 @@ static void model_free(gf_generator *m) {
   free(m->version);
   free(m->dir);
   free(m->run_id);
+  for (int i = 0; i < m->n_class_names; i++) free(m->class_names[i]);
+  free(m->class_names);
   free(m);
 }
 
@@ -308,6 +310,11 @@ gf_status gf_generator_load(const char *dir, const char *name,
   m->n_exec = o->n_exec;
   m->cfg = mm.config;
   m->num_classes = mm.config.num_classes;
+  /* the class names move from mm to m */
+  m->class_names = mm.class_names;
+  m->n_class_names = mm.n_class_names;
+  mm.class_names = NULL;
+  mm.n_class_names = 0;
   m->max_batch = o->max_batch;
   m->precision = o->precision;
   m->image_numel = (size_t)mm.config.image_channels *
@@ -360,19 +367,13 @@ gf_status gf_generator_class_index(const gf_generator *m, const char *text,
   if (m->num_classes <= 0)
     return gf_fail(err, GF_EINVAL, "model '%s' is not class-conditional: it "
                    "takes no class", m->name);
-  /* canonical decimal: digits, no leading zero (but "0"), in range */
-  size_t len = text ? strlen(text) : 0;
-  int ok = len > 0 && len <= 9 && !(len > 1 && text[0] == '0');
-  long v = 0;
-  for (size_t i = 0; ok && i < len; i++) {
-    if (text[i] < '0' || text[i] > '9') ok = 0;
-    else v = v * 10 + (text[i] - '0');
-  }
-  if (!ok || v >= m->num_classes)
-    return gf_fail(err, GF_EINVAL, "class '%.64s': model '%s' has classes "
-                   "0..%d", text ? text : "", m->name, m->num_classes - 1);
-  *k = (int)v;
-  return GF_OK;
+  /* a view of m's config and names: what the lookup reads */
+  gf_mlmodel view;
+  gf_mlmodel_init(&view);
+  view.config = m->cfg;
+  view.class_names = m->class_names;
+  view.n_class_names = m->n_class_names;
+  return gf_mlmodel_class_index(&view, text, k, err);
 }
 
 gf_status gf_generator_class_labels(const gf_generator *m, const char *spec,

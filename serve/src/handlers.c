@@ -93,12 +93,21 @@ static void model_meta(gfs_req *r, gfs_slot *sl) {
                    "{\"name\": \"z\", \"datatype\": \"FP32\", \"shape\": [-1, "
                    "%d]}%s], \"outputs\": [{\"name\": \"image\", \"datatype\": "
                    "\"FP32\", \"shape\": [-1, %d, %d, %d]}], \"max_images\": "
-                   "%d, \"num_classes\": %d}\n", gf_arch_name(c->architecture),
+                   "%d, \"num_classes\": %d", gf_arch_name(c->architecture),
                    c->z_dim,
                    m->num_classes > 0 ? ", {\"name\": \"class\", "
                    "\"datatype\": \"INT64\", \"shape\": [-1]}" : "",
                    c->image_channels, c->image_height, c->image_width,
                    r->max_images, m->num_classes);
+  if (m->class_names) {
+    gf_strbuf_puts(&b, ", \"class_names\": [");
+    for (int k = 0; k < m->n_class_names; k++) {
+      if (k) gf_strbuf_puts(&b, ", ");
+      gf_strbuf_json_cstr(&b, m->class_names[k]);
+    }
+    gf_strbuf_puts(&b, "]");
+  }
+  gf_strbuf_puts(&b, "}\n");
   int headers_ok = set_model_headers(r, sl, m);
   gf_generator_unref(m);
   if (headers_ok) answer_strbuf(r, 200, "application/json", &b);

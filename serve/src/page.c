@@ -45,7 +45,13 @@ static void class_rows(gf_strbuf *b, const gfs_slot *sl,
                                                 : GFS_PAGE_CLASSES;
   gf_strbuf_puts(b, "<div class=\"classes\">\n");
   for (int k = 0; k < shown; k++) {
-    gf_strbuf_printf(b, "<div class=\"classrow\"><span>class %d</span>", k);
+    if (m->class_names) {
+      gf_strbuf_printf(b, "<div class=\"classrow\"><span>%d: ", k);
+      gf_strbuf_html(b, m->class_names[k]);
+      gf_strbuf_puts(b, "</span>");
+    } else {
+      gf_strbuf_printf(b, "<div class=\"classrow\"><span>class %d</span>", k);
+    }
     for (int seed = 0; seed < 8; seed++) {
       gf_strbuf_printf(b, "<img class=\"cell\" alt=\"class %d seed %d\" "
                           "width=\"64\" height=\"64\" src=\"/v1/models/",
@@ -128,7 +134,7 @@ void gfs_handle_page(gfs_server *s, gfs_req *r) {
                  "margin:12px 0}\n"
                  "img.cell{image-rendering:pixelated;vertical-align:middle;"
                  "margin:1px}\n"
-                 "div.classrow span{display:inline-block;width:6em}\n"
+                 "div.classrow span{display:inline-block;width:10em}\n"
                  "</style></head><body>\n"
                  "<h1>ganflow-serve " GFS_VERSION "</h1>\n");
   for (int i = 0; i < s->n_slots; i++) model_section(&b, &s->slots[i]);

@@ -3,8 +3,8 @@
  * the Inference-Header-Content-Length value ("-" alone: no header), the
  * rest is the body (JSON header, then raw tensor bytes). Any input gives an
  * error (nothing left allocated) or a request of 1..max rows of seeds or
- * of finite latents (never both: V2 takes one input), with a datatype and
- * output mode that exist. */
+ * of finite latents (never both: V2 takes one of them), an optional class
+ * index per row, with a datatype and output mode that exist. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,6 +26,10 @@ static void check(const gfs_infer_req *r) {
   if (r->dtype != GFS_IMAGE_FP32 && r->dtype != GFS_IMAGE_UINT8)
     __builtin_trap();
   if (strnlen(r->id, sizeof r->id) == sizeof r->id) __builtin_trap();
+  /* a class input: n indices 0..INT32_MAX, never names */
+  if (r->cls_name) __builtin_trap();
+  for (int k = 0; r->cls && k < r->n; k++)
+    if (r->cls[k] < 0 || r->cls[k] > INT32_MAX) __builtin_trap();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -46,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *h = strcmp(hdr, "-") == 0 ? NULL : hdr;
   if (gfs_v2_parse_request(body, blen, h, Z_DIM, MAX, &r, &err) == GF_OK)
     check(&r);
-  else if (r.seeds || r.z || r.row_z)
+  else if (r.seeds || r.z || r.row_z || r.cls)
     __builtin_trap();
   gfs_infer_req_free(&r);
   free(body);

@@ -283,7 +283,7 @@ static void test_conditional(const char *dir, gf_arch arch,
   const char *badc[] = {"3", "02", "-1", "+1", "x", "", " 1", "1 ",
                         "99999999999999999999"};
   for (size_t i = 0; i < sizeof badc / sizeof *badc; i++) {
-    CHECKF(gf_generator_class_index(m, badc[i], &k, &err) == GF_EINVAL,
+    CHECKF(gf_generator_class_index(m, badc[i], &k, &err) != GF_OK,
            "accepted class '%s'", badc[i]);
     CHECK(strstr(err.msg, "0..2") != NULL);
   }
@@ -296,7 +296,7 @@ static void test_conditional(const char *dir, gf_arch arch,
   CHECK(got[0] == 2 && got[1] == 1 && got[2] == 0 && got[3] == 1);
   const char *bads[] = {"0,1,2", "0,,1", ",", "0,1,2,0,1", "0,3", ""};
   for (size_t i = 0; i < sizeof bads / sizeof *bads; i++)
-    CHECKF(gf_generator_class_labels(m, bads[i], 4, got, &err) == GF_EINVAL,
+    CHECKF(gf_generator_class_labels(m, bads[i], 4, got, &err) != GF_OK,
            "accepted spec '%s'", bads[i]);
   /* an unconditional model takes no class */
   gf_generator *u = NULL;
@@ -350,6 +350,38 @@ static void test_conditional(const char *dir, gf_arch arch,
   gf_generator_unref(m);
 }
 
+/* Class names from the model directory: a name or an index, the names
+ * in the refusal, lists of names. */
+static void test_class_names(const char *dir) {
+  gf_model_config cfg;
+  gf_model_config_default(&cfg, GF_ARCH_MLP);
+  cfg.num_classes = 3;
+  const char *names[] = {"T-shirt/top", "Ankle boot", "2"};
+  gf_err err = {0};
+  REQUIRE(tu_write_model_dir_names(dir, &cfg, 31, 0, names, &err) == 0);
+  gf_generator_opts o = {GF_BACKEND_CPU, 0, 1, 1, 4, NULL, GF_GEN_FP32};
+  gf_generator *m = NULL;
+  REQUIRE(gf_generator_load(dir, "named", "1", &o, &m, &err) == GF_OK);
+  CHECK_INT_EQ(m->n_class_names, 3);
+  CHECK_STR_EQ(m->class_names[1], "Ankle boot");
+  int k = -1;
+  CHECK(gf_generator_class_index(m, "Ankle boot", &k, &err) == GF_OK &&
+        k == 1);
+  CHECK(gf_generator_class_index(m, "0", &k, &err) == GF_OK && k == 0);
+  /* a name wins over the index of the same spelling */
+  CHECK(gf_generator_class_index(m, "2", &k, &err) == GF_OK && k == 2);
+  CHECK(gf_generator_class_index(m, "1", &k, &err) == GF_OK && k == 1);
+  CHECK(gf_generator_class_index(m, "ankle boot", &k, &err) != GF_OK);
+  CHECK(gf_generator_class_index(m, "Sandal", &k, &err) != GF_OK);
+  CHECKF(strstr(err.msg, "0..2") && strstr(err.msg, "T-shirt/top"), "%s",
+         err.msg);
+  int32_t got[4];
+  CHECK(gf_generator_class_labels(m, "Ankle boot,T-shirt/top", 4, got,
+                                  &err) == GF_OK);
+  CHECK(got[0] == 1 && got[1] == 1 && got[2] == 0 && got[3] == 0);
+  gf_generator_unref(m);
+}
+
 int main(void) {
   char root[256], dir[320], dcgan[320], missing[320];
   tu_mkdtemp(root, sizeof root);
@@ -368,6 +400,8 @@ int main(void) {
   test_conditional(cdir, GF_ARCH_MLP, dcgan);
   snprintf(cdir, sizeof cdir, "%s/cond_dcgan", root);
   test_conditional(cdir, GF_ARCH_DCGAN, dcgan);
+  snprintf(cdir, sizeof cdir, "%s/cond_named", root);
+  test_class_names(cdir);
   tu_rmdir(root);
   return check_report();
 }

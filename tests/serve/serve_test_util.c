@@ -219,16 +219,37 @@ void st_register_synthetic_arch(mlflow_client *c, const char *name,
   st_register_synthetic_cfg(c, name, &cfg, init_seed, corrupt, dir, version);
 }
 
+static void register_synthetic(mlflow_client *c, const char *name,
+                               const gf_model_config *cfg, uint64_t init_seed,
+                               int corrupt, const char *const *class_names,
+                               const char *dir, char *version);
+
 void st_register_synthetic_cfg(mlflow_client *c, const char *name,
                                const gf_model_config *cfg, uint64_t init_seed,
                                int corrupt, const char *dir, char *version) {
+  register_synthetic(c, name, cfg, init_seed, corrupt, NULL, dir, version);
+}
+
+void st_register_synthetic_names(mlflow_client *c, const char *name,
+                                 const gf_model_config *cfg,
+                                 uint64_t init_seed,
+                                 const char *const *class_names,
+                                 const char *dir, char *version) {
+  register_synthetic(c, name, cfg, init_seed, 0, class_names, dir, version);
+}
+
+static void register_synthetic(mlflow_client *c, const char *name,
+                               const gf_model_config *cfg, uint64_t init_seed,
+                               int corrupt, const char *const *class_names,
+                               const char *dir, char *version) {
   char mdir[600];
   snprintf(mdir, sizeof mdir, "%s/synthetic-%d-%d-%llu-%d-%ld", dir,
            (int)cfg->architecture, cfg->image_height,
            (unsigned long long)init_seed, corrupt, (long)time(NULL));
   mkdir(mdir, 0755);
   gf_err err;
-  if (tu_write_model_dir_cfg(mdir, cfg, init_seed, corrupt, &err) != 0)
+  if (tu_write_model_dir_names(mdir, cfg, init_seed, corrupt, class_names,
+                               &err) != 0)
     die(err.msg);
   mlflow_error me;
   mlflow_experiment exp;

@@ -65,6 +65,13 @@ void st_register_synthetic(mlflow_client *c, const char *name,
 void st_register_synthetic_cfg(mlflow_client *c, const char *name,
                                const gf_model_config *cfg, uint64_t init_seed,
                                int corrupt, const char *dir, char *version);
+/* The same with class names (cfg->num_classes of them, label k's at [k])
+ * in the model directory. */
+void st_register_synthetic_names(mlflow_client *c, const char *name,
+                                 const gf_model_config *cfg,
+                                 uint64_t init_seed,
+                                 const char *const *class_names,
+                                 const char *dir, char *version);
 /* The same with the default configuration of arch (mlp, or dcgan 64x64x3). */
 void st_register_synthetic_arch(mlflow_client *c, const char *name,
                                 gf_arch arch, uint64_t init_seed, int corrupt,

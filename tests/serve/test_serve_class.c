@@ -1,5 +1,5 @@
 /* test_serve_class.c - class-conditional serving against the `mlflow`
- * fixture: an mlp generator with 3 classes (and an unconditional one)
+ * fixture: an mlp generator with 3 named classes (and an unconditional one)
  * registered and served; the same generator written locally and loaded
  * in-process (gf_generator_load) gives the reference bytes.
  *  - GET .../generate?class=: PNGs equal gf_generator_png of
@@ -8,14 +8,17 @@
  *    (decoded with libpng); the HTML page shows one row per class;
  *  - V2 infer with a class input (JSON [n] and [n, 1], binary INT64 and
  *    INT32) and /invocations with a class column (dataframe_split,
- *    dataframe_records, inputs columns; names given as digit strings):
- *    the floats of the generator run directly;
+ *    dataframe_records, inputs columns; indices, digit strings and the
+ *    model directory's class names): the floats of the generator run
+ *    directly;
  *  - bad classes (missing on the conditional model, given to the
  *    unconditional one, out of range, malformed, list lengths that do not
  *    divide n, mismatched V2 rows) answered 400 naming the range, the
  *    server still serving;
  *  - 16 client threads at once, mixed (seed, class): every answer has the
- *    bytes of the same request alone. */
+ *    bytes of the same request alone;
+ *  - `ganflow generate --class` writes the server's bytes, and refuses a
+ *    missing or unknown class. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -25,6 +28,7 @@
 #include "check.h"
 #include "gf/generator.h"
 #include "mlflow_test.h"
+#include "proc_util.h"
 #include "model_dir_util.h"
 #include "serve_test_util.h"
 
@@ -32,6 +36,9 @@
 #define UNCOND "class-uncond"
 #define K 3
 #define INIT_SEED 707
+/* the model directory's class names ("2" spells the index of another
+ * class: a name wins) */
+static const char *const NAMES[K] = {"top", "Ankle boot", "2"};
 
 static gf_generator *g_ref; /* the same weights, in-process */
 
@@ -172,8 +179,11 @@ static void v2_tests(const st_server *s) {
       "[[3, 2], [4, 0], [5, \"1\"]]}}",
       "{\"dataframe_records\": [{\"seed\": 3, \"class\": 2}, {\"class\": 0, "
       "\"seed\": 4}, {\"seed\": 5, \"class\": 1}]}",
-      "{\"inputs\": {\"seed\": [3, 4, 5], \"class\": [2, \"0\", 1]}}"};
-  for (int i = 0; i < 3; i++) {
+      "{\"inputs\": {\"seed\": [3, 4, 5], \"class\": [2, \"0\", 1]}}",
+      "{\"dataframe_records\": [{\"seed\": 3, \"class\": \"2\"}, "
+      "{\"seed\": 4, \"class\": \"top\"}, {\"seed\": 5, \"class\": "
+      "\"Ankle boot\"}]}"};
+  for (int i = 0; i < 4; i++) {
     post(s, "/invocations", inv[i], strlen(inv[i]), NULL, &h);
     check_predictions(&h, want, 3, inv[i]);
     st_http_free(&h);
@@ -195,7 +205,8 @@ static void bad_inputs(const st_server *s) {
       {"seed=1", "class-conditional"},
       {"seed=1&class=3", "0..2"},
       {"seed=1&class=-1", "0..2"},
-      {"seed=1&class=cat", "0..2"},
+      {"seed=1&class=cat", "Ankle boot"},
+      {"seed=1&class=ankle%20boot", "did you mean"},
       {"seed=1&class=01", "0..2"},
       {"seed=1&class=", "class"},
       {"seed=1&n=4&class=0,1,2", "divides"},
@@ -266,6 +277,7 @@ static void bad_inputs(const st_server *s) {
       "[[1, 0], [2, null]]}}",
       "{\"dataframe_records\": [{\"seed\": 1, \"class\": 7}]}",
       "{\"dataframe_records\": [{\"seed\": 1, \"class\": \"dog\"}]}",
+      "{\"dataframe_records\": [{\"seed\": 1, \"class\": \"03\"}]}",
       "{\"dataframe_records\": [{\"seed\": 1, \"class\": 1.5}]}",
       "{\"dataframe_records\": [{\"seed\": 1, \"class\": [1]}]}",
       "{\"inputs\": {\"seed\": [1, 2], \"class\": [0]}}",
@@ -282,6 +294,56 @@ static void bad_inputs(const st_server *s) {
    * covered by V2 above. The server is still serving: */
   check_get_png(s, 11, 1, "2", (const int32_t[]){2});
   CHECK(st_server_alive((st_server *)s));
+}
+
+static char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = malloc((size_t)n + 1);
+  size_t got = b ? fread(b, 1, (size_t)n, f) : 0;
+  fclose(f);
+  if (b) b[got] = '\0';
+  *len = got;
+  return b;
+}
+
+/* `ganflow generate --class`: the bytes of GET with the same class= */
+static void cli_generate(const st_server *s, const char *uri) {
+  char out[600], cache[600], log[600];
+  snprintf(out, sizeof out, "%s/cli.png", GF_TEST_TMP);
+  snprintf(cache, sizeof cache, "%s/cli-cache", GF_TEST_TMP);
+  snprintf(log, sizeof log, "%s/cli.log", GF_TEST_TMP);
+  char *gen[] = {GF_CLI_BIN, "generate", "--model", "models:/" COND "/1",
+                 "--seed", "5", "-n", "4", "--class", "Ankle boot,2", "-o",
+                 out, "--cache-dir", cache, NULL};
+  int rc = tu_run_log(log, gen, "MLFLOW_TRACKING_URI", uri);
+  if (rc != 0) st_print_log(log);
+  CHECK_INT_EQ(rc, 0);
+  st_http h;
+  get(s, "seed=5&n=4&class=Ankle%20boot,2", &h);
+  REQUIRE(h.status == 200);
+  size_t len = 0;
+  char *file = slurp(out, &len);
+  CHECKF(file && len == h.len && memcmp(file, h.body, len) == 0,
+         "ganflow generate --class wrote %zu bytes, the server %zu", len,
+         h.len);
+  free(file);
+  st_http_free(&h);
+  /* no class, an unknown one: refused naming the classes */
+  char *nocls[] = {GF_CLI_BIN, "generate", "--model", "models:/" COND "/1",
+                   "--seed", "5", "-o", out, "--cache-dir", cache, NULL};
+  CHECK(tu_run_log(log, nocls, "MLFLOW_TRACKING_URI", uri) != 0);
+  char *bad[] = {GF_CLI_BIN, "generate", "--model", "models:/" COND "/1",
+                 "--seed", "5", "--class", "Sandal", "-o", out,
+                 "--cache-dir", cache, NULL};
+  CHECK(tu_run_log(log, bad, "MLFLOW_TRACKING_URI", uri) != 0);
+  char *text = slurp(log, &len);
+  CHECKF(text && strstr(text, "Ankle boot"), "ganflow generate --class "
+         "Sandal: %s", text ? text : "(no log)");
+  free(text);
 }
 
 /* Concurrency: each thread asks (seed, class, n) requests whose lone
@@ -348,12 +410,14 @@ int main(void) {
   gf_model_config_default(&mc, GF_ARCH_MLP);
   mc.num_classes = K;
   char v[32], local[600];
-  st_register_synthetic_cfg(c, COND, &mc, INIT_SEED, 0, GF_TEST_TMP, v);
+  st_register_synthetic_names(c, COND, &mc, INIT_SEED, NAMES, GF_TEST_TMP,
+                              v);
   st_register_synthetic(c, UNCOND, 708, 0, GF_TEST_TMP, v);
   snprintf(local, sizeof local, "%s/local-cond", GF_TEST_TMP);
   tu_fresh_dir(local);
   gf_err e;
-  REQUIRE(tu_write_model_dir_cfg(local, &mc, INIT_SEED, 0, &e) == 0);
+  REQUIRE(tu_write_model_dir_names(local, &mc, INIT_SEED, 0, NAMES, &e) ==
+          0);
   gf_generator_opts o = {GF_BACKEND_CPU, 0, 1, 2, 16, NULL, GF_GEN_FP32};
   REQUIRE(gf_generator_load(local, COND, "1", &o, &g_ref, &e) == GF_OK);
   REQUIRE(g_ref->num_classes == K && g_ref->batch_invariant);
@@ -368,6 +432,9 @@ int main(void) {
   check_get_png(&s, 5, 4, "2", (const int32_t[]){2, 2, 2, 2});
   check_get_png(&s, 5, 4, "0,1,2,1", (const int32_t[]){0, 1, 2, 1});
   check_get_png(&s, 5, 4, "2,0", (const int32_t[]){2, 2, 0, 0});
+  /* names (percent-encoded), mixed with indices */
+  check_get_png(&s, 6, 4, "Ankle%20boot,top", (const int32_t[]){1, 1, 0, 0});
+  check_get_png(&s, 6, 2, "Ankle+boot,0", (const int32_t[]){1, 0});
   /* deterministic per (seed, class), classes differ (decoded) */
   st_http a, b, d;
   get(&s, "seed=5&n=4&class=1", &a);
@@ -394,6 +461,7 @@ int main(void) {
   v2_tests(&s);
   bad_inputs(&s);
   concurrency(&s);
+  cli_generate(&s, uri);
 
   /* the page: one row per class */
   char url[256];
@@ -402,7 +470,7 @@ int main(void) {
   REQUIRE(st_get(url, &pg) == 0 && pg.status == 200);
   for (int k = 0; k < K; k++) {
     char want[128];
-    snprintf(want, sizeof want, "<span>class %d</span>", k);
+    snprintf(want, sizeof want, "<span>%d: %s</span>", k, NAMES[k]);
     CHECKF(strstr(pg.body, want) != NULL, "page: no row for class %d", k);
   }
   CHECK(strstr(pg.body, "/v1/models/" COND "/generate?seed=7&amp;class=2") !=
@@ -415,6 +483,8 @@ int main(void) {
   REQUIRE(st_get(url, &pg) == 0 && pg.status == 200);
   CHECK(strstr(pg.body, "\"name\": \"class\"") != NULL);
   CHECK(strstr(pg.body, "\"num_classes\": 3") != NULL);
+  CHECK(strstr(pg.body, "\"class_names\": [\"top\", \"Ankle boot\", \"2\"]}") !=
+        NULL);
   st_http_free(&pg);
 
   CHECK_INT_EQ(st_server_stop(&s), 0);

@@ -563,6 +563,103 @@ static void test_invocations(void) {
                GF_OK, "accepted %s", bad[i]);
 }
 
+/* Classes in bodies: V2's class input (JSON and binary, [n] and [n, 1],
+ * either order) and /invocations' class column (indices, names, absent
+ * rows); the refusals. */
+static void test_classes(void) {
+  gfs_infer_req r;
+  CHECK_INT_EQ(v2("{\"inputs\": [{\"name\": \"seed\", \"shape\": [2], "
+                  "\"datatype\": \"INT64\", \"data\": [5, 6]}, {\"name\": "
+                  "\"class\", \"shape\": [2, 1], \"datatype\": \"INT32\", "
+                  "\"data\": [[2], [0]]}]}", &r), GF_OK);
+  CHECK(r.n == 2 && r.seeds && r.cls && r.cls[0] == 2 && r.cls[1] == 0 &&
+        !r.cls_name);
+  gfs_infer_req_free(&r);
+  CHECK_INT_EQ(v2("{\"inputs\": [{\"name\": \"seed\", \"shape\": [1], "
+                  "\"datatype\": \"INT64\", \"data\": [5]}]}", &r), GF_OK);
+  CHECK(r.cls == NULL);
+  gfs_infer_req_free(&r);
+  const char *bad[] = {
+      /* class alone, twice, rows, datatype, shape, values */
+      "{\"inputs\": [{\"name\": \"class\", \"shape\": [1], \"datatype\": "
+      "\"INT64\", \"data\": [0]}]}",
+      "{\"inputs\": [{\"name\": \"seed\", \"shape\": [1], \"datatype\": "
+      "\"INT64\", \"data\": [0]}, {\"name\": \"seed\", \"shape\": [1], "
+      "\"datatype\": \"INT64\", \"data\": [0]}]}",
+      "{\"inputs\": [{\"name\": \"seed\", \"shape\": [1], \"datatype\": "
+      "\"INT64\", \"data\": [0]}, {\"name\": \"class\", \"shape\": [2], "
+      "\"datatype\": \"INT64\", \"data\": [0, 1]}]}",
+      "{\"inputs\": [{\"name\": \"seed\", \"shape\": [1], \"datatype\": "
+      "\"INT64\", \"data\": [0]}, {\"name\": \"class\", \"shape\": [1], "
+      "\"datatype\": \"BYTES\", \"data\": [\"cat\"]}]}",
+      "{\"inputs\": [{\"name\": \"seed\", \"shape\": [1], \"datatype\": "
+      "\"INT64\", \"data\": [0]}, {\"name\": \"class\", \"shape\": [1, 2], "
+      "\"datatype\": \"INT64\", \"data\": [0, 1]}]}",
+      "{\"inputs\": [{\"name\": \"seed\", \"shape\": [1], \"datatype\": "
+      "\"INT64\", \"data\": [0]}, {\"name\": \"class\", \"shape\": [1], "
+      "\"datatype\": \"INT64\", \"data\": [-1]}]}",
+      "{\"inputs\": [{\"name\": \"seed\", \"shape\": [1], \"datatype\": "
+      "\"INT64\", \"data\": [0]}, {\"name\": \"class\", \"shape\": [1], "
+      "\"datatype\": \"INT64\", \"data\": [2147483648]}]}",
+      "{\"inputs\": [{\"name\": \"seed\", \"shape\": [1], \"datatype\": "
+      "\"INT64\", \"data\": [0]}, {\"name\": \"class\", \"shape\": [1], "
+      "\"datatype\": \"INT64\", \"data\": [0.5]}]}"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    CHECKF(v2(bad[i], &r) != GF_OK, "accepted %s", bad[i]);
+    CHECK(r.cls == NULL && r.seeds == NULL);
+  }
+  /* binary: z FP32 [1, 3] then class INT64 [1] */
+  unsigned char raw[20];
+  put_lef32(raw, 0.5f);
+  put_lef32(raw + 4, -0.5f);
+  put_lef32(raw + 8, 0.25f);
+  put_le64(raw + 12, 7);
+  char body[1024], hdr[24];
+  size_t len = bin_body(body, sizeof body,
+                        "{\"inputs\": [{\"name\": \"z\", \"shape\": [1, 3], "
+                        "\"datatype\": \"FP32\", \"parameters\": "
+                        "{\"binary_data_size\": 12}}, {\"name\": \"class\", "
+                        "\"shape\": [1], \"datatype\": \"INT64\", "
+                        "\"parameters\": {\"binary_data_size\": 8}}]}",
+                        raw, sizeof raw, hdr);
+  CHECK_INT_EQ(v2b(body, len, hdr, &r), GF_OK);
+  CHECK(r.n == 1 && r.z && r.z[1] == -0.5f && r.cls && r.cls[0] == 7);
+  gfs_infer_req_free(&r);
+  CHECK(v2b(body, len - 1, hdr, &r) != GF_OK); /* a byte short */
+  /* /invocations */
+  CHECK_INT_EQ(inv("{\"dataframe_split\": {\"columns\": [\"class\", "
+                   "\"seed\"], \"data\": [[1, 4], [\"cat\", 5], [null, 6]]}}",
+                   &r), GF_OK);
+  CHECK(r.n == 3 && r.cls && r.cls[0] == 1 && r.cls[1] == -1 &&
+        r.cls[2] == -2 && r.cls_name &&
+        strcmp(r.cls_name + (GFS_CLASS_MAX + 1), "cat") == 0);
+  gfs_infer_req_free(&r);
+  CHECK_INT_EQ(inv("{\"inputs\": {\"seed\": [1, 2], \"class\": [2, 0]}}",
+                   &r), GF_OK);
+  CHECK(r.cls && r.cls[0] == 2 && r.cls[1] == 0 && !r.cls_name);
+  gfs_infer_req_free(&r);
+  CHECK_INT_EQ(inv("{\"instances\": [{\"seed\": 1, \"class\": 2}]}", &r),
+               GF_OK);
+  CHECK(r.cls && r.cls[0] == 2);
+  gfs_infer_req_free(&r);
+  char longname[128];
+  memset(longname, 'a', sizeof longname);
+  longname[GFS_CLASS_MAX + 1] = '\0';
+  char lb[256];
+  snprintf(lb, sizeof lb, "{\"instances\": [{\"seed\": 1, \"class\": "
+           "\"%s\"}]}", longname);
+  const char *ibad[] = {
+      lb, "{\"instances\": [{\"seed\": 1, \"class\": \"\"}]}",
+      "{\"instances\": [{\"seed\": 1, \"class\": -1}]}",
+      "{\"instances\": [{\"seed\": 1, \"class\": true}]}",
+      "{\"inputs\": {\"seed\": [1], \"class\": [1, 2]}}",
+      "{\"inputs\": {\"class\": [1]}}"};
+  for (size_t i = 0; i < sizeof ibad / sizeof *ibad; i++) {
+    CHECKF(inv(ibad[i], &r) != GF_OK, "accepted %s", ibad[i]);
+    CHECK(r.cls == NULL && r.cls_name == NULL);
+  }
+}
+
 static gf_status args(gfs_config *c, int *help, gf_err *e, int n, ...) {
   char *argv[32] = {"ganflow-serve"};
   va_list ap;
@@ -735,6 +832,7 @@ int main(void) {
   test_json_float();
   test_invocations();
   test_invocations_mlflow();
+  test_classes();
   test_config();
   test_slot_names();
   test_metrics();

@@ -15,11 +15,12 @@
 #include "gf/net.h"
 
 /* The generator of configuration cfg (tu_write_model_dir: arch's
- * default). */
-static inline int tu_write_model_dir_cfg(const char *dir,
-                                         const gf_model_config *cfgp,
-                                         uint64_t seed, int corrupt,
-                                         gf_err *err) {
+ * default), with class names (cfg->num_classes of them) or NULL. */
+static inline int tu_write_model_dir_names(const char *dir,
+                                           const gf_model_config *cfgp,
+                                           uint64_t seed, int corrupt,
+                                           const char *const *class_names,
+                                           gf_err *err) {
   gf_ctx ctx;
   gf_ctx_config cc = {GF_BACKEND_CPU, 1, 0, GF_CPU_LAYOUT_AUTO};
   if (gf_ctx_init(&ctx, &cc, err) != GF_OK) return -1;
@@ -38,7 +39,7 @@ static inline int tu_write_model_dir_cfg(const char *dir,
       desc[i] = (gf_st_tensor_desc){p->name + 2, GF_ST_F32, p->value.ndim,
                                     p->value.shape, p->value.data};
     }
-    gf_mlmodel_info info = {"model", NULL, "3.0.0", "0.1.0", NULL};
+    gf_mlmodel_info info = {"model", NULL, "3.0.0", "0.1.0", class_names};
     if (gf_mlmodel_write(dir, &cfg, desc, (size_t)g.n_tensors, NULL, 0, &info,
                          NULL, err) == GF_OK)
       rc = 0;
@@ -58,6 +59,13 @@ static inline int tu_write_model_dir_cfg(const char *dir,
     if (f) fclose(f);
   }
   return rc;
+}
+
+static inline int tu_write_model_dir_cfg(const char *dir,
+                                         const gf_model_config *cfgp,
+                                         uint64_t seed, int corrupt,
+                                         gf_err *err) {
+  return tu_write_model_dir_names(dir, cfgp, seed, corrupt, NULL, err);
 }
 
 static inline int tu_write_model_dir(const char *dir, gf_arch arch,

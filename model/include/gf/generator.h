@@ -82,6 +82,10 @@ typedef struct gf_generator {
   gf_model_config cfg;
   int num_classes;        /* cfg.num_classes: 0 = unconditional, else K:
                              every row needs a class in [0, K) */
+  char **class_names;     /* the model directory's class names (label k's
+                             at [k]; n_class_names malloc'd strings), or
+                             NULL when it has none (indices only) */
+  int n_class_names;      /* 0, or num_classes */
   int max_batch;
   gf_gen_precision precision;
   size_t image_numel;     /* C * H * W floats per image */
@@ -124,17 +128,19 @@ void gf_generator_unref(gf_generator *m);
 gf_status gf_generator_latents(const gf_generator *m, const uint64_t *seeds,
                                int n, int per_image, float *z, gf_err *err);
 
-/* The class a text names for m: a canonical decimal index in
- * [0, num_classes) ("3", not "03" or "+3"). GF_EINVAL naming the valid
- * range for anything else, and for any class on an unconditional model. */
+/* The class a text names for m (gf_mlmodel_class_index): one of its class
+ * names exactly, else a canonical decimal index in [0, num_classes) ("3",
+ * not "03" or "+3"). An error naming the valid range (and the names) for
+ * anything else (GF_ENOTFOUND, or GF_EINVAL for an empty text), and
+ * GF_EINVAL for any class on an unconditional model. */
 gf_status gf_generator_class_index(const gf_generator *m, const char *text,
                                    int *k, gf_err *err);
 
 /* labels [n] (caller's memory) from a class spec: one class (as
  * gf_generator_class_index) for every image, or a comma-separated list of
  * c classes, c dividing n, image k taking item k / (n / c) ("0,1" for 4
- * images: 0, 0, 1, 1). GF_EINVAL naming the problem otherwise (and on an
- * unconditional model). ganflow-serve's class= and `ganflow generate
+ * images: 0, 0, 1, 1; class names never hold a comma). An error naming
+ * the problem otherwise (and on an unconditional model). ganflow-serve's class= and `ganflow generate
  * --class`. */
 gf_status gf_generator_class_labels(const gf_generator *m, const char *spec,
                                     int n, int32_t *labels, gf_err *err);
