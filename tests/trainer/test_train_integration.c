@@ -12,7 +12,11 @@
  *      on disk; the same command again resumes into the same run id,
  *      finishes, and loss/d still has exactly one point per logged step
  *      (exactly-once across the resume); the final checkpoint's tensors are
- *      byte-identical to run 1's in the same configuration. */
+ *      byte-identical to run 1's in the same configuration.
+ *   3. A class-conditional run (--cond, 10 steps) registered with an alias:
+ *      its downloaded model directory verifies and carries Fashion-MNIST's
+ *      ten class names (config.json and MLmodel) and the signature's class
+ *      column; the names look up to their labels. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -431,6 +435,43 @@ static void sigterm_run(mlflow_client *c) {
   test_drop_artifacts(c, exp);
 }
 
+static void cond_run(mlflow_client *c) {
+  static const char *const names[10] = {"T-shirt/top", "Trouser", "Pullover", "Dress",
+                                        "Coat",        "Sandal",  "Shirt",    "Sneaker",
+                                        "Bag",         "Ankle boot"};
+  char exp[128], model[128], dir[1024], log[1100];
+  test_unique(exp, sizeof exp, "train-it-cond");
+  test_unique(model, sizeof model, "train-it-cond-model");
+  snprintf(dir, sizeof dir, "%s/cond", GF_TEST_TMP);
+  snprintf(log, sizeof log, "%s/cond.log", GF_TEST_TMP);
+  /* "fashion-mnist:DIR": the IDX files with Fashion-MNIST's class names */
+  char *args[] = {GF_TRAIN_BIN, "--data", "fashion-mnist:" FASHION, "--model", "mlp", "--cond",
+                  "--steps", "10", "--batch", "32", "--sample-every", "0",
+                  "--eval-every", "0", "--checkpoint-every", "10", "--threads", "2",
+                  "--checkpoint-dir", dir, "--experiment", exp,
+                  "--register-model", model, "--alias", "candidate", NULL};
+  int rc = wait_rc(spawn(log, args));
+  CHECK_INT_EQ(rc, 0);
+  if (rc != 0) dump_log(log);
+  char uri[400], mdir[1200];
+  snprintf(uri, sizeof uri, "models:/%s@candidate", model);
+  snprintf(mdir, sizeof mdir, "%s/downloaded-cond-model", GF_TEST_TMP);
+  mlflow_error e;
+  CHECK(mlflow_model_download(c, uri, mdir, NULL, &e) == MLFLOW_OK);
+  gf_mlmodel m;
+  gf_err gerr;
+  CHECKF(gf_mlmodel_read(mdir, &m, &gerr) == GF_OK, "%s", gerr.msg);
+  CHECK_INT_EQ(m.config.num_classes, 10);
+  CHECK_INT_EQ(m.n_class_names, 10);
+  for (int k = 0; k < m.n_class_names && k < 10; k++) CHECK_STR_EQ(m.class_names[k], names[k]);
+  CHECK(m.n_sig_inputs == 3 && strcmp(m.sig_inputs[2].name, GF_MLMODEL_SIG_CLASS) == 0);
+  int label = -1;
+  CHECK(gf_mlmodel_class_index(&m, "Ankle boot", &label, &gerr) == GF_OK && label == 9);
+  gf_mlmodel_free(&m);
+  mlflow_registered_model_delete(c, model, &e);
+  test_drop_artifacts(c, exp);
+}
+
 int main(void) {
   struct stat sb;
   if (stat(FASHION "/train-images-idx3-ubyte.gz", &sb) != 0) {
@@ -458,6 +499,7 @@ int main(void) {
   char digest[65] = "";
   full_run(c, digest);
   sigterm_run(c);
+  cond_run(c);
   mlflow_client_free(c);
   mlflow_config_free(&cfg);
   test_drop_tmp(GF_TEST_TMP);
