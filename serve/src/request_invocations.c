@@ -2,7 +2,8 @@
  * server takes them (mlflow/pyfunc/scoring_server: exactly one of
  * dataframe_split, dataframe_records, instances, inputs; "params" and
  * other members ignored) for a ganflow model, whose signature has the
- * optional columns seed (long) and z (array of float, z_dim long). Each
+ * optional columns seed (long) and z (array of float, z_dim long), and
+ * class (an index or a class's text) for a class-conditional model. Each
  * row is a seed or a latent, never both or neither. Row counts are
  * checked against max_images before anything is allocated. See
  * gfs/request.h. Not here: HTTP, answers. */

@@ -2,7 +2,8 @@
  * Protocol clients send it (tritonclient.http among them): the JSON
  * request, the binary tensor data extension (Inference-Header-Content-
  * Length: L, the JSON in the first L bytes, each input's raw bytes after
- * it), the outputs and parameters asked, and the Content-Type check. Every
+ * it), the optional class input beside seed or z, the outputs and
+ * parameters asked, and the Content-Type check. Every
  * size and shape is checked against max_images and the body length before
  * anything is allocated. See gfs/request.h. Not here: HTTP, answers. */
 #include <stdlib.h>

@@ -11,7 +11,9 @@
  * being sample k): the same (version, seed, n) gives the same pixels.
  * Weights, latents and images enter and leave through gf_tensor_copy, so an
  * executor's ctx may be CPU or CUDA (where the build has that backend);
- * callers always pass host memory.
+ * callers always pass host memory. A class-conditional model (config
+ * num_classes > 0) needs a class per row (gf_generator_run_labeled); its
+ * rows depend on (latent, class) alone where batch_invariant is set.
  * Not here: the registry, HTTP, slots (serve/). */
 #ifndef GF_GENERATOR_H
 #define GF_GENERATOR_H

@@ -42,7 +42,8 @@ void gfs_gen_args_default(gfs_gen_args *a);
 
 /* Applies one decoded key=value pair (keys: seed, n, class, format); an
  * unknown or repeated key, an empty or non-numeric value, n outside
- * 1..max_images are errors naming the key. Allocates nothing. */
+ * 1..max_images, a class list with an empty or over-long item or more than
+ * max_images items are errors naming the key. Allocates nothing. */
 gf_status gfs_gen_args_set(gfs_gen_args *a, const char *key,
                            const char *value, int max_images, gf_err *err);
 
@@ -117,8 +118,8 @@ int gfs_header_length_parse(const char *value, size_t max, size_t *out);
  * is all JSON). With it, body[0, L) is the JSON and the rest the inputs'
  * binary data, each input with "parameters": {"binary_data_size": N}
  * taking its N bytes in order (seed: INT64/UINT64 little-endian [n], z:
- * FP32 little-endian [n, z_dim]); the sizes must add up to the rest
- * exactly. The JSON:
+ * FP32 little-endian [n, z_dim], class: INT64/INT32 little-endian [n]);
+ * the sizes must add up to the rest exactly. The JSON:
  *   {"id": "...", "inputs": [{"name": "seed", "shape": [n],
  *     "datatype": "INT64", "data": [..]}],
  *    "outputs": [{"name": "image", "parameters": {"binary_data": true,
@@ -126,7 +127,10 @@ int gfs_header_length_parse(const char *value, size_t max, size_t *out);
  *    "parameters": {"binary_data_output": true, "image_datatype": "UINT8"}}
  *   or one input {"name": "z", "shape": [n, z_dim], "datatype": "FP32",
  *     "data": [..] (flat or nested)}.
- * Exactly one input; shape must match the data; n 1..max_images, checked
+ * One input (seed or z), plus optionally {"name": "class", "datatype":
+ * "INT64" or "INT32", "shape": [n] or [n, 1]} with the same n (into
+ * out->cls: indices 0..2^31-1, checked against the model later); shape
+ * must match the data; n 1..max_images, checked
  * with every size before anything is allocated. An output other than
  * "image", or a datatype other than FP32 and UINT8, is an error. Fills
  * *out (init'd here); on failure *out holds nothing. */
@@ -139,8 +143,10 @@ gf_status gfs_v2_parse(const char *body, size_t len, int z_dim,
                        int max_images, gfs_infer_req *out, gf_err *err);
 
 /* Parses a body that MLflow's scoring server takes for a model whose
- * signature has the columns seed (long, optional) and z (array of float,
- * length z_dim, optional): exactly one of
+ * signature has the columns seed (long, optional), z (array of float,
+ * length z_dim, optional) and, for a class-conditional model, class (an
+ * index, or a class's text of 1..GFS_CLASS_MAX bytes, into out->cls and
+ * out->cls_name; null or absent = none, -2): exactly one of
  *   {"dataframe_split": {"columns": ["seed", "z"], "data": [[1, null],
  *     [null, [..]]], "index": [..]}},
  *   {"dataframe_records": [{"seed": 1}, {"z": [..]}]},
@@ -149,8 +155,8 @@ gf_status gfs_v2_parse(const char *body, size_t len, int z_dim,
  *     equal lengths, null = absent), {"inputs": [<row as in instances>]};
  * "params" and other members are ignored, as MLflow does. Each row holds
  * exactly one of a seed (integer >= 0, or a string of digits) and a
- * latent (z_dim finite numbers); a column other than seed and z is an
- * error. As gfs_v2_parse otherwise. */
+ * latent (z_dim finite numbers); a column other than seed, z and class is
+ * an error. As gfs_v2_parse otherwise. */
 gf_status gfs_invocations_parse(const char *body, size_t len, int z_dim,
                                 int max_images, gfs_infer_req *out,
                                 gf_err *err);
