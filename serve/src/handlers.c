@@ -191,8 +191,8 @@ static void job_free(gen_job *j) {
 static int class_index_ok(gfs_req *r, const gf_generator *m, int row,
                           int64_t v) {
   if (v >= 0 && v < m->num_classes) return 1;
-  gfs_error(r, 400, "row %d: class %lld is outside model '%s''s classes "
-            "0..%d", row, (long long)v, m->name, m->num_classes - 1);
+  gfs_error(r, 400, "row %d: class %lld is outside 0..%d (the classes of "
+            "model '%s')", row, (long long)v, m->num_classes - 1, m->name);
   return 0;
 }
 
@@ -211,10 +211,10 @@ static int job_labels(gfs_req *r, gf_generator *m, gen_job *j) {
     return 0;
   }
   if (!given) {
-    gfs_error(r, 400, "model '%s' is class-conditional: give a class "
-              "index 0..%d (GET: class=; V2: a class input; "
+    gfs_error(r, 400, "model '%s' is class-conditional: give a class, "
+              "an index 0..%d%s (GET: class=; V2: a class input; "
               "/invocations: a class column)", m->name,
-              m->num_classes - 1);
+              m->num_classes - 1, m->class_names ? " or a name" : "");
     return 0;
   }
   if (!(j->labels = malloc((size_t)j->n * sizeof *j->labels))) {
