@@ -146,7 +146,17 @@ gf_status eval_gen_run(eval_gen *g, uint64_t seed, int64_t sample0, int n,
   gf_tensor zh;
   GF_TRY(gf_tensor_view(&zh, z_host, GF_F32, GF_DEV_CPU, 2, zs, err));
   GF_TRY(gf_latent_sample(&zh, seed, GF_RNG_SAMPLE, 0, sample0, err));
-  if (g->model) return gf_generator_run(g->model, 0, z_host, n, out, err);
+  if (g->model && g->cfg.num_classes == 0)
+    return gf_generator_run(g->model, 0, z_host, n, out, err);
+  if (g->model) { /* class-balanced, as below: image k of class k % K */
+    if (!g->labels_host &&
+        !(g->labels_host = malloc((size_t)g->max_batch * sizeof(int32_t))))
+      return gf_fail(err, GF_ENOMEM, "eval: out of memory");
+    for (int i = 0; i < n; i++)
+      g->labels_host[i] = (int32_t)((sample0 + i) % g->cfg.num_classes);
+    return gf_generator_run_labeled(g->model, 0, z_host, g->labels_host, n,
+                                    out, err);
+  }
   gf_tensor zin, y, yh;
   GF_TRY(gf_tensor_view(&zin, g->z.data, GF_F32, g->z.device, 2, zs, err));
   zin.device_index = g->z.device_index;

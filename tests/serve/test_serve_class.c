@@ -18,12 +18,15 @@
  *  - 16 client threads at once, mixed (seed, class): every answer has the
  *    bytes of the same request alone;
  *  - `ganflow generate --class` writes the server's bytes, and refuses a
- *    missing or unknown class. */
+ *    missing or unknown class; `ganflow eval` scores the registered
+ *    conditional version class-balanced (SWD on Fashion-MNIST, where the
+ *    machine has it). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "check.h"
 #include "gf/generator.h"
@@ -343,6 +346,22 @@ static void cli_generate(const st_server *s, const char *uri) {
   char *text = slurp(log, &len);
   CHECKF(text && strstr(text, "Ankle boot"), "ganflow generate --class "
          "Sandal: %s", text ? text : "(no log)");
+  free(text);
+
+  /* ganflow eval of the registered conditional version */
+  struct stat sb;
+  if (stat("/usr/share/datasets/fashion-mnist", &sb) != 0) {
+    printf("ganflow eval: no /usr/share/datasets/fashion-mnist, not run\n");
+    return;
+  }
+  char *ev[] = {GF_CLI_BIN, "eval", "models:/" COND "/1", "--data",
+                "/usr/share/datasets/fashion-mnist", "--metrics", "swd",
+                "--images", "16", "--batch", "4", "--threads", "2",
+                "--cache-dir", "", "--model-cache-dir", cache, NULL};
+  rc = tu_run_log(log, ev, "MLFLOW_TRACKING_URI", uri);
+  text = slurp(log, &len);
+  CHECKF(rc == 0 && text && strstr(text, "swd/avg "), "ganflow eval of the "
+         "conditional version: exit %d\n%s", rc, text ? text : "");
   free(text);
 }
 
