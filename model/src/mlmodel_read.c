@@ -73,7 +73,8 @@ static int plain_int(const gf_ynode *v) {
 }
 
 /* The config mapping as a cJSON object (plain integers become numbers,
- * other scalars strings, collections null), then the shared validation. */
+ * plain true/false booleans, other scalars strings, collections null),
+ * then the shared validation. */
 static gf_status parse_config(const gf_ynode *cfg, gf_model_config *out, gf_err *err) {
   if (!cfg || cfg->kind != GF_YN_MAP)
     return gf_fail(err, GF_EFORMAT, "MLmodel: flavors.%s.config is missing or not a mapping",
@@ -84,6 +85,10 @@ static gf_status parse_config(const gf_ynode *cfg, gf_model_config *out, gf_err 
     const gf_ynode *v = cfg->items[i];
     cJSON *item;
     if (plain_int(v)) item = cJSON_CreateNumber((double)strtol(v->text, NULL, 10));
+    else if (v->kind == GF_YN_SCALAR && v->plain && strcmp(v->text, "true") == 0)
+      item = cJSON_CreateTrue();
+    else if (v->kind == GF_YN_SCALAR && v->plain && strcmp(v->text, "false") == 0)
+      item = cJSON_CreateFalse();
     else if (v->kind == GF_YN_SCALAR) item = cJSON_CreateString(v->text);
     else item = cJSON_CreateNull();
     ok = item && cJSON_AddItemToObject(o, cfg->keys[i], item);

@@ -206,6 +206,10 @@ static gf_status mlmodel_yaml(const gf_model_config *c, const gf_mlmodel_info *i
   kv_int(&e, "ngf", c->ngf);
   kv_int(&e, "num_classes", c->num_classes);
   kv_str(&e, "pixel_normalization", gf_pixel_norm_name(c->pixel_norm));
+  if (c->spectral_norm) { /* as config.json: only when set */
+    scalar(&e, "spectral_norm", 0);
+    scalar(&e, "true", 1);
+  }
   kv_int(&e, "z_dim", c->z_dim);
   map_end(&e);
   scalar(&e, "files", 0);

@@ -364,6 +364,15 @@ static void test_writer_rejects(const char *dir) {
   gf_mlmodel_free(&m);
   CHECK_INT_EQ(tu_count_names(sub, ".tmp."), 0);
   tu_rmdir(sub);
+  /* A D with spectral norm: config.json and the flavor config both say
+   * so, and the directory reads back (they must agree). */
+  c.spectral_norm = 1;
+  CHECKF(gf_mlmodel_write(sub, &c, t, 1, NULL, 0, &info, NULL, &err) == GF_OK, "%s", err.msg);
+  CHECKF(gf_mlmodel_read(sub, &m, &err) == GF_OK, "%s", err.msg);
+  CHECK(m.config.spectral_norm == 1 && gf_model_config_equal(&m.config, &c));
+  gf_mlmodel_free(&m);
+  tu_rmdir(sub);
+  c.spectral_norm = 0;
   snprintf(sub, sizeof sub, "%s/no/such/parent", dir);
   CHECK_INT_EQ(gf_mlmodel_write(sub, &c, t, 1, NULL, 0, &info, NULL, &err), GF_EIO);
 }
