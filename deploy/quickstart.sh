@@ -14,6 +14,12 @@
 #                             with AVX-512, about 18 with AVX2 only; fewer
 #                             steps, a blurrier generator: README)
 #   GANFLOW_QUICKSTART_FID_IMAGES  images per set in FID/KID (100)
+#   GANFLOW_QUICKSTART_MODEL  dcgan (the default: the DCGAN of the README)
+#                             or cond: a class-conditional DCGAN (hinge
+#                             loss, spectral norm, EMA generator) on
+#                             Fashion-MNIST's ten named classes, registered
+#                             as fashion-cond-dcgan, whose PNG asks
+#                             class=Sneaker
 #   GANFLOW_SERVE_PORT        ganflow-serve's port (8080; 0 = any free port)
 #   GANFLOW_BUILD_DIR         build folder (build)
 #   GANFLOW_STATE_DIR         checkpoints, server pid/log/cache, PNG (.state)
@@ -32,18 +38,30 @@ BUILD=${GANFLOW_BUILD_DIR:-build}
 STATE=${GANFLOW_STATE_DIR:-$ROOT/.state}
 SERVE_PORT=${GANFLOW_SERVE_PORT:-8080}
 SERVE_DIR="$STATE/serve"
-MODEL=fashion-dcgan
+case ${GANFLOW_QUICKSTART_MODEL:-dcgan} in
+  dcgan)
+    MODEL=fashion-dcgan RUN=dcgan-fashion CKPT=quickstart QUERY="seed=0&n=16"
+    RECIPE=(--data /usr/share/datasets/fashion-mnist) ;;
+  cond)
+    MODEL=fashion-cond-dcgan RUN=cond-dcgan-fashion CKPT=quickstart-cond
+    QUERY="seed=0&n=16&class=Sneaker"
+    RECIPE=(--data fashion-mnist:/usr/share/datasets/fashion-mnist --cond
+            --loss hinge --sn --ema-decay 0.999) ;;
+  *)
+    echo "quickstart: GANFLOW_QUICKSTART_MODEL=${GANFLOW_QUICKSTART_MODEL}: dcgan or cond" >&2
+    exit 2 ;;
+esac
 ./deploy/install-deps.sh
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" --target ganflow-train ganflow ganflow-serve
 ./deploy/mlflow-local.sh start
 export MLFLOW_TRACKING_URI=$(./deploy/mlflow-local.sh uri)
 "$BUILD"/trainer/ganflow-train \
-  --data /usr/share/datasets/fashion-mnist --model dcgan --image-size 28 \
+  "${RECIPE[@]}" --model dcgan --image-size 28 \
   --steps "$STEPS" --batch 64 --sample-every 500 --eval-every 1000 \
   --eval-metrics swd,fid,kid --fid-images "$FID_IMAGES" \
-  --checkpoint-every 500 --checkpoint-dir "$STATE/checkpoints/quickstart" \
-  --experiment ganflow-quickstart --run-name dcgan-fashion \
+  --checkpoint-every 500 --checkpoint-dir "$STATE/checkpoints/$CKPT" \
+  --experiment ganflow-quickstart --run-name "$RUN" \
   --register-model "$MODEL" --alias candidate
 
 # Promote the version just registered (the one @candidate points to).
@@ -83,13 +101,13 @@ if [ -z "$SERVE_URL" ] || ! curl -sf "$SERVE_URL/v2/health/ready" >/dev/null; th
   exit 1
 fi
 PNG="$SERVE_DIR/$MODEL-seed0.png"
-curl -sf -o "$PNG" "$SERVE_URL/v1/models/$MODEL/generate?seed=0&n=16"
+curl -sf -o "$PNG" "$SERVE_URL/v1/models/$MODEL/generate?$QUERY"
 
 echo
 echo "MLflow UI:        $MLFLOW_TRACKING_URI (experiment ganflow-quickstart)"
 echo "Registered model: models:/$MODEL@production (version $VERSION)"
-echo "Checkpoints:      $STATE/checkpoints/quickstart (ganflow inspect FILE)"
+echo "Checkpoints:      $STATE/checkpoints/$CKPT (ganflow inspect FILE)"
 echo "ganflow-serve:    $SERVE_URL  (page: $SERVE_URL/, metrics: $SERVE_URL/metrics)"
-echo "                  curl -o out.png '$SERVE_URL/v1/models/$MODEL/generate?seed=1&n=16'"
+echo "                  curl -o out.png '$SERVE_URL/v1/models/$MODEL/generate?${QUERY/seed=0/seed=1}'"
 echo "                  stop: kill \$(cat $PID_FILE)"
 echo "Generated grid:   $PNG"
