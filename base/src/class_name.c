@@ -38,8 +38,11 @@ static int invisible(uint32_t cp) {
 }
 
 void gf_class_name_quote(const char *name, char *out, size_t cap) {
+  gf_class_name_quote_n(name, strlen(name), out, cap);
+}
+
+void gf_class_name_quote_n(const char *name, size_t n, char *out, size_t cap) {
   const uint8_t *p = (const uint8_t *)name;
-  size_t n = strlen(name);
   const int utf8 = gf_utf8_valid(p, n);
   size_t o = 0;
   if (cap < GF_CLASS_NAME_QUOTE_CAP) {

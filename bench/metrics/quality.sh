@@ -45,22 +45,7 @@ mkdir -p "$work"
 test_dir="$work/fashion-test-$images"
 if [ ! -f "$test_dir/train-images-idx3-ubyte" ]; then
   mkdir -p "$test_dir"
-  python3 - "$test_dir" "$images" <<'PY'
-import gzip, struct, sys
-out, n = sys.argv[1], int(sys.argv[2])
-src = "/usr/share/datasets/fashion-mnist/t10k-%s-idx%d-ubyte.gz"
-with gzip.open(src % ("images", 3)) as f:
-    magic, total, h, w = struct.unpack(">IIII", f.read(16))
-    assert magic == 2051 and n <= total
-    px = f.read(n * h * w)
-with gzip.open(src % ("labels", 1)) as f:
-    f.read(8)
-    lab = f.read(n)
-with open(out + "/train-images-idx3-ubyte", "wb") as f:
-    f.write(struct.pack(">IIII", 2051, n, h, w) + px)
-with open(out + "/train-labels-idx1-ubyte", "wb") as f:
-    f.write(struct.pack(">II", 2049, n) + lab)
-PY
+  python3 "$here/fashion_test_subset.py" "$test_dir" "$images"
 fi
 export GANFLOW_CACHE_DIR="$work/cache"
 

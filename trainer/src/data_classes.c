@@ -21,8 +21,6 @@
 #define CIFAR_META "batches.meta.txt"
 #define KNOWN_CLASSES 10 /* MNIST, Fashion-MNIST, CIFAR-10 */
 /* Bytes of a name shown in an error message before "...". */
-#define QUOTE_SHOW 72
-#define QUOTE_CAP (4 * QUOTE_SHOW + 8)
 
 /* Fashion-MNIST's labels, from its README (zalandoresearch/fashion-mnist). */
 /* vsnprintf into buf[cap] for a message; a text cut short by the buffer
@@ -42,43 +40,6 @@ static const char *const FASHION_MNIST_NAMES[KNOWN_CLASSES] = {
     "T-shirt/top", "Trouser", "Pullover", "Dress",   "Coat",
     "Sandal",      "Shirt",   "Sneaker",  "Bag",     "Ankle boot"};
 
-/* Bytes in the UTF-8 sequence led by b (1 for anything else). */
-static size_t utf8_seq_len(uint8_t b) {
-  return b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1;
-}
-
-/* Writes p[0..n) into out[cap] (cap >= QUOTE_CAP) between single quotes,
- * printable as it stands: control bytes, C1 controls and, when p is not
- * valid UTF-8, every byte >= 0x80 become \xNN; at most QUOTE_SHOW bytes of
- * p are shown, then "...". */
-static void quote(const uint8_t *p, size_t n, char *out, size_t cap) {
-  const int utf8 = gf_utf8_valid(p, n);
-  size_t o = 0;
-  out[o++] = '\'';
-  size_t i = 0;
-  while (i < n && o + 8 < cap) {
-    uint8_t b = p[i];
-    size_t k = utf8 && b >= 0x80 ? utf8_seq_len(b) : 1;
-    if (i + k > QUOTE_SHOW) break;
-    int c1 = k == 2 && b == 0xC2 && p[i + 1] < 0xA0;
-    if (b < 0x20 || b == 0x7F || (b >= 0x80 && !utf8) || c1) {
-      for (size_t j = 0; j < k; j++) {
-        note(out + o, cap - o, "\\x%02X", p[i + j]);
-        o += 4;
-      }
-    } else {
-      memcpy(out + o, p + i, k);
-      o += k;
-    }
-    i += k;
-  }
-  if (i < n) {
-    memcpy(out + o, "...", 3);
-    o += 3;
-  }
-  out[o++] = '\'';
-  out[o] = '\0';
-}
 
 gf_status gf_data_class_name_check(const char *name, gf_err *err) {
   return gf_class_name_check(name, err);
@@ -165,16 +126,16 @@ gf_status gf_data_class_names_parse(const uint8_t *buf, size_t len,
                        "%s: line %d: more than %d class names", name, line,
                        GF_DATA_MAX_CLASSES);
       }
-      char why[128], q[QUOTE_CAP];
+      char why[128], q[GF_CLASS_NAME_QUOTE_CAP];
       const char *w = gf_class_name_problem((const char *)buf + pos, ll, why, sizeof why);
       if (w) {
-        quote(buf + pos, ll, q, sizeof q);
+        gf_class_name_quote_n((const char *)buf + pos, ll, q, sizeof q);
         return gf_fail(err, GF_EFORMAT, "%s: line %d: class name %s %s",
                        name, line, q, w);
       }
       for (int k = 0; k < count; k++) {
         if (l[k] == ll && memcmp(p[k], buf + pos, ll) == 0) {
-          quote(buf + pos, ll, q, sizeof q);
+          gf_class_name_quote_n((const char *)buf + pos, ll, q, sizeof q);
           return gf_fail(err, GF_EFORMAT,
                          "%s: line %d: class name %s repeats line %d", name,
                          line, q, k + 1);
@@ -284,10 +245,10 @@ static gf_status check_folder_names(const gf_dataset *ds, const char *dir,
   for (int k = 0; k < ds->num_classes; k++) {
     const uint8_t *p = (const uint8_t *)ds->class_names[k];
     size_t n = strlen(ds->class_names[k]);
-    char why[128], q[QUOTE_CAP];
+    char why[128], q[GF_CLASS_NAME_QUOTE_CAP];
     const char *w = gf_class_name_problem((const char *)p, n, why, sizeof why);
     if (w) {
-      quote(p, n, q, sizeof q);
+      gf_class_name_quote_n((const char *)p, n, q, sizeof q);
       return gf_fail(err, GF_EINVAL,
                      "%s: class subdirectory %s: its name %s; rename it, or "
                      "name the classes in %s/" GF_DATA_CLASSES_FILE
@@ -410,8 +371,8 @@ gf_status gf_dataset_class_index(const gf_dataset *ds,
     }
   }
   const size_t len = strlen(s);
-  char q[QUOTE_CAP];
-  quote((const uint8_t *)s, len, q, sizeof q);
+  char q[GF_CLASS_NAME_QUOTE_CAP];
+  gf_class_name_quote(s, q, sizeof q);
   size_t digits = strspn(s, "0123456789");
   if (digits == len && (len == 1 || s[0] != '0')) {
     long v = len <= 4 ? strtol(s, NULL, 10) : (long)GF_DATA_MAX_CLASSES;

@@ -51,5 +51,7 @@ gf_status gf_class_names_check(const char *const *names, int n, gf_err *err);
 #define GF_CLASS_NAME_QUOTE_SHOW 72
 #define GF_CLASS_NAME_QUOTE_CAP (4 * GF_CLASS_NAME_QUOTE_SHOW + 8)
 void gf_class_name_quote(const char *name, char *out, size_t cap);
+/* The same for the n bytes at name (not NUL-terminated: a line of a file). */
+void gf_class_name_quote_n(const char *name, size_t n, char *out, size_t cap);
 
 #endif
