@@ -68,3 +68,49 @@ size_t kt_diff_bytes(const gf_tensor *a_dev, const gf_tensor *b_host) {
   gf_tensor_free(&a);
   return bad;
 }
+
+kt_twin kt_twin_of(const gf_tensor *h) {
+  kt_twin t;
+  gf_err e = {0};
+  if (gf_tensor_init(&t.h, h->dtype, GF_DEV_CPU, h->ndim, h->shape, &e) !=
+      GF_OK) {
+    fprintf(stderr, "kt_twin_of: %s\n", e.msg);
+    exit(1);
+  }
+  memcpy(t.h.data, h->data, gf_tensor_nbytes(h));
+  if (gf_tensor_init(&t.d, h->dtype, GF_DEV_CUDA, h->ndim, h->shape, &e) !=
+          GF_OK ||
+      gf_tensor_copy(&t.d, &t.h, &e) != GF_OK) {
+    fprintf(stderr, "kt_twin_of: %s\n", e.msg);
+    exit(1);
+  }
+  return t;
+}
+
+kt_twin kt_twin_rnd(kt_rng *r, int ndim, int64_t d0, int64_t d1, int64_t d2,
+                    int64_t d3, double lo, double hi) {
+  gf_tensor h = kt_tensor(ndim, d0, d1, d2, d3);
+  kt_fill(&h, r, lo, hi, 0.0);
+  kt_twin t = kt_twin_of(&h);
+  gf_tensor_free(&h);
+  return t;
+}
+
+void kt_twin_free(kt_twin *t) {
+  gf_tensor_free(&t->h);
+  gf_tensor_free(&t->d);
+}
+
+void kt_twin_set(kt_twin *t, const gf_tensor *src) {
+  gf_err e = {0};
+  if (gf_tensor_nbytes(src) != gf_tensor_nbytes(&t->h)) {
+    fprintf(stderr, "kt_twin_set: %zu bytes into %zu\n",
+            (size_t)gf_tensor_nbytes(src), (size_t)gf_tensor_nbytes(&t->h));
+    exit(1);
+  }
+  memcpy(t->h.data, src->data, gf_tensor_nbytes(src));
+  if (gf_tensor_copy(&t->d, &t->h, &e) != GF_OK) {
+    fprintf(stderr, "kt_twin_set: %s\n", e.msg);
+    exit(1);
+  }
+}

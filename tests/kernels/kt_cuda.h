@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "gf/kernels.h"
+#include "kt_util.h"
 
 /* Tolerances for comparing a CUDA result with the CPU twin: f32 math on
  * both sides differs only in summation order and libm (KT_TOL_F32); TF32
@@ -33,5 +34,37 @@ size_t kt_cmp_dev(const char *label, const gf_tensor *got_dev,
 /* Number of bytes that differ between device tensor a and host tensor b
  * (0: bit-identical). */
 size_t kt_diff_bytes(const gf_tensor *a_dev, const gf_tensor *b_host);
+
+/* A host tensor and its device copy (same dtype and shape); both owned. */
+typedef struct kt_twin {
+  gf_tensor h, d;
+} kt_twin;
+
+/* An owned twin of host tensor h (any dtype): a host copy and a device
+ * copy; exits on failure. Free with kt_twin_free. */
+kt_twin kt_twin_of(const gf_tensor *h);
+/* An owned twin of a new f32 tensor of the given dims (kt_tensor) filled
+ * with uniform values in [lo, hi) from r; exits on failure. */
+kt_twin kt_twin_rnd(kt_rng *r, int ndim, int64_t d0, int64_t d1, int64_t d2,
+                    int64_t d3, double lo, double hi);
+/* Frees both halves; accepts a zeroed twin. */
+void kt_twin_free(kt_twin *t);
+/* Sets both halves to the host values of src (same size); exits on
+ * failure. */
+void kt_twin_set(kt_twin *t, const gf_tensor *src);
+
+/* The device half of twin t equals its host half bit for bit: a check of
+ * the calling test (a macro: check.h's counters are the test's own); the
+ * worst difference is printed on a miss. */
+#define KT_SAME(label, t)                                                    \
+  do {                                                                       \
+    const char *kt_label_ = (label);                                         \
+    const kt_twin *kt_t_ = (t);                                              \
+    size_t kt_nb_ = kt_diff_bytes(&kt_t_->d, &kt_t_->h);                     \
+    if (kt_nb_)                                                              \
+      (void)kt_cmp_dev(kt_label_, &kt_t_->d, &kt_t_->h, (kt_tol){0.0, 0.0}); \
+    CHECKF(kt_nb_ == 0, "%s: CUDA differs from the CPU in %zu bytes",        \
+           kt_label_, kt_nb_);                                               \
+  } while (0)
 
 #endif

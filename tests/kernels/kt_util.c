@@ -126,3 +126,12 @@ int kt_fd_ok(const char *label, double fd, double an, double atol,
             "\n", label, fd, an, diff);
   return ok;
 }
+
+void kt_cpu_ctx(gf_ctx *ctx, int nthreads) {
+  gf_ctx_config c = {GF_BACKEND_CPU, nthreads, 0, GF_CPU_LAYOUT_AUTO};
+  gf_err e = {0};
+  if (gf_ctx_init(ctx, &c, &e) != GF_OK) {
+    fprintf(stderr, "CPU ctx: %s\n", e.msg);
+    exit(1);
+  }
+}

@@ -10,6 +10,10 @@
 
 #include "gf/kernels.h"
 
+/* Initializes *ctx as a CPU ctx of nthreads threads (layout auto); exits
+ * the test on failure. The caller frees it with gf_ctx_free. */
+void kt_cpu_ctx(gf_ctx *ctx, int nthreads);
+
 /* splitmix64 generator; the state is the caller's. */
 typedef struct kt_rng {
   uint64_t s;

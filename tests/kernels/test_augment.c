@@ -42,7 +42,7 @@
 
 #include "check.h"
 #include "gf/augment.h"
-#include "gf/safetensors.h"
+#include "kt_golden.h"
 #include "kt_util.h"
 
 #ifndef GF_AUGMENT_GOLDEN
@@ -54,61 +54,13 @@
 
 /* ---- golden file --------------------------------------------------------- */
 
-/* An owned CPU copy of golden tensor `name`; exits when it is missing. */
-static gf_tensor gold(const gf_st_file *f, const char *name) {
-  const gf_st_tensor *t = gf_st_find(f, name);
-  if (!t || t->dtype != GF_ST_F32 || t->ndim < 1 || t->ndim > 4) {
-    fprintf(stderr, "golden: %s missing or not f32 with 1..4 dims\n", name);
-    exit(1);
-  }
-  int64_t s[4] = {1, 1, 1, 1};
-  for (int i = 0; i < t->ndim; i++) s[i] = t->shape[i];
-  gf_tensor g = kt_tensor(t->ndim, s[0], s[1], s[2], s[3]);
-  REQUIRE(gf_tensor_nbytes(&g) == t->nbytes);
-  memcpy(g.data, t->data, t->nbytes);
-  return g;
-}
-
-/* Distance in ulp between two floats (+0 and -0 are 1 apart). */
-static int64_t ulps(float a, float b) {
-  int32_t ia, ib;
-  memcpy(&ia, &a, 4);
-  memcpy(&ib, &b, 4);
-  int64_t oa = ia < 0 ? (int64_t)INT32_MIN - ia : ia;
-  int64_t ob = ib < 0 ? (int64_t)INT32_MIN - ib : ib;
-  return oa > ob ? oa - ob : ob - oa;
-}
-
 /* Misses of got against PyTorch's want: |d| > srel max|t| (srel < 0:
  * any bit difference); with a label, prints the first few and the worst
- * difference. */
+ * difference (kt_misses). */
 static size_t misses(const char *what, const gf_tensor *got,
                      const gf_tensor *want, double srel) {
-  REQUIRE(gf_tensor_numel(got) == gf_tensor_numel(want));
-  const float *g = got->data, *t = want->data;
-  size_t n = (size_t)gf_tensor_numel(got), bad = 0;
-  double worst = 0.0, tmax = 0.0;
-  int64_t worst_ulp = 0;
-  for (size_t i = 0; i < n; i++) tmax = fmax(tmax, fabs((double)t[i]));
-  for (size_t i = 0; i < n; i++) {
-    double d = fabs((double)g[i] - (double)t[i]);
-    int64_t u = ulps(g[i], t[i]);
-    bool ok = srel < 0 ? memcmp(&g[i], &t[i], 4) == 0 : d <= srel * tmax;
-    if (!ok && bad++ < 3 && what)
-      fprintf(stderr, "  %s[%zu]: %.9g vs PyTorch %.9g\n", what, i, g[i], t[i]);
-    if (!(d <= worst)) worst = d;
-    if (u > worst_ulp) worst_ulp = u;
-  }
-  if (what)
-    printf("%-26s n %-5zu worst |d| %-9.3g = %-9.3g max|t|, %3lld ulp%s\n",
-           what, n, worst, tmax > 0 ? worst / tmax : 0.0, (long long)worst_ulp,
-           srel < 0 ? " (bit-exact required)" : "");
-  return bad;
-}
-
-static bool same_bits(const gf_tensor *a, const gf_tensor *b) {
-  return gf_tensor_nbytes(a) == gf_tensor_nbytes(b) &&
-         memcmp(a->data, b->data, gf_tensor_nbytes(a)) == 0;
+  return kt_misses(what ? what : "", got, want, srel < 0 ? -1.0 : 0.0, 0.0,
+                   srel < 0 ? 0.0 : srel, NULL, what != NULL);
 }
 
 static gf_tensor like(const gf_tensor *t) {
@@ -121,7 +73,8 @@ static gf_tensor like(const gf_tensor *t) {
 static void test_golden(gf_ctx *ctx, const gf_st_file *f, const char *k,
                         const unsigned *pol, int npol) {
   char name[64];
-#define GOLD(...) (snprintf(name, sizeof name, __VA_ARGS__), gold(f, name))
+#define GOLD(...) \
+  (snprintf(name, sizeof name, __VA_ARGS__), kt_gold(f, name, 0))
   gf_tensor x = GOLD("%s.x", k), g = GOLD("%s.g", k);
   gf_tensor prm = GOLD("%s.params", k);
   REQUIRE(x.ndim == 4 && prm.ndim == 2 && prm.shape[1] == GF_AUG_NPARAMS);
@@ -150,8 +103,9 @@ static void test_golden(gf_ctx *ctx, const gf_st_file *f, const char *k,
  * geometry; a contrast factor 2^-16 off (relative) breaks the colour
  * tolerance. */
 static void test_golden_fires(gf_ctx *ctx, const gf_st_file *f) {
-  gf_tensor x = gold(f, "c2_13x17.x"), prm = gold(f, "c2_13x17.params");
-  gf_tensor want = gold(f, "c2_13x17.p6.y"), y = like(&x);
+  gf_tensor x = kt_gold(f, "c2_13x17.x", 0),
+            prm = kt_gold(f, "c2_13x17.params", 0);
+  gf_tensor want = kt_gold(f, "c2_13x17.p6.y", 0), y = like(&x);
   float *pp = prm.data;
   pp[GF_AUG_P_TX] += 1.0f;
   REQUIRE(gf_augment_fwd(ctx, &x, &prm, 6, &y, NULL) == GF_OK);
@@ -160,12 +114,13 @@ static void test_golden_fires(gf_ctx *ctx, const gf_st_file *f) {
   REQUIRE(gf_augment_fwd(ctx, &x, &prm, 6, &y, NULL) == GF_OK);
   CHECK(misses(NULL, &y, &want, -1.0) == 0);
   gf_tensor_free(&want);
-  want = gold(f, "c2_13x17.p1.y");
+  want = kt_gold(f, "c2_13x17.p1.y", 0);
   pp[GF_AUG_NPARAMS + GF_AUG_P_CONTRAST] *= 1.0f + 0x1p-16f;
   REQUIRE(gf_augment_fwd(ctx, &x, &prm, 1, &y, NULL) == GF_OK);
   CHECKF(misses(NULL, &y, &want, TOL_Y) > 0,
          "a contrast factor 2^-16 off still passes the colour tolerance");
-  gf_tensor g = gold(f, "c2_13x17.g"), wdx = gold(f, "c2_13x17.p1.dx");
+  gf_tensor g = kt_gold(f, "c2_13x17.g", 0),
+            wdx = kt_gold(f, "c2_13x17.p1.dx", 0);
   REQUIRE(gf_augment_bwd(ctx, &prm, 1, &g, &y, NULL) == GF_OK);
   CHECKF(misses(NULL, &y, &wdx, TOL_DX) > 0,
          "a contrast factor 2^-16 off still passes the colour dx tolerance");
@@ -328,20 +283,20 @@ static void test_threads_inplace(gf_ctx *ctx, gf_ctx *ctx4, kt_rng *rng) {
   for (unsigned pol = 0; pol <= GF_AUG_ALL; pol++) {
     CHECK(gf_augment_fwd(ctx, &x, &prm, pol, &y1, NULL) == GF_OK);
     CHECK(gf_augment_fwd(ctx4, &x, &prm, pol, &y4, NULL) == GF_OK);
-    CHECKF(same_bits(&y1, &y4), "policy %u: y differs at 4 threads", pol);
+    CHECKF(kt_same_bits(&y1, &y4), "policy %u: y differs at 4 threads", pol);
     memcpy(y4.data, x.data, gf_tensor_nbytes(&x));
     CHECK(gf_augment_fwd(ctx4, &y4, &prm, pol, &y4, NULL) == GF_OK);
-    CHECKF(same_bits(&y1, &y4), "policy %u: y = x differs", pol);
+    CHECKF(kt_same_bits(&y1, &y4), "policy %u: y = x differs", pol);
     CHECK(gf_augment_bwd(ctx, &prm, pol, &g, &d1, NULL) == GF_OK);
     CHECK(gf_augment_bwd(ctx4, &prm, pol, &g, &d4, NULL) == GF_OK);
-    CHECKF(same_bits(&d1, &d4), "policy %u: dx differs at 4 threads", pol);
+    CHECKF(kt_same_bits(&d1, &d4), "policy %u: dx differs at 4 threads", pol);
     memcpy(d4.data, g.data, gf_tensor_nbytes(&g));
     CHECK(gf_augment_bwd(ctx4, &prm, pol, &d4, &d4, NULL) == GF_OK);
-    CHECKF(same_bits(&d1, &d4), "policy %u: dx = dy differs", pol);
+    CHECKF(kt_same_bits(&d1, &d4), "policy %u: dx = dy differs", pol);
   }
   /* policy 0 is a copy */
   CHECK(gf_augment_fwd(ctx4, &x, &prm, 0, &y1, NULL) == GF_OK);
-  CHECK(same_bits(&x, &y1));
+  CHECK(kt_same_bits(&x, &y1));
   gf_tensor *all[] = {&x, &g, &y1, &y4, &d1, &d4, &prm};
   for (size_t i = 0; i < 7; i++) gf_tensor_free(all[i]);
 }
@@ -530,19 +485,11 @@ static void test_draw_distribution(void) {
 }
 
 int main(int argc, char **argv) {
-  const char *path = argc > 1 ? argv[1] : GF_AUGMENT_GOLDEN;
   gf_st_file f;
-  gf_st_file_init(&f);
-  gf_err e = {0};
-  if (gf_st_open(&f, path, 0, &e) != GF_OK) {
-    fprintf(stderr, "%s: %s\n", path, e.msg);
-    return 1;
-  }
+  kt_gold_open(&f, argc > 1 ? argv[1] : GF_AUGMENT_GOLDEN);
   gf_ctx ctx, ctx4;
-  gf_ctx_config c1 = {GF_BACKEND_CPU, 1, 0, GF_CPU_LAYOUT_AUTO};
-  gf_ctx_config c4 = {GF_BACKEND_CPU, 4, 0, GF_CPU_LAYOUT_AUTO};
-  REQUIRE(gf_ctx_init(&ctx, &c1, &e) == GF_OK);
-  REQUIRE(gf_ctx_init(&ctx4, &c4, &e) == GF_OK);
+  kt_cpu_ctx(&ctx, 1);
+  kt_cpu_ctx(&ctx4, 4);
   kt_rng rng = {20201221};
   static const unsigned pol5[] = {1, 2, 4, 6, 7}, pol4[] = {1, 2, 4, 7};
   test_golden(&ctx4, &f, "c1_28", pol5, 5);

@@ -41,7 +41,7 @@
 
 #include "backend.h"
 #include "check.h"
-#include "gf/safetensors.h"
+#include "kt_golden.h"
 #include "kt_util.h"
 
 #ifndef GF_COND_GOLDEN
@@ -49,24 +49,6 @@
 #endif
 
 /* ---- helpers ------------------------------------------------------------- */
-
-/* An owned CPU copy of golden tensor `name` (F32 or I32, its shape); exits
- * when it is missing or of another dtype. */
-static gf_tensor gold(const gf_st_file *f, const char *name) {
-  const gf_st_tensor *t = gf_st_find(f, name);
-  if (!t || (t->dtype != GF_ST_F32 && t->dtype != GF_ST_I32) || t->ndim < 1 ||
-      t->ndim > 4) {
-    fprintf(stderr, "golden: %s missing or not f32/i32 with 1..4 dims\n", name);
-    exit(1);
-  }
-  gf_tensor g;
-  gf_err e = {0};
-  REQUIRE(gf_tensor_init(&g, t->dtype == GF_ST_I32 ? GF_I32 : GF_F32,
-                         GF_DEV_CPU, t->ndim, t->shape, &e) == GF_OK);
-  REQUIRE(gf_tensor_nbytes(&g) == t->nbytes);
-  memcpy(g.data, t->data, t->nbytes);
-  return g;
-}
 
 /* An owned i32 [n] CPU tensor, zeroed. */
 static gf_tensor labels_tensor(int64_t n) {
@@ -76,80 +58,18 @@ static gf_tensor labels_tensor(int64_t n) {
   return t;
 }
 
-/* An owned copy of t (same dtype and shape). */
-static gf_tensor clone(const gf_tensor *t) {
-  gf_tensor c;
-  gf_err e = {0};
-  REQUIRE(gf_tensor_init(&c, t->dtype, GF_DEV_CPU, t->ndim, t->shape, &e) ==
-          GF_OK);
-  memcpy(c.data, t->data, gf_tensor_nbytes(t));
-  return c;
-}
-
-static int64_t ulps(float a, float b) {
-  int32_t ia, ib;
-  memcpy(&ia, &a, 4);
-  memcpy(&ib, &b, 4);
-  int64_t oa = ia < 0 ? (int64_t)INT32_MIN - ia : ia;
-  int64_t ob = ib < 0 ? (int64_t)INT32_MIN - ib : ib;
-  return oa > ob ? oa - ob : ob - oa;
-}
-
-/* Misses of got against PyTorch's want: |d| <= atol + rtol |t| + srel
- * max|t| + tscale[i] (tscale: a per-element allowance, or NULL); atol < 0:
- * bit-exact. Prints the worst difference when verbose. */
-static size_t misses(const char *what, const gf_tensor *got,
-                     const gf_tensor *want, double atol, double rtol,
-                     double srel, const double *tscale, bool verbose) {
-  REQUIRE(gf_tensor_numel(got) == gf_tensor_numel(want));
-  const float *g = got->data, *t = want->data;
-  size_t n = (size_t)gf_tensor_numel(got), bad = 0;
-  double worst = 0.0, tmax = 0.0;
-  int64_t worst_ulp = 0;
-  for (size_t i = 0; i < n; i++) tmax = fmax(tmax, fabs((double)t[i]));
-  for (size_t i = 0; i < n; i++) {
-    double d = fabs((double)g[i] - (double)t[i]);
-    bool ok = atol < 0 ? memcmp(&g[i], &t[i], 4) == 0
-                       : d <= atol + rtol * fabs((double)t[i]) + srel * tmax +
-                                  (tscale ? tscale[i] : 0.0);
-    if (!ok && verbose && bad < 3)
-      fprintf(stderr, "  %s[%zu]: %.9g vs PyTorch %.9g\n", what, i, g[i], t[i]);
-    bad += !ok;
-    if (!(d <= worst)) worst = d;
-    int64_t u = ulps(g[i], t[i]);
-    if (u > worst_ulp) worst_ulp = u;
-  }
-  if (verbose)
-    printf("%-24s n %-5zu worst |d| %-9.3g = %-9.3g max|t|, %3lld ulp%s\n",
-           what, n, worst, tmax > 0 ? worst / tmax : 0.0, (long long)worst_ulp,
-           atol < 0 ? " (bit-exact required)" : "");
-  return bad;
-}
-
-static void vs_torch(const char *what, const gf_tensor *got,
-                     const gf_tensor *want, double atol, double rtol,
-                     double srel) {
-  size_t bad = misses(what, got, want, atol, rtol, srel, NULL, true);
-  CHECKF(bad == 0, "%s: %zu outside tolerance", what, bad);
-}
-
 /* Bit-exact against PyTorch, and the comparison shown to fire: want with
  * one element one ulp off must miss. */
 static void exact_fires(const char *what, const gf_tensor *got,
                         const gf_tensor *want) {
-  vs_torch(what, got, want, -1.0, 0.0, 0.0);
-  gf_tensor w = clone(want);
+  KT_VS_TORCH(what, got, want, -1.0, 0.0, 0.0, NULL);
+  gf_tensor w = kt_clone(want);
   float *p = w.data;
   size_t i = (size_t)gf_tensor_numel(&w) / 2;
   p[i] = nextafterf(p[i], INFINITY);
-  CHECKF(misses(what, got, &w, -1.0, 0.0, 0.0, NULL, false) == 1,
+  CHECKF(kt_misses(what, got, &w, -1.0, 0.0, 0.0, NULL, false) == 1,
          "%s: a one-ulp change went unnoticed", what);
   gf_tensor_free(&w);
-}
-
-static bool same_bits(const gf_tensor *a, const gf_tensor *b) {
-  return gf_tensor_nbytes(a) == gf_tensor_nbytes(b) &&
-         memcmp(a->data, b->data, gf_tensor_nbytes(a)) == 0;
 }
 
 /* ---- double references ----------------------------------------------------
@@ -212,10 +132,13 @@ static void cmp_sum(const char *what, const float *got, const double *want,
 /* ---- embedding ----------------------------------------------------------- */
 
 static void test_embedding_golden(gf_ctx *ctx, const gf_st_file *f) {
-  gf_tensor table = gold(f, "emb.table"), labels = gold(f, "emb.labels");
-  gf_tensor dy = gold(f, "emb.dy"), g0 = gold(f, "emb.g0");
-  gf_tensor ty = gold(f, "emb.y"), tdt = gold(f, "emb.dtable");
-  gf_tensor tda = gold(f, "emb.dtable_acc");
+  gf_tensor table = kt_gold(f, "emb.table", KT_GOLD_I32),
+            labels = kt_gold(f, "emb.labels", KT_GOLD_I32);
+  gf_tensor dy = kt_gold(f, "emb.dy", KT_GOLD_I32),
+            g0 = kt_gold(f, "emb.g0", KT_GOLD_I32);
+  gf_tensor ty = kt_gold(f, "emb.y", KT_GOLD_I32),
+            tdt = kt_gold(f, "emb.dtable", KT_GOLD_I32);
+  gf_tensor tda = kt_gold(f, "emb.dtable_acc", KT_GOLD_I32);
   int64_t K = table.shape[0], D = table.shape[1], N = labels.shape[0];
   gf_tensor y = kt_tensor(2, N, D, 1, 1), dt = kt_tensor(2, K, D, 1, 1);
   kt_rng r = {5};
@@ -264,7 +187,7 @@ static void test_embedding_large(gf_ctx *ctx, gf_ctx *ctx4, kt_rng *rng) {
   CHECK(rows);
   CHECK(gf_embedding_bwd(ctx, &labels, &dy, &dt, GF_OVERWRITE, &e) == GF_OK);
   CHECK(gf_embedding_bwd(ctx4, &labels, &dy, &dt4, GF_OVERWRITE, &e) == GF_OK);
-  CHECK(same_bits(&dt, &dt4));
+  CHECK(kt_same_bits(&dt, &dt4));
   double *want = kt_dzeros((size_t)(K * D)), *mag = kt_dzeros((size_t)(K * D));
   ref_emb_bwd(L, dy.data, N, K, D, want, mag);
   cmp_sum("emb large dtable ref", dt.data, want, mag, (size_t)(K * D), 1e-6);
@@ -274,7 +197,7 @@ static void test_embedding_large(gf_ctx *ctx, gf_ctx *ctx4, kt_rng *rng) {
   float *sp = sum.data;
   for (int64_t i = 0; i < K * D; i++) sp[i] = o[i] + w[i];
   CHECK(gf_embedding_bwd(ctx4, &labels, &dy, &dt4, GF_ACCUMULATE, &e) == GF_OK);
-  CHECK(same_bits(&dt4, &sum));
+  CHECK(kt_same_bits(&dt4, &sum));
   free(want);
   free(mag);
   gf_tensor *all[] = {&table, &labels, &dy, &y, &dt, &dt4, &sum};
@@ -296,13 +219,13 @@ static void test_bad_labels(gf_ctx *ctx) {
   int32_t vals[5] = {1, -1, 3, 4, INT32_MIN};
   memcpy(L, vals, sizeof vals);
   gf_err e = {0};
-  gf_tensor y0 = clone(&y), dt0 = clone(&dt);
+  gf_tensor y0 = kt_clone(&y), dt0 = kt_clone(&dt);
   CHECK(gf_embedding_fwd(ctx, &table, &labels, &y, &e) == GF_EINVAL);
   CHECK(strstr(e.msg, "labels[1] = -1") != NULL);
-  CHECK(same_bits(&y, &y0));
+  CHECK(kt_same_bits(&y, &y0));
   CHECK(gf_embedding_bwd(ctx, &labels, &dy, &dt, GF_OVERWRITE, &e) ==
         GF_EINVAL);
-  CHECK(same_bits(&dt, &dt0));
+  CHECK(kt_same_bits(&dt, &dt0));
   CHECK(gf_labels_check(&labels, K, &e) == GF_EINVAL);
   CHECK(strstr(e.msg, "outside [0, 4)") != NULL);
   CHECK(gf_labels_check(&labels, INT32_MAX, &e) == GF_EINVAL); /* -1 */
@@ -343,13 +266,19 @@ static void test_bad_labels(gf_ctx *ctx) {
 /* The affine alone on PyTorch's xhat (bit-exact but for the sums), then
  * the whole ccbn through gf_batchnorm_*: xhat, y, dx. */
 static void test_ccbn_golden(gf_ctx *ctx, const gf_st_file *f) {
-  gf_tensor x = gold(f, "ccbn.x"), gain = gold(f, "ccbn.gain");
-  gf_tensor bias = gold(f, "ccbn.bias"), dy = gold(f, "ccbn.dy");
-  gf_tensor txh = gold(f, "ccbn.xhat"), ty = gold(f, "ccbn.y");
-  gf_tensor tdx = gold(f, "ccbn.dx"), tdxh = gold(f, "ccbn.dxhat");
-  gf_tensor tdg = gold(f, "ccbn.dgain"), tdb = gold(f, "ccbn.dbias");
+  gf_tensor x = kt_gold(f, "ccbn.x", KT_GOLD_I32),
+            gain = kt_gold(f, "ccbn.gain", KT_GOLD_I32);
+  gf_tensor bias = kt_gold(f, "ccbn.bias", KT_GOLD_I32),
+            dy = kt_gold(f, "ccbn.dy", KT_GOLD_I32);
+  gf_tensor txh = kt_gold(f, "ccbn.xhat", KT_GOLD_I32),
+            ty = kt_gold(f, "ccbn.y", KT_GOLD_I32);
+  gf_tensor tdx = kt_gold(f, "ccbn.dx", KT_GOLD_I32),
+            tdxh = kt_gold(f, "ccbn.dxhat", KT_GOLD_I32);
+  gf_tensor tdg = kt_gold(f, "ccbn.dgain", KT_GOLD_I32),
+            tdb = kt_gold(f, "ccbn.dbias", KT_GOLD_I32);
   int64_t N = x.shape[0], C = x.shape[1], S = x.shape[2] * x.shape[3];
-  gf_tensor y = clone(&x), dxh = clone(&x), dx = clone(&x), xh = clone(&x);
+  gf_tensor y = kt_clone(&x), dxh = kt_clone(&x), dx = kt_clone(&x),
+            xh = kt_clone(&x);
   gf_tensor dg = kt_tensor(2, N, C, 1, 1), db = kt_tensor(2, N, C, 1, 1);
   gf_err e = {0};
   CHECKF(gf_channel_affine_fwd(ctx, &txh, &gain, &bias, &y, &e) == GF_OK, "%s",
@@ -369,8 +298,10 @@ static void test_ccbn_golden(gf_ctx *ctx, const gf_st_file *f) {
     tg[i] = 4 * 0x1p-24 * mg[i];
     tb[i] = 4 * 0x1p-24 * mb[i];
   }
-  size_t bg = misses("ccbn affine dgain", &dg, &tdg, 0.0, 0.0, 0.0, tg, true);
-  size_t bb = misses("ccbn affine dbias", &db, &tdb, 0.0, 0.0, 0.0, tb, true);
+  size_t bg = kt_misses("ccbn affine dgain", &dg, &tdg, 0.0, 0.0, 0.0, tg,
+                        true);
+  size_t bb = kt_misses("ccbn affine dbias", &db, &tdb, 0.0, 0.0, 0.0, tb,
+                        true);
   CHECK(bg == 0 && bb == 0);
   cmp_sum("ccbn dgain ref", dg.data, rg, mg, (size_t)(N * C), 0x1p-40);
   cmp_sum("ccbn dbias ref", db.data, rb, mb, (size_t)(N * C), 0x1p-40);
@@ -380,17 +311,17 @@ static void test_ccbn_golden(gf_ctx *ctx, const gf_st_file *f) {
   CHECKF(gf_batchnorm_fwd_train(ctx, &x, NULL, NULL, NULL, NULL, &bp, &xh,
                                 &mean, &var, &e) == GF_OK,
          "%s", e.msg);
-  vs_torch("ccbn xhat", &xh, &txh, 1e-5, 1e-5, 0.0);
+  KT_VS_TORCH("ccbn xhat", &xh, &txh, 1e-5, 1e-5, 0.0, NULL);
   CHECK(gf_channel_affine_fwd(ctx, &xh, &gain, &bias, &y, &e) == GF_OK);
-  vs_torch("ccbn y", &y, &ty, 1e-5, 1e-5, 0.0);
+  KT_VS_TORCH("ccbn y", &y, &ty, 1e-5, 1e-5, 0.0, NULL);
   CHECK(gf_channel_affine_bwd(ctx, &xh, &gain, &dy, &dxh, &dg, &db, &e) ==
         GF_OK);
   CHECKF(gf_batchnorm_bwd(ctx, &x, NULL, &mean, &var, 1e-5f, &dxh, &dx, NULL,
                           NULL, GF_OVERWRITE, &e) == GF_OK,
          "%s", e.msg);
-  vs_torch("ccbn dx", &dx, &tdx, 0.0, 1e-5, 1e-5);
-  vs_torch("ccbn dgain", &dg, &tdg, 0.0, 1e-5, 1e-5);
-  vs_torch("ccbn dbias", &db, &tdb, 0.0, 1e-5, 1e-5);
+  KT_VS_TORCH("ccbn dx", &dx, &tdx, 0.0, 1e-5, 1e-5, NULL);
+  KT_VS_TORCH("ccbn dgain", &dg, &tdg, 0.0, 1e-5, 1e-5, NULL);
+  KT_VS_TORCH("ccbn dbias", &db, &tdb, 0.0, 1e-5, 1e-5, NULL);
   free(rg);
   free(rb);
   free(mg);
@@ -404,11 +335,16 @@ static void test_ccbn_golden(gf_ctx *ctx, const gf_st_file *f) {
 
 /* [N, C] (S = 1): everything bit-exact, in place too. */
 static void test_affine2_golden(gf_ctx *ctx, const gf_st_file *f) {
-  gf_tensor x = gold(f, "aff2.x"), gain = gold(f, "aff2.gain");
-  gf_tensor bias = gold(f, "aff2.bias"), dy = gold(f, "aff2.dy");
-  gf_tensor ty = gold(f, "aff2.y"), tdx = gold(f, "aff2.dx");
-  gf_tensor tdg = gold(f, "aff2.dgain"), tdb = gold(f, "aff2.dbias");
-  gf_tensor y = clone(&x), dx = clone(&x), dg = clone(&gain), db = clone(&gain);
+  gf_tensor x = kt_gold(f, "aff2.x", KT_GOLD_I32),
+            gain = kt_gold(f, "aff2.gain", KT_GOLD_I32);
+  gf_tensor bias = kt_gold(f, "aff2.bias", KT_GOLD_I32),
+            dy = kt_gold(f, "aff2.dy", KT_GOLD_I32);
+  gf_tensor ty = kt_gold(f, "aff2.y", KT_GOLD_I32),
+            tdx = kt_gold(f, "aff2.dx", KT_GOLD_I32);
+  gf_tensor tdg = kt_gold(f, "aff2.dgain", KT_GOLD_I32),
+            tdb = kt_gold(f, "aff2.dbias", KT_GOLD_I32);
+  gf_tensor y = kt_clone(&x), dx = kt_clone(&x), dg = kt_clone(&gain),
+            db = kt_clone(&gain);
   gf_err e = {0};
   CHECKF(gf_channel_affine_fwd(ctx, &x, &gain, &bias, &y, &e) == GF_OK, "%s",
          e.msg);
@@ -419,12 +355,13 @@ static void test_affine2_golden(gf_ctx *ctx, const gf_st_file *f) {
   exact_fires("aff2 dgain", &dg, &tdg);
   exact_fires("aff2 dbias", &db, &tdb);
   /* in place: y = x, dx = dy */
-  gf_tensor xi = clone(&x), dyi = clone(&dy);
+  gf_tensor xi = kt_clone(&x), dyi = kt_clone(&dy);
   CHECK(gf_channel_affine_fwd(ctx, &xi, &gain, &bias, &xi, &e) == GF_OK);
-  CHECK(same_bits(&xi, &ty));
+  CHECK(kt_same_bits(&xi, &ty));
   CHECK(gf_channel_affine_bwd(ctx, &x, &gain, &dyi, &dyi, &dg, &db, &e) ==
         GF_OK);
-  CHECK(same_bits(&dyi, &tdx) && same_bits(&dg, &tdg) && same_bits(&db, &tdb));
+  CHECK(kt_same_bits(&dyi, &tdx) && kt_same_bits(&dg, &tdg) &&
+        kt_same_bits(&db, &tdb));
   /* no bias: y = x gain */
   CHECK(gf_channel_affine_fwd(ctx, &x, &gain, NULL, &y, &e) == GF_OK);
   const float *xp = x.data, *gp = gain.data, *yp = y.data;
@@ -447,13 +384,14 @@ static void test_affine_large(gf_ctx *ctx, gf_ctx *ctx4, kt_rng *rng) {
   kt_fill(&dy, rng, -1.0, 1.0, 0.0);
   kt_fill(&gain, rng, 0.5, 1.5, 0.0);
   kt_fill(&bias, rng, -0.5, 0.5, 0.0);
-  gf_tensor y = clone(&x), y4 = clone(&x), dx = clone(&x), dx4 = clone(&x);
-  gf_tensor dg = clone(&gain), db = clone(&gain), dg4 = clone(&gain);
-  gf_tensor db4 = clone(&gain);
+  gf_tensor y = kt_clone(&x), y4 = kt_clone(&x), dx = kt_clone(&x),
+            dx4 = kt_clone(&x);
+  gf_tensor dg = kt_clone(&gain), db = kt_clone(&gain), dg4 = kt_clone(&gain);
+  gf_tensor db4 = kt_clone(&gain);
   gf_err e = {0};
   CHECK(gf_channel_affine_fwd(ctx, &x, &gain, &bias, &y, &e) == GF_OK);
   CHECK(gf_channel_affine_fwd(ctx4, &x, &gain, &bias, &y4, &e) == GF_OK);
-  CHECK(same_bits(&y, &y4));
+  CHECK(kt_same_bits(&y, &y4));
   const float *xp = x.data, *gp = gain.data, *bp = bias.data, *yp = y.data;
   bool ok = true;
   for (int64_t i = 0; i < P * S; i++) {
@@ -465,7 +403,8 @@ static void test_affine_large(gf_ctx *ctx, gf_ctx *ctx4, kt_rng *rng) {
   CHECK(gf_channel_affine_bwd(ctx, &x, &gain, &dy, &dx, &dg, &db, &e) == GF_OK);
   CHECK(gf_channel_affine_bwd(ctx4, &x, &gain, &dy, &dx4, &dg4, &db4, &e) ==
         GF_OK);
-  CHECK(same_bits(&dx, &dx4) && same_bits(&dg, &dg4) && same_bits(&db, &db4));
+  CHECK(kt_same_bits(&dx, &dx4) && kt_same_bits(&dg, &dg4) &&
+        kt_same_bits(&db, &db4));
   double *rg = kt_dzeros((size_t)P), *rb = kt_dzeros((size_t)P);
   double *mg = kt_dzeros((size_t)P), *mb = kt_dzeros((size_t)P);
   ref_affine_sums(x.data, dy.data, P, S, rg, rb, mg, mb);
@@ -481,11 +420,13 @@ static void test_affine_large(gf_ctx *ctx, gf_ctx *ctx4, kt_rng *rng) {
         GF_OK);
   CHECK(gf_channel_affine_bwd(ctx4, &x, &gain, &dy, NULL, NULL, &db4, &e) ==
         GF_OK);
-  CHECK(same_bits(&dx, &dx4) && same_bits(&dg, &dg4) && same_bits(&db, &db4));
+  CHECK(kt_same_bits(&dx, &dx4) && kt_same_bits(&dg, &dg4) &&
+        kt_same_bits(&db, &db4));
   /* dx = dy */
   CHECK(gf_channel_affine_bwd(ctx4, &x, &gain, &dy, &dy, &dg4, &db4, &e) ==
         GF_OK);
-  CHECK(same_bits(&dy, &dx) && same_bits(&dg, &dg4) && same_bits(&db, &db4));
+  CHECK(kt_same_bits(&dy, &dx) && kt_same_bits(&dg, &dg4) &&
+        kt_same_bits(&db, &db4));
   free(rg);
   free(rb);
   free(mg);
@@ -498,12 +439,16 @@ static void test_affine_large(gf_ctx *ctx, gf_ctx *ctx4, kt_rng *rng) {
 /* ---- rowdot and the projection head -------------------------------------- */
 
 static void test_rowdot_golden(gf_ctx *ctx, const gf_st_file *f) {
-  gf_tensor a = gold(f, "rowdot.a"), b = gold(f, "rowdot.b");
-  gf_tensor y0 = gold(f, "rowdot.y0"), dy = gold(f, "rowdot.dy");
-  gf_tensor ty = gold(f, "rowdot.y"), tya = gold(f, "rowdot.y_acc");
-  gf_tensor tda = gold(f, "rowdot.da"), tdb = gold(f, "rowdot.db");
+  gf_tensor a = kt_gold(f, "rowdot.a", KT_GOLD_I32),
+            b = kt_gold(f, "rowdot.b", KT_GOLD_I32);
+  gf_tensor y0 = kt_gold(f, "rowdot.y0", KT_GOLD_I32),
+            dy = kt_gold(f, "rowdot.dy", KT_GOLD_I32);
+  gf_tensor ty = kt_gold(f, "rowdot.y", KT_GOLD_I32),
+            tya = kt_gold(f, "rowdot.y_acc", KT_GOLD_I32);
+  gf_tensor tda = kt_gold(f, "rowdot.da", KT_GOLD_I32),
+            tdb = kt_gold(f, "rowdot.db", KT_GOLD_I32);
   int64_t N = a.shape[0], D = a.shape[1];
-  gf_tensor y = clone(&y0), da = clone(&a), db = clone(&b);
+  gf_tensor y = kt_clone(&y0), da = kt_clone(&a), db = kt_clone(&b);
   double *ry = kt_dzeros((size_t)N), *mag = kt_dzeros((size_t)N);
   ref_rowdot(a.data, b.data, N, D, ry, mag);
   double *tol = kt_dzeros((size_t)N);
@@ -511,7 +456,7 @@ static void test_rowdot_golden(gf_ctx *ctx, const gf_st_file *f) {
   gf_err e = {0};
   CHECKF(gf_rowdot_fwd(ctx, &a, &b, &y, GF_OVERWRITE, &e) == GF_OK, "%s",
          e.msg);
-  CHECK(misses("rowdot y", &y, &ty, 0.0, 0.0, 0.0, tol, true) == 0);
+  CHECK(kt_misses("rowdot y", &y, &ty, 0.0, 0.0, 0.0, tol, true) == 0);
   cmp_sum("rowdot y ref", y.data, ry, mag, (size_t)N, 0x1p-40);
   /* accumulate onto y0; a 1-D y too */
   gf_tensor y1;
@@ -520,7 +465,7 @@ static void test_rowdot_golden(gf_ctx *ctx, const gf_st_file *f) {
   CHECK(gf_rowdot_fwd(ctx, &a, &b, &y1, GF_ACCUMULATE, &e) == GF_OK);
   for (int64_t n = 0; n < N; n++)
     tol[n] = 4 * 0x1p-24 * (mag[n] + fabs((double)((float *)y0.data)[n]));
-  CHECK(misses("rowdot y accumulated", &y, &tya, 0.0, 0.0, 0.0, tol, true) ==
+  CHECK(kt_misses("rowdot y accumulated", &y, &tya, 0.0, 0.0, 0.0, tol, true) ==
         0);
   CHECKF(gf_rowdot_bwd(ctx, &a, &b, &dy, &da, &db, GF_OVERWRITE, &e) == GF_OK,
          "%s", e.msg);
@@ -537,21 +482,26 @@ static void test_rowdot_golden(gf_ctx *ctx, const gf_st_file *f) {
  * linear_bwd, rowdot_bwd (de overwritten, dh accumulated onto the
  * linear's) and embedding_bwd. */
 static void test_projection_golden(gf_ctx *ctx, const gf_st_file *f) {
-  gf_tensor h = gold(f, "proj.h"), w = gold(f, "proj.w");
-  gf_tensor bias = gold(f, "proj.bias"), table = gold(f, "proj.table");
-  gf_tensor labels = gold(f, "proj.labels"), dout = gold(f, "proj.dout");
-  gf_tensor tout = gold(f, "proj.out"), tdh = gold(f, "proj.dh");
-  gf_tensor tdw = gold(f, "proj.dw"), tdb = gold(f, "proj.dbias");
-  gf_tensor tdt = gold(f, "proj.dtable");
+  gf_tensor h = kt_gold(f, "proj.h", KT_GOLD_I32),
+            w = kt_gold(f, "proj.w", KT_GOLD_I32);
+  gf_tensor bias = kt_gold(f, "proj.bias", KT_GOLD_I32),
+            table = kt_gold(f, "proj.table", KT_GOLD_I32);
+  gf_tensor labels = kt_gold(f, "proj.labels", KT_GOLD_I32),
+            dout = kt_gold(f, "proj.dout", KT_GOLD_I32);
+  gf_tensor tout = kt_gold(f, "proj.out", KT_GOLD_I32),
+            tdh = kt_gold(f, "proj.dh", KT_GOLD_I32);
+  gf_tensor tdw = kt_gold(f, "proj.dw", KT_GOLD_I32),
+            tdb = kt_gold(f, "proj.dbias", KT_GOLD_I32);
+  gf_tensor tdt = kt_gold(f, "proj.dtable", KT_GOLD_I32);
   int64_t N = h.shape[0], Fe = h.shape[1], K = table.shape[0];
   gf_tensor out = kt_tensor(2, N, 1, 1, 1), e_ = kt_tensor(2, N, Fe, 1, 1);
-  gf_tensor dh = clone(&h), de = clone(&e_), dw = clone(&w);
-  gf_tensor db = clone(&bias), dt = kt_tensor(2, K, Fe, 1, 1);
+  gf_tensor dh = kt_clone(&h), de = kt_clone(&e_), dw = kt_clone(&w);
+  gf_tensor db = kt_clone(&bias), dt = kt_tensor(2, K, Fe, 1, 1);
   gf_err e = {0};
   CHECK(gf_linear_fwd(ctx, &h, &w, &bias, &out, &e) == GF_OK);
   CHECK(gf_embedding_fwd(ctx, &table, &labels, &e_, &e) == GF_OK);
   CHECK(gf_rowdot_fwd(ctx, &e_, &h, &out, GF_ACCUMULATE, &e) == GF_OK);
-  vs_torch("proj out", &out, &tout, 0.0, 1e-5, 1e-5);
+  KT_VS_TORCH("proj out", &out, &tout, 0.0, 1e-5, 1e-5, NULL);
   CHECK(gf_linear_bwd(ctx, &h, &w, &dout, &dh, &dw, &db, GF_OVERWRITE, &e) ==
         GF_OK);
   /* de = dout h (a fresh gradient: de starts as garbage), dh += dout e */
@@ -562,9 +512,9 @@ static void test_projection_golden(gf_ctx *ctx, const gf_st_file *f) {
   CHECK(gf_rowdot_bwd(ctx, &e_, &h, &dout, NULL, &dh, GF_ACCUMULATE, &e) ==
         GF_OK);
   CHECK(gf_embedding_bwd(ctx, &labels, &de, &dt, GF_OVERWRITE, &e) == GF_OK);
-  vs_torch("proj dh", &dh, &tdh, 0.0, 1e-5, 1e-5);
-  vs_torch("proj dw", &dw, &tdw, 0.0, 1e-5, 1e-5);
-  vs_torch("proj dbias", &db, &tdb, 0.0, 1e-5, 1e-5);
+  KT_VS_TORCH("proj dh", &dh, &tdh, 0.0, 1e-5, 1e-5, NULL);
+  KT_VS_TORCH("proj dw", &dw, &tdw, 0.0, 1e-5, 1e-5, NULL);
+  KT_VS_TORCH("proj dbias", &db, &tdb, 0.0, 1e-5, 1e-5, NULL);
   exact_fires("proj dtable", &dt, &tdt);
   gf_tensor *all[] = {&h,    &w,   &bias, &table, &labels, &dout,
                       &tout, &tdh, &tdw,  &tdb,   &tdt,    &out,
@@ -587,34 +537,35 @@ static void test_rowdot_large(gf_ctx *ctx, gf_ctx *ctx4, kt_rng *rng) {
     gf_err e = {0};
     CHECK(gf_rowdot_fwd(ctx, &a, &b, &y, GF_OVERWRITE, &e) == GF_OK);
     CHECK(gf_rowdot_fwd(ctx4, &a, &b, &y4, GF_OVERWRITE, &e) == GF_OK);
-    CHECK(same_bits(&y, &y4));
+    CHECK(kt_same_bits(&y, &y4));
     double *ry = kt_dzeros((size_t)N), *mag = kt_dzeros((size_t)N);
     ref_rowdot(a.data, b.data, N, D, ry, mag);
     cmp_sum("rowdot large ref", y.data, ry, mag, (size_t)N, 0x1p-40);
     kt_fill(&y4, rng, -1.0, 1.0, 0.0);
-    gf_tensor want = clone(&y4);
+    gf_tensor want = kt_clone(&y4);
     for (int64_t n = 0; n < N; n++)
       ((float *)want.data)[n] += ((float *)y.data)[n];
     CHECK(gf_rowdot_fwd(ctx4, &a, &b, &y4, GF_ACCUMULATE, &e) == GF_OK);
-    CHECK(same_bits(&y4, &want));
-    gf_tensor da = clone(&a), db = clone(&a), da4 = clone(&a), db4 = clone(&a);
+    CHECK(kt_same_bits(&y4, &want));
+    gf_tensor da = kt_clone(&a), db = kt_clone(&a), da4 = kt_clone(&a),
+              db4 = kt_clone(&a);
     CHECK(gf_rowdot_bwd(ctx, &a, &b, &dy, &da, &db, GF_OVERWRITE, &e) == GF_OK);
     CHECK(gf_rowdot_bwd(ctx4, &a, &b, &dy, &da4, NULL, GF_OVERWRITE, &e) ==
           GF_OK);
     CHECK(gf_rowdot_bwd(ctx4, &a, &b, &dy, NULL, &db4, GF_OVERWRITE, &e) ==
           GF_OK);
-    CHECK(same_bits(&da, &da4) && same_bits(&db, &db4));
+    CHECK(kt_same_bits(&da, &da4) && kt_same_bits(&db, &db4));
     const float *bp = b.data, *gp = dy.data, *dap = da.data;
     bool ok = true;
     for (int64_t i = 0; i < N * D; i++) ok &= dap[i] == gp[i / D] * bp[i];
     CHECK(ok);
     kt_fill(&da4, rng, -1.0, 1.0, 0.0);
-    gf_tensor wa = clone(&da4);
+    gf_tensor wa = kt_clone(&da4);
     float *wp = wa.data;
     for (int64_t i = 0; i < N * D; i++) wp[i] += ((float *)db.data)[i];
     CHECK(gf_rowdot_bwd(ctx4, &a, &b, &dy, NULL, &da4, GF_ACCUMULATE, &e) ==
           GF_OK);
-    CHECK(same_bits(&da4, &wa));
+    CHECK(kt_same_bits(&da4, &wa));
     free(ry);
     free(mag);
     gf_tensor *all[] = {&a, &b, &y, &y4, &dy, &want, &da, &db, &da4, &db4, &wa};
@@ -754,19 +705,11 @@ static void test_errors(gf_ctx *ctx) {
 }
 
 int main(int argc, char **argv) {
-  const char *path = argc > 1 ? argv[1] : GF_COND_GOLDEN;
   gf_st_file f;
-  gf_st_file_init(&f);
-  gf_err e = {0};
-  if (gf_st_open(&f, path, 0, &e) != GF_OK) {
-    fprintf(stderr, "%s: %s\n", path, e.msg);
-    return 1;
-  }
+  kt_gold_open(&f, argc > 1 ? argv[1] : GF_COND_GOLDEN);
   gf_ctx ctx, ctx4;
-  gf_ctx_config c1 = {GF_BACKEND_CPU, 1, 0, GF_CPU_LAYOUT_AUTO};
-  gf_ctx_config c4 = {GF_BACKEND_CPU, 4, 0, GF_CPU_LAYOUT_AUTO};
-  REQUIRE(gf_ctx_init(&ctx, &c1, &e) == GF_OK);
-  REQUIRE(gf_ctx_init(&ctx4, &c4, &e) == GF_OK);
+  kt_cpu_ctx(&ctx, 1);
+  kt_cpu_ctx(&ctx4, 4);
   kt_rng rng = {9090};
   test_embedding_golden(&ctx4, &f);
   test_embedding_large(&ctx, &ctx4, &rng);

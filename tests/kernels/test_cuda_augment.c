@@ -21,8 +21,8 @@
 
 #include "check.h"
 #include "gf/augment.h"
-#include "gf/safetensors.h"
 #include "kt_cuda.h"
+#include "kt_golden.h"
 #include "kt_util.h"
 
 #ifndef GF_AUGMENT_GOLDEN
@@ -35,80 +35,20 @@
 static gf_ctx cpu, gpu;
 static kt_rng rng = {5150};
 
-/* A host tensor and its device copy. */
-typedef struct twin {
-  gf_tensor h, d;
-} twin;
-
-static twin tw_of(const gf_tensor *h) {
-  twin t;
-  t.h = kt_tensor(h->ndim, h->shape[0], h->ndim > 1 ? h->shape[1] : 1,
-                  h->ndim > 2 ? h->shape[2] : 1, h->ndim > 3 ? h->shape[3] : 1);
-  memcpy(t.h.data, h->data, gf_tensor_nbytes(h));
-  t.d = kt_to_dev(&t.h);
-  return t;
-}
-static twin tw_rnd(int64_t a, int64_t b, int64_t c, int64_t d) {
-  gf_tensor h = kt_tensor(4, a, b, c, d);
-  kt_fill(&h, &rng, -1.0, 1.0, 0.0);
-  twin t = tw_of(&h);
-  gf_tensor_free(&h);
-  return t;
-}
-static void tw_free(twin *t) {
-  gf_tensor_free(&t->h);
-  gf_tensor_free(&t->d);
-}
-
-/* The device half equals the host half bit for bit. */
-static void same(const char *label, const twin *t) {
-  size_t nb = kt_diff_bytes(&t->d, &t->h);
-  if (nb) (void)kt_cmp_dev(label, &t->d, &t->h, (kt_tol){0.0, 0.0});
-  CHECKF(nb == 0, "%s: CUDA differs from the CPU in %zu bytes", label, nb);
-}
-
-static gf_tensor gold(const gf_st_file *f, const char *name) {
-  const gf_st_tensor *t = gf_st_find(f, name);
-  if (!t || t->dtype != GF_ST_F32 || t->ndim < 1 || t->ndim > 4) {
-    fprintf(stderr, "golden: %s missing or not f32 with 1..4 dims\n", name);
-    exit(1);
-  }
-  int64_t s[4] = {1, 1, 1, 1};
-  for (int i = 0; i < t->ndim; i++) s[i] = t->shape[i];
-  gf_tensor g = kt_tensor(t->ndim, s[0], s[1], s[2], s[3]);
-  REQUIRE(gf_tensor_nbytes(&g) == t->nbytes);
-  memcpy(g.data, t->data, t->nbytes);
-  return g;
-}
-
-/* The device tensor against PyTorch's want: |d| <= srel max|t|, or
- * bit-exact with srel < 0. */
-static void vs_torch(const char *what, const gf_tensor *dev,
-                     const gf_tensor *want, double srel) {
-  gf_tensor h = kt_to_host(dev);
-  REQUIRE(gf_tensor_numel(&h) == gf_tensor_numel(want));
-  const float *g = h.data, *t = want->data;
-  size_t n = (size_t)gf_tensor_numel(&h), bad = 0;
-  double tmax = 0.0;
-  for (size_t i = 0; i < n; i++) tmax = fmax(tmax, fabs((double)t[i]));
-  for (size_t i = 0; i < n; i++) {
-    double d = fabs((double)g[i] - (double)t[i]);
-    bool ok = srel < 0 ? memcmp(&g[i], &t[i], 4) == 0 : d <= srel * tmax;
-    if (!ok && bad++ < 3)
-      fprintf(stderr, "  %s[%zu]: %.9g vs PyTorch %.9g\n", what, i, g[i], t[i]);
-  }
-  CHECKF(bad == 0, "%s: %zu of %zu outside tolerance", what, bad, n);
-  gf_tensor_free(&h);
+/* A twin of uniform values in [-1, 1). */
+static kt_twin tw_rnd(int64_t a, int64_t b, int64_t c, int64_t d) {
+  return kt_twin_rnd(&rng, 4, a, b, c, d, -1.0, 1.0);
 }
 
 static void test_golden(const gf_st_file *f, const char *k, const unsigned *pol,
                         int npol) {
   char name[64];
-#define GOLD(...) (snprintf(name, sizeof name, __VA_ARGS__), gold(f, name))
+#define GOLD(...) \
+  (snprintf(name, sizeof name, __VA_ARGS__), kt_gold(f, name, 0))
   gf_tensor xh = GOLD("%s.x", k), gh = GOLD("%s.g", k);
   gf_tensor ph = GOLD("%s.params", k);
-  twin x = tw_of(&xh), g = tw_of(&gh), prm = tw_of(&ph);
-  twin y = tw_of(&xh), dx = tw_of(&xh);
+  kt_twin x = kt_twin_of(&xh), g = kt_twin_of(&gh), prm = kt_twin_of(&ph);
+  kt_twin y = kt_twin_of(&xh), dx = kt_twin_of(&xh);
   for (int i = 0; i < npol; i++) {
     unsigned p = pol[i];
     bool color = p & GF_AUG_COLOR;
@@ -121,18 +61,20 @@ static void test_golden(const gf_st_file *f, const char *k, const unsigned *pol,
            e.msg);
     char what[48];
     snprintf(what, sizeof what, "%s policy %u y", k, p);
-    same(what, &y);
+    KT_SAME(what, &y);
     gf_tensor t = GOLD("%s.p%u.y", k, p);
-    vs_torch(what, &y.d, &t, color ? TOL_Y : -1.0);
+    KT_VS_TORCH(what, &y.d, &t, color ? 0.0 : -1.0, 0.0, color ? TOL_Y : 0.0,
+                NULL);
     gf_tensor_free(&t);
     snprintf(what, sizeof what, "%s policy %u dx", k, p);
-    same(what, &dx);
+    KT_SAME(what, &dx);
     t = GOLD("%s.p%u.dx", k, p);
-    vs_torch(what, &dx.d, &t, color ? TOL_DX : -1.0);
+    KT_VS_TORCH(what, &dx.d, &t, color ? 0.0 : -1.0, 0.0, color ? TOL_DX : 0.0,
+                NULL);
     gf_tensor_free(&t);
   }
-  twin *tws[] = {&x, &g, &prm, &y, &dx};
-  for (size_t i = 0; i < 5; i++) tw_free(tws[i]);
+  kt_twin *tws[] = {&x, &g, &prm, &y, &dx};
+  for (size_t i = 0; i < 5; i++) kt_twin_free(tws[i]);
   gf_tensor *all[] = {&xh, &gh, &ph};
   for (size_t i = 0; i < 3; i++) gf_tensor_free(all[i]);
 #undef GOLD
@@ -142,13 +84,13 @@ static void test_golden(const gf_st_file *f, const char *k, const unsigned *pol,
  * out of place, in place on the device, and repeated. */
 static void test_drawn(int64_t N, int64_t C, int64_t H, int64_t W) {
   char label[80];
-  twin x = tw_rnd(N, C, H, W), g = tw_rnd(N, C, H, W);
-  twin y = tw_rnd(N, C, H, W), dx = tw_rnd(N, C, H, W);
-  twin io = tw_rnd(N, C, H, W);
+  kt_twin x = tw_rnd(N, C, H, W), g = tw_rnd(N, C, H, W);
+  kt_twin y = tw_rnd(N, C, H, W), dx = tw_rnd(N, C, H, W);
+  kt_twin io = tw_rnd(N, C, H, W);
   gf_tensor ph = kt_tensor(2, N, GF_AUG_NPARAMS, 1, 1);
   REQUIRE(gf_augment_draw(ph.data, N, (int)H, (int)W, GF_AUG_ALL, 2024, 17, 1,
                           0, NULL) == GF_OK);
-  twin prm = tw_of(&ph);
+  kt_twin prm = kt_twin_of(&ph);
   gf_err e = {0};
   for (unsigned p = 0; p <= GF_AUG_ALL; p++) {
     REQUIRE(gf_augment_fwd(&cpu, &x.h, &prm.h, p, &y.h, &e) == GF_OK);
@@ -157,7 +99,7 @@ static void test_drawn(int64_t N, int64_t C, int64_t H, int64_t W) {
              e.msg);
       snprintf(label, sizeof label, "%lldx%lldx%lldx%lld policy %u y",
                (long long)N, (long long)C, (long long)H, (long long)W, p);
-      same(label, &y);
+      KT_SAME(label, &y);
     }
     /* y = x on the device */
     gf_err ce = {0};
@@ -170,43 +112,36 @@ static void test_drawn(int64_t N, int64_t C, int64_t H, int64_t W) {
              e.msg);
       snprintf(label, sizeof label, "%lldx%lldx%lldx%lld policy %u dx",
                (long long)N, (long long)C, (long long)H, (long long)W, p);
-      same(label, &dx);
+      KT_SAME(label, &dx);
     }
     REQUIRE(gf_tensor_copy(&io.d, &g.h, &ce) == GF_OK);
     CHECK(gf_augment_bwd(&gpu, &prm.d, p, &io.d, &io.d, &e) == GF_OK);
     CHECKF(kt_diff_bytes(&io.d, &dx.h) == 0, "policy %u: dx = dy differs", p);
   }
-  twin *tws[] = {&x, &g, &y, &dx, &io, &prm};
-  for (size_t i = 0; i < 6; i++) tw_free(tws[i]);
+  kt_twin *tws[] = {&x, &g, &y, &dx, &io, &prm};
+  for (size_t i = 0; i < 6; i++) kt_twin_free(tws[i]);
   gf_tensor_free(&ph);
 }
 
 static void test_refused(void) {
-  twin x = tw_rnd(2, 3, 4, 5), y = tw_rnd(2, 3, 4, 5);
+  kt_twin x = tw_rnd(2, 3, 4, 5), y = tw_rnd(2, 3, 4, 5);
   gf_tensor ph = kt_tensor(2, 2, GF_AUG_NPARAMS, 1, 1);
-  twin prm = tw_of(&ph);
+  kt_twin prm = kt_twin_of(&ph);
   gf_err e = {0};
   CHECK(gf_augment_fwd(&gpu, &x.d, &prm.d, GF_AUG_ALL, &y.d, &e) == GF_OK);
   CHECK(gf_augment_fwd(&gpu, &x.h, &prm.d, GF_AUG_ALL, &y.d, &e) == GF_EINVAL);
   CHECK(gf_augment_fwd(&gpu, &x.d, &prm.h, GF_AUG_ALL, &y.d, &e) == GF_EINVAL);
   CHECK(gf_augment_bwd(&gpu, &prm.d, GF_AUG_ALL, &x.d, &y.h, &e) == GF_EINVAL);
-  twin *tws[] = {&x, &y, &prm};
-  for (size_t i = 0; i < 3; i++) tw_free(tws[i]);
+  kt_twin *tws[] = {&x, &y, &prm};
+  for (size_t i = 0; i < 3; i++) kt_twin_free(tws[i]);
   gf_tensor_free(&ph);
 }
 
 int main(int argc, char **argv) {
   kt_cuda_ctx_or_skip(&gpu);
-  const char *path = argc > 1 ? argv[1] : GF_AUGMENT_GOLDEN;
   gf_st_file f;
-  gf_st_file_init(&f);
-  gf_err e = {0};
-  if (gf_st_open(&f, path, 0, &e) != GF_OK) {
-    fprintf(stderr, "%s: %s\n", path, e.msg);
-    return 1;
-  }
-  gf_ctx_config cc = {GF_BACKEND_CPU, 2, 0, GF_CPU_LAYOUT_AUTO};
-  REQUIRE(gf_ctx_init(&cpu, &cc, &e) == GF_OK);
+  kt_gold_open(&f, argc > 1 ? argv[1] : GF_AUGMENT_GOLDEN);
+  kt_cpu_ctx(&cpu, 2);
   static const unsigned pol5[] = {1, 2, 4, 6, 7}, pol4[] = {1, 2, 4, 7};
   test_golden(&f, "c1_28", pol5, 5);
   test_golden(&f, "c3_32", pol4, 4);

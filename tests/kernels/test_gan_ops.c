@@ -35,7 +35,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "gf/safetensors.h"
+#include "kt_golden.h"
 #include "kt_util.h"
 #include "ref_ops.h"
 
@@ -47,66 +47,11 @@
 
 /* ---- golden file --------------------------------------------------------- */
 
-/* An owned CPU copy of golden tensor `name` (its shape; a 0-d tensor
- * becomes [1]); exits when it is missing or not F32. */
-static gf_tensor gold(const gf_st_file *f, const char *name) {
-  const gf_st_tensor *t = gf_st_find(f, name);
-  if (!t || t->dtype != GF_ST_F32 || t->ndim > 4) {
-    fprintf(stderr, "golden: %s missing or not f32 with <= 4 dims\n", name);
-    exit(1);
-  }
-  int64_t s[4] = {1, 1, 1, 1};
-  for (int i = 0; i < t->ndim; i++) s[i] = t->shape[i];
-  gf_tensor g = kt_tensor(t->ndim ? t->ndim : 1, s[0], s[1], s[2], s[3]);
-  REQUIRE(gf_tensor_nbytes(&g) == t->nbytes);
-  memcpy(g.data, t->data, t->nbytes);
-  return g;
-}
-
 static float gold1(const gf_st_file *f, const char *name) {
-  gf_tensor g = gold(f, name);
+  gf_tensor g = kt_gold(f, name, KT_GOLD_0D);
   float v = *(float *)g.data;
   gf_tensor_free(&g);
   return v;
-}
-
-/* Distance in ulp between two finite floats (0 for equal bits; +0 and -0
- * are 1 apart). */
-static int64_t ulps(float a, float b) {
-  int32_t ia, ib;
-  memcpy(&ia, &a, 4);
-  memcpy(&ib, &b, 4);
-  int64_t oa = ia < 0 ? (int64_t)INT32_MIN - ia : ia;
-  int64_t ob = ib < 0 ? (int64_t)INT32_MIN - ib : ib;
-  return oa > ob ? oa - ob : ob - oa;
-}
-
-/* got[n] against PyTorch's want[n]: misses of |d| <= atol + rtol |t| +
- * srel max|t| (atol < 0: bit-exact); prints the worst |d|, |d| / max|t| and
- * ulp distance (the tolerance table of the header). */
-static void vs_torch(const char *what, const gf_tensor *got,
-                     const gf_tensor *want, double atol, double rtol,
-                     double srel) {
-  REQUIRE(gf_tensor_numel(got) == gf_tensor_numel(want));
-  const float *g = got->data, *t = want->data;
-  size_t n = (size_t)gf_tensor_numel(got), bad = 0;
-  double worst = 0.0, tmax = 0.0;
-  int64_t worst_ulp = 0;
-  for (size_t i = 0; i < n; i++) tmax = fmax(tmax, fabs((double)t[i]));
-  for (size_t i = 0; i < n; i++) {
-    double d = fabs((double)g[i] - (double)t[i]);
-    int64_t u = ulps(g[i], t[i]);
-    bool ok = atol < 0 ? memcmp(&g[i], &t[i], 4) == 0
-                       : d <= atol + rtol * fabs((double)t[i]) + srel * tmax;
-    if (!ok && bad++ < 3)
-      fprintf(stderr, "  %s[%zu]: %.9g vs PyTorch %.9g\n", what, i, g[i], t[i]);
-    if (!(d <= worst)) worst = d;
-    if (u > worst_ulp) worst_ulp = u;
-  }
-  printf("%-22s n %-5zu worst |d| %-9.3g = %-9.3g max|t|, %3lld ulp%s\n", what,
-         n, worst, tmax > 0 ? worst / tmax : 0.0, (long long)worst_ulp,
-         atol < 0 ? " (bit-exact required)" : "");
-  CHECKF(bad == 0, "%s: %zu of %zu outside tolerance", what, bad, n);
 }
 
 static void cmp_ref(const char *label, const gf_tensor *got, const double *want,
@@ -115,15 +60,10 @@ static void cmp_ref(const char *label, const gf_tensor *got, const double *want,
                    rtol) == 0);
 }
 
-static bool same_bits(const gf_tensor *a, const gf_tensor *b) {
-  return gf_tensor_nbytes(a) == gf_tensor_nbytes(b) &&
-         memcmp(a->data, b->data, gf_tensor_nbytes(a)) == 0;
-}
-
 /* ---- hinge and mean ------------------------------------------------------ */
 
 static void test_hinge_golden(gf_ctx *ctx, const gf_st_file *f) {
-  gf_tensor x = gold(f, "hinge.x");
+  gf_tensor x = kt_gold(f, "hinge.x", KT_GOLD_0D);
   float dloss = gold1(f, "hinge.dloss");
   size_t n = (size_t)gf_tensor_numel(&x);
   gf_tensor loss = kt_tensor(1, 1, 1, 1, 1),
@@ -133,24 +73,25 @@ static void test_hinge_golden(gf_ctx *ctx, const gf_st_file *f) {
     float sign = s ? 1.0f : -1.0f;
     char name[64];
     snprintf(name, sizeof name, "hinge.%s.loss", s ? "fake" : "real");
-    gf_tensor tl = gold(f, name);
+    gf_tensor tl = kt_gold(f, name, KT_GOLD_0D);
     snprintf(name, sizeof name, "hinge.%s.dx", s ? "fake" : "real");
-    gf_tensor tdx = gold(f, name);
+    gf_tensor tdx = kt_gold(f, name, KT_GOLD_0D);
     gf_err e = {0};
     CHECKF(gf_hinge_fwd(ctx, &x, sign, &loss, &e) == GF_OK, "%s", e.msg);
-    vs_torch(s ? "hinge fake loss" : "hinge real loss", &loss, &tl, 0.0,
-             4 * 0x1p-24, 0.0);
+    KT_VS_TORCH(s ? "hinge fake loss" : "hinge real loss", &loss, &tl, 0.0,
+                4 * 0x1p-24, 0.0, NULL);
     double want = ref_hinge_fwd(xd, sign, n);
     cmp_ref("hinge loss ref", &loss, &want, 0.0, 2e-7);
     CHECKF(gf_hinge_bwd(ctx, &x, sign, dloss, &dx, &e) == GF_OK, "%s", e.msg);
-    vs_torch(s ? "hinge fake dx" : "hinge real dx", &dx, &tdx, -1.0, 0.0, 0.0);
+    KT_VS_TORCH(s ? "hinge fake dx" : "hinge real dx", &dx, &tdx, -1.0, 0.0,
+                0.0, NULL);
     ref_hinge_bwd(xd, sign, dloss, dxr, n);
     cmp_ref("hinge dx ref", &dx, dxr, 0.0, 1e-7);
     /* in place: dx = x */
     gf_tensor y = kt_tensor(1, (int64_t)n, 1, 1, 1);
     memcpy(y.data, x.data, n * sizeof(float));
     CHECK(gf_hinge_bwd(ctx, &y, sign, dloss, &y, NULL) == GF_OK);
-    CHECK(same_bits(&y, &tdx));
+    CHECK(kt_same_bits(&y, &tdx));
     gf_tensor_free(&y);
     gf_tensor_free(&tl);
     gf_tensor_free(&tdx);
@@ -163,11 +104,12 @@ static void test_hinge_golden(gf_ctx *ctx, const gf_st_file *f) {
 }
 
 static void test_mean_golden(gf_ctx *ctx, const gf_st_file *f) {
-  gf_tensor x = gold(f, "mean.x"), tl = gold(f, "mean.loss");
+  gf_tensor x = kt_gold(f, "mean.x", KT_GOLD_0D),
+            tl = kt_gold(f, "mean.loss", KT_GOLD_0D);
   gf_tensor loss = kt_tensor(1, 1, 1, 1, 1);
   gf_err e = {0};
   CHECKF(gf_mean_fwd(ctx, &x, &loss, &e) == GF_OK, "%s", e.msg);
-  vs_torch("mean loss", &loss, &tl, 0.0, 4 * 0x1p-24, 0.0);
+  KT_VS_TORCH("mean loss", &loss, &tl, 0.0, 4 * 0x1p-24, 0.0, NULL);
   double *xd = kt_dbl(&x);
   double want = ref_mean(xd, (size_t)gf_tensor_numel(&x));
   cmp_ref("mean ref", &loss, &want, 0.0, 2e-7);
@@ -192,12 +134,12 @@ static void test_hinge_mean_large(gf_ctx *ctx, gf_ctx *ctx4, kt_rng *rng) {
     CHECK(gf_hinge_fwd(ctx4, &x, sign, &loss4, NULL) == GF_OK);
     double want = ref_hinge_fwd(xd, sign, (size_t)n);
     cmp_ref("hinge large loss", &loss, &want, 0.0, 2e-7);
-    CHECK(same_bits(&loss, &loss4));
+    CHECK(kt_same_bits(&loss, &loss4));
     CHECK(gf_hinge_bwd(ctx, &x, sign, 1.0f, &dx, NULL) == GF_OK);
     CHECK(gf_hinge_bwd(ctx4, &x, sign, 1.0f, &dx4, NULL) == GF_OK);
     ref_hinge_bwd(xd, sign, 1.0, dxr, (size_t)n);
     cmp_ref("hinge large dx", &dx, dxr, 0.0, 1e-7);
-    CHECK(same_bits(&dx, &dx4));
+    CHECK(kt_same_bits(&dx, &dx4));
   }
   CHECK(gf_mean_fwd(ctx, &x, &loss, NULL) == GF_OK);
   CHECK(gf_mean_fwd(ctx4, &x, &loss4, NULL) == GF_OK);
@@ -205,7 +147,7 @@ static void test_hinge_mean_large(gf_ctx *ctx, gf_ctx *ctx4, kt_rng *rng) {
   /* the mean of values in [-3, 3] is near 0: a relative tolerance of the
    * sum's scale */
   cmp_ref("mean large", &loss, &want, 1e-7 * 1.5, 2e-7);
-  CHECK(same_bits(&loss, &loss4));
+  CHECK(kt_same_bits(&loss, &loss4));
   free(xd);
   free(dxr);
   gf_tensor *all[] = {&x, &loss, &loss4, &dx, &dx4};
@@ -217,8 +159,9 @@ static void test_hinge_mean_large(gf_ctx *ctx, gf_ctx *ctx4, kt_rng *rng) {
 static const double kBetas[5] = {0.0, 0.3, 0.5, 0.999, 1.0};
 
 static void test_lerp_golden(gf_ctx *ctx, const gf_st_file *f) {
-  gf_tensor avg0 = gold(f, "lerp.avg"), x = gold(f, "lerp.x");
-  gf_tensor betas = gold(f, "lerp.beta");
+  gf_tensor avg0 = kt_gold(f, "lerp.avg", KT_GOLD_0D),
+            x = kt_gold(f, "lerp.x", KT_GOLD_0D);
+  gf_tensor betas = kt_gold(f, "lerp.beta", KT_GOLD_0D);
   REQUIRE(gf_tensor_numel(&betas) == 5);
   int64_t n = gf_tensor_numel(&x);
   gf_tensor avg = kt_tensor(1, n, 1, 1, 1);
@@ -227,13 +170,13 @@ static void test_lerp_golden(gf_ctx *ctx, const gf_st_file *f) {
     CHECK(((float *)betas.data)[i] == (float)kBetas[i]);
     char name[32];
     snprintf(name, sizeof name, "lerp.out%d", i);
-    gf_tensor want = gold(f, name);
+    gf_tensor want = kt_gold(f, name, KT_GOLD_0D);
     memcpy(avg.data, avg0.data, gf_tensor_nbytes(&avg));
     gf_err e = {0};
     CHECKF(gf_lerp(ctx, &avg, &x, kBetas[i], &e) == GF_OK, "%s", e.msg);
     char what[32];
     snprintf(what, sizeof what, "lerp beta %g", kBetas[i]);
-    vs_torch(what, &avg, &want, -1.0, 0.0, 0.0);
+    KT_VS_TORCH(what, &avg, &want, -1.0, 0.0, 0.0, NULL);
     double *r = kt_dbl(&avg0);
     ref_lerp(r, xd, (double)(float)kBetas[i], (size_t)n);
     /* the golden's first entries hold -3e4 and 1e-30: scale atol */
@@ -265,14 +208,14 @@ static void test_lerp_large(gf_ctx *ctx, gf_ctx *ctx4, kt_rng *rng) {
     CHECK(gf_lerp(ctx, &a, &xv, kBetas[i], NULL) == GF_OK);
     CHECK(gf_lerp(ctx4, &a4, &xv, kBetas[i], NULL) == GF_OK);
     cmp_ref("lerp large", &a, r, 2e-7, 1e-7);
-    CHECK(same_bits(&a, &a4));
+    CHECK(kt_same_bits(&a, &a4));
     free(r);
     free(xd);
   }
   /* avg == x: lerp(x, x) = x */
   memcpy(a4.data, a.data, gf_tensor_nbytes(&a));
   CHECK(gf_lerp(ctx, &a, &a, 0.3, NULL) == GF_OK);
-  CHECK(same_bits(&a, &a4));
+  CHECK(kt_same_bits(&a, &a4));
   gf_tensor_free(&a);
   gf_tensor_free(&a4);
   gf_tensor_free(&x);
@@ -290,7 +233,8 @@ typedef struct sn_case {
  * backward, against PyTorch and the references. */
 static void test_sn_golden(gf_ctx *ctx, const gf_st_file *f, const sn_case *c) {
   char name[64];
-#define GOLD(...) (snprintf(name, sizeof name, __VA_ARGS__), gold(f, name))
+#define GOLD(...) \
+  (snprintf(name, sizeof name, __VA_ARGS__), kt_gold(f, name, KT_GOLD_0D))
   gf_tensor w = GOLD("sn.%s.w", c->name), u0 = GOLD("sn.%s.u0", c->name);
   gf_tensor v0 = GOLD("sn.%s.v0", c->name), g = GOLD("sn.%s.g", c->name);
   int64_t R = w.shape[0], K = gf_tensor_numel(&w) / R;
@@ -319,7 +263,7 @@ static void test_sn_golden(gf_ctx *ctx, const gf_st_file *f, const sn_case *c) {
       gf_tensor t = GOLD("sn.%s.it%d.%s", c->name, it, part[q]);
       char what[48];
       snprintf(what, sizeof what, "sn %s it%d %s", c->name, it, part[q]);
-      vs_torch(what, got[q], &t, 0.0, 1e-6, q == 2 ? 0.0 : 1e-6);
+      KT_VS_TORCH(what, got[q], &t, 0.0, 1e-6, q == 2 ? 0.0 : 1e-6, NULL);
       gf_tensor_free(&t);
     }
     /* references: the forward from u0, v0 in double; the backward with
@@ -352,8 +296,10 @@ static void test_sn_golden(gf_ctx *ctx, const gf_st_file *f, const sn_case *c) {
  * (a 1.5e-5 relative error in one of 288 entries) moves w_sn beyond the
  * tolerance somewhere (counted quietly here). */
 static void test_sn_golden_fires(gf_ctx *ctx, const gf_st_file *f) {
-  gf_tensor w = gold(f, "sn.conv.w"), u = gold(f, "sn.conv.u0");
-  gf_tensor v = gold(f, "sn.conv.v0"), want = gold(f, "sn.conv.it1.w_sn");
+  gf_tensor w = kt_gold(f, "sn.conv.w", KT_GOLD_0D),
+            u = kt_gold(f, "sn.conv.u0", KT_GOLD_0D);
+  gf_tensor v = kt_gold(f, "sn.conv.v0", KT_GOLD_0D),
+            want = kt_gold(f, "sn.conv.it1.w_sn", KT_GOLD_0D);
   gf_tensor sigma = kt_tensor(1, 1, 1, 1, 1);
   gf_tensor w_sn = kt_tensor(4, w.shape[0], w.shape[1], w.shape[2], w.shape[3]);
   float *wp = w.data;
@@ -436,8 +382,8 @@ static void test_sn_props(gf_ctx *ctx, gf_ctx *ctx4, kt_rng *rng) {
         GF_OK);
   CHECK(gf_spectral_norm_fwd(ctx4, &w, &u4, &v4, 3, SN_EPS, &sg4, &w_sn4,
                              NULL) == GF_OK);
-  CHECK(same_bits(&u, &u4) && same_bits(&v, &v4) && same_bits(&sg, &sg4) &&
-        same_bits(&w_sn, &w_sn4));
+  CHECK(kt_same_bits(&u, &u4) && kt_same_bits(&v, &v4) &&
+        kt_same_bits(&sg, &sg4) && kt_same_bits(&w_sn, &w_sn4));
   ref_spectral_norm_fwd(wd, ur, vr, (int)R, (int)K, 3, SN_EPS, &sr, wsr);
   cmp_ref("sn large u", &u, ur, 1e-6, 1e-5);
   cmp_ref("sn large v", &v, vr, 1e-6, 1e-5);
@@ -447,7 +393,7 @@ static void test_sn_props(gf_ctx *ctx, gf_ctx *ctx4, kt_rng *rng) {
                              NULL) == GF_OK);
   CHECK(gf_spectral_norm_bwd(ctx4, &w, &u, &v, &sg, &g, &dw4, GF_OVERWRITE,
                              NULL) == GF_OK);
-  CHECK(same_bits(&dw, &dw4));
+  CHECK(kt_same_bits(&dw, &dw4));
   double *uo = kt_dbl(&u), *vo = kt_dbl(&v);
   ref_spectral_norm_bwd(wd, uo, vo, *(float *)sg.data, gd, dwr, (int)R, (int)K);
   cmp_ref("sn large dw", &dw, dwr, 1e-6, 1e-5);
@@ -459,18 +405,18 @@ static void test_sn_props(gf_ctx *ctx, gf_ctx *ctx4, kt_rng *rng) {
   for (int64_t i = 0; i < R * K; i++) wp[i] = d0[i] + o[i];
   CHECK(gf_spectral_norm_bwd(ctx, &w, &u, &v, &sg, &g, &dw4, GF_ACCUMULATE,
                              NULL) == GF_OK);
-  CHECK(same_bits(&dw4, &want));
+  CHECK(kt_same_bits(&dw4, &want));
   /* dw = dw_sn */
   memcpy(dw4.data, g.data, gf_tensor_nbytes(&g));
   CHECK(gf_spectral_norm_bwd(ctx, &w, &u, &v, &sg, &dw4, &dw4, GF_OVERWRITE,
                              NULL) == GF_OK);
-  CHECK(same_bits(&dw4, &dw));
+  CHECK(kt_same_bits(&dw4, &dw));
   /* n_iter 0 leaves u and v alone */
   memcpy(u4.data, u.data, gf_tensor_nbytes(&u));
   memcpy(v4.data, v.data, gf_tensor_nbytes(&v));
   CHECK(gf_spectral_norm_fwd(ctx, &w, &u, &v, 0, SN_EPS, &sg, &w_sn, NULL) ==
         GF_OK);
-  CHECK(same_bits(&u, &u4) && same_bits(&v, &v4));
+  CHECK(kt_same_bits(&u, &u4) && kt_same_bits(&v, &v4));
   free(wd);
   free(ur);
   free(vr);
@@ -578,19 +524,11 @@ static void test_errors(gf_ctx *ctx) {
 }
 
 int main(int argc, char **argv) {
-  const char *path = argc > 1 ? argv[1] : GF_GAN_OPS_GOLDEN;
   gf_st_file f;
-  gf_st_file_init(&f);
-  gf_err e = {0};
-  if (gf_st_open(&f, path, 0, &e) != GF_OK) {
-    fprintf(stderr, "%s: %s\n", path, e.msg);
-    return 1;
-  }
+  kt_gold_open(&f, argc > 1 ? argv[1] : GF_GAN_OPS_GOLDEN);
   gf_ctx ctx, ctx4;
-  gf_ctx_config c1 = {GF_BACKEND_CPU, 1, 0, GF_CPU_LAYOUT_AUTO};
-  gf_ctx_config c4 = {GF_BACKEND_CPU, 4, 0, GF_CPU_LAYOUT_AUTO};
-  REQUIRE(gf_ctx_init(&ctx, &c1, &e) == GF_OK);
-  REQUIRE(gf_ctx_init(&ctx4, &c4, &e) == GF_OK);
+  kt_cpu_ctx(&ctx, 1);
+  kt_cpu_ctx(&ctx4, 4);
   kt_rng rng = {2024};
   test_hinge_golden(&ctx4, &f);
   test_mean_golden(&ctx4, &f);
