@@ -17,7 +17,8 @@ endforeach()
 # mlp), against PyTorch's numbers;
 # model_golden_fires perturbs one latent by 1e-3 and passes only when the
 # comparison then fails in each of the ten cases.
-add_executable(test_golden ${CMAKE_CURRENT_LIST_DIR}/test_golden.c)
+add_executable(test_golden ${CMAKE_CURRENT_LIST_DIR}/test_golden.c
+               ${CMAKE_CURRENT_LIST_DIR}/golden_util.c)
 target_link_libraries(test_golden PRIVATE gf_model)
 target_include_directories(test_golden PRIVATE ${GF_TEST_SUPPORT_DIR})
 add_test(NAME model_golden COMMAND test_golden ${CMAKE_CURRENT_LIST_DIR}/golden)
@@ -29,7 +30,8 @@ set_tests_properties(model_golden model_golden_fires PROPERTIES LABELS unit TIME
 # (golden/make_r1_golden.py), finite differences on tiny Ds, and its
 # refusals; model_r1_fires runs the golden cases with the scale 0.01 % off
 # and passes only when each case's comparison then fails.
-add_executable(test_r1 ${CMAKE_CURRENT_LIST_DIR}/test_r1.c)
+add_executable(test_r1 ${CMAKE_CURRENT_LIST_DIR}/test_r1.c
+               ${CMAKE_CURRENT_LIST_DIR}/golden_util.c)
 target_link_libraries(test_r1 PRIVATE gf_model)
 target_include_directories(test_r1 PRIVATE ${GF_TEST_SUPPORT_DIR}
                            ${PROJECT_SOURCE_DIR}/model/src)

@@ -1,9 +1,9 @@
 /* test_golden.c - one gf_gan_step of each network against PyTorch's numbers
  * (tests/model/golden/CASE.safetensors, written by golden/make_golden.py; no
  * Python needed here). Both sides start from the same weights (an integer
- * formula, golden_value below, exact in f32 in C and numpy), the same real
- * batch and latents (stored), and the same dropout masks (Philox, keyed as
- * gf/rng.h says, re-implemented in numpy by the script).
+ * formula, gt_golden_value of golden_util.c, exact in f32 in C and numpy),
+ * the same real batch and latents (stored), and the same dropout masks
+ * (Philox, keyed as gf/rng.h says, re-implemented in numpy by the script).
  *
  * Cases: mlp, dcgan28, dcgan64 (BCE, one D step per G step: gf_gan_step)
  * and the recipes, whose files' metadata say loss, spectral_norm,
@@ -95,36 +95,9 @@
 #include "gf/augment.h"
 #include "gf/gan.h"
 #include "gf/safetensors.h"
+#include "golden_util.h"
 
 #define LR 2e-4
-
-static uint32_t lowbias32(uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352du;
-  x ^= x >> 15;
-  x *= 0x846ca68bu;
-  x ^= x >> 16;
-  return x;
-}
-
-/* Element i of tensor tid: ((h & 0xffff) - 32768) * 2^-20, exact in f32. */
-static float golden_value(uint32_t tid, uint32_t i) {
-  uint32_t h = lowbias32(i ^ lowbias32(2 * tid + 1));
-  return (float)((int32_t)(h & 0xffffu) - 32768) * 0x1p-20f;
-}
-
-static void load_formula(gf_net *net, uint32_t tid_base) {
-  for (int t = 0; t < net->n_tensors; t++) {
-    gf_param *p = &net->tensors[t];
-    if (!p->trainable) continue;
-    float *d = p->value.data;
-    int64_t n = gf_tensor_numel(&p->value);
-    for (int64_t i = 0; i < n; i++) {
-      float v = golden_value(tid_base + (uint32_t)t, (uint32_t)i);
-      d[i] = p->kind == GF_PARAM_BN_WEIGHT ? 1.0f + v : v;
-    }
-  }
-}
 
 /* Spectral norm's u and v (make_golden.py: unit_formula): the formula
  * vector of tensor tid_base + t, normalized in double, rounded once to f32;
@@ -138,13 +111,13 @@ static void load_sn_start(gf_net *net, uint32_t tid_base) {
     int64_t n = gf_tensor_numel(&q->value);
     double ss = 0.0;
     for (int64_t i = 0; i < n; i++) {
-      double v = golden_value(tid_base + (uint32_t)t, (uint32_t)i);
+      double v = gt_golden_value(tid_base + (uint32_t)t, (uint32_t)i);
       ss += v * v;
     }
     double nrm = sqrt(ss) < 1e-12 ? 1e-12 : sqrt(ss);
     float *d = q->value.data;
     for (int64_t i = 0; i < n; i++)
-      d[i] = (float)(golden_value(tid_base + (uint32_t)t, (uint32_t)i) / nrm);
+      d[i] = (float)(gt_golden_value(tid_base + (uint32_t)t, (uint32_t)i) / nrm);
   }
 }
 
@@ -160,16 +133,6 @@ static void copy_arena_host(gf_arena *dst, const gf_arena *src) {
   if (src->used) memcpy(dst->base, src->base, src->used);
 }
 
-static const gf_st_tensor *need(const gf_st_file *f, const char *name, gf_st_dtype dt, size_t numel) {
-  const gf_st_tensor *t = gf_st_find(f, name);
-  if (!t || t->dtype != dt || t->numel != numel) {
-    fprintf(stderr, "golden file: tensor %s missing or not %zu %s values\n", name, numel,
-            gf_st_dtype_name(dt));
-    exit(1);
-  }
-  return t;
-}
-
 static void copy_f32(const gf_st_tensor *t, float *out) { memcpy(out, t->data, t->nbytes); }
 
 static void load_sn_stored(gf_net *net, const gf_st_file *f) {
@@ -181,7 +144,7 @@ static void load_sn_stored(gf_net *net, const gf_st_file *f) {
     gf_param *q = gf_net_find(net, p->name);
     REQUIRE(q == p);
     snprintf(key, sizeof key, "sn_start.%s", q->name);
-    copy_f32(need(f, key, GF_ST_F32, (size_t)gf_tensor_numel(&q->value)), q->value.data);
+    copy_f32(gt_need(f, key, GF_ST_F32, (size_t)gf_tensor_numel(&q->value)), q->value.data);
     loaded++;
   }
   REQUIRE(loaded > 0);
@@ -210,17 +173,6 @@ static unsigned policy_bits(const char *s) {
   return bits;
 }
 
-static double f64_at(const gf_st_tensor *t, size_t i) {
-  double v;
-  memcpy(&v, (const char *)t->data + i * 8, 8);
-  return v;
-}
-static float f32_at(const gf_st_tensor *t, size_t i) {
-  float v;
-  memcpy(&v, (const char *)t->data + i * 4, 4);
-  return v;
-}
-
 static int meta_int(const gf_st_file *f, const char *key) {
   const char *v = gf_st_meta_get(f, key);
   REQUIRE(v != NULL);
@@ -236,55 +188,33 @@ static double meta_double_or(const gf_st_file *f, const char *key, double dflt) 
   return v ? strtod(v, NULL) : dflt;
 }
 
-/* Worst |d| / tol per quantity, for the summary lines. */
-typedef struct worst {
-  const char *what;
-  double ratio;
-  char where[96];
-  long n; /* values compared */
-} worst;
-
-static void cmp(worst *w, const char *where, size_t i, double c, double t, double tol) {
-  double d = fabs(c - t);
-  double r = tol > 0 ? d / tol : (d == 0 ? 0 : INFINITY); /* tol 0: bit for bit */
-  w->n++;
-  if (!(r <= w->ratio) || w->n == 1) { /* NaN counts as worst */
-    w->ratio = isnan(r) ? INFINITY : r;
-    snprintf(w->where, sizeof w->where, "%s[%zu]", where, i);
-  }
-  CHECKF(d <= tol, "%s %s[%zu]: C %.9g vs PyTorch %.9g (tol %.3g)", w->what, where, i, c, t, tol);
-}
-
-/* Strided sample of n values: k = min(2048, n) entries at (i * n) / k. */
-static size_t sample_k(size_t n) { return n < 2048 ? n : 2048; }
-static size_t sample_idx(size_t i, size_t n) { return (size_t)(((uint64_t)i * n) / sample_k(n)); }
 
 #define MAX_D_STEPS 8
 #define SN_TOL_ABS 2e-6 /* SN u, v: times 1/sqrt(n), a unit vector's entry scale */
 
 /* The quantities compared, each with its worst |d| / tol. */
 typedef struct golden_worst {
-  worst loss, fake, gs, gl2, gsum, after, bn, zero, sn, sigma, ema, ema_bn, ema_eq, r1, r1_done,
+  gt_worst loss, fake, gs, gl2, gsum, after, bn, zero, sn, sigma, ema, ema_bn, ema_eq, r1, r1_done,
       aug;
 } golden_worst;
 
 static void cmp_stats(golden_worst *w, const gf_st_file *f, int K, const gf_gan_stats *sd,
                       const gf_gan_stats *s) {
-  const gf_st_tensor *stats = need(f, "stats", GF_ST_F64, 6);
+  const gf_st_tensor *stats = gt_need(f, "stats", GF_ST_F64, 6);
   double mine[6] = {s->loss_d_real, s->loss_d_fake, s->loss_g, s->d_real, s->d_fake,
                     s->d_fake_after};
   for (size_t i = 0; i < 6; i++) {
-    double t = f64_at(stats, i);
-    cmp(&w->loss, "stats", i, mine[i], t, 2e-6 + 2e-5 * fabs(t));
+    double t = gt_f64_at(stats, i);
+    GT_CMP(&w->loss, "stats", i, mine[i], t, 2e-6 + 2e-5 * fabs(t));
   }
   if (K == 1) return;
   /* Every D step's half: [loss_d_real, loss_d_fake, d_real, d_fake]. */
-  const gf_st_tensor *td = need(f, "stats_d", GF_ST_F64, (size_t)K * 4);
+  const gf_st_tensor *td = gt_need(f, "stats_d", GF_ST_F64, (size_t)K * 4);
   for (int j = 0; j < K; j++) {
     double dm[4] = {sd[j].loss_d_real, sd[j].loss_d_fake, sd[j].d_real, sd[j].d_fake};
     for (size_t i = 0; i < 4; i++) {
-      double t = f64_at(td, (size_t)j * 4 + i);
-      cmp(&w->loss, "stats_d", (size_t)j * 4 + i, dm[i], t, 2e-6 + 2e-5 * fabs(t));
+      double t = gt_f64_at(td, (size_t)j * 4 + i);
+      GT_CMP(&w->loss, "stats_d", (size_t)j * 4 + i, dm[i], t, 2e-6 + 2e-5 * fabs(t));
     }
   }
 }
@@ -293,12 +223,12 @@ static void cmp_stats(golden_worst *w, const gf_st_file *f, int K, const gf_gan_
  * recipes with r1_gamma): P as the losses, applied exactly. */
 static void cmp_r1(golden_worst *w, const gf_st_file *f, int K, const gf_gan_stats *sd,
                    const gf_gan_stats *s) {
-  const gf_st_tensor *t = need(f, "stats_r1", GF_ST_F64, (size_t)K * 2);
+  const gf_st_tensor *t = gt_need(f, "stats_r1", GF_ST_F64, (size_t)K * 2);
   for (int j = 0; j < K; j++) {
     const gf_gan_stats *sj = K == 1 ? s : &sd[j];
-    double tp = f64_at(t, (size_t)j * 2), td = f64_at(t, (size_t)j * 2 + 1);
-    cmp(&w->r1, "stats_r1", (size_t)j * 2, sj->r1, tp, 2e-6 + 2e-5 * fabs(tp));
-    cmp(&w->r1_done, "stats_r1", (size_t)j * 2 + 1, sj->r1_done ? 1.0 : 0.0, td, 0.5);
+    double tp = gt_f64_at(t, (size_t)j * 2), td = gt_f64_at(t, (size_t)j * 2 + 1);
+    GT_CMP(&w->r1, "stats_r1", (size_t)j * 2, sj->r1, tp, 2e-6 + 2e-5 * fabs(tp));
+    GT_CMP(&w->r1_done, "stats_r1", (size_t)j * 2 + 1, sj->r1_done ? 1.0 : 0.0, td, 0.5);
   }
 }
 
@@ -309,7 +239,7 @@ static void cmp_r1(golden_worst *w, const gf_st_file *f, int K, const gf_gan_sta
 static void cmp_aug(golden_worst *w, const gf_st_file *f, int K, int n, int H, int W,
                     unsigned policy, uint64_t seed, int64_t step) {
   const gf_st_tensor *t =
-      need(f, "aug.params", GF_ST_F32, (size_t)(2 * K + 1) * n * GF_AUG_NPARAMS);
+      gt_need(f, "aug.params", GF_ST_F32, (size_t)(2 * K + 1) * n * GF_AUG_NPARAMS);
   float mine[64 * GF_AUG_NPARAMS];
   REQUIRE(n <= 64);
   gf_err err = {0};
@@ -318,7 +248,7 @@ static void cmp_aug(golden_worst *w, const gf_st_file *f, int K, int n, int H, i
     REQUIRE(gf_augment_draw(mine, n, H, W, policy, seed, K * step + j, pass, 0, &err) == GF_OK);
     for (size_t i = 0; i < (size_t)n * GF_AUG_NPARAMS; i++) {
       size_t at = (size_t)r * n * GF_AUG_NPARAMS + i;
-      cmp(&w->aug, "aug.params", at, mine[i], f32_at(t, at), 0.0);
+      GT_CMP(&w->aug, "aug.params", at, mine[i], gt_f32_at(t, at), 0.0);
     }
   }
 }
@@ -356,7 +286,7 @@ static void cmp_net(golden_worst *w, const gf_st_file *f, gf_net *net, const gf_
   for (int ti = 0; ti < net->n_tensors; ti++) {
     if (!net->tensors[ti].trainable) continue;
     snprintf(key, sizeof key, "grad_stats.%s", net->tensors[ti].name);
-    double l2 = f64_at(need(f, key, GF_ST_F64, 2), 1);
+    double l2 = gt_f64_at(gt_need(f, key, GF_ST_F64, 2), 1);
     max_l2 = l2 > max_l2 ? l2 : max_l2;
   }
   for (int ti = 0; ti < net->n_tensors; ti++) {
@@ -368,70 +298,70 @@ static void cmp_net(golden_worst *w, const gf_st_file *f, gf_net *net, const gf_
     if (pe) {
       REQUIRE(strcmp(pe->name, p->name) == 0);
       snprintf(key, sizeof key, "ema.%s", p->name);
-      te = need(f, key, GF_ST_F32, p->trainable ? sample_k(nel) : nel);
+      te = gt_need(f, key, GF_ST_F32, p->trainable ? gt_sample_k(nel) : nel);
     }
     if (p->kind == GF_PARAM_SN_U || p->kind == GF_PARAM_SN_V) {
       snprintf(key, sizeof key, "sn.%s", p->name);
-      const gf_st_tensor *tv = need(f, key, GF_ST_F32, nel);
+      const gf_st_tensor *tv = gt_need(f, key, GF_ST_F32, nel);
       for (size_t i = 0; i < nel; i++) {
-        double t = f32_at(tv, i);
-        cmp(&w->sn, p->name, i, ((float *)p->value.data)[i], t,
+        double t = gt_f32_at(tv, i);
+        GT_CMP(&w->sn, p->name, i, ((float *)p->value.data)[i], t,
             SN_TOL_ABS / sqrt((double)nel) + 2e-5 * fabs(t));
       }
       if (p->kind == GF_PARAM_SN_U) {
         size_t len = strlen(p->name) - strlen(".weight_u");
         snprintf(key, sizeof key, "sigma.%.*s", (int)len, p->name);
-        double t = f64_at(need(f, key, GF_ST_F64, 1), 0);
-        cmp(&w->sigma, key + 6, 0, sn_sigma(net, p), t, 2e-6 * fabs(t));
+        double t = gt_f64_at(gt_need(f, key, GF_ST_F64, 1), 0);
+        GT_CMP(&w->sigma, key + 6, 0, sn_sigma(net, p), t, 2e-6 * fabs(t));
       }
       continue;
     }
     if (!p->trainable) {
       snprintf(key, sizeof key, "bn.%s", p->name);
-      const gf_st_tensor *tb = need(f, key, GF_ST_F32, nel);
+      const gf_st_tensor *tb = gt_need(f, key, GF_ST_F32, nel);
       for (size_t i = 0; i < nel; i++) {
-        double t = f32_at(tb, i);
-        cmp(&w->bn, p->name, i, ((float *)p->value.data)[i], t, 2e-6 + 2e-5 * fabs(t));
+        double t = gt_f32_at(tb, i);
+        GT_CMP(&w->bn, p->name, i, ((float *)p->value.data)[i], t, 2e-6 + 2e-5 * fabs(t));
         if (te) {
-          t = f32_at(te, i);
-          cmp(&w->ema_bn, p->name, i, ev[i], t, 2e-6 + 2e-5 * fabs(t));
+          t = gt_f32_at(te, i);
+          GT_CMP(&w->ema_bn, p->name, i, ev[i], t, 2e-6 + 2e-5 * fabs(t));
         }
       }
       continue;
     }
     snprintf(key, sizeof key, "grad_stats.%s", p->name);
-    const gf_st_tensor *ts = need(f, key, GF_ST_F64, 2);
-    double tsum = f64_at(ts, 0), tl2 = f64_at(ts, 1);
+    const gf_st_tensor *ts = gt_need(f, key, GF_ST_F64, 2);
+    double tsum = gt_f64_at(ts, 0), tl2 = gt_f64_at(ts, 1);
     const float *g = p->grad.data, *pv = p->value.data;
     double sum = 0, l2 = 0;
     for (size_t i = 0; i < nel; i++) sum += g[i], l2 += (double)g[i] * g[i];
     l2 = sqrt(l2);
     snprintf(key, sizeof key, "after.%s", p->name);
-    const gf_st_tensor *ta = need(f, key, GF_ST_F32, sample_k(nel));
+    const gf_st_tensor *ta = gt_need(f, key, GF_ST_F32, gt_sample_k(nel));
     bool zero = tl2 <= 1e-5 * max_l2; /* zero in exact arithmetic: noise */
     const gf_st_tensor *tg = NULL;
     double rms = tl2 / sqrt((double)nel);
     if (zero) {
-      cmp(&w->zero, p->name, 0, l2, 0, 1e-5 * max_l2);
+      GT_CMP(&w->zero, p->name, 0, l2, 0, 1e-5 * max_l2);
     } else {
-      cmp(&w->gl2, p->name, 0, l2, tl2, 1e-4 * tl2);
-      cmp(&w->gsum, p->name, 0, sum, tsum, 1e-5 * tl2 * sqrt((double)nel) + 1e-4 * fabs(tsum));
+      GT_CMP(&w->gl2, p->name, 0, l2, tl2, 1e-4 * tl2);
+      GT_CMP(&w->gsum, p->name, 0, sum, tsum, 1e-5 * tl2 * sqrt((double)nel) + 1e-4 * fabs(tsum));
       snprintf(key, sizeof key, "grad.%s", p->name);
-      tg = need(f, key, GF_ST_F32, sample_k(nel));
+      tg = gt_need(f, key, GF_ST_F32, gt_sample_k(nel));
     }
-    for (size_t i = 0; i < sample_k(nel); i++) {
-      size_t j = sample_idx(i, nel);
-      double ta_i = f32_at(ta, i), atol = 2.01 * LR;
+    for (size_t i = 0; i < gt_sample_k(nel); i++) {
+      size_t j = gt_sample_idx(i, nel);
+      double ta_i = gt_f32_at(ta, i), atol = 2.01 * LR;
       if (!zero) {
-        double t = f32_at(tg, i);
+        double t = gt_f32_at(tg, i);
         double gtol = 2e-4 * rms + 1e-3 * fabs(t);
-        cmp(&w->gs, p->name, j, g[j], t, gtol);
+        GT_CMP(&w->gs, p->name, j, g[j], t, gtol);
         if (fabs(t) > 2 * gtol) atol = 1e-3 * LR + 1e-6 * fabs(ta_i);
       }
-      cmp(&w->after, p->name, j, pv[j], ta_i, atol);
+      GT_CMP(&w->after, p->name, j, pv[j], ta_i, atol);
       if (te) {
-        double t = f32_at(te, i);
-        cmp(&w->ema, p->name, j, ev[j], t, (1.0 - beta) * atol + 1e-6 * (fabs(t) + fabs(ta_i)));
+        double t = gt_f32_at(te, i);
+        GT_CMP(&w->ema, p->name, j, ev[j], t, (1.0 - beta) * atol + 1e-6 * (fabs(t) + fabs(ta_i)));
       }
     }
   }
@@ -483,8 +413,8 @@ static void run_case(gf_ctx *ctx, const char *path, int perturb) {
   st = gf_gan_init(&gan, ctx, &c, &hp, n, &err);
   if (st) fprintf(stderr, "%s: %s\n", path, err.msg);
   REQUIRE(st == GF_OK);
-  load_formula(&gan.g, 0);
-  load_formula(&gan.d, 64);
+  gt_load_formula(&gan.g, 0);
+  gt_load_formula(&gan.d, 64);
   if (meta_int_or(&f, "sn_start_iters", 0) > 0) load_sn_stored(&gan.d, &f);
   else load_sn_start(&gan.d, 64);
   bool has_ema = gan.g_ema.layers != NULL;
@@ -500,8 +430,8 @@ static void run_case(gf_ctx *ctx, const char *path, int perturb) {
   int64_t zs[2] = {(int64_t)K * n, c.z_dim};
   REQUIRE(gf_tensor_init(&real, GF_F32, GF_DEV_CPU, 4, rs, &err) == GF_OK);
   REQUIRE(gf_tensor_init(&z, GF_F32, GF_DEV_CPU, 2, zs, &err) == GF_OK);
-  copy_f32(need(&f, "input.real", GF_ST_F32, (size_t)K * n * img), real.data);
-  copy_f32(need(&f, "input.z", GF_ST_F32, (size_t)K * n * c.z_dim), z.data);
+  copy_f32(gt_need(&f, "input.real", GF_ST_F32, (size_t)K * n * img), real.data);
+  copy_f32(gt_need(&f, "input.z", GF_ST_F32, (size_t)K * n * c.z_dim), z.data);
   /* Latent 1 of the last D step, whose fake the G step uses: a change in
    * an earlier D step's latents reaches little beyond its loss and D's
    * first Adam update, which is lr sign(g) and hides small changes. */
@@ -540,10 +470,11 @@ static void run_case(gf_ctx *ctx, const char *path, int perturb) {
   gf_tensor fake;
   REQUIRE(gf_net_output(&gan.g, &fake, &err) == GF_OK);
   size_t nf = (size_t)gf_tensor_numel(&fake);
-  const gf_st_tensor *tf = need(&f, "out.fake", GF_ST_F32, sample_k(nf));
-  for (size_t i = 0; i < sample_k(nf); i++) {
-    double t = f32_at(tf, i);
-    cmp(&w.fake, "fake", i, ((float *)fake.data)[sample_idx(i, nf)], t, 2e-6 + 1e-4 * fabs(t));
+  const gf_st_tensor *tf = gt_need(&f, "out.fake", GF_ST_F32, gt_sample_k(nf));
+  for (size_t i = 0; i < gt_sample_k(nf); i++) {
+    double t = gt_f32_at(tf, i);
+    GT_CMP(&w.fake, "fake", i, ((float *)fake.data)[gt_sample_idx(i, nf)], t,
+           2e-6 + 1e-4 * fabs(t));
   }
 
   double beta = has_ema ? (double)(float)gf_gan_ema_beta(&gan.hp, 1) : 0.0; /* f32, as gf_lerp */
@@ -552,10 +483,10 @@ static void run_case(gf_ctx *ctx, const char *path, int perturb) {
   if (has_ema && beta == 0.0) { /* lerp(G, EMA, 0) = G exactly */
     size_t dp = arena_diff(&gan.g_ema.params, &gan.g.params);
     size_t db = arena_diff(&gan.g_ema.bn_stats, &gan.g.bn_stats);
-    cmp(&w.ema_eq, "differing bytes", 0, (double)(dp + db), 0, 0.5);
+    GT_CMP(&w.ema_eq, "differing bytes", 0, (double)(dp + db), 0, 0.5);
   }
 
-  worst *all[] = {&w.loss, &w.fake,   &w.gs,    &w.gl2, &w.gsum,   &w.after,
+  gt_worst *all[] = {&w.loss, &w.fake,   &w.gs,    &w.gl2, &w.gsum,   &w.after,
                   &w.bn,   &w.zero,   &w.sn,    &w.sigma, &w.ema,  &w.ema_bn,
                   &w.ema_eq, &w.r1,   &w.r1_done, &w.aug};
   fprintf(stderr, "%s: loss_d %.6f loss_g %.6f (loss %s, %d D step%s, SN %d, EMA beta %g", path,
@@ -566,10 +497,7 @@ static void run_case(gf_ctx *ctx, const char *path, int perturb) {
             s.r1_done ? "applied" : "not applied");
   if (hp.augment) fprintf(stderr, ", DiffAugment 0x%x", hp.augment);
   fprintf(stderr, ")\n");
-  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-    if (all[i]->n)
-      fprintf(stderr, "  %-12s worst |d|/tol %.3g at %s\n", all[i]->what, all[i]->ratio,
-              all[i]->where);
+  gt_print_worst(all, sizeof all / sizeof all[0]);
   gf_tensor_free(&real);
   gf_tensor_free(&z);
   gf_gan_free(&gan);
@@ -577,15 +505,9 @@ static void run_case(gf_ctx *ctx, const char *path, int perturb) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: test_golden GOLDEN_DIR [--perturb-z]\n");
-    return 2;
-  }
-  int perturb = argc > 2 && strcmp(argv[2], "--perturb-z") == 0;
+  int perturb = gt_args(argc, argv, "test_golden", "--perturb-z");
   gf_ctx ctx;
-  gf_err err = {0};
-  gf_ctx_config cc = {GF_BACKEND_CPU, 2, 0, GF_CPU_LAYOUT_AUTO};
-  REQUIRE(gf_ctx_init(&ctx, &cc, &err) == GF_OK);
+  gt_cpu_ctx(&ctx);
   const char *cases[] = {"mlp",
                          "dcgan28",
                          "dcgan64",
@@ -609,13 +531,7 @@ int main(int argc, char **argv) {
   if (perturb) {
     /* Each network's comparison must fire on its own: a failure counted
      * in one case must not stand in for a silent other. */
-    int silent = 0;
-    for (size_t i = 0; i < N_CASES; i++) {
-      fprintf(stderr, "perturbed %s: %d checks failed: %s\n", cases[i], missed[i],
-              missed[i] ? "mismatch detected (good)" : "NOT detected");
-      silent += missed[i] == 0;
-    }
-    return silent ? 1 : 0;
+    return gt_fires_verdict(cases, missed, N_CASES);
   }
   return check_report();
 }

@@ -51,73 +51,13 @@
 #include "check.h"
 #include "gf/net.h"
 #include "gf/safetensors.h"
+#include "golden_util.h"
 #include "net_layers.h" /* the layer table: activation buffers, kinds */
 
-/* ---- helpers shared with test_golden.c (copied: both are small) ---------- */
-static uint32_t lowbias32(uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352du;
-  x ^= x >> 15;
-  x *= 0x846ca68bu;
-  x ^= x >> 16;
-  return x;
-}
-static float golden_value(uint32_t tid, uint32_t i) {
-  uint32_t h = lowbias32(i ^ lowbias32(2 * tid + 1));
-  return (float)((int32_t)(h & 0xffffu) - 32768) * 0x1p-20f;
-}
-static void load_formula(gf_net *net, uint32_t tid_base) {
-  for (int t = 0; t < net->n_tensors; t++) {
-    gf_param *p = &net->tensors[t];
-    if (!p->trainable) continue;
-    float *d = p->value.data;
-    int64_t n = gf_tensor_numel(&p->value);
-    for (int64_t i = 0; i < n; i++) d[i] = golden_value(tid_base + (uint32_t)t, (uint32_t)i);
-  }
-}
-static const gf_st_tensor *need(const gf_st_file *f, const char *name, gf_st_dtype dt,
-                                size_t numel) {
-  const gf_st_tensor *t = gf_st_find(f, name);
-  if (!t || t->dtype != dt || t->numel != numel) {
-    fprintf(stderr, "golden file: tensor %s missing or not %zu %s values\n", name, numel,
-            gf_st_dtype_name(dt));
-    exit(1);
-  }
-  return t;
-}
-static double f64_at(const gf_st_tensor *t, size_t i) {
-  double v;
-  memcpy(&v, (const char *)t->data + i * 8, 8);
-  return v;
-}
-static float f32_at(const gf_st_tensor *t, size_t i) {
-  float v;
-  memcpy(&v, (const char *)t->data + i * 4, 4);
-  return v;
-}
 static const char *meta(const gf_st_file *f, const char *key) {
   const char *v = gf_st_meta_get(f, key);
   REQUIRE(v != NULL);
   return v;
-}
-static size_t sample_k(size_t n) { return n < 2048 ? n : 2048; }
-static size_t sample_idx(size_t i, size_t n) { return (size_t)(((uint64_t)i * n) / sample_k(n)); }
-
-/* Worst |d| / tol per quantity. */
-typedef struct worst {
-  const char *what;
-  double ratio;
-  char where[96];
-  long n;
-} worst;
-static void cmp(worst *w, const char *where, size_t i, double c, double t, double tol) {
-  double d = fabs(c - t), r = d / tol;
-  w->n++;
-  if (!(r <= w->ratio) || w->n == 1) {
-    w->ratio = isnan(r) ? INFINITY : r;
-    snprintf(w->where, sizeof w->where, "%s[%zu]", where, i);
-  }
-  CHECKF(d <= tol, "%s %s[%zu]: C %.9g vs PyTorch %.9g (tol %.3g)", w->what, where, i, c, t, tol);
 }
 
 static void grad_stats(const gf_param *p, double *sum, double *l2) {
@@ -157,18 +97,18 @@ static void golden_case(gf_ctx *ctx, const char *dir, const char *name, int pert
   st = gf_net_init(&d, ctx, &c, GF_NET_D, n, true, &err);
   if (st) fprintf(stderr, "%s: %s\n", name, err.msg);
   REQUIRE(st == GF_OK);
-  load_formula(&d, 64);
+  gt_load_formula(&d, 64);
   for (int t = 0; t < d.n_tensors; t++) { /* SN's u and v as stored */
     gf_param *p = &d.tensors[t];
     if (p->kind != GF_PARAM_SN_U && p->kind != GF_PARAM_SN_V) continue;
     snprintf(key, sizeof key, "sn.%s", p->name);
     size_t nel = (size_t)gf_tensor_numel(&p->value);
-    memcpy(p->value.data, need(&f, key, GF_ST_F32, nel)->data, nel * 4);
+    memcpy(p->value.data, gt_need(&f, key, GF_ST_F32, nel)->data, nel * 4);
   }
   gf_tensor real;
   int64_t rs[4] = {n, c.image_channels, c.image_height, c.image_width};
   REQUIRE(gf_tensor_init(&real, GF_F32, GF_DEV_CPU, 4, rs, &err) == GF_OK);
-  const gf_st_tensor *tr = need(&f, "input.real", GF_ST_F32, (size_t)gf_tensor_numel(&real));
+  const gf_st_tensor *tr = gt_need(&f, "input.real", GF_ST_F32, (size_t)gf_tensor_numel(&real));
   memcpy(real.data, tr->data, tr->nbytes);
 
   double pen = -1;
@@ -177,10 +117,10 @@ static void golden_case(gf_ctx *ctx, const char *dir, const char *name, int pert
   if (st) fprintf(stderr, "%s: %s\n", name, err.msg);
   REQUIRE(st == GF_OK);
 
-  worst wp = {"P", 0, "", 0}, ws = {"grad sample", 0, "", 0}, wl = {"grad L2", 0, "", 0},
+  gt_worst wp = {"P", 0, "", 0}, ws = {"grad sample", 0, "", 0}, wl = {"grad L2", 0, "", 0},
         wsum = {"grad sum", 0, "", 0}, wz = {"bias grad", 0, "", 0}, wn = {"nosn L2 gap", 0, "", 0};
-  double tp = f64_at(need(&f, "penalty", GF_ST_F64, 1), 0);
-  cmp(&wp, "penalty", 0, pen, tp, 2e-6 * fabs(tp));
+  double tp = gt_f64_at(gt_need(&f, "penalty", GF_ST_F64, 1), 0);
+  GT_CMP(&wp, "penalty", 0, pen, tp, 2e-6 * fabs(tp));
   for (int t = 0; t < d.n_tensors; t++) {
     gf_param *p = &d.tensors[t];
     if (!p->trainable) continue;
@@ -188,27 +128,27 @@ static void golden_case(gf_ctx *ctx, const char *dir, const char *name, int pert
     double sum, l2;
     grad_stats(p, &sum, &l2);
     snprintf(key, sizeof key, "grad_stats.%s", p->name);
-    const gf_st_tensor *ts = need(&f, key, GF_ST_F64, 2);
-    double tsum = f64_at(ts, 0), tl2 = f64_at(ts, 1);
+    const gf_st_tensor *ts = gt_need(&f, key, GF_ST_F64, 2);
+    double tsum = gt_f64_at(ts, 0), tl2 = gt_f64_at(ts, 1);
     if (p->kind == GF_PARAM_BIAS) {
       REQUIRE(tl2 == 0.0);
-      cmp(&wz, p->name, 0, l2, 0.0, 0x1p-1074); /* |d| <= denorm_min: 0 */
+      GT_CMP(&wz, p->name, 0, l2, 0.0, 0x1p-1074); /* |d| <= denorm_min: 0 */
       continue;
     }
-    cmp(&wl, p->name, 0, l2, tl2, 4e-6 * tl2);
-    cmp(&wsum, p->name, 0, sum, tsum, 2e-7 * tl2 * sqrt((double)nel) + 4e-6 * fabs(tsum));
+    GT_CMP(&wl, p->name, 0, l2, tl2, 4e-6 * tl2);
+    GT_CMP(&wsum, p->name, 0, sum, tsum, 2e-7 * tl2 * sqrt((double)nel) + 4e-6 * fabs(tsum));
     snprintf(key, sizeof key, "grad.%s", p->name);
-    const gf_st_tensor *tg = need(&f, key, GF_ST_F32, sample_k(nel));
+    const gf_st_tensor *tg = gt_need(&f, key, GF_ST_F32, gt_sample_k(nel));
     double rms = tl2 / sqrt((double)nel);
     const float *g = p->grad.data;
-    for (size_t i = 0; i < sample_k(nel); i++) {
-      size_t j = sample_idx(i, nel);
-      double tv = f32_at(tg, i);
-      cmp(&ws, p->name, j, g[j], tv, 2e-5 * rms + 2e-5 * fabs(tv));
+    for (size_t i = 0; i < gt_sample_k(nel); i++) {
+      size_t j = gt_sample_idx(i, nel);
+      double tv = gt_f32_at(tg, i);
+      GT_CMP(&ws, p->name, j, g[j], tv, 2e-5 * rms + 2e-5 * fabs(tv));
     }
     if (c.spectral_norm && !perturb) { /* the SN-less sweep must be far outside */
       snprintf(key, sizeof key, "nosn.grad_stats.%s", p->name);
-      double nl2 = f64_at(need(&f, key, GF_ST_F64, 2), 1);
+      double nl2 = gt_f64_at(gt_need(&f, key, GF_ST_F64, 2), 1);
       double gap = fabs(nl2 - tl2) / (4e-6 * tl2);
       wn.n++;
       if (wn.n == 1 || gap < wn.ratio) {
@@ -222,11 +162,8 @@ static void golden_case(gf_ctx *ctx, const char *dir, const char *name, int pert
     }
   }
   fprintf(stderr, "%s: P %.9g (PyTorch %.9g), scale %g\n", name, pen, tp, (double)s_run);
-  worst *all[] = {&wp, &ws, &wl, &wsum, &wz};
-  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-    if (all[i]->n)
-      fprintf(stderr, "  %-12s worst |d|/tol %.3g at %s\n", all[i]->what, all[i]->ratio,
-              all[i]->where);
+  gt_worst *all[] = {&wp, &ws, &wl, &wsum, &wz};
+  gt_print_worst(all, sizeof all / sizeof all[0]);
   if (wn.n)
     fprintf(stderr, "  %-12s smallest |L2 - L2_nosn| / tol %.3g at %s\n", wn.what, wn.ratio,
             wn.where);
@@ -515,15 +452,9 @@ static void refusals(gf_ctx *ctx) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: test_r1 GOLDEN_DIR [--perturb]\n");
-    return 2;
-  }
-  int perturb = argc > 2 && strcmp(argv[2], "--perturb") == 0;
+  int perturb = gt_args(argc, argv, "test_r1", "--perturb");
   gf_ctx ctx;
-  gf_err err = {0};
-  gf_ctx_config cc = {GF_BACKEND_CPU, 2, 0, GF_CPU_LAYOUT_AUTO};
-  REQUIRE(gf_ctx_init(&ctx, &cc, &err) == GF_OK);
+  gt_cpu_ctx(&ctx);
   const char *cases[] = {"dcgan28_sn", "mlp", "mlp_sn"};
   enum { N_CASES = sizeof cases / sizeof cases[0] };
   int missed[N_CASES];
@@ -534,13 +465,7 @@ int main(int argc, char **argv) {
   }
   if (perturb) {
     gf_ctx_free(&ctx);
-    int silent = 0;
-    for (size_t i = 0; i < N_CASES; i++) {
-      fprintf(stderr, "perturbed %s: %d checks failed: %s\n", cases[i], missed[i],
-              missed[i] ? "mismatch detected (good)" : "NOT detected");
-      silent += missed[i] == 0;
-    }
-    return silent ? 1 : 0;
+    return gt_fires_verdict(cases, missed, N_CASES);
   }
   fd_case(&ctx, "fd mlp 8x8", GF_ARCH_MLP, 8, 1, 0);
   fd_case(&ctx, "fd mlp 8x8 SN", GF_ARCH_MLP, 8, 1, 1);
