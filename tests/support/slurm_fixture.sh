@@ -111,6 +111,19 @@ alive() {
     tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$2"
 }
 
+# alive, asked again for half a second before it counts as dead: a daemon
+# given SlurmctldPidFile / SlurmdPidFile rewrites the pid file this script
+# wrote (truncated, then written), and a check between the two reads it
+# empty.
+alive_settled() {
+  local i
+  for i in 1 2 3 4 5; do
+    alive "$1" "$2" && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 # The cluster's state folder for a cluster folder (empty for one node).
 cluster_of() { cat "$1/cluster" 2>/dev/null; }
 
@@ -285,7 +298,7 @@ wait_idle() {
   nodes=$(IFS=,; echo "$*")
   while [ $((SECONDS - t0)) -lt "$SLURM_FIXTURE_WAIT" ]; do
     for f in $daemons; do
-      alive "$dir/$f.pid" "$dir" && continue
+      alive_settled "$dir/$f.pid" "$dir" && continue
       d=${f%%-*}
       local r
       r=$(why "$dir/log/$f.log"; tail -n 5 "$dir/log/$f.out")
