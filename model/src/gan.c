@@ -224,11 +224,16 @@ size_t gf_gan_arena_bytes(const gf_gan *gan) {
 }
 
 /* A view of n values at data on ctx's device. */
-static gf_status dview(gf_tensor *t, const gf_ctx *ctx, float *data, int ndim,
+static gf_status tview(gf_tensor *t, const gf_ctx *ctx, void *data, gf_dtype dtype, int ndim,
                        const int64_t *shape, gf_err *err) {
-  GF_TRY(gf_tensor_view(t, data, GF_F32, ctx->device, ndim, shape, err));
+  GF_TRY(gf_tensor_view(t, data, dtype, ctx->device, ndim, shape, err));
   t->device_index = ctx->device_index;
   return GF_OK;
+}
+
+static gf_status dview(gf_tensor *t, const gf_ctx *ctx, float *data, int ndim,
+                       const int64_t *shape, gf_err *err) {
+  return tview(t, ctx, data, GF_F32, ndim, shape, err);
 }
 
 static gf_status vec(gf_tensor *t, const gf_ctx *ctx, float *data, int64_t n, gf_err *err) {
@@ -378,9 +383,7 @@ static gf_status augment(gf_gan *gan, gf_ctx *ctx, const gf_tensor *x, uint64_t 
 
 /* A view of n labels at data on ctx's device. */
 static gf_status lview(gf_tensor *t, const gf_ctx *ctx, int32_t *data, int64_t n, gf_err *err) {
-  GF_TRY(gf_tensor_view(t, data, GF_I32, ctx->device, 1, &n, err));
-  t->device_index = ctx->device_index;
-  return GF_OK;
+  return tview(t, ctx, data, GF_I32, 1, &n, err);
 }
 
 void gf_gan_draw_labels(int32_t *out, int64_t n, int num_classes, uint64_t seed, int64_t step,
