@@ -162,6 +162,21 @@ typedef struct gf_backend_ops {
   gf_status (*rowdot_bwd)(gf_ctx *ctx, const gf_tensor *a, const gf_tensor *b,
                           const gf_tensor *dy, gf_tensor *da, gf_tensor *db,
                           gf_accum accum, gf_err *err);
+  /* Residual networks (ops.h). Nearest 2x upsampling: x / dx [N,C,H,W],
+   * y / dy [N,C,2H,2W]. Average-pool backward: p has kernel == stride,
+   * pad 0, kernel dividing dx's H and W; dy [N,C,H/kh,W/kw]. Each has
+   * numel >= 1 and no overlap between its input and its output. add: a,
+   * b, y of the same numel >= 1; y is a or b (the same data) or overlaps
+   * neither. */
+  gf_status (*upsample_nearest2x_fwd)(gf_ctx *ctx, const gf_tensor *x,
+                                      gf_tensor *y, gf_err *err);
+  gf_status (*upsample_nearest2x_bwd)(gf_ctx *ctx, const gf_tensor *dy,
+                                      gf_tensor *dx, gf_err *err);
+  gf_status (*avgpool2d_bwd)(gf_ctx *ctx, const gf_tensor *dy,
+                             const gf_pool_params *p, gf_tensor *dx,
+                             gf_err *err);
+  gf_status (*add)(gf_ctx *ctx, const gf_tensor *a, const gf_tensor *b,
+                   gf_tensor *y, gf_err *err);
 } gf_backend_ops;
 
 /* Activation kinds for act_fwd / act_bwd. */

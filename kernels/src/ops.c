@@ -1092,3 +1092,96 @@ gf_status gf_rowdot_bwd(gf_ctx *ctx, const gf_tensor *a, const gf_tensor *b,
   if ((!da && !db) || gf_tensor_numel(a) == 0) return GF_OK;
   return ctx->ops->rowdot_bwd(ctx, a, b, dy, da, db, accum, err);
 }
+
+/* ---- residual networks ----------------------------------------------------- */
+
+/* x (or dx): a 4-D [N,C,H,W] tensor; *big gets [N,C,2H,2W]. */
+static gf_status up2_shape(const gf_tensor *x, const char *op, const char *xn,
+                           int64_t big[4], gf_err *err) {
+  if (x->ndim != 4)
+    return gf_fail(err, GF_EINVAL, "%s: %s must be [N,C,H,W] (ndim %d)", op,
+                   xn, x->ndim);
+  if (x->shape[2] > INT64_MAX / 2 || x->shape[3] > INT64_MAX / 2)
+    return gf_fail(err, GF_EINVAL, "%s: %s is too large to upsample", op, xn);
+  big[0] = x->shape[0];
+  big[1] = x->shape[1];
+  big[2] = 2 * x->shape[2];
+  big[3] = 2 * x->shape[3];
+  return GF_OK;
+}
+
+gf_status gf_upsample_nearest2x_fwd(gf_ctx *ctx, const gf_tensor *x,
+                                    gf_tensor *y, gf_err *err) {
+  const char *op = "upsample_nearest2x_fwd";
+  NEED_OP(ctx, upsample_nearest2x_fwd, op);
+  GF_TRY(check_t(ctx, x, op, "x", err));
+  GF_TRY(check_t(ctx, y, op, "y", err));
+  int64_t ys[4];
+  GF_TRY(up2_shape(x, op, "x", ys, err));
+  GF_TRY(check_shape(y, op, "y", 4, ys, err));
+  if (overlaps(x, y))
+    return gf_fail(err, GF_EINVAL, "%s: y overlaps x", op);
+  if (gf_tensor_numel(x) == 0) return GF_OK;
+  return ctx->ops->upsample_nearest2x_fwd(ctx, x, y, err);
+}
+
+gf_status gf_upsample_nearest2x_bwd(gf_ctx *ctx, const gf_tensor *dy,
+                                    gf_tensor *dx, gf_err *err) {
+  const char *op = "upsample_nearest2x_bwd";
+  NEED_OP(ctx, upsample_nearest2x_bwd, op);
+  GF_TRY(check_t(ctx, dy, op, "dy", err));
+  GF_TRY(check_t(ctx, dx, op, "dx", err));
+  int64_t ds[4];
+  GF_TRY(up2_shape(dx, op, "dx", ds, err));
+  GF_TRY(check_shape(dy, op, "dy", 4, ds, err));
+  if (overlaps(dx, dy))
+    return gf_fail(err, GF_EINVAL, "%s: dx overlaps dy", op);
+  if (gf_tensor_numel(dx) == 0) return GF_OK;
+  return ctx->ops->upsample_nearest2x_bwd(ctx, dy, dx, err);
+}
+
+gf_status gf_avgpool2d_bwd(gf_ctx *ctx, const gf_tensor *dy,
+                           const gf_pool_params *p, gf_tensor *dx,
+                           gf_err *err) {
+  const char *op = "avgpool2d_bwd";
+  NEED_OP(ctx, avgpool2d_bwd, op);
+  GF_TRY(check_t(ctx, dy, op, "dy", err));
+  GF_TRY(check_t(ctx, dx, op, "dx", err));
+  int64_t ys[4];
+  GF_TRY(pool_shape(dx, p, ys, op, err));
+  if (p->kernel[0] != p->stride[0] || p->kernel[1] != p->stride[1] ||
+      p->pad[0] != 0 || p->pad[1] != 0 || dx->shape[2] % p->kernel[0] != 0 ||
+      dx->shape[3] % p->kernel[1] != 0)
+    return gf_fail(err, GF_EUNSUPPORTED,
+                   "%s: only non-overlapping windows that tile the input "
+                   "(kernel == stride, pad 0, H and W multiples of the "
+                   "kernel); got kernel %dx%d, stride %dx%d, pad %dx%d on "
+                   "%lldx%lld", op, p->kernel[0], p->kernel[1], p->stride[0],
+                   p->stride[1], p->pad[0], p->pad[1],
+                   (long long)dx->shape[2], (long long)dx->shape[3]);
+  GF_TRY(check_shape(dy, op, "dy", 4, ys, err));
+  if (overlaps(dx, dy))
+    return gf_fail(err, GF_EINVAL, "%s: dx overlaps dy", op);
+  if (gf_tensor_numel(dx) == 0) return GF_OK;
+  return ctx->ops->avgpool2d_bwd(ctx, dy, p, dx, err);
+}
+
+gf_status gf_add(gf_ctx *ctx, const gf_tensor *a, const gf_tensor *b,
+                 gf_tensor *y, gf_err *err) {
+  const char *op = "add";
+  NEED_OP(ctx, add, op);
+  GF_TRY(check_t(ctx, a, op, "a", err));
+  GF_TRY(check_t(ctx, b, op, "b", err));
+  GF_TRY(check_t(ctx, y, op, "y", err));
+  int64_t n = gf_tensor_numel(y);
+  if (gf_tensor_numel(a) != n || gf_tensor_numel(b) != n)
+    return gf_fail(err, GF_EINVAL, "%s: a, b, y have %lld, %lld, %lld "
+                   "elements", op, (long long)gf_tensor_numel(a),
+                   (long long)gf_tensor_numel(b), (long long)n);
+  if (y->data != a->data && overlaps(y, a))
+    return gf_fail(err, GF_EINVAL, "%s: y partly overlaps a", op);
+  if (y->data != b->data && overlaps(y, b))
+    return gf_fail(err, GF_EINVAL, "%s: y partly overlaps b", op);
+  if (n == 0) return GF_OK;
+  return ctx->ops->add(ctx, a, b, y, err);
+}

@@ -38,7 +38,10 @@ static void test_table(void) {
       (const void *)o->embedding_bwd,
       (const void *)o->channel_affine_fwd,
       (const void *)o->channel_affine_bwd,
-      (const void *)o->rowdot_fwd,   (const void *)o->rowdot_bwd};
+      (const void *)o->rowdot_fwd,   (const void *)o->rowdot_bwd,
+      (const void *)o->upsample_nearest2x_fwd,
+      (const void *)o->upsample_nearest2x_bwd,
+      (const void *)o->avgpool2d_bwd, (const void *)o->add};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
     CHECKF(fns[i] != NULL, "entry %zu of the CUDA table is NULL", i);
   /* every op of the CPU table has a CUDA twin */

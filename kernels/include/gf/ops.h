@@ -281,7 +281,9 @@ gf_status gf_adam_step(gf_ctx *ctx, const gf_adam_params *p, int64_t step,
 
 /* ---- pooling, resize, channel concatenation (forward only; inference) --
  * The layers of a feature extractor (Inception-v3 for FID) that have no
- * parameters. x and y are NCHW; no backward. */
+ * parameters. x and y are NCHW; no backward here (the backward of average
+ * pooling over non-overlapping windows, which residual networks train
+ * through, is gf_avgpool2d_bwd: "residual networks" below). */
 typedef struct gf_pool_params {
   int kernel[2];         /* [h, w], >= 1 */
   int stride[2];         /* [h, w], >= 1 */
@@ -337,7 +339,8 @@ gf_status gf_copy_channels(gf_ctx *ctx, const gf_tensor *src, gf_tensor *dst,
 /* ---- utilities ---------------------------------------------------------- */
 /* Sets every element of t to value. */
 gf_status gf_fill(gf_ctx *ctx, gf_tensor *t, float value, gf_err *err);
-/* dst = src element-wise (same numel; shapes may differ). */
+/* dst = src element-wise (same numel; shapes may differ). The sum of two
+ * tensors is gf_add ("residual networks" below). */
 gf_status gf_copy(gf_ctx *ctx, const gf_tensor *src, gf_tensor *dst,
                   gf_err *err);
 
@@ -510,5 +513,47 @@ gf_status gf_rowdot_fwd(gf_ctx *ctx, const gf_tensor *a, const gf_tensor *b,
 gf_status gf_rowdot_bwd(gf_ctx *ctx, const gf_tensor *a, const gf_tensor *b,
                         const gf_tensor *dy, gf_tensor *da, gf_tensor *db,
                         gf_accum accum, gf_err *err);
+
+/* ---- residual networks: nearest upsampling, average-pool backward, add ----
+ * The parameter-free layers of the residual blocks of SNGAN / BigGAN-style
+ * GANs: G's blocks upsample by 2 (nearest), D's downsample by 2x2 average
+ * pooling, D ends in a global average pooling (a window of the whole
+ * image), and every block adds its shortcut to its residual branch.
+ * Tensors are NCHW f32 (gf_add: any shape). Results are PyTorch's CPU bits
+ * (checked against torch 2.15: tests/kernels/golden/make_resample_golden.py)
+ * and the same bits on the CPU at any thread count and on CUDA (one thread
+ * per output element, no atomics). The backward ops overwrite dx. */
+
+/* y[n, c, i, j] = x[n, c, i / 2, j / 2] (F.interpolate(x, scale_factor=2,
+ * mode="nearest")): exact copies. x [N,C,H,W], y [N,C,2H,2W]; y must not
+ * overlap x. */
+gf_status gf_upsample_nearest2x_fwd(gf_ctx *ctx, const gf_tensor *x,
+                                    gf_tensor *y, gf_err *err);
+/* dx[n, c, i, j] = (((0 + dy[2i, 2j]) + dy[2i, 2j+1]) + dy[2i+1, 2j])
+ *                  + dy[2i+1, 2j+1]
+ * in f32, in exactly that order, on both backends: PyTorch's CPU order (it
+ * walks the output pixels row by row, adding into a zeroed grad_input), so
+ * its bits, -0 included (a block of four -0 gives +0). dy [N,C,2H,2W], dx
+ * [N,C,H,W]; dx must not overlap dy. */
+gf_status gf_upsample_nearest2x_bwd(gf_ctx *ctx, const gf_tensor *dy,
+                                    gf_tensor *dx, gf_err *err);
+/* The backward of gf_avgpool2d_fwd for non-overlapping windows:
+ *   dx[n, c, i, j] = 0 + dy[n, c, i / kh, j / kw] / (float)(kh kw)
+ * (one f32 division, then PyTorch's add into a zeroed grad_input: its bits,
+ * a -0 gradient giving +0). p must have kernel == stride, pad 0, and dx's
+ * H and W multiples of the kernel (else GF_EUNSUPPORTED); count_include_pad
+ * is then irrelevant (0 or 1). Used with 2x2 windows (downsampling) and
+ * with one window of the whole image (kernel = [H, W]: global average
+ * pooling, dy [N,C,1,1]). dx [N,C,H,W], dy gf_pool2d_out_shape(dx, p)
+ * (GF_EINVAL otherwise); dx must not overlap dy. */
+gf_status gf_avgpool2d_bwd(gf_ctx *ctx, const gf_tensor *dy,
+                           const gf_pool_params *p, gf_tensor *dx,
+                           gf_err *err);
+/* y = a + b element-wise, one f32 rounding (PyTorch's bits). a, b and y
+ * hold the same numel (shapes may differ, as gf_copy's). y may be a or b
+ * (in place: the same data, e.g. h = h + shortcut) or both; a partial
+ * overlap of y with a or b is GF_EINVAL. a and b may overlap each other. */
+gf_status gf_add(gf_ctx *ctx, const gf_tensor *a, const gf_tensor *b,
+                 gf_tensor *y, gf_err *err);
 
 #endif

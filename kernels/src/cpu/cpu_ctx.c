@@ -526,4 +526,8 @@ const gf_backend_ops gf_cpu_backend_ops = {
     .channel_affine_bwd = gf_cpu_channel_affine_bwd,
     .rowdot_fwd = gf_cpu_rowdot_fwd,
     .rowdot_bwd = gf_cpu_rowdot_bwd,
+    .upsample_nearest2x_fwd = gf_cpu_upsample_nearest2x_fwd,
+    .upsample_nearest2x_bwd = gf_cpu_upsample_nearest2x_bwd,
+    .avgpool2d_bwd = gf_cpu_avgpool2d_bwd,
+    .add = gf_cpu_add,
 };

@@ -198,5 +198,15 @@ gf_status gf_cuda_rowdot_bwd(gf_ctx *ctx, const gf_tensor *a,
                              const gf_tensor *b, const gf_tensor *dy,
                              gf_tensor *da, gf_tensor *db, gf_accum accum,
                              gf_err *err);
+/* cuda_resample.c */
+gf_status gf_cuda_upsample_nearest2x_fwd(gf_ctx *ctx, const gf_tensor *x,
+                                         gf_tensor *y, gf_err *err);
+gf_status gf_cuda_upsample_nearest2x_bwd(gf_ctx *ctx, const gf_tensor *dy,
+                                         gf_tensor *dx, gf_err *err);
+gf_status gf_cuda_avgpool2d_bwd(gf_ctx *ctx, const gf_tensor *dy,
+                                const gf_pool_params *p, gf_tensor *dx,
+                                gf_err *err);
+gf_status gf_cuda_add(gf_ctx *ctx, const gf_tensor *a, const gf_tensor *b,
+                      gf_tensor *y, gf_err *err);
 
 #endif

@@ -157,4 +157,8 @@ const gf_backend_ops gf_cuda_backend_ops = {
     .channel_affine_bwd = gf_cuda_channel_affine_bwd,
     .rowdot_fwd = gf_cuda_rowdot_fwd,
     .rowdot_bwd = gf_cuda_rowdot_bwd,
+    .upsample_nearest2x_fwd = gf_cuda_upsample_nearest2x_fwd,
+    .upsample_nearest2x_bwd = gf_cuda_upsample_nearest2x_bwd,
+    .avgpool2d_bwd = gf_cuda_avgpool2d_bwd,
+    .add = gf_cuda_add,
 };
