@@ -10,9 +10,11 @@ generator in inference mode, the same numbers ganflow-serve and
   * latents: Philox-4x32-10 keyed by the seed as in model/include/gf/rng.h
     (purpose GF_RNG_SAMPLE = 7, step 0, sub 0, sample 0) and the
     Box-Muller transform of kernels/src/philox.c (gf_philox_normal);
-  * networks: model/src/net_mlp.c and model/src/net_dcgan.c (linear,
-    transposed convolution without bias, batch norm with the running
-    statistics and eps 1e-5, ReLU, tanh); images NCHW in [-1, 1]
+  * networks: model/src/net_mlp.c, net_dcgan.c and net_resnet.c (linear,
+    convolution and transposed convolution without bias, batch norm with
+    the running statistics and eps 1e-5, ReLU, tanh, nearest 2x
+    upsampling, residual adds whose shortcut is a 1x1 convolution of the
+    upsampled block input); images NCHW in [-1, 1]
     (pixel_normalization "tanh_-1_1");
   * class-conditional models (config num_classes K > 0, model/src/net.c,
     net_layers.c): every batch norm of G is conditional, BigGAN's: xhat =
@@ -158,6 +160,21 @@ def _deconv(x, w, stride, pad):
     return y[:, :, pad:fh - pad, pad:fw - pad]
 
 
+def _conv(x, w, stride, pad):
+    """nn.Conv2d without bias: x [n, cin, h, wd], w [cout, cin, k, k]."""
+    k = w.shape[2]
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    cols = np.lib.stride_tricks.sliding_window_view(xp, (k, k), axis=(2, 3))
+    cols = cols[:, :, ::stride, ::stride]              # [n, cin, oh, ow, k, k]
+    y = np.tensordot(cols, w, axes=([1, 4, 5], [1, 2, 3]))  # [n, oh, ow, cout]
+    return np.ascontiguousarray(y.transpose(0, 3, 1, 2), dtype=np.float32)
+
+
+def _upsample(x):
+    """Nearest-neighbour 2x (F.interpolate(scale_factor=2))."""
+    return x.repeat(2, axis=2).repeat(2, axis=3)
+
+
 def _relu(x):
     return np.maximum(x, np.float32(0))
 
@@ -194,6 +211,17 @@ def _layers(cfg):
             ch //= 2
             out += [("deconv", ch, 4, 2, 1), ("bn",), ("relu",)]
         out += [("deconv", cfg["image_channels"], 4, 2, 1), ("tanh",)]
+    elif cfg["architecture"] == "resnet":
+        size, ngf = cfg["image_height"], cfg["ngf"]
+        s0 = 7 if size == 28 else 4
+        blocks = {28: 2, 32: 3}.get(size, 4)
+        widths = [ngf * m for m in (8, 8, 4, 2, 1)] if size == 64 else [ngf] * (blocks + 1)
+        out += [("linear_map", widths[0], s0, s0)]
+        for b in range(blocks):
+            start = len(out)
+            out += [("bn",), ("relu",), ("upsample",), ("conv", widths[b + 1], 3, 1, 1),
+                    ("bn",), ("relu",), ("conv", widths[b + 1], 3, 1, 1), ("resadd", start)]
+        out += [("bn",), ("relu",), ("conv", cfg["image_channels"], 3, 1, 1), ("tanh",)]
     else:
         raise ValueError(f"unknown architecture {cfg['architecture']!r}")
     return list(enumerate(out))
@@ -243,7 +271,8 @@ class GanflowGenerator:
                                  f"[{self.num_classes}, {_COND_EMBED_DIM}]")
             used.add(key)
         for i, spec in self.layers:
-            names = {"linear": ("weight", "bias"), "deconv": ("weight",),
+            names = {"linear": ("weight", "bias"), "linear_map": ("weight", "bias"),
+                     "deconv": ("weight",), "conv": ("weight",), "resadd": ("weight",),
                      "bn": bn}.get(spec[0], ())
             p = {}
             for s in names:
@@ -277,9 +306,20 @@ class GanflowGenerator:
             raise ValueError("this model is not class-conditional: give no class")
         if self.config["architecture"] == "dcgan":
             x = x.reshape(x.shape[0], self.z_dim, 1, 1)
+        inputs = []  # each layer's input: a residual block's shortcut reads one
         for i, spec in self.layers:
             p, kind = self.params[i], spec[0]
-            if kind == "linear":
+            inputs.append(x)
+            if kind == "linear_map":
+                x = _linear(x.reshape(x.shape[0], -1), p["weight"], p["bias"])
+                x = x.reshape((x.shape[0],) + tuple(spec[1:]))
+            elif kind == "conv":
+                x = _conv(x, p["weight"], spec[3], spec[4])
+            elif kind == "upsample":
+                x = _upsample(x)
+            elif kind == "resadd":  # G's shortcut: conv1x1(upsample(block input))
+                x = x + _conv(_upsample(inputs[spec[1]]), p["weight"], 1, 0)
+            elif kind == "linear":
                 x = _linear(x.reshape(x.shape[0], -1), p["weight"], p["bias"])
             elif kind == "deconv":
                 x = _deconv(x, p["weight"], spec[3], spec[4])

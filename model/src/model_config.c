@@ -11,6 +11,7 @@ const char *gf_arch_name(gf_arch a) {
   switch (a) {
   case GF_ARCH_MLP: return "mlp";
   case GF_ARCH_DCGAN: return "dcgan";
+  case GF_ARCH_RESNET: return "resnet";
   }
   return "?";
 }
@@ -25,9 +26,11 @@ const char *gf_pixel_norm_name(gf_pixel_norm p) {
 gf_status gf_arch_parse(const char *s, gf_arch *out, gf_err *err) {
   if (s && strcmp(s, "mlp") == 0) *out = GF_ARCH_MLP;
   else if (s && strcmp(s, "dcgan") == 0) *out = GF_ARCH_DCGAN;
+  else if (s && strcmp(s, "resnet") == 0) *out = GF_ARCH_RESNET;
   else
     return gf_fail(err, GF_EINVAL,
-                   "config: architecture: expected \"mlp\" or \"dcgan\", got \"%.64s\"",
+                   "config: architecture: expected \"mlp\", \"dcgan\" or \"resnet\", "
+                   "got \"%.64s\"",
                    s ? s : "(null)");
   return GF_OK;
 }
@@ -53,6 +56,11 @@ void gf_model_config_default(gf_model_config *c, gf_arch arch) {
     c->image_height = c->image_width = 64;
     c->image_channels = 3;
     c->ngf = c->ndf = 64;
+  } else if (arch == GF_ARCH_RESNET) { /* SNGAN's CIFAR-10 network, at 64 wide */
+    c->z_dim = 128;
+    c->image_height = c->image_width = 32;
+    c->image_channels = 3;
+    c->ngf = c->ndf = 64;
   } else {
     /* The paper's network: z 50, first hidden widths 1200 (G) and 256 (D),
      * which the mlp builder fixes; the fields record them. */
@@ -76,7 +84,8 @@ gf_status gf_model_config_validate(const gf_model_config *c, gf_err *err) {
     return gf_fail(err, c->format_version > GF_MODEL_CONFIG_VERSION ? GF_EUNSUPPORTED : GF_EINVAL,
                    "config: format_version: %d is not the supported version %d",
                    c->format_version, GF_MODEL_CONFIG_VERSION);
-  if (c->architecture != GF_ARCH_MLP && c->architecture != GF_ARCH_DCGAN)
+  if (c->architecture != GF_ARCH_MLP && c->architecture != GF_ARCH_DCGAN &&
+      c->architecture != GF_ARCH_RESNET)
     return gf_fail(err, GF_EINVAL, "config: architecture: unknown value %d", (int)c->architecture);
   if (c->pixel_norm != GF_PIXEL_TANH_M1_1)
     return gf_fail(err, GF_EINVAL, "config: pixel_normalization: unknown value %d",
@@ -92,15 +101,17 @@ gf_status gf_model_config_validate(const gf_model_config *c, gf_err *err) {
   if ((st = range("ngf", c->ngf, 1, 65536, err)) != GF_OK) return st;
   if ((st = range("ndf", c->ndf, 1, 65536, err)) != GF_OK) return st;
   if ((st = range("spectral_norm", c->spectral_norm, 0, 1, err)) != GF_OK) return st;
-  if (c->architecture == GF_ARCH_DCGAN) {
+  if (c->architecture != GF_ARCH_MLP) {
+    const char *a = gf_arch_name(c->architecture);
     int s = c->image_height;
     if (s != 28 && s != 32 && s != 64)
-      return gf_fail(err, GF_EINVAL, "config: image_height: dcgan supports 28, 32 or 64, not %d", s);
+      return gf_fail(err, GF_EINVAL, "config: image_height: %s supports 28, 32 or 64, not %d", a,
+                     s);
     if (c->image_width != s)
-      return gf_fail(err, GF_EINVAL, "config: image_width: dcgan needs a square image (%d != %d)",
+      return gf_fail(err, GF_EINVAL, "config: image_width: %s needs a square image (%d != %d)", a,
                      c->image_width, s);
     if (c->image_channels != 1 && c->image_channels != 3)
-      return gf_fail(err, GF_EINVAL, "config: image_channels: dcgan supports 1 or 3, not %d",
+      return gf_fail(err, GF_EINVAL, "config: image_channels: %s supports 1 or 3, not %d", a,
                      c->image_channels);
   }
   return GF_OK;

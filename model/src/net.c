@@ -1,7 +1,8 @@
-/* net.c - gf_net (gf/net.h): the layer builder, sizing and carving of the
- * arenas, and the forward / backward / Adam drivers that walk the layer
- * table. The per-kind arithmetic is in net_layers.c; which layers a network
- * has is in net_mlp.c and net_dcgan.c. */
+/* net.c - gf_net (gf/net.h): sizing and carving of the arenas, and the
+ * forward / backward / Adam drivers that walk the layer table. The layer
+ * builder is in net_build.c, the per-kind arithmetic in net_layers.c;
+ * which layers a network has is in net_mlp.c, net_dcgan.c and
+ * net_resnet.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,180 +10,11 @@
 #include "gf/text.h"
 #include "net_layers.h"
 
-/* ---- builder --------------------------------------------------------------- */
-
-/* Per-sample shape of the current last output (the net input when empty). */
-static void prev_shape(const gf_net *net, int *ndim, int64_t s[3]) {
-  if (net->n_layers == 0) {
-    *ndim = net->in_ndim;
-    memcpy(s, net->in_shape, sizeof net->in_shape);
-  } else {
-    const gf_layer *l = &net->layers[net->n_layers - 1];
-    *ndim = l->out_ndim;
-    memcpy(s, l->out, sizeof l->out);
-  }
-}
-
+/* Per-sample numel of dims s. */
 static int64_t numel_of(int ndim, const int64_t *s) {
   int64_t n = 1;
   for (int i = 0; i < ndim; i++) n *= s[i];
   return n;
-}
-
-static gf_status new_layer(gf_net *net, gf_layer_kind kind, gf_layer **out,
-                           gf_err *err) {
-  if (net->n_layers >= GF_NET_MAX_LAYERS)
-    return gf_fail(err, GF_EINVAL, "net: more than %d layers", GF_NET_MAX_LAYERS);
-  gf_layer *l = &net->layers[net->n_layers];
-  memset(l, 0, sizeof *l);
-  l->kind = kind;
-  l->p_w = l->p_b = l->p_gamma = l->p_beta = l->p_rmean = l->p_rvar = -1;
-  l->p_u = l->p_v = -1;
-  l->p_gw = l->p_gb = l->p_bw = l->p_bb = -1;
-  prev_shape(net, &l->in_ndim, l->in);
-  *out = l;
-  return GF_OK;
-}
-
-/* Registers tensor "<g|d>.<module>.<suffix>" (module "main.<n_layers>",
- * the layer being added, when NULL); its memory is carved by carve(). */
-static gf_status add_tensor_in(gf_net *net, const char *module, const char *suffix,
-                               gf_param_kind kind, int ndim, const int64_t *shape,
-                               int *index, gf_err *err) {
-  if (net->n_tensors >= GF_NET_MAX_TENSORS)
-    return gf_fail(err, GF_EINVAL, "net: more than %d tensors", GF_NET_MAX_TENSORS);
-  gf_param *p = &net->tensors[net->n_tensors];
-  memset(p, 0, sizeof *p);
-  char r = net->role == GF_NET_G ? 'g' : 'd';
-  if (module)
-    GF_TRY(gf_format(p->name, sizeof p->name, err, "net: parameter name", "%c.%s.%s", r,
-                     module, suffix));
-  else
-    GF_TRY(gf_format(p->name, sizeof p->name, err, "net: parameter name", "%c.main.%d.%s", r,
-                     net->n_layers, suffix));
-  p->kind = kind;
-  p->trainable = kind != GF_PARAM_BN_RUNNING_MEAN && kind != GF_PARAM_BN_RUNNING_VAR &&
-                 kind != GF_PARAM_SN_U && kind != GF_PARAM_SN_V;
-  p->value.ndim = ndim;
-  for (int i = 0; i < GF_MAX_DIMS; i++) p->value.shape[i] = i < ndim ? shape[i] : 1;
-  if (p->trainable) net->n_trainable += numel_of(ndim, shape);
-  else net->n_bn_stats += numel_of(ndim, shape);
-  *index = net->n_tensors++;
-  return GF_OK;
-}
-
-static gf_status add_tensor(gf_net *net, const char *suffix, gf_param_kind kind,
-                            int ndim, const int64_t *shape, int *index,
-                            gf_err *err) {
-  return add_tensor_in(net, NULL, suffix, kind, ndim, shape, index, err);
-}
-
-/* Registers the weight of layer l: "weight", or with spectral norm (a D
- * of a config with spectral_norm) "weight_orig" and its vectors. */
-static gf_status add_weight(gf_net *net, gf_layer *l, int ndim, const int64_t *ws,
-                            int64_t fan_in, int64_t fan_out, gf_err *err) {
-  bool sn = net->role == GF_NET_D && net->cfg.spectral_norm;
-  GF_TRY(add_tensor(net, sn ? "weight_orig" : "weight", GF_PARAM_WEIGHT, ndim, ws, &l->p_w, err));
-  net->tensors[l->p_w].fan_in = fan_in;
-  net->tensors[l->p_w].fan_out = fan_out;
-  if (!sn) return GF_OK;
-  int64_t r = ws[0], k = numel_of(ndim, ws) / ws[0];
-  GF_TRY(add_tensor(net, "weight_u", GF_PARAM_SN_U, 1, &r, &l->p_u, err));
-  return add_tensor(net, "weight_v", GF_PARAM_SN_V, 1, &k, &l->p_v, err);
-}
-
-gf_status gf_nb_linear(gf_net *net, int64_t out_features, bool bias, gf_err *err) {
-  gf_layer *l = NULL;
-  GF_TRY(new_layer(net, GF_L_LINEAR, &l, err));
-  int64_t in = numel_of(l->in_ndim, l->in);
-  l->in_ndim = 1;
-  l->in[0] = in;
-  l->in[1] = l->in[2] = 1;
-  l->out_ndim = 1;
-  l->out[0] = out_features;
-  l->out[1] = l->out[2] = 1;
-  int64_t ws[2] = {out_features, in};
-  GF_TRY(add_weight(net, l, 2, ws, in, out_features, err));
-  if (bias) GF_TRY(add_tensor(net, "bias", GF_PARAM_BIAS, 1, &out_features, &l->p_b, err));
-  net->n_layers++;
-  return GF_OK;
-}
-
-gf_status gf_nb_conv(gf_net *net, bool transposed, int64_t cout, int k,
-                     int stride, int pad, gf_err *err) {
-  gf_layer *l = NULL;
-  GF_TRY(new_layer(net, transposed ? GF_L_DECONV : GF_L_CONV, &l, err));
-  if (l->in_ndim == 1) { /* a vector (z) seen as [F, 1, 1] */
-    l->in[1] = l->in[2] = 1;
-  }
-  l->in_ndim = 3;
-  int64_t cin = l->in[0], h = l->in[1], w = l->in[2];
-  int64_t oh, ow;
-  if (transposed) {
-    oh = (h - 1) * stride - 2 * pad + k;
-    ow = (w - 1) * stride - 2 * pad + k;
-  } else {
-    oh = (h + 2 * pad - k) / stride + 1;
-    ow = (w + 2 * pad - k) / stride + 1;
-  }
-  if (oh < 1 || ow < 1)
-    return gf_fail(err, GF_EINVAL, "net: layer %d: %lldx%lld input too small for a %dx%d kernel",
-                   net->n_layers, (long long)h, (long long)w, k, k);
-  l->out_ndim = 3;
-  l->out[0] = cout;
-  l->out[1] = oh;
-  l->out[2] = ow;
-  l->conv = (gf_conv_params){{stride, stride}, {pad, pad}, {0, 0}};
-  int64_t ws[4] = {transposed ? cin : cout, transposed ? cout : cin, k, k};
-  if (transposed && net->role == GF_NET_D && net->cfg.spectral_norm)
-    return gf_fail(err, GF_EUNSUPPORTED, "net: spectral norm of a transposed convolution");
-  GF_TRY(add_weight(net, l, 4, ws, cin * k * k, cout * k * k, err));
-  net->n_layers++;
-  return GF_OK;
-}
-
-gf_status gf_nb_bn(gf_net *net, gf_err *err) {
-  gf_layer *l = NULL;
-  GF_TRY(new_layer(net, GF_L_BN, &l, err));
-  l->out_ndim = l->in_ndim;
-  memcpy(l->out, l->in, sizeof l->in);
-  int64_t c = l->in[0];
-  if (net->role == GF_NET_G && net->cfg.num_classes > 0) {
-    /* conditional: BN without affine, gain and bias from the embedding */
-    int64_t ws[2] = {c, GF_COND_EMBED_DIM};
-    GF_TRY(add_tensor(net, "gain.weight", GF_PARAM_WEIGHT, 2, ws, &l->p_gw, err));
-    GF_TRY(add_tensor(net, "gain.bias", GF_PARAM_CBN_GAIN_BIAS, 1, &c, &l->p_gb, err));
-    GF_TRY(add_tensor(net, "bias.weight", GF_PARAM_WEIGHT, 2, ws, &l->p_bw, err));
-    GF_TRY(add_tensor(net, "bias.bias", GF_PARAM_BIAS, 1, &c, &l->p_bb, err));
-    for (int i = 0; i < 2; i++) {
-      gf_param *w = &net->tensors[i ? l->p_bw : l->p_gw];
-      w->fan_in = GF_COND_EMBED_DIM;
-      w->fan_out = c;
-    }
-  } else {
-    GF_TRY(add_tensor(net, "weight", GF_PARAM_BN_WEIGHT, 1, &c, &l->p_gamma, err));
-    GF_TRY(add_tensor(net, "bias", GF_PARAM_BN_BIAS, 1, &c, &l->p_beta, err));
-  }
-  GF_TRY(add_tensor(net, "running_mean", GF_PARAM_BN_RUNNING_MEAN, 1, &c, &l->p_rmean, err));
-  GF_TRY(add_tensor(net, "running_var", GF_PARAM_BN_RUNNING_VAR, 1, &c, &l->p_rvar, err));
-  net->n_layers++;
-  return GF_OK;
-}
-
-gf_status gf_nb_act(gf_net *net, gf_layer_kind kind, float arg, gf_err *err) {
-  if (kind != GF_L_RELU && kind != GF_L_LRELU && kind != GF_L_TANH && kind != GF_L_DROPOUT)
-    return gf_fail(err, GF_EINVAL, "net: kind %d is not element-wise", (int)kind);
-  if (net->n_layers == 0)
-    return gf_fail(err, GF_EINVAL, "net: an element-wise layer cannot come first");
-  gf_layer *l = NULL;
-  GF_TRY(new_layer(net, kind, &l, err));
-  l->out_ndim = l->in_ndim;
-  memcpy(l->out, l->in, sizeof l->in);
-  l->in_place = true;
-  if (kind == GF_L_LRELU) l->slope = arg;
-  if (kind == GF_L_DROPOUT) l->drop_p = arg;
-  net->n_layers++;
-  return GF_OK;
 }
 
 /* ---- arenas ------------------------------------------------------------------ */
@@ -246,6 +78,11 @@ static gf_status allocate(gf_net *net, gf_ctx *ctx, gf_err *err) {
       abytes += fbytes(wn) + fbytes(1);
       if (wn > max_w) max_w = wn;
     }
+    if (l->kind == GF_L_RESADD) {
+      if (l->mid_numel > 0) abytes += fbytes(mb * l->mid_numel) + fbytes(mb * l->out_numel);
+      if (net->training)
+        abytes += fbytes(mb * l->skip_numel) + (l->mid_numel > 0 ? fbytes(mb * l->mid_numel) : 0);
+    }
   }
   if (net->training && max_w > 0) abytes += fbytes(max_w);
   if (cond_dim > 0) {
@@ -292,6 +129,17 @@ static gf_status allocate(gf_net *net, gf_ctx *ctx, gf_err *err) {
       GF_TRY(carve_floats(&net->acts, gf_tensor_numel(&net->tensors[l->p_w].value), &l->w_sn,
                           err));
       GF_TRY(carve_floats(&net->acts, 1, &l->sigma, err));
+    }
+    if (l->kind == GF_L_RESADD) {
+      if (l->mid_numel > 0) {
+        GF_TRY(carve_floats(&net->acts, mb * l->mid_numel, &l->sc_mid, err));
+        GF_TRY(carve_floats(&net->acts, mb * l->out_numel, &l->sc_out, err));
+      }
+      if (net->training) {
+        GF_TRY(carve_floats(&net->acts, mb * l->skip_numel, &l->skip_grad, err));
+        if (l->mid_numel > 0)
+          GF_TRY(carve_floats(&net->acts, mb * l->mid_numel, &l->sc_dmid, err));
+      }
     }
     if (l->p_gw >= 0) {
       GF_TRY(carve_floats(&net->acts, mb * l->out_numel, &l->xhat, err));
@@ -355,13 +203,17 @@ gf_status gf_net_init(gf_net *net, gf_ctx *ctx, const gf_model_config *cfg,
     net->in_shape[1] = cfg->image_height;
     net->in_shape[2] = cfg->image_width;
   }
-  GF_TRY(cfg->architecture == GF_ARCH_MLP ? gf_mlp_build(net, err) : gf_dcgan_build(net, err));
+  switch (cfg->architecture) {
+  case GF_ARCH_MLP: GF_TRY(gf_mlp_build(net, err)); break;
+  case GF_ARCH_DCGAN: GF_TRY(gf_dcgan_build(net, err)); break;
+  case GF_ARCH_RESNET: GF_TRY(gf_resnet_build(net, err)); break;
+  }
   if (net->n_layers == 0) return gf_fail(err, GF_EINVAL, "net: no layers");
   if (cfg->num_classes > 0) { /* the class embedding, after the layers */
     const gf_layer *lastl = &net->layers[net->n_layers - 1];
     int64_t es[2] = {cfg->num_classes,
                      role == GF_NET_G ? GF_COND_EMBED_DIM : numel_of(lastl->in_ndim, lastl->in)};
-    GF_TRY(add_tensor_in(net, role == GF_NET_G ? "shared" : "embed", "weight", GF_PARAM_EMBED,
+    GF_TRY(gf_nb_tensor(net, role == GF_NET_G ? "shared" : "embed", "weight", GF_PARAM_EMBED,
                          2, es, &net->p_embed, err));
   }
   const gf_layer *last = &net->layers[net->n_layers - 1];
@@ -516,8 +368,11 @@ static gf_status init_params_host(gf_net *net, uint64_t seed, gf_err *err) {
   }
   reset_bn_stats(net);
   net->fwd_batch = 0;
-  GF_TRY(net->cfg.architecture == GF_ARCH_MLP ? gf_mlp_init_params(net, seed, err)
-                                              : gf_dcgan_init_params(net, seed, err));
+  switch (net->cfg.architecture) {
+  case GF_ARCH_MLP: GF_TRY(gf_mlp_init_params(net, seed, err)); break;
+  case GF_ARCH_DCGAN: GF_TRY(gf_dcgan_init_params(net, seed, err)); break;
+  case GF_ARCH_RESNET: GF_TRY(gf_resnet_init_params(net, seed, err)); break;
+  }
   sn_init(net, seed);
   cond_init(net, seed);
   return GF_OK;
@@ -661,6 +516,21 @@ gf_status gf_net_output(const gf_net *net, gf_tensor *y, gf_err *err) {
   return GF_OK;
 }
 
+/* Residual blocks that begin at layer i: their shortcuts' gradients
+ * (written by their GF_L_RESADD backward, which ran earlier) join the
+ * gradient wrt layer i's input. */
+static gf_status add_skip_grads(gf_net *net, gf_ctx *ctx, int i, gf_tensor *dx, gf_err *err) {
+  for (int r = i + 1; r < net->n_layers; r++) {
+    const gf_layer *l = &net->layers[r];
+    if (l->kind != GF_L_RESADD || l->skip_from != i) continue;
+    gf_tensor g;
+    GF_TRY(gf_tensor_reshape_view(&g, dx, dx->ndim, dx->shape, err));
+    g.data = l->skip_grad;
+    GF_TRY(gf_add(ctx, dx, &g, dx, err));
+  }
+  return GF_OK;
+}
+
 gf_status gf_net_backward(gf_net *net, gf_ctx *ctx, const gf_tensor *dy, gf_tensor *dx,
                           bool param_grads, gf_accum accum, gf_err *err) {
   if (!net || !net->layers || !ctx) return gf_fail(err, GF_EINVAL, "net: NULL argument");
@@ -692,6 +562,7 @@ gf_status gf_net_backward(gf_net *net, gf_ctx *ctx, const gf_tensor *dy, gf_tens
     if (st != GF_OK) return st;
     if (net->p_embed >= 0 && net->role == GF_NET_D && i == net->n_layers - 1)
       GF_TRY(gf_net_projection_bwd(net, l, ctx, &io, param_grads, accum, err));
+    if (dxbuf) GF_TRY(add_skip_grads(net, ctx, i, &io.dx, err));
     if (param_grads && net->grad_hook)
       GF_TRY(net->grad_hook(net->grad_hook_user, net, i, err));
     cur = dxbuf;

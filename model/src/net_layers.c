@@ -81,6 +81,15 @@ static gf_accum wacc(const gf_layer *l, gf_accum accum) {
 }
 
 /* ---- linear ------------------------------------------------------------- */
+/* A linear whose output is seen as [C, H, W] (gf_nb_linear_map): the
+ * ops take y and dy as [n, C*H*W]. */
+static gf_status flat_out(gf_layer_io *io, const gf_layer *l, gf_err *err) {
+  if (l->out_ndim == 1) return GF_OK;
+  int64_t s[2] = {io->y.shape[0], l->out_numel};
+  GF_TRY(gf_tensor_reshape_view(&io->y, &io->y, 2, s, err));
+  if (io->dy.data) GF_TRY(gf_tensor_reshape_view(&io->dy, &io->dy, 2, s, err));
+  return GF_OK;
+}
 static gf_status linear_fwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
                             gf_layer_io *io, gf_net_mode mode,
                             const gf_philox_stream *drop, gf_err *err) {
@@ -88,11 +97,13 @@ static gf_status linear_fwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
   (void)drop;
   gf_tensor w;
   GF_TRY(fwd_weight(net, l, ctx, &w, err));
+  GF_TRY(flat_out(io, l, err));
   return gf_linear_fwd(ctx, &io->x, &w, pval(net, l->p_b), &io->y, err);
 }
 static gf_status linear_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
                             gf_layer_io *io, bool pg, gf_accum accum,
                             gf_err *err) {
+  GF_TRY(flat_out(io, l, err));
   gf_tensor w, dw;
   GF_TRY(bwd_weight(net, l, pg, &w, &dw, err));
   if (l->p_u >= 0 && pg) { /* bias (+)= as asked; weight via the scratch */
@@ -109,30 +120,39 @@ static gf_status linear_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
 }
 
 /* ---- convolution and transposed convolution (no bias) ------------------- */
+/* Layer l's convolution (its weight, params and kind; a GF_L_RESADD's is
+ * its shortcut's 1x1 convolution) of x into y. */
+static gf_status conv_on(gf_net *net, gf_layer *l, gf_ctx *ctx, const gf_tensor *x,
+                         gf_tensor *y, gf_err *err) {
+  gf_tensor w;
+  GF_TRY(fwd_weight(net, l, ctx, &w, err));
+  if (l->kind == GF_L_DECONV) return gf_deconv2d_fwd(ctx, x, &w, NULL, &l->conv, y, err);
+  return gf_conv2d_fwd(ctx, x, &w, NULL, &l->conv, y, err);
+}
+/* Its backward: dx (NULL: not wanted) and, with pg, the weight's gradient. */
+static gf_status conv_bwd_on(gf_net *net, gf_layer *l, gf_ctx *ctx, const gf_tensor *x,
+                             const gf_tensor *dy, gf_tensor *dx, bool pg, gf_accum accum,
+                             gf_err *err) {
+  gf_tensor w, dw;
+  GF_TRY(bwd_weight(net, l, pg, &w, &dw, err));
+  gf_tensor *dwp = dw.data ? &dw : NULL;
+  if (l->kind == GF_L_DECONV)
+    GF_TRY(gf_deconv2d_bwd(ctx, x, &w, dy, &l->conv, dx, dwp, NULL, wacc(l, accum), err));
+  else
+    GF_TRY(gf_conv2d_bwd(ctx, x, &w, dy, &l->conv, dx, dwp, NULL, wacc(l, accum), err));
+  return sn_finish(net, l, ctx, pg, &dw, accum, err);
+}
 static gf_status conv_fwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
                           gf_layer_io *io, gf_net_mode mode,
                           const gf_philox_stream *drop, gf_err *err) {
   (void)mode;
   (void)drop;
-  gf_tensor w;
-  GF_TRY(fwd_weight(net, l, ctx, &w, err));
-  if (l->kind == GF_L_DECONV)
-    return gf_deconv2d_fwd(ctx, &io->x, &w, NULL, &l->conv, &io->y, err);
-  return gf_conv2d_fwd(ctx, &io->x, &w, NULL, &l->conv, &io->y, err);
+  return conv_on(net, l, ctx, &io->x, &io->y, err);
 }
 static gf_status conv_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
                           gf_layer_io *io, bool pg, gf_accum accum,
                           gf_err *err) {
-  gf_tensor w, dw;
-  GF_TRY(bwd_weight(net, l, pg, &w, &dw, err));
-  gf_tensor *dwp = dw.data ? &dw : NULL;
-  if (l->kind == GF_L_DECONV)
-    GF_TRY(gf_deconv2d_bwd(ctx, &io->x, &w, &io->dy, &l->conv, dx_or_null(io),
-                           dwp, NULL, wacc(l, accum), err));
-  else
-    GF_TRY(gf_conv2d_bwd(ctx, &io->x, &w, &io->dy, &l->conv, dx_or_null(io),
-                         dwp, NULL, wacc(l, accum), err));
-  return sn_finish(net, l, ctx, pg, &dw, accum, err);
+  return conv_bwd_on(net, l, ctx, &io->x, &io->dy, dx_or_null(io), pg, accum, err);
 }
 
 /* ---- batch norm ------------------------------------------------------------ */
@@ -307,6 +327,108 @@ static gf_status act_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
   }
 }
 
+/* ---- upsampling, average pooling ----------------------------------------- */
+static gf_pool_params pool_of(const gf_layer *l) {
+  return (gf_pool_params){{l->pool_k, l->pool_k}, {l->pool_k, l->pool_k}, {0, 0}, 1};
+}
+static gf_status resample_fwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
+                              gf_layer_io *io, gf_net_mode mode,
+                              const gf_philox_stream *drop, gf_err *err) {
+  (void)net;
+  (void)mode;
+  (void)drop;
+  if (l->kind == GF_L_UPSAMPLE) return gf_upsample_nearest2x_fwd(ctx, &io->x, &io->y, err);
+  gf_pool_params p = pool_of(l);
+  return gf_avgpool2d_fwd(ctx, &io->x, &p, &io->y, err);
+}
+static gf_status resample_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
+                              gf_layer_io *io, bool pg, gf_accum accum,
+                              gf_err *err) {
+  (void)net;
+  (void)pg;
+  (void)accum;
+  if (!io->dx.data) return GF_OK;
+  if (l->kind == GF_L_UPSAMPLE) return gf_upsample_nearest2x_bwd(ctx, &io->dy, &io->dx, err);
+  gf_pool_params p = pool_of(l);
+  return gf_avgpool2d_bwd(ctx, &io->dy, &p, &io->dx, err);
+}
+
+/* ---- residual add ------------------------------------------------------------ */
+/* Views of a residual block's input s (the input of layer skip_from, as
+ * the forward left it), its shortcut's intermediate and their gradients,
+ * for n samples. */
+typedef struct res_views {
+  gf_tensor s, mid, out, dmid, ds;
+} res_views;
+static gf_status res_views_of(gf_net *net, gf_layer *l, int64_t n, res_views *v,
+                              gf_err *err) {
+  memset(v, 0, sizeof *v);
+  const gf_layer *first = &net->layers[l->skip_from];
+  const float *sd = l->skip_from == 0 ? net->fwd_in.data : net->layers[l->skip_from - 1].act;
+  int64_t ss[4] = {n, first->in[0], first->in[1], first->in[2]};
+  GF_TRY(acts_view(net, &v->s, (float *)sd, 4, ss, err));
+  if (l->skip_grad) GF_TRY(acts_view(net, &v->ds, l->skip_grad, 4, ss, err));
+  if (l->sc == GF_SC_IDENTITY) return GF_OK;
+  int64_t ms[4] = {n, ss[1], ss[2], ss[3]};
+  if (l->sc == GF_SC_UP_CONV) ms[2] *= 2, ms[3] *= 2;
+  else if (l->sc == GF_SC_POOL_CONV) ms[2] /= 2, ms[3] /= 2;
+  else ms[1] = l->out[0];
+  int64_t os[4] = {n, l->out[0], l->out[1], l->out[2]};
+  GF_TRY(acts_view(net, &v->mid, l->sc_mid, 4, ms, err));
+  GF_TRY(acts_view(net, &v->out, l->sc_out, 4, os, err));
+  if (l->sc_dmid) GF_TRY(acts_view(net, &v->dmid, l->sc_dmid, 4, ms, err));
+  return GF_OK;
+}
+static gf_status resadd_fwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
+                            gf_layer_io *io, gf_net_mode mode,
+                            const gf_philox_stream *drop, gf_err *err) {
+  (void)mode;
+  (void)drop;
+  res_views v;
+  GF_TRY(res_views_of(net, l, io->x.shape[0], &v, err));
+  gf_pool_params p2 = {{2, 2}, {2, 2}, {0, 0}, 1};
+  switch (l->sc) {
+  case GF_SC_IDENTITY: return gf_add(ctx, &io->x, &v.s, &io->y, err);
+  case GF_SC_UP_CONV:
+    GF_TRY(gf_upsample_nearest2x_fwd(ctx, &v.s, &v.mid, err));
+    GF_TRY(conv_on(net, l, ctx, &v.mid, &v.out, err));
+    break;
+  case GF_SC_POOL_CONV:
+    GF_TRY(gf_avgpool2d_fwd(ctx, &v.s, &p2, &v.mid, err));
+    GF_TRY(conv_on(net, l, ctx, &v.mid, &v.out, err));
+    break;
+  case GF_SC_CONV_POOL:
+    GF_TRY(conv_on(net, l, ctx, &v.s, &v.mid, err));
+    GF_TRY(gf_avgpool2d_fwd(ctx, &v.mid, &p2, &v.out, err));
+    break;
+  }
+  return gf_add(ctx, &io->x, &v.out, &io->y, err);
+}
+/* The main path's gradient passes through (dx = dy: in place, one buffer);
+ * the shortcut's goes into skip_grad, which the driver adds to the
+ * gradient wrt the block's input when the backward gets there. */
+static gf_status resadd_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
+                            gf_layer_io *io, bool pg, gf_accum accum,
+                            gf_err *err) {
+  if (io->dx.data && io->dx.data != io->dy.data) GF_TRY(gf_copy(ctx, &io->dy, &io->dx, err));
+  res_views v;
+  GF_TRY(res_views_of(net, l, io->dy.shape[0], &v, err));
+  gf_pool_params p2 = {{2, 2}, {2, 2}, {0, 0}, 1};
+  switch (l->sc) {
+  case GF_SC_IDENTITY: return gf_copy(ctx, &io->dy, &v.ds, err);
+  case GF_SC_UP_CONV:
+    GF_TRY(conv_bwd_on(net, l, ctx, &v.mid, &io->dy, &v.dmid, pg, accum, err));
+    return gf_upsample_nearest2x_bwd(ctx, &v.dmid, &v.ds, err);
+  case GF_SC_POOL_CONV:
+    GF_TRY(conv_bwd_on(net, l, ctx, &v.mid, &io->dy, &v.dmid, pg, accum, err));
+    return gf_avgpool2d_bwd(ctx, &v.dmid, &p2, &v.ds, err);
+  case GF_SC_CONV_POOL:
+    GF_TRY(gf_avgpool2d_bwd(ctx, &io->dy, &p2, &v.dmid, err));
+    return conv_bwd_on(net, l, ctx, &v.s, &v.dmid, &v.ds, pg, accum, err);
+  }
+  return gf_fail(err, GF_EINVAL, "net: unknown shortcut %d", (int)l->sc);
+}
+
 static const gf_layer_ops k_ops[GF_L_KIND_COUNT] = {
     [GF_L_LINEAR] = {"linear", linear_fwd, linear_bwd},
     [GF_L_CONV] = {"conv", conv_fwd, conv_bwd},
@@ -316,6 +438,9 @@ static const gf_layer_ops k_ops[GF_L_KIND_COUNT] = {
     [GF_L_LRELU] = {"leaky_relu", act_fwd, act_bwd},
     [GF_L_TANH] = {"tanh", act_fwd, act_bwd},
     [GF_L_DROPOUT] = {"dropout", act_fwd, act_bwd},
+    [GF_L_UPSAMPLE] = {"upsample", resample_fwd, resample_bwd},
+    [GF_L_AVGPOOL] = {"avgpool", resample_fwd, resample_bwd},
+    [GF_L_RESADD] = {"residual_add", resadd_fwd, resadd_bwd},
 };
 
 const gf_layer_ops *gf_layer_ops_of(gf_layer_kind kind) {

@@ -1,7 +1,7 @@
 /* net_layers.h - the private layer type of gf_net (gf/net.h): one record per
  * nn.Sequential module, a small table of forward/backward functions per
  * layer kind (net_layers.c), and the builder calls the network files
- * (net_mlp.c, net_dcgan.c) use to describe their layers before net.c sizes
+ * (net_mlp.c, net_dcgan.c, net_resnet.c) use to describe their layers before net.c sizes
  * and carves the arenas. Internal to gf_model. */
 #ifndef GF_NET_LAYERS_H
 #define GF_NET_LAYERS_H
@@ -21,8 +21,20 @@ typedef enum gf_layer_kind {
   GF_L_LRELU,   /* in place */
   GF_L_TANH,    /* in place */
   GF_L_DROPOUT, /* in place; identity in GF_MODE_INFER */
+  GF_L_UPSAMPLE, /* nearest-neighbour 2x: [C,H,W] -> [C,2H,2W] */
+  GF_L_AVGPOOL, /* average pool, window = stride = pool_k, no padding */
+  GF_L_RESADD,  /* in place: y = x + shortcut(s), s the input of layer
+                   skip_from (the residual block's input) */
   GF_L_KIND_COUNT
 } gf_layer_kind;
+
+/* The shortcut of a residual block (GF_L_RESADD), SNGAN's three kinds. */
+typedef enum gf_shortcut {
+  GF_SC_IDENTITY,  /* s itself (same shape as the block's output) */
+  GF_SC_UP_CONV,   /* conv1x1(upsample2x(s)): G's blocks */
+  GF_SC_POOL_CONV, /* conv1x1(avgpool2(s)): D's first block */
+  GF_SC_CONV_POOL, /* avgpool2(conv1x1(s)): D's other downsampling blocks */
+} gf_shortcut;
 
 typedef struct gf_layer {
   gf_layer_kind kind;
@@ -49,6 +61,21 @@ typedef struct gf_layer {
   float *w_sn;           /* SN: weight / sigma of the last forward, in acts */
   float *sigma;          /* SN: [1] its sigma, in acts */
   gf_conv_params conv;   /* CONV/DECONV */
+  int pool_k;            /* AVGPOOL: window and stride */
+  int skip_from;         /* RESADD: layer whose input is the block's */
+  gf_shortcut sc;        /* RESADD: its shortcut; the 1x1 convolution's
+                            weight is p_w (with p_u/p_v under SN), its
+                            params `conv` */
+  int64_t skip_numel;    /* RESADD: per-sample numel of the block's input */
+  int64_t mid_numel;     /* RESADD: of the shortcut's intermediate */
+  float *sc_mid;         /* RESADD: [max_batch, mid] intermediate, in acts
+                            (NULL for GF_SC_IDENTITY) */
+  float *sc_out;         /* RESADD: [max_batch, out] the shortcut (NULL
+                            for identity) */
+  float *sc_dmid;        /* RESADD, training: gradient wrt sc_mid */
+  float *skip_grad;      /* RESADD, training: [max_batch, skip_numel] the
+                            gradient the shortcut sends to the block's
+                            input; the backward adds it there */
   float slope;           /* LRELU */
   float drop_p;          /* DROPOUT probability of zeroing */
   float *act;            /* output buffer, max_batch * out_numel floats in
@@ -85,12 +112,33 @@ const gf_layer_ops *gf_layer_ops_of(gf_layer_kind kind);
 /* ---- builder (net.c): append a layer after the current last one. The
  * shapes follow from the previous layer (or the net's input shape).
  * Parameters are registered with their shapes; net.c carves them later. */
+/* Registers tensor "<g|d>.<module>.<suffix>" (module "main.<n_layers>",
+ * the layer being added, when NULL); *index receives its index. */
+gf_status gf_nb_tensor(gf_net *net, const char *module, const char *suffix,
+                       gf_param_kind kind, int ndim, const int64_t *shape,
+                       int *index, gf_err *err);
 gf_status gf_nb_linear(gf_net *net, int64_t out_features, bool bias,
                        gf_err *err);
 gf_status gf_nb_conv(gf_net *net, bool transposed, int64_t out_channels,
                      int k, int stride, int pad, gf_err *err);
 gf_status gf_nb_bn(gf_net *net, gf_err *err);
 gf_status gf_nb_act(gf_net *net, gf_layer_kind kind, float arg, gf_err *err);
+/* An element-wise layer that writes a new buffer instead of its input
+ * (the input is still read later: a residual block's input). */
+gf_status gf_nb_act_copy(gf_net *net, gf_layer_kind kind, float arg,
+                         gf_err *err);
+/* A linear whose output is seen as [c, h, w] (G's first layer of the
+ * resnet: nn.Linear followed by a view). */
+gf_status gf_nb_linear_map(gf_net *net, int64_t c, int64_t h, int64_t w,
+                           gf_err *err);
+gf_status gf_nb_upsample(gf_net *net, gf_err *err);
+gf_status gf_nb_avgpool(gf_net *net, int k, gf_err *err);
+/* Closes a residual block that began at layer skip_from: adds the shortcut
+ * of the block's input (the input of layer skip_from) to the current last
+ * output. The layers from skip_from on must not write over that input
+ * (none in place directly after it). */
+gf_status gf_nb_resadd(gf_net *net, int skip_from, gf_shortcut sc,
+                       gf_err *err);
 
 /* Sync BN (net_sync.c): the train-mode forward and the backward of BN
  * layer l when net->bn_comm is set. */
@@ -115,8 +163,10 @@ void gf_net_r1_free(struct gf_net_r1 *r);
  * append the layers of net->role for net->cfg. */
 gf_status gf_mlp_build(gf_net *net, gf_err *err);
 gf_status gf_dcgan_build(gf_net *net, gf_err *err);
+gf_status gf_resnet_build(gf_net *net, gf_err *err);
 /* Their initialisations (see gf_net_init_params). */
 gf_status gf_mlp_init_params(gf_net *net, uint64_t seed, gf_err *err);
 gf_status gf_dcgan_init_params(gf_net *net, uint64_t seed, gf_err *err);
+gf_status gf_resnet_init_params(gf_net *net, uint64_t seed, gf_err *err);
 
 #endif

@@ -49,8 +49,10 @@ def main():
     lat = impl.latents(pd.DataFrame({"seed": seeds}))
     mixed = impl.predict(pd.DataFrame({"seed": [seeds[0], None],
                                        "z": [None, z[0].tolist()]}))
-    assert np.allclose(mixed[0], img_seed[0], atol=1e-6) and \
-        np.allclose(mixed[1], img_z[0], atol=1e-6), "mixed rows differ"
+    # (numpy's BLAS may sum a batch of 2 in another order than one of 5:
+    # the resnet's eleven layers of 3x3 convolutions reach ~1e-6)
+    assert np.allclose(mixed[0], img_seed[0], atol=1e-5) and \
+        np.allclose(mixed[1], img_z[0], atol=1e-5), "mixed rows differ"
 
     # Refusals: a z of the wrong length, a row with neither, a negative seed
     # (ganflow's seeds are unsigned: ganflow-serve refuses it too), a class

@@ -387,7 +387,9 @@ static void run_case(gf_ctx *ctx, const char *path, int perturb) {
   const char *arch = gf_st_meta_get(&f, "arch");
   REQUIRE(arch != NULL);
   gf_model_config c;
-  gf_model_config_default(&c, strcmp(arch, "mlp") == 0 ? GF_ARCH_MLP : GF_ARCH_DCGAN);
+  gf_arch ga;
+  REQUIRE(gf_arch_parse(arch, &ga, NULL) == GF_OK);
+  gf_model_config_default(&c, ga);
   c.image_height = c.image_width = meta_int(&f, "size");
   c.image_channels = meta_int(&f, "channels");
   c.z_dim = meta_int(&f, "z_dim");
@@ -517,7 +519,9 @@ int main(int argc, char **argv) {
                          "dcgan28_hinge_sn_r1_aug",
                          "dcgan28_hinge_sn_r1lazy_aug",
                          "dcgan28_hinge_sn_r1skip_aug",
-                         "mlp_r1_aug"};
+                         "mlp_r1_aug",
+                         "resnet28",
+                         "resnet32_hinge_sn_ema"};
   enum { N_CASES = sizeof cases / sizeof cases[0] };
   int missed[N_CASES]; /* checks that failed in each case */
   char path[4096];

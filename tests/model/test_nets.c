@@ -98,6 +98,53 @@ static void test_dcgan_variants(gf_ctx *ctx) {
   }
 }
 
+/* resnet (model/src/net_resnet.c): SNGAN's CIFAR pair at 32x32x3 and
+ * width 64 counted by formula, the layer plan, a residual add's shortcut
+ * weight, and every size builds (64 pixels: the deepest nets). */
+static void test_resnet(gf_ctx *ctx) {
+  gf_model_config c = cfg_of(GF_ARCH_RESNET, 32, 3, 128, 64, 64);
+  gf_net g, d;
+  build(&g, ctx, &c, GF_NET_G, 2, true);
+  build(&d, ctx, &c, GF_NET_D, 2, true);
+  /* G: Linear(128, 64*4*4) + 3 x [BN 128, conv 64*64*9 x 2, BN 128,
+   * shortcut 64*64] + BN 128 + conv 64*3*9 */
+  int64_t blk = 128 + 2 * 64 * 64 * 9 + 128 + 64 * 64;
+  CHECK_INT_EQ(gf_net_num_trainable(&g), 128 * 1024 + 1024 + 3 * blk + 128 + 64 * 3 * 9);
+  /* D: [conv 3->64, conv 64->64, shortcut 3*64] + [2 convs, shortcut
+   * 64*64] + 2 x [2 convs] + Linear(64, 1) */
+  int64_t conv = 64 * 64 * 9;
+  CHECK_INT_EQ(gf_net_num_trainable(&d), (3 * 64 * 9 + conv + 3 * 64) + (2 * conv + 64 * 64) +
+                                             2 * (2 * conv) + 65);
+  CHECK_INT_EQ(g.n_layers, 1 + 3 * 8 + 4);
+  CHECK_INT_EQ(d.n_layers, 5 + 6 + 5 + 5 + 3);
+  CHECK_INT_EQ(gf_net_num_bn_stats(&d), 0); /* no batch norm in D */
+  gf_param *sc = gf_net_find(&g, "g.main.8.weight"); /* block 0's shortcut */
+  REQUIRE(sc != NULL);
+  CHECK(sc->value.ndim == 4 && sc->value.shape[0] == 64 && sc->value.shape[1] == 64 &&
+        sc->value.shape[2] == 1 && sc->value.shape[3] == 1);
+  gf_param *lin = gf_net_find(&g, "g.main.0.weight");
+  REQUIRE(lin != NULL);
+  CHECK(lin->value.shape[0] == 1024 && lin->value.shape[1] == 128);
+  gf_net_free(&g);
+  gf_net_free(&d);
+  const int sizes[3] = {28, 32, 64};
+  for (int i = 0; i < 3; i++) {
+    c = cfg_of(GF_ARCH_RESNET, sizes[i], 1, 16, 8, 8);
+    c.spectral_norm = 1;
+    c.num_classes = 10;
+    build(&g, ctx, &c, GF_NET_G, 2, true);
+    build(&d, ctx, &c, GF_NET_D, 2, true);
+    CHECK(g.out_shape[1] == sizes[i] && d.in_shape[1] == sizes[i]);
+    CHECK(gf_net_find(&d, "d.main.4.weight_orig") != NULL); /* block 0's shortcut, SN */
+    gf_net_free(&g);
+    gf_net_free(&d);
+  }
+  c = cfg_of(GF_ARCH_RESNET, 48, 3, 16, 8, 8);
+  gf_err err = {0};
+  CHECK(gf_net_init(&g, ctx, &c, GF_NET_G, 2, false, &err) == GF_EINVAL);
+  gf_net_free(&g);
+}
+
 static void test_names_and_layout(gf_ctx *ctx) {
   gf_model_config c = cfg_of(GF_ARCH_DCGAN, 64, 3, 100, 8, 8);
   gf_net g, d;
@@ -511,9 +558,10 @@ static double fd_check(gf_net *net, gf_ctx *ctx, const gf_tensor *in, const floa
 static void test_conditional(gf_ctx *ctx) {
   gf_err err = {0};
   const int n = 4, K = 3;
-  for (int arch = 0; arch < 2; arch++) {
-    gf_model_config c = arch ? cfg_of(GF_ARCH_DCGAN, 28, 1, 8, 4, 4)
-                             : cfg_of(GF_ARCH_MLP, 8, 1, 8, 1, 1);
+  for (int arch = 0; arch < 3; arch++) { /* mlp, dcgan, resnet */
+    gf_model_config c = arch == 2 ? cfg_of(GF_ARCH_RESNET, 28, 1, 8, 4, 4)
+                        : arch    ? cfg_of(GF_ARCH_DCGAN, 28, 1, 8, 4, 4)
+                                  : cfg_of(GF_ARCH_MLP, 8, 1, 8, 1, 1);
     c.num_classes = K;
     gf_net g, d;
     build(&g, ctx, &c, GF_NET_G, n, true);
@@ -615,6 +663,7 @@ int main(void) {
   REQUIRE(gf_ctx_init(&ctx, &cc, &err) == GF_OK);
   test_counts(&ctx);
   test_dcgan_variants(&ctx);
+  test_resnet(&ctx);
   test_names_and_layout(&ctx);
   test_init(&ctx);
   test_forward_backward(&ctx);

@@ -203,6 +203,18 @@ int main(int argc, char **argv) {
     c.z_dim = dc[i].z;
     check_arch(argv[1], argv[2], tmp, dc[i].label, &c);
   }
+  static const struct {
+    const char *label;
+    int size, ch, ngf;
+  } rn[] = {{"resnet64", 64, 3, 4}, {"resnet32", 32, 3, 8}, {"resnet28", 28, 1, 8}};
+  for (size_t i = 0; i < sizeof rn / sizeof *rn; i++) {
+    gf_model_config_default(&c, GF_ARCH_RESNET);
+    c.image_height = c.image_width = rn[i].size;
+    c.image_channels = rn[i].ch;
+    c.ngf = c.ndf = rn[i].ngf;
+    c.z_dim = 24;
+    check_arch(argv[1], argv[2], tmp, rn[i].label, &c);
+  }
   fprintf(stderr, "worst max|diff|: images %.3g (tolerance %g), latents %.3g (tolerance %g)\n",
           g_worst_img, PYFUNC_IMG_TOL, g_worst_z, PYFUNC_Z_TOL);
   tu_rmdir(tmp);

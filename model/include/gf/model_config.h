@@ -20,6 +20,7 @@
 typedef enum gf_arch {
   GF_ARCH_MLP,   /* "mlp": fully connected G and D */
   GF_ARCH_DCGAN, /* "dcgan": (transposed) convolutional G and D */
+  GF_ARCH_RESNET, /* "resnet": SNGAN/BigGAN residual G and D */
 } gf_arch;
 
 typedef enum gf_pixel_norm {

@@ -44,8 +44,8 @@
 #define GF_COND_EMBED_DIM 128 /* G's shared class embedding (BigGAN's
                                  shared_dim) */
 
-#define GF_NET_MAX_LAYERS 24 /* layers of the deepest network (dcgan-64 D) */
-#define GF_NET_MAX_TENSORS 40
+#define GF_NET_MAX_LAYERS 48 /* layers of the deepest network (resnet-64 G: 37) */
+#define GF_NET_MAX_TENSORS 96 /* resnet-64: 70 in a conditional G */
 #define GF_PARAM_NAME_MAX 48
 
 typedef enum gf_net_role {

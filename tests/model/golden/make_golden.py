@@ -323,14 +323,122 @@ def dcgan(role, cfg):
     return nn.Sequential(*layers)
 
 
+class LinearMap(nn.Linear):
+    """nn.Linear whose output is viewed [n, C, H, W] (resnet G's first layer)."""
+
+    def __init__(self, cin, shape):
+        super().__init__(cin, int(np.prod(shape)))
+        self.shape = shape
+
+    def forward(self, x):
+        return super().forward(x.reshape(x.shape[0], -1)).view((x.shape[0],) + self.shape)
+
+
+class Upsample(nn.Module):
+    def forward(self, x):
+        return F.interpolate(x, scale_factor=2, mode="nearest")
+
+
+def shortcut(m, s):
+    if m.sc == "identity":
+        return s
+    if m.sc == "up_conv":
+        return m.sc_conv(F.interpolate(s, scale_factor=2, mode="nearest"))
+    if m.sc == "pool_conv":
+        return m.sc_conv(F.avg_pool2d(s, 2))
+    return F.avg_pool2d(m.sc_conv(s), 2)  # conv_pool
+
+
+class ResAdd(nn.Module):
+    """GF_L_RESADD: x + shortcut(s), s the input of layer `start`; the
+    shortcut's 1x1 convolution (no bias) is this module's `weight`."""
+
+    def __init__(self, start, sc, cin, cout):
+        super().__init__()
+        self.start, self.sc = start, sc
+        self.weight = None if sc == "identity" else nn.Parameter(torch.zeros(cout, cin, 1, 1))
+
+    def sc_conv(self, x):
+        return F.conv2d(x, self.weight)
+
+    def forward(self, x, s):
+        return x + shortcut(self, s)
+
+
+class ResAddSN(SNLayer):
+    """ResAdd whose 1x1 convolution is spectrally normalized."""
+
+    def __init__(self, start, sc, cin, cout):
+        super().__init__((cout, cin, 1, 1), False, (1, 0))
+        self.start, self.sc = start, sc
+
+    def sc_conv(self, x):
+        return SNLayer.forward(self, x)
+
+    def forward(self, x, s):
+        return x + shortcut(self, s)
+
+
+def resnet(role, cfg):
+    """model/src/net_resnet.c, layer for layer."""
+    size, nc, nz, ngf, ndf = cfg["size"], cfg["channels"], cfg["z_dim"], cfg["ngf"], cfg["ndf"]
+    sn = cfg.get("spectral_norm", 0) and role == "d"
+    layers = []
+
+    def resadd(start, sc, cin, cout):
+        return (ResAddSN if sn and sc != "identity" else ResAdd)(start, sc, cin, cout)
+
+    if role == "g":
+        s0, blocks = (7, 2) if size == 28 else (4, {32: 3, 64: 4}[size])
+        widths = [ngf * m for m in (8, 8, 4, 2, 1)] if size == 64 else [ngf] * (blocks + 1)
+        layers.append(LinearMap(nz, (widths[0], s0, s0)))
+        for b in range(blocks):
+            start, cin, cout = len(layers), widths[b], widths[b + 1]
+            layers += [nn.BatchNorm2d(cin), nn.ReLU(), Upsample(), nn.Conv2d(cin, cout, 3, 1, 1, bias=False),
+                       nn.BatchNorm2d(cout), nn.ReLU(), nn.Conv2d(cout, cout, 3, 1, 1, bias=False)]
+            layers.append(resadd(start, "up_conv", cin, cout))
+        layers += [nn.BatchNorm2d(widths[-1]), nn.ReLU(), nn.Conv2d(widths[-1], nc, 3, 1, 1, bias=False), nn.Tanh()]
+        return nn.ModuleList(layers)
+    if size == 64:
+        widths, down = [ndf * m for m in (1, 2, 4, 8, 8)], [True] * 4 + [False]
+    else:
+        nb = 3 if size == 28 else 4
+        widths, down = [ndf] * nb, [b < 2 for b in range(nb)]
+    w = widths[0]
+    layers += [conv(nc, w, 3, 1, 1, sn), nn.ReLU(), conv(w, w, 3, 1, 1, sn), nn.AvgPool2d(2),
+               resadd(0, "pool_conv", nc, w)]
+    size //= 2
+    for b in range(1, len(widths)):
+        start, cin, w = len(layers), w, widths[b]
+        layers += [nn.ReLU(), conv(cin, w, 3, 1, 1, sn), nn.ReLU(), conv(w, w, 3, 1, 1, sn)]
+        if down[b]:
+            layers.append(nn.AvgPool2d(2))
+            size //= 2
+        layers.append(resadd(start, "conv_pool" if down[b] else "identity", cin, w))
+    layers += [nn.ReLU(), nn.AvgPool2d(size), linear(w, 1, sn)]
+    return nn.ModuleList(layers)
+
+
 class Net(nn.Module):
     def __init__(self, role, cfg):
         super().__init__()
         self.role, self.cfg = role, cfg
-        self.main = (mlp if cfg["arch"] == "mlp" else dcgan)(role, cfg)
+        self.main = {"mlp": mlp, "dcgan": dcgan, "resnet": resnet}[cfg["arch"]](role, cfg)
 
     def forward(self, x):
         n = x.shape[0]
+        if self.cfg["arch"] == "resnet":
+            inputs = []
+            for m in self.main:
+                inputs.append(x)
+                if isinstance(m, (ResAdd, ResAddSN)):
+                    x = m(x, inputs[m.start])
+                elif x.ndim > 2 and not isinstance(m, LinearMap) and (
+                        isinstance(m, nn.Linear) or (isinstance(m, SNLayer) and m.conv is None)):
+                    x = m(x.reshape(n, -1))
+                else:
+                    x = m(x)
+            return x
         if self.role == "g":
             if self.cfg["arch"] == "mlp":
                 return self.main(x).view(n, self.cfg["channels"], self.cfg["size"], self.cfg["size"])
@@ -604,7 +712,7 @@ CASES = {
     # logits are ~0.05, every relu active; at 16 some real logits pass 1.
     "dcgan28_hinge_sn_ema": dict(arch="dcgan", size=28, channels=1, z_dim=16, ngf=8, ndf=8, batch=4, seed=77,
                                  step=5, loss="hinge", spectral_norm=1, ema_decay=0.9, ema_rampup=0.0,
-                                 d_steps=2, real_scale=16.0),
+                                 d_steps=2, real_scale=10.0),
     "mlp_wgan_sn": dict(arch="mlp", size=28, channels=1, z_dim=50, ngf=1, ndf=1, batch=8, seed=4321, step=7,
                         loss="wgan", spectral_norm=1, d_steps=2),
     "dcgan28_ema_ramp": dict(arch="dcgan", size=28, channels=1, z_dim=16, ngf=8, ndf=8, batch=4, seed=11, step=2,
@@ -628,6 +736,12 @@ CASES = {
                                         seed=33, step=5, loss="hinge", spectral_norm=1, sn_start_iters=20,
                                         r1_gamma=10.0, r1_every=2, augment="color,translation,cutout",
                                         real_scale=REAL_SCALE),
+    # The residual pair (model/src/net_resnet.c): BCE at 28 px; SNGAN's
+    # recipe at 32 px in RGB (hinge, SN, 2 D steps, EMA).
+    "resnet28": dict(arch="resnet", size=28, channels=1, z_dim=16, ngf=8, ndf=8, batch=4, seed=21, step=3),
+    "resnet32_hinge_sn_ema": dict(arch="resnet", size=32, channels=3, z_dim=16, ngf=8, ndf=8, batch=4, seed=22,
+                                  step=5, loss="hinge", spectral_norm=1, ema_decay=0.9, ema_rampup=0.0,
+                                  d_steps=2, real_scale=10.0),
     "mlp_r1_aug": dict(arch="mlp", size=28, channels=1, z_dim=50, ngf=1, ndf=1, batch=8, seed=2468, step=9,
                        r1_gamma=10.0, r1_every=1, augment="translation,cutout"),
 }
