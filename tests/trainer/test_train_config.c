@@ -155,7 +155,7 @@ static void test_every_flag(void) {
 }
 
 static void test_bad_values(void) {
-  BAD("--model", "--model", "resnet");
+  BAD("--model", "--model", "stylegan");
   BAD("--steps", "--steps", "0");
   BAD("--steps", "--steps", "12x");
   BAD("--steps", "--steps", "-5");
@@ -245,7 +245,7 @@ static void test_help(void) {
     "--exact-shards", "--bucket-kb", "--comm-timeout", "--check-every",
     "--loss", "--d-steps", "--sn", "--ema-decay", "--ema-rampup",
     "--export-generator", "--mirror", "--r1", "--r1-every", "--diffaug", "--cond",
-    "mpirun", "--help", "MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID", "ganflow sync"};
+    "--width", "resnet", "mpirun", "--help", "MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID", "ganflow sync"};
   for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
     CHECKF(strstr(text, flags[i]) != NULL, "--help lacks %s", flags[i]);
   free(text);
@@ -385,6 +385,24 @@ static void test_recipe_flags(void) {
   CHECK(cond);
   BAD("--cond", "--cond", "--sn", "--r1", "1");
   BAD("--cond", "--cond", "--sync-bn");
+  /* the residual pair: width, latent default, sizes, no R1 yet */
+  REQUIRE(parse(&c, &e, "--data", "/d", "--model", "resnet", "--width", "32", "--image-size",
+                "32", "--channels", "3", NULL) == GF_PARSE_OK);
+  CHECK(c.model == GF_ARCH_RESNET && c.z_dim == 128 && c.width == 32);
+  gf_model_config rm;
+  REQUIRE(gf_train_model_config(&c, &rm, &e) == GF_OK);
+  CHECK(rm.architecture == GF_ARCH_RESNET && rm.ngf == 32 && rm.ndf == 32);
+  gf_train_param rp[GF_TRAIN_MAX_PARAMS];
+  size_t rn = gf_train_config_params(&c, rp, GF_TRAIN_MAX_PARAMS);
+  bool width = false;
+  for (size_t i = 0; i < rn; i++)
+    width |= !strcmp(rp[i].key, "width") && !strcmp(rp[i].value, "32");
+  CHECK(width);
+  BAD("--r1", "--model", "resnet", "--r1", "1");
+  BAD("resnet", "--model", "resnet", "--image-size", "48");
+  BAD("--width", "--model", "mlp", "--width", "8");
+  BAD("--width", "--width", "0");
+  BAD("resnet", "--model", "resnet2");
   REQUIRE(parse(&c, &e, "--data", "/d", "--model", "mlp", "--r1", "1", NULL) == GF_PARSE_OK);
   CHECK(c.r1_every == 16); /* mlp's D has no batch norm */
   BAD("--r1", "--r1", "1");                        /* dcgan D with batch norm */

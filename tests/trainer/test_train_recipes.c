@@ -97,6 +97,12 @@ static const char *const COND_RECIPE[] = {"--cond", "--loss", "hinge", "--sn",
                                           "--ema-decay", "0.9", "--diffaug",
                                           "translation,cutout", NULL};
 /* Scenario 2's second recipe: WGAN, 3 D steps, D with batch norm. */
+/* The residual pair with SNGAN's and BigGAN's recipe, class-conditional. */
+static const char *const RESNET_RECIPE[] = {"--model", "resnet", "--width", "8",
+                                            "--cond", "--loss", "hinge", "--sn",
+                                            "--ema-decay", "0.9", "--d-steps", "2",
+                                            "--mirror", "--diffaug",
+                                            "color,translation,cutout", NULL};
 static const char *const WGAN_RECIPE[] = {"--loss", "wgan", "--d-steps", "3",
                                           "--ema-decay", "0.9", "--mirror",
                                           "--export-generator", "raw", NULL};
@@ -375,12 +381,13 @@ static void check_registered(const suite *s, const char *model,
 
 /* ---- 1. kill -9 and the same command again ------------------------------ */
 
-static void kill_scenario(const suite *s, const char *ref_final) {
+static void kill_scenario(const suite *s, const char *ref_final, const char *name,
+                          const char *const *recipe, const char *const *mode) {
   job j;
-  job_init(&j, "kill");
+  job_init(&j, name);
   job_cmd(&j, s, 0, CKPT_EVERY, "");
-  add_all(&j.c, RECIPE);
-  add_all(&j.c, DEFAULT_MODE);
+  add_all(&j.c, recipe);
+  add_all(&j.c, mode);
   pid_t pid = spawn(s, &j, j.log);
   /* Past the first checkpoint and at least one logged step beyond it, so
    * the resumed process repeats steps whose metrics were already sent. */
@@ -478,6 +485,27 @@ static void exact_scenario(const suite *s, const char *raw_model, job *wgan1,
       compare_ckpts(got, one, "exact: class-conditional, 2 ranks vs 1");
     test_drop_artifacts(s->mc, j.exp);
   }
+}
+
+/* ---- 2b. the resnet: exact at 1, 2 and 4 ranks, kill -9 and resume ------ */
+
+static void resnet_scenario(const suite *s) {
+  job j;
+  char one[1200], got[1200];
+  if (!exact_run(s, &j, "resnet-1rank", 0, RESNET_RECIPE, "", one, sizeof one)) return;
+  char id[64];
+  one_run(s->mc, j.exp, MLFLOW_RUN_FINISHED, id, sizeof id, "resnet: 1 rank");
+  const char *const want[][2] = {{"model", "resnet"}, {"width", "8"}, {"z_dim", "128"},
+                                 {"cond", "true"}, {"loss", "hinge"}};
+  check_params(s->mc, id, want, sizeof want / sizeof *want, "resnet");
+  test_drop_artifacts(s->mc, j.exp);
+  kill_scenario(s, one, "resnet-kill", RESNET_RECIPE, EXACT_MODE);
+  if (exact_run(s, &j, "resnet-2ranks", 2, RESNET_RECIPE, "", got, sizeof got))
+    compare_ckpts(got, one, "exact: resnet, 2 ranks vs 1");
+  test_drop_artifacts(s->mc, j.exp);
+  if (exact_run(s, &j, "resnet-4ranks", 4, RESNET_RECIPE, "", got, sizeof got))
+    compare_ckpts(got, one, "exact: resnet, 4 ranks vs 1");
+  test_drop_artifacts(s->mc, j.exp);
 }
 
 /* ---- 3. default mode: 2 ranks within rounding of 1 ----------------------- */
@@ -756,7 +784,7 @@ int main(void) {
 
   double t0 = mono_s();
   if (WANT("kill")) {
-    kill_scenario(&s, ref_final);
+    kill_scenario(&s, ref_final, "kill", RECIPE, DEFAULT_MODE);
     t0 = took("kill", t0);
   }
   job wgan;
@@ -765,6 +793,10 @@ int main(void) {
   if (WANT("exact") || WANT("mlflow")) { /* mlflow reads the wgan run */
     exact_scenario(&s, raw_model, &wgan, wgan_final, sizeof wgan_final);
     t0 = took("exact", t0);
+  }
+  if (WANT("resnet")) {
+    resnet_scenario(&s);
+    t0 = took("resnet", t0);
   }
   if (WANT("near")) {
     near_scenario(&s, ref_final);

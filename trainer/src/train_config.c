@@ -41,6 +41,7 @@ void gf_train_config_default(gf_train_config *cfg) {
   cfg->model = GF_ARCH_DCGAN;
   cfg->image_size = 28;
   cfg->channels = 1;
+  cfg->width = 64;
   cfg->z_dim = 0;
   cfg->steps = 5000;
   cfg->batch = 64;
@@ -204,14 +205,26 @@ gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err) {
       return gf_fail(err, GF_EDEVICE, "--device %s: %s; use --device cpu",
                      cfg->device, de.msg);
   }
-  if (cfg->z_dim == 0) cfg->z_dim = cfg->model == GF_ARCH_MLP ? 50 : 100;
-  if (cfg->model == GF_ARCH_DCGAN && cfg->image_size != 28 &&
-      cfg->image_size != 32 && cfg->image_size != 64)
-    return gf_fail(err, GF_EINVAL, "--image-size: dcgan is built for 28, 32 "
-                   "or 64 pixels, not %d", cfg->image_size);
-  if (cfg->model == GF_ARCH_DCGAN && cfg->channels != 1 && cfg->channels != 3)
-    return gf_fail(err, GF_EINVAL, "--channels: dcgan takes 1 or 3, not %d",
-                   cfg->channels);
+  if (cfg->z_dim == 0)
+    cfg->z_dim = cfg->model == GF_ARCH_MLP ? 50
+               : cfg->model == GF_ARCH_RESNET ? 128 : 100;
+  bool conv = cfg->model != GF_ARCH_MLP;
+  if (conv && cfg->image_size != 28 && cfg->image_size != 32 &&
+      cfg->image_size != 64)
+    return gf_fail(err, GF_EINVAL, "--image-size: %s is built for 28, 32 "
+                   "or 64 pixels, not %d", gf_arch_name(cfg->model),
+                   cfg->image_size);
+  if (conv && cfg->channels != 1 && cfg->channels != 3)
+    return gf_fail(err, GF_EINVAL, "--channels: %s takes 1 or 3, not %d",
+                   gf_arch_name(cfg->model), cfg->channels);
+  if (cfg->width_set && !conv)
+    return gf_fail(err, GF_EINVAL, "--width: the mlp's widths are the "
+                   "paper's (1200/1000 and 256/128); --width is for dcgan "
+                   "and resnet");
+  if (cfg->r1_gamma > 0 && cfg->model == GF_ARCH_RESNET)
+    return gf_fail(err, GF_EINVAL, "--r1 with --model resnet: the double "
+                   "backward of R1 does not go through residual blocks yet "
+                   "(dcgan --sn and mlp have it)");
   if (cfg->exact_reduce) {
     int s = cfg->exact_shards;
     if (s & (s - 1))
@@ -277,10 +290,11 @@ gf_status gf_train_model_config(const gf_train_config *cfg,
   out->image_height = cfg->image_size;
   out->image_width = cfg->image_size;
   out->image_channels = cfg->channels;
-  if (cfg->model == GF_ARCH_DCGAN) {
-    /* Radford et al. used 64 filters at 64x64; the small images keep it. */
-    out->ngf = 64;
-    out->ndf = 64;
+  if (cfg->model != GF_ARCH_MLP) {
+    /* Radford et al. used 64 filters at 64x64; the small images keep it.
+     * SNGAN's CIFAR networks have 256 (G) and 128 (D): --width 128. */
+    out->ngf = cfg->width;
+    out->ndf = cfg->width;
   }
   out->spectral_norm = cfg->spectral_norm;
   return gf_model_config_validate(out, err);
@@ -296,7 +310,7 @@ enum {
   OPT_ALLREDUCE, OPT_SYNC_BN, OPT_GRAD_ACCUM, OPT_EXACT, OPT_EXACT_SHARDS,
   OPT_BUCKET_KB, OPT_COMM_TIMEOUT, OPT_CHECK_EVERY, OPT_COMPRESS,
   OPT_LOSS, OPT_D_STEPS, OPT_SN, OPT_EMA_DECAY, OPT_EMA_RAMPUP, OPT_EXPORT_G,
-  OPT_MIRROR, OPT_R1, OPT_R1_EVERY, OPT_DIFFAUG, OPT_COND,
+  OPT_MIRROR, OPT_R1, OPT_R1_EVERY, OPT_DIFFAUG, OPT_COND, OPT_WIDTH,
 };
 
 static const struct option k_options[] = {
@@ -348,6 +362,7 @@ static const struct option k_options[] = {
   {"r1-every", required_argument, NULL, OPT_R1_EVERY},
   {"diffaug", required_argument, NULL, OPT_DIFFAUG},
   {"cond", no_argument, NULL, OPT_COND},
+  {"width", required_argument, NULL, OPT_WIDTH},
   {"help", no_argument, NULL, OPT_HELP},
   {NULL, 0, NULL, 0},
 };
@@ -453,8 +468,9 @@ static gf_status apply_option(gf_train_config *cfg, int opt, const char *arg,
     if (!*arg) return gf_fail(err, GF_EINVAL, "--data: empty");
     return copy_str(cfg->data, sizeof cfg->data, arg, "--data", err);
   case OPT_MODEL:
-    if (strcmp(arg, "dcgan") && strcmp(arg, "mlp"))
-      return gf_fail(err, GF_EINVAL, "--model: '%s' is not dcgan or mlp", arg);
+    if (strcmp(arg, "dcgan") && strcmp(arg, "mlp") && strcmp(arg, "resnet"))
+      return gf_fail(err, GF_EINVAL, "--model: '%s' is not dcgan, resnet or "
+                     "mlp", arg);
     return gf_arch_parse(arg, &cfg->model, err);
   case OPT_STEPS:
     return parse_i64("--steps", arg, 1, UINT32_MAX, &cfg->steps, err);
@@ -558,6 +574,9 @@ static gf_status apply_option(gf_train_config *cfg, int opt, const char *arg,
   }
   case OPT_D_STEPS:
     return parse_int("--d-steps", arg, 1, 100, &cfg->d_steps, err);
+  case OPT_WIDTH:
+    cfg->width_set = true;
+    return parse_int("--width", arg, 1, 4096, &cfg->width, err);
   case OPT_SN:
     cfg->spectral_norm = true;
     return GF_OK;
@@ -665,10 +684,15 @@ void gf_train_usage(FILE *out, const char *prog) {
 "  --data SPEC             [idx:|cifar10:|images:]DIR: MNIST-format IDX files\n"
 "                          (plain or .gz), CIFAR-10 binary batches, or a folder\n"
 "                          of PNG/JPEG images (required)\n"
-"  --model dcgan|mlp       network (dcgan)\n"
-"  --image-size N          image side in pixels; dcgan: 28, 32 or 64 (28)\n"
+"  --model dcgan|resnet|mlp\n"
+"                          network: DCGAN, SNGAN's residual G and D, or the\n"
+"                          paper's MLP (dcgan)\n"
+"  --image-size N          image side in pixels; dcgan, resnet: 28, 32 or 64\n"
+"                          (28)\n"
 "  --channels N            1 (gray) or 3 (RGB) (1)\n"
-"  --z-dim N               latent size (mlp 50, dcgan 100)\n"
+"  --width N               dcgan's and resnet's base width: G's ngf and D's\n"
+"                          ndf (64)\n"
+"  --z-dim N               latent size (mlp 50, dcgan 100, resnet 128)\n"
 "Training:\n"
 "  --steps N               optimizer steps in all (5000)\n"
 "  --batch N               images per step, all ranks together (64)\n"
@@ -833,6 +857,7 @@ size_t gf_train_config_params(const gf_train_config *cfg,
   P("image_size", "%d", cfg->image_size);
   P("channels", "%d", cfg->channels);
   P("z_dim", "%d", cfg->z_dim);
+  if (cfg->model != GF_ARCH_MLP) P("width", "%d", cfg->width);
   P("steps", "%" PRId64, cfg->steps);
   P("batch", "%d", cfg->batch);
   char num[32];

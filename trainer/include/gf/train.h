@@ -70,6 +70,8 @@ typedef struct gf_train_config {
   gf_arch model;                      /* --model (dcgan) */
   int image_size;                     /* --image-size, pixels (28) */
   int channels;                       /* --channels, 1 or 3 (1) */
+  int width;                          /* --width: dcgan's and resnet's base
+                                         width, ngf = ndf (64) */
   int z_dim;                          /* --z-dim; 0 = model default (mlp 50,
                                          dcgan 100) until _finish */
   int64_t steps;                      /* --steps, optimizer steps (5000) */
@@ -127,6 +129,7 @@ typedef struct gf_train_config {
                                          image double the dataset */
   double r1_gamma;                    /* --r1 GAMMA: the R1 penalty (0) */
   int r1_every;                       /* --r1-every N: lazy R1 (16) */
+  bool width_set;                     /* --width was given */
   bool cond;                          /* --cond: class-conditional G and D,
                                          on the data's labels */
   unsigned diffaug;                   /* --diffaug LIST: GF_AUG_* bits of
@@ -198,7 +201,7 @@ gf_status gf_train_model_config(const gf_train_config *cfg,
  * local_batch, allreduce, sync_bn, grad_accum, exact_reduce. Returns
  * the number of params (<= n_max). */
 #define GF_TRAIN_PARAM_VAL_MAX GF_TRAIN_PATH_MAX
-#define GF_TRAIN_MAX_PARAMS 48
+#define GF_TRAIN_MAX_PARAMS 56
 typedef struct gf_train_param {
   const char *key;
   char value[GF_TRAIN_PARAM_VAL_MAX];
