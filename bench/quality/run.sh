@@ -25,7 +25,8 @@ work=${WORK:-/tmp/ganflow-recipes}
 steps=2000
 images=2000
 threads=$(nproc)
-# name|ganflow-train flags (torch_recipes.py takes the same spelling)
+# name|ganflow-train flags (torch_recipes.py takes the same spelling; a
+# --model in them overrides the dcgan given first)
 all_recipes=(
   "dcgan-bce|"
   "dcgan-hinge-sn|--loss hinge --sn"
@@ -34,6 +35,8 @@ all_recipes=(
   "dcgan-hinge-sn-ema-diffaug|--loss hinge --sn --ema-decay 0.999 --diffaug color,translation,cutout"
   "dcgan-hinge-sn-r1|--loss hinge --sn --r1 1"
   "cond-dcgan-hinge-sn-ema|--cond --loss hinge --sn --ema-decay 0.999"
+  "resnet-hinge-sn-ema|--model resnet --loss hinge --sn --ema-decay 0.999"
+  "cond-resnet-hinge-sn-ema|--model resnet --cond --loss hinge --sn --ema-decay 0.999"
 )
 pick=""
 while [ $# -gt 0 ]; do

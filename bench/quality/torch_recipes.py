@@ -25,10 +25,14 @@ not ganflow's numbers). --cond as ganflow's: G's batch norms without
 affine, gain = linear(e) (bias starting at 1) and bias = linear(e) from a
 shared 128-wide class embedding e; D's projection <embed[y], h> on its last
 layer's input; fake classes uniform; the images written cycle the classes.
+--model resnet: make_golden.py's resnet (model/src/net_resnet.c) at
+--width, z 128, ganflow's init (Glorot uniform); its --sn is make_golden's
+SNLayer, one power iteration per D weight version as ganflow's.
 
   python torch_recipes.py OUT [--steps 2000] [--images 2000] [--threads 2]
         [--seed 1] [--loss bce|hinge|wgan] [--sn] [--ema-decay D]
-        [--ema-rampup R] [--d-steps K] [--mirror]
+        [--ema-rampup R] [--d-steps K] [--mirror] [--r1 G] [--diffaug P]
+        [--cond] [--model dcgan|resnet] [--width N]
 """
 import argparse
 import copy
@@ -78,30 +82,64 @@ class CBN(nn.Module):
         return self.bn(x) * self.gain(e)[:, :, None, None] + self.bias(e)[:, :, None, None]
 
 
+def run_layers(mods, x, e=None):
+    """The layers of a make_golden network in order, as its Net.forward:
+    a residual add reads its block's input, a linear flattens, a CBN takes
+    the class embedding's rows e."""
+    inputs = []
+    for m in mods:
+        inputs.append(x)
+        if isinstance(m, (make_golden.ResAdd, make_golden.ResAddSN)):
+            x = m(x, inputs[m.start])
+        elif isinstance(m, CBN):
+            x = m(x, e)
+        elif x.ndim > 2 and not isinstance(m, make_golden.LinearMap) and (
+                isinstance(m, nn.Linear) or (isinstance(m, make_golden.SNLayer) and m.conv is None)):
+            x = m(x.flatten(1))
+        else:
+            x = m(x)
+    return x
+
+
 class CondG(nn.Module):
     def __init__(self, g, classes):
         super().__init__()
         self.main = nn.ModuleList([CBN(m.num_features) if isinstance(m, nn.BatchNorm2d) else m
                                    for m in g.main])
         self.shared = nn.Embedding(classes, 128)
+        self.resnet = isinstance(self.main[0], make_golden.LinearMap)
 
     def forward(self, z, y):
-        e, x = self.shared(y), z.view(z.shape[0], -1, 1, 1)
-        for m in self.main:
-            x = m(x, e) if isinstance(m, CBN) else m(x)
-        return x
+        x = z if self.resnet else z.view(z.shape[0], -1, 1, 1)
+        return run_layers(self.main, x, self.shared(y))
 
 
 class CondD(nn.Module):
     def __init__(self, d, classes, feats):
         super().__init__()
-        self.body, self.last = nn.Sequential(*list(d.main)[:-1]), d.main[-1]
+        self.body, self.last = nn.ModuleList(list(d.main)[:-1]), d.main[-1]
         self.embed = nn.Embedding(classes, feats)
         nn.init.normal_(self.embed.weight, 0.0, 0.02)
 
     def forward(self, x, y):
-        h = self.body(x)
-        return self.last(h).view(x.shape[0], 1) + (self.embed(y) * h.flatten(1)).sum(1, keepdim=True)
+        h = run_layers(self.body, x).flatten(1)
+        return run_layers([self.last], h).view(x.shape[0], 1) + \
+            (self.embed(y) * h).sum(1, keepdim=True)
+
+
+def resnet_init(net):
+    """ganflow's resnet init (gf_mlp_init_params): Glorot uniform weights,
+    biases 0, BN gamma 1 and beta 0; spectral norm's u, v normalized
+    Gaussians."""
+    with torch.no_grad():
+        for m in net.modules():
+            for name in ("weight", "weight_orig"):
+                w = getattr(m, name, None)
+                if isinstance(w, torch.Tensor) and w.ndim >= 2:
+                    nn.init.xavier_uniform_(w)
+            if isinstance(m, make_golden.SNLayer):
+                m.weight_u.copy_(F.normalize(torch.randn_like(m.weight_u), dim=0))
+                m.weight_v.copy_(F.normalize(torch.randn_like(m.weight_v), dim=0))
 
 
 def diffaug(x, policy):
@@ -186,18 +224,28 @@ def main():
     ap.add_argument("--r1-every", type=int, default=16)
     ap.add_argument("--diffaug", default="none")
     ap.add_argument("--cond", action="store_true")
+    ap.add_argument("--model", default="dcgan", choices=["dcgan", "resnet"])
+    ap.add_argument("--width", type=int, default=64)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
-    cfg = dict(arch="dcgan", size=28, channels=1, z_dim=100, ngf=64, ndf=64)
+    resnet = a.model == "resnet"
+    cfg = dict(arch=a.model, size=28, channels=1, z_dim=128 if resnet else 100, ngf=a.width,
+               ndf=a.width, spectral_norm=int(resnet and a.sn))
     g, d = make_golden.Net("g", cfg), make_golden.Net("d", cfg)
-    g.apply(torch_dcgan.weights_init)
-    d.apply(torch_dcgan.weights_init)
-    if a.sn:
-        d = sn_discriminator(d)
+    if resnet:  # spectral norm as ganflow's: one power iteration per D weight version
+        resnet_init(g)
+        resnet_init(d)
+    else:
+        g.apply(torch_dcgan.weights_init)
+        d.apply(torch_dcgan.weights_init)
+        if a.sn:
+            d = sn_discriminator(d)
+    sn_layers = [m for m in d.modules() if isinstance(m, make_golden.SNLayer)]
     classes = 10
     if a.cond:
-        g, d = CondG(g, classes), CondD(d, classes, 2 * cfg["ndf"] * 7 * 7)
+        feats = cfg["ndf"] if resnet else 2 * cfg["ndf"] * 7 * 7
+        g, d = CondG(g, classes), CondD(d, classes, feats)
     aug = (lambda x: diffaug(x, a.diffaug)) if a.diffaug != "none" else (lambda x: x)
     g_ema = copy.deepcopy(g).eval() if a.ema_decay > 0 else None
     data = torch_dcgan.load()
@@ -232,6 +280,8 @@ def main():
             real, ry = batch()
             fy = torch.randint(0, classes, (n,))
             fake = G(torch.randn(n, cfg["z_dim"]), fy)
+            for m in sn_layers:
+                m.power_iteration()
             d.zero_grad()
             d_loss(a.loss, D(real, ry), True).backward()
             if a.r1 > 0 and dstep % a.r1_every == 0:
@@ -242,6 +292,8 @@ def main():
             d_loss(a.loss, D(fake.detach(), fy), False).backward()
             opt_d.step()
             dstep += 1
+        for m in sn_layers:
+            m.power_iteration()
         g.zero_grad()
         g_loss(a.loss, D(fake, fy)).backward()
         opt_g.step()

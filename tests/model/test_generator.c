@@ -394,6 +394,16 @@ int main(void) {
   test_load_and_generate(dcgan);
   test_precision(dcgan, GF_GEN_BF16);
   test_precision(dcgan, GF_GEN_INT8);
+  /* the resnet (32x32x3, width 16): residual adds, upsampling and 1x1
+   * shortcuts keep every row's bytes at every pass size */
+  char resnet[320];
+  snprintf(resnet, sizeof resnet, "%s/resnet", root);
+  gf_model_config rc;
+  gf_model_config_default(&rc, GF_ARCH_RESNET);
+  rc.ngf = rc.ndf = 16;
+  gf_err rerr = {0};
+  REQUIRE(tu_write_model_dir_cfg(resnet, &rc, 13, 0, &rerr) == 0);
+  test_load_and_generate(resnet);
   test_refusals(dir, missing);
   char cdir[320];
   snprintf(cdir, sizeof cdir, "%s/cond_mlp", root);
