@@ -31,7 +31,7 @@ H != W catches a swapped axis):
   <k>.p<policy>.dx      the gradient of sum(y * g) wrt x (autograd)
 
 Run (needs torch, numpy, safetensors; CI does not: the output is committed):
-  /work/torchvenv/bin/python tests/kernels/golden/make_augment_golden.py
+  python3 tests/kernels/golden/make_augment_golden.py
 """
 import os
 

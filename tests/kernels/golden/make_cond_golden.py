@@ -40,7 +40,7 @@ and that rowdot's and the affine's gradients of one product each are the
 f32 products (dx = dy gain, da = dy b).
 
 Run (needs torch, numpy, safetensors; CI does not: the output is committed):
-  /work/torchvenv/bin/python tests/kernels/golden/make_cond_golden.py
+  python3 tests/kernels/golden/make_cond_golden.py
 """
 import os
 import sys

@@ -34,7 +34,7 @@ sigma is recomputed as the hook does (dot(u, mv(W, v))) and checked
 bit-for-bit against the hook's weight (w / sigma).
 
 Run (needs torch, numpy, safetensors; CI does not: the output is committed):
-  /work/torchvenv/bin/python tests/kernels/golden/make_gan_ops_golden.py
+  python3 tests/kernels/golden/make_gan_ops_golden.py
 """
 import os
 import sys

@@ -31,7 +31,7 @@ PyTorch's results, bit for bit, and exits non-zero on a difference:
   add: one f32 addition.
 
 Run (needs torch, numpy, safetensors; CI does not: the output is committed):
-  /work/torchvenv/bin/python tests/kernels/golden/make_resample_golden.py
+  python3 tests/kernels/golden/make_resample_golden.py
 """
 import os
 import sys

@@ -79,7 +79,7 @@ stats' D half from the last D step; D's gradients those of the last D step)
   sn_start.<name>                  u and v at the start (with
                                    sn_start_iters; the C side loads them)
 
-Run: /work/torchvenv/bin/python make_golden.py [OUTDIR [CASE...]]
+Run: python3 make_golden.py [OUTDIR [CASE...]]
 (default: here, every case)
 """
 import copy

@@ -27,7 +27,7 @@ It writes to golden/r1_<case>.safetensors
                                 that its comparison would see that bug)
 Metadata: the model config fields, batch, seed, step, sample0, pass, scale.
 
-Run: /work/torchvenv/bin/python make_r1_golden.py [OUTDIR [CASE...]]
+Run: python3 make_r1_golden.py [OUTDIR [CASE...]]
 (default: here, every case)
 """
 import os
