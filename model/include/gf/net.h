@@ -1,4 +1,4 @@
-/* net.h - the networks of DESIGN §2 (mlp and dcgan, generator and
+/* net.h - the networks of DESIGN §2 (mlp, dcgan, resnet; generator and
  * discriminator) as sequences of layers over the kernels library: building
  * one from a gf_model_config, its parameter / gradient / Adam-moment / BN
  * running-statistics arenas, initialisation, forward and backward.
