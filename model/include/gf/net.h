@@ -157,7 +157,7 @@ typedef struct gf_net {
                                the net's device; NULL until its first call */
 } gf_net;
 
-/* Builds network `role` of cfg (validated; dcgan: 28/32/64, 1 or 3
+/* Builds network `role` of cfg (validated; dcgan, resnet: 28/32/64, 1 or 3
  * channels; mlp: any H, W, C, hidden sizes as the paper) on ctx's device
  * for up to max_batch samples. training allocates grads, both Adam
  * moments and the backward's buffers (a generator only served needs none:
@@ -177,7 +177,8 @@ void gf_net_free(gf_net *net);
  *         example weights_init);
  *  mlp:   Keras defaults (the paper is a Keras network): weights Glorot
  *         uniform U(-l, l), l = sqrt(6 / (fan_in + fan_out)), biases 0,
- *         BN gamma 1, beta 0.
+ *         BN gamma 1, beta 0;
+ *  resnet: the same Glorot uniform (SNGAN's xavier_uniform, gain 1).
  * BN running stats are reset to mean 0, var 1; grads and Adam moments to 0.
  * On a device net the values are made on the host (the same bits) and
  * copied over. */
