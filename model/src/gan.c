@@ -65,9 +65,6 @@ static gf_status check_hparams(const gf_gan_hparams *hp, gf_err *err) {
 /* R1 needs a D whose samples do not interact: no batch norm. */
 static gf_status check_r1(const gf_gan *gan, gf_err *err) {
   if (!(gan->hp.r1_gamma > 0.0)) return GF_OK;
-  if (gan->d.p_embed >= 0)
-    return gf_fail(err, GF_EUNSUPPORTED, "gan: the R1 penalty of a class-conditional "
-                   "discriminator (its projection term) is not implemented");
   for (int i = 0; i < gan->d.n_tensors; i++)
     if (gan->d.tensors[i].kind == GF_PARAM_BN_RUNNING_MEAN)
       return gf_fail(err, GF_EINVAL, "gan: the R1 penalty needs a discriminator without "

@@ -516,10 +516,7 @@ gf_status gf_net_output(const gf_net *net, gf_tensor *y, gf_err *err) {
   return GF_OK;
 }
 
-/* Residual blocks that begin at layer i: their shortcuts' gradients
- * (written by their GF_L_RESADD backward, which ran earlier) join the
- * gradient wrt layer i's input. */
-static gf_status add_skip_grads(gf_net *net, gf_ctx *ctx, int i, gf_tensor *dx, gf_err *err) {
+gf_status gf_net_add_skip_grads(gf_net *net, gf_ctx *ctx, int i, gf_tensor *dx, gf_err *err) {
   for (int r = i + 1; r < net->n_layers; r++) {
     const gf_layer *l = &net->layers[r];
     if (l->kind != GF_L_RESADD || l->skip_from != i) continue;
@@ -562,7 +559,7 @@ gf_status gf_net_backward(gf_net *net, gf_ctx *ctx, const gf_tensor *dy, gf_tens
     if (st != GF_OK) return st;
     if (net->p_embed >= 0 && net->role == GF_NET_D && i == net->n_layers - 1)
       GF_TRY(gf_net_projection_bwd(net, l, ctx, &io, param_grads, accum, err));
-    if (dxbuf) GF_TRY(add_skip_grads(net, ctx, i, &io.dx, err));
+    if (dxbuf) GF_TRY(gf_net_add_skip_grads(net, ctx, i, &io.dx, err));
     if (param_grads && net->grad_hook)
       GF_TRY(net->grad_hook(net->grad_hook_user, net, i, err));
     cur = dxbuf;

@@ -360,19 +360,24 @@ static gf_status resample_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
 typedef struct res_views {
   gf_tensor s, mid, out, dmid, ds;
 } res_views;
+void gf_resadd_shapes(const gf_net *net, const gf_layer *l, int64_t s[3], int64_t m[3]) {
+  memcpy(s, net->layers[l->skip_from].in, 3 * sizeof *s);
+  memcpy(m, s, 3 * sizeof *m);
+  if (l->sc == GF_SC_UP_CONV) m[1] *= 2, m[2] *= 2;
+  else if (l->sc == GF_SC_POOL_CONV) m[1] /= 2, m[2] /= 2;
+  else if (l->sc == GF_SC_CONV_POOL) m[0] = l->out[0];
+}
 static gf_status res_views_of(gf_net *net, gf_layer *l, int64_t n, res_views *v,
                               gf_err *err) {
   memset(v, 0, sizeof *v);
-  const gf_layer *first = &net->layers[l->skip_from];
   const float *sd = l->skip_from == 0 ? net->fwd_in.data : net->layers[l->skip_from - 1].act;
-  int64_t ss[4] = {n, first->in[0], first->in[1], first->in[2]};
+  int64_t s3[3], m3[3];
+  gf_resadd_shapes(net, l, s3, m3);
+  int64_t ss[4] = {n, s3[0], s3[1], s3[2]};
   GF_TRY(acts_view(net, &v->s, (float *)sd, 4, ss, err));
   if (l->skip_grad) GF_TRY(acts_view(net, &v->ds, l->skip_grad, 4, ss, err));
   if (l->sc == GF_SC_IDENTITY) return GF_OK;
-  int64_t ms[4] = {n, ss[1], ss[2], ss[3]};
-  if (l->sc == GF_SC_UP_CONV) ms[2] *= 2, ms[3] *= 2;
-  else if (l->sc == GF_SC_POOL_CONV) ms[2] /= 2, ms[3] /= 2;
-  else ms[1] = l->out[0];
+  int64_t ms[4] = {n, m3[0], m3[1], m3[2]};
   int64_t os[4] = {n, l->out[0], l->out[1], l->out[2]};
   GF_TRY(acts_view(net, &v->mid, l->sc_mid, 4, ms, err));
   GF_TRY(acts_view(net, &v->out, l->sc_out, 4, os, err));

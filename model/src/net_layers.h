@@ -154,6 +154,16 @@ gf_status gf_net_projection_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
                                 gf_layer_io *io, bool param_grads,
                                 gf_accum accum, gf_err *err);
 
+/* A residual add's per-sample shapes (net_layers.c): s its block's input
+ * (layer skip_from's input), m its shortcut's intermediate (sc_mid; s for
+ * an identity shortcut). */
+void gf_resadd_shapes(const gf_net *net, const gf_layer *l, int64_t s[3], int64_t m[3]);
+
+/* The backward of residual blocks that begin at layer i (net.c): their
+ * shortcuts' gradients (each GF_L_RESADD's skip_grad, written by its
+ * backward) added to dx, the gradient wrt layer i's input. */
+gf_status gf_net_add_skip_grads(gf_net *net, gf_ctx *ctx, int i, gf_tensor *dx, gf_err *err);
+
 /* Frees the sync scratch; NULL is fine. */
 void gf_net_sync_free(struct gf_net_sync *s);
 /* Frees gf_net_r1's scratch (net_r1.c); NULL is fine. */

@@ -26,7 +26,17 @@
  * overflow) and gbar_0 = m (k g_0) with m = c / k^2 in (1/4, 1] applied by
  * gf_lerp towards a zero tensor ((1 - beta) x with one rounding), so the
  * gradients carry m k^2 = c = 2 scale / n, and P is the sum of squares
- * divided by n k^2 (exact in double). */
+ * divided by n k^2 (exact in double).
+ *
+ * Residual blocks (the resnet's D): a block's input s feeds its first
+ * layer and its shortcut; the backward adds the shortcut's J_sc^T g to the
+ * gradient wrt s (as gf_net_backward does), and the sweep keeps gbar_s and
+ * adds J_sc gbar_s at the block's add (upsampling and average pooling are
+ * linear: their J is their forward; the shortcut's 1x1 convolution adds
+ * its dP/dW with input its part of gbar). Blocks must not nest.
+ * Class projection (conditional D): the logit's <embed[y], h> makes
+ * g_{L-1} = W^T g_L + embed[y] g_L, so embed[y] is a weight whose dP/de_y
+ * is the sum over the class's samples of g_L gbar_{L-1}. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +57,11 @@ struct gf_net_r1 {
                                       max_batch * (largest per-sample numel) */
   float *dw;                       /* SN layers: dP/dw_sn, the largest
                                       weight's numel */
+  float *save;                     /* gbar at the current residual block's
+                                      input (max_batch * largest block
+                                      input numel) */
+  float *mid, *sco;                /* the shortcut's intermediate and
+                                      output of the sweep */
   float *one;                      /* [1, 1]: a dummy weight for the dot
                                       product of P (values unused) */
   float *dot;                      /* [1, 1]: sum g_0^2 (seeded by k) */
@@ -76,19 +91,25 @@ static gf_status r1_alloc(gf_net *net, struct gf_net_r1 **out, gf_err *err) {
   struct gf_net_r1 *r = calloc(1, sizeof *r);
   if (!r) return gf_fail(err, GF_ENOMEM, "net r1: out of memory");
   int L = net->n_layers;
-  int64_t mb = net->max_batch, maxn = 1, max_w = 1;
+  int64_t mb = net->max_batch, maxn = 1, max_w = 1, max_s = 1, max_m = 1, max_o = 1;
   size_t bytes = fbytes(mb) + 2 * fbytes(1);
   for (int i = 0; i < L; i++) {
     const gf_layer *l = &net->layers[i];
     if (!l->in_place) bytes += fbytes(mb * l->in_numel);
     if (l->in_numel > maxn) maxn = l->in_numel;
     if (l->out_numel > maxn) maxn = l->out_numel;
+    if (l->kind == GF_L_RESADD) {
+      if (l->skip_numel > max_s) max_s = l->skip_numel;
+      if (l->mid_numel > max_m) max_m = l->mid_numel;
+      if (l->out_numel > max_o) max_o = l->out_numel;
+    }
     if (l->p_u >= 0) {
       int64_t wn = gf_tensor_numel(&net->tensors[l->p_w].value);
       if (wn > max_w) max_w = wn;
     }
   }
-  bytes += 2 * fbytes(mb * maxn) + fbytes(max_w);
+  bytes += 2 * fbytes(mb * maxn) + fbytes(max_w) + fbytes(mb * max_s) + fbytes(mb * max_m) +
+           fbytes(mb * max_o);
   gf_status st = gf_arena_init_on(&r->arena, net->acts.device, net->acts.device_index, bytes, err);
   if (st == GF_OK) st = carve(&r->arena, mb, &r->g[L], err);
   for (int i = L - 1; st == GF_OK && i >= 0; i--) {
@@ -99,6 +120,9 @@ static gf_status r1_alloc(gf_net *net, struct gf_net_r1 **out, gf_err *err) {
   if (st == GF_OK) st = carve(&r->arena, mb * maxn, &r->gbar[0], err);
   if (st == GF_OK) st = carve(&r->arena, mb * maxn, &r->gbar[1], err);
   if (st == GF_OK) st = carve(&r->arena, max_w, &r->dw, err);
+  if (st == GF_OK) st = carve(&r->arena, mb * max_s, &r->save, err);
+  if (st == GF_OK) st = carve(&r->arena, mb * max_m, &r->mid, err);
+  if (st == GF_OK) st = carve(&r->arena, mb * max_o, &r->sco, err);
   if (st == GF_OK) st = carve(&r->arena, 1, &r->one, err);
   if (st == GF_OK) st = carve(&r->arena, 1, &r->dot, err);
   if (st != GF_OK) {
@@ -129,6 +153,7 @@ static gf_status flat(const gf_net *net, gf_tensor *t, const float *data, int nd
 /* R1 needs every layer's backward to be linear in its output gradient with
  * a coefficient that is piecewise constant in the activations. */
 static gf_status r1_supported(const gf_net *net, gf_err *err) {
+  int last_add = -1;
   for (int i = 0; i < net->n_layers; i++) {
     const gf_layer *l = &net->layers[i];
     switch (l->kind) {
@@ -136,7 +161,15 @@ static gf_status r1_supported(const gf_net *net, gf_err *err) {
     case GF_L_CONV:
     case GF_L_RELU:
     case GF_L_LRELU:
-    case GF_L_DROPOUT: break;
+    case GF_L_DROPOUT:
+    case GF_L_UPSAMPLE:
+    case GF_L_AVGPOOL: break;
+    case GF_L_RESADD:
+      if (l->skip_from <= last_add)
+        return gf_fail(err, GF_EUNSUPPORTED, "net r1: the residual block ending at layer %d "
+                       "nests in or overlaps the one ending at %d", i, last_add);
+      last_add = i;
+      break;
     case GF_L_BN:
       return gf_fail(err, GF_EUNSUPPORTED,
                      "net r1: layer %d is batch norm in train mode, which couples the samples "
@@ -152,7 +185,7 @@ static gf_status r1_supported(const gf_net *net, gf_err *err) {
     default:
       return gf_fail(err, GF_EUNSUPPORTED,
                      "net r1: layer %d (%s) is not supported (linear, convolution, relu, leaky "
-                     "relu and dropout layers are)",
+                     "relu, dropout, upsampling, average pooling and residual add layers are)",
                      i, gf_layer_ops_of(l->kind)->name);
     }
   }
@@ -190,6 +223,9 @@ static gf_status r1_backward(gf_net *net, struct gf_net_r1 *r, gf_ctx *ctx, int6
     GF_TRY(view(net, &io.dy, r->g[i + 1], n, l->out_ndim, l->out, err));
     GF_TRY(view(net, &io.dx, r->g[i], n, l->in_ndim, l->in, err));
     GF_TRY(gf_layer_ops_of(l->kind)->bwd(net, l, ctx, &io, false, GF_OVERWRITE, err));
+    if (net->p_embed >= 0 && i == L - 1) /* + embed[y] g_L */
+      GF_TRY(gf_net_projection_bwd(net, l, ctx, &io, false, GF_OVERWRITE, err));
+    GF_TRY(gf_net_add_skip_grads(net, ctx, i, &io.dx, err));
   }
   return GF_OK;
 }
@@ -216,6 +252,57 @@ static gf_status r1_weight_grad(gf_net *net, struct gf_net_r1 *r, gf_ctx *ctx, g
                               err);
 }
 
+/* The projection's dP/dembed: the rows g_L[n] gbar_{L-1}[n] (in the
+ * net's conditioning scratch) added to the rows of the samples' classes. */
+static gf_status r1_embed_grad(gf_net *net, struct gf_net_r1 *r, gf_ctx *ctx, int64_t n,
+                               const gf_tensor *gbar, gf_err *err) {
+  int64_t f = net->layers[net->n_layers - 1].in_numel, rs[2] = {n, f}, ys[2] = {n, 1};
+  gf_tensor b, gl, rows;
+  GF_TRY(flat(net, &b, gbar->data, 2, rs, err));
+  GF_TRY(flat(net, &gl, r->g[net->n_layers], 2, ys, err));
+  GF_TRY(flat(net, &rows, net->cond_de, 2, rs, err));
+  GF_TRY(gf_rowdot_bwd(ctx, &b, &b, &gl, &rows, NULL, GF_OVERWRITE, err));
+  return gf_embedding_bwd(ctx, &net->labels, &rows, &net->tensors[net->p_embed].grad,
+                          GF_ACCUMULATE, err);
+}
+
+/* A residual add in the sweep: gbar += J_sc gbar_s (gbar_s in r->save),
+ * and the shortcut convolution's dP/dW (output gradient g_{i+1}, or for
+ * conv-then-pool the pool's backward of it, which the backward left in
+ * the layer's sc_dmid). */
+static gf_status r1_resadd(gf_net *net, struct gf_net_r1 *r, gf_ctx *ctx, gf_layer *l, int i,
+                           int64_t n, gf_tensor *in, gf_err *err) {
+  int64_t s3[3], m3[3];
+  gf_resadd_shapes(net, l, s3, m3);
+  gf_tensor sv, mid, sco, gout, w;
+  GF_TRY(view(net, &sv, r->save, n, 3, s3, err));
+  if (l->sc == GF_SC_IDENTITY) return gf_add(ctx, in, &sv, in, err);
+  GF_TRY(view(net, &mid, r->mid, n, 3, m3, err));
+  GF_TRY(view(net, &sco, r->sco, n, l->out_ndim, l->out, err));
+  GF_TRY(used_weight(net, l, &w, err));
+  gf_pool_params p2 = {{2, 2}, {2, 2}, {0, 0}, 1};
+  if (l->sc == GF_SC_CONV_POOL) {
+    GF_TRY(view(net, &gout, l->sc_dmid, n, 3, m3, err));
+    GF_TRY(r1_weight_grad(net, r, ctx, l, &sv, &gout, err));
+    GF_TRY(gf_conv2d_fwd(ctx, &sv, &w, NULL, &l->conv, &mid, err));
+    GF_TRY(gf_avgpool2d_fwd(ctx, &mid, &p2, &sco, err));
+  } else {
+    if (l->sc == GF_SC_UP_CONV) GF_TRY(gf_upsample_nearest2x_fwd(ctx, &sv, &mid, err));
+    else GF_TRY(gf_avgpool2d_fwd(ctx, &sv, &p2, &mid, err));
+    GF_TRY(view(net, &gout, r->g[i + 1], n, l->out_ndim, l->out, err));
+    GF_TRY(r1_weight_grad(net, r, ctx, l, &mid, &gout, err));
+    GF_TRY(gf_conv2d_fwd(ctx, &mid, &w, NULL, &l->conv, &sco, err));
+  }
+  return gf_add(ctx, in, &sco, in, err);
+}
+
+/* Whether a residual block begins at layer i. */
+static bool block_starts(const gf_net *net, int i) {
+  for (int r = i + 1; r < net->n_layers; r++)
+    if (net->layers[r].kind == GF_L_RESADD && net->layers[r].skip_from == i) return true;
+  return false;
+}
+
 /* The sweep: gbar_0 = m g[0] (g[0] seeded by k), then forward through the
  * layers, adding each weight layer's dP/dW. */
 static gf_status r1_sweep(gf_net *net, struct gf_net_r1 *r, gf_ctx *ctx, int64_t n, double m,
@@ -231,11 +318,17 @@ static gf_status r1_sweep(gf_net *net, struct gf_net_r1 *r, gf_ctx *ctx, int64_t
     gf_layer *l = &net->layers[i];
     gf_tensor in, out, gout;
     GF_TRY(view(net, &in, r->gbar[cur], n, l->in_ndim, l->in, err));
+    if (block_starts(net, i)) { /* gbar_s, for the block's shortcut */
+      gf_tensor sv;
+      GF_TRY(view(net, &sv, r->save, n, l->in_ndim, l->in, err));
+      GF_TRY(gf_copy(ctx, &in, &sv, err));
+    }
     switch (l->kind) {
     case GF_L_LINEAR:
     case GF_L_CONV: {
       GF_TRY(view(net, &gout, r->g[i + 1], n, l->out_ndim, l->out, err));
       GF_TRY(r1_weight_grad(net, r, ctx, l, &in, &gout, err));
+      if (i == L - 1 && net->p_embed >= 0) GF_TRY(r1_embed_grad(net, r, ctx, n, &in, err));
       if (i == L - 1) break; /* gbar_L is not needed */
       gf_tensor w;
       GF_TRY(used_weight(net, l, &w, err));
@@ -256,6 +349,18 @@ static gf_status r1_sweep(gf_net *net, struct gf_net_r1 *r, gf_ctx *ctx, int64_t
     case GF_L_DROPOUT: /* the forward's mask, / (1 - p) */
       if (l->drop_applied) GF_TRY(gf_dropout_fwd(ctx, &in, l->drop_p, &l->drop_stream, &in, err));
       break;
+    case GF_L_UPSAMPLE:
+    case GF_L_AVGPOOL: { /* linear maps: J gbar is their forward */
+      GF_TRY(view(net, &out, r->gbar[1 - cur], n, l->out_ndim, l->out, err));
+      if (l->kind == GF_L_UPSAMPLE) GF_TRY(gf_upsample_nearest2x_fwd(ctx, &in, &out, err));
+      else {
+        gf_pool_params pp = {{l->pool_k, l->pool_k}, {l->pool_k, l->pool_k}, {0, 0}, 1};
+        GF_TRY(gf_avgpool2d_fwd(ctx, &in, &pp, &out, err));
+      }
+      cur = 1 - cur;
+      break;
+    }
+    case GF_L_RESADD: GF_TRY(r1_resadd(net, r, ctx, l, i, n, &in, err)); break;
     default: return gf_fail(err, GF_EUNSUPPORTED, "net r1: layer %d not supported", i);
     }
   }
@@ -267,9 +372,6 @@ gf_status gf_net_r1(gf_net *net, gf_ctx *ctx, const gf_tensor *x, float scale, u
   if (!net || !net->layers || !ctx || !x) return gf_fail(err, GF_EINVAL, "net r1: NULL argument");
   if (!net->training)
     return gf_fail(err, GF_ESTATE, "net r1: built for inference (no gradient arenas)");
-  if (net->p_embed >= 0)
-    return gf_fail(err, GF_EUNSUPPORTED, "net r1: a class-conditional net (its projection "
-                   "term's double backward is not implemented)");
   if (!(scale >= 0.0f) || isinf(scale))
     return gf_fail(err, GF_EINVAL, "net r1: scale %g must be finite and >= 0", (double)scale);
   if (net->out_ndim != 1 || net->out_shape[0] != 1)

@@ -232,6 +232,11 @@ int main(int argc, char **argv) {
   c.image_channels = 3;
   c.ndf = 16;
   run(&cpu, &gpu, &c, 8, 40.0f, 8, 3, "dcgan64x3 SN");
+  /* the resnet's D: residual blocks (written, not yet run on a GPU) */
+  gf_model_config_default(&c, GF_ARCH_RESNET);
+  c.ndf = 16;
+  c.spectral_norm = 1;
+  run(&cpu, &gpu, &c, 8, 10.0f, 0, 3, "resnet32x3 SN");
   if (argc > 1 && strcmp(argv[1], "--time") == 0) {
     time_one(&gpu, "cuda", 50);
     gpu.allow_tf32 = 1;

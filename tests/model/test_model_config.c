@@ -55,9 +55,11 @@ int main(void) {
   gf_err err = {GF_OK, ""};
   gf_model_config c, back;
 
-  /* Round trips of both defaults and a conditional variant. */
-  for (int arch = 0; arch < 3; arch++) {
-    gf_model_config_default(&c, arch == 1 ? GF_ARCH_MLP : GF_ARCH_DCGAN);
+  /* Round trips of the three defaults and a conditional variant. */
+  for (int arch = 0; arch < 4; arch++) {
+    gf_model_config_default(&c, arch == 1   ? GF_ARCH_MLP
+                                : arch == 3 ? GF_ARCH_RESNET
+                                            : GF_ARCH_DCGAN);
     if (arch == 2) {
       c.num_classes = 10;
       c.image_height = c.image_width = 28;
@@ -80,6 +82,11 @@ int main(void) {
   CHECK_STR_EQ(gf_arch_name(c.architecture), "dcgan");
   CHECK_STR_EQ(gf_pixel_norm_name(c.pixel_norm), "tanh_-1_1");
   CHECK(c.z_dim == 100 && c.image_height == 64 && c.image_channels == 3 && c.ngf == 64);
+  gf_model_config_default(&c, GF_ARCH_RESNET);
+  CHECK_STR_EQ(gf_arch_name(c.architecture), "resnet");
+  CHECK(c.z_dim == 128 && c.image_height == 32 && c.image_channels == 3 && c.ngf == 64);
+  gf_arch ra;
+  CHECK(gf_arch_parse("resnet", &ra, &err) == GF_OK && ra == GF_ARCH_RESNET);
 
   /* Unknown fields are ignored; the text need not be NUL-terminated. */
   const char *extra = "{\"format_version\":1,\"architecture\":\"mlp\",\"z_dim\":100,"
@@ -111,7 +118,7 @@ int main(void) {
   expect_bad("num_classes", "-1", GF_EINVAL);
   expect_bad("ngf", "0", GF_EINVAL);
   expect_bad("ndf", "100000", GF_EINVAL);
-  expect_bad("architecture", "\"resnet\"", GF_EINVAL);
+  expect_bad("architecture", "\"stylegan\"", GF_EINVAL);
   expect_bad("pixel_normalization", "\"0_1\"", GF_EINVAL);
   expect_bad("format_version", "2", GF_EUNSUPPORTED);
   expect_bad("format_version", "0", GF_EINVAL);

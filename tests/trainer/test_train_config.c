@@ -383,9 +383,10 @@ static void test_recipe_flags(void) {
   for (size_t i = 0; i < cn; i++)
     cond |= !strcmp(cp[i].key, "cond") && !strcmp(cp[i].value, "true");
   CHECK(cond);
-  BAD("--cond", "--cond", "--sn", "--r1", "1");
+  REQUIRE(parse(&c, &e, "--data", "/d", "--cond", "--sn", "--r1", "1", NULL) == GF_PARSE_OK);
   BAD("--cond", "--cond", "--sync-bn");
-  /* the residual pair: width, latent default, sizes, no R1 yet */
+  /* the residual pair: width, latent default, sizes, R1 (its D has no
+   * batch norm) */
   REQUIRE(parse(&c, &e, "--data", "/d", "--model", "resnet", "--width", "32", "--image-size",
                 "32", "--channels", "3", NULL) == GF_PARSE_OK);
   CHECK(c.model == GF_ARCH_RESNET && c.z_dim == 128 && c.width == 32);
@@ -398,7 +399,8 @@ static void test_recipe_flags(void) {
   for (size_t i = 0; i < rn; i++)
     width |= !strcmp(rp[i].key, "width") && !strcmp(rp[i].value, "32");
   CHECK(width);
-  BAD("--r1", "--model", "resnet", "--r1", "1");
+  REQUIRE(parse(&c, &e, "--data", "/d", "--model", "resnet", "--r1", "1", "--cond", NULL) ==
+          GF_PARSE_OK);
   BAD("resnet", "--model", "resnet", "--image-size", "48");
   BAD("--width", "--model", "mlp", "--width", "8");
   BAD("--width", "--width", "0");

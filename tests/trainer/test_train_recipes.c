@@ -97,12 +97,14 @@ static const char *const COND_RECIPE[] = {"--cond", "--loss", "hinge", "--sn",
                                           "--ema-decay", "0.9", "--diffaug",
                                           "translation,cutout", NULL};
 /* Scenario 2's second recipe: WGAN, 3 D steps, D with batch norm. */
-/* The residual pair with SNGAN's and BigGAN's recipe, class-conditional. */
+/* The residual pair with SNGAN's and BigGAN's recipe, class-conditional,
+ * with lazy R1 through its residual blocks and projection. */
 static const char *const RESNET_RECIPE[] = {"--model", "resnet", "--width", "8",
                                             "--cond", "--loss", "hinge", "--sn",
                                             "--ema-decay", "0.9", "--d-steps", "2",
                                             "--mirror", "--diffaug",
-                                            "color,translation,cutout", NULL};
+                                            "color,translation,cutout", "--r1",
+                                            "0.5", "--r1-every", "3", NULL};
 static const char *const WGAN_RECIPE[] = {"--loss", "wgan", "--d-steps", "3",
                                           "--ema-decay", "0.9", "--mirror",
                                           "--export-generator", "raw", NULL};

@@ -221,10 +221,6 @@ gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err) {
     return gf_fail(err, GF_EINVAL, "--width: the mlp's widths are the "
                    "paper's (1200/1000 and 256/128); --width is for dcgan "
                    "and resnet");
-  if (cfg->r1_gamma > 0 && cfg->model == GF_ARCH_RESNET)
-    return gf_fail(err, GF_EINVAL, "--r1 with --model resnet: the double "
-                   "backward of R1 does not go through residual blocks yet "
-                   "(dcgan --sn and mlp have it)");
   if (cfg->exact_reduce) {
     int s = cfg->exact_shards;
     if (s & (s - 1))
@@ -245,9 +241,6 @@ gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err) {
       return gf_fail(err, GF_EINVAL, "--compress bf16 rounds the gradient sums "
                      "to bf16; --exact-reduce keeps every bit: choose one");
   }
-  if (cfg->cond && cfg->r1_gamma > 0)
-    return gf_fail(err, GF_EINVAL, "--cond with --r1: the R1 penalty of a "
-                   "projection discriminator is not implemented yet");
   if (cfg->cond && cfg->sync_bn)
     return gf_fail(err, GF_EINVAL, "--cond with --sync-bn: conditional batch "
                    "norm over several ranks is not implemented yet");
@@ -720,7 +713,8 @@ void gf_train_usage(FILE *out, const char *prog) {
 "                          registered model (ema when there is one, else raw)\n"
 "  --mirror                x-flipped copies double the dataset\n"
 "  --r1 GAMMA              the R1 gradient penalty on real images (StyleGAN's);\n"
-"                          needs a D without batch norm (--sn, or mlp) (0)\n"
+"                          needs a D without batch norm (dcgan with --sn,\n"
+"                          resnet, mlp) (0)\n"
 "  --r1-every N            lazy R1: every N D updates, weighted by N (16)\n"
 "  --diffaug LIST          DiffAugment: color, translation, cutout (comma-\n"
 "                          separated), applied to every image D sees, real\n"

@@ -209,9 +209,10 @@ gf_status gf_net_sn_iterate(gf_net *net, gf_ctx *ctx, gf_err *err);
  * seeded with a power of two near sqrt(2 scale / n), harmless for any
  * realistic scale). A double backward over the ops (model/src/net_r1.c);
  * works on both backends.
- * GF_EUNSUPPORTED for a net with batch norm (R1 penalizes each sample's
- * gradient, which train-mode BN couples), tanh or transposed convolution
- * layers (D has none); GF_ESTATE on a net not built for training. It is a
+ * Residual blocks (the resnet's D) and a conditional D's projection term
+ * are differentiated through (net_r1.c). GF_EUNSUPPORTED for a net with
+ * batch norm (R1 penalizes each sample's gradient, which train-mode BN
+ * couples), tanh or transposed convolution layers (D has none); GF_ESTATE on a net not built for training. It is a
  * forward: the net's last-forward state (gf_net_output, gf_net_backward) is
  * afterwards R1's, on x (borrowed as gf_net_forward borrows it). grad_hook
  * is not called: gradients are complete when it returns. Memory: the first

@@ -156,6 +156,10 @@ CASES = {
                        batch=4, seed=77, step=5, sample0=0, scale=5.0, **{"pass": 3}),
     "mlp": dict(arch="mlp", size=28, channels=1, z_dim=50, ngf=1, ndf=1, spectral_norm=0,
                 batch=8, seed=1234, step=7, sample0=2, scale=1.5, **{"pass": 3}),
+    # the resnet's D (residual blocks: pooled and identity shortcuts, SN on
+    # every weight, the 1x1 shortcuts included); 2 scale / n = 1.5: k = 2
+    "resnet28_sn": dict(arch="resnet", size=28, channels=1, z_dim=16, ngf=4, ndf=4, spectral_norm=1,
+                        batch=4, seed=99, step=6, sample0=0, scale=3.0, **{"pass": 3}),
     "mlp_sn": dict(arch="mlp", size=28, channels=1, z_dim=50, ngf=1, ndf=1, spectral_norm=1,
                    batch=8, seed=4321, step=2, sample0=0, scale=3.0, **{"pass": 0}),
 }
