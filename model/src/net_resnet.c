@@ -25,7 +25,10 @@
  *      with the image.
  * Initialisation as SNGAN's: Glorot (Xavier) uniform weights, biases 0,
  * BN gamma 1, beta 0 (SNGAN uses gain sqrt(2) on the blocks' 3x3
- * convolutions; here every weight has gain 1, as gf_mlp_init_params). */
+ * convolutions; here every weight has gain 1, as gf_mlp_init_params);
+ * a conditional BN's gain and bias linears N(0, 0.02) as the dcgan's: with
+ * the shared embedding's N(0, 1) rows, Glorot's U(+-0.18) there would
+ * start every channel's gain 1 + e.w with a spread of about 1. */
 #include "net_layers.h"
 
 #define MAX_BLOCKS 5
@@ -112,5 +115,17 @@ gf_status gf_resnet_build(gf_net *net, gf_err *err) {
 }
 
 gf_status gf_resnet_init_params(gf_net *net, uint64_t seed, gf_err *err) {
-  return gf_mlp_init_params(net, seed, err); /* Glorot uniform, BN gamma 1 */
+  GF_TRY(gf_mlp_init_params(net, seed, err)); /* Glorot uniform, BN gamma 1 */
+  gf_rng_purpose purpose = net->role == GF_NET_G ? GF_RNG_INIT_G : GF_RNG_INIT_D;
+  for (int i = 0; i < net->n_layers; i++) {
+    const gf_layer *l = &net->layers[i];
+    const int lin[2] = {l->p_gw, l->p_bw};
+    for (int k = 0; k < 2; k++) {
+      if (lin[k] < 0) continue;
+      gf_param *p = &net->tensors[lin[k]];
+      gf_philox_stream s = gf_rng_stream(seed, purpose, 0, (uint32_t)lin[k]);
+      gf_philox_normal(&s, p->value.data, (size_t)gf_tensor_numel(&p->value), 0.0f, 0.02f);
+    }
+  }
+  return GF_OK;
 }

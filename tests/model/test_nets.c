@@ -98,6 +98,16 @@ static void test_dcgan_variants(gf_ctx *ctx) {
   }
 }
 
+static double mean_of(const gf_tensor *t, double *sd) {
+  const float *x = t->data;
+  int64_t n = gf_tensor_numel(t);
+  double s = 0, s2 = 0;
+  for (int64_t i = 0; i < n; i++) s += x[i], s2 += (double)x[i] * x[i];
+  double m = s / n;
+  *sd = sqrt(s2 / n - m * m);
+  return m;
+}
+
 /* resnet (model/src/net_resnet.c): SNGAN's CIFAR pair at 32x32x3 and
  * width 64 counted by formula, the layer plan, a residual add's shortcut
  * weight, and every size builds (64 pixels: the deepest nets). */
@@ -139,8 +149,25 @@ static void test_resnet(gf_ctx *ctx) {
     gf_net_free(&g);
     gf_net_free(&d);
   }
-  c = cfg_of(GF_ARCH_RESNET, 48, 3, 16, 8, 8);
+  /* init: Glorot uniform weights, a conditional BN's linears N(0, 0.02) */
   gf_err err = {0};
+  c = cfg_of(GF_ARCH_RESNET, 28, 1, 16, 32, 32);
+  c.num_classes = 10;
+  build(&g, ctx, &c, GF_NET_G, 2, true);
+  REQUIRE(gf_net_init_params(&g, 3, &err) == GF_OK);
+  const char *cbn[2] = {"g.main.1.gain.weight", "g.main.5.bias.weight"};
+  for (int k = 0; k < 2; k++) {
+    gf_param *p = gf_net_find(&g, cbn[k]);
+    REQUIRE(p != NULL);
+    double sd, m = mean_of(&p->value, &sd);
+    CHECKF(fabs(m) < 0.002 && fabs(sd - 0.02) < 0.002, "%s mean %g sd %g", cbn[k], m, sd);
+  }
+  gf_param *cv = gf_net_find(&g, "g.main.4.weight"); /* 3x3, 32 -> 32 */
+  REQUIRE(cv != NULL);
+  double sd, m = mean_of(&cv->value, &sd), lim = sqrt(6.0 / (32 * 9 + 32 * 9));
+  CHECKF(fabs(m) < 0.01 * lim * 6 && fabs(sd - lim / sqrt(3.0)) < 0.03 * lim, "conv sd %g", sd);
+  gf_net_free(&g);
+  c = cfg_of(GF_ARCH_RESNET, 48, 3, 16, 8, 8);
   CHECK(gf_net_init(&g, ctx, &c, GF_NET_G, 2, false, &err) == GF_EINVAL);
   gf_net_free(&g);
 }
@@ -189,15 +216,6 @@ static void test_names_and_layout(gf_ctx *ctx) {
   gf_net_free(&g); /* twice is harmless */
 }
 
-static double mean_of(const gf_tensor *t, double *sd) {
-  const float *x = t->data;
-  int64_t n = gf_tensor_numel(t);
-  double s = 0, s2 = 0;
-  for (int64_t i = 0; i < n; i++) s += x[i], s2 += (double)x[i] * x[i];
-  double m = s / n;
-  *sd = sqrt(s2 / n - m * m);
-  return m;
-}
 
 static void test_init(gf_ctx *ctx) {
   gf_err err = {0};

@@ -178,7 +178,8 @@ void gf_net_free(gf_net *net);
  *  mlp:   Keras defaults (the paper is a Keras network): weights Glorot
  *         uniform U(-l, l), l = sqrt(6 / (fan_in + fan_out)), biases 0,
  *         BN gamma 1, beta 0;
- *  resnet: the same Glorot uniform (SNGAN's xavier_uniform, gain 1).
+ *  resnet: the same Glorot uniform (SNGAN's xavier_uniform, gain 1),
+ *         but a conditional BN's gain and bias linears N(0, 0.02).
  * BN running stats are reset to mean 0, var 1; grads and Adam moments to 0.
  * On a device net the values are made on the host (the same bits) and
  * copied over. */
