@@ -122,9 +122,9 @@ class CondD(nn.Module):
         nn.init.normal_(self.embed.weight, 0.0, 0.02)
 
     def forward(self, x, y):
-        h = run_layers(self.body, x).flatten(1)
+        h = run_layers(self.body, x)
         return run_layers([self.last], h).view(x.shape[0], 1) + \
-            (self.embed(y) * h).sum(1, keepdim=True)
+            (self.embed(y) * h.flatten(1)).sum(1, keepdim=True)
 
 
 def resnet_init(net):
