@@ -22,7 +22,8 @@
 #   env.log      GPU, driver, library folders, ldd of the binaries, versions
 #   tests.log    the ctest 'gpu' tests that need no MLflow server or network
 #                file (kernels_cuda_ops, kernels_cuda_gan, kernels_cuda_gan_ops,
-#                kernels_cuda_augment, kernels_cuda_cond_ops, model_cuda_r1,
+#                kernels_cuda_augment, kernels_cuda_cond_ops,
+#                kernels_cuda_resample, model_cuda_r1,
 #                kernels_cuda_resume,
 #                kernels_comm_nccl), each under timeout 120
 #   memcheck.log compute-sanitizer memcheck on test_kernels_cuda_ops, or on
@@ -147,6 +148,7 @@ if want tests; then
   run_test kernels_cuda_gan_ops "$bin/test_kernels_cuda_gan_ops" "$dest/golden/gan_ops.safetensors"
   run_test kernels_cuda_augment "$bin/test_kernels_cuda_augment" "$dest/golden/augment.safetensors"
   run_test kernels_cuda_cond_ops "$bin/test_kernels_cuda_cond_ops" "$dest/golden/cond.safetensors"
+  run_test kernels_cuda_resample "$bin/test_kernels_cuda_resample" "$dest/golden/resample.safetensors"
   run_test model_cuda_r1 "$bin/test_cuda_r1"
   run_test kernels_cuda_resume "$bin/test_kernels_resume" cuda
   run_test kernels_comm_nccl "$bin/test_kernels_comm_nccl"

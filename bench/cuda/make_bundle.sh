@@ -15,7 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${BUILD_DIR:-$root/build-gpu}
 out=$root/.devgpu
-targets="test_kernels_cuda_ops test_kernels_cuda_gan test_kernels_cuda_gan_ops test_kernels_cuda_augment test_kernels_cuda_cond_ops test_cuda_r1 test_kernels_resume test_kernels_comm_nccl bench_cuda bench_forward make_model_dir"
+targets="test_kernels_cuda_ops test_kernels_cuda_gan test_kernels_cuda_gan_ops test_kernels_cuda_augment test_kernels_cuda_cond_ops test_kernels_cuda_resample test_cuda_r1 test_kernels_resume test_kernels_comm_nccl bench_cuda bench_forward make_model_dir"
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DGF_CUDA=ON -DGF_CUDNN=ON \
@@ -40,7 +40,8 @@ done
 mkdir -p "$stage/models" "$stage/golden"
 cp "$root/tests/kernels/golden/gan_ops.safetensors" \
    "$root/tests/kernels/golden/augment.safetensors" \
-   "$root/tests/kernels/golden/cond.safetensors" "$stage/golden/"
+   "$root/tests/kernels/golden/cond.safetensors" \
+   "$root/tests/kernels/golden/resample.safetensors" "$stage/golden/"
 "$stage/bin/make_model_dir" "$stage/models/dcgan28" dcgan 28 1
 "$stage/bin/make_model_dir" "$stage/models/dcgan64" dcgan 64 3
 manifest=$stage/MANIFEST.txt
