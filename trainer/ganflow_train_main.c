@@ -17,7 +17,9 @@
  * Output: the library reports through the log sink below, the one place
  * that writes the run's lines to stderr. On a terminal the progress line is
  * redrawn in place (\r) and the next other line starts below it. */
+#include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -67,10 +69,15 @@ static void stderr_close(stderr_sink *s) {
 typedef struct signal_watch {
   sigset_t set;     /* SIGTERM, SIGINT: blocked everywhere, taken here */
   atomic_int stop;  /* read by the training loop */
+  sem_t running;    /* posted once the thread runs: main waits for it, so
+                       a process that exits at once (a refused flag) never
+                       exits while the thread is still being set up (the
+                       sanitizers' thread start then reads as a leak) */
 } signal_watch;
 
 static void *signal_thread(void *arg) {
   signal_watch *w = arg;
+  sem_post(&w->running);
   for (;;) {
     int sig = 0;
     if (sigwait(&w->set, &sig) != 0) continue;
@@ -193,7 +200,8 @@ int main(int argc, char **argv) {
   sigaddset(&watch->set, SIGTERM);
   sigaddset(&watch->set, SIGINT);
   atomic_init(&watch->stop, 0);
-  int prc = pthread_sigmask(SIG_BLOCK, &watch->set, NULL);
+  int prc = sem_init(&watch->running, 0, 0) == 0 ? 0 : errno;
+  if (prc == 0) prc = pthread_sigmask(SIG_BLOCK, &watch->set, NULL);
   pthread_t tid;
   if (prc == 0) prc = pthread_create(&tid, NULL, signal_thread, watch);
   if (prc != 0) {
@@ -202,6 +210,8 @@ int main(int argc, char **argv) {
     return GF_TRAIN_EXIT_FAIL;
   }
   pthread_detach(tid);
+  while (sem_wait(&watch->running) != 0 && errno == EINTR) {
+  }
   /* A closed stderr pipe (a log viewer gone) must not kill the run and
    * leave it RUNNING in MLflow: writes then fail with EPIPE instead. */
   signal(SIGPIPE, SIG_IGN);
