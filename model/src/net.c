@@ -214,7 +214,7 @@ gf_status gf_net_init(gf_net *net, gf_ctx *ctx, const gf_model_config *cfg,
     int64_t es[2] = {cfg->num_classes,
                      role == GF_NET_G ? GF_COND_EMBED_DIM : numel_of(lastl->in_ndim, lastl->in)};
     GF_TRY(gf_nb_tensor(net, role == GF_NET_G ? "shared" : "embed", "weight", GF_PARAM_EMBED,
-                         2, es, &net->p_embed, err));
+                        2, es, &net->p_embed, err));
   }
   const gf_layer *last = &net->layers[net->n_layers - 1];
   if (role == GF_NET_G) {

@@ -43,10 +43,9 @@ static gf_status new_layer(gf_net *net, gf_layer_kind kind, gf_layer **out,
 }
 
 /* Registers tensor "<g|d>.<module>.<suffix>" (module "main.<n_layers>",
- * the layer being added, when NULL); its memory is carved by carve(). */
-gf_status gf_nb_tensor(gf_net *net, const char *module, const char *suffix,
-                               gf_param_kind kind, int ndim, const int64_t *shape,
-                               int *index, gf_err *err) {
+ * the layer being added, when NULL); net.c carves its memory later. */
+gf_status gf_nb_tensor(gf_net *net, const char *module, const char *suffix, gf_param_kind kind,
+                       int ndim, const int64_t *shape, int *index, gf_err *err) {
   if (net->n_tensors >= GF_NET_MAX_TENSORS)
     return gf_fail(err, GF_EINVAL, "net: more than %d tensors", GF_NET_MAX_TENSORS);
   gf_param *p = &net->tensors[net->n_tensors];
