@@ -328,9 +328,6 @@ static gf_status act_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
 }
 
 /* ---- upsampling, average pooling ----------------------------------------- */
-static gf_pool_params pool_of(const gf_layer *l) {
-  return (gf_pool_params){{l->pool_k, l->pool_k}, {l->pool_k, l->pool_k}, {0, 0}, 1};
-}
 static gf_status resample_fwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
                               gf_layer_io *io, gf_net_mode mode,
                               const gf_philox_stream *drop, gf_err *err) {
@@ -338,7 +335,7 @@ static gf_status resample_fwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
   (void)mode;
   (void)drop;
   if (l->kind == GF_L_UPSAMPLE) return gf_upsample_nearest2x_fwd(ctx, &io->x, &io->y, err);
-  gf_pool_params p = pool_of(l);
+  gf_pool_params p = gf_net_pool(l->pool_k);
   return gf_avgpool2d_fwd(ctx, &io->x, &p, &io->y, err);
 }
 static gf_status resample_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
@@ -349,7 +346,7 @@ static gf_status resample_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
   (void)accum;
   if (!io->dx.data) return GF_OK;
   if (l->kind == GF_L_UPSAMPLE) return gf_upsample_nearest2x_bwd(ctx, &io->dy, &io->dx, err);
-  gf_pool_params p = pool_of(l);
+  gf_pool_params p = gf_net_pool(l->pool_k);
   return gf_avgpool2d_bwd(ctx, &io->dy, &p, &io->dx, err);
 }
 
@@ -391,7 +388,7 @@ static gf_status resadd_fwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
   (void)drop;
   res_views v;
   GF_TRY(res_views_of(net, l, io->x.shape[0], &v, err));
-  gf_pool_params p2 = {{2, 2}, {2, 2}, {0, 0}, 1};
+  gf_pool_params p2 = gf_net_pool(2);
   switch (l->sc) {
   case GF_SC_IDENTITY: return gf_add(ctx, &io->x, &v.s, &io->y, err);
   case GF_SC_UP_CONV:
@@ -418,7 +415,7 @@ static gf_status resadd_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
   if (io->dx.data && io->dx.data != io->dy.data) GF_TRY(gf_copy(ctx, &io->dy, &io->dx, err));
   res_views v;
   GF_TRY(res_views_of(net, l, io->dy.shape[0], &v, err));
-  gf_pool_params p2 = {{2, 2}, {2, 2}, {0, 0}, 1};
+  gf_pool_params p2 = gf_net_pool(2);
   switch (l->sc) {
   case GF_SC_IDENTITY: return gf_copy(ctx, &io->dy, &v.ds, err);
   case GF_SC_UP_CONV:

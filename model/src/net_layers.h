@@ -154,6 +154,12 @@ gf_status gf_net_projection_bwd(gf_net *net, gf_layer *l, gf_ctx *ctx,
                                 gf_layer_io *io, bool param_grads,
                                 gf_accum accum, gf_err *err);
 
+/* The average pooling of the resnet: a k x k window, stride k, no padding
+ * (an AVGPOOL layer's k = pool_k; a residual block's shortcut pools 2x2). */
+static inline gf_pool_params gf_net_pool(int k) {
+  return (gf_pool_params){{k, k}, {k, k}, {0, 0}, 1};
+}
+
 /* A residual add's per-sample shapes (net_layers.c): s its block's input
  * (layer skip_from's input), m its shortcut's intermediate (sc_mid; s for
  * an identity shortcut). */

@@ -280,7 +280,7 @@ static gf_status r1_resadd(gf_net *net, struct gf_net_r1 *r, gf_ctx *ctx, gf_lay
   GF_TRY(view(net, &mid, r->mid, n, 3, m3, err));
   GF_TRY(view(net, &sco, r->sco, n, l->out_ndim, l->out, err));
   GF_TRY(used_weight(net, l, &w, err));
-  gf_pool_params p2 = {{2, 2}, {2, 2}, {0, 0}, 1};
+  gf_pool_params p2 = gf_net_pool(2);
   if (l->sc == GF_SC_CONV_POOL) {
     GF_TRY(view(net, &gout, l->sc_dmid, n, 3, m3, err));
     GF_TRY(r1_weight_grad(net, r, ctx, l, &sv, &gout, err));
@@ -354,7 +354,7 @@ static gf_status r1_sweep(gf_net *net, struct gf_net_r1 *r, gf_ctx *ctx, int64_t
       GF_TRY(view(net, &out, r->gbar[1 - cur], n, l->out_ndim, l->out, err));
       if (l->kind == GF_L_UPSAMPLE) GF_TRY(gf_upsample_nearest2x_fwd(ctx, &in, &out, err));
       else {
-        gf_pool_params pp = {{l->pool_k, l->pool_k}, {l->pool_k, l->pool_k}, {0, 0}, 1};
+        gf_pool_params pp = gf_net_pool(l->pool_k);
         GF_TRY(gf_avgpool2d_fwd(ctx, &in, &pp, &out, err));
       }
       cur = 1 - cur;
