@@ -105,7 +105,8 @@ const char *launch_launcher_name(gf_launcher l) {
 }
 
 /* s->base from the run's sys/restarts (its newest step is the number of
- * the run's last logged restart); false when the run cannot be read. */
+ * the run's last logged restart) and s->cap_base from its tag
+ * ganflow.capacity.changes; false when the run cannot be read. */
 static bool read_base(launch_sup *s, mlflow_client *c) {
   if (s->base >= 0) return true;
   mlflow_run run;
@@ -116,11 +117,51 @@ static bool read_base(launch_sup *s, mlflow_client *c) {
     return false;
   }
   s->base = 0;
+  const char *nc = mlflow_run_tag(&run, "ganflow.capacity.changes");
+  s->cap_base = nc && atoi(nc) > 0 && atoi(nc) < INT_MAX / 2 ? atoi(nc) : 0;
   for (size_t i = 0; i < run.n_metrics; i++)
     if (strcmp(run.metrics[i].key, "sys/restarts") == 0 &&
         run.metrics[i].step > 0 && run.metrics[i].step < INT_MAX / 2)
       s->base = (int)run.metrics[i].step;
   mlflow_run_free(&run);
+  return true;
+}
+
+/* Capacity events (tags) and sys/world_size points not sent yet; false
+ * when MLflow refused one (said; retried at the next call). */
+static bool flush_capacity(launch_sup *s, mlflow_client *c) {
+  mlflow_error e;
+  memset(&e, 0, sizeof e);
+  for (int i = 0; i < s->n_cev; i++) {
+    capacity_event *ev = &s->cev[i];
+    if (ev->logged) continue;
+    int number = s->cap_base + ev->n;
+    char key[64], n[16]; /* a literal and an int; an int */
+    int kl = snprintf(key, sizeof key, "ganflow.capacity.%d", number);
+    int nl = snprintf(n, sizeof n, "%d", number);
+    assert(gf_fits(kl, sizeof key) && gf_fits(nl, sizeof n));
+    (void)kl;
+    (void)nl;
+    mlflow_kv tags[2] = {{key, ev->text}, {"ganflow.capacity.changes", n}};
+    if (mlflow_log_batch(c, s->run_id, NULL, 0, NULL, 0, tags, 2, &e) !=
+        MLFLOW_OK) {
+      launch_say(s, "warning: MLflow: capacity change %d not logged yet: %s",
+          ev->n, e.message);
+      return false;
+    }
+    ev->logged = true;
+  }
+  for (int i = 0; i < s->n_ws; i++) {
+    world_point *w = &s->ws[i];
+    if (w->logged) continue;
+    if (mlflow_log_metric(c, s->run_id, "sys/world_size", (double)w->world,
+                          mlflow_now_ms(), w->step, &e) != MLFLOW_OK) {
+      launch_say(s, "warning: MLflow: sys/world_size not logged yet: %s",
+          e.message);
+      return false;
+    }
+    w->logged = true;
+  }
   return true;
 }
 
@@ -153,7 +194,8 @@ void launch_flush_events(launch_sup *s) {
     else
       launch_say(s, "warning: MLflow: %s", e.message);
   }
-  if (s->n_ev && !read_base(s, c)) return;
+  if ((s->n_ev || s->n_cev) && !read_base(s, c)) return;
+  if (!flush_capacity(s, c)) return;
   for (int i = 0; i < s->n_ev; i++) {
     restart_event *ev = &s->ev[i];
     int number = s->base + ev->n;
@@ -220,10 +262,39 @@ restart_event *launch_add_event(launch_sup *s, int64_t from) {
   return ev;
 }
 
+void launch_add_capacity_event(launch_sup *s, const char *text) {
+  if (s->n_cev == LAUNCH_MAX_EVENTS) { /* keep the newest */
+    memmove(s->cev, s->cev + 1, sizeof s->cev[0] * (LAUNCH_MAX_EVENTS - 1));
+    s->n_cev--;
+  }
+  capacity_event *ev = &s->cev[s->n_cev++];
+  memset(ev, 0, sizeof *ev);
+  ev->n = ++s->n_cap;
+  /* cut to the tag's room: the text is a summary */
+  size_t n = strnlen(text, sizeof ev->text - 1);
+  memcpy(ev->text, text, n);
+  ev->text[n] = '\0';
+}
+
+void launch_add_world_point(launch_sup *s, int64_t step, int world) {
+  if (world == s->ws_last) return;
+  s->ws_last = world;
+  if (s->n_ws == LAUNCH_MAX_EVENTS) {
+    memmove(s->ws, s->ws + 1, sizeof s->ws[0] * (LAUNCH_MAX_EVENTS - 1));
+    s->n_ws--;
+  }
+  world_point *w = &s->ws[s->n_ws++];
+  w->step = step;
+  w->world = world;
+  w->logged = false;
+}
+
 void launch_sup_init(launch_sup *s, const gf_launch_opts *o, FILE *log) {
   s->o = o;
   s->log = log;
   s->base = -1;
+  s->cap_base = -1;
+  s->cap_deadline = -1;
   sigemptyset(&s->sigs);
   sigaddset(&s->sigs, SIGTERM);
   sigaddset(&s->sigs, SIGINT);

@@ -42,6 +42,8 @@ typedef struct launch_attempt {
   pid_t launcher_pid;    /* mpirun/srun: the launcher process; else 0 */
   bool launcher_exited;
   int launcher_status;
+  const char *hostfile;  /* mpirun: the host file to pass (borrowed; NULL:
+                            --hostfile's, if any) */
   pid_t pgid;            /* process group of every process started */
   double t_start;        /* gf_mono_s() at the start */
 } launch_attempt;
@@ -53,8 +55,10 @@ typedef enum end_kind {
   END_ABORTED,   /* a second signal: the ranks were killed */
   END_USAGE,     /* the ranks refused their configuration */
   END_FAILED,    /* a rank died, hung or could not start */
-  END_PEER       /* node agent: the rendezvous ended the round (another
+  END_PEER,      /* node agent: the rendezvous ended the round (another
                     node failed, or the world changes) */
+  END_RESIZE     /* --elastic-capacity: the ranks checkpointed and stopped
+                    for a planned change of the world (not a failure) */
 } end_kind;
 
 typedef struct outcome {
@@ -79,6 +83,24 @@ typedef struct restart_event {
   bool recovery_logged;
 } restart_event;
 
+/* A change of the job's capacity (--elastic-capacity): tag
+ * ganflow.capacity.<number> (number = cap_base + n) with its text. */
+typedef struct capacity_event {
+  int n;              /* 1, 2, ... within this supervisor */
+  char text[480];     /* gf_cap_plan's text and what was done */
+  bool logged;
+} capacity_event;
+
+/* A point of sys/world_size: an attempt's world at the step it started
+ * from, sent once the attempt completed a step (an attempt that trained
+ * none changed nothing), and only when the world differs from the last
+ * point sent. */
+typedef struct world_point {
+  int64_t step;
+  int world;
+  bool logged;
+} world_point;
+
 typedef struct launch_sup {
   const gf_launch_opts *o;
   FILE *log;
@@ -97,6 +119,33 @@ typedef struct launch_sup {
   bool awaiting;      /* a restart whose first new step is not seen yet */
   double t_fail;      /* monotonic s the failure was seen */
   int64_t resume_step;
+  /* sys/world_size of the current attempt */
+  bool ws_pending;    /* its first step not seen yet */
+  int ws_world;       /* its world */
+  int64_t ws_from;    /* the step it started from */
+  int ws_last;        /* the last point's world; 0 none */
+  world_point ws[LAUNCH_MAX_EVENTS];
+  int n_ws;
+  /* --elastic-capacity (launch_run.c; NULL and unused without it) */
+  gf_capacity *cap;         /* the last good capacity read (owned) */
+  gf_capacity *cap_next;    /* scratch of a read (owned) */
+  gf_capacity *cap_planned; /* the capacity the running attempt was planned
+                               on (owned) */
+  char *cap_text;           /* the last good source's bytes (owned,
+                               GF_CAP_FILE_MAX + 1) */
+  size_t cap_len;
+  char *cap_buf;            /* scratch of a read, as cap_text */
+  bool cap_bad;             /* the last read failed (said once) */
+  double t_cap_read;        /* gf_mono_s() of the last read */
+  bool cap_stopping;        /* SIGTERM sent for a planned change */
+  int64_t cap_deadline;     /* that change's notice deadline (Unix s); -1 */
+  char cap_hosts[GF_PATH_MAX]; /* mpirun: the host file written for it */
+  char cap_why[400];        /* that change's gf_cap_plan text */
+  int cap_base;             /* capacity changes the run held before ours;
+                               -1 unread */
+  capacity_event cev[LAUNCH_MAX_EVENTS];
+  int n_cev;
+  int n_cap;                /* capacity events made so far */
 } launch_sup;
 
 
@@ -121,6 +170,11 @@ void launch_end_run(launch_sup *s, mlflow_run_status st, const char *reason);
 /* A new restart event (number s->restarts, resuming from `from`) with its
  * text; the oldest slot is reused past LAUNCH_MAX_EVENTS. */
 restart_event *launch_add_event(launch_sup *s, int64_t from);
+/* A new capacity event with `text` (cut to fit); the oldest slot is reused
+ * past LAUNCH_MAX_EVENTS. */
+void launch_add_capacity_event(launch_sup *s, const char *text);
+/* A sys/world_size point (kept when world differs from the last one). */
+void launch_add_world_point(launch_sup *s, int64_t step, int world);
 
 /* ---- launch_run.c (watching an attempt) ------------------------------- */
 /* Reads the attempt's heartbeats; rank 0's gives the run id and the
@@ -195,6 +249,45 @@ typedef struct rdzv_msg {
  * decimal, non-negative and below 2^31 and the GO fields consistent).
  * GF_EFORMAT with the reason otherwise. No allocation. */
 gf_status rdzv_parse(const char *line, rdzv_msg *m, gf_err *err);
+
+/* ---- launch_capacity.c (the source) ---------------------------------- */
+/* Reads o->cap_path into text[GF_CAP_FILE_MAX + 1] (*len bytes) and parses
+ * it into *c; GF_EIO (cannot read) or GF_EFORMAT (too big, bad line) with
+ * the reason naming the file. */
+gf_status launch_capacity_read(const gf_launch_opts *o, gf_capacity *c,
+                               char *text, size_t *len, gf_err *err);
+/* Writes an Open MPI host file of c's hosts that are usable at Unix time
+ * now (not leaving within margin) to path, atomically. */
+gf_status launch_capacity_hostfile(const gf_capacity *c, double now,
+                                   double margin, const char *path,
+                                   gf_err *err);
+
+/* Allocates the capacity of s and reads the source the first time;
+ * GF_EIO / GF_EFORMAT (a usage error at start) with the reason. */
+gf_status launch_capacity_start(launch_sup *s, gf_err *err);
+void launch_capacity_free(launch_sup *s);
+/* Reads the source again; the slots the next attempt may use:
+ * min(usable, other). */
+int launch_capacity_avail(launch_sup *s, int other);
+/* At an attempt's start: the capacity it is planned on; mpirun gets a host
+ * file of the usable hosts (a->hostfile). */
+gf_status launch_capacity_begin(launch_sup *s, launch_attempt *a,
+                                gf_err *err);
+/* Each poll of an attempt (every 0.5 s it reads the source and plans):
+ * slots gone kill the ranks on them and the attempt (true, *out a failure
+ * naming the capacity); a notice or, once training runs, more slots ask
+ * the ranks to checkpoint and stop (s->cap_stopping; the attempt then ends
+ * END_RESIZE). */
+bool launch_capacity_watch(launch_sup *s, launch_attempt *a, int other,
+                           outcome *out);
+/* After an END_RESIZE: the capacity event, naming the checkpoint's step
+ * and the time left before the notice's deadline. */
+void launch_capacity_resized(launch_sup *s, int64_t step);
+/* No world fits the capacity: waits (polling the source) up to
+ * --start-timeout for one; false when none came (*stopped: a signal came
+ * first). */
+bool launch_capacity_wait(launch_sup *s, int other, int *world, int *ga,
+                          bool *stopped, gf_err *err);
 
 /* ---- launch_node.c ---------------------------------------------------- */
 /* gf_launch_run with --nnodes: this node's agent (and, on node 0, the

@@ -33,6 +33,18 @@ void gf_launch_usage(FILE *out) {
 "  --hostfile FILE      mpirun: its host file, re-read at each start (its\n"
 "                       slots bound the world size)\n"
 "  --launcher-arg ARG   one more argument for mpirun/srun (repeatable)\n"
+"  --elastic-capacity SOURCE\n"
+"                       the slots the job may use, re-read every 0.5 s:\n"
+"                       file:PATH (lines HOST slots=N [leaving=WHEN], WHEN\n"
+"                       Unix seconds or RFC 3339, a spot notice) or\n"
+"                       hostfile:PATH (an Open MPI host file); the job grows\n"
+"                       when slots appear, checkpoints and shrinks before\n"
+"                       announced ones leave, and recovers when slots vanish\n"
+"                       (a failure); --nproc is the most ranks, --nproc-min\n"
+"                       then defaults to 1. mpirun gets the usable hosts.\n"
+"  --capacity-notice-margin S\n"
+"                       slots leaving within S seconds are no longer used:\n"
+"                       time for the checkpoint before they go (30)\n"
 "  --heartbeat-dir DIR  where ranks write their heartbeats (each node's agent\n"
 "                       reads its own ranks' under DIR/node-<K>)\n"
 "                       (<checkpoint-dir>/heartbeat)\n"
@@ -99,6 +111,26 @@ static gf_status copy_path(char dst[GF_PATH_MAX], size_t room,
   GF_TRY(gf_path_check(flag, v, room, err));
   memcpy(dst, v, strlen(v) + 1);
   return GF_OK;
+}
+
+/* --elastic-capacity SOURCE: file:PATH, hostfile:PATH (slurm refused). */
+static gf_status parse_capacity(gf_launch_opts *o, const char *v,
+                                gf_err *err) {
+  if (strcmp(v, "slurm") == 0)
+    return gf_fail(err, GF_EINVAL, "--elastic-capacity slurm is not "
+                   "supported yet: give file:PATH or hostfile:PATH (a host "
+                   "file written from `scontrol show hostnames`, for one)");
+  if (strncmp(v, "file:", 5) == 0) {
+    o->cap_kind = GF_CAP_FILE;
+    return copy_path(o->cap_path, 0, "--elastic-capacity file:", v + 5, err);
+  }
+  if (strncmp(v, "hostfile:", 9) == 0) {
+    o->cap_kind = GF_CAP_HOSTFILE;
+    return copy_path(o->cap_path, 0, "--elastic-capacity hostfile:", v + 9,
+                     err);
+  }
+  return gf_fail(err, GF_EINVAL, "--elastic-capacity: '%s' is not file:PATH, "
+                 "hostfile:PATH or slurm", v);
 }
 
 /* "MIN" or "MIN:MAX", 1 <= MIN <= MAX <= GF_LAUNCH_MAX_NODES. */
@@ -275,6 +307,7 @@ gf_status gf_launch_parse(gf_launch_opts *o, int argc, char **argv,
   o->launcher = GF_LAUNCHER_LOCAL;
   o->node_rank = -1;
   o->rdzv_last_call = 2;
+  o->cap_margin = GF_CAP_MARGIN_DEFAULT;
   int dd = -1; /* index of "--" */
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "--") == 0) {
@@ -337,6 +370,10 @@ gf_status gf_launch_parse(gf_launch_opts *o, int argc, char **argv,
       st = copy_path(o->hb_dir, HB_FILE_ROOM, name, v, err);
     else if (strcmp(name, "--hostfile") == 0)
       st = copy_path(o->hostfile, 0, name, v, err);
+    else if (strcmp(name, "--elastic-capacity") == 0)
+      st = parse_capacity(o, v, err);
+    else if (strcmp(name, "--capacity-notice-margin") == 0)
+      st = parse_secs(name, v, &o->cap_margin, err);
     else if (strcmp(name, "--launcher-arg") == 0) {
       if (o->n_largs == GF_LAUNCH_MAX_LARGS)
         st = gf_fail(err, GF_EINVAL, "--launcher-arg: more than %d",
@@ -350,6 +387,19 @@ gf_status gf_launch_parse(gf_launch_opts *o, int argc, char **argv,
   if (o->nproc_min > 0 && o->nproc > 0 && o->nproc_min > o->nproc)
     return gf_fail(err, GF_EINVAL, "--nproc-min %d is more than --nproc %d",
                    o->nproc_min, o->nproc);
+  if (o->cap_kind != GF_CAP_NONE) {
+    if (o->nnodes_max > 0)
+      return gf_fail(err, GF_EINVAL, "--elastic-capacity is for one "
+                     "supervisor (no --nnodes: node agents already grow and "
+                     "shrink with the nodes there)");
+    if (o->hostfile[0])
+      return gf_fail(err, GF_EINVAL, "--elastic-capacity replaces --hostfile "
+                     "(give hostfile:PATH)");
+    if (o->launcher == GF_LAUNCHER_SRUN)
+      return gf_fail(err, GF_EINVAL, "--elastic-capacity: --launcher srun "
+                     "runs in a fixed Slurm allocation (use local or mpirun)");
+    if (o->nproc_min < 0) o->nproc_min = 1; /* follow the capacity down */
+  }
   if (o->hostfile[0] && o->launcher != GF_LAUNCHER_MPIRUN)
     return gf_fail(err, GF_EINVAL, "--hostfile is for --launcher mpirun");
   if (o->n_largs && o->launcher == GF_LAUNCHER_LOCAL)
@@ -367,6 +417,9 @@ gf_status gf_launch_parse(gf_launch_opts *o, int argc, char **argv,
                    "ganflow-train (launch supervises training jobs; its "
                    "flags come after the word ganflow-train)");
   GF_TRY(gf_launch_parse_env(o, get, user, err));
+  if (o->cap_kind != GF_CAP_NONE && o->nnodes_max > 0) /* from PET_* etc. */
+    return gf_fail(err, GF_EINVAL, "--elastic-capacity is for one "
+                   "supervisor, not a node agent (%s set --nnodes)", o->conv);
   GF_TRY(parse_train(o, err));
   if (!o->hb_dir[0]) {
     if (gf_format(o->hb_dir, sizeof o->hb_dir, NULL, "heartbeat folder",

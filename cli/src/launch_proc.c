@@ -182,9 +182,9 @@ static char **launcher_argv(const gf_launch_opts *o, const launch_attempt *a,
     out[k++] = "mpirun";
     out[k++] = "-np";
     out[k++] = own;
-    if (o->hostfile[0]) {
+    if (a->hostfile || o->hostfile[0]) {
       out[k++] = "--hostfile";
-      out[k++] = (char *)o->hostfile;
+      out[k++] = (char *)(a->hostfile ? a->hostfile : o->hostfile);
     }
     /* the supervisor's variables reach every rank, on every host */
     out[k++] = "-x";

@@ -58,6 +58,12 @@ void launch_read_beats(launch_sup *s, launch_attempt *a, double now) {
     if (a->rank_base + i == 0 && rec.run[0]) launch_set_run_id(s, rec.run);
   }
   const launch_rank *r0 = &a->r[0];
+  if (a->rank_base == 0 && s->ws_pending && r0->have_hb &&
+      r0->hb.phase == GF_HB_TRAIN && r0->hb.step > s->ws_from) {
+    s->ws_pending = false; /* this world trained a step: the run says so */
+    launch_add_world_point(s, s->ws_from, s->ws_world);
+    launch_flush_events(s);
+  }
   if (a->rank_base == 0 && s->awaiting && r0->have_hb && r0->hb.phase == GF_HB_TRAIN &&
       r0->hb.step > s->resume_step) {
     s->awaiting = false;
@@ -224,6 +230,15 @@ bool launch_all_clean(const gf_launch_opts *o, const launch_attempt *a) {
   return true;
 }
 
+/* Slots of this host's launcher not left out (local), else --nproc. */
+static int other_slots(const launch_sup *s) {
+  const gf_launch_opts *o = s->o;
+  if (o->launcher != GF_LAUNCHER_LOCAL) return o->nproc;
+  int n = 0;
+  for (int i = 0; i < o->nproc; i++) n += !s->slot_down[i];
+  return n;
+}
+
 static void watch(launch_sup *s, launch_attempt *a, outcome *out) {
   const gf_launch_opts *o = s->o;
   memset(out, 0, sizeof *out);
@@ -247,6 +262,7 @@ static void watch(launch_sup *s, launch_attempt *a, outcome *out) {
     launch_reap(a);
     double now = gf_mono_s();
     launch_read_beats(s, a, now);
+    if (launch_capacity_watch(s, a, other_slots(s), out)) return;
     if (launch_find_exit_failure(o, a, out) || launch_find_hang(o, a, now, out)) {
       out->t_seen = now;
       launch_kill_all(a);
@@ -261,6 +277,8 @@ static void watch(launch_sup *s, launch_attempt *a, outcome *out) {
       launch_read_beats(s, a, gf_mono_s()); /* rank 0's last words */
       launch_classify_clean_end(s, a, out);
       out->t_seen = gf_mono_s();
+      if (out->end == END_STOPPED && s->cap_stopping && !s->signals)
+        out->end = END_RESIZE;
       return;
     }
   }
@@ -273,10 +291,10 @@ static void watch(launch_sup *s, launch_attempt *a, outcome *out) {
 static gf_status available(launch_sup *s, int *avail, gf_err *err) {
   const gf_launch_opts *o = s->o;
   *avail = o->nproc;
-  if (o->launcher == GF_LAUNCHER_LOCAL) {
-    int n = 0;
-    for (int i = 0; i < o->nproc; i++) n += !s->slot_down[i];
-    *avail = n;
+  if (o->cap_kind != GF_CAP_NONE) {
+    *avail = launch_capacity_avail(s, other_slots(s));
+  } else if (o->launcher == GF_LAUNCHER_LOCAL) {
+    *avail = other_slots(s);
   } else if (o->launcher == GF_LAUNCHER_MPIRUN && o->hostfile[0]) {
     GF_TRY(launch_hostfile_slots(o->hostfile, avail, err));
   } else if (o->launcher == GF_LAUNCHER_SRUN) {
@@ -320,7 +338,18 @@ int gf_launch_run(const gf_launch_opts *o, FILE *log) {
   launch_sup_init(s, o, log);
   int rc = GF_LAUNCH_EXIT_FAILED;
   int prev_world = 0;
+  int attempts = 0;
+  bool failed = false; /* the last attempt failed: this one is a restart */
   char last_cause[sizeof ((outcome *)0)->cause] = "";
+  if (o->cap_kind != GF_CAP_NONE) {
+    gf_err e;
+    memset(&e, 0, sizeof e);
+    if (launch_capacity_start(s, &e) != GF_OK) {
+      launch_say(s, "%s", e.msg);
+      rc = GF_LAUNCH_EXIT_USAGE;
+      goto done;
+    }
+  }
   for (;;) {
     gf_err e;
     memset(&e, 0, sizeof e);
@@ -330,7 +359,19 @@ int gf_launch_run(const gf_launch_opts *o, FILE *log) {
       if (!s->restarts) launch_say(s, "%s", e.msg);
       break;
     }
-    if (gf_launch_plan_world(o, avail, &world, &ga, &e) != GF_OK) {
+    bool stopped = false;
+    if (gf_launch_plan_world(o, avail, &world, &ga, &e) != GF_OK &&
+        o->cap_kind != GF_CAP_NONE &&
+        !launch_capacity_wait(s, other_slots(s), &world, &ga, &stopped, &e)) {
+      if (stopped) {
+        launch_say(s, "stopped by a signal while waiting for capacity; run "
+            "the same command to resume");
+        if (attempts) launch_end_run(s, MLFLOW_RUN_KILLED, NULL);
+        rc = GF_LAUNCH_EXIT_STOPPED;
+        break;
+      }
+    }
+    if (world == 0) {
       /* a gf_err message and a cause: why holds both */
       char why[sizeof e.msg + sizeof "; last failure: " + sizeof last_cause];
       int n = snprintf(why, sizeof why, "%s%s%s", e.msg,
@@ -352,9 +393,9 @@ int gf_launch_run(const gf_launch_opts *o, FILE *log) {
     if (o->launcher == GF_LAUNCHER_LOCAL ||
         gethostname(a->master, sizeof a->master - 1) != 0)
       memcpy(a->master, loopback, sizeof loopback);
-    int64_t from = 0;
-    if (s->restarts) {
-      from = launch_resume_step(s);
+    int64_t from = attempts || o->train.resume == GF_RESUME_AUTO
+                       ? launch_resume_step(s) : 0;
+    if (failed) {
       restart_event *ev = launch_add_event(s, from);
       /* a cause (< 512 bytes), literals and ints: text[700] holds them */
       int n = snprintf(ev->text, sizeof ev->text, "%s; restarted on %d "
@@ -370,11 +411,13 @@ int gf_launch_run(const gf_launch_opts *o, FILE *log) {
       s->awaiting = true;
     }
     if (launch_free_port(&a->port, &e) != GF_OK ||
-        launch_prepare_hb_dir(o->hb_dir, &e) != GF_OK) {
+        launch_prepare_hb_dir(o->hb_dir, &e) != GF_OK ||
+        (o->cap_kind != GF_CAP_NONE &&
+         launch_capacity_begin(s, a, &e) != GF_OK)) {
       rc = finish_failed(s, e.msg);
       break;
     }
-    char **argv = gf_launch_argv(o, ga, s->restarts > 0, &e);
+    char **argv = gf_launch_argv(o, ga, attempts > 0, &e);
     if (!argv) {
       rc = finish_failed(s, e.msg);
       break;
@@ -389,9 +432,20 @@ int gf_launch_run(const gf_launch_opts *o, FILE *log) {
       rc = finish_failed(s, e.msg);
       break;
     }
+    s->ws_pending = true;
+    s->ws_world = world;
+    s->ws_from = from;
+    attempts++;
+    failed = false;
     outcome out;
     watch(s, a, &out);
     prev_world = world;
+    if (out.end == END_RESIZE) { /* planned: no restart counted */
+      launch_capacity_resized(s, launch_resume_step(s));
+      launch_find_run_id(s);
+      launch_flush_events(s);
+      continue;
+    }
     if (out.end == END_DONE) {
       launch_say(s, "training finished (%d restart%s)", s->restarts,
           s->restarts == 1 ? "" : "s");
@@ -431,8 +485,11 @@ int gf_launch_run(const gf_launch_opts *o, FILE *log) {
     }
     s->restarts++;
     s->t_fail = out.t_seen;
+    failed = true;
   }
+done:
   launch_flush_events(s);
+  launch_capacity_free(s);
   mlflow_client_free(s->mc);
   free(s);
   free(a);

@@ -3,3 +3,6 @@
 # --nnodes`. Seed corpus in corpus/launch_rdzv/.
 gf_add_fuzz_target(launch_rdzv ${CMAKE_CURRENT_LIST_DIR}/fuzz_launch_rdzv.c gf_cli)
 target_include_directories(fuzz_launch_rdzv PRIVATE ${PROJECT_SOURCE_DIR}/cli/src)
+# The capacity sources of `ganflow launch --elastic-capacity` (a capacity
+# file, an Open MPI host file). Seed corpus in corpus/launch_capacity/.
+gf_add_fuzz_target(launch_capacity ${CMAKE_CURRENT_LIST_DIR}/fuzz_launch_capacity.c gf_cli)

@@ -6,6 +6,8 @@
  *                  [--hang-timeout S] [--start-timeout S]
  *                  [--launcher local|mpirun|srun] [--heartbeat-dir DIR]
  *                  [--hostfile FILE] [--launcher-arg ARG]...
+ *                  [--elastic-capacity file:PATH|hostfile:PATH
+ *                   [--capacity-notice-margin S]]
  *                  -- [WRAPPER...] ganflow-train ARGS...
  *
  * It starts the ranks (local: N processes with torchrun-style variables,
@@ -34,6 +36,16 @@
  * node's ranks when any fails, goes on without a lost node (down to MIN)
  * and lets a returning one in at a checkpoint (cli/src/launch_node.c).
  *
+ * With --elastic-capacity the slots come from a file an autoscaler
+ * rewrites (or an Open MPI host file), read every 0.5 s
+ * (cli/src/launch_capacity.c): more slots make the ranks checkpoint at
+ * once (SIGTERM) and the job start again larger; a spot notice (a host's
+ * leaving= deadline within --capacity-notice-margin) does the same to go
+ * smaller before the host goes; neither counts as a restart. Slots gone
+ * without notice kill the ranks on them, a failure like any other. Each
+ * change: tag ganflow.capacity.<n>; every job: metric sys/world_size at
+ * the step each attempt began from (docs/distributed.md).
+ *
  * The parsing and planning functions are pure and unit-tested; gf_launch_run
  * forks, waits and signals, and is tested end to end (tests/trainer, and
  * across test hosts in tests/cluster). */
@@ -41,6 +53,7 @@
 #define GF_LAUNCH_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "gf/status.h"
@@ -49,6 +62,17 @@
 #define GF_LAUNCH_MAX_RANKS 256
 #define GF_LAUNCH_MAX_LARGS 32
 #define GF_LAUNCH_MAX_NODES 64
+#define GF_CAP_MAX_HOSTS 256  /* lines of a capacity source */
+#define GF_CAP_HOST_MAX 63    /* characters of a host name */
+#define GF_CAP_FILE_MAX 65536 /* bytes of a capacity source */
+#define GF_CAP_MARGIN_DEFAULT 30.0 /* --capacity-notice-margin s */
+
+/* Where --elastic-capacity reads the slots the job may use. */
+typedef enum gf_cap_kind {
+  GF_CAP_NONE = 0,  /* no --elastic-capacity: the slots are fixed */
+  GF_CAP_FILE,      /* file:PATH, lines "HOST slots=N [leaving=WHEN]" */
+  GF_CAP_HOSTFILE   /* hostfile:PATH, an Open MPI host file, re-read */
+} gf_cap_kind;
 
 typedef enum gf_launcher {
   GF_LAUNCHER_LOCAL = 0,
@@ -93,6 +117,12 @@ typedef struct gf_launch_opts {
                                  for more */
   char conv[24];              /* where the node settings came from: "flags",
                                  "PET_*" (Kubeflow Trainer), "PyTorchJob" */
+  /* --elastic-capacity SOURCE (one node only): the job follows the slots
+   * the source lists, up to --nproc; --nproc-min defaults to 1 then. */
+  gf_cap_kind cap_kind;
+  char cap_path[GF_TRAIN_PATH_MAX]; /* the source's file ("" for NONE) */
+  double cap_margin; /* --capacity-notice-margin s: slots of a host
+                        leaving within this are no longer used (30) */
 } gf_launch_opts;
 
 /* Parses argv (argv[0] = "launch") into *o, which borrows argv's strings,
@@ -145,6 +175,74 @@ gf_status gf_launch_plan_nodes(const gf_launch_opts *o, int present,
 char **gf_launch_argv(const gf_launch_opts *o, int grad_accum, bool restarted,
                       gf_err *err);
 void gf_launch_argv_free(char **argv);
+
+/* ---- elastic capacity (cli/src/launch_capacity.c; pure) ----------------
+ *
+ * A capacity source is text of lines, '#' to the end of a line a comment:
+ *   HOST [slots=N] [leaving=WHEN]
+ * HOST a name or address ([A-Za-z0-9._:-], at most GF_CAP_HOST_MAX
+ * characters); slots=N, 0..GF_LAUNCH_MAX_RANKS, 1 when absent (as Open
+ * MPI); leaving=WHEN (file: only) the spot notice: the host goes at WHEN,
+ * Unix seconds or RFC 3339 ("2026-11-26T15:30:00Z", an offset "+02:00",
+ * fractions of a second dropped). In a file: source a host appears once
+ * and any other key is an error; a hostfile: source ignores the other keys
+ * of Open MPI's format (max_slots=...) and may repeat a host. */
+typedef struct gf_cap_host {
+  char name[GF_CAP_HOST_MAX + 1];
+  int slots;        /* 0..GF_LAUNCH_MAX_RANKS */
+  int64_t leaving;  /* Unix s when the host goes; -1: no notice */
+  int line;         /* its line in the source, from 1 */
+} gf_cap_host;
+
+typedef struct gf_capacity {
+  gf_cap_host h[GF_CAP_MAX_HOSTS]; /* h[0..n-1], in the source's order */
+  int n;
+} gf_capacity;
+
+/* Parses text[0..len) (not NUL-terminated; at most GF_CAP_FILE_MAX bytes)
+ * into *c; kind is GF_CAP_FILE or GF_CAP_HOSTFILE. GF_EFORMAT with "line
+ * N: ..." otherwise (*c then undefined). No allocation. */
+gf_status gf_capacity_parse(const char *text, size_t len, gf_cap_kind kind,
+                            gf_capacity *c, gf_err *err);
+/* WHEN of leaving=: decimal Unix seconds (0..1e11) or RFC 3339 (see
+ * above) into *unix_s; GF_EFORMAT with the reason otherwise. */
+gf_status gf_capacity_parse_when(const char *v, int64_t *unix_s, gf_err *err);
+/* Slots of c at Unix time now: *present, of the hosts not gone (no notice,
+ * or a deadline still ahead); *usable, of those not leaving within margin
+ * seconds. Each total is capped at GF_LAUNCH_MAX_RANKS. */
+void gf_capacity_slots(const gf_capacity *c, double now, double margin,
+                       int *present, int *usable);
+
+typedef enum gf_cap_act {
+  GF_CAP_KEEP = 0, /* the running world fits the capacity */
+  GF_CAP_GROW,     /* more usable slots: a planned restart, larger */
+  GF_CAP_SHRINK,   /* a notice cuts the usable slots below the running
+                      world: checkpoint now, restart smaller */
+  GF_CAP_LOST      /* slots went without notice (or past their deadline):
+                      the ranks on them are gone, a failure */
+} gf_cap_act;
+
+typedef struct gf_cap_plan {
+  gf_cap_act act;
+  int present, usable; /* gf_capacity_slots */
+  int world;      /* the next attempt's world (0: none fits now, wait for
+                     capacity); KEEP: the running one (if any) */
+  int grad_accum; /* its --grad-accum (gf_launch_plan_world) */
+  int64_t deadline; /* SHRINK: the soonest deadline of the notices; -1 */
+  char text[400]; /* "2 -> 1 slots: spot notice for host b (1 slot),
+                     deadline 2026-11-26T15:30:00Z, in 8 s"; "" for KEEP */
+} gf_cap_plan;
+
+/* What the supervisor does when the source says c while `running` ranks
+ * run (0: none) at Unix time now; `other` bounds the slots besides the
+ * source (local: those not left out after failing to start), prev (NULL:
+ * none) is the capacity the running world was planned on, for naming the
+ * hosts that went. LOST when present < running; else SHRINK when usable <
+ * running; else GROW when gf_launch_plan_world(min(usable, other)) gives
+ * a world larger than running; else KEEP. Pure. */
+void gf_capacity_plan(const gf_launch_opts *o, const gf_capacity *prev,
+                      const gf_capacity *c, int running, int other,
+                      double now, gf_cap_plan *p);
 
 /* Supervises the job to its end; returns a GF_LAUNCH_EXIT_* status. Log
  * lines go to `log`. Blocks SIGTERM, SIGINT, SIGHUP and SIGCHLD in the
