@@ -12,3 +12,7 @@ endforeach()
 # The heartbeat line a rank writes for `ganflow launch` (gf/heartbeat.h).
 # Seed corpus in corpus/heartbeat/.
 gf_add_fuzz_target(heartbeat ${CMAKE_CURRENT_LIST_DIR}/fuzz_heartbeat.c gf_trainer)
+
+# The price file of a run's cost (gf/energy.h, gf_price_parse). Seed corpus
+# in corpus/price_file/.
+gf_add_fuzz_target(price_file ${CMAKE_CURRENT_LIST_DIR}/fuzz_price_file.c gf_trainer)

@@ -1,6 +1,7 @@
 /* monitor_nvml.c - NVML opened at run time (gf/monitor.h, "NVML loaded at
  * run time"): dlopen of libnvidia-ml.so.1, the seven entry points the
- * monitor uses, and per-GPU queries. The few NVML types are declared here
+ * monitor uses, two optional ones the energy meter uses (gf/energy.h), and
+ * per-GPU queries. The few NVML types are declared here
  * from NVML's documented ABI (nvmlReturn_t is an int-sized enum, 0 =
  * NVML_SUCCESS; nvmlDevice_t an opaque pointer), so no NVML header or
  * library is needed to build, and a machine without a GPU runs the same
@@ -32,6 +33,9 @@ struct gf_nvml {
   nvml_return (*get_util)(nvml_device dev, nvml_utilization *u);
   nvml_return (*get_mem)(nvml_device dev, nvml_memory *m);
   nvml_return (*get_power)(nvml_device dev, unsigned int *milliwatts);
+  /* Optional (NULL when the library lacks them): */
+  nvml_return (*get_energy)(nvml_device dev, unsigned long long *millijoules);
+  nvml_return (*get_by_pci)(const char *bus_id, nvml_device *dev);
   int initialized;                   /* nvmlInit_v2 succeeded */
   int count;                         /* 0..GF_NVML_MAX_GPUS */
   nvml_device dev[GF_NVML_MAX_GPUS]; /* handles of GPUs 0..count-1 */
@@ -80,6 +84,10 @@ gf_status gf_nvml_open(gf_nvml **out, const char *library, gf_err *err) {
     gf_nvml_close(nv);
     return GF_ENOTFOUND;
   }
+  if (!RESOLVE(nv, get_energy, "nvmlDeviceGetTotalEnergyConsumption"))
+    nv->get_energy = NULL;
+  if (!RESOLVE(nv, get_by_pci, "nvmlDeviceGetHandleByPciBusId_v2"))
+    nv->get_by_pci = NULL;
   nvml_return rc = nv->init();
   if (rc != NVML_SUCCESS) {
     gf_fail(err, GF_EDEVICE, "monitor: nvmlInit_v2 failed (NVML error %d)", rc);
@@ -133,6 +141,42 @@ void gf_nvml_sample(const gf_nvml *nv, int i, gf_gpu_sample *out) {
     out->have_power = 1;
     out->power_w = (double)mw / 1000.0;
   }
+}
+
+int gf_nvml_has_energy(const gf_nvml *nv) {
+  return nv && nv->get_energy ? 1 : 0;
+}
+
+int gf_nvml_energy_mj(const gf_nvml *nv, int i, unsigned long long *millijoules,
+                      int *nvml_error) {
+  if (nvml_error) *nvml_error = -1;
+  if (!nv || !nv->get_energy || i < 0 || i >= nv->count) return 0;
+  unsigned long long mj = 0;
+  nvml_return rc = nv->get_energy(nv->dev[i], &mj);
+  if (rc != NVML_SUCCESS) {
+    if (nvml_error) *nvml_error = rc;
+    return 0;
+  }
+  if (nvml_error) *nvml_error = NVML_SUCCESS;
+  *millijoules = mj;
+  return 1;
+}
+
+int gf_nvml_power_w(const gf_nvml *nv, int i, double *watts) {
+  if (!nv || i < 0 || i >= nv->count) return 0;
+  unsigned int mw;
+  if (nv->get_power(nv->dev[i], &mw) != NVML_SUCCESS) return 0;
+  *watts = (double)mw / 1000.0;
+  return 1;
+}
+
+int gf_nvml_index_by_pci_bus_id(const gf_nvml *nv, const char *bus_id) {
+  if (!nv || !nv->get_by_pci || !bus_id || !bus_id[0]) return -1;
+  nvml_device dev = NULL;
+  if (nv->get_by_pci(bus_id, &dev) != NVML_SUCCESS || !dev) return -1;
+  for (int i = 0; i < nv->count; i++)
+    if (nv->dev[i] == dev) return i;
+  return -1;
 }
 
 void gf_nvml_close(gf_nvml *nv) {

@@ -168,7 +168,7 @@ typedef struct gf_gpu_sample {
 } gf_gpu_sample;
 
 /* dlopens `library` (NULL: GF_NVML_DEFAULT_LIBRARY), resolves the seven
- * functions, nvmlInit_v2, counts the devices and takes their handles. On
+ * functions (and the optional ones below, when present), nvmlInit_v2, counts the devices and takes their handles. On
  * success *out (caller-owned, release with gf_nvml_close) may report 0
  * GPUs. GF_ENOTFOUND when the library cannot be opened or lacks a symbol;
  * GF_EDEVICE when NVML answers an error; GF_ENOMEM. *out is NULL on
@@ -180,5 +180,32 @@ int gf_nvml_count(const gf_nvml *nv);
 void gf_nvml_sample(const gf_nvml *nv, int i, gf_gpu_sample *out);
 /* nvmlShutdown, dlclose, free. NULL is fine. */
 void gf_nvml_close(gf_nvml *nv);
+
+/* Optional entry points, for the energy meter (gf/energy.h). Each is
+ * resolved by gf_nvml_open when the library has it; one that is absent
+ * (older drivers) or answers an error only means no figure: never an
+ * error of gf_nvml_open, and the monitor's figures above do not use them. */
+
+/* 1 when the library exports nvmlDeviceGetTotalEnergyConsumption (Volta
+ * and later GPUs answer it), else 0. */
+int gf_nvml_has_energy(const gf_nvml *nv);
+/* GPU i's energy counter in millijoules since the driver was loaded
+ * (nvmlDeviceGetTotalEnergyConsumption): 1 and *millijoules when it
+ * answered, 0 (and *millijoules untouched) when the symbol is absent, i is
+ * out of range or NVML answered an error (e.g. NVML_ERROR_NOT_SUPPORTED on
+ * pre-Volta GPUs); *nvml_error (may be NULL) gets NVML's code then, or -1
+ * when the symbol is absent or i out of range. */
+int gf_nvml_energy_mj(const gf_nvml *nv, int i, unsigned long long *millijoules,
+                      int *nvml_error);
+/* GPU i's power draw in watts (nvmlDeviceGetPowerUsage / 1000): 1 when it
+ * answered, else 0. */
+int gf_nvml_power_w(const gf_nvml *nv, int i, double *watts);
+/* The NVML index (0..count-1) of the GPU at PCI bus id `bus_id` ("0000:3b:
+ * 00.0", as cudaDeviceGetPCIBusId writes it; NVML parses it), found with
+ * nvmlDeviceGetHandleByPciBusId_v2 and compared with the handles taken at
+ * open. -1 when the symbol is absent, NVML does not know the id, or the
+ * GPU is not among the first GF_NVML_MAX_GPUS. NVML's indices ignore
+ * CUDA_VISIBLE_DEVICES; a bus id does not depend on it. */
+int gf_nvml_index_by_pci_bus_id(const gf_nvml *nv, const char *bus_id);
 
 #endif
