@@ -16,3 +16,7 @@ gf_add_fuzz_target(heartbeat ${CMAKE_CURRENT_LIST_DIR}/fuzz_heartbeat.c gf_train
 # The price file of a run's cost (gf/energy.h, gf_price_parse). Seed corpus
 # in corpus/price_file/.
 gf_add_fuzz_target(price_file ${CMAKE_CURRENT_LIST_DIR}/fuzz_price_file.c gf_trainer)
+
+# The run's cost ledger, <checkpoint-dir>/cost.ledger (gf/cost.h,
+# gf_cost_ledger_parse). Seed corpus in corpus/cost_ledger/.
+gf_add_fuzz_target(cost_ledger ${CMAKE_CURRENT_LIST_DIR}/fuzz_cost_ledger.c gf_trainer)

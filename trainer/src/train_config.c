@@ -77,6 +77,9 @@ void gf_train_config_default(gf_train_config *cfg) {
   cfg->comm_timeout = 300;
   cfg->check_every = 100;
   cfg->world_size = 1;
+  cfg->price_per_hour = -1;
+  cfg->price_per_node = true;
+  cfg->cpu_watts_per_core = 10;
 }
 
 /* Integer in [lo, hi]; the message names the flag. */
@@ -176,6 +179,7 @@ static void safe_component(char *dst, size_t cap, const char *src) {
 }
 
 gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err) {
+  GF_TRY(gf_train_price_resolve(cfg, getenv("GANFLOW_INSTANCE_KIND"), err));
   if (!cfg->data[0])
     return gf_fail(err, GF_EINVAL, "--data: required (a directory of IDX "
                    "files, CIFAR-10 batches or PNG/JPEG images)");
@@ -304,6 +308,8 @@ enum {
   OPT_BUCKET_KB, OPT_COMM_TIMEOUT, OPT_CHECK_EVERY, OPT_COMPRESS,
   OPT_LOSS, OPT_D_STEPS, OPT_SN, OPT_EMA_DECAY, OPT_EMA_RAMPUP, OPT_EXPORT_G,
   OPT_MIRROR, OPT_R1, OPT_R1_EVERY, OPT_DIFFAUG, OPT_COND, OPT_WIDTH,
+  OPT_PRICE, OPT_PRICE_UNIT, OPT_PRICE_FILE, OPT_INSTANCE_KIND, OPT_MARKET,
+  OPT_CPU_WATTS,
 };
 
 static const struct option k_options[] = {
@@ -356,6 +362,12 @@ static const struct option k_options[] = {
   {"diffaug", required_argument, NULL, OPT_DIFFAUG},
   {"cond", no_argument, NULL, OPT_COND},
   {"width", required_argument, NULL, OPT_WIDTH},
+  {"price-per-hour", required_argument, NULL, OPT_PRICE},
+  {"price-unit", required_argument, NULL, OPT_PRICE_UNIT},
+  {"price-file", required_argument, NULL, OPT_PRICE_FILE},
+  {"instance-kind", required_argument, NULL, OPT_INSTANCE_KIND},
+  {"market", required_argument, NULL, OPT_MARKET},
+  {"cpu-watts-per-core", required_argument, NULL, OPT_CPU_WATTS},
   {"help", no_argument, NULL, OPT_HELP},
   {NULL, 0, NULL, 0},
 };
@@ -625,6 +637,36 @@ static gf_status apply_option(gf_train_config *cfg, int opt, const char *arg,
   }
   case OPT_CHECK_EVERY:
     return parse_i64("--check-every", arg, 0, big, &cfg->check_every, err);
+  case OPT_PRICE:
+    return parse_double("--price-per-hour", arg, 0.0, 1e6,
+                        &cfg->price_per_hour, err);
+  case OPT_PRICE_UNIT:
+    if (strcmp(arg, "node") != 0 && strcmp(arg, "gpu") != 0)
+      return gf_fail(err, GF_EINVAL, "--price-unit: '%s' is not node or gpu",
+                     arg);
+    cfg->price_per_node = strcmp(arg, "node") == 0;
+    cfg->price_unit_set = true;
+    return GF_OK;
+  case OPT_PRICE_FILE:
+    if (!*arg) return gf_fail(err, GF_EINVAL, "--price-file: empty");
+    return copy_str(cfg->price_file, sizeof cfg->price_file, arg,
+                    "--price-file", err);
+  case OPT_INSTANCE_KIND:
+    if (!*arg) return gf_fail(err, GF_EINVAL, "--instance-kind: empty");
+    return copy_str(cfg->instance_kind, sizeof cfg->instance_kind, arg,
+                    "--instance-kind", err);
+  case OPT_MARKET:
+    if (strcmp(arg, "spot") != 0 && strcmp(arg, "on-demand") != 0)
+      return gf_fail(err, GF_EINVAL, "--market: '%s' is not on-demand or "
+                     "spot", arg);
+    cfg->spot = strcmp(arg, "spot") == 0;
+    return GF_OK;
+  case OPT_CPU_WATTS:
+    GF_TRY(parse_double("--cpu-watts-per-core", arg, 0.0, 1000.0,
+                        &cfg->cpu_watts_per_core, err));
+    if (cfg->cpu_watts_per_core <= 0)
+      return gf_fail(err, GF_EINVAL, "--cpu-watts-per-core: must be above 0");
+    return GF_OK;
   default:
     return gf_fail(err, GF_EINVAL, "unknown option");
   }
@@ -763,6 +805,17 @@ void gf_train_usage(FILE *out, const char *prog) {
 "  --fid-images N          generated and real images in FID/KID (--eval-\n"
 "                          images); the real set's features are cached\n"
 "                          (GANFLOW_CACHE_DIR, else ~/.cache/ganflow/fid)\n"
+"Cost and energy (metrics energy/joules, cost/usd, cost/usd_per_1k_images,\n"
+"summed over every rank and every restart of the run):\n"
+"  --price-per-hour USD    price of a slot-hour (none: energy only)\n"
+"  --price-unit node|gpu   the price is per machine (counted once per node)\n"
+"                          or per rank's slot: its GPU, or a CPU rank (node)\n"
+"  --price-file FILE       prices by instance kind and market, lines of\n"
+"                          KIND MARKET USD_PER_HOUR node|gpu ('#' comments)\n"
+"  --instance-kind KIND    the entry of --price-file (GANFLOW_INSTANCE_KIND)\n"
+"  --market on-demand|spot the entry's market (on-demand)\n"
+"  --cpu-watts-per-core W  CPU energy estimate per busy core where RAPL\n"
+"                          (/sys/class/powercap) cannot be read (10)\n"
 "MLflow:\n"
 "  --experiment NAME       experiment (MLFLOW_EXPERIMENT_NAME, else ganflow)\n"
 "  --run-name NAME         run name (the server picks one)\n"
@@ -911,6 +964,18 @@ size_t gf_train_config_params(const gf_train_config *cfg,
   diffaug_text(cfg->diffaug, da);
   P("diffaug", "%s", da);
   P("cond", "%s", cfg->cond ? "true" : "false");
+  if (cfg->price_per_hour >= 0) {
+    fmt_double(num, sizeof num, cfg->price_per_hour);
+    P("price_usd_per_hour", "%s", num);
+    P("price_unit", "%s", cfg->price_per_node ? "node" : "gpu");
+  }
+  if (cfg->price_file[0]) P("price_file", "%s", cfg->price_file);
+  if (cfg->instance_kind[0]) {
+    P("instance_kind", "%s", cfg->instance_kind);
+    P("market", "%s", cfg->spot ? "spot" : "on-demand");
+  }
+  fmt_double(num, sizeof num, cfg->cpu_watts_per_core);
+  P("cpu_watts_per_core", "%s", num);
 #undef P
   return n;
 }

@@ -164,6 +164,7 @@ static void log_step_metrics(train_state *st, int64_t k,
 
 static void train_state_free(train_state *st) {
   gf_monitor_free(st->monitor);
+  train_cost_free(st);
   if (st->relay_ok) gf_relay_destroy(&st->relay);
   gf_data_loader_free(st->loader);
   gf_gan_free(&st->gan);
@@ -352,6 +353,11 @@ static gf_status loop(train_state *st, const atomic_int *stop,
                                     : t3 - t0;
     bool log_now = due(k, cfg->log_every);
     if (log_now && (s = relay_system_metrics(st, err)) != GF_OK) break;
+    /* the last step's cost is logged at the very end (train_cost_close) */
+    if (log_now && (s = train_cost_exchange(st, k, (double)k * step_images(st),
+                                            !stopped && k != cfg->steps,
+                                            err)) != GF_OK)
+      break;
     if (due(k, cfg->check_every) &&
         (s = gf_dist_check_params(&st->dist, &st->gan, cfg->sync_bn, k, err)) !=
             GF_OK)
@@ -373,6 +379,7 @@ static gf_status loop(train_state *st, const atomic_int *stop,
       if (st->n_eval) {
         s = train_evaluate(st, k, &avg, err);
         if (s != GF_OK) break;
+        train_cost_quality(st, "swd/avg", avg, k);
         gf_logf(st->log, GF_LOG_INFO, "step %lld: swd/avg %.2f",
                 (long long)k, avg);
       }
@@ -473,6 +480,9 @@ gf_train_exit gf_train_run(const gf_train_config *cfg,
     goto out_usage;
   }
   lead = st.rank == 0;
+  if (gf_dist_agree(&st.dist, train_cost_start(&st, launch, &err),
+                    "opening the energy meter", &err) != GF_OK)
+    goto out;
 
   gf_status s = gf_train_model_config(cfg, &st.mcfg, &err);
   if (s == GF_OK) s = train_plan_slices(&st, &err);
@@ -529,6 +539,9 @@ gf_train_exit gf_train_run(const gf_train_config *cfg,
     goto out;
   if (lead) gf_heartbeat_set_run(hb, gf_tracker_run_id(st.tracker));
   if (lead) train_quality_announce(&st);
+  if (gf_dist_agree(&st.dist, train_cost_begin_run(&st, &err),
+                    "reading the cost ledger", &err) != GF_OK)
+    goto out;
   gf_heartbeat_beat(hb, GF_HB_SETUP, st.start_step);
   if (lead)
     gf_logf(log, GF_LOG_INFO,
@@ -554,6 +567,14 @@ gf_train_exit gf_train_run(const gf_train_config *cfg,
 
   /* The last state is always on disk (and uploaded) before the run ends. */
   if (st.ckpt_step != k && train_checkpoint(&st, k, &err) != GF_OK) goto out;
+  /* The ranks' shares of the run's energy and cost, for rank 0 to log at
+   * the last step once its uploads are done (train_cost_close). */
+  if (train_cost_exchange(&st, k, (double)k * step_images(&st), false,
+                          &err) != GF_OK)
+    goto out;
+  st.cost.closing = true;
+  st.cost.close_step = k;
+  st.cost.close_log = k > st.start_step;
   if (!lead) {
     rc = GF_TRAIN_EXIT_OK;
     goto out;
@@ -602,6 +623,10 @@ out:
     else gf_logf(log, GF_LOG_ERROR, "ganflow-train: %s", err.msg);
   }
   gf_monitor_stop(st.monitor);
+  if (st.tracker && st.cost.closing)
+    train_cost_close(&st, st.cost.close_step,
+                     (double)st.cost.close_step * step_images(&st),
+                     st.cost.close_log);
   if (st.tracker) {
     /* Everything queued before the status changes, so a FINISHED run is
      * complete when a reader sees it. */

@@ -98,6 +98,7 @@ gf_status train_quality_eval(train_state *st, int64_t k, gf_err *err) {
   char line[160] = "";
   if (which & GF_QUALITY_FID) {
     gf_tracker_metric(st->tracker, "fid", q.fid, ts, k);
+    train_cost_quality(st, "fid", q.fid, k);
     GF_TRY(gf_format(line, sizeof line, err, "evaluation line", "fid %.2f",
                      q.fid));
   }

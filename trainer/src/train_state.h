@@ -15,8 +15,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "gf/checkpoint.h"
+#include "gf/cost.h"
 #include "gf/ctx.h"
 #include "gf/data.h"
+#include "gf/energy.h"
 #include "gf/gan.h"
 #include "gf/heartbeat.h"
 #include "gf/log.h"
@@ -31,6 +33,29 @@
  * GF_TRAIN_GRID_SIDE columns, each column one latent. */
 #define GRID_COND_ROWS 16
 #define GRID_MAX (GRID_COND_ROWS * GF_TRAIN_GRID_SIDE)
+
+/* The run's energy and cost as this process counts them (train_cost.c). */
+typedef struct train_cost {
+  gf_energy_meter *meter;       /* owned; this process's joules */
+  double t0;                    /* gf_mono_s() when this process began */
+  int slots;                    /* priced slots it pays for: 0 or 1 */
+  bool gpu_metered;             /* rank 0: some rank meters a GPU */
+  bool ledger_ok;               /* rank 0: base read, run_id set */
+  gf_cost_totals base;          /* rank 0: the run's earlier processes */
+  double others[4];             /* rank 0: the other ranks' shares at the
+                                   last exchange: CPU J, GPU J, USD, slot
+                                   seconds */
+  bool closing;                 /* rank 0: the final exchange is done;
+                                   train_cost_close logs at close_step */
+  int64_t close_step;
+  bool close_log;               /* close logs the metrics at close_step */
+  double run_usd;               /* rank 0: the run's cost/usd at the last
+                                   exchange */
+  double last_write;            /* rank 0: gf_mono_s() of the last ledger
+                                   write; 0 none */
+  char run_id[GF_CKPT_RUN_ID_MAX + 1];  /* rank 0: the ledger's run */
+  char ledger_path[GF_TRAIN_PATH_MAX];  /* rank 0 */
+} train_cost;
 
 /* Everything one run holds; owned by gf_train_run's frame. */
 typedef struct train_state {
@@ -88,6 +113,7 @@ typedef struct train_state {
   gf_heartbeat *hb;             /* borrowed; NULL: no supervisor */
   int dir_lock;                 /* owned; rank 0's lock on the checkpoint
                                    directory (train_lock_dir), -1 none */
+  train_cost cost;              /* energy meter (owned) and cost sums */
 } train_state;
 
 /* ---- train_setup.c ---------------------------------------------------- */
@@ -151,5 +177,35 @@ void train_quality_announce(train_state *st);
 /* FID/KID of step k (none at step 0), logged. */
 gf_status train_quality_eval(train_state *st, int64_t k, gf_err *err);
 void train_quality_free(train_state *st);
+
+/* ---- train_cost.c ----------------------------------------------------- */
+
+/* Every rank, first thing once the ctx exists: opens this process's energy
+ * meter (RAPL on the node's local rank 0 — GANFLOW_POWERCAP_ROOT overrides
+ * /sys/class/powercap —, else the CPU-time estimate; the GPU's NVML
+ * counter when training on one) and the priced slots it pays for. */
+gf_status train_cost_start(train_state *st, const gf_launch_info *launch,
+                           gf_err *err);
+/* Every rank, once the MLflow run is known: the energy sources as run tags,
+ * and (rank 0) the earlier processes' totals from the ledger of this run. */
+gf_status train_cost_begin_run(train_state *st, gf_err *err);
+/* Every rank at the same points (logging steps, and once after the last
+ * step): adds the ranks' shares; rank 0 writes the ledger (at most once a
+ * second) and, with log_metrics, logs energy/ and cost/ at step k, images
+ * being the run's images so far (cost/usd_per_1k_images). */
+gf_status train_cost_exchange(train_state *st, int64_t k, double images,
+                              bool log_metrics, gf_err *err);
+/* Rank 0 at its very end (after the final uploads and the model): the
+ * other ranks' shares of the last exchange plus its own up to now, into
+ * the ledger and (log_metrics) MLflow at step k; a line to the log. What
+ * the other ranks spent after the last exchange is not counted. */
+void train_cost_close(train_state *st, int64_t k, double images,
+                      bool log_metrics);
+/* Rank 0 after an evaluation: cost/<key>_x_usd = value x the run's cost at
+ * the last exchange ('/' in key becomes '_'), a score for "quality per
+ * cost" where lower is better on both counts. Nothing without a price. */
+void train_cost_quality(train_state *st, const char *key, double value,
+                        int64_t k);
+void train_cost_free(train_state *st);
 
 #endif

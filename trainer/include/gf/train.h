@@ -7,6 +7,9 @@
  * Source files:
  *   train_config.c    gf_train_config, argv parsing (getopt_long), --help,
  *                     the config flattened to MLflow params
+ *   train_config_cost.c the price flags resolved (--price-file)
+ *   train_cost.c      the run's energy and cost, summed over ranks and
+ *                     restarts (gf/cost.h, gf/energy.h)
  *   train_tracking.c  gf_tracker: the MLflow side of one training process
  *   train_upload.c    gf_uploader: artifact uploads on a background thread
  *   train_loop.c      gf_train_run: the whole run, start to exit status,
@@ -153,7 +156,35 @@ typedef struct gf_train_config {
                                          ranks; 0 = never (100) */
   int world_size;                     /* ranks of the job: set by main from
                                          the launch (1), not a flag */
+  /* What the run costs (gf/cost.h, gf/energy.h; train_config_cost.c). */
+  double price_per_hour;              /* USD per slot-hour: --price-per-hour,
+                                         or the --price-file entry of
+                                         --instance-kind and --market; < 0:
+                                         no price, no cost metrics (-1) */
+  bool price_per_node;                /* --price-unit node|gpu: the price is
+                                         per machine or per rank's slot
+                                         (node) */
+  bool price_unit_set;                /* --price-unit was given */
+  char price_file[GF_TRAIN_PATH_MAX]; /* --price-file FILE ("" none) */
+  char instance_kind[64];             /* --instance-kind KIND, else
+                                         GANFLOW_INSTANCE_KIND ("") */
+  bool spot;                          /* --market spot|on-demand
+                                         (on-demand) */
+  double cpu_watts_per_core;          /* --cpu-watts-per-core W: the CPU
+                                         energy estimate where RAPL cannot
+                                         be read (10) */
 } gf_train_config;
+
+/* The price flags as a whole (called by gf_train_config_finish, with
+ * GANFLOW_INSTANCE_KIND as env_kind): --instance-kind defaults to env_kind
+ * (NULL or "": none); with --price-file, the file's entry for the kind and
+ * --market sets price_per_hour and the unit (a --price-unit that disagrees
+ * is refused); --price-per-hour with --price-file, --price-file without a
+ * kind, a kind or market the file lacks: GF_EINVAL, the reason naming the
+ * file's line or its kinds. Reads the file; changes nothing else
+ * (train_config_cost.c). */
+gf_status gf_train_price_resolve(gf_train_config *cfg, const char *env_kind,
+                                 gf_err *err);
 
 /* The defaults above (experiment from MLFLOW_EXPERIMENT_NAME when set). */
 void gf_train_config_default(gf_train_config *cfg);
@@ -201,7 +232,7 @@ gf_status gf_train_model_config(const gf_train_config *cfg,
  * local_batch, allreduce, sync_bn, grad_accum, exact_reduce. Returns
  * the number of params (<= n_max). */
 #define GF_TRAIN_PARAM_VAL_MAX GF_TRAIN_PATH_MAX
-#define GF_TRAIN_MAX_PARAMS 56
+#define GF_TRAIN_MAX_PARAMS 64
 typedef struct gf_train_param {
   const char *key;
   char value[GF_TRAIN_PARAM_VAL_MAX];
