@@ -20,3 +20,9 @@ gf_add_fuzz_target(price_file ${CMAKE_CURRENT_LIST_DIR}/fuzz_price_file.c gf_tra
 # The run's cost ledger, <checkpoint-dir>/cost.ledger (gf/cost.h,
 # gf_cost_ledger_parse). Seed corpus in corpus/cost_ledger/.
 gf_add_fuzz_target(cost_ledger ${CMAKE_CURRENT_LIST_DIR}/fuzz_cost_ledger.c gf_trainer)
+
+# A run's --auto choice, <checkpoint-dir>/auto (train_auto_parse, private
+# to gf_trainer: trainer/src/train_state.h). Seed corpus in
+# corpus/train_auto/.
+gf_add_fuzz_target(train_auto ${CMAKE_CURRENT_LIST_DIR}/fuzz_train_auto.c gf_trainer)
+target_include_directories(fuzz_train_auto PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../../trainer/src)

@@ -245,6 +245,10 @@ gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err) {
       return gf_fail(err, GF_EINVAL, "--compress bf16 rounds the gradient sums "
                      "to bf16; --exact-reduce keeps every bit: choose one");
   }
+  if (cfg->autotune && strcmp(cfg->device, "cpu") != 0)
+    return gf_fail(err, GF_EINVAL, "--auto tunes CPU ranks (threads, bucket "
+                   "size, all-reduce algorithm); with --device %s give "
+                   "--bucket-kb and --allreduce yourself", cfg->device);
   if (cfg->cond && cfg->sync_bn)
     return gf_fail(err, GF_EINVAL, "--cond with --sync-bn: conditional batch "
                    "norm over several ranks is not implemented yet");
@@ -309,7 +313,7 @@ enum {
   OPT_LOSS, OPT_D_STEPS, OPT_SN, OPT_EMA_DECAY, OPT_EMA_RAMPUP, OPT_EXPORT_G,
   OPT_MIRROR, OPT_R1, OPT_R1_EVERY, OPT_DIFFAUG, OPT_COND, OPT_WIDTH,
   OPT_PRICE, OPT_PRICE_UNIT, OPT_PRICE_FILE, OPT_INSTANCE_KIND, OPT_MARKET,
-  OPT_CPU_WATTS,
+  OPT_CPU_WATTS, OPT_AUTO,
 };
 
 static const struct option k_options[] = {
@@ -368,6 +372,7 @@ static const struct option k_options[] = {
   {"instance-kind", required_argument, NULL, OPT_INSTANCE_KIND},
   {"market", required_argument, NULL, OPT_MARKET},
   {"cpu-watts-per-core", required_argument, NULL, OPT_CPU_WATTS},
+  {"auto", no_argument, NULL, OPT_AUTO},
   {"help", no_argument, NULL, OPT_HELP},
   {NULL, 0, NULL, 0},
 };
@@ -487,7 +492,11 @@ static gf_status apply_option(gf_train_config *cfg, int opt, const char *arg,
   case OPT_SEED: return parse_seed(arg, &cfg->seed, err);
   case OPT_DEVICE: return parse_device(arg, cfg, err);
   case OPT_THREADS:
+    cfg->threads_set = true;
     return parse_int("--threads", arg, 0, 4096, &cfg->threads, err);
+  case OPT_AUTO:
+    cfg->autotune = true;
+    return GF_OK;
   case OPT_CKPT_DIR:
     if (!*arg) return gf_fail(err, GF_EINVAL, "--checkpoint-dir: empty");
     return copy_str(cfg->checkpoint_dir, sizeof cfg->checkpoint_dir, arg,
@@ -564,6 +573,7 @@ static gf_status apply_option(gf_train_config *cfg, int opt, const char *arg,
       return gf_fail(err, GF_EINVAL, "--allreduce: '%s' is not ring, "
                      "reduce-bcast, hierarchical or tree", arg);
     cfg->allreduce = (int)a;
+    cfg->allreduce_set = true;
     return GF_OK;
   }
   case OPT_SYNC_BN:
@@ -618,6 +628,7 @@ static gf_status apply_option(gf_train_config *cfg, int opt, const char *arg,
   case OPT_EXACT_SHARDS:
     return parse_int("--exact-shards", arg, 1, 4096, &cfg->exact_shards, err);
   case OPT_BUCKET_KB:
+    cfg->bucket_set = true;
     return parse_int("--bucket-kb", arg, 4, 1 << 20, &cfg->bucket_kb, err);
   case OPT_COMPRESS:
     if (strcmp(arg, "none") != 0 && strcmp(arg, "bf16") != 0)
@@ -738,6 +749,15 @@ void gf_train_usage(FILE *out, const char *prog) {
 "  --threads N             CPU threads, 0 = every core (0); a bit-identical\n"
 "                          resume needs the same value\n"
 "  --deterministic         deterministic GPU algorithms (the CPU path always is)\n"
+"  --auto                  tuned at start: before step 1, time 1 warm-up and 3\n"
+"                          steps of the run's first batch on a scratch copy of\n"
+"                          the model for each candidate (at most 12, a few\n"
+"                          seconds for small models) and train with the\n"
+"                          fastest --threads (1, 2, 4, .. cores per rank), and\n"
+"                          with several ranks --bucket-kb (256, 1024, 4096)\n"
+"                          and --allreduce (mpirun ranks); those given stay\n"
+"                          fixed. The choice is kept in <checkpoint-dir>/auto\n"
+"                          and reused by every resume of the run (CPU only)\n"
 "GAN recipe:\n"
 "  --loss bce|hinge|wgan   bce: DCGAN's non-saturating loss; hinge: SNGAN's and\n"
 "                          BigGAN's; wgan: the Wasserstein critic loss (bce)\n"
@@ -883,7 +903,9 @@ gf_status gf_train_recipe(const gf_train_config *cfg, char *out, size_t cap,
 /* Every param value fits by construction: numbers, fixed words, and the
  * text of config fields no longer than a value. */
 _Static_assert(sizeof ((gf_train_config *)0)->data <= GF_TRAIN_PARAM_VAL_MAX &&
-               sizeof ((gf_train_config *)0)->device <= GF_TRAIN_PARAM_VAL_MAX,
+               sizeof ((gf_train_config *)0)->device <= GF_TRAIN_PARAM_VAL_MAX &&
+               sizeof ((gf_train_config *)0)->auto_measured <=
+                   GF_TRAIN_PARAM_VAL_MAX,
                "config text fits a param value");
 
 size_t gf_train_config_params(const gf_train_config *cfg,
@@ -976,6 +998,15 @@ size_t gf_train_config_params(const gf_train_config *cfg,
   }
   fmt_double(num, sizeof num, cfg->cpu_watts_per_core);
   P("cpu_watts_per_core", "%s", num);
+  if (cfg->autotune) P("auto", "true");
+  if (cfg->auto_measured[0]) {
+    P("auto_threads", "%d", cfg->threads);
+    P("auto_bucket_kb", "%d", cfg->bucket_kb);
+    P("auto_allreduce", "%s", cfg->exact_reduce ? "tree"
+                              : gf_allreduce_algo_name(cfg->allreduce));
+    P("auto_measured", "%.*s", (int)sizeof cfg->auto_measured - 1,
+      cfg->auto_measured);
+  }
 #undef P
   return n;
 }

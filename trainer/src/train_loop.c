@@ -436,10 +436,15 @@ static void promote_if_better(gf_tracker *t, const gf_train_config *cfg,
   free(tag);
 }
 
-gf_train_exit gf_train_run(const gf_train_config *cfg,
+gf_train_exit gf_train_run(const gf_train_config *given,
                            const gf_launch_info *launch, gf_comm *comm,
                            const atomic_int *stop, gf_heartbeat *hb,
                            const gf_log *log) {
+  /* The run's config: the flags, with what --auto (or the run's stored
+   * choice) sets (train_auto_setup). */
+  gf_train_config tuned = *given;
+  const gf_train_config *cfg = &tuned;
+  gf_comm *auto_comm = NULL; /* owned: the chosen all-reduce's comm */
   train_state st;
   memset(&st, 0, sizeof st);
   st.dir_lock = -1;
@@ -501,6 +506,9 @@ gf_train_exit gf_train_run(const gf_train_config *cfg,
   if (s == GF_EINVAL) goto out_usage;
   if (s != GF_OK) goto out;
   s = gf_dist_agree(&st.dist, train_load_data(&st, &err), "loading the data", &err);
+  if (s != GF_OK) goto out;
+  s = train_auto_setup(&st, &tuned, launch, &comm, &auto_comm, &err);
+  if (s == GF_EINVAL) goto out_usage;
   if (s != GF_OK) goto out;
   bool usage = false;
   s = train_build_model(&st, &usage, &err);
@@ -636,6 +644,7 @@ out:
     st.tracker = NULL;
   }
   train_state_free(&st);
+  gf_comm_free(auto_comm);
   gf_comm_free(nccl);
   return rc;
 }

@@ -196,21 +196,25 @@ gf_status train_make_ctx(train_state *st, const gf_launch_info *launch,
   return GF_OK;
 }
 
+void train_gan_hparams(const gf_train_config *cfg, gf_gan_hparams *hp) {
+  gf_gan_hparams_default(hp);
+  hp->adam_g.lr = cfg->lr_g;
+  hp->adam_d.lr = cfg->lr_d;
+  hp->loss = (gf_gan_loss)cfg->loss;
+  hp->ema_decay = cfg->ema_decay;
+  hp->ema_rampup = cfg->ema_rampup;
+  hp->r1_gamma = cfg->r1_gamma;
+  hp->r1_every = cfg->r1_every;
+  hp->augment = cfg->diffaug;
+}
+
 /* Builds the GAN on ctx; loads the checkpoint or initialises from the
  * seed. */
 gf_status train_build_model(train_state *st, bool *usage, gf_err *err) {
   const gf_train_config *cfg = st->cfg;
   gf_status s;
   gf_gan_hparams hp;
-  gf_gan_hparams_default(&hp);
-  hp.adam_g.lr = cfg->lr_g;
-  hp.adam_d.lr = cfg->lr_d;
-  hp.loss = (gf_gan_loss)cfg->loss;
-  hp.ema_decay = cfg->ema_decay;
-  hp.ema_rampup = cfg->ema_rampup;
-  hp.r1_gamma = cfg->r1_gamma;
-  hp.r1_every = cfg->r1_every;
-  hp.augment = cfg->diffaug;
+  train_gan_hparams(cfg, &hp);
   s = gf_gan_init(&st->gan, &st->ctx, &st->mcfg, &hp, st->local_batch, err);
   if (s != GF_OK) return s;
   if (st->on_dev && (s = build_device_side(st, &hp, err)) != GF_OK) return s;

@@ -149,6 +149,49 @@ gf_status train_gather_hosts(train_state *st, char *out, size_t cap,
 /* Starts the monitor: world 1 into the tracker, else into the relay. */
 gf_status train_start_monitors(train_state *st, gf_err *err);
 
+/* The GAN's hyperparameters of cfg (Adam, loss, EMA, R1, DiffAugment). */
+void train_gan_hparams(const gf_train_config *cfg, gf_gan_hparams *hp);
+
+/* ---- train_auto.c ----------------------------------------------------- */
+
+/* The run's --auto choice, as <checkpoint-dir>/auto keeps it. */
+typedef struct train_auto_choice {
+  int threads;                       /* 1..4096 */
+  int bucket_kb;                     /* 4..2^20 */
+  int allreduce;                     /* a gf_allreduce_algo */
+  char measured[GF_TRAIN_AUTO_MAX];  /* the alternatives' ms per step,
+                                        "threads=1:12.3,bucket_kb=256:9.1",
+                                        printable ASCII without spaces; "-"
+                                        when nothing was measured */
+} train_auto_choice;
+
+/* Reads the file's text[0..len) (not NUL-terminated; any bytes):
+ *   ganflow-auto 1
+ *   threads N
+ *   bucket_kb N
+ *   allreduce ring|reduce-bcast|hierarchical|tree
+ *   measured WORD
+ * the four keys once each in any order, '\n' after each line (the last
+ * one's optional), nothing else. GF_EFORMAT naming the line otherwise;
+ * *out is then zeroed. Allocates nothing. */
+gf_status train_auto_parse(const char *text, size_t len,
+                           train_auto_choice *out, gf_err *err);
+/* The file's text of c into out[cap] (GF_EINVAL when it does not fit). */
+gf_status train_auto_format(const train_auto_choice *c, char *out, size_t cap,
+                            gf_err *err);
+/* Every rank, after the data is loaded and before the GAN is built: the
+ * run's threads, bucket size and all-reduce algorithm into *tuned (the
+ * run's config, st->cfg), from <checkpoint-dir>/auto when the run is
+ * being continued (--auto given or not; a flag given now wins, with a
+ * warning), else with --auto measured on scratch models (train_auto.c)
+ * and written there by rank 0. The ctx is rebuilt for another thread
+ * count; an algorithm other than *comm's gets a new MPI communicator,
+ * *owned (the caller frees it, before *comm's original), which replaces
+ * *comm and st->dist's. The same status on every rank. */
+gf_status train_auto_setup(train_state *st, gf_train_config *tuned,
+                           const gf_launch_info *launch, gf_comm **comm,
+                           gf_comm **owned, gf_err *err);
+
 /* ---- train_outputs.c -------------------------------------------------- */
 
 /* Fixed latents of the sample grid and SWD, and the image buffer (rank 0). */

@@ -15,6 +15,9 @@
  *   train_loop.c      gf_train_run: the whole run, start to exit status,
  *                     over train_setup.c and train_outputs.c (the private
  *                     train_state.h) and train_dist.c (the ranks)
+ *   train_auto.c      --auto: threads, bucket size and all-reduce
+ *                     algorithm timed on a scratch model before step 1, the
+ *                     choice kept in <checkpoint-dir>/auto for resumes
  *
  * Nothing here prints: what a run reports as it goes (progress, resumes,
  * warnings, the reason it failed) goes to a gf_log sink the executable owns
@@ -51,6 +54,8 @@
 #define GF_TRAIN_DEFAULT_EXPERIMENT "ganflow"
 #define GF_TRAIN_EVAL_IMAGES 2000 /* SWD: generated vs real images */
 #define GF_TRAIN_GRID_SIDE 8      /* sample grid: 8 x 8 images */
+#define GF_TRAIN_AUTO_MAX 1024    /* --auto's measured alternatives, NUL
+                                     included (a param value) */
 
 typedef enum gf_resume_mode {
   GF_RESUME_AUTO = 0,  /* newest good checkpoint of the dir, else run_id file */
@@ -173,6 +178,20 @@ typedef struct gf_train_config {
   double cpu_watts_per_core;          /* --cpu-watts-per-core W: the CPU
                                          energy estimate where RAPL cannot
                                          be read (10) */
+  /* Tuned at start (--auto; train_auto.c). */
+  bool autotune;                      /* --auto: measure the first steps and
+                                         choose threads, bucket_kb and
+                                         allreduce (those not given) */
+  bool threads_set;                   /* --threads was given */
+  bool bucket_set;                    /* --bucket-kb was given */
+  bool allreduce_set;                 /* --allreduce was given */
+  char auto_measured[GF_TRAIN_AUTO_MAX]; /* set by gf_train_run, not a
+                                         flag: "" = nothing chosen, else
+                                         threads, bucket_kb and allreduce
+                                         hold the run's choice and this
+                                         the alternatives' ms per step
+                                         ("threads=1:12.3,..."; "-" when
+                                         nothing was left to measure) */
 } gf_train_config;
 
 /* The price flags as a whole (called by gf_train_config_finish, with
@@ -229,7 +248,9 @@ gf_status gf_train_model_config(const gf_train_config *cfg,
  * its cadence: data, model, image_size, channels, z_dim, steps, batch,
  * lr_g, lr_d, seed, device, threads, checkpoint_every, keep, sample_every,
  * eval_every, log_every, deterministic, world_size, eval_images,
- * local_batch, allreduce, sync_bn, grad_accum, exact_reduce. Returns
+ * local_batch, allreduce, sync_bn, grad_accum, exact_reduce; with --auto,
+ * auto, and once the run has chosen (auto_measured), auto_threads,
+ * auto_bucket_kb, auto_allreduce and auto_measured. Returns
  * the number of params (<= n_max). */
 #define GF_TRAIN_PARAM_VAL_MAX GF_TRAIN_PATH_MAX
 #define GF_TRAIN_MAX_PARAMS 64

@@ -1,0 +1,482 @@
+/* test_train_auto.c - ganflow-train --auto (issue 26, deliverable 3)
+ * through the executable: dcgan --width 8 on Fashion-MNIST (the test FAILS
+ * without it), STEPS steps of --batch 16, against the MLflow server of the
+ * `mlflow` ctest fixture; 2 ranks under the real mpirun (oversubscribed).
+ *
+ *   0. The choice's file format in-process (train_auto_parse): a written
+ *      choice reads back; each broken form is GF_EFORMAT.
+ *   1. --auto at 1 rank: the params auto, auto_threads, auto_bucket_kb,
+ *      auto_allreduce and auto_measured, threads/allreduce equal to the
+ *      choice, <checkpoint-dir>/auto saying the same, the log line; then
+ *      the same run with the chosen values as flags and no --auto: final
+ *      checkpoints byte-identical (the trial steps left no trace: no data
+ *      consumed, no state changed).
+ *   2. The same at 2 ranks under mpirun (bucket size and algorithm tuned).
+ *   3. kill -9 of a 1-rank --auto run after its first checkpoint, then the
+ *      same command again: the second process measures nothing (its log
+ *      says it took the run's choice from the file, which is unchanged),
+ *      one FINISHED run whose params are the choice, and the final
+ *      checkpoint byte-identical to scenario 1's uninterrupted --auto run
+ *      (or, when the two measured runs chose differently, to a run with
+ *      the killed run's values as flags).
+ *
+ * Skips (77) when this build has no MPI or mpirun is missing. ~20-40 s. */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "file_util.h"
+#include "gf/checkpoint.h"
+#include "gf/comm.h"
+#include "gf/safetensors.h"
+#include "mlflow_test.h"
+#include "train_state.h"
+#include "train_test_util.h"
+#include "wait_util.h"
+
+#define FASHION "/usr/share/datasets/fashion-mnist"
+#define STEPS 160
+#define LOG_EVERY 10
+#define KILL_CKPT_EVERY 40
+#define RUN_TIMEOUT_S 300
+
+static pid_t g_child;
+
+typedef struct cmd {
+  char *argv[64];
+  int n;
+  char store[8][128];
+  int ns;
+} cmd;
+
+typedef struct job {
+  char name[64];
+  char dir[1024];
+  char log[1100];
+  char exp[192];
+  cmd c;
+} job;
+
+typedef struct suite {
+  char uri[512];
+  char mpirun[1024];
+  mlflow_client *mc;
+} suite;
+
+/* What a run chose: its params. */
+typedef struct choice {
+  char threads[32], bucket_kb[32], allreduce[32], measured[1024];
+} choice;
+
+static void add(cmd *c, const char *a) {
+  REQUIRE(c->n < 63);
+  c->argv[c->n++] = (char *)a;
+  c->argv[c->n] = NULL;
+}
+
+static const char *str(cmd *c, const char *v) {
+  REQUIRE(c->ns < 8);
+  snprintf(c->store[c->ns], sizeof c->store[c->ns], "%s", v);
+  return c->store[c->ns++];
+}
+
+static void job_init(job *j, const char *name) {
+  memset(j, 0, sizeof *j);
+  snprintf(j->name, sizeof j->name, "%s", name);
+  snprintf(j->dir, sizeof j->dir, "%s/%s", GF_TEST_TMP, name);
+  snprintf(j->log, sizeof j->log, "%s/%s.log", GF_TEST_TMP, name);
+  char u[160];
+  test_unique(u, sizeof u, name);
+  snprintf(j->exp, sizeof j->exp, "auto-%s", u);
+}
+
+/* mpirun -np ranks (0: one process), the trainer's fixed flags, checkpoints
+ * every ckpt_every (0: the last only). */
+static void job_cmd(job *j, const suite *s, int ranks, int ckpt_every) {
+  cmd *c = &j->c;
+  c->n = c->ns = 0;
+  if (ranks > 0) {
+    const char *mpi[] = {s->mpirun, "--allow-run-as-root", "--oversubscribe",
+                         "--bind-to", "none", "-x", "MLFLOW_TRACKING_URI",
+                         "-np", NULL};
+    for (int i = 0; mpi[i]; i++) add(c, mpi[i]);
+    char n[16];
+    snprintf(n, sizeof n, "%d", ranks);
+    add(c, str(c, n));
+  }
+  char steps[16], every[16], logs[16];
+  snprintf(steps, sizeof steps, "%d", STEPS);
+  snprintf(every, sizeof every, "%d", ckpt_every);
+  snprintf(logs, sizeof logs, "%d", LOG_EVERY);
+  const char *fixed[] = {GF_TRAIN_BIN, "--data", FASHION, "--model", "dcgan",
+                         "--width", "8", "--batch", "16", "--seed", "5",
+                         "--sample-every", "0", "--eval-every", "0",
+                         "--check-every", "20", "--register-model", "",
+                         "--keep", "10", NULL};
+  for (int i = 0; fixed[i]; i++) add(c, fixed[i]);
+  add(c, "--steps");
+  add(c, str(c, steps));
+  add(c, "--log-every");
+  add(c, str(c, logs));
+  add(c, "--checkpoint-every");
+  add(c, str(c, every));
+  add(c, "--checkpoint-dir");
+  add(c, j->dir);
+  add(c, "--experiment");
+  add(c, j->exp);
+}
+
+static pid_t spawn(const suite *s, const job *j, const char *log) {
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    setpgid(0, 0);
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) _exit(126);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    close(fd);
+    setenv("MLFLOW_TRACKING_URI", s->uri, 1);
+    setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+    execv(j->c.argv[0], j->c.argv);
+    _exit(127);
+  }
+  g_child = pid;
+  return pid;
+}
+
+static int run_wait(pid_t pid, const char *log) {
+  int rc = wait_group(pid, RUN_TIMEOUT_S, log);
+  g_child = 0;
+  return rc;
+}
+
+static void kill_child_at_exit(void) {
+  if (g_child > 0) {
+    kill(-g_child, SIGKILL);
+    waitpid(g_child, NULL, 0);
+  }
+}
+
+static bool run_ok(const suite *s, const job *j, const char *log) {
+  if (!log) log = j->log;
+  double t0 = mono_s();
+  int rc = run_wait(spawn(s, j, log), log);
+  fprintf(stderr, "[%s] exit %d after %.1f s\n", j->name, rc, mono_s() - t0);
+  CHECKF(rc == 0, "%s: exit %d (log %s)", j->name, rc, log);
+  if (rc != 0) dump_log(log);
+  return rc == 0;
+}
+
+static void final_of(const job *j, char *out, size_t cap) {
+  snprintf(out, cap, "%s/" GF_CKPT_NAME_FMT, j->dir, (long long)STEPS);
+}
+
+/* The experiment's one run has status want; its id into id. */
+static void one_run(mlflow_client *mc, const char *exp, mlflow_run_status want,
+                    char *id, size_t cap, const char *what) {
+  id[0] = '\0';
+  mlflow_experiment x;
+  mlflow_error e;
+  mlflow_status ms = mlflow_experiment_get_by_name(mc, exp, &x, &e);
+  CHECKF(ms == MLFLOW_OK, "%s: experiment %s: %s", what, exp, e.message);
+  if (ms != MLFLOW_OK) return;
+  const char *ids[1] = {x.experiment_id};
+  mlflow_run_list l;
+  ms = mlflow_runs_search(mc, ids, 1, NULL, NULL, 0, NULL, &l, &e);
+  mlflow_experiment_free(&x);
+  CHECKF(ms == MLFLOW_OK, "%s: runs/search: %s", what, e.message);
+  if (ms != MLFLOW_OK) return;
+  CHECKF(l.count == 1, "%s: %zu runs, want 1", what, (size_t)l.count);
+  if (l.count == 1) {
+    CHECKF(l.runs[0].info.status == want, "%s: run is %s, want %s", what,
+           mlflow_run_status_name(l.runs[0].info.status),
+           mlflow_run_status_name(want));
+    snprintf(id, cap, "%s", l.runs[0].info.run_id);
+  }
+  mlflow_run_list_free(&l);
+}
+
+/* The run's --auto params into *c; checks they are there and that threads
+ * and allreduce (what runs) are the choice. */
+static bool read_choice(const suite *s, const char *run_id, choice *c,
+                        const char *what) {
+  memset(c, 0, sizeof *c);
+  mlflow_run r;
+  mlflow_error e;
+  mlflow_status ms = mlflow_run_get(s->mc, run_id, &r, &e);
+  CHECKF(ms == MLFLOW_OK, "%s: runs/get: %s", what, e.message);
+  if (ms != MLFLOW_OK) return false;
+  const char *keys[] = {"auto", "auto_threads", "auto_bucket_kb",
+                        "auto_allreduce", "auto_measured", "threads",
+                        "allreduce"};
+  const char *v[7];
+  bool all = true;
+  for (int i = 0; i < 7; i++) {
+    v[i] = mlflow_run_param(&r, keys[i]);
+    CHECKF(v[i] != NULL, "%s: no param %s", what, keys[i]);
+    all = all && v[i];
+  }
+  if (all) {
+    CHECKF(strcmp(v[0], "true") == 0, "%s: auto=%s", what, v[0]);
+    CHECKF(strcmp(v[5], v[1]) == 0, "%s: threads=%s but auto_threads=%s", what,
+           v[5], v[1]);
+    CHECKF(strcmp(v[6], v[3]) == 0, "%s: allreduce=%s but auto_allreduce=%s",
+           what, v[6], v[3]);
+    CHECKF(atoi(v[1]) >= 1, "%s: auto_threads=%s", what, v[1]);
+    snprintf(c->threads, sizeof c->threads, "%s", v[1]);
+    snprintf(c->bucket_kb, sizeof c->bucket_kb, "%s", v[2]);
+    snprintf(c->allreduce, sizeof c->allreduce, "%s", v[3]);
+    snprintf(c->measured, sizeof c->measured, "%s", v[4]);
+    fprintf(stderr, "[%s] chose threads %s, bucket_kb %s, allreduce %s; "
+            "measured %s\n", what, c->threads, c->bucket_kb, c->allreduce,
+            c->measured);
+  }
+  mlflow_run_free(&r);
+  return all;
+}
+
+/* <dir>/auto holds the choice c. Its text into text (may be NULL). */
+static void check_file(const job *j, const choice *c, char **text) {
+  char path[1200];
+  snprintf(path, sizeof path, "%s/auto", j->dir);
+  size_t len = 0;
+  char *t = read_all(path, &len);
+  CHECKF(t != NULL, "%s: no %s", j->name, path);
+  if (!t) return;
+  train_auto_choice a;
+  gf_err err;
+  gf_status st = train_auto_parse(t, len, &a, &err);
+  CHECKF(st == GF_OK, "%s: %s: %s", j->name, path, err.msg);
+  if (st == GF_OK) {
+    char th[32], kb[32];
+    snprintf(th, sizeof th, "%d", a.threads);
+    snprintf(kb, sizeof kb, "%d", a.bucket_kb);
+    CHECKF(strcmp(th, c->threads) == 0 && strcmp(kb, c->bucket_kb) == 0 &&
+               strcmp(gf_allreduce_algo_name(a.allreduce), c->allreduce) ==
+                   0 &&
+               strcmp(a.measured, c->measured) == 0,
+           "%s: the file says %d/%d/%s/%s, the params %s/%s/%s/%s", j->name,
+           a.threads, a.bucket_kb, gf_allreduce_algo_name(a.allreduce),
+           a.measured, c->threads, c->bucket_kb, c->allreduce, c->measured);
+  }
+  if (text) *text = t;
+  else free(t);
+}
+
+/* --auto at `ranks` (0: one process) then the same with its choice as
+ * flags: byte-identical. The --auto run's final into final, choice into c. */
+static bool auto_vs_explicit(const suite *s, int ranks, const char *name,
+                             char *final, size_t cap, choice *c) {
+  job a, x;
+  char nm[64];
+  job_init(&a, name);
+  job_cmd(&a, s, ranks, 0);
+  add(&a.c, "--auto");
+  if (!run_ok(s, &a, NULL)) return false;
+  CHECKF(log_contains(a.log, "--auto chose --threads"), "%s: no choice in "
+         "its log", name);
+  char id[64];
+  one_run(s->mc, a.exp, MLFLOW_RUN_FINISHED, id, sizeof id, name);
+  if (!id[0] || !read_choice(s, id, c, name)) return false;
+  check_file(&a, c, NULL);
+  if (ranks > 1) /* 2 ranks: bucket sizes and algorithms were timed */
+    CHECKF(strstr(c->measured, "bucket_kb=256:") &&
+               strstr(c->measured, "allreduce=reduce-bcast:"),
+           "%s: measured %s lacks the bucket sizes or algorithms", name,
+           c->measured);
+  else if (sysconf(_SC_NPROCESSORS_ONLN) > 1)
+    CHECKF(strstr(c->measured, "threads=1:") &&
+               strstr(c->measured, "threads=2:"),
+           "%s: measured %s lacks thread counts", name, c->measured);
+  final_of(&a, final, cap);
+  snprintf(nm, sizeof nm, "%s-explicit", name);
+  job_init(&x, nm);
+  job_cmd(&x, s, ranks, 0);
+  add(&x.c, "--threads");
+  add(&x.c, c->threads);
+  add(&x.c, "--bucket-kb");
+  add(&x.c, c->bucket_kb);
+  add(&x.c, "--allreduce");
+  add(&x.c, c->allreduce);
+  if (!run_ok(s, &x, NULL)) return false;
+  char got[1200];
+  final_of(&x, got, sizeof got);
+  char what[128];
+  snprintf(what, sizeof what, "%s: the choice as flags vs --auto", name);
+  compare_ckpts(got, final, what);
+  test_drop_artifacts(s->mc, a.exp);
+  test_drop_artifacts(s->mc, x.exp);
+  return true;
+}
+
+/* ---- 0. the file format ------------------------------------------------- */
+
+static void format_scenario(void) {
+  train_auto_choice c, back;
+  memset(&c, 0, sizeof c);
+  c.threads = 3;
+  c.bucket_kb = 4096;
+  c.allreduce = GF_ALLREDUCE_HIER;
+  snprintf(c.measured, sizeof c.measured, "threads=1:2.5,allreduce=tree:1.0");
+  char text[4096];
+  gf_err err;
+  REQUIRE(train_auto_format(&c, text, sizeof text, &err) == GF_OK);
+  gf_status st = train_auto_parse(text, strlen(text), &back, &err);
+  CHECKF(st == GF_OK, "format: %s", err.msg);
+  CHECK(back.threads == 3 && back.bucket_kb == 4096 &&
+        back.allreduce == GF_ALLREDUCE_HIER &&
+        strcmp(back.measured, c.measured) == 0);
+  const char *bad[] = {
+      "", "ganflow-auto 2\nthreads 1\nbucket_kb 4\nallreduce ring\nmeasured -\n",
+      "ganflow-auto 1\nthreads 1\nbucket_kb 4\nallreduce ring\n",
+      "ganflow-auto 1\nthreads 0\nbucket_kb 4\nallreduce ring\nmeasured -\n",
+      "ganflow-auto 1\nthreads 1\nbucket_kb 3\nallreduce ring\nmeasured -\n",
+      "ganflow-auto 1\nthreads 1\nbucket_kb 4\nallreduce star\nmeasured -\n",
+      "ganflow-auto 1\nthreads 1\nthreads 1\nbucket_kb 4\nallreduce ring\n"
+      "measured -\n",
+      "ganflow-auto 1\nthreads 1\nbucket_kb 4\nallreduce ring\nmeasured a b\n",
+      "ganflow-auto 1\nthreads 1\nbucket_kb 4\nallreduce ring\nmeasured -\n\n",
+      "ganflow-auto 1\nthreads 1\nbucket_kb 4\nallreduce ring\nmeasured -\nx 1\n",
+      "ganflow-auto 1\nthreads +1\nbucket_kb 4\nallreduce ring\nmeasured -\n",
+      NULL};
+  for (int i = 0; bad[i]; i++) {
+    st = train_auto_parse(bad[i], strlen(bad[i]), &back, &err);
+    CHECKF(st == GF_EFORMAT, "format: bad form %d read as %s", i,
+           gf_status_name(st));
+  }
+  /* without the last newline, and with a NUL inside */
+  const char ok[] = "ganflow-auto 1\nmeasured -\nallreduce tree\nbucket_kb "
+                    "1048576\nthreads 4096";
+  CHECK(train_auto_parse(ok, strlen(ok), &back, &err) == GF_OK &&
+        back.threads == 4096 && back.bucket_kb == 1048576);
+  CHECK(train_auto_parse(ok, sizeof ok, &back, &err) == GF_EFORMAT);
+}
+
+/* ---- 3. kill -9 and the same command again ------------------------------ */
+
+static void kill_scenario(const suite *s, const char *ref_final,
+                          const choice *ref) {
+  job j;
+  job_init(&j, "kill");
+  job_cmd(&j, s, 0, KILL_CKPT_EVERY);
+  add(&j.c, "--auto");
+  pid_t pid = spawn(s, &j, j.log);
+  const long past = KILL_CKPT_EVERY + LOG_EVERY;
+  tu_deadline d = tu_deadline_in(RUN_TIMEOUT_S);
+  int status = 0;
+  bool ended = false;
+  while (!(newest_ckpt_on_disk(j.dir) >= KILL_CKPT_EVERY &&
+           log_last_step(j.log) >= past) && !tu_deadline_passed(&d)) {
+    if ((ended = waitpid(pid, &status, WNOHANG) == pid)) break;
+    tu_pause_s(0.002);
+  }
+  long at = log_last_step(j.log);
+  if (!ended) kill(-pid, SIGKILL);
+  int rc = ended ? decode_status(status) : run_wait(pid, j.log);
+  g_child = 0;
+  fprintf(stderr, "[kill] SIGKILL at step %ld (log), exit %d\n", at, rc);
+  CHECKF(!ended && rc == 128 + SIGKILL && at < STEPS, "kill: the run ended "
+         "by itself (exit %d, step %ld)", rc, at);
+  if (ended) return;
+  char path[1200];
+  snprintf(path, sizeof path, "%s/auto", j.dir);
+  size_t l1 = 0, l2 = 0;
+  char *before = read_all(path, &l1);
+  CHECKF(before != NULL, "kill: no %s after the first process", path);
+  char log2[1200];
+  snprintf(log2, sizeof log2, "%s.resume", j.log);
+  if (!run_ok(s, &j, log2)) {
+    free(before);
+    return;
+  }
+  CHECKF(log_contains(log2, "resuming from"), "kill: did not resume");
+  CHECKF(log_contains(log2, "the run's --auto choice, from") &&
+             !log_contains(log2, "--auto chose"),
+         "kill: the resumed process measured again instead of taking the "
+         "run's choice (%s)", log2);
+  char *after = read_all(path, &l2);
+  CHECKF(before && after && l1 == l2 && memcmp(before, after, l1) == 0,
+         "kill: %s changed on resume", path);
+  free(after);
+  free(before);
+  char id[64];
+  one_run(s->mc, j.exp, MLFLOW_RUN_FINISHED, id, sizeof id, "kill");
+  choice c;
+  if (!id[0] || !read_choice(s, id, &c, "kill")) return;
+  check_file(&j, &c, NULL);
+  char got[1200];
+  final_of(&j, got, sizeof got);
+  if (strcmp(c.threads, ref->threads) == 0 &&
+      strcmp(c.bucket_kb, ref->bucket_kb) == 0 &&
+      strcmp(c.allreduce, ref->allreduce) == 0) {
+    compare_ckpts(got, ref_final, "kill: killed and resumed --auto vs the "
+                  "uninterrupted --auto run");
+  } else {
+    /* the two measurements chose differently: the uninterrupted run with
+     * this run's choice is the one given as flags */
+    fprintf(stderr, "[kill] chose threads %s (scenario 1: %s): comparing "
+            "with that choice as flags\n", c.threads, ref->threads);
+    job x;
+    job_init(&x, "kill-ref");
+    job_cmd(&x, s, 0, 0);
+    add(&x.c, "--threads");
+    add(&x.c, c.threads);
+    if (run_ok(s, &x, NULL)) {
+      char ref2[1200];
+      final_of(&x, ref2, sizeof ref2);
+      compare_ckpts(got, ref2, "kill: killed and resumed --auto vs its "
+                    "choice uninterrupted");
+    }
+    test_drop_artifacts(s->mc, x.exp);
+  }
+  test_drop_artifacts(s->mc, j.exp);
+}
+
+int main(void) {
+  double t_all = mono_s();
+  format_scenario();
+  const char *mpirun = GF_MPIEXEC;
+  if (!gf_comm_built(GF_COMM_MPI) || !*mpirun || access(mpirun, X_OK) != 0)
+    SKIP_TEST("no MPI in this build or no mpirun (%s)", mpirun);
+  struct stat sb;
+  if (stat(FASHION "/train-images-idx3-ubyte.gz", &sb) != 0) {
+    fprintf(stderr, "%s missing: install dataset-fashion-mnist "
+            "(deploy/install-deps.sh)\n", FASHION);
+    return 1;
+  }
+  suite s;
+  memset(&s, 0, sizeof s);
+  snprintf(s.mpirun, sizeof s.mpirun, "%s", mpirun);
+  char *uri = test_mlflow_uri();
+  snprintf(s.uri, sizeof s.uri, "%s", uri);
+  free(uri);
+  tu_fresh_dir(GF_TEST_TMP);
+  atexit(kill_child_at_exit);
+  signal(SIGPIPE, SIG_IGN);
+  unsetenv("MLFLOW_RUN_ID");
+  unsetenv("MLFLOW_EXPERIMENT_NAME");
+  mlflow_config cfg;
+  test_config(&cfg, s.uri);
+  s.mc = test_client(&cfg);
+
+  char one[1200], two[1200];
+  choice c1, c2;
+  double t0 = mono_s();
+  bool ok1 = auto_vs_explicit(&s, 0, "auto-1rank", one, sizeof one, &c1);
+  fprintf(stderr, "[1 rank] %.1f s\n", mono_s() - t0);
+  t0 = mono_s();
+  auto_vs_explicit(&s, 2, "auto-2ranks", two, sizeof two, &c2);
+  fprintf(stderr, "[2 ranks] %.1f s\n", mono_s() - t0);
+  t0 = mono_s();
+  if (ok1) kill_scenario(&s, one, &c1);
+  fprintf(stderr, "[kill] %.1f s\n", mono_s() - t0);
+
+  mlflow_client_free(s.mc);
+  mlflow_config_free(&cfg);
+  fprintf(stderr, "test_train_auto: %.1f s in all\n", mono_s() - t_all);
+  test_drop_tmp(GF_TEST_TMP);
+  return check_report();
+}
