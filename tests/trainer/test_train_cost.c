@@ -22,8 +22,12 @@
  *      every RAPL_WRAP_J joules. Priced per GPU (a CPU rank's slot): usd
  *      above 1.8 T (both ranks counted) and at most 2 W. RAPL is the
  *      node's: the CPU joules at most RAPL_W x W (counted once, not per
- *      rank) and at least RAPL_W x (T - 0.5 s) (the wraps followed).
- *      Tag ganflow.energy.cpu_source = rapl.
+ *      rank) and at least RAPL_W x (T - 0.5 s), over T long enough for
+ *      the counter to wrap: a wrap taken for a reset (the sum falling back
+ *      under RAPL_WRAP_J) fails it. (A wrap's interval dropped would lose
+ *      too little to see here; test_energy checks the wrap's arithmetic.)
+ *      Tag ganflow.energy.cpu_source = rapl. At each evaluation,
+ *      cost/swd_avg_x_usd = swd/avg x cost/usd of that step.
  *
  * Skips (77) only for scenario 2 when this build has no MPI or mpirun is
  * missing; fails without Fashion-MNIST. */
@@ -53,15 +57,15 @@
 
 #define FASHION "/usr/share/datasets/fashion-mnist"
 #define PRICE "3600" /* USD per slot-hour: cost/usd = slot-seconds */
-#define KILL_AT_S 4.0
-#define STOP_AT_S 3.0
+#define KILL_AT_S 4.0 /* seconds of training */
+#define STOP_AT_S 2.0
 /* The upper bounds are tight: no process can count more than its own wall
  * or CPU time, so a double count shows at once. The lower bounds allow for
  * what is honestly not counted (a process's start before its meter opens,
  * mpirun's start, what a killed process spent after its last ledger
  * write), which a loaded machine stretches: LOW of the measured time. A
  * reset shows in the histories instead (check_rising across the restart);
- * wraps of the RAPL counter not followed would leave at most RAPL_WRAP_J. */
+ * a RAPL wrap taken for a reset would leave at most RAPL_WRAP_J. */
 #define LOW 0.5
 #define RAPL_W 50.0
 #define RAPL_WRAP_J 400.0 /* 8 s at RAPL_W: the meter samples every 5 s */
@@ -309,16 +313,16 @@ static int reap(job *j, pid_t pid) {
   return decode_status(status);
 }
 
-/* Waits until the process has run for `secs`, its log shows a step past
- * `step` and a checkpoint is on disk, then sends sig; false when it ended
- * first. */
+/* Waits until the process has trained for `secs` (since the first step
+ * line of its log), its log shows a step past `step` and a checkpoint is on
+ * disk, then sends sig; false when it ended first. */
 static bool signal_after(job *j, pid_t pid, double secs, long step, int sig) {
   tu_deadline d = tu_deadline_in(RUN_TIMEOUT_S);
   double first = 0;
   for (;;) {
     long at = log_last_step(j->log);
     if (at > 0 && first == 0) first = mono_s();
-    if (mono_s() - j->t_start >= secs && at > step &&
+    if (first > 0 && mono_s() - first >= secs && at > step &&
         newest_ckpt_on_disk(j->dir) > 0)
       break;
     int status;
@@ -372,6 +376,36 @@ static void check_rising(mlflow_client *mc, const char *run, const char *key,
   CHECKF(drops == 0, "%s: %s went down %zu times", what, key, drops);
   *last = prev;
   mlflow_metric_list_free(&h);
+}
+
+/* The value of key at step (NAN when none). */
+static double value_at(const mlflow_metric_list *h, int64_t step) {
+  for (size_t i = 0; i < h->count; i++)
+    if (h->items[i].step == step) return h->items[i].value;
+  return NAN;
+}
+
+/* cost/swd_avg_x_usd at each evaluation = swd/avg x cost/usd there. */
+static void check_quality_per_cost(mlflow_client *mc, const char *run) {
+  mlflow_metric_list x, swd, usd;
+  mlflow_error e;
+  if (mlflow_metric_history(mc, run, "cost/swd_avg_x_usd", &x, &e) != MLFLOW_OK ||
+      mlflow_metric_history(mc, run, "swd/avg", &swd, &e) != MLFLOW_OK ||
+      mlflow_metric_history(mc, run, "cost/usd", &usd, &e) != MLFLOW_OK) {
+    CHECKF(0, "ranks: histories: %s", e.message);
+    return;
+  }
+  CHECKF(x.count >= 1, "ranks: cost/swd_avg_x_usd has %zu points", x.count);
+  for (size_t i = 0; i < x.count; i++) {
+    int64_t k = x.items[i].step;
+    double want = value_at(&swd, k) * value_at(&usd, k);
+    CHECKF(fabs(x.items[i].value - want) <= 1e-9 * fabs(want),
+           "ranks: cost/swd_avg_x_usd at step %lld is %.9g, swd/avg x "
+           "cost/usd there %.9g", (long long)k, x.items[i].value, want);
+  }
+  mlflow_metric_list_free(&x);
+  mlflow_metric_list_free(&swd);
+  mlflow_metric_list_free(&usd);
 }
 
 static void read_ledger(const job *j, gf_cost_ledger *l) {
@@ -487,6 +521,11 @@ static void ranks_scenario(const char *uri, mlflow_client *mc,
                            const char *mpirun) {
   job j;
   job_init(&j, "ranks", mpirun, 2, "gpu");
+  /* evaluations: cost/swd_avg_x_usd beside swd/avg and cost/usd */
+  add(&j, "--eval-every");
+  add(&j, "100");
+  add(&j, "--eval-images");
+  add(&j, "100");
   char zone[1200], path[1300];
   snprintf(zone, sizeof zone, "%s/intel-rapl:0", j.powercap);
   REQUIRE(mkdir(zone, 0755) == 0);
@@ -505,7 +544,8 @@ static void ranks_scenario(const char *uri, mlflow_client *mc,
   pthread_t th;
   REQUIRE(pthread_create(&th, NULL, rapl_feed, &f) == 0);
   pid_t pid = spawn(&j, uri, false);
-  bool stopped = signal_after(&j, pid, 8.0, 0, SIGTERM);
+  /* long enough that the counter wraps: RAPL_W x 9 s > RAPL_WRAP_J */
+  bool stopped = signal_after(&j, pid, 9.0, 0, SIGTERM);
   int rc = reap(&j, pid);
   atomic_store(&f.stop, 1);
   pthread_join(th, NULL);
@@ -534,6 +574,7 @@ static void ranks_scenario(const char *uri, mlflow_client *mc,
   }
   double joules = 0;
   check_rising(mc, run, "energy/joules", &joules, "ranks");
+  check_quality_per_cost(mc, run);
   mlflow_run r;
   mlflow_error e;
   if (mlflow_run_get(mc, run, &r, &e) != MLFLOW_OK) {
