@@ -339,6 +339,17 @@ void gf_capacity_plan(const gf_launch_opts *o, const gf_capacity *prev,
 
 gf_status launch_capacity_read(const gf_launch_opts *o, gf_capacity *c,
                                char *text, size_t *len, gf_err *err) {
+  if (o->cap_kind == GF_CAP_SLURM) {
+    gf_err e;
+    memset(&e, 0, sizeof e);
+    gf_status st = launch_slurm_read(o->cap_path, text, GF_CAP_FILE_MAX + 1,
+                                     len, &e);
+    if (st == GF_OK) st = gf_capacity_parse(text, *len, GF_CAP_FILE, c, &e);
+    if (st != GF_OK)
+      return gf_fail(err, st, "--elastic-capacity slurm (job %s): %s",
+                     o->cap_path, e.msg);
+    return GF_OK;
+  }
   int fd = open(o->cap_path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return gf_fail(err, GF_EIO, "--elastic-capacity %s: %s", o->cap_path,
@@ -391,6 +402,7 @@ gf_status launch_capacity_hostfile(const gf_capacity *c, double now,
 }
 
 #define CAP_POLL_S 0.5 /* seconds between reads of the source */
+#define CAP_POLL_SLURM_S 5.0 /* ... when each read asks slurmctld */
 
 static double wall_s(void) {
   struct timespec ts;
@@ -434,6 +446,9 @@ void launch_capacity_free(launch_sup *s) {
 /* Reads the source again: a good read that changed replaces s->cap (and
  * is said); a bad one keeps the last good capacity (said once). */
 static void refresh(launch_sup *s) {
+  if (s->o->cap_kind == GF_CAP_SLURM &&
+      gf_mono_s() - s->t_cap_read < CAP_POLL_SLURM_S)
+    return;
   s->t_cap_read = gf_mono_s();
   size_t len = 0;
   gf_err e;

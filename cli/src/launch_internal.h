@@ -289,6 +289,14 @@ void launch_capacity_resized(launch_sup *s, int64_t step);
 bool launch_capacity_wait(launch_sup *s, int other, int *world, int *ga,
                           bool *stopped, gf_err *err);
 
+/* ---- launch_slurm.c ---------------------------------------------------- */
+/* The allocation of Slurm job job_id as capacity text into text[cap]
+ * (*len bytes): runs `scontrol show job -o` and `scontrol show hostnames`
+ * (each at most 10 s) and gf_capacity_from_slurm. GF_EIO when scontrol
+ * cannot run or fails, GF_EFORMAT when its answer does not parse. */
+gf_status launch_slurm_read(const char *job_id, char *text, size_t cap,
+                            size_t *len, gf_err *err);
+
 /* ---- launch_node.c ---------------------------------------------------- */
 /* gf_launch_run with --nnodes: this node's agent (and, on node 0, the
  * rendezvous). */

@@ -113,13 +113,14 @@ static gf_status copy_path(char dst[GF_PATH_MAX], size_t room,
   return GF_OK;
 }
 
-/* --elastic-capacity SOURCE: file:PATH, hostfile:PATH (slurm refused). */
+/* --elastic-capacity SOURCE: file:PATH, hostfile:PATH, slurm. */
 static gf_status parse_capacity(gf_launch_opts *o, const char *v,
                                 gf_err *err) {
-  if (strcmp(v, "slurm") == 0)
-    return gf_fail(err, GF_EINVAL, "--elastic-capacity slurm is not "
-                   "supported yet: give file:PATH or hostfile:PATH (a host "
-                   "file written from `scontrol show hostnames`, for one)");
+  if (strcmp(v, "slurm") == 0) { /* the job id: gf_launch_parse */
+    o->cap_kind = GF_CAP_SLURM;
+    o->cap_path[0] = '\0';
+    return GF_OK;
+  }
   if (strncmp(v, "file:", 5) == 0) {
     o->cap_kind = GF_CAP_FILE;
     return copy_path(o->cap_path, 0, "--elastic-capacity file:", v + 5, err);
@@ -417,6 +418,18 @@ gf_status gf_launch_parse(gf_launch_opts *o, int argc, char **argv,
                    "ganflow-train (launch supervises training jobs; its "
                    "flags come after the word ganflow-train)");
   GF_TRY(gf_launch_parse_env(o, get, user, err));
+  if (o->cap_kind == GF_CAP_SLURM) {
+    const char *job = get ? get(user, "SLURM_JOB_ID") : NULL;
+    size_t n = job ? strlen(job) : 0;
+    if (n == 0)
+      return gf_fail(err, GF_EINVAL, "--elastic-capacity slurm: SLURM_JOB_ID "
+                     "is not set: run inside a Slurm job (sbatch, salloc)");
+    for (size_t i = 0; i < n; i++)
+      if (!((job[i] >= '0' && job[i] <= '9') || job[i] == '_') || n > 32)
+        return gf_fail(err, GF_EINVAL, "--elastic-capacity slurm: "
+                       "SLURM_JOB_ID '%.40s' is not a job id", job);
+    memcpy(o->cap_path, job, n + 1);
+  }
   if (o->cap_kind != GF_CAP_NONE && o->nnodes_max > 0) /* from PET_* etc. */
     return gf_fail(err, GF_EINVAL, "--elastic-capacity is for one "
                    "supervisor, not a node agent (%s set --nnodes)", o->conv);

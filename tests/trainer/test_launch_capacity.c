@@ -302,7 +302,7 @@ static void test_flags(void) {
     const char *want;
   } bad[] = {
       {{"launch", "--nproc", "2", "--elastic-capacity", "slurm", "--",
-        "ganflow-train", "--data", "x"}, 9, "slurm is not supported yet"},
+        "ganflow-train", "--data", "x"}, 9, "SLURM_JOB_ID is not set"},
       {{"launch", "--nproc", "2", "--elastic-capacity", "/a/file", "--",
         "ganflow-train", "--data", "x"}, 9, "is not file:PATH"},
       {{"launch", "--nproc", "2", "--elastic-capacity", "file:", "--",
@@ -323,6 +323,65 @@ static void test_flags(void) {
     gf_status st = parse_argv(&o, bad[i].argc, bad[i].argv, msg, sizeof msg);
     CHECKF(st == GF_EINVAL && strstr(msg, bad[i].want), "flags %zu: %s", i,
            msg);
+  }
+}
+
+static const char *slurm_env(void *user, const char *name) {
+  return strcmp(name, "SLURM_JOB_ID") == 0 ? (const char *)user : NULL;
+}
+
+/* --elastic-capacity slurm: the job id from SLURM_JOB_ID; the allocation
+ * from scontrol's answers (gf_capacity_from_slurm), in UTC here. */
+static void test_slurm(void) {
+  static gf_launch_opts o;
+  char *argv[] = {"launch", "--nproc", "4", "--elastic-capacity", "slurm",
+                  "--", "ganflow-train", "--data", "x"};
+  bool help = false;
+  gf_err e;
+  memset(&e, 0, sizeof e);
+  CHECKF(gf_launch_parse(&o, 9, argv, slurm_env, "4242", &help, &e) == GF_OK,
+         "%s", e.msg);
+  CHECK(o.cap_kind == GF_CAP_SLURM && strcmp(o.cap_path, "4242") == 0);
+  CHECK(gf_launch_parse(&o, 9, argv, slurm_env, "12;rm -rf", &help, &e) ==
+            GF_EINVAL && strstr(e.msg, "not a job id"));
+  setenv("TZ", "UTC", 1);
+  tzset();
+  const char job[] = "JobId=7 JobName=wrap JobState=RUNNING Reason=None "
+                     "TimeLimit=00:05:00 EndTime=2026-11-26T15:38:47 "
+                     "NodeList=n[1-3] NumNodes=3 NumCPUs=5 NumTasks=5 "
+                     "CPUs/Task=1\n";
+  const char hosts[] = "n1\nn2\nn3\n";
+  char out[512];
+  CHECKF(gf_capacity_from_slurm(job, strlen(job), hosts, strlen(hosts), out,
+                                sizeof out, &e) == GF_OK, "%s", e.msg);
+  CHECK_STR_EQ(out, "n1 slots=2 leaving=1795707527\n"
+                    "n2 slots=2 leaving=1795707527\n"
+                    "n3 slots=1 leaving=1795707527\n");
+  gf_capacity c;
+  CHECK(gf_capacity_parse(out, strlen(out), GF_CAP_FILE, &c, &e) == GF_OK &&
+        c.n == 3 && c.h[2].slots == 1);
+  /* no time limit: no notice; a job that ended: no slots */
+  const char nolimit[] = "JobState=RUNNING EndTime=Unknown NumNodes=1 "
+                         "NumTasks=2 NodeList=vm";
+  CHECK(gf_capacity_from_slurm(nolimit, strlen(nolimit), "vm\n", 3, out,
+                               sizeof out, &e) == GF_OK);
+  CHECK_STR_EQ(out, "vm slots=2\n");
+  const char done[] = "JobState=COMPLETING NumNodes=1 NumTasks=2";
+  CHECK(gf_capacity_from_slurm(done, strlen(done), "", 0, out, sizeof out,
+                               &e) == GF_OK && out[0] == '\0');
+  const char *bad[][2] = {
+      {"JobState=RUNNING NumNodes=2 NumTasks=2 EndTime=Unknown", "vm\n"},
+      {"JobState=RUNNING NumNodes=1 NumTasks=x EndTime=Unknown", "vm\n"},
+      {"JobState=RUNNING NumTasks=2", "vm\n"},
+      {"NumNodes=1 NumTasks=2", "vm\n"},
+      {"JobState=RUNNING NumNodes=1 NumTasks=2", "vm\nvm2\n"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    memset(&e, 0, sizeof e);
+    CHECKF(gf_capacity_from_slurm(bad[i][0], strlen(bad[i][0]), bad[i][1],
+                                  strlen(bad[i][1]), out, sizeof out, &e) ==
+               GF_EFORMAT && strstr(e.msg, "scontrol"),
+           "slurm answer %zu: %s", i, e.msg);
   }
 }
 
@@ -634,5 +693,6 @@ int main(int argc, char **argv) {
   test_when();
   test_plan();
   test_flags();
+  test_slurm();
   return check_report();
 }

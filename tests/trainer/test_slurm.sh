@@ -18,7 +18,11 @@
 # last periodic one. The same sbatch again resumes from it into that run,
 # which ends FINISHED with every logged step once.
 #
-# GF_SLURM_ONLY=run|stop runs one of the two. GANFLOW_LAUNCH_ARGS in the
+# Then --elastic-capacity slurm: the allocation read as the capacity, and
+# the job's time limit cut short read as a notice: the ranks checkpoint
+# before the job's new EndTime.
+#
+# GF_SLURM_ONLY=run|stop|capacity runs one of the three. GANFLOW_LAUNCH_ARGS in the
 # environment reaches the script (e.g. "--launcher-arg --mpi=pmix" gives MPI
 # ranks Slurm's PMIx).
 #
@@ -242,6 +246,75 @@ PY
   fail "resume: MLflow checks (above)"
 exp_ids+=("$(RUN_JSON=$run_json python3 -c 'import json,os; print(json.loads(os.environ["RUN_JSON"])["run"]["info"]["experiment_id"])')")
 echo "stop and resume: passed in $((SECONDS - t1)) s"
+fi
+
+if [ -z "$ONLY" ] || [ "$ONLY" = capacity ]; then
+# --elastic-capacity slurm: the job's allocation is the capacity (2 tasks:
+# 2 ranks) and its EndTime a notice. Once the job trains, its time limit is
+# cut to end within --capacity-notice-margin: the ranks must checkpoint at
+# once (the only checkpoint: --checkpoint-every is the whole run), before
+# the new EndTime, and the supervisor then waits for capacity; the test
+# ends the job (scancel: launch exits 143) rather than waiting for Slurm.
+t1=$SECONDS
+CCKPT=$WORK/cap-ckpt
+CLOG=$WORK/cap.out
+CSTEPS=100000
+job=$(sbatch --parsable --job-name=gftest-cap --ntasks=2 --cpus-per-task=1 \
+  --time=10 --output="$CLOG" --chdir="$WORK" \
+  --export="ALL,MLFLOW_TRACKING_URI=$URI" \
+  --wrap "exec $WORK/bin/ganflow launch --nproc 2 --elastic-capacity slurm --capacity-notice-margin 300 --start-timeout 300 -- $WORK/bin/ganflow-train --data $FASHION --model mlp --steps $CSTEPS --batch 16 --seed 7 --threads 1 --log-every 100 --sample-every 0 --eval-every 0 --checkpoint-every $CSTEPS --checkpoint-dir $CCKPT --experiment $EXP-cap --register-model ''") ||
+  fail "capacity: sbatch"
+job=${job%%;*}
+for _ in $(seq 1 1200); do
+  grep -q "step 300/" "$CLOG" 2>/dev/null && break
+  squeue -h -j "$job" 2>/dev/null | grep -q . || break
+  sleep 0.1
+done
+grep -q "step 300/" "$CLOG" 2>/dev/null ||
+  { cat "$CLOG" >&2; fail "capacity: the job never reached step 300"; }
+grep -q "capacity: 1 host, 2 slots, 2 usable" "$CLOG" ||
+  { cat "$CLOG" >&2; fail "capacity: the allocation was not read as 1 host of 2 slots"; }
+# RunTime as seconds; the limit cut to end 60-120 s from now (a minute's
+# granularity), within the 300 s margin: a notice at the next read (5 s).
+run_s=$(scontrol show job -o "$job" | tr ' ' '\n' | sed -n 's/^RunTime=//p' |
+  awk -F: '{ print ($1 * 3600) + ($2 * 60) + $3 }')
+limit=$(( (run_s + 60) / 60 + 1 ))
+scontrol update JobId="$job" TimeLimit="$limit" || fail "capacity: scontrol update TimeLimit"
+end_local=$(scontrol show job -o "$job" | tr ' ' '\n' | sed -n 's/^EndTime=//p')
+end_unix=$(date -d "$end_local" +%s) || fail "capacity: EndTime $end_local"
+for _ in $(seq 1 600); do
+  grep -q "capacity: .*checkpoint of step .* written" "$CLOG" 2>/dev/null && break
+  sleep 0.1
+done
+grep -q "capacity: .*checkpoint of step .* written" "$CLOG" ||
+  { cat "$CLOG" >&2; fail "capacity: no checkpoint after the time limit moved to $end_local"; }
+ck=$(find "$CCKPT" -maxdepth 1 -name 'ckpt-*.safetensors' | sort | tail -n 1)
+[ -n "$ck" ] || fail "capacity: no checkpoint file"
+ck_time=$(stat -c %Y "$ck")
+[ "$ck_time" -lt "$end_unix" ] ||
+  fail "capacity: checkpoint $ck at $ck_time, not before the job's end $end_unix"
+scancel "$job" || fail "capacity: scancel"
+for _ in $(seq 1 600); do
+  squeue -h -j "$job" 2>/dev/null | grep -q . || break
+  sleep 0.1
+done
+CRUN_ID=$(cat "$CCKPT/run_id" 2>/dev/null) || fail "capacity: no $CCKPT/run_id"
+run_json=$(api runs/get --data-urlencode "run_id=$CRUN_ID") || fail "runs/get $CRUN_ID"
+ws_json=$(api metrics/get-history --data-urlencode "run_id=$CRUN_ID" \
+  --data-urlencode "metric_key=sys/world_size") || fail "get-history sys/world_size"
+RUN_JSON=$run_json WS_JSON=$ws_json python3 - <<'PY' ||
+import json, os, sys
+run = json.loads(os.environ["RUN_JSON"])["run"]
+tags = {t["key"]: t["value"] for t in run.get("data", {}).get("tags", [])}
+ev = tags.get("ganflow.capacity.1", "")
+ws = [m["value"] for m in json.loads(os.environ["WS_JSON"]).get("metrics", [])]
+ok = "deadline" in ev and "before the deadline" in ev and ws[:1] == [2.0]
+print(("ok   " if ok else "FAIL ") + f"ganflow.capacity.1 = {ev!r}; sys/world_size {ws}")
+sys.exit(0 if ok else 1)
+PY
+  { cat "$CLOG" >&2; fail "capacity: MLflow checks (above)"; }
+exp_ids+=("$(RUN_JSON=$run_json python3 -c 'import json,os; print(json.loads(os.environ["RUN_JSON"])["run"]["info"]["experiment_id"])')")
+echo "capacity: checkpoint $((end_unix - ck_time)) s before the job's end, passed in $((SECONDS - t1)) s"
 fi
 
 # Passed: free what the runs left on the fixture server (checkpoints are

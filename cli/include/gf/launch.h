@@ -71,7 +71,9 @@
 typedef enum gf_cap_kind {
   GF_CAP_NONE = 0,  /* no --elastic-capacity: the slots are fixed */
   GF_CAP_FILE,      /* file:PATH, lines "HOST slots=N [leaving=WHEN]" */
-  GF_CAP_HOSTFILE   /* hostfile:PATH, an Open MPI host file, re-read */
+  GF_CAP_HOSTFILE,  /* hostfile:PATH, an Open MPI host file, re-read */
+  GF_CAP_SLURM      /* slurm: the Slurm job's allocation (scontrol), its
+                       EndTime a notice on every node */
 } gf_cap_kind;
 
 typedef enum gf_launcher {
@@ -120,7 +122,8 @@ typedef struct gf_launch_opts {
   /* --elastic-capacity SOURCE (one node only): the job follows the slots
    * the source lists, up to --nproc; --nproc-min defaults to 1 then. */
   gf_cap_kind cap_kind;
-  char cap_path[GF_TRAIN_PATH_MAX]; /* the source's file ("" for NONE) */
+  char cap_path[GF_TRAIN_PATH_MAX]; /* the source's file ("" for NONE);
+                                       slurm: the job id (SLURM_JOB_ID) */
   double cap_margin; /* --capacity-notice-margin s: slots of a host
                         leaving within this are no longer used (30) */
 } gf_launch_opts;
@@ -204,6 +207,22 @@ typedef struct gf_capacity {
  * N: ..." otherwise (*c then undefined). No allocation. */
 gf_status gf_capacity_parse(const char *text, size_t len, gf_cap_kind kind,
                             gf_capacity *c, gf_err *err);
+/* The value of KEY=VALUE in a `scontrol show job -o` record of len bytes
+ * into out[cap]. GF_EFORMAT when the key is missing or the value does not
+ * fit (err may be NULL). */
+gf_status gf_slurm_job_value(const char *job, size_t len, const char *key,
+                             char *out, size_t cap, gf_err *err);
+/* The capacity file text (into out[cap], NUL-terminated) of a Slurm job:
+ * its `scontrol show job -o` record and `scontrol show hostnames` of its
+ * NodeList. A job not RUNNING has no slots (""); else one line per node,
+ * "NAME slots=N[ leaving=T]", the job's NumTasks spread over its NumNodes
+ * as Slurm's block distribution does (the first NumTasks % NumNodes nodes
+ * one more), T the job's EndTime in Unix seconds (Slurm prints local
+ * time; none when Unknown). GF_EFORMAT when a field is missing or not a
+ * count, or the names are not NumNodes; pure but for mktime's zone. */
+gf_status gf_capacity_from_slurm(const char *job, size_t job_len,
+                                 const char *hosts, size_t hosts_len,
+                                 char *out, size_t cap, gf_err *err);
 /* WHEN of leaving=: decimal Unix seconds (0..1e11) or RFC 3339 (see
  * above) into *unix_s; GF_EFORMAT with the reason otherwise. */
 gf_status gf_capacity_parse_when(const char *v, int64_t *unix_s, gf_err *err);
