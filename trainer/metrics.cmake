@@ -4,6 +4,8 @@
 #   monitor*.c     resource monitor: /proc sampling, NVML through dlopen,
 #                  the step-time split, MLflow system-metric names
 #                  (gf/monitor.h)
+#   sampler_thread.c  the periodic sampler thread of the monitor and of
+#                  the energy meter (gf_trainer's energy.c)
 # Included from trainer/CMakeLists.txt; needs gf_kernels (Philox) and
 # gf_base (gf_status, gf_fits). No NVML header or library at build time: libnvidia-ml.so.1 is
 # opened at run time.
@@ -12,6 +14,7 @@ add_library(gf_metrics STATIC
   ${CMAKE_CURRENT_LIST_DIR}/src/monitor.c
   ${CMAKE_CURRENT_LIST_DIR}/src/monitor_proc.c
   ${CMAKE_CURRENT_LIST_DIR}/src/monitor_nvml.c
+  ${CMAKE_CURRENT_LIST_DIR}/src/sampler_thread.c
 )
 target_include_directories(gf_metrics PUBLIC ${CMAKE_CURRENT_LIST_DIR}/include)
 target_link_libraries(gf_metrics

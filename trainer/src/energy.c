@@ -27,6 +27,7 @@
 #include "gf/fs.h"
 #include "gf/monitor.h"
 #include "gf/text.h"
+#include "sampler_thread.h"
 
 #define RAPL_MAX_ZONES 64
 #define NOTE_CAP 1024
@@ -53,11 +54,7 @@ struct gf_energy_meter {
   double cpu0_s;             /* process CPU seconds at open */
   char note[NOTE_CAP];       /* gf_energy_note; NUL-terminated */
 
-  pthread_t thread;
-  int thread_started;        /* joinable until close joined it */
-  pthread_mutex_t lock;      /* guards everything below */
-  pthread_cond_t wake;       /* signalled by close; clock CLOCK_MONOTONIC */
-  int stopping;
+  gf_sampler_thread sampler; /* its lock guards everything below */
 
   uint64_t rapl_uj;          /* RAPL microjoules since open, all zones */
   uint64_t gpu_last_mj;      /* NVML counter at the last good read */
@@ -354,7 +351,7 @@ fail:
 
 /* ---- sampling ------------------------------------------------------------- */
 
-/* One sample of every source this meter reads; m->lock held. */
+/* One sample of every source this meter reads; m->sampler.lock held. */
 static void sample_locked(gf_energy_meter *m) {
   if (m->rapl_read) {
     for (int i = 0; i < m->n_zones; i++) {
@@ -389,21 +386,8 @@ static void sample_locked(gf_energy_meter *m) {
   }
 }
 
-static void *sampler(void *arg) {
-  gf_energy_meter *m = arg;
-  struct timespec next;
-  gf_deadline_after(&next, CLOCK_MONOTONIC, m->interval_s);
-  pthread_mutex_lock(&m->lock);
-  while (!m->stopping) {
-    int rc = pthread_cond_timedwait(&m->wake, &m->lock, &next);
-    if (m->stopping) break;
-    if (rc != ETIMEDOUT) continue; /* spurious wake-up */
-    sample_locked(m);
-    gf_deadline_after(&next, CLOCK_MONOTONIC, m->interval_s);
-  }
-  pthread_mutex_unlock(&m->lock);
-  return NULL;
-}
+/* gf_sampler_tick: one sample, with the sampler's lock held. */
+static void sampler_tick(void *arg) { sample_locked(arg); }
 
 /* ---- open, read, close ---------------------------------------------------- */
 
@@ -551,31 +535,19 @@ gf_status gf_energy_open(gf_energy_meter **out, const gf_energy_config *cfg,
   open_cpu(m, cfg);
   open_gpu(m, cfg);
 
-  pthread_condattr_t ca;
-  int rc = pthread_condattr_init(&ca);
-  if (rc == 0) {
-    rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    if (rc == 0) rc = pthread_cond_init(&m->wake, &ca);
-    pthread_condattr_destroy(&ca);
-  }
-  if (rc == 0) {
-    rc = pthread_mutex_init(&m->lock, NULL);
-    if (rc != 0) pthread_cond_destroy(&m->wake);
-  }
+  int rc = gf_sampler_init(&m->sampler, m->interval_s);
   if (rc != 0) {
     meter_free(m);
     return gf_fail(err, GF_EIO, "energy: cannot create the sampler's lock: %s",
                    strerror(rc));
   }
-  rc = pthread_create(&m->thread, NULL, sampler, m);
+  rc = gf_sampler_start(&m->sampler, sampler_tick, m);
   if (rc != 0) {
-    pthread_cond_destroy(&m->wake);
-    pthread_mutex_destroy(&m->lock);
+    gf_sampler_destroy(&m->sampler);
     meter_free(m);
     return gf_fail(err, GF_EIO, "energy: cannot start the sampler thread: %s",
                    strerror(rc));
   }
-  m->thread_started = 1;
   *out = m;
   return GF_OK;
 }
@@ -586,7 +558,7 @@ gf_status gf_energy_read(gf_energy_meter *m, gf_energy_reading *out,
     return gf_fail(err, GF_EINVAL, "energy: NULL argument to gf_energy_read");
   double now_s = 0;
   int e = process_cpu_s(&now_s);
-  pthread_mutex_lock(&m->lock);
+  pthread_mutex_lock(&m->sampler.lock);
   sample_locked(m);
   if (!e && now_s - m->cpu0_s > m->cpu_s) m->cpu_s = now_s - m->cpu0_s;
   out->cpu_seconds = m->cpu_s;
@@ -600,7 +572,7 @@ gf_status gf_energy_read(gf_energy_meter *m, gf_energy_reading *out,
     out->gpu_joules = m->power_j;
   else
     out->gpu_joules = 0;
-  pthread_mutex_unlock(&m->lock);
+  pthread_mutex_unlock(&m->sampler.lock);
   if (e)
     return gf_fail(err, GF_EIO, "energy: CLOCK_PROCESS_CPUTIME_ID: %s",
                    strerror(e));
@@ -621,15 +593,6 @@ const char *gf_energy_note(const gf_energy_meter *m) {
 
 void gf_energy_close(gf_energy_meter *m) {
   if (!m) return;
-  if (m->thread_started) {
-    pthread_mutex_lock(&m->lock);
-    m->stopping = 1;
-    pthread_cond_broadcast(&m->wake);
-    pthread_mutex_unlock(&m->lock);
-    pthread_join(m->thread, NULL);
-    m->thread_started = 0;
-  }
-  pthread_cond_destroy(&m->wake);
-  pthread_mutex_destroy(&m->lock);
+  gf_sampler_destroy(&m->sampler);
   meter_free(m);
 }

@@ -1,12 +1,11 @@
-/* monitor.c - the resource monitor's sampler thread (gf/monitor.h): the
- * sampling schedule on CLOCK_MONOTONIC, the step-time accumulators, the
- * MLflow metric names and the callback. The readers live in
+/* monitor.c - the resource monitor (gf/monitor.h): what each tick of its
+ * sampler thread reads (the schedule is sampler_thread.c's), the step-time
+ * accumulators, the MLflow metric names and the callback. The readers live in
  * monitor_proc.c and monitor_nvml.c. Not for: sending anything to MLflow
  * (the owner's callback does that). */
 #include "gf/monitor.h"
 
 #include <assert.h>
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +14,7 @@
 
 #include "gf/clock.h"
 #include "gf/text.h"
+#include "sampler_thread.h"
 
 struct gf_monitor {
   gf_monitor_config cfg; /* nvml_library not kept (borrowed at start) */
@@ -23,12 +23,7 @@ struct gf_monitor {
                                               figures; "" otherwise */
   int gpus;              /* GPUs NVML reported at start */
 
-  pthread_t thread;
-  int thread_started;    /* joinable until gf_monitor_stop joined it */
-
-  pthread_mutex_t lock;  /* guards everything below */
-  pthread_cond_t wake;   /* signalled by stop; clock CLOCK_MONOTONIC */
-  int stopping;
+  gf_sampler_thread sampler; /* its lock guards everything below */
   int64_t samples;       /* samples taken; next step = first_step + samples */
   int64_t read_failures;
   /* step-time split since the previous sample */
@@ -109,13 +104,13 @@ static void take_sample(gf_monitor *m, int64_t step) {
     failures += !g.have_util + !g.have_mem + !g.have_power;
   }
 
-  pthread_mutex_lock(&m->lock);
+  pthread_mutex_lock(&m->sampler.lock);
   int64_t steps = m->steps;
   double sd = m->sum_data, sc = m->sum_compute, sa = m->sum_allreduce;
   m->steps = 0;
   m->sum_data = m->sum_compute = m->sum_allreduce = 0.0;
   m->read_failures += failures;
-  pthread_mutex_unlock(&m->lock);
+  pthread_mutex_unlock(&m->sampler.lock);
   if (steps > 0) {
     double n = (double)steps;
     c->emit(c->user, "system/step_data_wait_seconds", sd / n, step, ts);
@@ -125,34 +120,14 @@ static void take_sample(gf_monitor *m, int64_t step) {
   }
 }
 
-static void *sampler(void *arg) {
+/* gf_sampler_tick: one sample, taken with the sampler's lock released. */
+static void sampler_tick(void *arg) {
   gf_monitor *m = arg;
-  struct timespec next;
-  gf_deadline_after(&next, CLOCK_MONOTONIC, m->cfg.interval_s);
-  pthread_mutex_lock(&m->lock);
-  while (!m->stopping) {
-    int rc = pthread_cond_timedwait(&m->wake, &m->lock, &next);
-    if (m->stopping) break;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    if (rc != ETIMEDOUT && gf_timespec_before(&now, &next))
-      continue; /* spurious */
-    int64_t step = m->cfg.first_step + m->samples;
-    pthread_mutex_unlock(&m->lock);
-    take_sample(m, step);
-    pthread_mutex_lock(&m->lock);
-    m->samples++;
-    /* Keep the schedule (no drift); after an overrun, skip the missed
-     * ticks instead of sampling in a burst. */
-    gf_timespec_add(&next, m->cfg.interval_s);
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    if (gf_timespec_before(&next, &now)) {
-      next = now;
-      gf_timespec_add(&next, m->cfg.interval_s);
-    }
-  }
-  pthread_mutex_unlock(&m->lock);
-  return NULL;
+  int64_t step = m->cfg.first_step + m->samples;
+  pthread_mutex_unlock(&m->sampler.lock);
+  take_sample(m, step);
+  pthread_mutex_lock(&m->sampler.lock);
+  m->samples++;
 }
 
 gf_status gf_monitor_start(gf_monitor **out, const gf_monitor_config *cfg,
@@ -187,33 +162,21 @@ gf_status gf_monitor_start(gf_monitor **out, const gf_monitor_config *cfg,
       strcpy(m->gpu_note, "NVML reports no GPU");
   }
   m->gpus = gf_nvml_count(m->nvml);
-  pthread_condattr_t ca;
-  int rc = pthread_condattr_init(&ca);
-  if (rc == 0) {
-    rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    if (rc == 0) rc = pthread_cond_init(&m->wake, &ca);
-    pthread_condattr_destroy(&ca);
-  }
-  if (rc == 0) {
-    rc = pthread_mutex_init(&m->lock, NULL);
-    if (rc != 0) pthread_cond_destroy(&m->wake);
-  }
+  int rc = gf_sampler_init(&m->sampler, cfg->interval_s);
   if (rc != 0) {
     gf_nvml_close(m->nvml);
     free(m);
     return gf_fail(err, GF_EIO, "monitor: cannot set up its lock: %s",
                    strerror(rc));
   }
-  rc = pthread_create(&m->thread, NULL, sampler, m);
+  rc = gf_sampler_start(&m->sampler, sampler_tick, m);
   if (rc != 0) {
-    pthread_cond_destroy(&m->wake);
-    pthread_mutex_destroy(&m->lock);
+    gf_sampler_destroy(&m->sampler);
     gf_nvml_close(m->nvml);
     free(m);
     return gf_fail(err, GF_EIO, "monitor: cannot start the sampler: %s",
                    strerror(rc));
   }
-  m->thread_started = 1;
   *out = m;
   return GF_OK;
 }
@@ -221,22 +184,17 @@ gf_status gf_monitor_start(gf_monitor **out, const gf_monitor_config *cfg,
 void gf_monitor_add_step(gf_monitor *m, double data_wait_s, double compute_s,
                          double allreduce_s) {
   if (!m) return;
-  pthread_mutex_lock(&m->lock);
+  pthread_mutex_lock(&m->sampler.lock);
   m->steps++;
   m->sum_data += data_wait_s;
   m->sum_compute += compute_s;
   m->sum_allreduce += allreduce_s;
-  pthread_mutex_unlock(&m->lock);
+  pthread_mutex_unlock(&m->sampler.lock);
 }
 
 void gf_monitor_stop(gf_monitor *m) {
-  if (!m || !m->thread_started) return;
-  pthread_mutex_lock(&m->lock);
-  m->stopping = 1;
-  pthread_cond_broadcast(&m->wake);
-  pthread_mutex_unlock(&m->lock);
-  pthread_join(m->thread, NULL);
-  m->thread_started = 0;
+  if (!m || !m->sampler.thread_started) return;
+  gf_sampler_stop(&m->sampler);
   gf_nvml_close(m->nvml);
   m->nvml = NULL;
 }
@@ -244,17 +202,16 @@ void gf_monitor_stop(gf_monitor *m) {
 void gf_monitor_free(gf_monitor *m) {
   if (!m) return;
   gf_monitor_stop(m);
-  pthread_cond_destroy(&m->wake);
-  pthread_mutex_destroy(&m->lock);
+  gf_sampler_destroy(&m->sampler);
   free(m);
 }
 
 int64_t gf_monitor_next_step(const gf_monitor *m) {
   if (!m) return 0;
   gf_monitor *mm = (gf_monitor *)m; /* the lock is not part of the value */
-  pthread_mutex_lock(&mm->lock);
+  pthread_mutex_lock(&mm->sampler.lock);
   int64_t s = m->cfg.first_step + m->samples;
-  pthread_mutex_unlock(&mm->lock);
+  pthread_mutex_unlock(&mm->sampler.lock);
   return s;
 }
 
@@ -262,10 +219,10 @@ gf_monitor_stats gf_monitor_get_stats(const gf_monitor *m) {
   gf_monitor_stats s = {0};
   if (!m) return s;
   gf_monitor *mm = (gf_monitor *)m;
-  pthread_mutex_lock(&mm->lock);
+  pthread_mutex_lock(&mm->sampler.lock);
   s.samples = m->samples;
   s.read_failures = m->read_failures;
-  pthread_mutex_unlock(&mm->lock);
+  pthread_mutex_unlock(&mm->sampler.lock);
   s.gpus = m->gpus;
   return s;
 }
