@@ -1,13 +1,16 @@
 /* train_test_util.h - what the tests that drive the ganflow-train
  * executable share: clocks, reading its log, the checkpoints it left, a
  * byte-for-byte checkpoint comparison and the exactly-once check of a
- * metric's history in MLflow. Header-only (static functions); include
- * after check.h, gf/checkpoint.h, gf/safetensors.h and mlflow_test.h. */
+ * metric's history in MLflow; starting the trainer in a process group of
+ * its own, tracked so that it dies with the test, and killing it past a
+ * checkpoint. Header-only (static functions); include after check.h,
+ * gf/checkpoint.h, gf/safetensors.h and mlflow_test.h. */
 #ifndef GF_TRAIN_TEST_UTIL_H
 #define GF_TRAIN_TEST_UTIL_H
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +19,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "file_util.h"
+#include "wait_util.h"
 
 static inline double mono_s(void) {
   struct timespec ts;
@@ -124,6 +130,89 @@ static inline int wait_group(pid_t pid, double timeout_s, const char *log) {
     }
     sleep_s(0.05);
   }
+}
+
+/* The child a test is running (the leader of its own process group), 0 when
+ * none: one per test process, killed with its group at exit by
+ * tu_kill_child_at_exit. */
+static inline pid_t *tu_child(void) {
+  static pid_t child;
+  return &child;
+}
+
+static inline void tu_kill_child_at_exit(void) {
+  pid_t c = *tu_child();
+  if (c > 0) {
+    kill(-c, SIGKILL);
+    waitpid(c, NULL, 0);
+  }
+}
+
+/* wait_group on the tracked child, which is then no longer tracked. */
+static inline int tu_wait_child(pid_t pid, double timeout_s, const char *log) {
+  int rc = wait_group(pid, timeout_s, log);
+  *tu_child() = 0;
+  return rc;
+}
+
+/* Starts argv[0] (argv NULL-terminated, borrowed) as the tracked child in a
+ * process group of its own (so the test can end mpirun and its ranks), with
+ * stdout and stderr into log (truncated), MLFLOW_TRACKING_URI=uri,
+ * OMPI_MCA_rmaps_base_oversubscribe=1 and, when sampling_s is not NULL,
+ * MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL=sampling_s. Returns its pid. */
+static inline pid_t tu_spawn_trainer(char *const *argv, const char *log,
+                                     const char *uri, const char *sampling_s) {
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    setpgid(0, 0);
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) _exit(126);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    close(fd);
+    setenv("MLFLOW_TRACKING_URI", uri, 1);
+    setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+    if (sampling_s)
+      setenv("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL", sampling_s, 1);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  *tu_child() = pid;
+  return pid;
+}
+
+/* Waits (at most timeout_s) until dir holds a checkpoint at step >= ckpt and
+ * log a step >= past, then SIGKILLs pid's group; reaps it (tu_wait_child,
+ * timeout_s) and returns its exit code (128 + SIGKILL when killed). *ended:
+ * it ended by itself first; *at: the log's last step at the kill. */
+static inline int tu_kill_past(pid_t pid, const char *dir, long ckpt,
+                               const char *log, long past, double timeout_s,
+                               bool *ended, long *at) {
+  tu_deadline d = tu_deadline_in(timeout_s);
+  int status = 0;
+  *ended = false;
+  while (!(newest_ckpt_on_disk(dir) >= ckpt && log_last_step(log) >= past) &&
+         !tu_deadline_passed(&d)) {
+    if ((*ended = waitpid(pid, &status, WNOHANG) == pid)) break;
+    tu_pause_s(0.002);
+  }
+  *at = log_last_step(log);
+  if (!*ended) kill(-pid, SIGKILL);
+  int rc = *ended ? decode_status(status) : tu_wait_child(pid, timeout_s, log);
+  *tu_child() = 0;
+  return rc;
+}
+
+/* What a test of ganflow-train does first: a fresh tmp, the tracked child
+ * killed at exit, SIGPIPE ignored (a server closing early must not end the
+ * test) and no MLFLOW_RUN_ID or MLFLOW_EXPERIMENT_NAME from the caller. */
+static inline void tu_trainer_test_start(const char *tmp) {
+  tu_fresh_dir(tmp);
+  atexit(tu_kill_child_at_exit);
+  signal(SIGPIPE, SIG_IGN);
+  unsetenv("MLFLOW_RUN_ID");
+  unsetenv("MLFLOW_EXPERIMENT_NAME");
 }
 
 /* Every tensor of two checkpoints byte-identical: names, dtypes, shapes,

@@ -42,8 +42,6 @@
 #define KILL_CKPT_EVERY 40
 #define RUN_TIMEOUT_S 300
 
-static pid_t g_child;
-
 typedef struct cmd {
   char *argv[64];
   int n;
@@ -129,35 +127,11 @@ static void job_cmd(job *j, const suite *s, int ranks, int ckpt_every) {
 }
 
 static pid_t spawn(const suite *s, const job *j, const char *log) {
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    setpgid(0, 0);
-    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) _exit(126);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    close(fd);
-    setenv("MLFLOW_TRACKING_URI", s->uri, 1);
-    setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
-    execv(j->c.argv[0], j->c.argv);
-    _exit(127);
-  }
-  g_child = pid;
-  return pid;
+  return tu_spawn_trainer(j->c.argv, log, s->uri, NULL);
 }
 
 static int run_wait(pid_t pid, const char *log) {
-  int rc = wait_group(pid, RUN_TIMEOUT_S, log);
-  g_child = 0;
-  return rc;
-}
-
-static void kill_child_at_exit(void) {
-  if (g_child > 0) {
-    kill(-g_child, SIGKILL);
-    waitpid(g_child, NULL, 0);
-  }
+  return tu_wait_child(pid, RUN_TIMEOUT_S, log);
 }
 
 static bool run_ok(const suite *s, const job *j, const char *log) {
@@ -365,18 +339,10 @@ static void kill_scenario(const suite *s, const char *ref_final,
   add(&j.c, "--auto");
   pid_t pid = spawn(s, &j, j.log);
   const long past = KILL_CKPT_EVERY + LOG_EVERY;
-  tu_deadline d = tu_deadline_in(RUN_TIMEOUT_S);
-  int status = 0;
-  bool ended = false;
-  while (!(newest_ckpt_on_disk(j.dir) >= KILL_CKPT_EVERY &&
-           log_last_step(j.log) >= past) && !tu_deadline_passed(&d)) {
-    if ((ended = waitpid(pid, &status, WNOHANG) == pid)) break;
-    tu_pause_s(0.002);
-  }
-  long at = log_last_step(j.log);
-  if (!ended) kill(-pid, SIGKILL);
-  int rc = ended ? decode_status(status) : run_wait(pid, j.log);
-  g_child = 0;
+  bool ended;
+  long at;
+  int rc = tu_kill_past(pid, j.dir, KILL_CKPT_EVERY, j.log, past,
+                        RUN_TIMEOUT_S, &ended, &at);
   fprintf(stderr, "[kill] SIGKILL at step %ld (log), exit %d\n", at, rc);
   CHECKF(!ended && rc == 128 + SIGKILL && at < STEPS, "kill: the run ended "
          "by itself (exit %d, step %ld)", rc, at);
@@ -453,11 +419,7 @@ int main(void) {
   char *uri = test_mlflow_uri();
   snprintf(s.uri, sizeof s.uri, "%s", uri);
   free(uri);
-  tu_fresh_dir(GF_TEST_TMP);
-  atexit(kill_child_at_exit);
-  signal(SIGPIPE, SIG_IGN);
-  unsetenv("MLFLOW_RUN_ID");
-  unsetenv("MLFLOW_EXPERIMENT_NAME");
+  tu_trainer_test_start(GF_TEST_TMP);
   mlflow_config cfg;
   test_config(&cfg, s.uri);
   s.mc = test_client(&cfg);

@@ -109,9 +109,6 @@ static const char *const WGAN_RECIPE[] = {"--loss", "wgan", "--d-steps", "3",
                                           "--ema-decay", "0.9", "--mirror",
                                           "--export-generator", "raw", NULL};
 
-/* The trainer (or mpirun) of a running scenario, killed at exit. */
-static pid_t g_child;
-
 /* What every scenario shares; set once in main. */
 typedef struct suite {
   char uri[512];       /* the fixture server */
@@ -205,40 +202,14 @@ static void job_final(const job *j, char *out, size_t cap) {
 }
 
 /* Starts j's command in a process group of its own (mpirun and its ranks
- * end together), output into log. */
+ * end together), output into log; resource-monitor samples every 0.25 s in
+ * every process, however short, for the exactly-once check of every key. */
 static pid_t spawn(const suite *s, const job *j, const char *log) {
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    setpgid(0, 0);
-    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) _exit(126);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    close(fd);
-    setenv("MLFLOW_TRACKING_URI", s->uri, 1);
-    setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
-    /* resource-monitor samples in every process, however short, for
-     * the exactly-once check of every key */
-    setenv("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL", "0.25", 1);
-    execv(j->c.argv[0], j->c.argv);
-    _exit(127);
-  }
-  g_child = pid;
-  return pid;
+  return tu_spawn_trainer(j->c.argv, log, s->uri, "0.25");
 }
 
 static int run_wait(pid_t pid, const char *log) {
-  int rc = wait_group(pid, RUN_TIMEOUT_S, log);
-  g_child = 0;
-  return rc;
-}
-
-static void kill_child_at_exit(void) {
-  if (g_child > 0) {
-    kill(-g_child, SIGKILL);
-    waitpid(g_child, NULL, 0);
-  }
+  return tu_wait_child(pid, RUN_TIMEOUT_S, log);
 }
 
 /* Runs j's command to its end into log (NULL: j's own); checks the exit
@@ -394,18 +365,10 @@ static void kill_scenario(const suite *s, const char *ref_final, const char *nam
   /* Past the first checkpoint and at least one logged step beyond it, so
    * the resumed process repeats steps whose metrics were already sent. */
   const long past = CKPT_EVERY + LOG_EVERY;
-  tu_deadline d = tu_deadline_in(RUN_TIMEOUT_S);
-  int status = 0;
-  bool ended = false;
-  while (!(newest_ckpt_on_disk(j.dir) >= CKPT_EVERY &&
-           log_last_step(j.log) >= past) && !tu_deadline_passed(&d)) {
-    if ((ended = waitpid(pid, &status, WNOHANG) == pid)) break;
-    tu_pause_s(0.002);
-  }
-  long at = log_last_step(j.log);
-  if (!ended) kill(-pid, SIGKILL);
-  int rc = ended ? decode_status(status) : run_wait(pid, j.log);
-  g_child = 0;
+  bool ended;
+  long at;
+  int rc = tu_kill_past(pid, j.dir, CKPT_EVERY, j.log, past, RUN_TIMEOUT_S,
+                        &ended, &at);
   fprintf(stderr, "[kill] SIGKILL at step %ld (log), exit %d\n", at, rc);
   CHECKF(!ended && rc == 128 + SIGKILL, "kill: the run ended by itself "
          "(exit %d) or was not killed", rc);
@@ -760,11 +723,7 @@ int main(void) {
   free(uri);
   const char *wrong = getenv("GF_RECIPES_WRONG_2RANK");
   s.wrong_2rank = wrong && *wrong && strcmp(wrong, "0") != 0;
-  tu_fresh_dir(GF_TEST_TMP);
-  atexit(kill_child_at_exit);
-  signal(SIGPIPE, SIG_IGN);
-  unsetenv("MLFLOW_RUN_ID");
-  unsetenv("MLFLOW_EXPERIMENT_NAME");
+  tu_trainer_test_start(GF_TEST_TMP);
   mlflow_config cfg;
   test_config(&cfg, s.uri);
   s.mc = test_client(&cfg);
