@@ -278,7 +278,12 @@ void launch_add_capacity_event(launch_sup *s, const char *text) {
 
 void launch_add_world_point(launch_sup *s, int64_t step, int world) {
   if (world == s->ws_last) return;
+  /* an attempt that began from the same checkpoint as the one before it
+   * (which failed before writing another): a step later, so that each
+   * step holds one point */
+  if (s->ws_last && step <= s->ws_last_step) step = s->ws_last_step + 1;
   s->ws_last = world;
+  s->ws_last_step = step;
   if (s->n_ws == LAUNCH_MAX_EVENTS) {
     memmove(s->ws, s->ws + 1, sizeof s->ws[0] * (LAUNCH_MAX_EVENTS - 1));
     s->n_ws--;

@@ -124,6 +124,7 @@ typedef struct launch_sup {
   int ws_world;       /* its world */
   int64_t ws_from;    /* the step it started from */
   int ws_last;        /* the last point's world; 0 none */
+  int64_t ws_last_step; /* the last point's step (when ws_last) */
   world_point ws[LAUNCH_MAX_EVENTS];
   int n_ws;
   /* --elastic-capacity (launch_run.c; NULL and unused without it) */
@@ -173,7 +174,8 @@ restart_event *launch_add_event(launch_sup *s, int64_t from);
 /* A new capacity event with `text` (cut to fit); the oldest slot is reused
  * past LAUNCH_MAX_EVENTS. */
 void launch_add_capacity_event(launch_sup *s, const char *text);
-/* A sys/world_size point (kept when world differs from the last one). */
+/* A sys/world_size point (kept when world differs from the last one; at
+ * the last point's step + 1 when step is not past it). */
 void launch_add_world_point(launch_sup *s, int64_t step, int world);
 
 /* ---- launch_run.c (watching an attempt) ------------------------------- */

@@ -58,8 +58,11 @@ void launch_read_beats(launch_sup *s, launch_attempt *a, double now) {
     if (a->rank_base + i == 0 && rec.run[0]) launch_set_run_id(s, rec.run);
   }
   const launch_rank *r0 = &a->r[0];
+  /* any phase from TRAIN on past the step the attempt began from: it
+   * trained a step (a fast attempt's TRAIN beats may all fall between two
+   * polls, its checkpoint or stop beat does not) */
   if (a->rank_base == 0 && s->ws_pending && r0->have_hb &&
-      r0->hb.phase == GF_HB_TRAIN && r0->hb.step > s->ws_from) {
+      r0->hb.phase >= GF_HB_TRAIN && r0->hb.step > s->ws_from) {
     s->ws_pending = false; /* this world trained a step: the run says so */
     launch_add_world_point(s, s->ws_from, s->ws_world);
     launch_flush_events(s);

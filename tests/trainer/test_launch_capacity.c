@@ -483,6 +483,15 @@ static bool wait_rank(const job *j, int r, long not_pid, int64_t step,
   return false;
 }
 
+/* As wait_rank, then two steps more: the first TRAIN beat of an attempt
+ * carries the step it resumed from, before it trained any (the supervisor
+ * logs an attempt's sys/world_size only once it trained one). */
+static bool wait_trained(const job *j, int r, long not_pid, int64_t step,
+                         double timeout_s, gf_heartbeat_rec *out) {
+  return wait_rank(j, r, not_pid, step, timeout_s, out) &&
+         wait_rank(j, r, not_pid, out->step + 2, timeout_s, out);
+}
+
 static bool wait_log(const job *j, const char *needle, double timeout_s) {
   double t0 = mono_s();
   while (mono_s() - t0 < timeout_s) {
@@ -544,7 +553,7 @@ static void e2e_follow(const job *ref) {
   if (ok) {
     write_cap(&j, "node-a slots=1\nnode-b slots=1\n");
     ok = wait_rank(&j, 1, -1, 0, 60, &h1) &&
-         wait_rank(&j, 0, h0.pid, h0.step + 8, 60, &h0);
+         wait_trained(&j, 0, h0.pid, h0.step + 8, 60, &h0);
     CHECKF(ok, "follow: no grow to 2 ranks");
   }
   /* 2 -> 1: node-b announced leaving in 6 s (inside the 30 s margin) */
@@ -558,14 +567,14 @@ static void e2e_follow(const job *ref) {
     long old0 = h0.pid;
     ok = wait_rank(&j, 0, old0, h0.step + 1, 60, &h0);
     CHECKF(ok && !beat(&j, 1, &h1), "follow: the job did not shrink to 1");
-    ok = ok && wait_rank(&j, 0, old0, h0.step + 8, 60, &h0);
+    ok = ok && wait_trained(&j, 0, old0, h0.step + 8, 60, &h0);
   }
   /* the host has gone: its line goes; back to 2, then node-b vanishes
    * without notice */
   if (ok) {
     write_cap(&j, "node-a slots=1\nnode-b slots=1\n");
     ok = wait_rank(&j, 1, -1, 0, 60, &h1) &&
-         wait_rank(&j, 0, h0.pid, h0.step + 8, 60, &h0);
+         wait_trained(&j, 0, h0.pid, h0.step + 8, 60, &h0);
     CHECKF(ok, "follow: no second grow");
   }
   if (ok) {
