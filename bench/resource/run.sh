@@ -43,6 +43,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
+. "$root/bench/lib.sh"
 trace=${1:-$here/trace.txt}
 build=${BUILD_DIR:-$root/build-bench-resource}
 data=${DATA:-/usr/share/datasets/fashion-mnist}
@@ -64,29 +65,7 @@ mkdir -p "$out"
 py=$root/.venv/bin/python
 [ -x "$py" ] || { echo "run.sh: run deploy/install-deps.sh first (no .venv)" >&2; exit 1; }
 
-find_bin() {  # find_bin NAME SUBDIR
-  local d
-  for d in "$GANFLOW_BIN_DIR" "$GANFLOW_BIN_DIR/$2"; do
-    if [ -x "$d/$1" ]; then echo "$d/$1"; return 0; fi
-  done
-  echo "run.sh: no $1 in GANFLOW_BIN_DIR=$GANFLOW_BIN_DIR (nor its $2/)" >&2
-  return 1
-}
-if [ -n "${GANFLOW_BIN_DIR:-}" ]; then
-  ganflow=$(find_bin ganflow cli)
-  train=$(find_bin ganflow-train trainer)
-else
-  if [ ! -f "$build/CMakeCache.txt" ]; then
-    cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DGF_CUDA=OFF \
-          -DGF_BUILD_TESTS=OFF >"$out/configure.log" 2>&1 ||
-      { tail -30 "$out/configure.log" >&2; echo "run.sh: configure failed" >&2; exit 1; }
-  fi
-  cmake --build "$build" --target ganflow ganflow-train -j "${JOBS:-2}" \
-    >"$out/build.log" 2>&1 ||
-    { tail -30 "$out/build.log" >&2; echo "run.sh: build failed ($out/build.log)" >&2; exit 1; }
-  ganflow=$build/cli/ganflow
-  train=$build/trainer/ganflow-train
-fi
+bench_bins "$build" "$out"
 
 state=$(mktemp -d /tmp/ganflow-bench-resource-mlflow.XXXXXX)
 export GANFLOW_MLFLOW_STATE=$state GANFLOW_MLFLOW_PORT=0 GANFLOW_MLFLOW_WORKERS=1
