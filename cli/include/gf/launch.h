@@ -6,7 +6,7 @@
  *                  [--hang-timeout S] [--start-timeout S]
  *                  [--launcher local|mpirun|srun] [--heartbeat-dir DIR]
  *                  [--hostfile FILE] [--launcher-arg ARG]...
- *                  [--elastic-capacity file:PATH|hostfile:PATH
+ *                  [--elastic-capacity file:PATH|hostfile:PATH|slurm
  *                   [--capacity-notice-margin S]]
  *                  -- [WRAPPER...] ganflow-train ARGS...
  *
