@@ -221,6 +221,7 @@ static void kill_child_at_exit(void) {
 
 typedef struct job {
   char dir[1024], log[1100], exp[192], powercap[1100];
+  char np[16];           /* mpirun's -np value */
   char *argv[64];
   int n;
   double t_start, wall;  /* fork to reap, seconds */
@@ -247,14 +248,13 @@ static void job_init(job *j, const char *name, const char *mpirun, int ranks,
   char u[160];
   test_unique(u, sizeof u, name);
   snprintf(j->exp, sizeof j->exp, "cost-%s", u);
-  static char np[8];
   if (ranks > 0) {
     const char *mpi[] = {mpirun, "--allow-run-as-root", "--oversubscribe",
                          "--bind-to", "none", "-x", "MLFLOW_TRACKING_URI",
                          "-x", "GANFLOW_POWERCAP_ROOT", "-np", NULL};
     for (int i = 0; mpi[i]; i++) add(j, mpi[i]);
-    snprintf(np, sizeof np, "%d", ranks);
-    add(j, np);
+    snprintf(j->np, sizeof j->np, "%d", ranks);
+    add(j, j->np);
   }
   const char *fixed[] = {GF_TRAIN_BIN, "--data", FASHION, "--model", "mlp",
                          "--batch", "64", "--threads", "1", "--seed", "3",
