@@ -49,6 +49,7 @@
 #include "gf/checkpoint.h"
 #include "gf/comm.h"
 #include "gf/cost.h"
+#include "gf/energy.h"
 #include "gf/safetensors.h"
 #include "gf/train.h"
 #include "mlflow_test.h"
@@ -157,14 +158,15 @@ static void test_price_flags(void) {
   CHECK(cfg.price_per_hour < 0 && cfg.cpu_watts_per_core == 10);
   CHECK(parse(&cfg, &e, "--price-per-hour", "1.5", "--price-unit", "gpu",
               NULL) == GF_PARSE_OK);
-  CHECK(cfg.price_per_hour == 1.5 && !cfg.price_per_node);
+  CHECK(cfg.price_per_hour == 1.5 && cfg.price_unit == GF_PRICE_PER_GPU);
   CHECK(parse(&cfg, &e, "--price-file", prices, "--instance-kind",
               "c7i.2xlarge", "--market", "spot", NULL) == GF_PARSE_OK);
-  CHECK(cfg.price_per_hour == 0.1214 && cfg.price_per_node);
+  CHECK(cfg.price_per_hour == 0.1214 && cfg.price_unit == GF_PRICE_PER_NODE &&
+        cfg.market == GF_MARKET_SPOT);
   setenv("GANFLOW_INSTANCE_KIND", "h100-80gb", 1);
   CHECK(parse(&cfg, &e, "--price-file", prices, "--market", "spot", NULL) ==
         GF_PARSE_OK);
-  CHECK(cfg.price_per_hour == 2.10 && !cfg.price_per_node);
+  CHECK(cfg.price_per_hour == 2.10 && cfg.price_unit == GF_PRICE_PER_GPU);
   /* the params say which price was used */
   gf_train_param params[GF_TRAIN_MAX_PARAMS];
   size_t np = gf_train_config_params(&cfg, params, GF_TRAIN_MAX_PARAMS);
@@ -209,15 +211,6 @@ static void test_price_flags(void) {
 }
 
 /* ---- through the binary ------------------------------------------------- */
-
-static pid_t g_child;
-
-static void kill_child_at_exit(void) {
-  if (g_child > 0) {
-    kill(-g_child, SIGKILL);
-    waitpid(g_child, NULL, 0);
-  }
-}
 
 typedef struct job {
   char dir[1024], log[1100], exp[192], powercap[1100];
@@ -267,26 +260,12 @@ static void job_init(job *j, const char *name, const char *mpirun, int ranks,
   for (int i = 0; fixed[i]; i++) add(j, fixed[i]);
 }
 
-static pid_t spawn(job *j, const char *uri, bool append) {
+/* Starts j's command (tu_spawn_trainer: the tracked child, its own process
+ * group) with j's powercap tree; j's clock starts. */
+static pid_t spawn(job *j, const char *uri) {
+  setenv("GANFLOW_POWERCAP_ROOT", j->powercap, 1);
   j->t_start = mono_s();
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    setpgid(0, 0);
-    int fd = open(j->log, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC),
-                  0644);
-    if (fd < 0) _exit(126);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    close(fd);
-    setenv("MLFLOW_TRACKING_URI", uri, 1);
-    setenv("GANFLOW_POWERCAP_ROOT", j->powercap, 1);
-    setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
-    execv(j->argv[0], j->argv);
-    _exit(127);
-  }
-  g_child = pid;
-  return pid;
+  return tu_spawn_trainer(j->argv, j->log, uri, NULL);
 }
 
 /* Waits for pid (timeout: killed); its exit code, and j's wall and CPU. */
@@ -306,7 +285,7 @@ static int reap(job *j, pid_t pid) {
     }
     tu_pause_s(0.005);
   }
-  g_child = 0;
+  *tu_child() = 0;
   j->wall += mono_s() - j->t_start;
   j->cpu += (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
             (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
@@ -421,7 +400,7 @@ static void read_ledger(const job *j, gf_cost_ledger *l) {
 static void kill_scenario(const char *uri, mlflow_client *mc) {
   job j;
   job_init(&j, "kill", NULL, 0, "gpu");
-  pid_t pid = spawn(&j, uri, false);
+  pid_t pid = spawn(&j, uri);
   bool killed = signal_after(&j, pid, KILL_AT_S, 0, SIGKILL);
   int rc = reap(&j, pid);
   long at1 = log_last_step(j.log);
@@ -430,7 +409,7 @@ static void kill_scenario(const char *uri, mlflow_client *mc) {
   double w1 = j.wall, c1 = j.cpu;
   CHECKF(killed && rc == 128 + SIGKILL, "kill: first process exit %d", rc);
   if (!killed) return;
-  pid = spawn(&j, uri, false);
+  pid = spawn(&j, uri);
   /* past the steps the first process logged, so that the histories show
    * the second process's totals after the first's */
   bool stopped = signal_after(&j, pid, STOP_AT_S, at1 + 60, SIGTERM);
@@ -543,7 +522,7 @@ static void ranks_scenario(const char *uri, mlflow_client *mc,
   rapl_write(&f);
   pthread_t th;
   REQUIRE(pthread_create(&th, NULL, rapl_feed, &f) == 0);
-  pid_t pid = spawn(&j, uri, false);
+  pid_t pid = spawn(&j, uri);
   /* long enough that the counter wraps: RAPL_W x 9 s > RAPL_WRAP_J */
   bool stopped = signal_after(&j, pid, 9.0, 0, SIGTERM);
   int rc = reap(&j, pid);
@@ -588,7 +567,7 @@ static void ranks_scenario(const char *uri, mlflow_client *mc,
 }
 
 int main(void) {
-  tu_fresh_dir(GF_TEST_TMP);
+  tu_trainer_test_start(GF_TEST_TMP);
   test_ledger();
   test_slots_and_gpus();
   test_price_flags();
@@ -598,10 +577,6 @@ int main(void) {
             "(deploy/install-deps.sh)\n", FASHION);
     return 1;
   }
-  atexit(kill_child_at_exit);
-  signal(SIGPIPE, SIG_IGN);
-  unsetenv("MLFLOW_RUN_ID");
-  unsetenv("MLFLOW_EXPERIMENT_NAME");
   unsetenv("GANFLOW_INSTANCE_KIND");
   char *uri = test_mlflow_uri();
   mlflow_config cfg;

@@ -26,7 +26,7 @@ static int recipe_valid(const char *s) {
   return 1;
 }
 
-static int run_id_valid(const char *s) {
+int gf_ckpt_run_id_valid(const char *s) {
   size_t n = 0;
   for (; s[n]; n++) {
     char c = s[n];
@@ -46,7 +46,7 @@ static gf_status validate(const gf_ckpt_meta *m, gf_err *err) {
   if (m->epoch < 0) return gf_fail(err, GF_EINVAL, "checkpoint: epoch is negative");
   if (m->epoch_offset < 0) return gf_fail(err, GF_EINVAL, "checkpoint: epoch_offset is negative");
   if (m->world_size < 1) return gf_fail(err, GF_EINVAL, "checkpoint: world_size < 1");
-  if (memchr(m->run_id, '\0', sizeof m->run_id) == NULL || !run_id_valid(m->run_id))
+  if (memchr(m->run_id, '\0', sizeof m->run_id) == NULL || !gf_ckpt_run_id_valid(m->run_id))
     return gf_fail(err, GF_EINVAL, "checkpoint: run_id has characters outside [A-Za-z0-9_-]");
   if (memchr(m->recipe, '\0', sizeof m->recipe) == NULL || !recipe_valid(m->recipe))
     return gf_fail(err, GF_EINVAL, "checkpoint: recipe is not printable ASCII of at most %d "
@@ -136,7 +136,7 @@ gf_status gf_ckpt_meta_from_file(const gf_st_file *f, gf_ckpt_meta *out, gf_err 
   m.world_size = (int)u;
   const char *rid = gf_st_meta_get(f, K_RUN_ID);
   if (!rid) return gf_fail(err, GF_EFORMAT, "checkpoint: metadata %s missing", K_RUN_ID);
-  if (!run_id_valid(rid))
+  if (!gf_ckpt_run_id_valid(rid))
     return gf_fail(err, GF_EFORMAT, "checkpoint: metadata %s is not a run id", K_RUN_ID);
   memcpy(m.run_id, rid, strlen(rid) + 1);
   const char *cfg = gf_st_meta_get(f, K_CONFIG);

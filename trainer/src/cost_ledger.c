@@ -17,17 +17,6 @@ int gf_price_slots(bool per_node, int local_rank) {
   return per_node ? local_rank == 0 : 1;
 }
 
-static bool run_id_ok(const char *s, size_t n) {
-  if (n == 0 || n > GF_CKPT_RUN_ID_MAX) return false;
-  for (size_t i = 0; i < n; i++) {
-    char c = s[i];
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-          (c >= '0' && c <= '9') || c == '_' || c == '-'))
-      return false;
-  }
-  return true;
-}
-
 static bool totals_ok(const gf_cost_totals *t) {
   const double v[] = {t->cpu_joules, t->gpu_joules, t->usd, t->slot_seconds};
   for (size_t i = 0; i < sizeof v / sizeof *v; i++)
@@ -97,8 +86,8 @@ gf_status gf_cost_ledger_parse(const char *text, size_t len,
       return gf_fail(err, GF_EFORMAT, "cost ledger line %d: %s has no value",
                      line, k_keys[k]);
     if (k == K_RUN) {
-      size_t vn = strlen(val);
-      if (!run_id_ok(val, vn))
+      size_t vn = strlen(val); /* > 0: checked above */
+      if (!gf_ckpt_run_id_valid(val))
         return gf_fail(err, GF_EFORMAT, "cost ledger line %d: not a run id",
                        line);
       memcpy(out->run_id, val, vn + 1);
@@ -129,8 +118,8 @@ gf_status gf_cost_ledger_parse(const char *text, size_t len,
 
 gf_status gf_cost_ledger_format(const gf_cost_ledger *l, char *out,
                                 size_t cap, gf_err *err) {
-  if (!run_id_ok(l->run_id, strnlen(l->run_id, sizeof l->run_id)) ||
-      !totals_ok(&l->t))
+  if (!memchr(l->run_id, '\0', sizeof l->run_id) || !l->run_id[0] ||
+      !gf_ckpt_run_id_valid(l->run_id) || !totals_ok(&l->t))
     return gf_fail(err, GF_EINVAL, "cost ledger: bad run id or totals");
   return gf_format(out, cap, err, "cost ledger",
                    "# ganflow cost ledger: what every process of the run "

@@ -16,6 +16,7 @@
 #include "gf/ctx.h"
 #include "gf/ops.h"
 #include "gf/data.h"
+#include "gf/energy.h"
 #include "gf/fs.h"
 #include "gf/gan.h"
 #include "gf/text.h"
@@ -78,7 +79,8 @@ void gf_train_config_default(gf_train_config *cfg) {
   cfg->check_every = 100;
   cfg->world_size = 1;
   cfg->price_per_hour = -1;
-  cfg->price_per_node = true;
+  cfg->price_unit = GF_PRICE_PER_NODE;
+  cfg->market = GF_MARKET_ON_DEMAND;
   cfg->cpu_watts_per_core = 10;
 }
 
@@ -651,13 +653,15 @@ static gf_status apply_option(gf_train_config *cfg, int opt, const char *arg,
   case OPT_PRICE:
     return parse_double("--price-per-hour", arg, 0.0, 1e6,
                         &cfg->price_per_hour, err);
-  case OPT_PRICE_UNIT:
-    if (strcmp(arg, "node") != 0 && strcmp(arg, "gpu") != 0)
-      return gf_fail(err, GF_EINVAL, "--price-unit: '%s' is not node or gpu",
-                     arg);
-    cfg->price_per_node = strcmp(arg, "node") == 0;
+  case OPT_PRICE_UNIT: {
+    gf_price_unit u;
+    gf_err e;
+    if (gf_price_parse_unit(arg, &u, &e) != GF_OK)
+      return gf_fail(err, GF_EINVAL, "--price-unit: %s", e.msg);
+    cfg->price_unit = (int)u;
     cfg->price_unit_set = true;
     return GF_OK;
+  }
   case OPT_PRICE_FILE:
     if (!*arg) return gf_fail(err, GF_EINVAL, "--price-file: empty");
     return copy_str(cfg->price_file, sizeof cfg->price_file, arg,
@@ -666,12 +670,14 @@ static gf_status apply_option(gf_train_config *cfg, int opt, const char *arg,
     if (!*arg) return gf_fail(err, GF_EINVAL, "--instance-kind: empty");
     return copy_str(cfg->instance_kind, sizeof cfg->instance_kind, arg,
                     "--instance-kind", err);
-  case OPT_MARKET:
-    if (strcmp(arg, "spot") != 0 && strcmp(arg, "on-demand") != 0)
-      return gf_fail(err, GF_EINVAL, "--market: '%s' is not on-demand or "
-                     "spot", arg);
-    cfg->spot = strcmp(arg, "spot") == 0;
+  case OPT_MARKET: {
+    gf_price_market m;
+    gf_err e;
+    if (gf_price_parse_market(arg, &m, &e) != GF_OK)
+      return gf_fail(err, GF_EINVAL, "--market: %s", e.msg);
+    cfg->market = (int)m;
     return GF_OK;
+  }
   case OPT_CPU_WATTS:
     GF_TRY(parse_double("--cpu-watts-per-core", arg, 0.0, 1000.0,
                         &cfg->cpu_watts_per_core, err));
@@ -989,12 +995,12 @@ size_t gf_train_config_params(const gf_train_config *cfg,
   if (cfg->price_per_hour >= 0) {
     fmt_double(num, sizeof num, cfg->price_per_hour);
     P("price_usd_per_hour", "%s", num);
-    P("price_unit", "%s", cfg->price_per_node ? "node" : "gpu");
+    P("price_unit", "%s", gf_price_unit_name((gf_price_unit)cfg->price_unit));
   }
   if (cfg->price_file[0]) P("price_file", "%s", cfg->price_file);
   if (cfg->instance_kind[0]) {
     P("instance_kind", "%s", cfg->instance_kind);
-    P("market", "%s", cfg->spot ? "spot" : "on-demand");
+    P("market", "%s", gf_price_market_name((gf_price_market)cfg->market));
   }
   fmt_double(num, sizeof num, cfg->cpu_watts_per_core);
   P("cpu_watts_per_core", "%s", num);

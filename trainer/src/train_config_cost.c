@@ -32,17 +32,15 @@ gf_status gf_train_price_resolve(gf_train_config *cfg, const char *env_kind,
   const gf_price_entry *e = NULL;
   if (s == GF_OK)
     s = gf_price_lookup(&t, cfg->instance_kind,
-                        cfg->spot ? GF_MARKET_SPOT : GF_MARKET_ON_DEMAND, &e,
-                        err);
+                        (gf_price_market)cfg->market, &e, err);
   if (s == GF_OK) {
-    bool per_node = e->unit == GF_PRICE_PER_NODE;
-    if (cfg->price_unit_set && cfg->price_per_node != per_node)
+    if (cfg->price_unit_set && cfg->price_unit != (int)e->unit)
       s = gf_fail(err, GF_EINVAL, "--price-unit %s: %s line %d prices %s %s "
-                  "per %s", cfg->price_per_node ? "node" : "gpu",
+                  "per %s", gf_price_unit_name((gf_price_unit)cfg->price_unit),
                   cfg->price_file, e->line, e->kind,
                   gf_price_market_name(e->market), gf_price_unit_name(e->unit));
     cfg->price_per_hour = e->usd_per_hour;
-    cfg->price_per_node = per_node;
+    cfg->price_unit = (int)e->unit;
   }
   gf_price_table_free(&t);
   if (s != GF_OK) return s == GF_ENOTFOUND || s == GF_EIO || s == GF_EFORMAT

@@ -26,7 +26,8 @@ gf_status train_cost_start(train_state *st, const gf_launch_info *launch,
   train_cost *c = &st->cost;
   c->t0 = gf_mono_s();
   int local_rank = launch ? launch->local_rank : 0;
-  c->slots = gf_price_slots(st->cfg->price_per_node, local_rank);
+  c->slots = gf_price_slots(st->cfg->price_unit == GF_PRICE_PER_NODE,
+                            local_rank);
   gf_energy_config ec = gf_energy_config_default();
   const char *root = getenv("GANFLOW_POWERCAP_ROOT");
   if (root) ec.rapl_root = root;

@@ -58,6 +58,11 @@ gf_status gf_ckpt_meta_to_kv(const gf_ckpt_meta *m, gf_ckpt_meta_kv *out,
 /* Frees config_json; accepts NULL. */
 void gf_ckpt_meta_kv_free(gf_ckpt_meta_kv *kv);
 
+/* 1 when the NUL-terminated s is a run id as a checkpoint holds one:
+ * [A-Za-z0-9_-]*, at most GF_CKPT_RUN_ID_MAX characters ("" too: an
+ * untracked run); else 0. */
+int gf_ckpt_run_id_valid(const char *s);
+
 /* Reads and validates the metadata of a parsed file into *out (nothing
  * allocated). GF_EFORMAT names the bad or missing key. */
 gf_status gf_ckpt_meta_from_file(const gf_st_file *f, gf_ckpt_meta *out,

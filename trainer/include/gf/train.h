@@ -166,15 +166,16 @@ typedef struct gf_train_config {
                                          or the --price-file entry of
                                          --instance-kind and --market; < 0:
                                          no price, no cost metrics (-1) */
-  bool price_per_node;                /* --price-unit node|gpu: the price is
-                                         per machine or per rank's slot
-                                         (node) */
+  int price_unit;                     /* --price-unit node|gpu: a
+                                         gf_price_unit (gf/energy.h), the
+                                         price per machine or per rank's
+                                         slot (GF_PRICE_PER_NODE) */
   bool price_unit_set;                /* --price-unit was given */
   char price_file[GF_TRAIN_PATH_MAX]; /* --price-file FILE ("" none) */
   char instance_kind[64];             /* --instance-kind KIND, else
                                          GANFLOW_INSTANCE_KIND ("") */
-  bool spot;                          /* --market spot|on-demand
-                                         (on-demand) */
+  int market;                         /* --market on-demand|spot: a
+                                         gf_price_market (on-demand) */
   double cpu_watts_per_core;          /* --cpu-watts-per-core W: the CPU
                                          energy estimate where RAPL cannot
                                          be read (10) */
