@@ -49,6 +49,12 @@ MLFLOW_VERSION=3.17.2   # newest 3.x whose dependencies PyPI serves here (3.18.0
 #                       for speed (dim 2048 matrices); its serial build,
 #                       linked statically (metrics/CMakeLists.txt says why;
 #                       it brings libgfortran5)
+#   umoci runc          deploy/image/build.sh packs the container image as
+#                       an OCI layout (umoci); tests/image.sh unpacks it and
+#                       runs its entrypoints in it with runc, the OCI runtime
+#   docker-compose      its `config` command parses and validates
+#                       deploy/compose/ (Compose Specification schema); no
+#                       Docker engine is installed or needed
 PACKAGES=(
   build-essential cmake pkg-config git ca-certificates
   clang llvm libomp-dev libclang-rt-dev
@@ -59,7 +65,7 @@ PACKAGES=(
   dataset-fashion-mnist
   curl procps time iproute2 util-linux
   chromium wrk
-  mmdebstrap
+  mmdebstrap umoci runc docker-compose
   libopenmpi-dev openmpi-bin
   slurmctld slurmd slurm-client munge
   postgresql
@@ -168,4 +174,37 @@ if [ "$have2" != "$MLFLOW2_VERSION $SQLALCHEMY2_VERSION" ]; then
     "mlflow==$MLFLOW2_VERSION" "sqlalchemy==$SQLALCHEMY2_VERSION"
 else
   echo "install-deps: mlflow $MLFLOW2_VERSION present in .venv-mlflow2"
+fi
+
+# The Kubernetes manifests' checks (tests/deploy/k8s_check.py), in a venv of
+# their own: kubernetes-validate bundles the API schemas of Kubernetes
+# 1.25-1.37 (strict ones too), so validation needs no cluster and no network;
+# kustomize renders the overlays as the kubectl of Debian's kubernetes-client
+# package (1.20, kustomize v2.0.3) does, unpacked into the venv's bin rather
+# than installed: a machine may already have another package's
+# /usr/bin/kubectl.
+K8S_VALIDATE_VERSION=1.37.0
+VENVD="$ROOT/.venv-deploy"
+if [ ! -x "$VENVD/bin/python" ]; then
+  /usr/bin/python3 -m venv "$VENVD"
+fi
+haved=$("$VENVD/bin/python" -c 'import importlib.metadata as m; print(m.version("kubernetes-validate"))' 2>/dev/null || true)
+if [ "$haved" != "$K8S_VALIDATE_VERSION" ]; then
+  echo "install-deps: installing kubernetes-validate==$K8S_VALIDATE_VERSION into .venv-deploy"
+  "$VENVD/bin/pip" install -q --disable-pip-version-check "kubernetes-validate==$K8S_VALIDATE_VERSION"
+else
+  echo "install-deps: kubernetes-validate $K8S_VALIDATE_VERSION present in .venv-deploy"
+fi
+if ! "$VENVD/bin/kubectl" version --client >/dev/null 2>&1; then
+  echo "install-deps: unpacking Debian's kubernetes-client (kubectl, kustomize) into .venv-deploy/bin"
+  kc_tmp=$(mktemp -d) && chmod 0755 "$kc_tmp"
+  trap 'rm -rf "$kc_tmp"' EXIT
+  (cd "$kc_tmp" && apt-get download -qq kubernetes-client) || {
+    $SUDO apt-get update -qq && (cd "$kc_tmp" && apt-get download -qq kubernetes-client); }
+  dpkg-deb -x "$kc_tmp"/kubernetes-client_*.deb "$kc_tmp/x"
+  install -m 0755 "$kc_tmp/x/usr/bin/kubectl" "$VENVD/bin/kubectl"
+  rm -rf "$kc_tmp"
+  trap - EXIT
+else
+  echo "install-deps: kubectl $("$VENVD/bin/kubectl" version --client --short 2>/dev/null | head -1) present in .venv-deploy/bin"
 fi
