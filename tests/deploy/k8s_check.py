@@ -19,8 +19,8 @@ What it checks:
      JobSet's job template a batch/v1 Job).
   2. Every kustomization directory (bases and overlays) renders with
      kustomize v2.0.3, and the output is validated the same way.
-  3. Consistency, on each rendered set and on each platform file (with the
-     training base's objects for its references): Service selectors and
+  3. Consistency, on each rendered set and on each platform file (with
+     deploy/k8s/training/support's objects for its references): Service selectors and
      target ports, probe ports, the headless Service named by the Job's
      subdomain, --rdzv naming pod 0 of the job, --nnodes against the Job's
      size, $(VAR) in args defined in env, the PDB selector, the HPA target,
@@ -793,7 +793,7 @@ def check_tree(root, refs_base=None, label=None):
     """Checks a directory of manifests: its files and its kustomizations.
 
     Returns the list of errors. refs_base: the kustomization whose objects
-    the CRD files' references must name."""
+    the CRD files' references must name (deploy/k8s/training/support)."""
     errs = []
     kdirs = kustomize_dirs(root)
     partial = set()
@@ -860,10 +860,10 @@ def main():
                      rel(KUBECTL)))
     if not os.path.isdir(K8S):
         die("%s is missing" % rel(K8S))
-    training = os.path.join(K8S, "training")
-    errs = check_tree(K8S, refs_base=training)
+    support = os.path.join(K8S, "training", "support")
+    errs = check_tree(K8S, refs_base=support)
     kd = kustomize_dirs(K8S)
-    for d in ("serving", "training", "overlays/cpu", "overlays/cuda"):
+    for d in ("serving", "training", "training/support", "overlays/cpu", "overlays/cuda"):
         if os.path.join(K8S, d) not in kd:
             errs.append("deploy/k8s/%s: no kustomization.yaml" % d)
     n_files = sum(1 for d, _, fs in os.walk(K8S) for f in fs if f.endswith(".yaml"))
@@ -888,7 +888,7 @@ def main():
         if not m:
             bad.append("%s: first line must be `# expect: TEXT`" % rel(p))
             continue
-        got = check_tree(p, refs_base=training)
+        got = check_tree(p, refs_base=support)
         hit = [e for e in got if m.group(1) in e]
         if not got:
             bad.append("%s: ACCEPTED, but it is broken (%s)" % (rel(p), m.group(1)))
