@@ -50,8 +50,10 @@ MLFLOW_VERSION=3.17.2   # newest 3.x whose dependencies PyPI serves here (3.18.0
 #                       linked statically (metrics/CMakeLists.txt says why;
 #                       it brings libgfortran5)
 #   umoci runc          deploy/image/build.sh packs the container image as
-#                       an OCI layout (umoci); tests/image.sh unpacks it and
-#                       runs its entrypoints in it with runc, the OCI runtime
+#   podman              an OCI layout (umoci); tests/image.sh unpacks it and
+#                       runs its entrypoints in it with runc, the OCI runtime,
+#                       then again with Podman (over runc), and builds the
+#                       Dockerfile with `podman build`
 #   docker-compose      its `config` command parses and validates
 #                       deploy/compose/ (Compose Specification schema); no
 #                       Docker engine is installed or needed
@@ -65,7 +67,7 @@ PACKAGES=(
   dataset-fashion-mnist
   curl procps time iproute2 util-linux
   chromium wrk
-  mmdebstrap umoci runc docker-compose
+  mmdebstrap umoci runc podman docker-compose
   libopenmpi-dev openmpi-bin
   slurmctld slurmd slurm-client munge
   postgresql
