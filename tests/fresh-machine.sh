@@ -19,13 +19,13 @@
 #   GANFLOW_FRESH_DIR      the folder in which a new one holds the root (/var/tmp)
 #   GANFLOW_FRESH_SOURCES  apt sources file (the machine's own)
 #   GANFLOW_FRESH_STEPS    quickstart training steps (40)
-#   GANFLOW_FRESH_LABELS   ctest label regex of the smoke subset (unit|fuzz;
+#   GANFLOW_FRESH_LABELS   ctest label regex of the smoke subset (unit|fuzz|deploy;
 #                          the label heavy is left out)
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 START=$(date +%s)
 STEPS=${GANFLOW_FRESH_STEPS:-40}
-LABELS=${GANFLOW_FRESH_LABELS:-unit|fuzz}
+LABELS=${GANFLOW_FRESH_LABELS:-unit|fuzz|deploy}
 
 say() { echo "=== fresh-machine [$(($(date +%s) - START)) s]: $*"; }
 
