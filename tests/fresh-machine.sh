@@ -7,7 +7,9 @@
 # and the checkout (git archive: committed files plus tracked changes, no
 # build output), bind-mounts /proc, /sys and /dev, and inside the root runs
 #   1. ./deploy/quickstart.sh with a short training, to the served PNG;
-#   2. the test targets' build and a smoke subset of ctest labels.
+#   2. the test targets' build and a smoke subset of ctest labels;
+#   3. with GANFLOW_FRESH_IMAGE_OUT=DIR, deploy/image/build.sh, whose
+#      image (OCI layout and archive) it copies to DIR.
 # Nothing of this machine's installed packages, builds or .venv goes in: every
 # package the two commands need must come from deploy/install-deps.sh.
 # No CUDA inside: the build must configure and pass without it.
@@ -156,3 +158,14 @@ in_root "./deploy/mlflow-local.sh stop; kill \$(cat .state/serve/ganflow-serve.p
 say "README command 2's build and a smoke subset of ctest (-L '$LABELS' -LE heavy)"
 in_root "cmake --build build -j\$(nproc) && cd build && ctest --output-on-failure -j\$(nproc) --timeout 600 -L '$LABELS' -LE heavy"
 
+
+# The container image, built on this bare root with only what install-deps
+# installed (mmdebstrap, umoci); the OCI layout and archive are copied out
+# for tests/image.sh to run (tests/run-all.sh passes the folder).
+if [ -n "${GANFLOW_FRESH_IMAGE_OUT:-}" ]; then
+  say "deploy/image/build.sh on the bare root"
+  in_root "GANFLOW_SOURCE_COMMIT=$(git -C "$ROOT" rev-parse HEAD) ./deploy/image/build.sh --out /root/image-out"
+  mkdir -p "$GANFLOW_FRESH_IMAGE_OUT"
+  cp -a "$CHROOT/root/image-out/." "$GANFLOW_FRESH_IMAGE_OUT/"
+  say "image: $(grep -h 'unpacked root' "$GANFLOW_FRESH_IMAGE_OUT"/ganflow-*.txt)"
+fi

@@ -227,9 +227,9 @@ runs_of() {  # the experiment's runs: "run_id status name" lines
 TRAIN_ARGS=(--data idx:/data/fashion-mnist --model dcgan --width 8 --batch 16
             --log-every 5 --sample-every 10 --threads 1)
 # scenarios: the three entrypoints in containers of $ENGINE; runs and the
-# registered model are named after the engine.
+# registered model are named after $LABEL (the engine and image).
 scenarios() {
-  local e=$ENGINE model="image-dcgan-$ENGINE"
+  local e=$LABEL model="image-dcgan-$LABEL"
   say "$e 1. ganflow-train: 20 steps, registered as $model"
   ctr_run train-$e ganflow-train "${TRAIN_ARGS[@]}" --steps 20 --run-name "train-$e" \
     --register-model "$model" ||
@@ -280,7 +280,7 @@ scenarios() {
 CMD=$(python3 -c "import json; print(' '.join(json.load(open('$BUNDLE/config.json'))['process']['args']))")
 [ "$CMD" = "ganflow-serve --listen 0.0.0.0:8080 --cache-dir /var/cache/ganflow-serve" ] ||
   fail "the image's default command is '$CMD'"
-ENGINE=runc scenarios
+ENGINE=runc LABEL=runc scenarios
 
 command -v podman >/dev/null || fail "podman not installed (deploy/install-deps.sh installs it)"
 say "podman: loading $ARCHIVE"
@@ -291,6 +291,69 @@ out=$(podman load -q -i "$ARCHIVE" 2>&1) || { echo "$out"; fail "podman load fai
 podman tag "localhost/ganflow:$TAG" "$PODMAN_IMAGE"
 PODMAN_IMAGES+=("$PODMAN_IMAGE")
 podman untag "$PODMAN_IMAGE" "localhost/ganflow:$TAG"
-user=$(podman image inspect -f '{{.Config.User}}' "$PODMAN_IMAGE")
-[ "$user" = 10001:10001 ] || fail "podman sees the image's user as '$user'"
-ENGINE=podman scenarios
+# podman_image_check IMAGE: the user and default command podman sees.
+podman_image_check() {
+  local user cmd
+  user=$(podman image inspect -f '{{.Config.User}}' "$1")
+  [ "$user" = 10001:10001 ] || fail "podman sees $1's user as '$user'"
+  cmd=$(podman image inspect -f '{{join .Config.Cmd " "}}' "$1")
+  [ "$cmd" = "ganflow-serve --listen 0.0.0.0:8080 --cache-dir /var/cache/ganflow-serve" ] ||
+    fail "podman sees $1's default command as '$cmd'"
+}
+podman_image_check "$PODMAN_IMAGE"
+ENGINE=podman LABEL=podman scenarios
+
+# The Dockerfile, built by `podman build` as Docker would build it, on base
+# images made here: Debian's official images are minbase roots (`slim`
+# without documentation, man pages and locales), which mmdebstrap makes from
+# the same mirror; no registry is reached. Then the three entrypoints again
+# in what it built.
+say "Dockerfile: base images (mmdebstrap minbase; slim without docs)"
+APTOPTS=()
+for f in /etc/apt/apt.conf.d/*; do
+  [ -f "$f" ] && grep -qE '^[[:space:]]*Acquire' "$f" && APTOPTS+=("--aptopt=$f")
+done
+SUITE=$(. /etc/os-release && echo "${VERSION_CODENAME:?}")
+SOURCES=""
+for f in /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list /etc/apt/sources.list.d/*debian*.sources; do
+  if [ -s "$f" ] && grep -qE '^[[:space:]]*(URIs:|deb )' "$f"; then SOURCES=$f; break; fi
+done
+[ -n "$SOURCES" ] || fail "no apt sources file found"
+mmdebstrap --quiet --variant=minbase "${APTOPTS[@]}" "$SUITE" "$WORK/base.tar" "$SOURCES"
+mmdebstrap --quiet --variant=minbase "${APTOPTS[@]}" \
+  --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
+  --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
+  --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+  "$SUITE" "$WORK/base-slim.tar" "$SOURCES"
+BASE=localhost/ganflow-image-test-debian:$SUITE-$$
+PODMAN_IMAGES+=("$BASE" "$BASE-slim")
+podman import -q "$WORK/base.tar" "$BASE" >/dev/null
+podman import -q "$WORK/base-slim.tar" "$BASE-slim" >/dev/null
+rm -f "$WORK/base.tar" "$WORK/base-slim.tar"
+DF_IMAGE=localhost/ganflow-image-test-dockerfile:$TAG-$$
+PODMAN_IMAGES+=("$DF_IMAGE")
+say "Dockerfile: podman build (the checkout's tracked files as the context)"
+# The context: the files git tracks (with uncommitted changes), as a fresh
+# clone has them, not whatever else lies in this checkout.
+mkdir "$WORK/context"
+git -C "$ROOT" archive --format=tar "$(git -C "$ROOT" stash create 2>/dev/null || echo HEAD)" |
+  tar -x -C "$WORK/context"
+before=$(podman images -q --filter dangling=true | sort)
+rc=0
+podman build --pull=never --network host --runtime runc \
+  --ulimit nofile=4096:4096 --ulimit nproc=4096:4096 \
+  --build-arg BUILD_BASE="$BASE" --build-arg RUNTIME_BASE="$BASE-slim" \
+  --build-arg GF_SOURCE_COMMIT="$(git -C "$ROOT" rev-parse HEAD)" \
+  -t "$DF_IMAGE" "$WORK/context" >"$WORK/podman-build.log" 2>&1 || rc=$?
+# The build stage's image is left dangling: remove it (and only it).
+for id in $(comm -13 <(echo "$before") <(podman images -q --filter dangling=true | sort)); do
+  PODMAN_IMAGES+=("$id")
+done
+[ "$rc" -eq 0 ] || { tail -40 "$WORK/podman-build.log"; fail "podman build of the Dockerfile failed"; }
+say "Dockerfile: built, $(podman image inspect -f '{{.Size}}' "$DF_IMAGE" | awk '{ printf "%d MiB", $1 / 1048576 }')"
+podman_image_check "$DF_IMAGE"
+for f in /usr/bin/gcc /usr/bin/cmake /usr/include/png.h; do
+  podman run --rm --runtime runc --ulimit nofile=4096:4096 --ulimit nproc=4096:4096 \
+    --entrypoint /bin/sh "$DF_IMAGE" -c "[ ! -e $f ]" || fail "the Dockerfile's image holds $f"
+done
+PODMAN_IMAGE=$DF_IMAGE ENGINE=podman LABEL=dockerfile scenarios

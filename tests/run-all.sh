@@ -11,7 +11,8 @@
 # cores. tests/build-matrix.sh alone builds all eight pairs. Integration
 # tests start their own MLflow servers on free loopback ports. Run as root
 # where mmdebstrap is installed (install-deps installs it), it then proves
-# both README commands on a bare Debian root (tests/fresh-machine.sh).
+# both README commands on a bare Debian root (tests/fresh-machine.sh) and
+# builds and runs the container image (tests/image.sh).
 #
 # Skips: after each ctest run the skip gate (tests/ci/ctest_skips.py) prints
 # how many tests skipped, each with the reason it printed. Under CI=true
@@ -86,8 +87,15 @@ echo "=== all tests passed in both builds, skips as listed above ($(($(date +%s)
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
 if [ "$(id -u)" -eq 0 ] && command -v mmdebstrap >/dev/null; then
-  "$ROOT/tests/fresh-machine.sh"
+  # The fresh-machine stage also builds the container image on its bare
+  # root (deploy/image/build.sh); tests/image.sh runs that image with runc
+  # and Podman, and builds the Dockerfile with podman build.
+  IMAGE_OUT=$(mktemp -d "${TMPDIR:-/tmp}/ganflow-image-out.XXXXXX")
+  GANFLOW_FRESH_IMAGE_OUT=$IMAGE_OUT "$ROOT/tests/fresh-machine.sh"
+  VERSION=$(sed -n 's/^project(ganflow VERSION \([0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt")
+  "$ROOT/tests/image.sh" --layout "$IMAGE_OUT/oci:$VERSION" --png-check "$ROOT/build/tests/deploy/png_check"
+  rm -rf "$IMAGE_OUT"
 else
-  echo "=== fresh-machine stage not run: it needs root and mmdebstrap"
+  echo "=== fresh-machine and image stages not run: they need root and mmdebstrap"
 fi
 echo "=== run-all: done in $(($(date +%s) - T0)) s"

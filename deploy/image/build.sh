@@ -42,7 +42,8 @@
 #              plus -cuda with --cuda)
 # Needs root, mmdebstrap and umoci (deploy/install-deps.sh installs them).
 # Environment: GANFLOW_IMAGE_SOURCES (apt sources file, the machine's own),
-# GANFLOW_IMAGE_WORK (the folder for its scratch roots, /var/tmp).
+# GANFLOW_IMAGE_WORK (the folder for its scratch roots, /var/tmp),
+# GANFLOW_SOURCE_COMMIT (the commit of a source tree without .git).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 START=$(date +%s)
@@ -63,7 +64,7 @@ done
 case $TAG in *[!A-Za-z0-9_.-]*) die "--tag $TAG: letters, digits, '.', '_' and '-' only" ;; esac
 
 [ "$(id -u)" -eq 0 ] || die "needs root (mmdebstrap's root mode, chroot)"
-for t in mmdebstrap umoci git; do
+for t in mmdebstrap umoci; do
   command -v "$t" >/dev/null || die "$t not installed (deploy/install-deps.sh installs it)"
 done
 
@@ -81,7 +82,7 @@ fi
 
 SOURCES=${GANFLOW_IMAGE_SOURCES:-}
 if [ -z "$SOURCES" ]; then
-  for f in /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list; do
+  for f in /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list /etc/apt/sources.list.d/*debian*.sources; do
     if [ -s "$f" ] && grep -qE '^[[:space:]]*(URIs:|deb )' "$f"; then SOURCES=$f; break; fi
   done
 fi
@@ -107,14 +108,24 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# The checkout as it is now (a stash commit holds uncommitted changes to
-# tracked files; a clean tree archives HEAD), and the commit it came from.
-TREE=$(git -C "$ROOT" stash create 2>/dev/null || true)
-git -C "$ROOT" archive --format=tar "${TREE:-HEAD}" >"$WORK/src.tar"
-COMMIT=$(git -C "$ROOT" rev-parse HEAD)
-# Files dated by the commit, so that two builds of one commit match.
 export SOURCE_DATE_EPOCH
-SOURCE_DATE_EPOCH=$(git -C "$ROOT" log -1 --format=%ct HEAD)
+if [ -e "$ROOT/.git" ] && command -v git >/dev/null; then
+  # The checkout as it is now (a stash commit holds uncommitted changes to
+  # tracked files; a clean tree archives HEAD), and the commit it came from.
+  TREE=$(git -C "$ROOT" stash create 2>/dev/null || true)
+  git -C "$ROOT" archive --format=tar "${TREE:-HEAD}" >"$WORK/src.tar"
+  COMMIT=$(git -C "$ROOT" rev-parse HEAD)
+  # Files dated by the commit, so that two builds of one commit match.
+  SOURCE_DATE_EPOCH=$(git -C "$ROOT" log -1 --format=%ct HEAD)
+else
+  # A source tree without git (a release archive, a copy): its files but
+  # build output, virtual environments and local state; the commit, if
+  # known, from GANFLOW_SOURCE_COMMIT.
+  tar --exclude='./build*' --exclude='./.venv*' --exclude=./.state -C "$ROOT" -cf "$WORK/src.tar" .
+  COMMIT=${GANFLOW_SOURCE_COMMIT:-}
+  case $COMMIT in *[!0-9a-f]*) die "GANFLOW_SOURCE_COMMIT=$COMMIT is not a commit id" ;; esac
+  SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(date +%s)}
+fi
 JOBS=$(nproc)
 
 CMAKE_ARGS="-DCMAKE_BUILD_TYPE=Release -DGF_BUILD_TESTS=OFF -DGF_SOURCE_COMMIT=$COMMIT"
@@ -234,7 +245,7 @@ umoci config --image "$LAYOUT:$TAG" --no-history \
   --config.stopsignal=SIGTERM \
   --config.label=org.opencontainers.image.title=ganflow \
   --config.label=org.opencontainers.image.version="$VERSION" \
-  --config.label=org.opencontainers.image.revision="$COMMIT" \
+  ${COMMIT:+--config.label=org.opencontainers.image.revision="$COMMIT"} \
   --config.label=org.opencontainers.image.base.name="debian:$SUITE" \
   --created="$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)"
 umoci gc --layout "$LAYOUT"
@@ -254,7 +265,7 @@ ROOTFS_MB=$(du -sm "$WORK/bundle/rootfs" | cut -f1)
 LAYER_MB=$(( $(stat -c %s "$OUT/ganflow-$TAG.oci.tar") / 1048576 ))
 SECS=$(($(date +%s) - START))
 {
-  echo "image: ganflow:$TAG (commit $COMMIT)"
+  echo "image: ganflow:$TAG (commit ${COMMIT:-unknown})"
   echo "unpacked root: $ROOTFS_MB MiB; OCI archive (gzip layer): $LAYER_MB MiB"
   echo "packages: $(wc -l <"$OUT/ganflow-$TAG.packages")"
   echo "build time: $SECS s on $(nproc) cores"
