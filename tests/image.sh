@@ -336,8 +336,8 @@ say "Dockerfile: podman build (the checkout's tracked files as the context)"
 # The context: the files git tracks (with uncommitted changes), as a fresh
 # clone has them, not whatever else lies in this checkout.
 mkdir "$WORK/context"
-git -C "$ROOT" archive --format=tar "$(git -C "$ROOT" stash create 2>/dev/null || echo HEAD)" |
-  tar -x -C "$WORK/context"
+tree=$(git -C "$ROOT" stash create 2>/dev/null || true)   # empty for a clean tree
+git -C "$ROOT" archive --format=tar "${tree:-HEAD}" | tar -x -C "$WORK/context"
 before=$(podman images -q --filter dangling=true | sort)
 rc=0
 podman build --pull=never --network host --runtime runc \
