@@ -1,7 +1,8 @@
 /* launch_opts.c - `ganflow launch`'s command line and the plan of each
  * attempt (world size, the ranks' argv); see gf/launch.h. Pure: no
- * process is started here. */
+ * process is started here (`--nproc auto` for a CUDA job reads /dev). */
 #include <assert.h>
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
@@ -18,7 +19,11 @@ void gf_launch_usage(FILE *out) {
 "hangs or cannot start makes every rank stop, and the job starts again from\n"
 "the newest checkpoint that verifies, into the same MLflow run.\n"
 "\n"
-"  --nproc N            ranks (required)\n"
+"  --nproc N            ranks (required); auto (as torchrun and Kubeflow's\n"
+"                       default): one per GPU this process sees when the\n"
+"                       command trains with --device cuda (CUDA_VISIBLE_DEVICES,\n"
+"                       else /dev/nvidiaN), else 1: one CPU rank, whose\n"
+"                       threads use every core\n"
 "  --nproc-min M        go on with as few as M ranks when slots fail to start\n"
 "                       (N); the global batch is kept\n"
 "  --max-restarts R     restarts before the job is FAILED (3)\n"
@@ -62,7 +67,7 @@ void gf_launch_usage(FILE *out) {
 "                       the rendezvous port\n"
 "  --rdzv-last-call S   first round: with MIN nodes there, wait this long for\n"
 "                       more (2); a restart goes on with the nodes there\n"
-"  --nproc-per-node N   the same as --nproc\n"
+"  --nproc-per-node N   the same as --nproc (N or auto)\n"
 "Without these flags the node settings come from Kubeflow Trainer's PET_NNODES,\n"
 "PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT, else\n"
 "PyTorchJob's MASTER_ADDR, MASTER_PORT, WORLD_SIZE (pods), RANK (pod index).\n"
@@ -82,6 +87,77 @@ static gf_status parse_int(const char *flag, const char *v, int min, int max,
     return gf_fail(err, GF_EINVAL, "%s: '%s' is not an integer in %d..%d",
                    flag, v, min, max);
   *out = (int)x;
+  return GF_OK;
+}
+
+/* --nproc, --nproc-per-node, PET_NPROC_PER_NODE: a count, or "auto"
+ * (torchrun's and Kubeflow's default; "gpu" the same), resolved by
+ * resolve_nproc_auto once the training flags are known. torchrun's "cpu"
+ * (one rank per core) is refused: each ganflow-train rank already runs
+ * --threads on every core. */
+static gf_status parse_nproc(gf_launch_opts *o, const char *flag,
+                             const char *v, gf_err *err) {
+  if (strcmp(v, "auto") == 0 || strcmp(v, "gpu") == 0) {
+    o->nproc_auto = true;
+    o->nproc = 0;
+    return GF_OK;
+  }
+  if (strcmp(v, "cpu") == 0)
+    return gf_fail(err, GF_EINVAL, "%s: 'cpu' (a rank per core) is not "
+                   "taken: one ganflow-train rank uses every core "
+                   "(--threads); give a number, or auto", flag);
+  o->nproc_auto = false;
+  return parse_int(flag, v, 1, GF_LAUNCH_MAX_RANKS, &o->nproc, err);
+}
+
+/* The GPUs this process sees: CUDA_VISIBLE_DEVICES's entries up to the
+ * first invalid one (CUDA's rule; "" and "-1" hide every GPU), else the
+ * /dev/nvidiaN device files (what a container runtime mounts in). */
+static int visible_gpus(const char *(*get)(void *user, const char *name),
+                        void *user) {
+  const char *cvd = get ? get(user, "CUDA_VISIBLE_DEVICES") : NULL;
+  int n = 0;
+  if (cvd) {
+    const char *p = cvd;
+    while (*p && *p != '-' && *p != ',') {
+      n++;
+      p += strcspn(p, ",");
+      if (*p == ',') p++;
+    }
+    return n;
+  }
+  DIR *d = opendir("/dev");
+  if (!d) return 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    const char *q = e->d_name;
+    if (strncmp(q, "nvidia", 6) != 0 || !q[6]) continue;
+    q += 6;
+    while (*q >= '0' && *q <= '9') q++;
+    if (!*q) n++;
+  }
+  closedir(d);
+  return n;
+}
+
+/* --nproc auto: one rank per visible GPU for --device cuda, else 1. */
+static gf_status resolve_nproc_auto(gf_launch_opts *o,
+                                    const char *(*get)(void *user,
+                                                       const char *name),
+                                    void *user, gf_err *err) {
+  if (!o->nproc_auto) return GF_OK;
+  if (strncmp(o->train.device, "cuda", 4) != 0) {
+    o->nproc = 1;
+    return GF_OK;
+  }
+  int n = visible_gpus(get, user);
+  if (n < 1)
+    return gf_fail(err, GF_EINVAL, "--nproc auto with --device %s: no GPU "
+                   "visible (CUDA_VISIBLE_DEVICES %s, no /dev/nvidiaN)",
+                   o->train.device,
+                   get && get(user, "CUDA_VISIBLE_DEVICES") ? "hides them"
+                                                            : "unset");
+  o->nproc = n < GF_LAUNCH_MAX_RANKS ? n : GF_LAUNCH_MAX_RANKS;
   return GF_OK;
 }
 
@@ -205,9 +281,8 @@ gf_status gf_launch_parse_env(gf_launch_opts *o,
     GF_TRY(parse_nnodes("PET_NNODES", pn, o, err));
     set_conv(o, "PET_*");
     const char *v;
-    if (!o->nproc && (v = get(user, "PET_NPROC_PER_NODE")))
-      GF_TRY(parse_int("PET_NPROC_PER_NODE", v, 1, GF_LAUNCH_MAX_RANKS,
-                       &o->nproc, err));
+    if (!o->nproc && !o->nproc_auto && (v = get(user, "PET_NPROC_PER_NODE")))
+      GF_TRY(parse_nproc(o, "PET_NPROC_PER_NODE", v, err));
     if (o->node_rank < 0 && (v = get(user, "PET_NODE_RANK")))
       GF_TRY(parse_int("PET_NODE_RANK", v, 0, GF_LAUNCH_MAX_NODES - 1,
                        &o->node_rank, err));
@@ -238,6 +313,7 @@ gf_status gf_launch_parse_env(gf_launch_opts *o,
     }
   }
   if (!o->conv[0] && o->nnodes_max) set_conv(o, "flags");
+  GF_TRY(resolve_nproc_auto(o, get, user, err));
   if (o->nproc == 0)
     return gf_fail(err, GF_EINVAL, "--nproc is required");
   if (o->nproc_min < 0) o->nproc_min = o->nproc;
@@ -344,7 +420,7 @@ gf_status gf_launch_parse(gf_launch_opts *o, int argc, char **argv,
     }
     gf_status st = GF_OK;
     if (strcmp(name, "--nproc") == 0 || strcmp(name, "--nproc-per-node") == 0)
-      st = parse_int(name, v, 1, GF_LAUNCH_MAX_RANKS, &o->nproc, err);
+      st = parse_nproc(o, name, v, err);
     else if (strcmp(name, "--nnodes") == 0)
       st = parse_nnodes(name, v, o, err);
     else if (strcmp(name, "--node-rank") == 0)
@@ -419,6 +495,8 @@ gf_status gf_launch_parse(gf_launch_opts *o, int argc, char **argv,
     return gf_fail(err, GF_EINVAL, "the command after -- runs no "
                    "ganflow-train (launch supervises training jobs; its "
                    "flags come after the word ganflow-train)");
+  /* The training flags first: --nproc auto depends on --device. */
+  GF_TRY(parse_train(o, err));
   GF_TRY(gf_launch_parse_env(o, get, user, err));
   if (o->cap_kind == GF_CAP_SLURM) {
     const char *job = get ? get(user, "SLURM_JOB_ID") : NULL;
@@ -435,7 +513,6 @@ gf_status gf_launch_parse(gf_launch_opts *o, int argc, char **argv,
   if (o->cap_kind != GF_CAP_NONE && o->nnodes_max > 0) /* from PET_* etc. */
     return gf_fail(err, GF_EINVAL, "--elastic-capacity is for one "
                    "supervisor, not a node agent (%s set --nnodes)", o->conv);
-  GF_TRY(parse_train(o, err));
   if (!o->hb_dir[0]) {
     if (gf_format(o->hb_dir, sizeof o->hb_dir, NULL, "heartbeat folder",
                   "%s/heartbeat", o->train.checkpoint_dir) != GF_OK ||

@@ -782,8 +782,9 @@ def check_crd_file(where, o, refs):
                         errs.append("%s: container %s: %s given: the operator's "
                                     "variables are what names the nodes here" % (tw, c.get("name"), f))
                 if kind == "PyTorchJob" and arg_value(la, "--nproc") is None:
-                    errs.append("%s: container %s: --nproc is required (the operator's "
-                                "PET_NPROC_PER_NODE is \"auto\" by default)" % (tw, c.get("name")))
+                    errs.append("%s: container %s: --nproc is required: the ranks per pod "
+                                "given plainly (the operator's PET_NPROC_PER_NODE is \"auto\" "
+                                "by default)" % (tw, c.get("name")))
     return errs
 
 

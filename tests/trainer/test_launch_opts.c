@@ -263,6 +263,51 @@ static void test_nodes(void) {
   CHECK(parse_env(&o, ARGC(np), np, one, msg, sizeof msg) == GF_OK &&
         o.nnodes_max == 0);
 
+  /* --nproc auto (Kubeflow's default PET_NPROC_PER_NODE): 1 on the CPU;
+   * a CUDA job gets one rank per visible GPU */
+  const char *pauto[] = {"PET_NNODES=2", "PET_NPROC_PER_NODE=auto",
+                         "PET_NODE_RANK=0", "PET_MASTER_ADDR=h", NULL};
+  CHECKF(parse_env(&o, ARGC(bare), bare, pauto, msg, sizeof msg) == GF_OK,
+         "%s", msg);
+  CHECK(o.nproc == 1 && o.nproc_auto && o.nnodes_max == 2);
+  /* A CUDA job: the device is checked by the full parse (no GPU here), so
+   * the resolution is checked on gf_launch_parse_env with --device set */
+  struct {
+    const char *device, *env[3];
+    int want; /* ranks, or 0: refused */
+    const char *msg;
+  } gpu[] = {
+      {"cuda", {"CUDA_VISIBLE_DEVICES=0,1,3", NULL}, 3, NULL},
+      {"cuda:0", {"CUDA_VISIBLE_DEVICES=GPU-5a1f,MIG-2,-1,4", NULL}, 2, NULL},
+      {"cpu", {"CUDA_VISIBLE_DEVICES=0,1", NULL}, 1, NULL},
+      {"cuda", {"CUDA_VISIBLE_DEVICES=", NULL}, 0, "no GPU visible"},
+      {"cuda", {"CUDA_VISIBLE_DEVICES=-1", NULL}, 0, "hides them"},
+  };
+  for (size_t i = 0; i < sizeof gpu / sizeof gpu[0]; i++) {
+    gf_launch_opts a;
+    memset(&a, 0, sizeof a);
+    gf_train_config_default(&a.train);
+    snprintf(a.train.device, sizeof a.train.device, "%s", gpu[i].device);
+    a.nproc_auto = true;
+    a.nproc_min = -1;
+    a.node_rank = -1;
+    env_list env = {gpu[i].env};
+    gf_err ge;
+    memset(&ge, 0, sizeof ge);
+    gf_status st = gf_launch_parse_env(&a, env_get, &env, &ge);
+    if (gpu[i].want)
+      CHECKF(st == GF_OK && a.nproc == gpu[i].want && a.nproc_min == a.nproc,
+             "gpu case %zu: %d ranks (%s)", i, a.nproc, ge.msg);
+    else
+      CHECKF(st == GF_EINVAL && strstr(ge.msg, gpu[i].msg), "gpu case %zu: %s",
+             i, ge.msg);
+  }
+  const char *flag_cpu[] = {"launch", "--nproc", "auto", "--nproc-min", "1",
+                            "--", "ganflow-train", "--data", "x"};
+  CHECKF(parse_env(&o, ARGC(flag_cpu), flag_cpu, none, msg, sizeof msg) ==
+             GF_OK, "%s", msg);
+  CHECK(o.nproc == 1 && o.nproc_min == 1);
+
   struct {
     const char *const *argv;
     int argc;
@@ -270,31 +315,34 @@ static void test_nodes(void) {
     const char *want;
   } bad[] = {
       {(const char *const[]){"launch", "--nnodes", "2:1", "--nproc", "1",
-                             "--rdzv", "h:1", "--", "ganflow-train"},
-       9, {NULL}, "--nnodes"},
+                             "--rdzv", "h:1", "--", "ganflow-train", "--data", "x"},
+       11, {NULL}, "--nnodes"},
       {(const char *const[]){"launch", "--nnodes", "2", "--nproc", "1", "--",
-                             "ganflow-train"},
-       7, {NULL}, "--rdzv"},
+                             "ganflow-train", "--data", "x"},
+       9, {NULL}, "--rdzv"},
       {(const char *const[]){"launch", "--nnodes", "2", "--node-rank", "2",
                              "--nproc", "1", "--rdzv", "h:1", "--",
-                             "ganflow-train"},
-       11, {NULL}, "--node-rank 2"},
+                             "ganflow-train", "--data", "x"},
+       13, {NULL}, "--node-rank 2"},
       {(const char *const[]){"launch", "--nnodes", "2", "--nproc", "1",
-                             "--rdzv", "h:0", "--", "ganflow-train"},
-       9, {NULL}, "HOST:PORT"},
+                             "--rdzv", "h:0", "--", "ganflow-train", "--data", "x"},
+       11, {NULL}, "HOST:PORT"},
       {(const char *const[]){"launch", "--nnodes", "2", "--nproc", "1",
-                             "--rdzv", "a b:5", "--", "ganflow-train"},
-       9, {NULL}, "HOST:PORT"},
+                             "--rdzv", "a b:5", "--", "ganflow-train", "--data", "x"},
+       11, {NULL}, "HOST:PORT"},
       {(const char *const[]){"launch", "--node-rank", "1", "--nproc", "1",
-                             "--", "ganflow-train"},
-       7, {NULL}, "go with --nnodes"},
-      {(const char *const[]){"launch", "--", "ganflow-train"},
-       3, {"PET_NNODES=2", "PET_NPROC_PER_NODE=x", NULL}, "PET_NPROC_PER_NODE"},
-      {(const char *const[]){"launch", "--nproc", "1", "--", "ganflow-train"},
-       5, {"PET_NNODES=2", "PET_MASTER_ADDR=a;b", NULL}, "PET_MASTER_ADDR"},
-      {(const char *const[]){"launch", "--nproc", "1", "--", "ganflow-train"},
-       5, {"PET_NNODES=2", "PET_MASTER_ADDR=h", "PET_MASTER_PORT=70000", NULL},
+                             "--", "ganflow-train", "--data", "x"},
+       9, {NULL}, "go with --nnodes"},
+      {(const char *const[]){"launch", "--", "ganflow-train", "--data", "x"},
+       5, {"PET_NNODES=2", "PET_NPROC_PER_NODE=x", NULL}, "PET_NPROC_PER_NODE"},
+      {(const char *const[]){"launch", "--nproc", "1", "--", "ganflow-train", "--data", "x"},
+       7, {"PET_NNODES=2", "PET_MASTER_ADDR=a;b", NULL}, "PET_MASTER_ADDR"},
+      {(const char *const[]){"launch", "--nproc", "1", "--", "ganflow-train", "--data", "x"},
+       7, {"PET_NNODES=2", "PET_MASTER_ADDR=h", "PET_MASTER_PORT=70000", NULL},
        "PET_MASTER_PORT"},
+      {(const char *const[]){"launch", "--nproc", "cpu", "--", "ganflow-train",
+                             "--data", "x"},
+       7, {NULL}, "'cpu'"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     gf_status st = parse_env(&o, bad[i].argc, bad[i].argv, bad[i].env, msg,

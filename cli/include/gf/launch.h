@@ -91,6 +91,8 @@ enum {
 
 typedef struct gf_launch_opts {
   int nproc;            /* --nproc, ranks wanted, 1..GF_LAUNCH_MAX_RANKS */
+  bool nproc_auto;      /* --nproc auto (or PET_NPROC_PER_NODE=auto): nproc
+                           is resolved from --device and the visible GPUs */
   int nproc_min;        /* --nproc-min (nproc): fewest ranks to go on with */
   int max_restarts;     /* --max-restarts (3) */
   double hang_timeout;  /* --hang-timeout s (60): no beat while training */
@@ -143,9 +145,12 @@ gf_status gf_launch_parse(gf_launch_opts *o, int argc, char **argv,
  * PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT;
  * else PyTorchJob's MASTER_ADDR, MASTER_PORT, WORLD_SIZE (pods, one agent
  * each) and RANK (the pod's index), read only when all four are set and
- * WORLD_SIZE > 1. Then checks the node settings as a whole (--node-rank
- * below MAX, --rdzv given with --nnodes), --nproc given. GF_EINVAL naming
- * the variable or flag; pure. */
+ * WORLD_SIZE > 1. Resolves --nproc auto (PET_NPROC_PER_NODE=auto, the
+ * Kubeflow default): with o->train.device cuda[:N], the GPUs visible
+ * (CUDA_VISIBLE_DEVICES through get, else the /dev/nvidiaN files: the one
+ * read outside get), else 1. Then checks the node settings as a whole
+ * (--node-rank below MAX, --rdzv given with --nnodes), --nproc given.
+ * GF_EINVAL naming the variable or flag. */
 gf_status gf_launch_parse_env(gf_launch_opts *o,
                               const char *(*get)(void *user, const char *name),
                               void *user, gf_err *err);
