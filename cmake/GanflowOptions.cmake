@@ -83,6 +83,14 @@ if(GF_CUDA_ENABLED)
     set(CMAKE_CUDA_ARCHITECTURES 80 90)
   endif()
   enable_language(CUDA)
+  # CMake 3.25.0/3.25.1 (Debian 12's) FindCUDAToolkit marks CUDA::nvToolsExt
+  # deprecated without checking that the target exists, and the library is
+  # gone from CUDA 12.9 on: configuring fails ("set_property could not find
+  # TARGET CUDA::nvToolsExt"). An empty target of that name, which nothing
+  # here links, lets the module finish; 3.25.2 checks.
+  if(CMAKE_VERSION VERSION_LESS 3.25.2 AND NOT TARGET CUDA::nvToolsExt)
+    add_library(CUDA::nvToolsExt INTERFACE IMPORTED)
+  endif()
   find_package(CUDAToolkit REQUIRED)
 endif()
 
