@@ -69,7 +69,6 @@ typedef struct param_diff {
 
 static char g_uri[512];
 static char g_mpirun[1024];
-static pid_t g_child;
 
 typedef struct cmd {
   char *argv[96];
@@ -127,45 +126,16 @@ static void trainer(cmd *c, const char *dir, const char *exp, long steps,
   add(c, exp);
 }
 
+/* Starts c (the tracked child, in its own process group: the test can end
+ * mpirun and its ranks), stdout+stderr to log. */
 static pid_t spawn(const char *log, const cmd *c) {
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    setpgid(0, 0); /* its own group: the test can end mpirun and its ranks */
-    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) _exit(126);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    close(fd);
-    setenv("MLFLOW_TRACKING_URI", g_uri, 1);
-    setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
-    setenv("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL", "0.2", 1);
-    execv(c->argv[0], c->argv);
-    _exit(127);
-  }
-  g_child = pid;
-  return pid;
-}
-
-/* Exit status of the command; -1 (the process group killed) after
- * timeout_s. */
-static int run_wait(pid_t pid, double timeout_s, const char *log) {
-  int rc = wait_group(pid, timeout_s, log);
-  g_child = 0;
-  return rc;
-}
-
-static void kill_child_at_exit(void) {
-  if (g_child > 0) {
-    kill(-g_child, SIGKILL);
-    waitpid(g_child, NULL, 0);
-  }
+  return tu_spawn_trainer(c->argv, log, g_uri, "0.2");
 }
 
 /* Runs c to the end; checks its exit status (the log is printed when it
  * differs). */
 static bool run_ok(const cmd *c, const char *log, int want, const char *what) {
-  int rc = run_wait(spawn(log, c), 600, log);
+  int rc = tu_wait_child(spawn(log, c), 600, log);
   CHECKF(rc == want, "%s: exit %d, want %d (log %s)", what, rc, want, log);
   if (rc != want) dump_log(log);
   return rc == want;
@@ -394,7 +364,7 @@ static void kill_scenario(mlflow_client *mc) {
   while (newest_ckpt_on_disk(dir) < 10 && mono_s() - t0 < 300) {
     int status;
     if (waitpid(pid, &status, WNOHANG) == pid) {
-      g_child = 0;
+      *tu_child() = 0;
       CHECKF(false, "kill: the run ended before its first checkpoint");
       dump_log(log);
       return;
@@ -407,7 +377,7 @@ static void kill_scenario(mlflow_client *mc) {
          (int)pid);
   long at = log_last_step(log);
   if (victim > 0) kill(victim, SIGKILL);
-  int rc = run_wait(pid, 180, log);
+  int rc = tu_wait_child(pid, 180, log);
   fprintf(stderr, "kill: rank 1 killed near step %ld; mpirun exited %d\n", at,
           rc);
   CHECKF(rc != 0 && rc != -1, "kill: mpirun exit %d after a rank died", rc);
@@ -483,7 +453,7 @@ static void launch_case(const char *name, const cmd *c, const char *need1,
   char log[1024];
   snprintf(log, sizeof log, "%s/%s.log", GF_TEST_TMP, name);
   double t0 = mono_s();
-  int rc = run_wait(spawn(log, c), 120, log);
+  int rc = tu_wait_child(spawn(log, c), 120, log);
   double secs = mono_s() - t0;
   fprintf(stderr, "launch %s: exit %d after %.1f s\n", name, rc, secs);
   CHECKF(rc == 2, "launch %s: exit %d, want 2", name, rc);
@@ -545,7 +515,7 @@ int main(void) {
   snprintf(g_uri, sizeof g_uri, "%s", uri);
   free(uri);
   tu_fresh_dir(GF_TEST_TMP);
-  atexit(kill_child_at_exit);
+  atexit(tu_kill_child_at_exit);
   signal(SIGPIPE, SIG_IGN);
   unsetenv("MLFLOW_RUN_ID");
   unsetenv("MLFLOW_EXPERIMENT_NAME");

@@ -78,7 +78,6 @@ static char g_uri[512];          /* the fixture server */
 static uint64_t g_rng;           /* kill plan generator (GF_FAULTS_SEED) */
 static long g_ref_seed = DEFAULT_SEED;
 static char g_ref_final[1200];   /* reference final checkpoint */
-static pid_t g_child;            /* running trainer, killed at exit */
 static char g_own_state[1100];   /* own server's state dir, stopped at exit */
 /* The keys logged every --log-every steps (train_loop.c). */
 static const char *const g_keys[] = {"loss/d", "loss/g", "d/real", "d/fake",
@@ -123,25 +122,12 @@ static void make_cmd(trainer_cmd *t, const char *data, const char *dir,
   memcpy(t->argv, a, sizeof a);
 }
 
-/* Starts the trainer with MLFLOW_TRACKING_URI=uri, stdout+stderr to log. */
+/* Starts the trainer (the tracked child) with MLFLOW_TRACKING_URI=uri,
+ * stdout+stderr to log, and resource-monitor samples (system/...,
+ * perf/rss_megabytes) every 0.25 s: in every segment, however short, for
+ * check_exactly_once. */
 static pid_t spawn(const char *log, const trainer_cmd *t, const char *uri) {
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) _exit(126);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    close(fd);
-    setenv("MLFLOW_TRACKING_URI", uri, 1);
-    /* resource-monitor samples (system/..., perf/rss_megabytes) in every
-     * segment, however short, for check_exactly_once */
-    setenv("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL", "0.25", 1);
-    execv(GF_TRAIN_BIN, t->argv);
-    _exit(127);
-  }
-  g_child = pid;
-  return pid;
+  return tu_spawn_trainer(t->argv, log, uri, "0.25");
 }
 
 static int wait_rc(pid_t pid) {
@@ -150,7 +136,7 @@ static int wait_rc(pid_t pid) {
   while ((r = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
   }
   REQUIRE(r == pid);
-  if (pid == g_child) g_child = 0;
+  if (pid == *tu_child()) *tu_child() = 0;
   return decode_status(status);
 }
 
@@ -161,7 +147,7 @@ static int wait_rc_timeout(pid_t pid, double timeout_s, const char *log) {
     int status = 0;
     pid_t r = waitpid(pid, &status, WNOHANG);
     if (r == pid) {
-      if (pid == g_child) g_child = 0;
+      if (pid == *tu_child()) *tu_child() = 0;
       return decode_status(status);
     }
     if (mono_s() - t0 > timeout_s) {
@@ -211,7 +197,7 @@ static bool wait_step(pid_t pid, const char *log, long target,
     if (s >= target) return true;
     int status = 0;
     if (waitpid(pid, &status, WNOHANG) == pid) {
-      if (pid == g_child) g_child = 0;
+      if (pid == *tu_child()) *tu_child() = 0;
       *rc = decode_status(status);
       return false;
     }
@@ -591,10 +577,11 @@ static void stop_own_server(void) {
 }
 
 static void kill_child_at_exit(void) {
-  if (g_child > 0) {
-    kill(g_child, SIGKILL);
-    waitpid(g_child, NULL, 0);
-    g_child = 0;
+  pid_t child = *tu_child();
+  if (child > 0) {
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    *tu_child() = 0;
   }
   stop_own_server();
 }
