@@ -25,6 +25,7 @@
 
 #include "gf/clock.h"
 #include "gf/strbuf.h"
+#include "gf/text.h"
 #include "launch_internal.h"
 
 #define SCONTROL_TIMEOUT_S 10.0
@@ -106,10 +107,8 @@ gf_status gf_capacity_from_slurm(const char *job, size_t job_len,
   int node = 0;
   size_t pos = 0;
   while (pos < hosts_len) {
-    const char *ls = hosts + pos;
-    const char *nl = memchr(ls, '\n', hosts_len - pos);
-    size_t n = nl ? (size_t)(nl - ls) : hosts_len - pos;
-    pos += n + (nl ? 1 : 0);
+    size_t n;
+    const char *ls = gf_next_line(hosts, hosts_len, &pos, &n);
     if (n == 0) continue;
     if (node >= nn) {
       gf_strbuf_free(&b);

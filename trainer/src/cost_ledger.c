@@ -48,10 +48,8 @@ gf_status gf_cost_ledger_parse(const char *text, size_t len,
   bool seen[K_N] = {false};
   size_t pos = 0;
   for (int line = 1; pos < len; line++) {
-    const char *ls = text + pos;
-    const char *nl = memchr(ls, '\n', len - pos);
-    size_t n = nl ? (size_t)(nl - ls) : len - pos;
-    pos += n + (nl ? 1 : 0);
+    size_t n;
+    const char *ls = gf_next_line(text, len, &pos, &n);
     char buf[256];
     if (n >= sizeof buf)
       return gf_fail(err, GF_EFORMAT, "cost ledger line %d: too long", line);

@@ -165,10 +165,8 @@ gf_status gf_price_parse(const char *text, size_t len, const char *origin,
   char a[48];
   size_t pos = 0;
   for (int line = 1; pos < len; line++) {
-    const char *p = text + pos;
-    const char *nl = memchr(p, '\n', len - pos);
-    size_t ll = nl ? (size_t)(nl - p) : len - pos;
-    pos += ll + (nl ? 1 : 0);
+    size_t ll;
+    const char *p = gf_next_line(text, len, &pos, &ll);
     if (ll && p[ll - 1] == '\r') ll--;
     if (memchr(p, '\0', ll)) {
       st = gf_fail(err, GF_EFORMAT, "%s: line %d: a NUL byte", who, line);

@@ -84,10 +84,8 @@ gf_status train_auto_parse(const char *text, size_t len,
   size_t pos = ml + 1;
   int line = 2;
   while (pos < len) {
-    const char *l = text + pos;
-    const char *nl = memchr(l, '\n', len - pos);
-    size_t n = nl ? (size_t)(nl - l) : len - pos;
-    pos += n + (nl ? 1 : 0);
+    size_t n;
+    const char *l = gf_next_line(text, len, &pos, &n);
     const char *sp = memchr(l, ' ', n);
     if (!sp)
       return gf_fail(err, GF_EFORMAT, "auto: line %d is not 'KEY VALUE'",

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "gf/status.h"
 
@@ -24,6 +25,19 @@ void gf_hex_encode(const void *p, size_t n, char *out);
  * call when the error message wants more context than gf_format gives. */
 static inline int gf_fits(int n, size_t cap) {
   return n >= 0 && (size_t)n < cap;
+}
+
+/* The line of text[len] that starts at *pos (call while *pos < len):
+ * returns its start, puts its length without the '\n' in *n, and moves
+ * *pos past the '\n' (to len after a last line that has none). Bytes are
+ * taken as they are: a NUL or a '\r' is the caller's to refuse or strip. */
+static inline const char *gf_next_line(const char *text, size_t len,
+                                       size_t *pos, size_t *n) {
+  const char *l = text + *pos;
+  const char *nl = memchr(l, '\n', len - *pos);
+  *n = nl ? (size_t)(nl - l) : len - *pos;
+  *pos += *n + (nl ? 1 : 0);
+  return l;
 }
 
 /* snprintf into buf[cap] that never hands back a truncated text: when the
