@@ -97,6 +97,17 @@ JOBLOG=$WORK/job.out
 
 ONLY=${GF_SLURM_ONLY:-}
 api() { curl -sfS --max-time 30 -G "$URI/api/2.0/mlflow/$1" "${@:2}"; }
+# wait_log LOG TEXT JOB: waits (at most 120 s) until LOG holds TEXT or the
+# job has left the queue; status 0 when LOG holds it.
+wait_log() {
+  local _
+  for _ in $(seq 1 1200); do
+    grep -q "$2" "$1" 2>/dev/null && return 0
+    squeue -h -j "$3" 2>/dev/null | grep -q . || break
+    sleep 0.1
+  done
+  grep -q "$2" "$1" 2>/dev/null
+}
 exp_ids=()
 
 if [ -z "$ONLY" ] || [ "$ONLY" = run ]; then
@@ -190,12 +201,7 @@ job=$(sbatch --parsable --job-name=gftest-stop "${submit_opts[@]}" \
 job=${job%%;*}
 # Until it has logged a few steps (the ranks started, the run exists).
 want_line="step $((3 * SEVERY))/"
-for _ in $(seq 1 1200); do
-  grep -q "$want_line" "$SLOG" 2>/dev/null && break
-  squeue -h -j "$job" 2>/dev/null | grep -q . || break
-  sleep 0.1
-done
-grep -q "$want_line" "$SLOG" 2>/dev/null ||
+wait_log "$SLOG" "$want_line" "$job" ||
   { cat "$SLOG" >&2; fail "stop: the job never reached $want_line"; }
 scancel --batch --signal=TERM "$job" || fail "scancel --batch --signal=TERM $job"
 for _ in $(seq 1 1200); do
@@ -265,12 +271,7 @@ job=$(sbatch --parsable --job-name=gftest-cap --ntasks=2 --cpus-per-task=1 \
   --wrap "exec $WORK/bin/ganflow launch --nproc 2 --elastic-capacity slurm --capacity-notice-margin 300 --start-timeout 300 -- $WORK/bin/ganflow-train --data $FASHION --model mlp --steps $CSTEPS --batch 16 --seed 7 --threads 1 --log-every 100 --sample-every 0 --eval-every 0 --checkpoint-every $CSTEPS --checkpoint-dir $CCKPT --experiment $EXP-cap --register-model ''") ||
   fail "capacity: sbatch"
 job=${job%%;*}
-for _ in $(seq 1 1200); do
-  grep -q "step 300/" "$CLOG" 2>/dev/null && break
-  squeue -h -j "$job" 2>/dev/null | grep -q . || break
-  sleep 0.1
-done
-grep -q "step 300/" "$CLOG" 2>/dev/null ||
+wait_log "$CLOG" "step 300/" "$job" ||
   { cat "$CLOG" >&2; fail "capacity: the job never reached step 300"; }
 grep -q "capacity: 1 host, 2 slots, 2 usable" "$CLOG" ||
   { cat "$CLOG" >&2; fail "capacity: the allocation was not read as 1 host of 2 slots"; }
