@@ -34,15 +34,12 @@ say() { echo "=== fresh-machine [$(($(date +%s) - START)) s]: $*"; }
 if [ "$(id -u)" -ne 0 ]; then echo "fresh-machine: skipped: needs root (chroot, mounts)"; exit 77; fi
 if ! command -v mmdebstrap >/dev/null; then echo "fresh-machine: skipped: mmdebstrap not installed"; exit 77; fi
 
+# shellcheck source=deploy/lib/debian-root.sh
+. "$ROOT/deploy/lib/debian-root.sh"
 # The machine's own sources: a deb822 file, or the one-line format.
-SOURCES=${GANFLOW_FRESH_SOURCES:-}
-if [ -z "$SOURCES" ]; then
-  for f in /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list; do
-    if [ -s "$f" ] && grep -qE '^[[:space:]]*(URIs:|deb )' "$f"; then SOURCES=$f; break; fi
-  done
-fi
-[ -n "$SOURCES" ] && [ -s "$SOURCES" ] || { echo "fresh-machine: no apt sources file found" >&2; exit 1; }
-SUITE=$(. /etc/os-release && echo "${VERSION_CODENAME:?}")
+SOURCES=$(gf_apt_sources "${GANFLOW_FRESH_SOURCES:-}") ||
+  { echo "fresh-machine: no apt sources file found" >&2; exit 1; }
+SUITE=$(gf_suite)
 
 # A new folder of its own (deleted at the end), never one the caller named.
 WORK=$(mktemp -d "${GANFLOW_FRESH_DIR:-/var/tmp}/ganflow-fresh.XXXXXX")
@@ -88,13 +85,10 @@ trap 'exit 143' TERM
 
 # apt settings of this machine that decide how it reaches its mirrors
 # (proxies, a frozen snapshot's Valid-Until), passed on as they are.
-APTOPTS=()
-for f in /etc/apt/apt.conf.d/*; do
-  [ -f "$f" ] && grep -qE '^[[:space:]]*Acquire' "$f" && APTOPTS+=("--aptopt=$f")
-done
+gf_apt_opts
 
 say "mmdebstrap $SUITE (minbase) from $SOURCES into $CHROOT"
-mmdebstrap --quiet --variant=minbase "${APTOPTS[@]}" "$SUITE" "$CHROOT" "$SOURCES"
+mmdebstrap --quiet --variant=minbase "${GF_APTOPTS[@]}" "$SUITE" "$CHROOT" "$SOURCES"
 
 # What lets the root reach the registries this machine reaches: CA
 # certificates (the local ones survive the ca-certificates package's

@@ -31,6 +31,8 @@
 # without root.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=deploy/lib/debian-root.sh
+. "$ROOT/deploy/lib/debian-root.sh"
 START=$(date +%s)
 say() { echo "=== image test [$(($(date +%s) - START)) s]: $*"; }
 fail() { echo "=== image test: FAIL: $*" >&2; exit 1; }
@@ -65,8 +67,7 @@ cleanup() {
   for c in "${PODMAN_CTRS[@]}"; do podman rm -f "$c" >/dev/null 2>&1 || true; done
   for c in "${PODMAN_IMAGES[@]}"; do podman rmi -f "$c" >/dev/null 2>&1 || true; done
   GANFLOW_MLFLOW_STATE="$WORK/mlflow" "$ROOT/deploy/mlflow-local.sh" stop >/dev/null 2>&1 || true
-  awk -v w="$WORK" 'index($2, w "/") == 1 { print $2 }' /proc/mounts | sort -r |
-    while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" || true; done
+  gf_umount_under "$WORK"
   if [ "$rc" -ne 0 ] && [ "${GANFLOW_IMAGE_KEEP:-0}" = 1 ]; then
     echo "image test: kept $WORK" >&2
   else
@@ -83,7 +84,7 @@ trap 'exit 143' TERM
 if [ -z "$LAYOUT" ]; then
   say "building the image (deploy/image/build.sh)"
   "$ROOT/deploy/image/build.sh" --out "$WORK/image"
-  TAG=$(sed -n 's/^project(ganflow VERSION \([0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt")
+  TAG=$(gf_project_version "$ROOT")
   LAYOUT="$WORK/image/oci:$TAG"
   ARCHIVE="$WORK/image/ganflow-$TAG.oci.tar"
 else
@@ -309,21 +310,11 @@ ENGINE=podman LABEL=podman scenarios
 # the same mirror; no registry is reached. Then the three entrypoints again
 # in what it built.
 say "Dockerfile: base images (mmdebstrap minbase; slim without docs)"
-APTOPTS=()
-for f in /etc/apt/apt.conf.d/*; do
-  [ -f "$f" ] && grep -qE '^[[:space:]]*Acquire' "$f" && APTOPTS+=("--aptopt=$f")
-done
-SUITE=$(. /etc/os-release && echo "${VERSION_CODENAME:?}")
-SOURCES=""
-for f in /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list /etc/apt/sources.list.d/*debian*.sources; do
-  if [ -s "$f" ] && grep -qE '^[[:space:]]*(URIs:|deb )' "$f"; then SOURCES=$f; break; fi
-done
-[ -n "$SOURCES" ] || fail "no apt sources file found"
-mmdebstrap --quiet --variant=minbase "${APTOPTS[@]}" "$SUITE" "$WORK/base.tar" "$SOURCES"
-mmdebstrap --quiet --variant=minbase "${APTOPTS[@]}" \
-  --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
-  --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
-  --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+gf_apt_opts
+SUITE=$(gf_suite)
+SOURCES=$(gf_apt_sources) || fail "no apt sources file found"
+mmdebstrap --quiet --variant=minbase "${GF_APTOPTS[@]}" "$SUITE" "$WORK/base.tar" "$SOURCES"
+mmdebstrap --quiet --variant=minbase "${GF_APTOPTS[@]}" "${GF_DPKG_SLIM[@]}" \
   "$SUITE" "$WORK/base-slim.tar" "$SOURCES"
 BASE=localhost/ganflow-image-test-debian:$SUITE-$$
 PODMAN_IMAGES+=("$BASE" "$BASE-slim")

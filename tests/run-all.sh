@@ -92,7 +92,7 @@ if [ "$(id -u)" -eq 0 ] && command -v mmdebstrap >/dev/null; then
   # and Podman, and builds the Dockerfile with podman build.
   IMAGE_OUT=$(mktemp -d "${TMPDIR:-/tmp}/ganflow-image-out.XXXXXX")
   GANFLOW_FRESH_IMAGE_OUT=$IMAGE_OUT "$ROOT/tests/fresh-machine.sh"
-  VERSION=$(sed -n 's/^project(ganflow VERSION \([0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt")
+  VERSION=$(. "$ROOT/deploy/lib/debian-root.sh" && gf_project_version "$ROOT")
   "$ROOT/tests/image.sh" --layout "$IMAGE_OUT/oci:$VERSION" --png-check "$ROOT/build/tests/deploy/png_check"
   rm -rf "$IMAGE_OUT"
 else

@@ -46,6 +46,8 @@
 # GANFLOW_SOURCE_COMMIT (the commit of a source tree without .git).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=deploy/lib/debian-root.sh
+. "$ROOT/deploy/lib/debian-root.sh"
 START=$(date +%s)
 say() { echo "=== image [$(($(date +%s) - START)) s]: $*"; }
 die() { echo "image: $*" >&2; exit 1; }
@@ -68,7 +70,7 @@ for t in mmdebstrap umoci; do
   command -v "$t" >/dev/null || die "$t not installed (deploy/install-deps.sh installs it)"
 done
 
-VERSION=$(sed -n 's/^project(ganflow VERSION \([0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt")
+VERSION=$(gf_project_version "$ROOT")
 [ -n "$VERSION" ] || die "no project version in CMakeLists.txt"
 [ -n "$TAG" ] || TAG=$VERSION$([ "$CUDA" = 1 ] && echo -cuda || true)
 
@@ -80,26 +82,17 @@ if [ "$CUDA" = 1 ]; then
   ls "$CUDA_HOME"/lib*/libnccl.so.* >/dev/null 2>&1 || die "--cuda: no NCCL under $CUDA_HOME"
 fi
 
-SOURCES=${GANFLOW_IMAGE_SOURCES:-}
-if [ -z "$SOURCES" ]; then
-  for f in /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list /etc/apt/sources.list.d/*debian*.sources; do
-    if [ -s "$f" ] && grep -qE '^[[:space:]]*(URIs:|deb )' "$f"; then SOURCES=$f; break; fi
-  done
-fi
-[ -n "$SOURCES" ] && [ -s "$SOURCES" ] || die "no apt sources file found (GANFLOW_IMAGE_SOURCES)"
-SUITE=$(. /etc/os-release && echo "${VERSION_CODENAME:?}")
-APTOPTS=()
-for f in /etc/apt/apt.conf.d/*; do
-  [ -f "$f" ] && grep -qE '^[[:space:]]*Acquire' "$f" && APTOPTS+=("--aptopt=$f")
-done
+SOURCES=$(gf_apt_sources "${GANFLOW_IMAGE_SOURCES:-}") ||
+  die "no apt sources file found (GANFLOW_IMAGE_SOURCES)"
+SUITE=$(gf_suite)
+gf_apt_opts
 words() { sed 's/#.*//' "$1" | tr -s ' \n\t' ',' | sed 's/^,//; s/,$//'; }
 
 WORK=$(mktemp -d "${GANFLOW_IMAGE_WORK:-/var/tmp}/ganflow-image.XXXXXX")
 cleanup() {
   local rc=$?
   # A failed hook can leave the bind mount of the CUDA toolkit behind.
-  awk -v w="$WORK" 'index($2, w "/") == 1 { print $2 }' /proc/mounts | sort -r |
-    while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" || true; done
+  gf_umount_under "$WORK"
   rm -rf "$WORK"
   [ "$rc" -eq 0 ] || echo "=== image: FAILED (exit $rc) after $(($(date +%s) - START)) s" >&2
   exit "$rc"
@@ -129,10 +122,12 @@ fi
 JOBS=$(nproc)
 
 CMAKE_ARGS="-DCMAKE_BUILD_TYPE=Release -DGF_BUILD_TESTS=OFF -DGF_SOURCE_COMMIT=$COMMIT"
-BUILD_HOOKS=()
+# --cuda: the toolkit mounted in before the compile, out after it.
+MOUNT_CUDA=() UMOUNT_CUDA=()
 if [ "$CUDA" = 1 ]; then
   CMAKE_ARGS+=" -DGF_CUDA=ON -DGF_CUDNN=ON -DGF_NCCL=ON -DCMAKE_CUDA_COMPILER=$CUDA_HOME/bin/nvcc"
-  BUILD_HOOKS+=(--customize-hook="mkdir -p \"\$1$CUDA_HOME\" && mount --bind -o ro \"$CUDA_HOME\" \"\$1$CUDA_HOME\" && ln -sfn \"$CUDA_HOME\" \"\$1/usr/local/cuda\"")
+  MOUNT_CUDA=(--customize-hook="mkdir -p \"\$1$CUDA_HOME\" && mount --bind -o ro \"$CUDA_HOME\" \"\$1$CUDA_HOME\" && ln -sfn \"$CUDA_HOME\" \"\$1/usr/local/cuda\"")
+  UMOUNT_CUDA=(--customize-hook="umount \"\$1$CUDA_HOME\"")
 else
   CMAKE_ARGS+=" -DGF_CUDA=OFF"
 fi
@@ -142,17 +137,16 @@ cmake --build /build -j$JOBS --target ganflow-train ganflow-serve ganflow >>/bui
 DESTDIR=/out cmake --install /build --strip >>/build.log
 export LD_LIBRARY_PATH=${CUDA_HOME:+$CUDA_HOME/lib:$CUDA_HOME/lib64}
 /src/deploy/image/runtime-packages.sh /out/usr/local/bin/* >/out/runtime-packages.txt 2>/out/unpackaged.txt || { cat /out/unpackaged.txt; exit 1; }"
-[ "$CUDA" = 1 ] && BUILD_HOOKS+=(--customize-hook="umount \"\$1$CUDA_HOME\"")
 
 say "build stage: mmdebstrap $SUITE (minbase) + deploy/image/build-packages.txt, compile ($([ "$CUDA" = 1 ] && echo "CUDA from $CUDA_HOME" || echo CPU))"
 mkdir -p "$WORK/stage"
-mmdebstrap --quiet --variant=minbase "${APTOPTS[@]}" \
+mmdebstrap --quiet --variant=minbase "${GF_APTOPTS[@]}" \
   --include="$(words "$ROOT/deploy/image/build-packages.txt")" \
   --customize-hook='mkdir "$1/src"' \
   --customize-hook="tar-in $WORK/src.tar /src" \
-  "${BUILD_HOOKS[@]:0:1}" \
+  "${MOUNT_CUDA[@]}" \
   --customize-hook="chroot \"\$1\" sh -c '$BUILD_SCRIPT'" \
-  "${BUILD_HOOKS[@]:1}" \
+  "${UMOUNT_CUDA[@]}" \
   --customize-hook="copy-out /out $WORK/stage" \
   "$SUITE" "$WORK/build-root" "$SOURCES"
 rm -rf "$WORK/build-root"
@@ -204,13 +198,9 @@ if [ "$CUDA" = 1 ]; then
 fi
 
 say "runtime stage: mmdebstrap $SUITE (essential) + the runtime packages"
-mmdebstrap --quiet --variant=essential "${APTOPTS[@]}" \
+mmdebstrap --quiet --variant=essential "${GF_APTOPTS[@]}" \
   --include="$RUNTIME_PKGS" \
-  --dpkgopt='path-exclude=/usr/share/man/*' \
-  --dpkgopt='path-exclude=/usr/share/info/*' \
-  --dpkgopt='path-exclude=/usr/share/locale/*' \
-  --dpkgopt='path-exclude=/usr/share/doc/*' \
-  --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+  "${GF_DPKG_SLIM[@]}" \
   "${RUNTIME_HOOKS[@]}" \
   --customize-hook="chroot \"\$1\" dpkg-query -W -f='\${Package} \${Version}\n' >\"$WORK/packages\"" \
   --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/* "$1"/var/log/* "$1"/tmp/*' \
