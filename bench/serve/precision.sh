@@ -81,8 +81,8 @@ else
 fi
 
 commit=${GANFLOW_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
-if [ -z "${GANFLOW_COMMIT:-}" ] && ! git -C "$root" diff --quiet HEAD -- base kernels model metrics trainer 2>/dev/null; then
-  commit="$commit with uncommitted changes in base/, kernels/, model/, metrics/ or trainer/"
+if [ -z "${GANFLOW_COMMIT:-}" ] && ! git -C "$root" diff --quiet HEAD -- base kernels model data quality trainer 2>/dev/null; then
+  commit="$commit with uncommitted changes in base/, kernels/, model/, data/, quality/ or trainer/"
 fi
 {
   echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"

@@ -23,7 +23,7 @@ set_tests_properties(cluster_launch_ref PROPERTIES
   FIXTURES_SETUP cluster_launch_ref
   ENVIRONMENT "GF_TEST_MLFLOW_STATE=${CMAKE_BINARY_DIR}/tests/tracking/mlflow-fixture")
 # Label cluster: tests/run-all.sh runs these in the Release build only (the
-# sanitizers see the node agents and the rendezvous in trainer_launch_nodes).
+# sanitizers see the node agents and the rendezvous in launch_nodes).
 foreach(sc kill cut stall)
   add_test(NAME cluster_launch_${sc} COMMAND test_cluster_launch ${sc})
   set_tests_properties(cluster_launch_${sc} PROPERTIES

@@ -1,6 +1,6 @@
 /* fuzz_launch_rdzv.c - fuzz target for rdzv_parse, the parser of the lines
  * `ganflow launch --nnodes` agents and node 0 send each other over the
- * network (cli/src/launch_rdzv.c). The input is cut at '\n' into lines, as
+ * network (launch/src/launch_rdzv.c). The input is cut at '\n' into lines, as
  * rdzv_line does. Any line gives GF_EFORMAT with a NUL-terminated message,
  * or a message whose fields keep the documented bounds. */
 #include <stdint.h>

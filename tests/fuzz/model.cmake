@@ -2,7 +2,6 @@
 # tests/fuzz/CMakeLists.txt): safetensors (buffer parse) with the checkpoint
 # metadata reader, MLmodel (YAML),
 # model config JSON. Seed corpora in corpus/<name>/.
-# The checkpoint metadata reader is the trainer's (gf_checkpoint).
-gf_add_fuzz_target(safetensors ${CMAKE_CURRENT_LIST_DIR}/fuzz_safetensors.c gf_model gf_checkpoint)
+gf_add_fuzz_target(safetensors ${CMAKE_CURRENT_LIST_DIR}/fuzz_safetensors.c gf_model)
 gf_add_fuzz_target(mlmodel ${CMAKE_CURRENT_LIST_DIR}/fuzz_mlmodel.c gf_model)
 gf_add_fuzz_target(model_config ${CMAKE_CURRENT_LIST_DIR}/fuzz_model_config.c gf_model)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """unchecked_snprintf.py ROOT [DIR...]: lists every snprintf/vsnprintf call
-in the shipped C sources (base, kernels, model, metrics, tracking, trainer,
-serve, cli by default) whose result is thrown away - a call that stands as a statement
+in the shipped C sources (base, kernels, model, data, quality, tracking,
+trainer, serve, launch, cli by default) whose result is thrown away - a call that stands as a statement
 of its own, so a text cut short by the buffer goes on unnoticed. Exits 1
 when there is one, naming each file:line; 0 when every call's result is
 used (checked with gf_fits / gf_format, compared, or returned).
@@ -12,7 +12,7 @@ import os
 import re
 import sys
 
-DEFAULT_DIRS = ["base", "kernels", "model", "metrics", "tracking", "trainer", "serve", "cli"]
+DEFAULT_DIRS = ["base", "kernels", "model", "data", "quality", "tracking", "trainer", "serve", "launch", "cli"]
 CALL = re.compile(r"\b(v?snprintf)\s*\(")
 
 

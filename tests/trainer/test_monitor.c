@@ -5,7 +5,7 @@
  * NVML, the GPU figures through a fake NVML, the step-time split means, and
  * step numbering from a resumed first step.
  *
- * Built twice (tests/trainer/metrics.cmake): as the test, and with
+ * Built twice (tests/trainer/monitor.cmake): as the test, and with
  * GF_TEST_FAKE_NVML as a loadable module exporting the seven NVML entry
  * points with known answers (2 GPUs; GPU 1 has no power reading), whose
  * path the test gets as GF_FAKE_NVML_PATH. */

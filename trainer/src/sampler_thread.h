@@ -1,4 +1,4 @@
-/* sampler_thread.h - private to gf_metrics and gf_trainer: a thread that
+/* sampler_thread.h - private to gf_monitor and gf_trainer: a thread that
  * calls a callback every interval on CLOCK_MONOTONIC and wakes promptly when
  * stopped. The energy meter (energy.c) and the resource monitor (monitor.c)
  * each embed one. Not for: anything the callback measures; the owner's

@@ -23,55 +23,10 @@
 #include <stdio.h>
 
 #include "gf/ctx.h"
-#include "gf/data_parse.h"
+#include "gf/image_set_features.h"
 #include "gf/quality.h"
 #include "gf/status.h"
 #include "mlflow/mlflow.h"
-
-/* ---- image sets at native size (image_folder.c) ------------------------ */
-
-/* n images, each c x h x w 8-bit planar (grey or R, G, B planes). When
- * every image has the same h x w the set is `uniform`: pixels holds them
- * back to back (grey ones replicated to RGB when the set mixes grey and
- * colour), else items holds each image on its own. */
-typedef struct gf_img_set {
-  int64_t n;          /* images, >= 1 */
-  bool uniform;
-  uint8_t *pixels;    /* uniform: n * c * h * w bytes, owned; else NULL */
-  int c, h, w;        /* uniform: the shared geometry; else 0 */
-  gf_image *items;    /* not uniform: n images (px owned); else NULL */
-  int64_t skipped;    /* files skipped: not .png/.jpg/.jpeg (folders) */
-  char kind[16];      /* "folder", "idx", "cifar10" */
-} gf_img_set;
-
-/* Reads path: a dataset ganflow-train reads as IDX or CIFAR-10 (gf/data.h:
- * every image, at its native size), else a folder searched recursively for
- * .png/.jpg/.jpeg files (any case; hidden entries skipped, directory links
- * not followed, strcmp order), each decoded at its own size by the
- * trainer's decoders (alpha dropped, palettes expanded: PIL's
- * convert('RGB')). Errors name the file: a missing or empty folder, a file
- * that does not decode (truncated, not an image). On success *set owns its
- * memory (gf_img_set_free); on failure it is empty. */
-gf_status gf_img_set_load(const char *path, gf_img_set *set, gf_err *err);
-/* Frees what set owns and zeroes it; accepts NULL and an empty set. */
-void gf_img_set_free(gf_img_set *set);
-
-/* Features [set->n, GF_INCEPTION_DIM] (caller's memory) of every image of
- * set, in set order: images of one size go through the network together,
- * at most `batch` at a time. Progress lines go to log (may be NULL),
- * labelled with `what`. */
-gf_status gf_img_set_features(gf_inception *net, const gf_img_set *set,
-                              int batch, const char *what, FILE *log,
-                              float *feats, gf_err *err);
-
-/* The reference statistics of set (gf/quality.h): a uniform set through
- * gf_quality_ref_init; a set of mixed sizes the same way with a digest of
- * each image's shape and pixels (cached in the same feature cache).
- * cache_dir as gf_quality_ref_init's ("" no cache). On success the caller
- * owns *ref (gf_quality_ref_free). */
-gf_status gf_img_set_ref(gf_inception *net, const gf_img_set *set, int batch,
-                         const char *cache_dir, FILE *log,
-                         gf_quality_ref *ref, gf_err *err);
 
 /* ---- shared options ---------------------------------------------------- */
 

@@ -9,7 +9,7 @@
  * PNG bytes are deterministic: the same pixels give the same file (no tIME
  * or text chunks, fixed compression settings).
  *
- * Not here: decoding PNGs for training data (trainer/src/data_png.c). */
+ * Not here: decoding PNGs for training data (data/src/data_png.c). */
 #ifndef GF_IMAGE_GRID_H
 #define GF_IMAGE_GRID_H
 

@@ -14,7 +14,7 @@
  * host the rank's host name (so that a supervisor signals a pid only on
  * the host it belongs to).
  *
- * Not here: what a supervisor does with a stale rank (cli/src/launch*.c). */
+ * Not here: what a supervisor does with a stale rank (launch/src/launch*.c). */
 #ifndef GF_HEARTBEAT_H
 #define GF_HEARTBEAT_H
 
