@@ -39,6 +39,15 @@ if(GF_SANITIZE)
     add_compile_options("$<$<COMPILE_LANGUAGE:C>:-Wno-pass-failed>")
   endif()
 endif()
+# State checkers (gf/invariant.h): whole-object invariant checks of the
+# state machines, run at each transition. On in Debug (asserts on) and in
+# the sanitizer build (RelWithDebInfo, where NDEBUG turns assert off);
+# never in the builds users run.
+if(GF_SANITIZE)
+  add_compile_definitions(GF_STATE_CHECKS=1)
+else()
+  add_compile_definitions($<$<CONFIG:Debug>:GF_STATE_CHECKS=1>)
+endif()
 if(GF_FUZZ AND NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
   message(FATAL_ERROR "GF_FUZZ needs clang: configure with -DCMAKE_C_COMPILER=clang")
 endif()
