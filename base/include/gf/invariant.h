@@ -13,7 +13,9 @@
  * checker returns 0, and only where GF_STATE_CHECKS is defined: Debug
  * builds and the sanitizer build (cmake/GanflowOptions.cmake). Elsewhere
  * it compiles to nothing and does not evaluate its argument, so a checker
- * may be slow (walk a list) but must have no side effects. */
+ * may be slow (walk a list) but must have no side effects. Define the
+ * checker inside `#if defined(GF_STATE_CHECKS)` too: in the other builds
+ * nothing calls it. */
 #ifndef GF_INVARIANT_H
 #define GF_INVARIANT_H
 
