@@ -1,101 +1,197 @@
 #!/usr/bin/env bash
-# The whole test suite, from nothing: installs the dependencies, then builds
-# and runs ctest twice: a Release build with gcc (build/; -O3 warns about
-# what -O2 does not) and a build with clang under AddressSanitizer +
-# UndefinedBehaviorSanitizer (build-asan/), so both compilers build every
-# target with -Werror and run every test. Before them, tests/build-matrix.sh
-# builds gcc's three other build types (gcc's warnings change with -O0, -O2
-# and -Os, and only Debug keeps asserts) and clang Release with the CUDA
-# host code, which the sanitizer build leaves out (clang's warnings come
-# largely from its front end, alike at every -O); about 2 minutes on 2
-# cores. tests/build-matrix.sh alone builds all eight pairs. Integration
-# tests start their own MLflow servers on free loopback ports. Run as root
-# where mmdebstrap is installed (install-deps installs it), it then proves
-# both README commands on a bare Debian root (tests/fresh-machine.sh) and
-# builds and runs the container image (tests/image.sh).
+# The whole test suite, from nothing, in stages that each print their time:
+#
+#   deps     deploy/install-deps.sh (what is missing only)
+#   quick    a Release build with gcc (build/) and its unit and fuzz tests
+#            (`ctest -L 'unit|fuzz' -LE heavy`): a first answer in about
+#            three minutes
+#   release  the rest of that build's tests: integration (real MLflow),
+#            end to end, fault injection, MPI, the test cluster, Slurm, the
+#            heavy goldens
+#   matrix   tests/build-matrix.sh: gcc's Debug, RelWithDebInfo and
+#            MinSizeRel builds (gcc's warnings change with -O0, -O2 and -Os,
+#            and only Debug keeps asserts and the state checkers) and clang
+#            Release with the CUDA host code, which the sanitizer build
+#            leaves out
+#   asan     a build with clang under AddressSanitizer +
+#            UndefinedBehaviorSanitizer (build-asan/, state checkers on) and
+#            every test but the cluster, Slurm and heavy ones
+#   fresh    as root where mmdebstrap is installed: both README commands on
+#            a bare Debian root (tests/fresh-machine.sh), which also builds
+#            the container image
+#   image    that image run with runc and Podman, and the Dockerfile built
+#            with podman build (tests/image.sh)
+#
+# At the end: each stage's time, the whole run's, and the ten slowest tests
+# (tests/ci/slowest.py). The budget is 2,400 s on a 2-core machine; the
+# stage times say where it goes. Integration tests start their own MLflow
+# servers on free loopback ports.
 #
 # Skips: after each ctest run the skip gate (tests/ci/ctest_skips.py) prints
 # how many tests skipped, each with the reason it printed. Under CI=true
 # (as .ci/run is run) a skip outside the `gpu` label is a failure: CI
 # installs everything such a test needs. The gate does not stop the run:
-# both suites run to the end, then run-all exits 1 naming every such test
-# with its reason (a ctest failure still stops it at once, as before).
+# every suite runs to the end, then run-all exits 1 naming every such test
+# with its reason (a ctest failure still stops it at once).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 JOBS=$(nproc)
 T0=$(date +%s)
 
-"$ROOT/deploy/install-deps.sh"
-# Both builds need about 3 GB besides the checkout, and the Release build's
-# test data up to about 3 GB more while its tests run (each suite's is
-# deleted once it passed).
-echo "=== disk: $(df -h --output=avail "$ROOT" | tail -1 | tr -d ' ') free"
+# ---- stages -----------------------------------------------------------------
+# stage NAME CMD...: runs CMD (under set -e: a failing command ends the run),
+# printing the stage's start and its time; the table of every stage's time
+# is printed at the end, also when one failed (the EXIT trap).
+STAGE_NAMES=()
+STAGE_SECS=()
+CUR_STAGE=""
+CUR_T=0
+stage() {
+  CUR_STAGE=$1
+  CUR_T=$(date +%s)
+  shift
+  echo "=== stage $CUR_STAGE: start ($((CUR_T - T0)) s into the run)"
+  "$@"
+  STAGE_NAMES+=("$CUR_STAGE")
+  STAGE_SECS+=($(($(date +%s) - CUR_T)))
+  echo "=== stage $CUR_STAGE: done in $(($(date +%s) - CUR_T)) s"
+  CUR_STAGE=""
+}
+# The JUnit files of the ctest runs so far, as SUITE=FILE for slowest.py.
+JUNITS=()
+summary() {
+  local rc=$? i
+  trap - EXIT
+  if [ -n "$CUR_STAGE" ]; then
+    STAGE_NAMES+=("$CUR_STAGE (FAILED)")
+    STAGE_SECS+=($(($(date +%s) - CUR_T)))
+  fi
+  echo "=== stage times"
+  for i in "${!STAGE_NAMES[@]}"; do
+    printf '  %-16s %6d s\n' "${STAGE_NAMES[$i]}" "${STAGE_SECS[$i]}"
+  done
+  printf '  %-16s %6d s\n' all "$(($(date +%s) - T0))"
+  if [ "${#JUNITS[@]}" -gt 0 ]; then
+    python3 "$ROOT/tests/ci/slowest.py" -n 10 "${JUNITS[@]}" || true
+  fi
+  echo "=== run-all: $([ "$rc" -eq 0 ] && echo passed || echo "FAILED (exit $rc)") in $(($(date +%s) - T0)) s"
+  exit "$rc"
+}
+trap summary EXIT
 
-"$ROOT/tests/build-matrix.sh" --compilers gcc --types "Debug RelWithDebInfo MinSizeRel"
-"$ROOT/tests/build-matrix.sh" --compilers clang --types Release
+deps() {
+  "$ROOT/deploy/install-deps.sh"
+  # Both builds need about 3 GB besides the checkout, and the Release
+  # build's test data up to about 3 GB more while its tests run (each
+  # suite's is deleted once it passed).
+  echo "=== disk: $(df -h --output=avail "$ROOT" | tail -1 | tr -d ' ') free"
+}
 
 # The suites whose skip gate failed (CI=true and a non-gpu skip, or results
-# it could not read); the gate's output for each is in DIR/ctest-skips.txt.
+# it could not read); the gate's output for each is in DIR/ctest-skips-*.txt.
 SKIP_GATE_FAILED=()
 
-# run_suite DIR CC BUILD_TYPE [CMAKE ARGS...]
-run_suite() {
+# build DIR CC BUILD_TYPE [CMAKE ARGS...]: configures and builds DIR.
+build() {
   local dir=$1 cc=$2 type=$3; shift 3
   echo "=== $dir: configure and build ($cc, $type${*:+, $*})"
   cmake -S "$ROOT" -B "$ROOT/$dir" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE="$type" "$@" >"$ROOT/$dir.configure.log" 2>&1 \
     || { cat "$ROOT/$dir.configure.log"; return 1; }
   grep -A8 "ganflow .* configuration" "$ROOT/$dir.configure.log" || true
   cmake --build "$ROOT/$dir" -j"$JOBS"
-  echo "=== $dir: ctest"
-  local junit=$ROOT/$dir/ctest-junit.xml rc=0 gate=0
-  rm -f "$junit" "$ROOT/$dir/ctest-skips.txt"
-  # shellcheck disable=SC2086 # CTEST_EXTRA: words on purpose
-  (cd "$ROOT/$dir" && ctest --output-on-failure -j"$JOBS" --timeout 900 ${CTEST_EXTRA:-} --output-junit "$junit") || rc=$?
+}
+
+# run_tests DIR PART [CTEST ARGS...]: one ctest run in DIR, its JUnit file
+# DIR/ctest-junit-PART.xml, then the skip gate on it.
+run_tests() {
+  local dir=$1 part=$2; shift 2
+  local junit=$ROOT/$dir/ctest-junit-$part.xml skips=$ROOT/$dir/ctest-skips-$part.txt rc=0 gate=0
+  echo "=== $dir: ctest ($part${*:+: $*})"
+  rm -f "$junit" "$skips"
+  (cd "$ROOT/$dir" && ctest --output-on-failure -j"$JOBS" --timeout 900 "$@" --output-junit "$junit") || rc=$?
+  JUNITS+=("$dir/$part=$junit")
   # The skips, even when ctest failed; under CI=true one outside gpu fails.
-  python3 "$ROOT/tests/ci/ctest_skips.py" "$ROOT/$dir" --junit "$junit" \
-    >"$ROOT/$dir/ctest-skips.txt" 2>&1 || gate=$?
-  cat "$ROOT/$dir/ctest-skips.txt"
+  python3 "$ROOT/tests/ci/ctest_skips.py" "$ROOT/$dir" --junit "$junit" >"$skips" 2>&1 || gate=$?
+  cat "$skips"
   [ "$rc" -eq 0 ] || return "$rc"
-  [ "$gate" -eq 0 ] || SKIP_GATE_FAILED+=("$dir")
-  # A passed suite's test data (checkpoints, logs, MLflow and database
-  # states under tests/*/tmp-* and the fixtures' folders) is of no more use:
-  # the next suite gets its disk. A failed suite returned above and keeps it.
+  [ "$gate" -eq 0 ] || SKIP_GATE_FAILED+=("$skips")
+}
+
+# drop_test_data DIR: a passed suite's test data (checkpoints, logs, MLflow
+# and database states under tests/*/tmp-* and the fixtures' folders) is of
+# no more use: the next suite gets its disk. A failed suite keeps it.
+drop_test_data() {
+  local dir=$1
   echo "=== $dir: $(du -sh "$ROOT/$dir" | cut -f1) on disk after its tests, $(df -h --output=avail "$ROOT" | tail -1 | tr -d ' ') left"
   find "$ROOT/$dir/tests" -mindepth 2 -maxdepth 2 -type d \( -name 'tmp-*' -o -name '*-fixture' \) -exec rm -rf {} +
   echo "=== $dir: $(du -sh "$ROOT/$dir" | cut -f1) on disk without its test data"
 }
 
-run_suite build gcc Release
-# Sanitizers: leaks are reported too; halt on the first UB report.
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-# Run once, in the Release build: the test cluster's scenarios and the
-# Slurm jobs (minutes of training across hosts and under slurmd; the
-# sanitizers see ganflow launch's agents, rendezvous and supervisor in
-# launch_local and launch_nodes), and the tests labelled heavy
-# (hundreds of images through the FID network against the reference's
-# goldens; the sanitizers see the same code on a few images in
-# quality_inception_golden, cli_*, trainer_train_fid).
-CTEST_EXTRA="-LE cluster|slurm|heavy" run_suite build-asan clang RelWithDebInfo -DGF_SANITIZE=ON -DGF_CUDA=OFF
+quick() {
+  build build gcc Release
+  run_tests build quick -L 'unit|fuzz' -LE heavy
+}
+
+# Everything of build/ the quick stage left: the tests outside unit and
+# fuzz, then the heavy ones inside them (labels ANDed).
+release() {
+  run_tests build rest -LE 'unit|fuzz'
+  run_tests build heavy -L heavy -L 'unit|fuzz'
+  drop_test_data build
+}
+
+matrix() {
+  "$ROOT/tests/build-matrix.sh" --compilers gcc --types "Debug RelWithDebInfo MinSizeRel"
+  "$ROOT/tests/build-matrix.sh" --compilers clang --types Release
+}
+
+# Sanitizers: leaks are reported too; halt on the first UB report. Run once,
+# in the Release build: the test cluster's scenarios and the Slurm jobs
+# (minutes of training across hosts and under slurmd; the sanitizers see
+# ganflow launch's agents, rendezvous and supervisor in launch_local and
+# launch_nodes), and the tests labelled heavy (hundreds of images through
+# the FID network against the reference's goldens; the sanitizers see the
+# same code on a few images in quality_inception_golden, cli_*,
+# trainer_train_fid).
+asan() {
+  build build-asan clang RelWithDebInfo -DGF_SANITIZE=ON -DGF_CUDA=OFF
+  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
+  UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+    run_tests build-asan all -LE 'cluster|slurm|heavy'
+  drop_test_data build-asan
+}
+
+# The fresh-machine stage also builds the container image on its bare root
+# (deploy/image/build.sh); the image stage runs that image with runc and
+# Podman, and builds the Dockerfile with podman build.
+IMAGE_OUT=""
+fresh() {
+  IMAGE_OUT=$(mktemp -d "${TMPDIR:-/tmp}/ganflow-image-out.XXXXXX")
+  GANFLOW_FRESH_IMAGE_OUT=$IMAGE_OUT "$ROOT/tests/fresh-machine.sh"
+}
+image() {
+  local version
+  version=$(. "$ROOT/deploy/lib/debian-root.sh" && gf_project_version "$ROOT")
+  "$ROOT/tests/image.sh" --layout "$IMAGE_OUT/oci:$version" --png-check "$ROOT/build/tests/deploy/png_check"
+  rm -rf "$IMAGE_OUT"
+}
+
+stage deps deps
+stage quick quick
+stage release release
+stage matrix matrix
+stage asan asan
 if [ "${#SKIP_GATE_FAILED[@]}" -gt 0 ]; then
   echo "=== FAIL: tests skipped where CI has what they need (CI=${CI:-}):"
-  for dir in "${SKIP_GATE_FAILED[@]}"; do cat "$ROOT/$dir/ctest-skips.txt"; done
+  for f in "${SKIP_GATE_FAILED[@]}"; do cat "$f"; done
   exit 1
 fi
 echo "=== all tests passed in both builds, skips as listed above ($(($(date +%s) - T0)) s so far)"
-unset ASAN_OPTIONS UBSAN_OPTIONS
 
 if [ "$(id -u)" -eq 0 ] && command -v mmdebstrap >/dev/null; then
-  # The fresh-machine stage also builds the container image on its bare
-  # root (deploy/image/build.sh); tests/image.sh runs that image with runc
-  # and Podman, and builds the Dockerfile with podman build.
-  IMAGE_OUT=$(mktemp -d "${TMPDIR:-/tmp}/ganflow-image-out.XXXXXX")
-  GANFLOW_FRESH_IMAGE_OUT=$IMAGE_OUT "$ROOT/tests/fresh-machine.sh"
-  VERSION=$(. "$ROOT/deploy/lib/debian-root.sh" && gf_project_version "$ROOT")
-  "$ROOT/tests/image.sh" --layout "$IMAGE_OUT/oci:$VERSION" --png-check "$ROOT/build/tests/deploy/png_check"
-  rm -rf "$IMAGE_OUT"
+  stage fresh fresh
+  stage image image
 else
   echo "=== fresh-machine and image stages not run: they need root and mmdebstrap"
 fi
-echo "=== run-all: done in $(($(date +%s) - T0)) s"
