@@ -4,7 +4,9 @@
  * all backends and then calls ctx->ops->fn. A backend therefore receives
  * well-formed tensors on its own device and only computes. A NULL entry means
  * the backend lacks the op (the call returns GF_EUNSUPPORTED). A new backend
- * adds one table and one case in ctx.c; callers do not change. */
+ * adds one table and one case in ctx.c; callers do not change. The CUDA
+ * backend's table comes from a module loaded at run time (cuda_module.h),
+ * so this struct is part of that module's ABI. */
 #ifndef GF_BACKEND_H
 #define GF_BACKEND_H
 
@@ -190,9 +192,7 @@ enum { GF_POOL_MAX = 0, GF_POOL_AVG_INCLUDE_PAD, GF_POOL_AVG_EXCLUDE_PAD };
  * kernels (cpu_ctx.c), for gf_ctx_bf16_check and gf_ctx_int8_check. */
 gf_status gf_cpu_lowp_check(int int8, gf_err *err);
 extern const gf_backend_ops gf_cpu_backend_ops;
-#ifdef GF_HAVE_CUDA
-/* The CUDA backend's table (cuda/cuda_ctx.c), in builds with CUDA. */
-extern const gf_backend_ops gf_cuda_backend_ops;
-#endif
+/* The CUDA backend's table lives in the CUDA backend module
+ * (cuda/cuda_ctx.c, reached through cuda_module.h). */
 
 #endif

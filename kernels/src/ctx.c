@@ -1,5 +1,6 @@
 /* ctx.c - gf_ctx creation and the choice of a backend's dispatch table; see
- * gf/ctx.h. The backends themselves live in cpu/ and cuda/. */
+ * gf/ctx.h. The backends themselves live in cpu/ and cuda/; the CUDA one
+ * in a module loaded on first use (cuda_loader.h). */
 #include "gf/ctx.h"
 
 #include <string.h>
@@ -7,7 +8,7 @@
 
 #include "backend.h"
 #ifdef GF_HAVE_CUDA
-#include "cuda/cuda_mem.h"
+#include "cuda_loader.h"
 #endif
 
 const char *gf_backend_name(gf_backend backend) {
@@ -33,15 +34,18 @@ gf_status gf_ctx_init(gf_ctx *ctx, const gf_ctx_config *cfg, gf_err *err) {
     ctx->ops = &gf_cpu_backend_ops;
     ctx->device = GF_DEV_CPU;
     break;
-  case GF_BACKEND_CUDA:
+  case GF_BACKEND_CUDA: {
 #ifdef GF_HAVE_CUDA
-    ctx->ops = &gf_cuda_backend_ops;
+    const gf_cuda_module *m = NULL;
+    GF_TRY(gf_cuda_module_get(&m, err));
+    ctx->ops = m->backend;
     ctx->device = GF_DEV_CUDA;
     break;
 #else
     return gf_fail(err, GF_EUNSUPPORTED,
                    "ctx: the CUDA backend is not built in this library");
 #endif
+  }
   default:
     return gf_fail(err, GF_EINVAL, "ctx: unknown backend %d",
                    (int)cfg->backend);
@@ -105,7 +109,9 @@ int gf_cuda_built(void) {
 
 gf_status gf_cuda_device_check(int ordinal, gf_err *err) {
 #ifdef GF_HAVE_CUDA
-  return gf_cuda_probe(ordinal, NULL, err);
+  const gf_cuda_module *m = NULL;
+  GF_TRY(gf_cuda_module_get(&m, err));
+  return m->probe(ordinal, NULL, err);
 #else
   (void)ordinal;
   return gf_fail(err, GF_EUNSUPPORTED, "this build has no CUDA backend");

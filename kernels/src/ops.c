@@ -844,10 +844,6 @@ gf_status gf_copy(gf_ctx *ctx, const gf_tensor *src, gf_tensor *dst,
 
 /* ---- DiffAugment ----------------------------------------------------------- */
 
-int64_t gf_augment_shift(int64_t n) { return n < 0 ? 0 : (n + 4) / 8; }
-
-int64_t gf_augment_cutout_size(int64_t n) { return n < 0 ? 0 : (n + 1) / 2; }
-
 /* in [N,C,H,W] (C, H, W >= 1), out the same shape, params
  * [N, GF_AUG_NPARAMS], a known policy; out is in or does not overlap it,
  * params does not overlap out. ins/outs name the tensors. */

@@ -1,51 +1,15 @@
-/* tensor.c - gf_tensor descriptors, their allocation, and gf_arena; see
- * gf/tensor.h. CUDA memory goes through cuda/cuda_mem.c in builds with
- * CUDA. */
+/* tensor.c - gf_tensor descriptors, their allocation, views and copies,
+ * and gf_arena; see gf/tensor.h (the descriptor arithmetic is
+ * tensor_shape.c's). CUDA memory goes through the CUDA backend module
+ * (cuda/cuda_mem.c, reached by cuda_loader.h) in builds with CUDA. */
 #include "gf/tensor.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #ifdef GF_HAVE_CUDA
-#include "cuda/cuda_mem.h"
+#include "cuda_loader.h"
 #endif
-
-size_t gf_dtype_size(gf_dtype dtype) {
-  switch (dtype) {
-  case GF_F32: return 4;
-  case GF_BF16: return 2;
-  case GF_F16: return 2;
-  case GF_I32: return 4;
-  }
-  return 0;
-}
-
-const char *gf_dtype_name(gf_dtype dtype) {
-  switch (dtype) {
-  case GF_F32: return "f32";
-  case GF_BF16: return "bf16";
-  case GF_F16: return "f16";
-  case GF_I32: return "i32";
-  }
-  return "?";
-}
-
-int64_t gf_tensor_numel(const gf_tensor *t) {
-  int64_t n = 1;
-  for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
-  return n;
-}
-
-size_t gf_tensor_nbytes(const gf_tensor *t) {
-  return (size_t)gf_tensor_numel(t) * gf_dtype_size(t->dtype);
-}
-
-bool gf_tensor_same_shape(const gf_tensor *a, const gf_tensor *b) {
-  if (a->ndim != b->ndim) return false;
-  for (int i = 0; i < a->ndim; i++)
-    if (a->shape[i] != b->shape[i]) return false;
-  return true;
-}
 
 /* Checks dtype, device and shape and fills the descriptor fields other than
  * data/owns; the byte count goes to *nbytes. */
@@ -90,7 +54,9 @@ static gf_status device_alloc(gf_device device, int index, size_t nbytes,
   size_t sz = round_up(nbytes ? nbytes : 1);
   if (device == GF_DEV_CUDA) {
 #ifdef GF_HAVE_CUDA
-    return gf_cuda_mem_alloc(index, sz, out, err);
+    const gf_cuda_module *m = NULL;
+    GF_TRY(gf_cuda_module_get(&m, err));
+    return m->mem_alloc(index, sz, out, err);
 #else
     (void)index;
     return gf_fail(err, GF_EUNSUPPORTED,
@@ -112,7 +78,10 @@ static gf_status device_alloc(gf_device device, int index, size_t nbytes,
 static void device_free(gf_device device, int index, void *p) {
   if (device == GF_DEV_CPU) free(p);
 #ifdef GF_HAVE_CUDA
-  else if (device == GF_DEV_CUDA) gf_cuda_mem_free(index, p);
+  /* CUDA memory came from the module, which is loaded for good by then */
+  const gf_cuda_module *m = NULL;
+  if (device == GF_DEV_CUDA && gf_cuda_module_get(&m, NULL) == GF_OK)
+    m->mem_free(index, p);
 #endif
   (void)index;
 }
@@ -154,8 +123,10 @@ gf_status gf_tensor_copy(gf_tensor *dst, const gf_tensor *src, gf_err *err) {
     return GF_OK;
   }
 #ifdef GF_HAVE_CUDA
-  return gf_cuda_memcpy(dst->data, dst->device, dst->device_index, src->data,
-                        src->device, src->device_index, n, err);
+  const gf_cuda_module *m = NULL;
+  GF_TRY(gf_cuda_module_get(&m, err));
+  return m->memcpy(dst->data, dst->device, dst->device_index, src->data,
+                   src->device, src->device_index, n, err);
 #else
   return gf_fail(err, GF_EUNSUPPORTED,
                  "tensor copy: CUDA memory in a build without CUDA");

@@ -1,19 +1,31 @@
 /* test_cuda_host.c - the host side of the CUDA backend, on any machine
- * (label unit; runs in CI without a GPU): the dispatch table is complete;
+ * (label unit; runs in CI without a GPU): the backend module
+ * (libganflow_cuda.so) loads from the build tree and its dispatch table is
+ * complete;
  * workspace growth and layout; the algorithm filter under the
  * deterministic / TF32 rules; the bounded algorithm cache; device-string
  * parsing; and the error paths: without a GPU, a CUDA ctx, CUDA tensors,
  * arenas and copies fail with GF_EDEVICE and "no CUDA device: ..." and
- * leave nothing to free; with one, a missing ordinal does. */
+ * leave nothing to free; with one, a missing ordinal does. The planning
+ * functions (cuda/cuda_plan.c, host C inside the module) are compiled into
+ * this test. */
 #include <stdint.h>
 
 #include "backend.h"
 #include "check.h"
 #include "cuda/cuda_plan.h"
+#include "cuda_loader.h"
+#include "gf/comm.h"
 #include "kt_util.h"
 
 static void test_table(void) {
-  const gf_backend_ops *o = &gf_cuda_backend_ops;
+  const gf_cuda_module *m = NULL;
+  gf_err e = {0};
+  gf_status st = gf_cuda_module_get(&m, &e);
+  if (st != GF_OK) fprintf(stderr, "CUDA module: %s\n", e.msg);
+  REQUIRE(st == GF_OK);
+  CHECK(m->nccl != NULL || !gf_comm_built(GF_COMM_NCCL));
+  const gf_backend_ops *o = m->backend;
   CHECK_STR_EQ(o->name, "cuda");
   const void *fns[] = {
       (const void *)o->init,         (const void *)o->fini,

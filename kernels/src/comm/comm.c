@@ -724,11 +724,7 @@ static const gf_comm_ops *engine_of(gf_comm_backend b) {
     return NULL;
 #endif
   case GF_COMM_NCCL:
-#ifdef GF_HAVE_NCCL
-    return &gf_comm_nccl_ops;
-#else
-    return NULL;
-#endif
+    return NULL; /* in the CUDA module: gf_comm_nccl_engine (comm_host.c) */
   case GF_COMM_TCP: return &gf_comm_tcp_ops;
   }
   return NULL;
@@ -792,6 +788,8 @@ gf_status gf_comm_init(gf_comm **out, const gf_comm_config *cfg, gf_err *err) {
     return gf_fail(err, GF_EINVAL, "comm: launch rank %d of world %d", li->rank,
                    li->world_size);
   const gf_comm_ops *ops = engine_of(cfg->backend);
+  if (cfg->backend == GF_COMM_NCCL && gf_comm_built(GF_COMM_NCCL))
+    GF_TRY(gf_comm_nccl_engine(&ops, err));
   if (!ops)
     return gf_fail(err, GF_EUNSUPPORTED,
                    "comm: the %s backend is not built in this library (%s "
@@ -818,6 +816,7 @@ gf_status gf_comm_init(gf_comm **out, const gf_comm_config *cfg, gf_err *err) {
   c->backend = cfg->backend;
   c->algo = cfg->algo;
   c->ops = ops;
+  c->host = &gf_comm_host_services;
   c->launch = *li;
   c->launch.hostname[sizeof c->launch.hostname - 1] = '\0';
   c->ctx = cfg->ctx;

@@ -145,10 +145,15 @@ typedef struct gf_comm_ops {
   int (*poll_set)(struct gf_comm *c, struct pollfd *pfd);
 } gf_comm_ops;
 
+struct gf_comm_host;
+
 struct gf_comm {
   gf_comm_backend backend;
   gf_allreduce_algo algo;
   const gf_comm_ops *ops;
+  const struct gf_comm_host *host; /* gf_comm_host_services: what an engine
+                                      built apart from gf_kernels (nccl, in
+                                      the CUDA module) calls back into */
   void *impl;                  /* engine state, owned (ops->fini) */
   gf_launch_info launch;       /* copy of the config's */
   struct gf_ctx *ctx;          /* nccl: borrowed CUDA ctx; else NULL */
@@ -172,6 +177,8 @@ extern const gf_comm_ops gf_comm_tcp_ops;
 extern const gf_comm_ops gf_comm_mpi_ops;
 #endif
 #ifdef GF_HAVE_NCCL
+/* In the CUDA backend module (libganflow_cuda.so): gf_kernels reaches it
+ * through the module's table, never by this name (gf_comm_nccl_engine). */
 extern const gf_comm_ops gf_comm_nccl_ops;
 #endif
 
@@ -208,6 +215,31 @@ gf_status gf_comm_host_pack(gf_comm_req *r, void **stage, size_t *cap,
                             gf_err *err);
 /* Host UNPACK step: r->buf = r->wbuf widened to f32. */
 void gf_comm_host_unpack(gf_comm_req *r);
+
+/* ---- gf_kernels' services for an engine built apart (comm_host.c) --------
+ * The nccl engine lives in the CUDA backend module (../cuda_module.h),
+ * which links none of gf_kernels: it calls the waiting loop's pause, the
+ * rendezvous and MPI through this table, which gf_comm_init puts in every
+ * comm (c->host). Part of the module's ABI (GF_CUDA_MODULE_ABI). */
+typedef struct gf_comm_host {
+  void (*poll_start)(gf_comm_poll *p); /* gf_comm_poll_start */
+  void (*poll_pause)(gf_comm_poll *p); /* gf_comm_poll_pause */
+  gf_status (*rdv_share)(const char *addr, int port, int rank, int world,
+                         void *blob, size_t n, double timeout_s,
+                         gf_err *err); /* gf_comm_rdv_share */
+  /* gf_comm_mpi_share, _release, _abort_world; NULL without MPI. */
+  gf_status (*mpi_share)(const gf_launch_info *launch, void *blob, size_t n,
+                         double timeout_s, int *we_init, gf_err *err);
+  void (*mpi_release)(int we_init);
+  void (*mpi_abort_world)(int code);
+} gf_comm_host;
+extern const gf_comm_host gf_comm_host_services;
+
+/* The nccl engine, from the CUDA backend module (loaded on this first
+ * use): GF_OK with *out; GF_EUNSUPPORTED when this build has no NCCL, the
+ * module cannot be loaded (the loader's message) or it was built without
+ * NCCL. */
+gf_status gf_comm_nccl_engine(const gf_comm_ops **out, gf_err *err);
 
 /* ---- socket helpers (comm_tcp_net.c; used by comm_rdv.c and the tcp
  * engine) ------------------------------------------------------------------

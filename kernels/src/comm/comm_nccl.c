@@ -11,7 +11,9 @@
  * MASTER_PORT). Host C only; the tree's add, AVG's scale and the bf16
  * conversions of F32_AS_BF16 are the kernels of comm_nccl_kernels.cu. BF16
  * and F32_AS_BF16 (ncclBfloat16) are written but not run on a GPU yet.
- * Built only with GF_HAVE_NCCL. */
+ * Built only with GF_HAVE_NCCL, into the CUDA backend module
+ * (libganflow_cuda.so, ../cuda_module.h): what it needs of gf_kernels (the
+ * waiting loop's pause, the rendezvous, MPI) it reaches through c->host. */
 #include <nccl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,11 +100,11 @@ static gf_status grow_async(void **p, size_t *bytes, size_t need,
 }
 
 /* Polls comm until a non-blocking call finished (ncclSuccess), failed, or
- * the deadline passed (GF_ETIMEOUT naming `what`). */
-static gf_status settle(ncclComm_t comm, double deadline, double timeout_s,
+ * the deadline passed (GF_ETIMEOUT naming `what` and c's timeout). */
+static gf_status settle(const gf_comm *c, ncclComm_t comm, double deadline,
                         const char *what, gf_err *err) {
   gf_comm_poll poll;
-  gf_comm_poll_start(&poll);
+  c->host->poll_start(&poll);
   for (;;) {
     ncclResult_t a = ncclInProgress;
     NCCL_TRY(ncclCommGetAsyncError(comm, &a), comm);
@@ -113,8 +115,8 @@ static gf_status settle(ncclComm_t comm, double deadline, double timeout_s,
       return gf_fail(err, GF_ETIMEOUT,
                      "nccl: %s did not complete within %.3g s (a rank is "
                      "missing or stuck)",
-                     what, timeout_s);
-    gf_comm_poll_pause(&poll);
+                     what, c->timeout_s);
+    c->host->poll_pause(&poll);
   }
 }
 
@@ -123,13 +125,13 @@ static void abort_comm(ncclComm_t *comm) {
   *comm = NULL;
 }
 
-/* Finalizes (flushing, with the timeout) and destroys *comm; aborts it
+/* Finalizes (flushing, with c's timeout) and destroys *comm; aborts it
  * when finalizing fails or times out. */
-static void close_comm(ncclComm_t *comm, double timeout_s) {
+static void close_comm(const gf_comm *c, ncclComm_t *comm) {
   if (!*comm) return;
   gf_err e;
   if (ncclCommFinalize(*comm) != ncclSuccess &&
-      settle(*comm, gf_comm_now() + timeout_s, timeout_s, "ncclCommFinalize",
+      settle(c, *comm, gf_comm_now() + c->timeout_s, "ncclCommFinalize",
              &e) != GF_OK) {
     abort_comm(comm);
     return;
@@ -157,41 +159,36 @@ static void nccl_fini(gf_comm *c, int quiet) {
     if (m->ready) (void)cudaEventDestroy(m->ready);
     if (m->done) (void)cudaEventDestroy(m->done);
   }
-  close_comm(&s->leaders, c->timeout_s);
-  close_comm(&s->node, c->timeout_s);
-  close_comm(&s->world, c->timeout_s);
+  close_comm(c, &s->leaders);
+  close_comm(c, &s->node);
+  close_comm(c, &s->world);
   if (s->barrier_dev) (void)cudaFree(s->barrier_dev);
   if (s->dev_stage) (void)cudaFree(s->dev_stage);
   if (s->host_stage) (void)cudaFreeHost(s->host_stage);
   if (s->stream) (void)cudaStreamDestroy(s->stream);
-#ifdef GF_HAVE_MPI
-  if (s->mpi_boot) gf_comm_mpi_release(s->we_init_mpi);
-#endif
+  if (s->mpi_boot) c->host->mpi_release(s->we_init_mpi);
   free(s);
   c->impl = NULL;
 }
 
-/* Hands rank 0's id to every rank: over MPI, or the TCP rendezvous. */
+/* Hands rank 0's id to every rank: over MPI (when gf_kernels has it), or
+ * the TCP rendezvous. */
 static gf_status share_id(gf_comm *c, nccl_state *s, ncclUniqueId *id,
                           gf_err *err) {
   const gf_launch_info *li = &c->launch;
   if (c->world == 1) return GF_OK;
   int by_mpi = strcmp(li->launcher, "mpirun") == 0 ||
                strcmp(li->launcher, "srun") == 0;
-#ifdef GF_HAVE_MPI
-  if (by_mpi) {
+  if (by_mpi && c->host->mpi_share) {
     /* on failure MPI is finalized again, or left alone after a timeout */
-    gf_status st = gf_comm_mpi_share(li, id, sizeof *id, c->timeout_s,
-                                     &s->we_init_mpi, err);
+    gf_status st = c->host->mpi_share(li, id, sizeof *id, c->timeout_s,
+                                      &s->we_init_mpi, err);
     s->mpi_boot = st == GF_OK;
     return st;
   }
-#else
-  (void)s;
-#endif
   if (li->master_addr[0] && li->master_port > 0)
-    return gf_comm_rdv_share(li->master_addr, li->master_port, c->rank,
-                             c->world, id, sizeof *id, c->timeout_s, err);
+    return c->host->rdv_share(li->master_addr, li->master_port, c->rank,
+                              c->world, id, sizeof *id, c->timeout_s, err);
   return gf_fail(err, GF_EINVAL,
                  "nccl: %d ranks launched by %s need %s to share the NCCL id",
                  c->world, li->launcher,
@@ -229,7 +226,7 @@ static gf_status nccl_init_state(gf_comm *c, nccl_state *s, gf_err *err) {
     abort_comm(&s->world);
     return st;
   }
-  return settle(s->world, deadline, c->timeout_s,
+  return settle(c, s->world, deadline,
                 "ncclCommInitRankConfig (every rank must join)", err);
 }
 
@@ -250,8 +247,8 @@ static gf_status split(gf_comm *c, nccl_state *s, int color, ncclComm_t *out,
   ncclConfig_t cfg = nonblocking_config();
   double deadline = gf_comm_now() + c->timeout_s;
   NCCL_TRY(ncclCommSplit(s->world, color, c->rank, out, &cfg), s->world);
-  GF_TRY(settle(s->world, deadline, c->timeout_s, what, err));
-  if (*out) GF_TRY(settle(*out, deadline, c->timeout_s, what, err));
+  GF_TRY(settle(c, s->world, deadline, what, err));
+  if (*out) GF_TRY(settle(c, *out, deadline, what, err));
   return GF_OK;
 }
 
@@ -271,11 +268,7 @@ static void nccl_abort(gf_comm *c, int code) {
   abort_comm(&s->leaders);
   abort_comm(&s->node);
   abort_comm(&s->world);
-#ifdef GF_HAVE_MPI
-  if (s->mpi_boot) gf_comm_mpi_abort_world(code);
-#else
-  (void)code;
-#endif
+  if (s->mpi_boot) c->host->mpi_abort_world(code);
 }
 
 static gf_status nccl_check_buf(gf_comm *c, const void *buf, size_t bytes,

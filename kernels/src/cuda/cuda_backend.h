@@ -32,6 +32,10 @@ typedef struct gf_cuda_state {
   gf_cuda_algo_cache algos;    /* conv algorithm choices of this ctx */
 } gf_cuda_state;
 
+/* The backend's table (cuda_ctx.c), which the module's entry hands to
+ * gf_kernels (cuda_module.c). */
+extern const gf_backend_ops gf_cuda_backend_ops;
+
 static inline gf_cuda_state *gf_cu(gf_ctx *ctx) {
   return (gf_cuda_state *)ctx->impl;
 }
