@@ -8,9 +8,10 @@
 #     --build-arg BUILD_BASE=nvidia/cuda:13.0.2-cudnn-devel-ubuntu24.04 \
 #     --build-arg RUNTIME_BASE=nvidia/cuda:13.0.2-cudnn-runtime-ubuntu24.04 \
 #     --build-arg GF_CUDA=ON .
-# Two stages: `build` compiles the three executables (Release, no tests) and
-# lists the packages of the shared libraries they load
-# (deploy/image/runtime-packages.sh); the runtime stage installs only those
+# Two stages: `build` compiles the three executables (Release, no tests),
+# and with GF_CUDA=ON the CUDA backend module they load only for --device
+# cuda, and lists the packages of the shared libraries they load
+# (deploy/image/runtime-packages.sh, which reads the module too); the runtime stage installs only those
 # and deploy/image/runtime-extra.txt: no compiler, no headers. It runs as
 # the user ganflow (uid 10001) and its default command is ganflow-serve;
 # the manifests under deploy/ give the command and flags of each use.
@@ -45,7 +46,9 @@ RUN apt-get update \
       --shell /bin/sh ganflow \
  && mkdir -p /var/lib/ganflow/checkpoints /var/cache/ganflow-serve /data \
  && chown -R 10001:10001 /var/lib/ganflow /var/cache/ganflow-serve
-COPY --from=build /out/usr/local/bin/ /usr/local/bin/
+# The executables, and with GF_CUDA=ON the CUDA backend module they open
+# with dlopen (/usr/local/lib/ganflow/libganflow_cuda.so).
+COPY --from=build /out/usr/local/ /usr/local/
 ENV HOME=/var/lib/ganflow LANG=C.UTF-8
 WORKDIR /var/lib/ganflow
 USER 10001:10001

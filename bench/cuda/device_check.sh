@@ -12,9 +12,11 @@
 # (device tool: command "sh .devgpu/check.sh", carry [".devgpu"], timeout_s
 # 480; bench/cuda/device_check.sh itself also works, reading .devgpu/).
 # .devgpu/bundle.tar.gz holds the stripped gpu-test binaries and bench_cuda
-# (bin/), the libraries they need that such a machine lacks (lib/: oneDNN,
-# cJSON), ones it most likely has (lib-fallback/: used only where ldconfig
-# does not know them) and MANIFEST.txt. cuDNN, cuBLAS and NCCL come from
+# (bin/), the CUDA backend module they open (lib/ganflow/, where they look
+# from bin/ as installed executables do), the libraries they need that
+# such a machine lacks (lib/: oneDNN, cJSON), ones it most likely has
+# (lib-fallback/: used only where ldconfig does not know them) and
+# MANIFEST.txt. cuDNN, cuBLAS and NCCL come from
 # python3's nvidia wheel folders, else /usr/local/cuda; cudart is static.
 #
 # Order (each step's log is written under $OUT as it goes; the whole run
@@ -114,12 +116,12 @@ chmod +x "$dest/bench_cuda.sh"
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
   LD_LIBRARY_PATH=$orig_ldp python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(), "nccl", torch.cuda.nccl.version(), "gpu", torch.cuda.is_available() and torch.cuda.get_device_name(0))' 2>&1 | tail -1
   cat "$dest/MANIFEST.txt" 2>/dev/null
-  for b in "$bin"/*; do
+  for b in "$bin"/* "$dest"/lib/ganflow/*.so; do
     echo "== ldd $(basename "$b")"
     ldd "$b" 2>&1 | grep -E "not found|dnnl|cudnn|cublas|nccl|cjson|crypto|gomp|OpenCL|stdc"
   done
 } >>"$env_log" 2>&1
-missing=$(ldd "$bin"/* 2>&1 | grep "not found" | sort -u | tr -s ' \t' ' ' | tr '\n' ';')
+missing=$(ldd "$bin"/* "$dest"/lib/ganflow/*.so 2>&1 | grep "not found" | sort -u | tr -s ' \t' ' ' | tr '\n' ';')
 echo "libraries not found: ${missing:-none}"
 grep '^torch ' "$env_log"
 

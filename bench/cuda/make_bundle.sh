@@ -1,8 +1,10 @@
 #!/bin/sh
 # make_bundle.sh - builds the gpu tests and bench_cuda (Release, CUDA + cuDNN
 # + NCCL, no MPI) and packs them for a lent GPU machine that lacks ganflow's
-# build dependencies: .devgpu/bundle.tar.gz (bin/: stripped binaries; lib/:
-# the libraries such a machine lacks; lib-fallback/: ones it most likely has,
+# build dependencies: .devgpu/bundle.tar.gz (bin/: stripped binaries;
+# lib/ganflow/: the CUDA backend module they open with dlopen, where they
+# look for it, bin/../lib/ganflow; lib/: the libraries such a machine
+# lacks; lib-fallback/: ones it most likely has,
 # used there only where ldconfig does not know them; MANIFEST.txt) and
 # .devgpu/check.sh (a copy of device_check.sh). .devgpu/ is added to
 # .git/info/exclude. cuDNN, cuBLAS, NCCL and the driver are not packed: the
@@ -34,6 +36,12 @@ for t in $targets; do
   cp "$f" "$stage/bin/$t"
   strip --strip-debug "$stage/bin/$t"
 done
+# The CUDA backend module (built with gf_kernels), beside bin/ as installed.
+mod=$(find "$build" -path "*/ganflow/libganflow_cuda.so" -type f | head -1)
+[ -n "$mod" ] || { echo "no libganflow_cuda.so under $build" >&2; exit 1; }
+mkdir -p "$stage/lib/ganflow"
+cp "$mod" "$stage/lib/ganflow/"
+strip --strip-debug "$stage/lib/ganflow/libganflow_cuda.so"
 
 # Model directories for the forward step (untrained weights: timing only):
 # the quickstart's dcgan at 28x28 and a dcgan at 64x64x3.
@@ -50,7 +58,7 @@ manifest=$stage/MANIFEST.txt
   grep -E "^CMAKE_CUDA_ARCHITECTURES|^GF_(CUDA|CUDNN|NCCL|MPI):" "$build/CMakeCache.txt" | tr '\n' ' '; echo
 } >"$manifest"
 # Every library the binaries load, by soname (ldd lists the transitive ones).
-ldd "$stage"/bin/* | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
+ldd "$stage"/bin/* "$stage"/lib/ganflow/*.so | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
 while read -r so path; do
   case $so in
     libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*|libcuda.so.*|\
@@ -67,7 +75,7 @@ done
 
 # Nothing may be missing but what the device side brings.
 miss=$(env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH="$stage/lib:$stage/lib-fallback" \
-       ldd "$stage"/bin/* | grep "not found" | grep -vE "libcudnn|libcublas|libnccl|libcuda\.so" || true)
+       ldd "$stage"/bin/* "$stage"/lib/ganflow/*.so | grep "not found" | grep -vE "libcudnn|libcublas|libnccl|libcuda\.so" || true)
 [ -z "$miss" ] || { echo "missing from the bundle:" >&2; echo "$miss" >&2; exit 1; }
 
 rm -rf "$out"

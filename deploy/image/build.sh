@@ -8,13 +8,15 @@
 #   1. build stage (thrown away): minbase + deploy/image/build-packages.txt;
 #      the checkout (git archive: committed files plus tracked changes) is
 #      configured as Release without tests, the three executables are built
-#      and installed under /usr/local/bin with `cmake --install --strip`, and
+#      and installed under /usr/local/bin with `cmake --install --strip`
+#      (with --cuda, the CUDA backend module they open with dlopen as well,
+#      /usr/local/lib/ganflow/libganflow_cuda.so), and
 #      deploy/image/runtime-packages.sh lists the packages of the shared
 #      libraries they load.
 #   2. runtime stage: Debian's `essential` variant (no apt, no compiler, no
 #      headers) + those packages + deploy/image/runtime-extra.txt, without
 #      documentation, man pages or locales (copyright files kept); the
-#      executables; a user ganflow (uid and gid 10001) owning
+#      executables (and the CUDA module); a user ganflow (uid and gid 10001) owning
 #      /var/lib/ganflow (the working directory; checkpoints under it) and
 #      /var/cache/ganflow-serve; /data for datasets.
 #   3. umoci: the root as one layer, and the image configuration (user
@@ -34,8 +36,9 @@
 #   --cuda     the CUDA variant: the build stage compiles with this
 #              machine's CUDA toolkit, cuDNN and NCCL (under
 #              $GANFLOW_CUDA_HOME, default /usr/local/cuda, bind-mounted
-#              read-only), and their runtime libraries are copied into the
-#              image (/usr/local/cuda/lib, on the loader's path); a host's
+#              read-only), and their runtime libraries (the CUDA module's:
+#              the executables link none) are copied into the image
+#              (/usr/local/cuda/lib, on the loader's path); a host's
 #              NVIDIA driver is mounted in by the container runtime
 #              (the NVIDIA Container Toolkit), never part of the image
 #   --tag TAG  the tag (default the project version from CMakeLists.txt,
@@ -182,7 +185,10 @@ RUNTIME_HOOKS=(
   --customize-hook='echo "ganflow:!:0::::::" >>"$1/etc/shadow"'
   --customize-hook='mkdir -p "$1/var/lib/ganflow/checkpoints" "$1/var/cache/ganflow-serve" "$1/data" && chown -R 10001:10001 "$1/var/lib/ganflow" "$1/var/cache/ganflow-serve" && chmod 0755 "$1/data"'
 )
-(cd "$STAGE" && tar --owner=0 --group=0 --mtime="@$SOURCE_DATE_EPOCH" -cf "$WORK/bin.tar" ./usr/local/bin)
+# The executables, and the CUDA module installed beside them (--cuda).
+INSTALLED=(./usr/local/bin)
+[ -d "$STAGE/usr/local/lib" ] && INSTALLED+=(./usr/local/lib)
+(cd "$STAGE" && tar --owner=0 --group=0 --mtime="@$SOURCE_DATE_EPOCH" -cf "$WORK/bin.tar" "${INSTALLED[@]}")
 if [ "$CUDA" = 1 ]; then
   mkdir -p "$WORK/cuda/usr/local/cuda/lib" "$WORK/cuda/etc/ld.so.conf.d"
   for l in "${CUDA_LIBS[@]}"; do
@@ -210,6 +216,18 @@ for exe in ganflow ganflow-train ganflow-serve; do
   chroot --userspec=10001:10001 "$WORK/rootfs" "/usr/local/bin/$exe" --help >/dev/null 2>&1 ||
     die "$exe --help fails inside the runtime root (a library missing?)"
 done
+# The CUDA variant: the module is found and its libraries load; with no
+# driver in the root the answer must be "no CUDA device".
+if [ "$CUDA" = 1 ]; then
+  [ -f "$WORK/rootfs/usr/local/lib/ganflow/libganflow_cuda.so" ] ||
+    die "the CUDA image has no /usr/local/lib/ganflow/libganflow_cuda.so"
+  msg=$(chroot --userspec=10001:10001 "$WORK/rootfs" /usr/local/bin/ganflow-train \
+          --data /nonexistent --device cuda 2>&1 || true)
+  case $msg in
+    *"no CUDA device"*) ;;
+    *) die "the CUDA module does not load inside the runtime root: $msg" ;;
+  esac
+fi
 
 say "OCI layout: umoci"
 mkdir -p "$OUT"

@@ -1,10 +1,14 @@
 #!/bin/sh
 # Prints the Debian packages that hold the shared libraries the given
 # executables load (ldd, then dpkg -S), one per line, sorted: what the
-# container image installs so that they run, and nothing else. A library no
-# package holds (the CUDA toolkit's, installed by NVIDIA's installer) is
-# printed to stderr as "unpackaged: PATH" for the caller to copy; any other
-# failure (a library not found, ldd or dpkg failing) exits 1.
+# container image installs so that they run, and nothing else. The modules
+# installed beside an executable, which it opens with dlopen and ldd cannot
+# see from it (<bindir>/../lib/ganflow/*.so: the CUDA backend,
+# libganflow_cuda.so, with cuBLAS, cuDNN and NCCL), are read the same way.
+# A library no package holds (the CUDA toolkit's, installed by NVIDIA's
+# installer) is printed to stderr as "unpackaged: PATH" for the caller to
+# copy; any other failure (a library not found, ldd or dpkg failing) exits
+# 1.
 #   deploy/image/runtime-packages.sh EXE...
 # Run inside the root the executables were built in (the image's build
 # stage), so that dpkg's database is the one that linked them.
@@ -12,7 +16,16 @@ set -eu
 [ "$#" -gt 0 ] || { echo "usage: runtime-packages.sh EXE..." >&2; exit 2; }
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
-for exe in "$@"; do
+# The executables and the modules beside them, each once.
+files() {
+  for exe in "$@"; do
+    echo "$exe"
+    for m in "$(dirname "$exe")"/../lib/ganflow/*.so "$(dirname "$exe")"/../lib/*/ganflow/*.so; do
+      [ -f "$m" ] && readlink -f "$m"
+    done
+  done | awk '!seen[$0]++'
+}
+files "$@" | while read -r exe; do
   out=$(ldd "$exe") || { echo "runtime-packages: ldd $exe failed" >&2; exit 1; }
   if printf '%s\n' "$out" | grep -q 'not found'; then
     printf '%s\n' "$out" | grep 'not found' >&2

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -177,10 +178,25 @@ static struct {
   gf_cuda_lib lib; /* the module when st == GF_OK */
 } module_state;
 
+/* The canonical path of this process's executable into exe[GF_PATH_MAX]:
+ * /proc/self/exe, or where /proc is not mounted (a chroot) the path it was
+ * started by (AT_EXECFN) resolved. 0, or -1 when neither says. */
+static int own_path(char exe[GF_PATH_MAX]) {
+  ssize_t n = readlink("/proc/self/exe", exe, GF_PATH_MAX - 1);
+  if (n > 0) {
+    exe[n] = '\0';
+    return 0;
+  }
+  const char *fn = (const char *)getauxval(AT_EXECFN);
+  char buf[PATH_MAX];
+  if (!fn || !realpath(fn, buf) || strlen(buf) >= GF_PATH_MAX) return -1;
+  memcpy(exe, buf, strlen(buf) + 1);
+  return 0;
+}
+
 static void load_once(void) {
   char exe[GF_PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) exe[n] = '\0';
+  int known = own_path(exe) == 0;
 #ifdef GF_CUDA_MODULE_BUILD_ROOT
   char root_buf[PATH_MAX];
   const char *root = realpath(GF_CUDA_MODULE_BUILD_ROOT, root_buf);
@@ -188,7 +204,7 @@ static void load_once(void) {
   const char *root = NULL;
 #endif
   module_state.st =
-      gf_cuda_lib_find(&module_state.lib, n > 0 ? exe : NULL,
+      gf_cuda_lib_find(&module_state.lib, known ? exe : NULL,
                        getenv(GF_CUDA_MODULE_ENV), root, &module_state.err);
 }
 

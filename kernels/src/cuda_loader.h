@@ -57,8 +57,10 @@ gf_status gf_cuda_lib_open(gf_cuda_lib *lib, const char *path, gf_err *err);
 gf_status gf_cuda_lib_find(gf_cuda_lib *lib, const char *exe, const char *env,
                            const char *build_root, gf_err *err);
 
-/* The process's module: gf_cuda_lib_find for /proc/self/exe,
- * GANFLOW_CUDA_MODULE and this build's tree, run once under pthread_once
+/* The process's module: gf_cuda_lib_find for this executable (its
+ * canonical path from /proc/self/exe, or from the path it was started by
+ * where /proc is not mounted), GANFLOW_CUDA_MODULE and this build's tree
+ * (builds with CUDA), run once under pthread_once
  * (a dlopen handle is process-wide by nature, and CUDA tensors are
  * allocated and freed apart from any ctx, so there is no owner narrower
  * than the process); every call, from any thread, returns that one
