@@ -97,6 +97,7 @@ const gf_cuda_module *gf_cuda_module_entry(void) {
 
 #include "check.h"
 #include "cuda_loader.h"
+#include "file_util.h"
 
 /* Message of a failed open: the status is GF_EUNSUPPORTED, *lib is empty,
  * and the message holds each of the needles. */
@@ -163,10 +164,7 @@ static void test_failures(const char *tmp) {
   /* a file that is not a shared object */
   char text[1100];
   snprintf(text, sizeof text, "%s/not-a-module.so", tmp);
-  FILE *f = fopen(text, "w");
-  REQUIRE(f);
-  fputs("not an ELF file\n", f);
-  fclose(f);
+  tu_write(text, "not an ELF file\n", 16);
   expect_fail(gf_cuda_lib_find(&lib, NULL, text, NULL, &e), &lib, &e,
               "could not be loaded: ", text);
   /* a directory */
@@ -208,13 +206,9 @@ static void test_fits(void) {
 }
 
 int main(void) {
-  char tmp[1024];
-  snprintf(tmp, sizeof tmp, "%s", GF_TEST_TMP);
-  char cmd[2200];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", tmp, tmp);
-  REQUIRE(system(cmd) == 0);
+  tu_fresh_dir(GF_TEST_TMP);
   test_place();
-  test_failures(tmp);
+  test_failures(GF_TEST_TMP);
   test_fits();
   return check_report();
 }
