@@ -5,7 +5,9 @@
  *   local  world 1: every op is a no-op (allgather a copy); no library used
  *   mpi    host buffers; MPI non-blocking collectives (GF_HAVE_MPI builds)
  *   nccl   CUDA device buffers ordered after the gf_ctx's stream (builds
- *          with the CUDA backend and NCCL, GF_HAVE_NCCL)
+ *          with the CUDA backend and NCCL, GF_HAVE_NCCL; the engine is in
+ *          the CUDA backend module, loaded by the first gf_comm_init that
+ *          asks for it)
  *   tcp    host buffers over a full mesh of TCP connections bootstrapped
  *          from MASTER_ADDR:MASTER_PORT, no library (every POSIX build):
  *          CPU ranks of a torchrun-style launch, like PyTorch's gloo
@@ -174,7 +176,8 @@ typedef struct gf_comm gf_comm; /* opaque */
  *   local launch->world_size must be 1.
  * Then, when world > 1, the hostnames are allgathered (gf_comm_nodes, local
  * rank and world). GF_EUNSUPPORTED with a clear message when this build
- * lacks the backend; GF_EINVAL for a bad config (tree at a world that is
+ * lacks the backend (nccl: or the CUDA backend module holding it does not
+ * load); GF_EINVAL for a bad config (tree at a world that is
  * not a power of two, nccl without a CUDA ctx); GF_ETIMEOUT when peers do
  * not arrive. On failure *out is NULL and nothing needs freeing. */
 gf_status gf_comm_init(gf_comm **out, const gf_comm_config *cfg, gf_err *err);
@@ -210,7 +213,8 @@ int gf_comm_device_buffers(const gf_comm *c);
 void gf_comm_set_timeout(gf_comm *c, double timeout_s);
 double gf_comm_timeout(const gf_comm *c);
 
-/* True when this build has backend b (local and tcp: always). */
+/* True when this build has backend b (local and tcp: always; nccl: built
+ * into the CUDA backend module, which this does not load). */
 int gf_comm_built(gf_comm_backend b);
 /* Static names: "local", "mpi", "nccl", "tcp"; "ring", "reduce-bcast",
  * "hierarchical", "tree"; "?" for a value out of range. */

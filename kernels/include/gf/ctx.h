@@ -127,10 +127,15 @@ gf_status gf_ctx_bf16_check(const gf_ctx *ctx, gf_err *err);
 
 /* Fills ctx (caller-owned struct) for cfg->backend; cfg NULL means CPU with
  * every core. Allocates the backend state (engine, stream, caches), owned by
- * ctx until gf_ctx_free. GF_EUNSUPPORTED for a backend this build lacks;
- * GF_EDEVICE with a message starting "no CUDA device: " for CUDA on a
- * machine without a usable GPU (or without cfg->device_index). On failure
- * nothing needs freeing (gf_ctx_free is still harmless). */
+ * ctx until gf_ctx_free. The CUDA backend is a module (libganflow_cuda.so)
+ * that the first CUDA ctx, CUDA tensor or gf_cuda_device_check of the
+ * process loads, for the rest of the process. GF_EUNSUPPORTED for a
+ * backend this build lacks, or when that module is not found or does not
+ * load ("the CUDA backend module ... was not found (looked in PATH)" /
+ * "... could not be loaded: " and why); GF_EDEVICE with a message
+ * starting "no CUDA device: " for CUDA on a machine without a usable GPU
+ * (or without cfg->device_index). On failure nothing needs freeing
+ * (gf_ctx_free is still harmless). */
 gf_status gf_ctx_init(gf_ctx *ctx, const gf_ctx_config *cfg, gf_err *err);
 
 /* Releases the backend state, cached primitives and scratch; tensors are
@@ -142,11 +147,14 @@ void gf_ctx_free(gf_ctx *ctx);
  * Errors of queued work surface here. */
 gf_status gf_ctx_sync(gf_ctx *ctx, gf_err *err);
 
-/* True when this build has the CUDA backend (a GPU may still be absent). */
+/* True when this build has the CUDA backend (its module may still be
+ * missing, a GPU absent: gf_cuda_device_check says); loads nothing. */
 int gf_cuda_built(void);
 /* GF_OK when CUDA device `ordinal` can be used; else GF_EUNSUPPORTED (no
- * CUDA backend in this build) or GF_EDEVICE ("no CUDA device: " and why).
- * Creates nothing; for checking a --device flag before any work starts. */
+ * CUDA backend in this build, or its module not found or not loadable, as
+ * gf_ctx_init says) or GF_EDEVICE ("no CUDA device: " and why). Loads the
+ * module on first use and creates nothing on a device; for checking a
+ * --device flag before any work starts. */
 gf_status gf_cuda_device_check(int ordinal, gf_err *err);
 
 /* Counters of the primitive cache and scratch, for tests and benchmarks. */

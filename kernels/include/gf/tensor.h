@@ -61,8 +61,9 @@ bool gf_tensor_same_shape(const gf_tensor *a, const gf_tensor *b);
  * describes it in *t (t->owns = true). The caller owns the memory and
  * releases it with gf_tensor_free(t). shape is copied. On failure *t is left
  * empty (data NULL) and nothing needs freeing. GF_DEV_CUDA means ordinal 0
- * (gf_tensor_init_on names another); in a build without CUDA it returns
- * GF_EUNSUPPORTED, on a machine without a GPU GF_EDEVICE ("no CUDA
+ * (gf_tensor_init_on names another); in a build without CUDA, or when
+ * the CUDA backend module does not load (gf/ctx.h, gf_ctx_init), it
+ * returns GF_EUNSUPPORTED, on a machine without a GPU GF_EDEVICE ("no CUDA
  * device: ..."). */
 gf_status gf_tensor_init(gf_tensor *t, gf_dtype dtype, gf_device device,
                          int ndim, const int64_t *shape, gf_err *err);
