@@ -41,7 +41,9 @@ gf_status gf_cuda_module_place(const char *exe, const char *env,
   place[0] = '\0';
   int n;
   if (env && *env) {
-    n = snprintf(place, GF_PATH_MAX, "%s", env);
+    /* a bare name is a file here, not one for dlopen's library search */
+    n = snprintf(place, GF_PATH_MAX, "%s%s", strchr(env, '/') ? "" : "./",
+                 env);
   } else if (exe && exe[0] == '/') {
     if (build_root && build_root[0] == '/' && inside(exe, build_root)) {
       n = snprintf(place, GF_PATH_MAX, "%s/%s/%s", build_root,

@@ -8,7 +8,8 @@
  *
  * Where the module is looked for (one place; a file there that fails to
  * load is an error, never a reason to look elsewhere):
- *   - GANFLOW_CUDA_MODULE, the path of the module file, when set;
+ *   - GANFLOW_CUDA_MODULE, the path of the module file, when set (a bare
+ *     name is a file in the working directory);
  *   - else, for an executable that runs from inside the build tree
  *     (GF_CUDA_MODULE_BUILD_ROOT: the tests, and the executables before
  *     `cmake --install`), the build tree's GF_CUDA_MODULE_BUILD_SUBDIR;

@@ -118,6 +118,8 @@ static void test_place(void) {
   CHECK(gf_cuda_module_place("/b/x/bin/exe", "/m/libx.so", "/b", p, &e) ==
         GF_OK);
   CHECK_STR_EQ(p, "/m/libx.so");
+  CHECK(gf_cuda_module_place(NULL, "libx.so", NULL, p, &e) == GF_OK);
+  CHECK_STR_EQ(p, "./libx.so"); /* a file here, not a library search */
   /* inside the build tree: the tree's module dir */
   CHECK(gf_cuda_module_place("/b/x/tests/kernels/test", "", "/b/x", p, &e) ==
         GF_OK);
