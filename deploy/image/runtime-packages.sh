@@ -15,7 +15,7 @@
 set -eu
 [ "$#" -gt 0 ] || { echo "usage: runtime-packages.sh EXE..." >&2; exit 2; }
 tmp=$(mktemp)
-trap 'rm -f "$tmp"' EXIT
+trap 'rm -f "$tmp" "$tmp.files" "$tmp.libs"' EXIT
 # The executables and the modules beside them, each once.
 files() {
   for exe in "$@"; do
@@ -25,7 +25,10 @@ files() {
     done
   done | awk '!seen[$0]++'
 }
-files "$@" | while read -r exe; do
+# The loops read from and write to files, not pipes: a pipeline's loop is a
+# subshell, whose `exit 1` would not end the script.
+files "$@" >"$tmp.files"
+while read -r exe; do
   out=$(ldd "$exe") || { echo "runtime-packages: ldd $exe failed" >&2; exit 1; }
   if printf '%s\n' "$out" | grep -q 'not found'; then
     printf '%s\n' "$out" | grep 'not found' >&2
@@ -34,7 +37,9 @@ files "$@" | while read -r exe; do
   fi
   # "libx.so.1 => /path/libx.so.1 (0x...)" and "/lib64/ld-linux-x86-64.so.2 (0x...)"
   printf '%s\n' "$out" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'
-done | sort -u | while read -r lib; do
+done <"$tmp.files" >"$tmp.libs"
+sort -u "$tmp.libs" -o "$tmp.libs"
+while read -r lib; do
   # dpkg's database names a file by the path its package shipped: on a
   # merged-/usr system that may be /lib/... for /usr/lib/... or the other
   # way round, and a symlink's own name or its target's.
@@ -44,5 +49,5 @@ done | sort -u | while read -r lib; do
     pkg=$(dpkg -S "$p" 2>/dev/null | head -1 | cut -d: -f1) && [ -n "$pkg" ] && break
   done
   if [ -n "$pkg" ]; then echo "$pkg" >>"$tmp"; else echo "unpackaged: $real" >&2; fi
-done
+done <"$tmp.libs"
 sort -u "$tmp"
