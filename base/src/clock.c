@@ -39,3 +39,9 @@ void gf_deadline_after(struct timespec *ts, clockid_t clock, double s) {
   clock_gettime(clock, ts);
   gf_timespec_add(ts, s);
 }
+
+int gf_ms_left(double deadline) {
+  double left = deadline - gf_mono_s();
+  if (left <= 0) return 0;
+  return left > 1e6 ? 1000000000 : (int)(left * 1000.0) + 1;
+}

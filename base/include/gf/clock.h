@@ -26,5 +26,8 @@ int gf_timespec_before(const struct timespec *a, const struct timespec *b);
  * takes (CLOCK_REALTIME for a default condvar, CLOCK_MONOTONIC for one whose
  * attribute says so). */
 void gf_deadline_after(struct timespec *ts, clockid_t clock, double s);
+/* Milliseconds from now until `deadline` (gf_mono_s() seconds), for
+ * poll(): 0 once it has passed, at least 1 before it, at most 1e9. */
+int gf_ms_left(double deadline);
 
 #endif
