@@ -1,5 +1,5 @@
 /* fuzz_comm_tcp_hello.c - fuzz target for the tcp engine's bootstrap
- * parsers (kernels/src/comm/comm_tcp_net.c), which read what peers send:
+ * parsers (kernels/src/comm/comm_tcp_wire.c), which read what peers send:
  * the first GF_TCP_MSG_BYTES bytes are one message (hello, table header,
  * reject, mesh), the rest a table of entries for the world the header
  * names (any other message: the world the length implies, at most 64).
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/comm_impl.h"
+#include "comm/comm_tcp_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

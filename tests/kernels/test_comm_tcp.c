@@ -56,6 +56,7 @@
 
 #include "check.h"
 #include "comm/comm_impl.h"
+#include "comm/comm_tcp.h"
 #include "file_util.h"
 #include "gf/comm.h"
 #include "wait_util.h"

@@ -1,17 +1,17 @@
 /* comm.c - gf_comm: the choice of an engine, argument checks, the request
- * state machine (steps of each algorithm, lane order, progress, timeouts),
- * topology from hostnames and statistics; see gf/comm.h and comm_impl.h.
- * The engines (comm_local.c, comm_mpi.c, comm_nccl.c, comm_tcp.c) only
- * start and test steps. Launch parsing is in comm_launch.c, the TCP
- * rendezvous in comm_rdv.c, sockets in comm_tcp_net.c. */
+ * state machine (steps of each algorithm, lane order, progress, timeouts,
+ * and its checker), topology from hostnames and statistics; see gf/comm.h
+ * and comm_impl.h. The engines (comm_local.c, comm_mpi.c, comm_nccl.c,
+ * comm_tcp.c) only start and test steps, and call nothing here: what they
+ * share is in comm_core.c. Launch parsing is in comm_launch.c, the TCP
+ * rendezvous in comm_rdv.c, sockets in base (gf/sock.h). */
 #include <assert.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "comm_impl.h"
+#include "gf/invariant.h"
 #include "gf/text.h"
 
 /* ---- names --------------------------------------------------------------- */
@@ -93,133 +93,6 @@ static const char *dtype_name(gf_comm_dtype dt) {
   case GF_CDT_F32_AS_BF16: return "f32-as-bf16";
   }
   return "?";
-}
-
-/* ---- shared helpers ------------------------------------------------------ */
-
-void gf_comm_poll_start(gf_comm_poll *p) {
-  p->t0 = gf_comm_now();
-  p->delay_ns = 0;
-}
-
-void gf_comm_poll_pause(gf_comm_poll *p) {
-  if (p->delay_ns == 0) {
-    if (gf_comm_now() - p->t0 < GF_COMM_SPIN_S) {
-      sched_yield();
-      return;
-    }
-    p->delay_ns = 2000;
-  }
-  struct timespec ts = {0, p->delay_ns};
-  nanosleep(&ts, NULL);
-  p->delay_ns = p->delay_ns >= 500000 ? 1000000 : p->delay_ns * 2;
-}
-
-size_t gf_comm_dtype_size(gf_comm_dtype dt) {
-  switch (dt) {
-  case GF_CDT_F32: return 4;
-  case GF_CDT_F64: return 8;
-  case GF_CDT_I64: return 8;
-  case GF_CDT_U8: return 1;
-  case GF_CDT_BF16: return 2;
-  case GF_CDT_F32_AS_BF16: return 4;
-  }
-  return 0;
-}
-
-/* ---- bf16 ---------------------------------------------------------------- */
-
-/* The bf16 nearest f, ties to even: add half an ulp of the kept part (less
- * one, plus the kept part's lowest bit) and cut; a NaN is quieted instead,
- * since the addition could carry it into an infinity. */
-static inline uint16_t bf16_of(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-
-static inline float f32_of(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-void gf_comm_bf16_from_f32(uint16_t *dst, const float *src, size_t n) {
-  for (size_t i = 0; i < n; i++) dst[i] = bf16_of(src[i]);
-}
-
-void gf_comm_bf16_to_f32(float *dst, const uint16_t *src, size_t n) {
-  for (size_t i = 0; i < n; i++) dst[i] = f32_of(src[i]);
-}
-
-gf_status gf_comm_host_pack(gf_comm_req *r, void **stage, size_t *cap,
-                            gf_err *err) {
-  size_t need = r->count * sizeof(uint16_t);
-  if (need > *cap) {
-    void *nb = malloc(need);
-    if (!nb)
-      return gf_fail(err, GF_ENOMEM,
-                     "comm: cannot allocate %zu bytes for the bf16 copy", need);
-    free(*stage);
-    *stage = nb;
-    *cap = need;
-  }
-  gf_comm_bf16_from_f32(*stage, r->buf, r->count);
-  r->wbuf = *stage;
-  return GF_OK;
-}
-
-void gf_comm_host_unpack(gf_comm_req *r) {
-  if (r->wbuf) gf_comm_bf16_to_f32(r->buf, r->wbuf, r->count);
-}
-
-void gf_comm_host_add(gf_comm_dtype dt, void *dst, const void *lower,
-                      const void *higher, size_t n) {
-  switch (dt) {
-  case GF_CDT_F32: {
-    float *d = dst;
-    const float *a = lower, *b = higher;
-    for (size_t i = 0; i < n; i++) d[i] = a[i] + b[i];
-    break;
-  }
-  case GF_CDT_F64: {
-    double *d = dst;
-    const double *a = lower, *b = higher;
-    for (size_t i = 0; i < n; i++) d[i] = a[i] + b[i];
-    break;
-  }
-  case GF_CDT_I64: {
-    /* wrap-around like MPI_SUM on int64 in practice, without the UB */
-    int64_t *d = dst;
-    const int64_t *a = lower, *b = higher;
-    for (size_t i = 0; i < n; i++)
-      d[i] = (int64_t)((uint64_t)a[i] + (uint64_t)b[i]);
-    break;
-  }
-  case GF_CDT_BF16: {
-    /* each addition in f32, rounded to bf16 */
-    uint16_t *d = dst;
-    const uint16_t *a = lower, *b = higher;
-    for (size_t i = 0; i < n; i++) d[i] = bf16_of(f32_of(a[i]) + f32_of(b[i]));
-    break;
-  }
-  case GF_CDT_U8:          /* not reducible; rejected before */
-  case GF_CDT_F32_AS_BF16: /* reduced as BF16 */
-    break;
-  }
-}
-
-void gf_comm_host_scale(gf_comm_dtype dt, void *buf, size_t n, int world) {
-  if (dt == GF_CDT_F32 || dt == GF_CDT_F32_AS_BF16) {
-    float *p = buf, s = (float)(1.0 / world);
-    for (size_t i = 0; i < n; i++) p[i] *= s;
-  } else if (dt == GF_CDT_F64) {
-    double *p = buf, s = 1.0 / world;
-    for (size_t i = 0; i < n; i++) p[i] *= s;
-  }
 }
 
 /* ---- accessors ----------------------------------------------------------- */
@@ -539,7 +412,7 @@ static gf_status req_wait(gf_comm *c, int slot, gf_err *err) {
                 ? c->ops->poll_set(c, c->pfd)
                 : 0;
     if (n) {
-      int ms = gf_comm_ms_left(deadline);
+      int ms = gf_ms_left(deadline);
       (void)poll(c->pfd, (nfds_t)n, ms < IDLE_MS ? ms : IDLE_MS);
     } else {
       gf_comm_poll_pause(&pause);
@@ -730,13 +603,15 @@ static const gf_comm_ops *engine_of(gf_comm_backend b) {
   return NULL;
 }
 
-/* Local rank, local world, node count and index from every rank's
- * hostname (allgathered when world > 1). */
+/* Local rank, local world, node count and index, and every rank's node
+ * (c->node_of), from every rank's hostname (allgathered when world > 1). A
+ * node's index is the order of its hostname's first appearance. */
 static gf_status find_topology(gf_comm *c, gf_err *err) {
   c->local_rank = 0;
   c->local_world = 1;
   c->nodes = 1;
   c->node_index = 0;
+  c->node_of[0] = 0;
   if (c->world == 1) return GF_OK;
   enum { HN = sizeof c->launch.hostname };
   char *names = malloc((size_t)c->world * HN);
@@ -748,25 +623,20 @@ static gf_status find_topology(gf_comm *c, gf_err *err) {
     free(names);
     return st;
   }
-  /* node index of rank r: number of distinct names among the first
-   * appearances before r's first appearance */
-  int nodes = 0, mine = -1, lrank = 0, lworld = 0;
+  int nodes = 0, lrank = 0, lworld = 0;
   for (int r = 0; r < c->world; r++) {
     const char *nr = names + (size_t)r * HN;
-    int first = 1;
-    for (int q = 0; q < r && first; q++)
-      first = strncmp(nr, names + (size_t)q * HN, HN) != 0;
-    int same = strncmp(nr, c->launch.hostname, HN) == 0;
-    if (same && mine < 0) mine = nodes;
-    if (first) nodes++;
-    if (same) {
+    int q = 0; /* the first rank with r's hostname */
+    while (q < r && strncmp(nr, names + (size_t)q * HN, HN) != 0) q++;
+    c->node_of[r] = q == r ? nodes++ : c->node_of[q];
+    if (strncmp(nr, c->launch.hostname, HN) == 0) {
       if (r < c->rank) lrank++;
       lworld++;
     }
   }
   free(names);
   c->nodes = nodes;
-  c->node_index = mine < 0 ? 0 : mine;
+  c->node_index = c->node_of[c->rank];
   c->local_rank = lrank;
   c->local_world = lworld;
   return GF_OK;
@@ -825,15 +695,19 @@ gf_status gf_comm_init(gf_comm **out, const gf_comm_config *cfg, gf_err *err) {
   gf_comm_set_timeout(c, cfg->timeout_s);
   c->local_world = 1;
   c->nodes = 1;
-  if (ops->poll_set) {
-    c->pfd = calloc((size_t)c->world, sizeof *c->pfd);
-    if (!c->pfd) {
-      free(c);
-      return gf_fail(err, GF_ENOMEM, "comm: cannot allocate the poll set");
-    }
+  c->node_of = calloc((size_t)c->world, sizeof *c->node_of);
+  if (ops->poll_set) c->pfd = calloc((size_t)c->world, sizeof *c->pfd);
+  if (!c->node_of || (ops->poll_set && !c->pfd)) {
+    free(c->node_of);
+    free(c->pfd);
+    free(c);
+    return gf_fail(err, GF_ENOMEM,
+                   "comm: cannot allocate the state of %d ranks",
+                   li->world_size);
   }
   gf_status st = ops->init(c, err);
   if (st) {
+    free(c->node_of);
     free(c->pfd);
     free(c);
     return st;
@@ -861,6 +735,7 @@ void gf_comm_free(gf_comm *c) {
       if (c->reqs[s].active) req_release(c, s);
   }
   c->ops->fini(c, in_flight || c->aborted);
+  free(c->node_of);
   free(c->pfd);
   free(c);
 }

@@ -162,6 +162,8 @@ struct gf_comm {
   int local_rank, local_world; /* among the ranks with this hostname */
   int nodes;                   /* distinct hostnames, >= 1 */
   int node_index;              /* 0..nodes-1: order of first appearance */
+  int *node_of;                /* [world] every rank's node_index (so
+                                  node_of[rank] == node_index); owned */
   int aborted;                 /* gf_comm_abort ran */
   struct pollfd *pfd;          /* [world] poll_set's array; owned; NULL
                                   without poll_set */
@@ -170,7 +172,9 @@ struct gf_comm {
   gf_comm_stats stats;
 };
 
-/* The engines (comm_local.c, comm_mpi.c, comm_nccl.c, comm_tcp.c). */
+/* The engines (comm_local.c, comm_mpi.c, comm_nccl.c, comm_tcp.c). comm.c
+ * reaches them through these tables; they reach comm.c never (what they
+ * share is comm_core.c, below both). */
 extern const gf_comm_ops gf_comm_local_ops;
 extern const gf_comm_ops gf_comm_tcp_ops;
 #ifdef GF_HAVE_MPI
@@ -182,7 +186,7 @@ extern const gf_comm_ops gf_comm_mpi_ops;
 extern const gf_comm_ops gf_comm_nccl_ops;
 #endif
 
-/* ---- helpers shared by the engines (comm.c) ------------------------------ */
+/* ---- helpers shared by comm.c and the engines (comm_core.c) ------------- */
 /* CLOCK_MONOTONIC in seconds: gf_mono_s under the name the engines'
  * deadlines (and the comm tests) use. */
 static inline double gf_comm_now(void) { return gf_mono_s(); }
@@ -241,117 +245,17 @@ extern const gf_comm_host gf_comm_host_services;
  * NCCL. */
 gf_status gf_comm_nccl_engine(const gf_comm_ops **out, gf_err *err);
 
-/* ---- socket helpers (comm_tcp_net.c; used by comm_rdv.c and the tcp
- * engine) ------------------------------------------------------------------
- * Every socket is non-blocking and close-on-exec; every wait polls against
- * a CLOCK_MONOTONIC deadline (seconds, gf_comm_now()). */
-struct addrinfo;
-/* Milliseconds left until the deadline for poll(): 0 once it has passed,
- * at least 1 before. */
-int gf_comm_ms_left(double deadline);
-/* Big-endian integers of the wire formats. */
-void gf_comm_put_u32(unsigned char *p, uint32_t v);
-uint32_t gf_comm_get_u32(const unsigned char *p);
-int gf_comm_set_nonblock(int fd);
-/* Moves exactly n bytes over non-blocking fd before the deadline (out: send
- * with MSG_NOSIGNAL, else recv). Returns 0, or -1 with errno (ETIMEDOUT at
- * the deadline, EPIPE for a peer that closed). */
-int gf_comm_io_full(int fd, void *buf, size_t n, int out, double deadline);
-/* A non-blocking listening socket on `port` of every address (IPv6
- * dual-stack, else IPv4), SO_REUSEADDR. port 0: an ephemeral port, written
- * to *bound. The caller owns *out (close). GF_EIO naming `who` (message
- * prefix) and, for port > 0, MASTER_PORT and the port; a port in use says
- * so. */
-gf_status gf_comm_listen(const char *who, int port, int *out, int *bound,
+/* Listens on `port` of every address (gf_sock_listen; port 0: one the
+ * kernel picks, written to *bound, which may be NULL). The caller closes
+ * *fd. GF_EIO naming `who` (message prefix) and, for port > 0,
+ * MASTER_PORT and the port; a port in use says so. */
+gf_status gf_comm_listen(const char *who, int port, int *fd, int *bound,
                          gf_err *err);
-/* One connection attempt to each address of the list; returns a connected
- * non-blocking fd (the caller closes it) or -1 with errno of the last
- * failure. Waits at most 1 s (and not past the deadline) per address. */
-int gf_comm_connect_once(const struct addrinfo *ai, double deadline);
-/* Connects to addr:port, retrying every 50 ms until the deadline (the peer
- * may not listen yet). GF_OK with *fd connected (caller-owned);
- * GF_EINVAL (err filled, naming `who`) when addr does not resolve;
- * GF_ETIMEOUT at the deadline with only why->msg filled (the last failure),
- * for the caller's message. */
-gf_status gf_comm_dial(const char *who, const char *addr, int port,
-                       double deadline, int *fd, gf_err *why, gf_err *err);
 
-/* ---- tcp engine wire format (comm_tcp_net.c) -----------------------------
- * Bootstrap messages, integers big-endian, GF_TCP_MSG_BYTES each:
- *   "gfTC" | version u16 (GF_TCP_VERSION) | kind u16 | rank u32 | world u32
- *   | port u32 | token u32
- * kinds: HELLO (rank -> rank 0: its rank, world and listening port),
- * TABLE (rank 0 -> rank: rank = the recipient, token = this job's nonce;
- * followed by world GF_TCP_ENTRY_BYTES entries), REJECT (rank 0 -> rank:
- * port = the reason, world = rank 0's world), MESH (rank j -> rank i < j
- * over j's new connection: j, the token) and MESH_ACK (i -> j). A table
- * entry: family u8 (0 for rank 0, which everyone reaches at MASTER_ADDR; 4
- * or 6) | 3 zero bytes | address (16 bytes; IPv4 in the first 4, the rest
- * zero) | port u32. */
-#define GF_TCP_VERSION 1
-#define GF_TCP_MSG_BYTES 24
-#define GF_TCP_ENTRY_BYTES 24
-#define GF_TCP_MAX_WORLD 65536
-enum {
-  GF_TCP_HELLO = 1,
-  GF_TCP_TABLE = 2,
-  GF_TCP_REJECT = 3,
-  GF_TCP_MESH = 4,
-  GF_TCP_MESH_ACK = 5
-};
-/* REJECT reasons */
-enum { GF_TCP_R_WORLD = 1, GF_TCP_R_TWICE = 2, GF_TCP_R_VERSION = 3 };
-typedef struct gf_tcp_msg {
-  int kind;       /* GF_TCP_HELLO..GF_TCP_MESH_ACK */
-  int rank;       /* 0 <= rank < world */
-  int world;      /* 1..GF_TCP_MAX_WORLD */
-  int port;       /* HELLO: 1..65535; REJECT: the reason; else 0 */
-  uint32_t token; /* TABLE, MESH, MESH_ACK: != 0; else 0 */
-} gf_tcp_msg;
-typedef struct gf_tcp_entry {
-  int family;             /* 0 (rank 0), 4 or 6 */
-  unsigned char addr[16]; /* family 4: first 4 bytes */
-  int port;               /* 1..65535; 0 for rank 0 */
-} gf_tcp_entry;
-/* Writes m as GF_TCP_MSG_BYTES bytes (m is not checked). */
-void gf_comm_tcp_put_msg(unsigned char *p, const gf_tcp_msg *m);
-/* Parses n bytes from a peer (outside input): magic, version, kind, and
- * every field against the kind's range above. GF_EFORMAT with a message
- * naming the field otherwise; *out written only on success. */
-gf_status gf_comm_tcp_parse_msg(const unsigned char *p, size_t n,
-                                gf_tcp_msg *out, gf_err *err);
-/* Parses the n bytes of a table of `world` entries (n must be world *
- * GF_TCP_ENTRY_BYTES): entry 0 all zero, the others family 4 or 6 with
- * zero padding, a non-zero address and a port 1..65535. out has world
- * entries (caller-owned); GF_EFORMAT naming the entry otherwise. */
-gf_status gf_comm_tcp_parse_table(const unsigned char *p, size_t n, int world,
-                                  gf_tcp_entry *out, gf_err *err);
-/* The tcp engine's bootstrap: rank 0 listens on MASTER_PORT and collects a
- * HELLO from every rank, checks world agreement and that each rank comes
- * once, and sends everyone the TABLE; then every rank j connects to every
- * rank 0 < i < j and identifies itself (MESH / MESH_ACK); the connection
- * to rank 0 is the one of the hello. fds (world entries, caller-owned) get
- * one connected non-blocking TCP_NODELAY socket per peer (fds[rank] = -1),
- * which the caller closes. Everything before one deadline: GF_ETIMEOUT
- * names the ranks that did not arrive; GF_EINVAL for a world or rank that
- * disagrees; GF_EIO for socket errors (a MASTER_PORT in use names it). On
- * failure every socket is closed and fds are all -1. */
-gf_status gf_comm_tcp_bootstrap(const gf_launch_info *li, double timeout_s,
-                                int *fds, gf_err *err);
-
-/* For fault-injection tests: the socket of a tcp comm to world rank peer
- * (owned by the comm: the caller may shut it down, never close it), or -1
- * (another engine, this rank, a closed comm). */
-int gf_comm_tcp_peer_fd(const gf_comm *c, int peer);
-/* For tests: the bytes (headers included) of messages from peer that the
- * tcp comm has read ahead of their receives and holds; 0 for another
- * engine. */
-size_t gf_comm_tcp_early_bytes(const gf_comm *c, int peer);
-
-/* ---- bootstrap helpers --------------------------------------------------- */
-/* TCP rendezvous (comm_rdv.c): rank 0 listens on port (all addresses) and
- * sends the n-byte blob to each of ranks 1..world-1, which connect to
- * addr:port, retrying until the deadline. Checks a magic word, the world
+/* ---- bootstrap helpers (for the nccl engine) ----------------------------- */
+/* TCP rendezvous (comm_rdv.c, over gf/sock.h): rank 0 listens on port (all
+ * addresses) and sends the n-byte blob to each of ranks 1..world-1, which
+ * connect to addr:port, retrying until the deadline. Checks a magic word, the world
  * size and that each rank arrives once. GF_ETIMEOUT after timeout_s; GF_EIO
  * for socket errors (a port already in use names the port). No allocation
  * that outlives the call. */

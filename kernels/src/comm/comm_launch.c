@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "comm_impl.h"
+#include "gf/sock.h"
 #include "gf/text.h"
 
 #define GF_LAUNCH_MAX_WORLD 65536
@@ -160,21 +161,14 @@ bad:
                  q);
 }
 
-/* A host name or numeric address: 1..255 bytes of letters, digits and
- * ".-_:%[]". */
+/* A host name or address under gf/sock.h's rule (an IPv6 address bare, as
+ * torchrun takes it, or in brackets); kept as written (the dial drops the
+ * brackets). */
 static gf_status check_addr(const char *v, gf_err *err) {
-  char q[256];
-  size_t n = strlen(v);
-  int ok = n >= 1 && n < 256;
-  for (size_t i = 0; ok && i < n; i++) {
-    char ch = v[i];
-    ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-         (ch >= '0' && ch <= '9') || strchr(".-_:%[]", ch) != NULL;
-  }
-  if (ok) return GF_OK;
-  quote(v, q, sizeof q);
-  return gf_fail(err, GF_EINVAL,
-                 "launch: MASTER_ADDR=%s is not a host name or address", q);
+  char h[GF_SOCK_HOST_MAX];
+  gf_err e;
+  if (gf_sock_host("MASTER_ADDR", v, h, sizeof h, &e) == GF_OK) return GF_OK;
+  return gf_fail(err, GF_EINVAL, "launch: %s", e.msg);
 }
 
 /* Range checks between the values; names are the variables they came

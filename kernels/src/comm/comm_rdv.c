@@ -9,17 +9,16 @@
  *   hello  "gfrdv01\n" (8) | rank u32 | world u32
  *   answer "gfrdv01\n" (8) | n u32 | blob (n bytes)
  * Not a general transport: one blob, one job, then the sockets close. The
- * socket helpers are shared with the tcp engine (comm_tcp_net.c). */
-#include <errno.h>
+ * sockets are gf/sock.h's. */
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "comm_impl.h"
+#include "gf/sock.h"
 
 static const char RDV_MAGIC[8] = {'g', 'f', 'r', 'd', 'v', '0', '1', '\n'};
 
@@ -35,12 +34,12 @@ static gf_status rdv_serve(int port, int world, const void *blob, size_t n,
   }
   unsigned char head[16];
   memcpy(head, RDV_MAGIC, 8);
-  gf_comm_put_u32(head + 8, (uint32_t)n);
+  gf_be32_put(head + 8, (uint32_t)n);
   int served = 0, rejected = 0;
   gf_status st = GF_OK;
   while (served < world - 1) {
     struct pollfd pf = {lfd, POLLIN, 0};
-    int ms = gf_comm_ms_left(deadline);
+    int ms = gf_ms_left(deadline);
     if (ms == 0) {
       st = gf_fail(err, GF_ETIMEOUT,
                    "rendezvous: rank 0 heard from %d of %d ranks on port %d "
@@ -50,22 +49,19 @@ static gf_status rdv_serve(int port, int world, const void *blob, size_t n,
     }
     int pr = poll(&pf, 1, ms);
     if (pr <= 0) continue;
-    int fd = accept(lfd, NULL, NULL);
+    int fd = gf_sock_accept(lfd);
     if (fd < 0) continue;
-    if (gf_comm_set_nonblock(fd) != 0) {
-      close(fd);
-      continue;
-    }
     unsigned char hello[16];
     /* one slow client may not hold rank 0 past a few seconds */
-    double hd = gf_comm_now() + 5.0;
-    if (gf_comm_io_full(fd, hello, sizeof hello, 0,
-                        hd < deadline ? hd : deadline) == 0 &&
+    double hd = gf_mono_s() + 5.0;
+    gf_err e;
+    if (gf_sock_read_full(fd, hello, sizeof hello,
+                          hd < deadline ? hd : deadline, NULL, &e) == GF_OK &&
         memcmp(hello, RDV_MAGIC, 8) == 0) {
-      uint32_t r = gf_comm_get_u32(hello + 8), w = gf_comm_get_u32(hello + 12);
+      uint32_t r = gf_be32_get(hello + 8), w = gf_be32_get(hello + 12);
       if (w == (uint32_t)world && r >= 1 && r < (uint32_t)world && !seen[r] &&
-          gf_comm_io_full(fd, head, sizeof head, 1, deadline) == 0 &&
-          gf_comm_io_full(fd, (void *)blob, n, 1, deadline) == 0) {
+          gf_sock_write_full(fd, head, sizeof head, deadline, &e) == GF_OK &&
+          gf_sock_write_full(fd, blob, n, deadline, &e) == GF_OK) {
         seen[r] = 1;
         served++;
       } else {
@@ -86,38 +82,40 @@ static gf_status rdv_fetch(const char *addr, int port, int rank, int world,
                            double timeout_s, gf_err *err) {
   unsigned char hello[16], head[16];
   memcpy(hello, RDV_MAGIC, 8);
-  gf_comm_put_u32(hello + 8, (uint32_t)rank);
-  gf_comm_put_u32(hello + 12, (uint32_t)world);
+  gf_be32_put(hello + 8, (uint32_t)rank);
+  gf_be32_put(hello + 12, (uint32_t)world);
   gf_err why; /* the last failure, for the timeout's message */
   gf_fail(&why, GF_ETIMEOUT, "no attempt");
-  while (gf_comm_ms_left(deadline) > 0) {
+  while (gf_ms_left(deadline) > 0) {
     int fd = -1;
-    gf_status st = gf_comm_dial("rendezvous", addr, port, deadline, &fd, &why,
-                                err);
+    gf_status st = gf_sock_dial_until(addr, port, deadline, 0.05, &fd, &why);
     if (st == GF_ETIMEOUT) break;
-    if (st) return st;
-    int ok = gf_comm_io_full(fd, hello, sizeof hello, 1, deadline) == 0 &&
-             gf_comm_io_full(fd, head, sizeof head, 0, deadline) == 0;
-    if (ok &&
-        (memcmp(head, RDV_MAGIC, 8) != 0 || gf_comm_get_u32(head + 8) != n)) {
+    if (st) return gf_fail(err, st, "rendezvous: MASTER_ADDR: %s", why.msg);
+    char name[GF_SOCK_NAME_MAX];
+    gf_sock_name(addr, port, name, sizeof name);
+    gf_err e;
+    st = gf_sock_write_full(fd, hello, sizeof hello, deadline, &e);
+    if (!st) st = gf_sock_read_full(fd, head, sizeof head, deadline, NULL, &e);
+    if (!st &&
+        (memcmp(head, RDV_MAGIC, 8) != 0 || gf_be32_get(head + 8) != n)) {
       close(fd);
       return gf_fail(err, GF_EFORMAT,
-                     "rendezvous: %s:%d answered with something that is not "
+                     "rendezvous: %s answered with something that is not "
                      "this job's rank 0 (wrong magic or length)",
-                     addr, port);
+                     name);
     }
-    ok = ok && gf_comm_io_full(fd, blob, n, 0, deadline) == 0;
-    if (!ok) gf_fail(&why, GF_EIO, "exchange: %s", strerror(errno));
+    if (!st) st = gf_sock_read_full(fd, blob, n, deadline, NULL, &e);
     close(fd);
-    if (ok) return GF_OK;
+    if (!st) return GF_OK;
+    gf_fail(&why, st, "%s: exchange: %s", name, e.msg);
     /* rank 0 went away mid-exchange: try again while time is left */
     struct timespec ts = {0, 50 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
   return gf_fail(err, GF_ETIMEOUT,
-                 "rendezvous: rank %d got no answer from rank 0 at %.100s:%d "
-                 "within %.3g s (last: %s)",
-                 rank, addr, port, timeout_s, why.msg);
+                 "rendezvous: rank %d got no answer from rank 0 within %.3g s "
+                 "(last: %s)",
+                 rank, timeout_s, why.msg);
 }
 
 gf_status gf_comm_rdv_share(const char *addr, int port, int rank, int world,
@@ -132,7 +130,7 @@ gf_status gf_comm_rdv_share(const char *addr, int port, int rank, int world,
   if (world == 1) return GF_OK;
   if (rank != 0 && (!addr || !addr[0]))
     return gf_fail(err, GF_EINVAL, "rendezvous: MASTER_ADDR is empty");
-  double deadline = gf_comm_now() + timeout_s;
+  double deadline = gf_mono_s() + timeout_s;
   if (rank == 0)
     return rdv_serve(port, world, blob, n, deadline, timeout_s, err);
   return rdv_fetch(addr, port, rank, world, blob, n, deadline, timeout_s, err);

@@ -24,19 +24,8 @@
  *   XADD       exchange with `peer`, then lower rank's + higher rank's
  *   BARRIER    dissemination, ceil(log2 P) rounds of empty messages
  *   ALLGATHER  ring
- * Message header, integers big-endian: op seq u64 | step kind u8 | scope u8
- * | arg u16 (tree level, root) | part u32 (round; REDUCE: the sender's
- * position) | bytes u64. The first 16 bytes identify the message; the
- * receiver checks the byte count against its own, and a message that can
- * belong to none of its collectives (another kind of step under the same
- * op number, an op it has finished) fails with GF_EINVAL instead of being
- * read as garbage. Three control headers, each sent only between two
- * messages of a stream, with seq 0 and no payload:
- *   BYE    sent by gf_comm_free; the rest zero
- *   ABORT  gf_comm_abort; bytes = the code (two's complement)
- *   LOST   "rank L is gone": part = L, scope = the reason (LOST_CLOSED: its
- *          stream ended without a BYE; LOST_ERROR: a socket error, bytes =
- *          the errno; LOST_ABORTED: it sent ABORT, bytes = its code), arg 0
+ * The messages' header and the control headers (BYE, ABORT, LOST) are in
+ * comm_tcp_wire.h.
  *
  * A dead peer is found at once, not at the timeout: every stream is read
  * whenever a request is in flight, so a recv of 0 bytes or a reset shows
@@ -51,6 +40,7 @@
  * (later steps fail with the same error). A peer that vanishes without a
  * FIN or reset (a partition) is found by the timeout only. Not here: the
  * choice of steps (comm.c). */
+#include <assert.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -63,10 +53,6 @@
 #include "comm_tcp.h"
 
 #define HDR GF_TCP_HDR
-
-static uint64_t hdr_u64(const unsigned char *p) {
-  return (uint64_t)gf_comm_get_u32(p) << 32 | gf_comm_get_u32(p + 4);
-}
 
 /* ---- scopes and rounds --------------------------------------------------- */
 
@@ -106,11 +92,6 @@ static int step_rounds(const gf_comm_step *st, int p, int q) {
   return 0;
 }
 
-/* The header arg of a step: the tree level, else the root. */
-static int step_arg(const gf_comm_step *st) {
-  return st->kind == GF_STEP_XADD ? st->level : st->peer;
-}
-
 /* A message of the current round; `part` tells it apart within the step
  * (the round, or for REDUCE the sender's position, which the root
  * receives in turn). */
@@ -121,7 +102,7 @@ static void msg_set(const gf_comm_req *r, tcp_msg *m, int peer, void *data,
   m->peer = peer;
   m->data = data;
   m->n = n;
-  gf_tcp_put_hdr(m->hdr, r->seq, st->kind, st->scope, step_arg(st),
+  gf_tcp_put_hdr(m->hdr, r->seq, st->kind, st->scope, gf_tcp_step_arg(st),
                  (uint32_t)part, n);
 }
 
@@ -255,40 +236,6 @@ static int round_done(const tcp_slot *ts) {
   return !ts->nrecv || ts->recv.done == HDR + ts->recv.n;
 }
 
-/* ---- what may still come (for the streams) ------------------------------- */
-
-int gf_tcp_may_come(const gf_comm *c, const tcp_state *s, int peer,
-                    const unsigned char *h, unsigned char want[GF_TCP_HDR]) {
-  uint64_t seq = hdr_u64(h);
-  int kind = h[8], scope = h[9], arg = h[10] << 8 | h[11];
-  for (int i = 0; i < GF_COMM_SLOTS; i++) {
-    const gf_comm_req *r = &c->reqs[i];
-    if (!r->active || r->seq != seq) continue;
-    int first = -1;
-    for (int j = r->cur; !r->failed && j < r->nsteps; j++) {
-      const gf_comm_step *st = &r->steps[j];
-      if (!gf_comm_step_talks(st->kind)) continue;
-      if (first < 0) first = j;
-      if (st->kind == kind && st->scope == scope &&
-          (step_arg(st) & 0xffff) == arg)
-        return 1; /* this step or a later one of the op: a later round */
-    }
-    if (first < 0) break; /* finished here */
-    const tcp_slot *ts = &s->slots[i];
-    if (first == r->cur && ts->live && ts->nrecv && ts->recv.peer == peer) {
-      memcpy(want, ts->recv.hdr, GF_TCP_HDR);
-    } else {
-      const gf_comm_step *st = &r->steps[first];
-      gf_tcp_put_hdr(want, seq, st->kind, st->scope, step_arg(st), 0, 0);
-    }
-    return 0;
-  }
-  if (seq >= c->next_seq) return 1; /* a collective this rank has not
-                                       called yet */
-  gf_tcp_put_hdr(want, seq, 0xff, 0, 0, 0, 0);
-  return 0;
-}
-
 /* ---- engine -------------------------------------------------------------- */
 
 static void close_all(gf_comm *c, tcp_state *s, int hard) {
@@ -366,33 +313,25 @@ static gf_status tcp_init(gf_comm *c, gf_err *err) {
   return GF_OK;
 }
 
-/* The node and leader scopes from every rank's node index. */
+/* The node and leader scopes from every rank's node (c->node_of). */
 static gf_status tcp_init_hier(gf_comm *c, gf_err *err) {
   tcp_state *s = c->impl;
   size_t w = (size_t)c->world;
-  int *idx = malloc(w * sizeof *idx);
   s->node = malloc(w * sizeof *s->node);
   s->leaders = malloc(w * sizeof *s->leaders);
-  if (!idx || !s->node || !s->leaders) {
-    free(idx);
+  if (!s->node || !s->leaders)
     return gf_fail(err, GF_ENOMEM, "tcp: cannot allocate the scopes");
-  }
-  gf_status st = gf_comm_allgather(c, &c->node_index, sizeof(int), idx, err);
   s->nnode = s->nleaders = 0;
-  for (int r = 0; !st && r < c->world; r++) {
+  for (int r = 0; r < c->world; r++) {
     int first = 1;
-    for (int q = 0; q < r && first; q++) first = idx[q] != idx[r];
+    for (int q = 0; q < r && first; q++) first = c->node_of[q] != c->node_of[r];
     if (first) s->leaders[s->nleaders++] = r;
-    if (idx[r] == c->node_index) s->node[s->nnode++] = r;
+    if (c->node_of[r] == c->node_index) s->node[s->nnode++] = r;
   }
-  free(idx);
-  if (!st && (s->nnode != c->local_world || s->nleaders != c->nodes ||
-              s->node[c->local_rank] != c->rank))
-    st = gf_fail(err, GF_ESTATE,
-                 "tcp: the node indices disagree with the hostnames (%d "
-                 "ranks here, %d hosts)",
-                 s->nnode, s->nleaders);
-  return st;
+  /* node_of and the counts come from the same hostnames (comm.c) */
+  assert(s->nnode == c->local_world && s->nleaders == c->nodes &&
+         s->node[c->local_rank] == c->rank);
+  return GF_OK;
 }
 
 static void tcp_abort(gf_comm *c, int code) {

@@ -1,9 +1,10 @@
 /* comm_tcp.h - private to the tcp engine: its state and the byte streams
  * between the ranks of a full mesh. comm_tcp.c runs the collectives (the
- * steps and their rounds); comm_tcp_net.c moves their messages.
+ * steps and their rounds); comm_tcp_net.c moves their messages;
+ * comm_tcp_boot.c connects the mesh; the bytes on the wire are in
+ * comm_tcp_wire.h.
  *
- * A message is a GF_TCP_HDR-byte header and its payload (the wire format is
- * in comm_tcp.c's header comment). Each peer's outgoing stream is a queue
+ * A message is a GF_TCP_HDR-byte header and its payload. Each peer's outgoing stream is a queue
  * of messages sent in queue order; each incoming stream is read whenever
  * bytes are there and every message is matched by its header's identity
  * (op seq, step kind, scope, arg, part) against the receives this rank has
@@ -21,15 +22,7 @@
 #include <stdint.h>
 
 #include "comm_impl.h"
-
-#define GF_TCP_HDR 24
-/* Bytes of a header that identify a message (all but the byte count). */
-#define GF_TCP_ID 16
-
-/* Control kinds (the step-kind byte) */
-enum { GF_TCP_K_BYE = 0xf0, GF_TCP_K_ABORT = 0xf1, GF_TCP_K_LOST = 0xf2 };
-/* LOST reasons (the scope byte of a LOST header) */
-enum { GF_TCP_LOST_CLOSED = 1, GF_TCP_LOST_ERROR = 2, GF_TCP_LOST_ABORTED = 3 };
+#include "comm_tcp_wire.h"
 
 /* One message of a round. Owned by its request's slot; linked into a
  * peer's send queue or posted receives while it moves. */
@@ -105,11 +98,6 @@ typedef struct tcp_state {
  * comm; copies it into err (may be NULL) and returns its code. */
 gf_status gf_tcp_broke(tcp_state *s, gf_err *err);
 
-/* "all-reduce", "tree exchange", ... for a step kind; "unknown" else. */
-const char *gf_tcp_kind_name(int kind);
-/* Writes a header: op seq | kind | scope | arg | part | bytes. */
-void gf_tcp_put_hdr(unsigned char *h, uint64_t seq, int kind, int scope,
-                    int arg, uint32_t part, uint64_t bytes);
 /* Queues m (header and payload set, done 0) behind the peer's other
  * sends. */
 void gf_tcp_send(tcp_state *s, tcp_msg *m);
@@ -133,12 +121,41 @@ void gf_tcp_notify_all(gf_comm *c, tcp_state *s, int kind, int64_t code);
 /* Frees every unexpected message (at fini). */
 void gf_tcp_drop_unexpected(gf_comm *c, tcp_state *s);
 
-/* ---- the collectives' side (comm_tcp.c), for the streams ----------------
- * May a data message with header h from `peer`, matching no posted
+/* May a data message with header h from `peer`, matching no posted
  * receive, be for a round, step or request this rank has still to come
  * to? 0 when it cannot (the ranks called different collectives): then
- * want holds the header this rank expected instead, for the message. */
+ * want holds the header this rank expected instead, for the message. Reads
+ * the requests (c->reqs) and the slots' receives; changes nothing. */
 int gf_tcp_may_come(const gf_comm *c, const tcp_state *s, int peer,
                     const unsigned char *h, unsigned char want[GF_TCP_HDR]);
+
+/* The header arg of a step: the tree level, else the root. */
+static inline int gf_tcp_step_arg(const gf_comm_step *st) {
+  return st->kind == GF_STEP_XADD ? st->level : st->peer;
+}
+
+/* ---- bootstrap (comm_tcp_boot.c) ------------------------------------------
+ * Rank 0 listens on MASTER_PORT and collects a HELLO from every rank,
+ * checks world agreement and that each rank comes once, and sends
+ * everyone the TABLE; then every rank j connects to every rank 0 < i < j
+ * and identifies itself (MESH / MESH_ACK); the connection to rank 0 is the
+ * one of the hello. fds (world entries, caller-owned) get one connected
+ * non-blocking TCP_NODELAY socket per peer (fds[rank] = -1), which the
+ * caller closes. Everything before one deadline: GF_ETIMEOUT names the
+ * ranks that did not arrive; GF_EINVAL for a world or rank that disagrees;
+ * GF_EIO for socket errors (a MASTER_PORT in use names it). On failure
+ * every socket is closed and fds are all -1. */
+gf_status gf_comm_tcp_bootstrap(const gf_launch_info *li, double timeout_s,
+                                int *fds, gf_err *err);
+
+/* ---- for tests (comm_tcp.c) ---------------------------------------------- */
+/* For fault-injection tests: the socket of a tcp comm to world rank peer
+ * (owned by the comm: the caller may shut it down, never close it), or -1
+ * (another engine, this rank, a closed comm). */
+int gf_comm_tcp_peer_fd(const gf_comm *c, int peer);
+/* For tests: the bytes (headers included) of messages from peer that the
+ * tcp comm has read ahead of their receives and holds; 0 for another
+ * engine. */
+size_t gf_comm_tcp_early_bytes(const gf_comm *c, int peer);
 
 #endif

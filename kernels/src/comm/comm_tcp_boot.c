@@ -2,24 +2,20 @@
  * MASTER_PORT and gathers every rank's hello (rank, world, its own
  * listening port), answers each with the table of addresses, then every
  * pair of ranks connects (the higher rank dials the lower), leaving a full
- * mesh of sockets. Messages and their parsers are in comm_tcp_net.c; the
- * collectives over the mesh in comm_tcp.c. */
+ * mesh of sockets. Messages and their parsers are in comm_tcp_wire.c,
+ * sockets in gf/sock.h; the collectives over the mesh in comm_tcp.c. */
 #include <arpa/inet.h>
 #include <assert.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "comm_impl.h"
+#include "comm_tcp.h"
+#include "gf/sock.h"
 #include "gf/text.h"
 
 /* ---- bootstrap ----------------------------------------------------------- */
@@ -74,18 +70,13 @@ static void note_ignored(char last[LAST_CAP], const gf_err *e) {
   (void)n;
 }
 
-static void tune(int fd) {
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-}
-
 static gf_status send_msg(int fd, const gf_tcp_msg *m, double deadline,
                           const char *to, gf_err *err) {
   unsigned char b[GF_TCP_MSG_BYTES];
   gf_comm_tcp_put_msg(b, m);
-  if (gf_comm_io_full(fd, b, sizeof b, 1, deadline) != 0)
-    return gf_fail(err, errno == ETIMEDOUT ? GF_ETIMEOUT : GF_EIO,
-                   WHO ": sending to %s: %s", to, strerror(errno));
+  gf_err e;
+  gf_status st = gf_sock_write_full(fd, b, sizeof b, deadline, &e);
+  if (st) return gf_fail(err, st, WHO ": sending to %s: %s", to, e.msg);
   return GF_OK;
 }
 
@@ -93,16 +84,16 @@ static gf_status send_msg(int fd, const gf_tcp_msg *m, double deadline,
 static gf_status recv_msg(int fd, gf_tcp_msg *m, double deadline,
                           double timeout_s, const char *from, gf_err *err) {
   unsigned char b[GF_TCP_MSG_BYTES];
-  if (gf_comm_io_full(fd, b, sizeof b, 0, deadline) != 0) {
-    if (errno == ETIMEDOUT)
-      return gf_fail(err, GF_ETIMEOUT, WHO ": %s sent nothing within %.3g s",
-                     from, timeout_s);
+  gf_err e;
+  gf_status st = gf_sock_read_full(fd, b, sizeof b, deadline, NULL, &e);
+  if (st == GF_ETIMEOUT)
+    return gf_fail(err, GF_ETIMEOUT, WHO ": %s sent nothing within %.3g s",
+                   from, timeout_s);
+  if (st)
     return gf_fail(err, GF_EIO,
                    WHO ": %s closed the connection during the "
                        "bootstrap (%s; did it fail?)",
-                   from, strerror(errno));
-  }
-  gf_err e;
+                   from, e.msg);
   if (gf_comm_tcp_parse_msg(b, sizeof b, m, &e))
     return gf_fail(err, GF_EFORMAT, "%s (from %s)", e.msg, from);
   return GF_OK;
@@ -113,7 +104,7 @@ static void entry_of(int fd, int port, unsigned char *e) {
   struct sockaddr_storage ss;
   socklen_t len = sizeof ss;
   memset(e, 0, GF_TCP_ENTRY_BYTES);
-  gf_comm_put_u32(e + 20, (uint32_t)port);
+  gf_be32_put(e + 20, (uint32_t)port);
   if (getpeername(fd, (struct sockaddr *)&ss, &len) != 0) return;
   if (ss.ss_family == AF_INET) {
     e[0] = 4;
@@ -165,7 +156,7 @@ static gf_status serve(const gf_launch_info *li, int *fds, double deadline,
   char last[LAST_CAP] = "";
   while (!st && arrived < world) {
     struct pollfd pf = {lfd, POLLIN, 0};
-    int ms = gf_comm_ms_left(deadline);
+    int ms = gf_ms_left(deadline);
     if (ms == 0) {
       char miss[MISSING_CAP];
       list_missing(seen, 1, world, miss);
@@ -177,14 +168,10 @@ static gf_status serve(const gf_launch_info *li, int *fds, double deadline,
       break;
     }
     if (poll(&pf, 1, ms) <= 0) continue;
-    int fd = accept(lfd, NULL, NULL);
+    int fd = gf_sock_accept(lfd);
     if (fd < 0) continue;
-    if (gf_comm_set_nonblock(fd) != 0) {
-      close(fd);
-      continue;
-    }
     /* one slow client may not hold rank 0 past a few seconds */
-    double hd = gf_comm_now() + 5.0;
+    double hd = gf_mono_s() + 5.0;
     gf_tcp_msg m;
     gf_err e;
     gf_status ms_st = recv_msg(fd, &m, hd < deadline ? hd : deadline, timeout_s,
@@ -206,7 +193,7 @@ static gf_status serve(const gf_launch_info *li, int *fds, double deadline,
                                   : 0;
     if (reason) {
       gf_tcp_msg rj = {GF_TCP_REJECT, 0, world, reason, 0};
-      send_msg(fd, &rj, gf_comm_now() + 1.0, "the rejected rank", &e);
+      send_msg(fd, &rj, gf_mono_s() + 1.0, "the rejected rank", &e);
       close(fd);
       if (reason == GF_TCP_R_WORLD)
         st = gf_fail(err, GF_EINVAL,
@@ -220,7 +207,6 @@ static gf_status serve(const gf_launch_info *li, int *fds, double deadline,
                      m.rank, m.rank);
       break;
     }
-    tune(fd);
     fds[m.rank] = fd;
     seen[m.rank] = 1;
     entry_of(fd, m.port, table + (size_t)m.rank * GF_TCP_ENTRY_BYTES);
@@ -232,10 +218,9 @@ static gf_status serve(const gf_launch_info *li, int *fds, double deadline,
     char to[RANK_NAME_CAP];
     gf_tcp_msg t = {GF_TCP_TABLE, r, world, 0, token};
     st = send_msg(fds[r], &t, deadline, rank_name(r, to), err);
-    if (!st && gf_comm_io_full(fds[r], table, tbytes, 1, deadline) != 0)
-      st = gf_fail(err, errno == ETIMEDOUT ? GF_ETIMEOUT : GF_EIO,
-                   WHO ": sending the table to rank %d: %s", r,
-                   strerror(errno));
+    gf_err e;
+    if (!st && (st = gf_sock_write_full(fds[r], table, tbytes, deadline, &e)))
+      gf_fail(err, st, WHO ": sending the table to rank %d: %s", r, e.msg);
   }
   free(seen);
   free(table);
@@ -256,17 +241,15 @@ static gf_status join(const gf_launch_info *li, int my_port, int *fds,
                       gf_tcp_entry **tab, uint32_t *token, double deadline,
                       double timeout_s, gf_err *err) {
   int world = li->world_size, fd = -1;
-  gf_err why; /* the last failure, for the timeout's message */
-  gf_status st = gf_comm_dial(WHO, li->master_addr, li->master_port, deadline,
-                              &fd, &why, err);
+  gf_err e; /* the last failure, for the message */
+  gf_status st = gf_sock_dial_until(li->master_addr, li->master_port, deadline,
+                                    0.05, &fd, &e);
   if (st == GF_ETIMEOUT)
     return gf_fail(err, GF_ETIMEOUT,
-                   WHO ": rank %d could not reach rank 0 at %.100s:%d within "
-                       "%.3g s (last: %s)",
-                   li->rank, li->master_addr, li->master_port, timeout_s,
-                   why.msg);
-  if (st) return st;
-  tune(fd);
+                   WHO ": rank %d could not reach rank 0 within %.3g s "
+                       "(last: %s)",
+                   li->rank, timeout_s, e.msg);
+  if (st) return gf_fail(err, st, WHO ": MASTER_ADDR: %s", e.msg);
   fds[0] = fd;
   gf_tcp_msg h = {GF_TCP_HELLO, li->rank, world, my_port, 0}, m;
   GF_TRY(send_msg(fd, &h, deadline, "rank 0", err));
@@ -295,9 +278,8 @@ static gf_status join(const gf_launch_info *li, int my_port, int *fds,
     return gf_fail(err, GF_ENOMEM, WHO ": cannot allocate a table of %d ranks",
                    world);
   }
-  if (gf_comm_io_full(fd, raw, tbytes, 0, deadline) != 0)
-    st = gf_fail(err, errno == ETIMEDOUT ? GF_ETIMEOUT : GF_EIO,
-                 WHO ": receiving the table from rank 0: %s", strerror(errno));
+  if ((st = gf_sock_read_full(fd, raw, tbytes, deadline, NULL, &e)))
+    gf_fail(err, st, WHO ": receiving the table from rank 0: %s", e.msg);
   if (!st) st = gf_comm_tcp_parse_table(raw, tbytes, world, t, err);
   free(raw);
   if (st) {
@@ -313,44 +295,15 @@ static gf_status join(const gf_launch_info *li, int my_port, int *fds,
 static gf_status dial_peer(const gf_tcp_entry *e, int i, int me,
                            double deadline, double timeout_s, int *out,
                            gf_err *err) {
-  struct sockaddr_storage ss;
-  memset(&ss, 0, sizeof ss);
-  struct addrinfo ai;
-  memset(&ai, 0, sizeof ai);
-  ai.ai_socktype = SOCK_STREAM;
-  ai.ai_addr = (struct sockaddr *)&ss;
-  if (e->family == 4) {
-    struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-    a->sin_family = AF_INET;
-    a->sin_port = htons((uint16_t)e->port);
-    memcpy(&a->sin_addr, e->addr, 4);
-    ai.ai_family = AF_INET;
-    ai.ai_addrlen = sizeof *a;
-  } else {
-    struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-    a->sin6_family = AF_INET6;
-    a->sin6_port = htons((uint16_t)e->port);
-    memcpy(&a->sin6_addr, e->addr, 16);
-    ai.ai_family = AF_INET6;
-    ai.ai_addrlen = sizeof *a;
-  }
-  int last = 0;
-  while (gf_comm_ms_left(deadline) > 0) {
-    int fd = gf_comm_connect_once(&ai, deadline);
-    if (fd >= 0) {
-      *out = fd;
-      return GF_OK;
-    }
-    last = errno;
-    struct timespec ts = {0, 20 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-  }
   char host[INET6_ADDRSTRLEN] = "?";
   inet_ntop(e->family == 4 ? AF_INET : AF_INET6, e->addr, host, sizeof host);
+  gf_err why;
+  if (gf_sock_dial_until(host, e->port, deadline, 0.02, out, &why) == GF_OK)
+    return GF_OK;
   return gf_fail(err, GF_ETIMEOUT,
-                 WHO ": rank %d could not connect to rank %d at %s port %d "
-                     "within %.3g s (last: %s)",
-                 me, i, host, e->port, timeout_s, strerror(last));
+                 WHO ": rank %d could not connect to rank %d within %.3g s "
+                     "(last: %s)",
+                 me, i, timeout_s, why.msg);
 }
 
 /* The mesh among ranks 1..world-1 (rank 0 is linked by the hellos). */
@@ -364,7 +317,6 @@ static gf_status mesh(const gf_launch_info *li, int lfd,
    * connections even before they accept */
   for (int i = 1; i < me; i++) {
     GF_TRY(dial_peer(&tab[i], i, me, deadline, timeout_s, &fds[i], err));
-    tune(fds[i]);
     gf_tcp_msg m = {GF_TCP_MESH, me, world, 0, token};
     GF_TRY(send_msg(fds[i], &m, deadline, rank_name(i, who), err));
   }
@@ -377,7 +329,7 @@ static gf_status mesh(const gf_launch_info *li, int lfd,
   char last[LAST_CAP] = "";
   while (left > 0) {
     struct pollfd pf = {lfd, POLLIN, 0};
-    int ms = gf_comm_ms_left(deadline);
+    int ms = gf_ms_left(deadline);
     if (ms == 0) {
       char miss[MISSING_CAP];
       list_missing(seen, me + 1, world, miss);
@@ -389,15 +341,13 @@ static gf_status mesh(const gf_launch_info *li, int lfd,
       break;
     }
     if (poll(&pf, 1, ms) <= 0) continue;
-    int fd = accept(lfd, NULL, NULL);
+    int fd = gf_sock_accept(lfd);
     if (fd < 0) continue;
     gf_tcp_msg m;
     gf_err e;
-    double hd = gf_comm_now() + 5.0;
-    gf_status ms_st = gf_comm_set_nonblock(fd) != 0
-                          ? gf_fail(&e, GF_EIO, "fcntl: %s", strerror(errno))
-                          : recv_msg(fd, &m, hd < deadline ? hd : deadline,
-                                     timeout_s, "a peer", &e);
+    double hd = gf_mono_s() + 5.0;
+    gf_status ms_st = recv_msg(fd, &m, hd < deadline ? hd : deadline, timeout_s,
+                               "a peer", &e);
     if (!ms_st && (m.kind != GF_TCP_MESH || m.token != token ||
                    m.world != world || m.rank <= me || seen[m.rank]))
       ms_st = gf_fail(&e, GF_EFORMAT,
@@ -410,7 +360,6 @@ static gf_status mesh(const gf_launch_info *li, int lfd,
       close(fd);
       continue;
     }
-    tune(fd);
     fds[m.rank] = fd;
     seen[m.rank] = 1;
     left--;
@@ -443,7 +392,7 @@ gf_status gf_comm_tcp_bootstrap(const gf_launch_info *li, double timeout_s,
                    WHO ": needs MASTER_ADDR and MASTER_PORT (launch %s gave "
                        "\"%.100s\" and %d)",
                    li->launcher, li->master_addr, li->master_port);
-  double deadline = gf_comm_now() + timeout_s;
+  double deadline = gf_mono_s() + timeout_s;
   gf_status st;
   if (li->rank == 0) {
     st = serve(li, fds, deadline, timeout_s, err);

@@ -1,320 +1,21 @@
-/* comm_tcp_net.c - sockets for gf_comm without MPI: the small helpers the
- * NCCL rendezvous (comm_rdv.c) and the tcp engine share (listen, dial,
- * exact reads and writes against a deadline), the tcp engine's bootstrap
- * wire format with its parsers (outside input: every field checked;
- * fuzzed by tests/fuzz/fuzz_comm_tcp_hello.c), and the engine's byte
- * streams (comm_tcp.h): send queues, receives matched by header,
- * unexpected messages, the control notices BYE, ABORT and LOST. Not here:
- * the bootstrap itself (comm_tcp_boot.c) and the collectives
- * (comm_tcp.c). */
-#include <arpa/inet.h>
-#include <assert.h>
+/* comm_tcp_net.c - the tcp engine's byte streams (comm_tcp.h): send
+ * queues, receives matched by header, unexpected messages, the control
+ * notices BYE, ABORT and LOST, and the one question the streams ask of the
+ * requests (may an unmatched message still be for one of them?). Not here:
+ * the wire format (comm_tcp_wire.c), the bootstrap (comm_tcp_boot.c), the
+ * collectives (comm_tcp.c), sockets themselves (gf/sock.h). */
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "comm_impl.h"
 #include "comm_tcp.h"
-#include "gf/text.h"
-
-/* ---- shared socket helpers ----------------------------------------------- */
-
-int gf_comm_ms_left(double deadline) {
-  double left = deadline - gf_comm_now();
-  if (left <= 0) return 0;
-  return left > 1e6 ? 1000000000 : (int)(left * 1000.0) + 1;
-}
-
-void gf_comm_put_u32(unsigned char *p, uint32_t v) {
-  p[0] = (unsigned char)(v >> 24);
-  p[1] = (unsigned char)(v >> 16);
-  p[2] = (unsigned char)(v >> 8);
-  p[3] = (unsigned char)v;
-}
-
-uint32_t gf_comm_get_u32(const unsigned char *p) {
-  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
-         (uint32_t)p[3];
-}
-
-int gf_comm_set_nonblock(int fd) {
-  int fl = fcntl(fd, F_GETFL, 0);
-  return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-}
-
-int gf_comm_io_full(int fd, void *buf, size_t n, int out, double deadline) {
-  unsigned char *p = buf;
-  while (n) {
-    struct pollfd pf = {fd, (short)(out ? POLLOUT : POLLIN), 0};
-    int ms = gf_comm_ms_left(deadline);
-    if (ms == 0) {
-      errno = ETIMEDOUT;
-      return -1;
-    }
-    int pr = poll(&pf, 1, ms);
-    if (pr < 0 && errno == EINTR) continue;
-    if (pr < 0) return -1;
-    if (pr == 0) continue;
-    ssize_t k = out ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
-    if (k < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
-      continue;
-    if (k < 0) return -1;
-    if (k == 0) {
-      errno = EPIPE;
-      return -1;
-    }
-    p += k;
-    n -= (size_t)k;
-  }
-  return 0;
-}
-
-gf_status gf_comm_listen(const char *who, int port, int *out, int *bound,
-                         gf_err *err) {
-  int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int one = 1, zero = 0, rc = -1;
-  if (fd >= 0) {
-    struct sockaddr_in6 a6;
-    memset(&a6, 0, sizeof a6);
-    a6.sin6_family = AF_INET6;
-    a6.sin6_addr = in6addr_any;
-    a6.sin6_port = htons((uint16_t)port);
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-    rc = bind(fd, (struct sockaddr *)&a6, sizeof a6);
-    if (rc != 0 && errno != EADDRINUSE) {
-      close(fd);
-      fd = -1;
-    }
-  }
-  if (fd < 0) {
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-      return gf_fail(err, GF_EIO, "%s: socket: %s", who, strerror(errno));
-    struct sockaddr_in a4;
-    memset(&a4, 0, sizeof a4);
-    a4.sin_family = AF_INET;
-    a4.sin_addr.s_addr = htonl(INADDR_ANY);
-    a4.sin_port = htons((uint16_t)port);
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    rc = bind(fd, (struct sockaddr *)&a4, sizeof a4);
-  }
-  if (rc != 0 || listen(fd, SOMAXCONN) != 0 || gf_comm_set_nonblock(fd) != 0) {
-    int e = errno;
-    close(fd);
-    if (port == 0)
-      return gf_fail(err, GF_EIO, "%s: cannot open a listening socket: %s", who,
-                     strerror(e));
-    return gf_fail(err, GF_EIO,
-                   "%s: rank 0 cannot listen on MASTER_PORT %d: %s%s", who,
-                   port, strerror(e),
-                   e == EADDRINUSE ? " (another process holds the port: "
-                                     "pick a free MASTER_PORT)"
-                                   : "");
-  }
-  if (bound) {
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof ss;
-    *bound = port;
-    if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0)
-      *bound = ss.ss_family == AF_INET6
-                   ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                   : ntohs(((struct sockaddr_in *)&ss)->sin_port);
-  }
-  *out = fd;
-  return GF_OK;
-}
-
-int gf_comm_connect_once(const struct addrinfo *ai, double deadline) {
-  int e = ECONNREFUSED;
-  for (; ai; ai = ai->ai_next) {
-    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
-                    ai->ai_protocol);
-    if (fd < 0) {
-      e = errno;
-      continue;
-    }
-    if (gf_comm_set_nonblock(fd) != 0) {
-      e = errno;
-      close(fd);
-      continue;
-    }
-    int rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
-    if (rc != 0 && errno == EINPROGRESS) {
-      struct pollfd pf = {fd, POLLOUT, 0};
-      int ms = gf_comm_ms_left(deadline);
-      if (poll(&pf, 1, ms < 1000 ? ms : 1000) == 1) {
-        socklen_t len = sizeof e;
-        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &len) == 0 && e == 0)
-          rc = 0;
-      } else {
-        e = ETIMEDOUT;
-      }
-    } else if (rc != 0) {
-      e = errno;
-    }
-    if (rc == 0) return fd;
-    close(fd);
-  }
-  errno = e;
-  return -1;
-}
-
-gf_status gf_comm_dial(const char *who, const char *addr, int port,
-                       double deadline, int *fd, gf_err *why, gf_err *err) {
-  char ps[16]; /* an int: 11 characters at most */
-  int pn = snprintf(ps, sizeof ps, "%d", port);
-  assert(gf_fits(pn, sizeof ps));
-  (void)pn;
-  struct addrinfo hints, *ai = NULL;
-  memset(&hints, 0, sizeof hints);
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  int tries = 0;
-  gf_fail(why, GF_ETIMEOUT, "no attempt");
-  *fd = -1;
-  while (gf_comm_ms_left(deadline) > 0) {
-    if (tries++) {
-      struct timespec ts = {0, 50 * 1000 * 1000};
-      nanosleep(&ts, NULL);
-    }
-    if (!ai) {
-      int g = getaddrinfo(addr, ps, &hints, &ai);
-      if (g == EAI_NONAME)
-        return gf_fail(err, GF_EINVAL,
-                       "%s: cannot resolve MASTER_ADDR \"%.100s\"", who, addr);
-      if (g != 0) {
-        ai = NULL;
-        gf_fail(why, GF_ETIMEOUT, "resolving: %s", gai_strerror(g));
-        continue;
-      }
-    }
-    int s = gf_comm_connect_once(ai, deadline);
-    if (s >= 0) {
-      freeaddrinfo(ai);
-      *fd = s;
-      return GF_OK;
-    }
-    gf_fail(why, GF_ETIMEOUT, "connect: %s", strerror(errno));
-  }
-  if (ai) freeaddrinfo(ai);
-  return GF_ETIMEOUT;
-}
-
-/* ---- wire format --------------------------------------------------------- */
-
-static const unsigned char TCP_MAGIC[4] = {'g', 'f', 'T', 'C'};
-
-void gf_comm_tcp_put_msg(unsigned char *p, const gf_tcp_msg *m) {
-  memcpy(p, TCP_MAGIC, 4);
-  gf_comm_put_u32(p + 4, (uint32_t)GF_TCP_VERSION << 16 | (uint32_t)m->kind);
-  gf_comm_put_u32(p + 8, (uint32_t)m->rank);
-  gf_comm_put_u32(p + 12, (uint32_t)m->world);
-  gf_comm_put_u32(p + 16, (uint32_t)m->port);
-  gf_comm_put_u32(p + 20, m->token);
-}
-
-gf_status gf_comm_tcp_parse_msg(const unsigned char *p, size_t n,
-                                gf_tcp_msg *out, gf_err *err) {
-  if (!p || n != GF_TCP_MSG_BYTES)
-    return gf_fail(err, GF_EFORMAT,
-                   "tcp: a bootstrap message of %zu bytes, "
-                   "not %d",
-                   n, GF_TCP_MSG_BYTES);
-  if (memcmp(p, TCP_MAGIC, 4) != 0)
-    return gf_fail(err, GF_EFORMAT,
-                   "tcp: the peer is not a ganflow tcp rank (magic %02x%02x"
-                   "%02x%02x)",
-                   p[0], p[1], p[2], p[3]);
-  uint32_t vk = gf_comm_get_u32(p + 4);
-  uint32_t version = vk >> 16, kind = vk & 0xffffu;
-  uint32_t rank = gf_comm_get_u32(p + 8), world = gf_comm_get_u32(p + 12);
-  uint32_t port = gf_comm_get_u32(p + 16), token = gf_comm_get_u32(p + 20);
-  if (version != GF_TCP_VERSION)
-    return gf_fail(err, GF_EFORMAT,
-                   "tcp: the peer speaks protocol version %u, this build %d "
-                   "(mixed ganflow versions in one job?)",
-                   version, GF_TCP_VERSION);
-  if (kind < GF_TCP_HELLO || kind > GF_TCP_MESH_ACK)
-    return gf_fail(err, GF_EFORMAT, "tcp: unknown message kind %u", kind);
-  if (world < 1 || world > GF_TCP_MAX_WORLD)
-    return gf_fail(err, GF_EFORMAT, "tcp: world %u not in [1, %d]", world,
-                   GF_TCP_MAX_WORLD);
-  if (rank >= world)
-    return gf_fail(err, GF_EFORMAT, "tcp: rank %u not below world %u", rank,
-                   world);
-  int needs_token = kind == GF_TCP_TABLE || kind == GF_TCP_MESH ||
-                    kind == GF_TCP_MESH_ACK;
-  if (needs_token ? token == 0 : token != 0)
-    return gf_fail(err, GF_EFORMAT, "tcp: message kind %u with token %u", kind,
-                   token);
-  if (kind == GF_TCP_HELLO) {
-    if (rank < 1) return gf_fail(err, GF_EFORMAT, "tcp: a hello from rank 0");
-    if (port < 1 || port > 65535)
-      return gf_fail(err, GF_EFORMAT, "tcp: hello port %u not in [1, 65535]",
-                     port);
-  } else if (kind == GF_TCP_REJECT) {
-    if (port < GF_TCP_R_WORLD || port > GF_TCP_R_VERSION)
-      return gf_fail(err, GF_EFORMAT, "tcp: unknown reject reason %u", port);
-  } else if (port != 0) {
-    return gf_fail(err, GF_EFORMAT, "tcp: message kind %u with port %u", kind,
-                   port);
-  }
-  if ((kind == GF_TCP_TABLE || kind == GF_TCP_MESH) && rank < 1)
-    return gf_fail(err, GF_EFORMAT, "tcp: message kind %u for rank 0", kind);
-  out->kind = (int)kind;
-  out->rank = (int)rank;
-  out->world = (int)world;
-  out->port = (int)port;
-  out->token = token;
-  return GF_OK;
-}
-
-gf_status gf_comm_tcp_parse_table(const unsigned char *p, size_t n, int world,
-                                  gf_tcp_entry *out, gf_err *err) {
-  if (world < 1 || world > GF_TCP_MAX_WORLD || !p ||
-      n != (size_t)world * GF_TCP_ENTRY_BYTES)
-    return gf_fail(err, GF_EFORMAT, "tcp: a table of %zu bytes for world %d", n,
-                   world);
-  static const unsigned char zero[GF_TCP_ENTRY_BYTES];
-  if (memcmp(p, zero, GF_TCP_ENTRY_BYTES) != 0)
-    return gf_fail(err, GF_EFORMAT, "tcp: table entry of rank 0 is not empty");
-  for (int r = 1; r < world; r++) {
-    const unsigned char *e = p + (size_t)r * GF_TCP_ENTRY_BYTES;
-    int fam = e[0];
-    uint32_t port = gf_comm_get_u32(e + 20);
-    int pad = e[1] | e[2] | e[3];
-    int tail = 0, any = 0;
-    for (int i = 0; i < 16; i++) any |= e[4 + i];
-    for (int i = 4; i < 16; i++) tail |= e[4 + i];
-    if ((fam != 4 && fam != 6) || pad || (fam == 4 && tail) || !any)
-      return gf_fail(err, GF_EFORMAT,
-                     "tcp: table entry of rank %d: family %d, not an IPv4 or "
-                     "IPv6 address",
-                     r, fam);
-    if (port < 1 || port > 65535)
-      return gf_fail(err, GF_EFORMAT,
-                     "tcp: table entry of rank %d: port %u not in [1, 65535]",
-                     r, port);
-  }
-  for (int r = 0; r < world; r++) {
-    const unsigned char *e = p + (size_t)r * GF_TCP_ENTRY_BYTES;
-    out[r].family = e[0];
-    memcpy(out[r].addr, e + 4, 16);
-    out[r].port = (int)gf_comm_get_u32(e + 20);
-  }
-  return GF_OK;
-}
+#include "gf/sock.h"
 
 /* ---- streams of the tcp engine (comm_tcp.h) ------------------------------ */
 
@@ -331,35 +32,6 @@ gf_status gf_tcp_broke(tcp_state *s, gf_err *err) {
   return s->broken;
 }
 
-void gf_tcp_put_hdr(unsigned char *h, uint64_t seq, int kind, int scope,
-                    int arg, uint32_t part, uint64_t bytes) {
-  gf_comm_put_u32(h, (uint32_t)(seq >> 32));
-  gf_comm_put_u32(h + 4, (uint32_t)seq);
-  h[8] = (unsigned char)kind;
-  h[9] = (unsigned char)scope;
-  h[10] = (unsigned char)((unsigned)arg >> 8);
-  h[11] = (unsigned char)arg;
-  gf_comm_put_u32(h + 12, part);
-  gf_comm_put_u32(h + 16, (uint32_t)(bytes >> 32));
-  gf_comm_put_u32(h + 20, (uint32_t)bytes);
-}
-
-static uint64_t hdr_u64(const unsigned char *p) {
-  return (uint64_t)gf_comm_get_u32(p) << 32 | gf_comm_get_u32(p + 4);
-}
-
-const char *gf_tcp_kind_name(int k) {
-  switch (k) {
-  case GF_STEP_ALLREDUCE: return "all-reduce";
-  case GF_STEP_REDUCE: return "reduce";
-  case GF_STEP_BCAST: return "broadcast";
-  case GF_STEP_XADD: return "tree exchange";
-  case GF_STEP_BARRIER: return "barrier";
-  case GF_STEP_ALLGATHER: return "allgather";
-  }
-  return "unknown";
-}
-
 /* The header h of a message from `from` fits none of this rank's receives:
  * want is the one this rank expected (kind 0xff: it has finished op #seq
  * of h). */
@@ -371,8 +43,8 @@ static gf_status mismatch(const gf_comm *c, tcp_state *s, int from,
             "tcp: rank %d sent op #%llu (%s, part %u, %llu bytes), which this "
             "rank (%d) has finished: the ranks called the collectives in "
             "different orders or with different counts",
-            from, (unsigned long long)hdr_u64(g), gf_tcp_kind_name(g[8]),
-            gf_comm_get_u32(g + 12), (unsigned long long)hdr_u64(g + 16),
+            from, (unsigned long long)gf_be64_get(g), gf_tcp_kind_name(g[8]),
+            gf_be32_get(g + 12), (unsigned long long)gf_be64_get(g + 16),
             c->rank);
   else
     gf_fail(&s->broken_err, GF_EINVAL,
@@ -380,10 +52,10 @@ static gf_status mismatch(const gf_comm *c, tcp_state *s, int from,
             "this rank (%d) expected op #%llu (%s, part %u, %llu bytes): "
             "the ranks called the collectives in different orders or with "
             "different counts",
-            from, (unsigned long long)hdr_u64(g), gf_tcp_kind_name(g[8]),
-            gf_comm_get_u32(g + 12), (unsigned long long)hdr_u64(g + 16),
-            c->rank, (unsigned long long)hdr_u64(w), gf_tcp_kind_name(w[8]),
-            gf_comm_get_u32(w + 12), (unsigned long long)hdr_u64(w + 16));
+            from, (unsigned long long)gf_be64_get(g), gf_tcp_kind_name(g[8]),
+            gf_be32_get(g + 12), (unsigned long long)gf_be64_get(g + 16),
+            c->rank, (unsigned long long)gf_be64_get(w), gf_tcp_kind_name(w[8]),
+            gf_be32_get(w + 12), (unsigned long long)gf_be64_get(w + 16));
   return gf_tcp_broke(s, err);
 }
 
@@ -400,7 +72,7 @@ static int send_by(int fd, const unsigned char *p, size_t n, double deadline) {
     }
     if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
       return -1;
-    int ms = gf_comm_ms_left(deadline);
+    int ms = gf_ms_left(deadline);
     if (ms == 0) return -1;
     struct pollfd pf = {fd, POLLOUT, 0};
     (void)poll(&pf, 1, ms);
@@ -416,7 +88,7 @@ static int send_by(int fd, const unsigned char *p, size_t n, double deadline) {
  * from its own streams or its timeout. */
 static void tell_lost(const gf_comm *c, tcp_state *s, int lost, int reason,
                       int64_t detail) {
-  double deadline = gf_comm_now() + LOST_FLUSH_S;
+  double deadline = gf_mono_s() + LOST_FLUSH_S;
   unsigned char h[HDR];
   gf_tcp_put_hdr(h, 0, GF_TCP_K_LOST, reason, 0, (uint32_t)lost,
                  (uint64_t)detail);
@@ -457,7 +129,7 @@ static gf_status freed_early(const gf_comm *c, tcp_state *s, int peer,
   gf_fail(&s->broken_err, GF_EIO,
           "tcp: rank %d freed its communicator while this rank (%d) "
           "expected op #%llu (%s) from it",
-          peer, c->rank, (unsigned long long)hdr_u64(m->hdr),
+          peer, c->rank, (unsigned long long)gf_be64_get(m->hdr),
           gf_tcp_kind_name(m->hdr[8]));
   return gf_tcp_broke(s, err);
 }
@@ -484,9 +156,9 @@ static gf_status peer_gone(const gf_comm *c, tcp_state *s, int peer, int e,
 /* A LOST header h from `from`. */
 static gf_status lost_notice(const gf_comm *c, tcp_state *s, int from,
                              const unsigned char *h, gf_err *err) {
-  uint32_t lost = gf_comm_get_u32(h + 12);
+  uint32_t lost = gf_be32_get(h + 12);
   int reason = h[9];
-  int64_t detail = (int64_t)hdr_u64(h + 16);
+  int64_t detail = (int64_t)gf_be64_get(h + 16);
   if (lost >= (uint32_t)c->world || (int)lost == from ||
       reason < GF_TCP_LOST_CLOSED || reason > GF_TCP_LOST_ABORTED) {
     gf_fail(&s->broken_err, GF_EINVAL,
@@ -638,7 +310,7 @@ static gf_status dispatch(gf_comm *c, tcp_state *s, int p, gf_err *err) {
     }
     if (h[8] == GF_TCP_K_LOST) return lost_notice(c, s, p, h, err);
     if (h[8] == GF_TCP_K_ABORT) {
-      int64_t code = (int64_t)hdr_u64(h + 16);
+      int64_t code = (int64_t)gf_be64_get(h + 16);
       gf_fail(&s->broken_err, GF_EIO,
               "tcp: rank %d aborted the job (code %lld)", p, (long long)code);
       tell_lost(c, s, p, GF_TCP_LOST_ABORTED, code);
@@ -662,7 +334,7 @@ static gf_status dispatch(gf_comm *c, tcp_state *s, int p, gf_err *err) {
   unsigned char want[HDR];
   if (!gf_tcp_may_come(c, s, p, h, want))
     return mismatch(c, s, p, h, want, err);
-  uint64_t n = hdr_u64(h + 16);
+  uint64_t n = gf_be64_get(h + 16);
   tcp_unx *u = calloc(1, sizeof *u);
   if (u && n) u->data = n <= SIZE_MAX ? malloc((size_t)n) : NULL;
   if (!u || (n && !u->data)) {
@@ -798,4 +470,38 @@ void gf_tcp_drop_unexpected(gf_comm *c, tcp_state *s) {
     }
     P->in_unx = NULL;
   }
+}
+
+/* ---- what may still come ------------------------------------------------ */
+
+int gf_tcp_may_come(const gf_comm *c, const tcp_state *s, int peer,
+                    const unsigned char *h, unsigned char want[GF_TCP_HDR]) {
+  uint64_t seq = gf_be64_get(h);
+  int kind = h[8], scope = h[9], arg = h[10] << 8 | h[11];
+  for (int i = 0; i < GF_COMM_SLOTS; i++) {
+    const gf_comm_req *r = &c->reqs[i];
+    if (!r->active || r->seq != seq) continue;
+    int first = -1;
+    for (int j = r->cur; !r->failed && j < r->nsteps; j++) {
+      const gf_comm_step *st = &r->steps[j];
+      if (!gf_comm_step_talks(st->kind)) continue;
+      if (first < 0) first = j;
+      if (st->kind == kind && st->scope == scope &&
+          (gf_tcp_step_arg(st) & 0xffff) == arg)
+        return 1; /* this step or a later one of the op: a later round */
+    }
+    if (first < 0) break; /* finished here */
+    const tcp_slot *ts = &s->slots[i];
+    if (first == r->cur && ts->live && ts->nrecv && ts->recv.peer == peer) {
+      memcpy(want, ts->recv.hdr, GF_TCP_HDR);
+    } else {
+      const gf_comm_step *st = &r->steps[first];
+      gf_tcp_put_hdr(want, seq, st->kind, st->scope, gf_tcp_step_arg(st), 0, 0);
+    }
+    return 0;
+  }
+  if (seq >= c->next_seq) return 1; /* a collective this rank has not
+                                       called yet */
+  gf_tcp_put_hdr(want, seq, 0xff, 0, 0, 0, 0);
+  return 0;
 }
