@@ -6,19 +6,18 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "gf/clock.h"
 #include "gf/fs.h"
+#include "gf/sock.h"
 #include "gf/strbuf.h"
 #include "gf/text.h"
 #include "launch_internal.h"
@@ -26,21 +25,11 @@
 #define SCANCEL_WAIT_S 5.0 /* longest wait for scancel --signal=TERM */
 
 gf_status launch_free_port(int *port, gf_err *err) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return gf_fail(err, GF_EIO, "socket: %s", strerror(errno));
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_ANY);
-  socklen_t len = sizeof a;
-  if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-      getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-    int e = errno;
-    close(fd);
-    return gf_fail(err, GF_EIO, "no free TCP port: %s", strerror(e));
-  }
+  int fd = -1;
+  gf_err e;
+  if (gf_sock_listen(NULL, 0, &fd, port, &e) != GF_OK)
+    return gf_fail(err, GF_EIO, "no free TCP port: %s", e.msg);
   close(fd);
-  *port = ntohs(a.sin_port);
   return GF_OK;
 }
 

@@ -2,14 +2,9 @@
  * agent to node 0's, carrying text lines ('\n'-terminated, at most
  * RDZV_LINE bytes) both ways over non-blocking sockets, so that one thread
  * watches its ranks, its connection and (on node 0) every agent's at once.
- * What the lines say is in launch_node.c. */
-#define _GNU_SOURCE
+ * The sockets are gf/sock.h's (its address rule holds for --rdzv); what the
+ * lines say is in launch_node.c. */
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +12,7 @@
 #include <unistd.h>
 
 #include "gf/clock.h"
+#include "gf/sock.h"
 #include "gf/text.h"
 #include "launch_internal.h"
 
@@ -30,104 +26,27 @@ void rdzv_close(rdzv_conn *c) {
   rdzv_init(c);
 }
 
-static void tune(int fd) {
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  int fl = fcntl(fd, F_GETFL);
-  if (fl >= 0) fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-}
-
 gf_status rdzv_listen(int port, int *fd, gf_err *err) {
-  int s = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  bool v6 = s >= 0;
-  if (!v6) s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (s < 0) return gf_fail(err, GF_EIO, "rendezvous: socket: %s",
-                            strerror(errno));
-  int one = 1, zero = 0;
-  setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  struct sockaddr_storage ss;
-  memset(&ss, 0, sizeof ss);
-  socklen_t len;
-  if (v6) { /* every address, IPv4 ones too */
-    setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-    struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-    a->sin6_family = AF_INET6;
-    a->sin6_addr = in6addr_any;
-    a->sin6_port = htons((uint16_t)port);
-    len = sizeof *a;
-  } else {
-    struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-    a->sin_family = AF_INET;
-    a->sin_addr.s_addr = htonl(INADDR_ANY);
-    a->sin_port = htons((uint16_t)port);
-    len = sizeof *a;
-  }
-  if (bind(s, (struct sockaddr *)&ss, len) != 0 || listen(s, 64) != 0) {
-    int e = errno;
-    close(s);
-    return gf_fail(err, GF_EIO, "rendezvous: cannot listen on port %d: %s%s",
-                   port, strerror(e), e == EADDRINUSE ? " (another job's "
-                   "rendezvous, or a previous one not ended yet?)" : "");
-  }
-  tune(s);
-  *fd = s;
-  return GF_OK;
+  gf_err e;
+  if (gf_sock_listen(NULL, port, fd, NULL, &e) == GF_OK) return GF_OK;
+  return gf_fail(err, GF_EIO, "rendezvous: cannot listen on port %d: %s%s",
+                 port, e.msg,
+                 errno == EADDRINUSE ? " (another job's rendezvous, or a "
+                                       "previous one not ended yet?)"
+                                     : "");
 }
 
-int rdzv_accept(int lfd) {
-  int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-  if (fd >= 0) tune(fd);
-  return fd;
-}
+int rdzv_accept(int lfd) { return gf_sock_accept(lfd); }
 
 gf_status rdzv_dial(rdzv_conn *c, const char *host, int port,
                     double timeout_s, gf_err *err) {
   rdzv_close(c);
-  char ps[16];
-  GF_TRY(gf_format(ps, sizeof ps, err, "port", "%d", port));
-  struct addrinfo hints, *res = NULL;
-  memset(&hints, 0, sizeof hints);
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  int g = getaddrinfo(host, ps, &hints, &res);
-  if (g != 0)
-    return gf_fail(err, GF_EIO, "rendezvous %s:%d: %s", host, port,
-                   gai_strerror(g));
-  gf_status st = GF_EIO;
-  int last = 0;
-  for (struct addrinfo *ai = res; ai && st != GF_OK; ai = ai->ai_next) {
-    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-      last = errno;
-      continue;
-    }
-    tune(fd);
-    int r = connect(fd, ai->ai_addr, ai->ai_addrlen);
-    if (r != 0 && errno == EINPROGRESS) {
-      struct pollfd p = {fd, POLLOUT, 0};
-      int ms = (int)(timeout_s * 1000);
-      r = poll(&p, 1, ms < 1 ? 1 : ms);
-      int so = 0;
-      socklen_t sl = sizeof so;
-      if (r == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &so, &sl) == 0 &&
-          so == 0)
-        r = 0;
-      else
-        errno = r == 0 ? ETIMEDOUT : so ? so : errno, r = -1;
-    }
-    if (r == 0) {
-      c->fd = fd;
-      c->t_heard = gf_mono_s();
-      st = GF_OK;
-    } else {
-      last = errno;
-      close(fd);
-    }
-  }
-  freeaddrinfo(res);
-  if (st != GF_OK)
-    return gf_fail(err, GF_EIO, "rendezvous %s:%d: %s", host, port,
-                   strerror(last));
+  gf_err e;
+  int fd = -1;
+  gf_status st = gf_sock_dial(host, port, gf_mono_s() + timeout_s, &fd, &e);
+  if (st != GF_OK) return gf_fail(err, st, "rendezvous %s", e.msg);
+  c->fd = fd;
+  c->t_heard = gf_mono_s();
   return GF_OK;
 }
 
