@@ -1,6 +1,6 @@
 /* launch_events.c - what the supervisor tells the MLflow run and its log:
  * the run's id (from a checkpoint, the run_id file or rank 0's heartbeat),
- * the launch tag, each restart (tag, sys/restarts, its recovery time) and
+ * the step a new attempt resumes from, the launch tag, each restart (tag, sys/restarts, its recovery time) and
  * the run's end when the ranks could not set it. Shared by the one-node
  * supervisor (launch_run.c) and the node agents (launch_node.c). */
 #define _GNU_SOURCE
@@ -98,6 +98,18 @@ void launch_find_run_id(launch_sup *s) {
     if (strlen(line) <= GF_HB_RUN_MAX) launch_keep_run_id(s, line);
   }
   fclose(f);
+}
+
+/* The step the next attempt resumes from (0 without a checkpoint). */
+int64_t launch_resume_step(launch_sup *s) {
+  char path[GF_PATH_MAX];
+  gf_ckpt_meta meta;
+  gf_err e;
+  if (gf_checkpoint_find_latest(s->o->train.checkpoint_dir, path, sizeof path,
+                                &meta, NULL, NULL, 0, &e) != GF_OK)
+    return 0;
+  if (!s->run_id[0] && meta.run_id[0]) launch_keep_run_id(s, meta.run_id);
+  return meta.step;
 }
 
 const char *launch_launcher_name(gf_launcher l) {

@@ -177,8 +177,11 @@ void launch_add_capacity_event(launch_sup *s, const char *text);
 /* A sys/world_size point (kept when world differs from the last one; at
  * the last point's step + 1 when step is not past it). */
 void launch_add_world_point(launch_sup *s, int64_t step, int world);
+/* The step the next attempt resumes from: the newest good checkpoint's (0
+ * without one), whose run id is kept when none is known yet. */
+int64_t launch_resume_step(launch_sup *s);
 
-/* ---- launch_run.c (watching an attempt) ------------------------------- */
+/* ---- launch_watch.c (watching an attempt) ----------------------------- */
 /* Reads the attempt's heartbeats; rank 0's gives the run id and the
  * recovery time after a restart. */
 void launch_read_beats(launch_sup *s, launch_attempt *a, double now);
@@ -194,8 +197,6 @@ bool launch_all_clean(const gf_launch_opts *o, const launch_attempt *a);
  * rank 0, done). */
 void launch_classify_clean_end(launch_sup *s, const launch_attempt *a,
                                outcome *out);
-/* The step the next attempt resumes from (0 without a checkpoint). */
-int64_t launch_resume_step(launch_sup *s);
 
 /* ---- launch_rdzv.c (the rendezvous' wire) ---------------------------- */
 #define RDZV_LINE 640 /* bytes of a line, '\n' included */
