@@ -29,8 +29,25 @@ typedef struct launch_rank {
   bool trained;          /* a beat in TRAIN or later was seen */
 } launch_rank;
 
+/* Where an attempt is (launch_attempt_state_ok checks the rest against it).
+ * launch_proc.c moves it: launch_spawn PLANNED -> RUNNING, launch_reap and
+ * launch_kill_all RUNNING -> ENDED. */
+typedef enum launch_attempt_state {
+  ATTEMPT_PLANNED = 0, /* filled in (world, slots, port), nothing started:
+                          no pid, no process group */
+  ATTEMPT_RUNNING,     /* started (pgid > 0): local, every rank's pid; else
+                          the launcher's alone; one of them not reaped */
+  ATTEMPT_ENDED        /* every process started has been reaped */
+} launch_attempt_state;
+
 /* One start of the job (on a node agent: this node's ranks of a round). */
 typedef struct launch_attempt {
+  launch_attempt_state state; /* see above */
+  bool local;            /* its ranks are this process's children (the
+                            local launcher; set by launch_spawn); else one
+                            launcher process (mpirun, srun) */
+  int restarts;          /* restarts before it (the GANFLOW_RESTART its
+                            processes got), >= 0 */
   int world;             /* ranks started here (a->r[0..world-1]) */
   int rank_base;         /* the world rank of a->r[0] (node agents) */
   int global_world;      /* WORLD_SIZE of the job (world on one node) */
@@ -310,15 +327,16 @@ int launch_node_run(const gf_launch_opts *o, FILE *log);
 gf_status launch_free_port(int *port, gf_err *err);
 /* mkdir -p dir, then removes its rank-*.hb files (an earlier attempt's). */
 gf_status launch_prepare_hb_dir(const char *dir, gf_err *err);
-/* Starts the attempt's processes: local, one per slot in a->r[i].slot;
- * mpirun/srun, the launcher. argv is the rank command (NULL-terminated);
- * restarts is the count so far (GANFLOW_RESTART in their environment).
+/* Starts the attempt's processes (a PLANNED attempt; RUNNING after):
+ * local, one per slot in a->r[i].slot; mpirun/srun, the launcher. argv is
+ * the rank command (NULL-terminated); restarts is the count so far
+ * (a->restarts, GANFLOW_RESTART in their environment).
  * Every process is put in one new process group (a->pgid) and gets
  * SIGKILL when the supervisor dies (PR_SET_PDEATHSIG). On failure, what
  * started is killed and reaped. */
 gf_status launch_spawn(const gf_launch_opts *o, launch_attempt *a,
                        char **argv, int restarts, gf_err *err);
-/* Reaps what has exited, without blocking. */
+/* Reaps what has exited, without blocking (ENDED once all is). */
 void launch_reap(launch_attempt *a);
 /* Sends sig to every process of the attempt still running (the group, the
  * local ranks and, for ranks known only by heartbeat, their pids when they
@@ -334,8 +352,16 @@ void launch_signal(launch_attempt *a, int sig);
  * host. */
 void launch_signal_stop(const gf_launch_opts *o, launch_attempt *a);
 /* SIGKILL to everything, then reaps it all (blocking; SIGKILL also ends a
- * stopped process). */
+ * stopped process): ENDED, when anything had started. */
 void launch_kill_all(launch_attempt *a);
+#if defined(GF_STATE_CHECKS)
+/* The attempt's checker (gf/invariant.h): 1 when its fields agree with its
+ * state: world, first rank and WORLD_SIZE in range, distinct slots,
+ * restarts >= 0, and per state the pids, the process group and the exit
+ * statuses (a status only once reaped, a reaped process only with a pid).
+ * Called at each transition (launch_proc.c) and by the supervisors. */
+int launch_attempt_state_ok(const launch_attempt *a);
+#endif
 /* The number of slots in an Open MPI host file ("host slots=N" lines; a
  * host without slots= counts 1); GF_EIO / GF_EFORMAT with the reason. */
 gf_status launch_hostfile_slots(const char *path, int *slots, gf_err *err);

@@ -53,6 +53,7 @@
 
 #include "gf/clock.h"
 #include "gf/fs.h"
+#include "gf/invariant.h"
 #include "gf/text.h"
 #include "launch_internal.h"
 
@@ -460,6 +461,9 @@ static gf_status agent_start(launch_sup *s, agent *g, const rdzv_msg *m,
   gf_status st = launch_spawn(o, a, argv, s->restarts, err);
   gf_launch_argv_free(argv);
   GF_TRY(st);
+  /* this node's --nproc ranks, inside the world node 0 gave */
+  GF_ASSERT_STATE(a->state == ATTEMPT_RUNNING && launch_attempt_state_ok(a) &&
+                  a->world == o->nproc && a->global_world == m->world);
   g->round = m->round;
   g->running = true;
   g->draining = false;

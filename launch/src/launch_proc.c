@@ -1,6 +1,7 @@
 /* launch_proc.c - the processes of a supervised attempt: spawning the ranks
  * (local) or the launcher (mpirun, srun) with their environment, signals,
- * reaping, and small host facts (a free port, a host file's slots). */
+ * reaping, the attempt's state (PLANNED, RUNNING, ENDED) and its checker,
+ * and small host facts (a free port, a host file's slots). */
 #define _GNU_SOURCE
 #include <assert.h>
 #include <dirent.h>
@@ -17,12 +18,75 @@
 
 #include "gf/clock.h"
 #include "gf/fs.h"
+#include "gf/invariant.h"
 #include "gf/sock.h"
 #include "gf/strbuf.h"
 #include "gf/text.h"
 #include "launch_internal.h"
 
 #define SCANCEL_WAIT_S 5.0 /* longest wait for scancel --signal=TERM */
+
+/* ---- the attempt's state -------------------------------------------------- */
+
+#if defined(GF_STATE_CHECKS)
+/* A wait status waitpid can hand back without WUNTRACED. */
+static bool wait_status_ok(int st) { return WIFEXITED(st) || WIFSIGNALED(st); }
+
+int launch_attempt_state_ok(const launch_attempt *a) {
+  if (a->world < 1 || a->world > GF_LAUNCH_MAX_RANKS || a->rank_base < 0 ||
+      a->global_world > GF_LAUNCH_MAX_RANKS ||
+      a->rank_base + a->world > a->global_world || a->grad_accum < 1 ||
+      a->restarts < 0 || !a->hb_dir || !a->master[0] ||
+      !memchr(a->master, '\0', sizeof a->master) || a->port < 1 ||
+      a->port > 65535)
+    return 0;
+  bool slot_used[GF_LAUNCH_MAX_RANKS] = {false};
+  int pids = 0, live = 0;
+  for (int i = 0; i < GF_LAUNCH_MAX_RANKS; i++) {
+    const launch_rank *r = &a->r[i];
+    if (i >= a->world) { /* no rank there */
+      if (r->pid != 0 || r->exited || r->status != 0) return 0;
+      continue;
+    }
+    if (r->slot < 0 || r->slot >= GF_LAUNCH_MAX_RANKS || slot_used[r->slot])
+      return 0;
+    slot_used[r->slot] = true;
+    if (r->pid < 0 ||
+        (r->exited && (r->pid == 0 || !wait_status_ok(r->status))) ||
+        (!r->exited && r->status != 0))
+      return 0;
+    pids += r->pid > 0;
+    live += r->pid > 0 && !r->exited;
+  }
+  if (a->launcher_pid < 0 ||
+      (a->launcher_exited &&
+       (a->launcher_pid == 0 || !wait_status_ok(a->launcher_status))) ||
+      (!a->launcher_exited && a->launcher_status != 0))
+    return 0;
+  switch (a->state) {
+  case ATTEMPT_PLANNED:
+    return pids == 0 && a->launcher_pid == 0 && a->pgid == 0;
+  case ATTEMPT_RUNNING:
+    if (a->pgid <= 0 || a->t_start <= 0) return 0;
+    if (a->local) return a->launcher_pid == 0 && pids == a->world && live > 0;
+    return pids == 0 && a->launcher_pid > 0 && a->pgid == a->launcher_pid &&
+           !a->launcher_exited;
+  case ATTEMPT_ENDED:
+    if (a->pgid <= 0 || a->t_start <= 0) return 0;
+    if (a->local) return a->launcher_pid == 0 && pids > 0 && live == 0;
+    return pids == 0 && a->launcher_pid > 0 && a->launcher_exited;
+  }
+  return 0;
+}
+#endif
+
+/* RUNNING -> ENDED once every process started has been reaped. */
+static void note_ended(launch_attempt *a) {
+  if (a->state != ATTEMPT_RUNNING) return;
+  bool live = a->launcher_pid > 0 && !a->launcher_exited;
+  for (int i = 0; i < a->world; i++) live |= a->r[i].pid > 0 && !a->r[i].exited;
+  if (!live) a->state = ATTEMPT_ENDED;
+}
 
 gf_status launch_free_port(int *port, gf_err *err) {
   int fd = -1;
@@ -192,19 +256,25 @@ static char **launcher_argv(const gf_launch_opts *o, const launch_attempt *a,
 
 gf_status launch_spawn(const gf_launch_opts *o, launch_attempt *a,
                        char **argv, int restarts, gf_err *err) {
+  a->restarts = restarts;
+  GF_ASSERT_STATE(a->state == ATTEMPT_PLANNED && launch_attempt_state_ok(a));
   a->t_start = gf_mono_s();
   a->pgid = 0;
+  a->local = o->launcher == GF_LAUNCHER_LOCAL;
   for (int i = 0; i < a->world; i++) a->r[i].t_change = a->t_start;
   if (o->launcher == GF_LAUNCHER_LOCAL) {
     for (int i = 0; i < a->world; i++) {
       pid_t pid = spawn_one(a->pgid, argv, o, a, i, restarts, err);
       if (pid < 0) {
+        if (a->pgid) a->state = ATTEMPT_RUNNING; /* the ranks started */
         launch_kill_all(a);
         return GF_EIO;
       }
       a->r[i].pid = pid;
       if (!a->pgid) a->pgid = pid;
     }
+    a->state = ATTEMPT_RUNNING;
+    GF_ASSERT_STATE(launch_attempt_state_ok(a));
     return GF_OK;
   }
   char **largv = launcher_argv(o, a, argv, err);
@@ -219,6 +289,8 @@ gf_status launch_spawn(const gf_launch_opts *o, launch_attempt *a,
   if (pid < 0) return GF_EIO;
   a->launcher_pid = pid;
   a->pgid = pid;
+  a->state = ATTEMPT_RUNNING;
+  GF_ASSERT_STATE(launch_attempt_state_ok(a));
   return GF_OK;
 }
 
@@ -239,6 +311,8 @@ void launch_reap(launch_attempt *a) {
       a->launcher_status = st;
     }
   }
+  note_ended(a);
+  GF_ASSERT_STATE(launch_attempt_state_ok(a));
 }
 
 /* Whether pid runs ganflow-train (its heartbeat may be older than the
@@ -343,6 +417,8 @@ void launch_kill_all(launch_attempt *a) {
     a->launcher_exited = true;
     a->launcher_status = st;
   }
+  note_ended(a);
+  GF_ASSERT_STATE(a->state != ATTEMPT_RUNNING && launch_attempt_state_ok(a));
 }
 
 gf_status launch_hostfile_slots(const char *path, int *slots, gf_err *err) {

@@ -33,11 +33,24 @@
 #include "gf/checkpoint.h"
 #include "gf/clock.h"
 #include "gf/fs.h"
+#include "gf/invariant.h"
 #include "gf/text.h"
 #include "launch_internal.h"
 #include "mlflow/mlflow.h"
 
 #define POLL_S 0.1
+
+#if defined(GF_STATE_CHECKS)
+/* The attempt as the one-node supervisor holds it: its own checker, a
+ * restart count that is the supervisor's, within --max-restarts, and a
+ * world no larger than the slots there are. */
+static int sup_attempt_ok(const launch_sup *s, const launch_attempt *a) {
+  return launch_attempt_state_ok(a) && a->restarts == s->restarts &&
+         s->restarts >= 0 && s->restarts <= s->o->max_restarts &&
+         a->rank_base == 0 && a->global_world == a->world &&
+         (s->o->launcher != GF_LAUNCHER_LOCAL || a->world <= s->o->nproc);
+}
+#endif
 
 /* Slots of this host's launcher not left out (local), else --nproc. */
 static int other_slots(const launch_sup *s) {
@@ -229,6 +242,7 @@ int gf_launch_run(const gf_launch_opts *o, FILE *log) {
       rc = finish_failed(s, e.msg);
       break;
     }
+    GF_ASSERT_STATE(a->state == ATTEMPT_RUNNING && sup_attempt_ok(s, a));
     s->ws_pending = true;
     s->ws_world = world;
     s->ws_from = from;
@@ -236,6 +250,7 @@ int gf_launch_run(const gf_launch_opts *o, FILE *log) {
     failed = false;
     outcome out;
     watch(s, a, &out);
+    GF_ASSERT_STATE(a->state == ATTEMPT_ENDED && sup_attempt_ok(s, a));
     prev_world = world;
     if (out.end == END_RESIZE) { /* planned: no restart counted */
       launch_capacity_resized(s, launch_resume_step(s));

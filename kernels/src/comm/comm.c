@@ -138,12 +138,73 @@ static gf_status slot_of(gf_comm *c, int handle, int *slot, gf_err *err) {
   return GF_OK;
 }
 
+#if defined(GF_STATE_CHECKS)
+/* Whether request `slot` agrees with the state it is in (gf/invariant.h):
+ *   free     !active: every field zero but gen
+ *   pending  active, failed GF_OK, cur < nsteps (started: steps[cur] is in
+ *            flight, else next)
+ *   done     active, failed GF_OK, cur == nsteps, nothing started
+ *   failed   active, failed != GF_OK and fail_err saying so, cur < nsteps
+ * and, while active: op, dtype and every step in range (a peer inside the
+ * world, not this rank for an exchange); the buffers its op needs (buf for
+ * count > 0, sendbuf for an allgather and only then) and the element size
+ * of its dtype; the working copy buf's own or, for f32-as-bf16, a bf16
+ * copy that does not exist before its PACK step starts; a seq the comm has
+ * issued and the lane it gives; a start time not in the future under a
+ * positive timeout. */
+static int comm_req_state_ok(const gf_comm *c, int slot) {
+  if (slot < 0 || slot >= GF_COMM_SLOTS || !(c->timeout_s > 0)) return 0;
+  const gf_comm_req *r = &c->reqs[slot];
+  if (!r->active) {
+    gf_comm_req zero;
+    memset(&zero, 0, sizeof zero);
+    zero.gen = r->gen;
+    return memcmp(r, &zero, sizeof zero) == 0;
+  }
+  if ((unsigned)r->op > GF_OP_ALLGATHER ||
+      (unsigned)r->dt > GF_CDT_F32_AS_BF16 || r->nsteps < 0 ||
+      r->nsteps > GF_COMM_MAX_STEPS || r->cur < 0 || r->cur > r->nsteps ||
+      r->seq >= c->next_seq || c->ops->lanes < 1 ||
+      r->lane != (int)(r->seq % (uint64_t)c->ops->lanes) ||
+      r->elem != gf_comm_dtype_size(r->dt) || r->t_start > gf_comm_now())
+    return 0;
+  if (r->failed) { /* failed: on a step, with its error */
+    if (r->cur == r->nsteps || r->fail_err.code != r->failed ||
+        !r->fail_err.msg[0] ||
+        !memchr(r->fail_err.msg, '\0', sizeof r->fail_err.msg))
+      return 0;
+  } else if (r->fail_err.code != GF_OK || r->fail_err.msg[0] ||
+             (r->cur == r->nsteps && r->started)) {
+    return 0;
+  }
+  if ((r->count && r->op != GF_OP_BARRIER && !r->buf) ||
+      ((r->op == GF_OP_ALLGATHER && r->count) != (r->sendbuf != NULL)) ||
+      (r->op == GF_OP_BCAST && (r->root < 0 || r->root >= c->world)))
+    return 0;
+  int pack = -1; /* index of the PACK step */
+  for (int i = 0; i < r->nsteps; i++) {
+    const gf_comm_step *s = &r->steps[i];
+    if (s->kind > GF_STEP_UNPACK || s->scope > GF_SCOPE_LEADERS ||
+        s->peer < 0 || s->peer >= c->world ||
+        (s->kind == GF_STEP_XADD && s->peer == c->rank))
+      return 0;
+    if (s->kind == GF_STEP_PACK) pack = i;
+  }
+  if (r->dt != GF_CDT_F32_AS_BF16)
+    return r->wbuf == r->buf && r->wdt == r->dt && r->welem == r->elem;
+  int packing = pack >= 0 && (pack < r->cur || (pack == r->cur && r->started));
+  return r->wdt == GF_CDT_BF16 && r->welem == sizeof(uint16_t) &&
+         (packing || r->wbuf == NULL);
+}
+#endif
+
 static void req_release(gf_comm *c, int slot) {
   gf_comm_req *r = &c->reqs[slot];
   if (c->ops->release) c->ops->release(c, slot);
   unsigned gen = r->gen + 1;
   memset(r, 0, sizeof *r);
   r->gen = gen;
+  GF_ASSERT_STATE(comm_req_state_ok(c, slot));
 }
 
 /* Room for the longest step name: "tree level %d exchange with rank %d"
@@ -290,6 +351,7 @@ static gf_status req_create(gf_comm *c, int internal, gf_comm_req *proto,
       return st;
     }
   }
+  GF_ASSERT_STATE(comm_req_state_ok(c, slot));
   *slot_out = slot;
   return GF_OK;
 }
@@ -325,6 +387,7 @@ static void req_fail(gf_comm *c, int slot, gf_status st, const gf_err *e) {
   r->failed = st;
   gf_fail(&r->fail_err, st, "comm: %s (%s): %s", op_name(r->op), what,
           e ? e->msg : "failed");
+  GF_ASSERT_STATE(comm_req_state_ok(c, slot));
 }
 
 /* Advances request `slot` as far as it goes without waiting. */
@@ -342,6 +405,7 @@ static void req_progress(gf_comm *c, int slot) {
         return;
       }
       r->started = 1;
+      GF_ASSERT_STATE(comm_req_state_ok(c, slot));
     }
     int done = 0;
     gf_status st = c->ops->step_test(c, slot, &done, &e);
@@ -354,6 +418,7 @@ static void req_progress(gf_comm *c, int slot) {
     r->started = 0;
     if (r->cur == r->nsteps && r->op == GF_OP_ALLREDUCE)
       c->stats.busy_s += gf_comm_now() - r->t_start;
+    GF_ASSERT_STATE(comm_req_state_ok(c, slot));
   }
 }
 
@@ -420,6 +485,7 @@ static gf_status req_wait(gf_comm *c, int slot, gf_err *err) {
     progress_all(c);
   }
   c->stats.wait_s += gf_comm_now() - t0;
+  GF_ASSERT_STATE(comm_req_state_ok(c, slot));
   gf_status st = r->failed;
   if (st && err) *err = r->fail_err;
   req_release(c, slot);
@@ -516,6 +582,7 @@ gf_status gf_comm_test(gf_comm *c, int req, int *done, gf_err *err) {
   int slot = -1;
   GF_TRY(slot_of(c, req, &slot, err));
   progress_all(c);
+  GF_ASSERT_STATE(comm_req_state_ok(c, slot));
   *done = req_finished(&c->reqs[slot]);
   return GF_OK;
 }
