@@ -1,6 +1,8 @@
 /* comm_impl.h - private to kernels/src/comm/: the gf_comm struct, the
- * request state machine every collective runs through, and the engine table
- * (local, mpi, nccl, tcp) that comm.c dispatches to, like backend.h for ops.
+ * request state machine every collective runs through, the engine table
+ * (local, mpi, nccl, tcp) that comm.c dispatches to, like backend.h for ops,
+ * and the helpers every engine shares (comm_core.c). Not here: any engine's
+ * own state or wire format (the tcp engine's: comm_tcp.h, comm_tcp_wire.h).
  *
  * Every collective is a request: a short list of steps (engine primitives
  * such as "reduce to root 0 inside the node" or "exchange with rank r^2 and
