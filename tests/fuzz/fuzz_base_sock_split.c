@@ -41,8 +41,7 @@ static void one(const char *s, size_t cap) {
       __builtin_trap();
     int port2 = -1;
     gf_sock_name(host, port, name, sizeof name);
-    if (gf_sock_split("fuzz", name, again, sizeof again, &port2, &e) !=
-            GF_OK ||
+    if (gf_sock_split("fuzz", name, again, sizeof again, &port2, &e) != GF_OK ||
         strcmp(again, host) != 0 || port2 != port)
       __builtin_trap();
   }

@@ -11,13 +11,10 @@
 #include <stdio.h>
 
 #include "check.h"
+#include "proc_util.h"
 
 #if !defined(GF_STATE_CHECKS)
-int main(void) {
-  printf("state checks are off in this build (GF_STATE_CHECKS: Debug and "
-         "the sanitizer build): nothing to check\n");
-  return 0;
-}
+STATE_CHECKS_OFF_MAIN()
 #else
 #include <signal.h>
 #include <string.h>
@@ -38,10 +35,14 @@ typedef enum corruption {
   N_CORRUPTIONS
 } corruption;
 
-static const char *const names[] = {
-    "none",          "cur past the end",     "no buffer",
-    "failed without its error", "another lane", "done but started",
-    "peer outside the world",   "bf16 copy of the wrong type"};
+static const char *const names[] = {"none",
+                                    "cur past the end",
+                                    "no buffer",
+                                    "failed without its error",
+                                    "another lane",
+                                    "done but started",
+                                    "peer outside the world",
+                                    "bf16 copy of the wrong type"};
 
 /* In the child: a finished iallreduce on a local comm, corrupted by `how`,
  * then tested and waited on. Exits 0 when nothing aborted. */
@@ -77,36 +78,18 @@ static void child(corruption how) {
   _exit(0);
 }
 
-/* Runs child(how) with its stderr into a pipe: its wait status, and the
- * start of what it wrote in out[cap]. */
+static void child_of(void *how) { child(*(const corruption *)how); }
+
+/* child(how) in a child of its own: its wait status, its stderr in out. */
 static int run(corruption how, char *out, size_t cap) {
-  int p[2];
-  REQUIRE(pipe(p) == 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    close(p[0]);
-    dup2(p[1], 2);
-    child(how);
-  }
-  close(p[1]);
-  size_t n = 0;
-  ssize_t k;
-  while (n + 1 < cap && (k = read(p[0], out + n, cap - 1 - n)) > 0)
-    n += (size_t)k;
-  out[n] = '\0';
-  close(p[0]);
-  int ws = 0;
-  REQUIRE(waitpid(pid, &ws, 0) == pid);
-  return ws;
+  return tu_fork_capture(child_of, &how, out, cap);
 }
 
 int main(void) {
   char err[4096];
   int ws = run(NONE, err, sizeof err);
-  CHECKF(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "untouched: status %#x: %s",
-         ws, err);
+  CHECKF(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "untouched: status %#x: %s", ws,
+         err);
   for (int how = NONE + 1; how < N_CORRUPTIONS; how++) {
     ws = run((corruption)how, err, sizeof err);
     CHECKF(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGABRT,

@@ -14,13 +14,10 @@
 #include <stdio.h>
 
 #include "check.h"
+#include "proc_util.h"
 
 #if !defined(GF_STATE_CHECKS)
-int main(void) {
-  printf("state checks are off in this build (GF_STATE_CHECKS: Debug and "
-         "the sanitizer build): nothing to check\n");
-  return 0;
-}
+STATE_CHECKS_OFF_MAIN()
 #else
 #include <signal.h>
 #include <string.h>
@@ -45,11 +42,16 @@ typedef enum corruption {
   N_CORRUPTIONS
 } corruption;
 
-static const char *const names[] = {
-    "none",           "a rank without its pid", "a status not reaped",
-    "reaped without a pid", "no ranks",   "ranks past WORLD_SIZE",
-    "negative restarts",    "one slot twice", "a launcher beside local ranks",
-    "ended with a rank not reaped"};
+static const char *const names[] = {"none",
+                                    "a rank without its pid",
+                                    "a status not reaped",
+                                    "reaped without a pid",
+                                    "no ranks",
+                                    "ranks past WORLD_SIZE",
+                                    "negative restarts",
+                                    "one slot twice",
+                                    "a launcher beside local ranks",
+                                    "ended with a rank not reaped"};
 
 /* A child that sleeps until it is killed (at most 60 s). */
 static pid_t sleeper(void) {
@@ -104,27 +106,17 @@ static void child(launch_attempt *at, corruption how) {
   _exit(0);
 }
 
+typedef struct job {
+  launch_attempt *at;
+  corruption how;
+} job;
+
+static void child_of(void *j) { child(((job *)j)->at, ((job *)j)->how); }
+
+/* child(at, how) in a child of its own: its wait status, its stderr. */
 static int run(launch_attempt *at, corruption how, char *out, size_t cap) {
-  int p[2];
-  REQUIRE(pipe(p) == 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    close(p[0]);
-    dup2(p[1], 2);
-    child(at, how);
-  }
-  close(p[1]);
-  size_t n = 0;
-  ssize_t k;
-  while (n + 1 < cap && (k = read(p[0], out + n, cap - 1 - n)) > 0)
-    n += (size_t)k;
-  out[n] = '\0';
-  close(p[0]);
-  int ws = 0;
-  REQUIRE(waitpid(pid, &ws, 0) == pid);
-  return ws;
+  job j = {at, how};
+  return tu_fork_capture(child_of, &j, out, cap);
 }
 
 int main(void) {
@@ -136,8 +128,8 @@ int main(void) {
     running(at, a, b);
     int ws = run(at, (corruption)how, err, sizeof err);
     if (how == NONE) {
-      CHECKF(WIFEXITED(ws) && WEXITSTATUS(ws) == 0,
-             "untouched: status %#x: %s", ws, err);
+      CHECKF(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "untouched: status %#x: %s",
+             ws, err);
       continue;
     }
     CHECKF(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGABRT,

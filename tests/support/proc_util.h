@@ -1,10 +1,12 @@
 /* proc_util.h - child processes of the tests: start a program with its
  * output into a log file (and optionally one environment variable set),
- * wait for it, run it to the end. Test code only (it may exit). */
+ * wait for it, run it to the end; run a function in a child and keep what
+ * it said on stderr. Test code only (it may exit). */
 #ifndef GF_TEST_PROC_UTIL_H
 #define GF_TEST_PROC_UTIL_H
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -39,6 +41,34 @@ static inline int tu_wait_rc(pid_t pid) {
   int status = 0;
   REQUIRE(waitpid(pid, &status, 0) == pid);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Runs fn(arg) in a child whose stderr goes into out[cap] (its start,
+ * NUL-terminated; fn ends the child, with _exit or by dying) and returns
+ * the child's wait status: for a check that must abort, seen from outside. */
+static inline int tu_fork_capture(void (*fn)(void *), void *arg, char *out,
+                                  size_t cap) {
+  int p[2];
+  REQUIRE(cap > 0 && pipe(p) == 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    close(p[0]);
+    dup2(p[1], 2);
+    fn(arg);
+    _exit(0);
+  }
+  close(p[1]);
+  size_t n = 0;
+  ssize_t k;
+  while (n + 1 < cap && (k = read(p[0], out + n, cap - 1 - n)) > 0)
+    n += (size_t)k;
+  out[n] = '\0';
+  close(p[0]);
+  int ws = 0;
+  REQUIRE(waitpid(pid, &ws, 0) == pid);
+  return ws;
 }
 
 /* tu_spawn_log then tu_wait_rc. */
