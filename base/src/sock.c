@@ -200,16 +200,16 @@ gf_status gf_sock_listen(const char *host, int port, int *fd, int *bound,
     a6.sin6_family = AF_INET6;
     a6.sin6_addr = in6addr_any;
     a6.sin6_port = htons((uint16_t)port);
-    s = bind_listen((struct sockaddr *)&a6, sizeof a6, 1, &step);
     gf_sock_name("::", port, name, sizeof name);
+    s = bind_listen((struct sockaddr *)&a6, sizeof a6, 1, &step);
     if (s < 0 && errno != EADDRINUSE) { /* no IPv6 here */
       struct sockaddr_in a4;
       memset(&a4, 0, sizeof a4);
       a4.sin_family = AF_INET;
       a4.sin_addr.s_addr = htonl(INADDR_ANY);
       a4.sin_port = htons((uint16_t)port);
-      s = bind_listen((struct sockaddr *)&a4, sizeof a4, 0, &step);
       gf_sock_name("0.0.0.0", port, name, sizeof name);
+      s = bind_listen((struct sockaddr *)&a4, sizeof a4, 0, &step);
     }
   } else {
     char h[GF_SOCK_HOST_MAX], ps[8];
@@ -363,7 +363,8 @@ gf_status gf_sock_dial_until(const char *host, int port, double deadline,
   return GF_ETIMEOUT;
 }
 
-/* Moves exactly n bytes (out: send, else recv) before the deadline. */
+/* Moves exactly n bytes (out: send from p, which is then only read; else
+ * recv into p) before the deadline. */
 static gf_status move_full(int fd, unsigned char *p, size_t n, int out,
                            double deadline, size_t *got, gf_err *err) {
   size_t done = 0;
