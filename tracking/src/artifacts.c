@@ -1,5 +1,6 @@
 /* artifacts.c - run artifacts through the server's artifact proxy: URI
- * resolution, path safety, upload, listing, atomic downloads. */
+ * resolution, upload, listing, atomic downloads (the path check is
+ * util.c's, the listing's record records.c's). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -9,30 +10,6 @@
 #include <unistd.h>
 
 #include "parse.h"
-
-void mlflow_file_list_free(mlflow_file_list *list) {
-  if (!list) return;
-  for (size_t i = 0; i < list->count; i++) free(list->items[i].path);
-  free(list->items);
-  memset(list, 0, sizeof *list);
-}
-
-int mlflow_path_is_safe(const char *path) {
-  if (!path || !*path || path[0] == '/') return 0;
-  const char *p = path;
-  for (;;) {
-    size_t n = strcspn(p, "/");
-    if (n == 0) return 0;                          /* "//" or trailing '/' */
-    if (n == 1 && p[0] == '.') return 0;
-    if (n == 2 && p[0] == '.' && p[1] == '.') return 0;
-    for (size_t i = 0; i < n; i++) {
-      unsigned char ch = (unsigned char)p[i];
-      if (ch < 0x20 || ch == 0x7f || ch == '\\') return 0;
-    }
-    if (!p[n]) return 1;
-    p += n + 1;
-  }
-}
 
 /* Path P of "mlflow-artifacts:/P" or "mlflow-artifacts://host:port/P". */
 static mlflow_status proxy_path(const char *uri, char **out, mlflow_error *err) {

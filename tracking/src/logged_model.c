@@ -6,17 +6,6 @@
 #include "mlflow/logged_model.h"
 #include "parse.h"
 
-void mlflow_logged_model_free(mlflow_logged_model *m) {
-  if (!m) return;
-  free(m->model_id);
-  free(m->experiment_id);
-  free(m->name);
-  free(m->artifact_uri);
-  free(m->status);
-  free(m->source_run_id);
-  memset(m, 0, sizeof *m);
-}
-
 /* {model: {info: {...}}} into *out (zeroed first); owns nothing of ans. */
 static mlflow_status parse_model(const cJSON *ans, mlflow_logged_model *out,
                                  mlflow_error *err) {

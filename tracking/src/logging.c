@@ -186,13 +186,6 @@ mlflow_status mlflow_log_metric(mlflow_client *c, const char *run_id,
   return mlflow_log_batch(c, run_id, &m, 1, NULL, 0, NULL, 0, err);
 }
 
-void mlflow_metric_list_free(mlflow_metric_list *list) {
-  if (!list) return;
-  for (size_t i = 0; i < list->count; i++) free((char *)list->items[i].key);
-  free(list->items);
-  memset(list, 0, sizeof *list);
-}
-
 mlflow_status mlflow_metric_history(mlflow_client *c, const char *run_id,
                                     const char *key, mlflow_metric_list *out,
                                     mlflow_error *err) {

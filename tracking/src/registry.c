@@ -9,26 +9,6 @@
 
 #include "parse.h"
 
-void mlflow_model_version_free(mlflow_model_version *mv) {
-  if (!mv) return;
-  free(mv->name);
-  free(mv->version);
-  free(mv->source);
-  free(mv->run_id);
-  free(mv->status);
-  free(mv->status_message);
-  for (size_t i = 0; i < mv->n_aliases; i++) free(mv->aliases[i]);
-  free(mv->aliases);
-  memset(mv, 0, sizeof *mv);
-}
-
-void mlflow_model_version_list_free(mlflow_model_version_list *l) {
-  if (!l) return;
-  for (size_t i = 0; i < l->count; i++) mlflow_model_version_free(&l->items[i]);
-  free(l->items);
-  memset(l, 0, sizeof *l);
-}
-
 mlflow_status mlflow_registered_model_create(mlflow_client *c,
                                              const char *name,
                                              mlflow_error *err) {
@@ -253,14 +233,6 @@ mlflow_status mlflow_model_version_download_uri(mlflow_client *c,
     st = mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
   cJSON_Delete(ans);
   return st;
-}
-
-void mlflow_model_uri_free(mlflow_model_uri *u) {
-  if (!u) return;
-  free(u->name);
-  free(u->version);
-  free(u->alias);
-  memset(u, 0, sizeof *u);
 }
 
 mlflow_status mlflow_model_uri_parse(const char *uri, mlflow_model_uri *out,

@@ -1,4 +1,5 @@
-/* util.c - buffers, error filling, JSON printing, small helpers. */
+/* util.c - buffers, error filling, JSON printing, small helpers (paths:
+ * mkdir -p, removing a tree, the safety check of relative paths). */
 #include <assert.h>
 #include <dirent.h>
 #include <errno.h>
@@ -260,5 +261,24 @@ void mlflow_remove_tree(const char *path) {
     rmdir(path);
   } else {
     unlink(path);
+  }
+}
+
+/* Declared in mlflow/artifacts.h: the check of every relative path the
+ * library takes or is sent (artifact paths, listed names). */
+int mlflow_path_is_safe(const char *path) {
+  if (!path || !*path || path[0] == '/') return 0;
+  const char *p = path;
+  for (;;) {
+    size_t n = strcspn(p, "/");
+    if (n == 0) return 0;                          /* "//" or trailing '/' */
+    if (n == 1 && p[0] == '.') return 0;
+    if (n == 2 && p[0] == '.' && p[1] == '.') return 0;
+    for (size_t i = 0; i < n; i++) {
+      unsigned char ch = (unsigned char)p[i];
+      if (ch < 0x20 || ch == 0x7f || ch == '\\') return 0;
+    }
+    if (!p[n]) return 1;
+    p += n + 1;
   }
 }
