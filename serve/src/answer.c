@@ -32,13 +32,6 @@ static void json_values(gf_strbuf *b, const float *img, size_t count,
   gf_strbuf_append(b, buf, at);
 }
 
-static void answer_strbuf(gfs_req *r, const char *ctype, gf_strbuf *b) {
-  size_t len = 0;
-  char *body = gf_strbuf_take(b, &len);
-  if (!body) gfs_error(r, 500, "out of memory");
-  else gfs_answer(r, 200, ctype, body, len);
-}
-
 /* Appends the raw tensor: count values as little-endian float32, or as
  * pixels. 0, or -1 when out of memory. */
 static int binary_values(gf_strbuf *b, const float *img, size_t count,
@@ -84,7 +77,7 @@ static void answer_v2(gfs_req *r, const gf_generator *m,
     gf_strbuf_puts(&b, "\"data\": [");
     json_values(&b, img, count, u8);
     gf_strbuf_puts(&b, "]}]}\n");
-    answer_strbuf(r, "application/json", &b);
+    gfs_answer_strbuf(r, 200, "application/json", &b);
     return;
   }
   gf_strbuf_printf(&b, "\"parameters\": {\"binary_data_size\": %zu}}]}",
@@ -95,7 +88,7 @@ static void answer_v2(gfs_req *r, const gf_generator *m,
     gfs_error(r, 500, "out of memory");
     return;
   }
-  answer_strbuf(r, "application/octet-stream", &b);
+  gfs_answer_strbuf(r, 200, "application/octet-stream", &b);
   if (r->status == 200) r->resp_header_len = json_len;
 }
 
@@ -122,7 +115,7 @@ static void answer_predictions(gfs_req *r, const gf_generator *m,
     gf_strbuf_puts(&b, "]");
   }
   gf_strbuf_puts(&b, "]}\n");
-  answer_strbuf(r, "application/json", &b);
+  gfs_answer_strbuf(r, 200, "application/json", &b);
 }
 
 void gfs_answer_images(gfs_server *s, gfs_req *r, const gf_generator *m,
@@ -159,5 +152,5 @@ void gfs_answer_images(gfs_server *s, gfs_req *r, const gf_generator *m,
                    c->image_height, c->image_width);
   json_values(&b, img, (size_t)n * m->image_numel, 1);
   gf_strbuf_puts(&b, "]}\n");
-  answer_strbuf(r, "application/json", &b);
+  gfs_answer_strbuf(r, 200, "application/json", &b);
 }

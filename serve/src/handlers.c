@@ -30,24 +30,6 @@ static int set_model_headers(gfs_req *r, const gfs_slot *sl,
   return 0;
 }
 
-static void answer_text(gfs_req *r, int status, const char *ctype,
-                        const char *text) {
-  char *body = strdup(text);
-  if (!body) {
-    gfs_error(r, 500, "out of memory");
-    return;
-  }
-  gfs_answer(r, status, ctype, body, strlen(body));
-}
-
-static void answer_strbuf(gfs_req *r, int status, const char *ctype,
-                          gf_strbuf *b) {
-  size_t len = 0;
-  char *body = gf_strbuf_take(b, &len);
-  if (!body) gfs_error(r, 500, "out of memory");
-  else gfs_answer(r, status, ctype, body, len);
-}
-
 /* 1 when r asks for no version or for m's; else answers r 404. */
 static int version_ok(gfs_req *r, const gf_generator *m) {
   if (!r->want_version[0] || strcmp(r->want_version, m->version) == 0)
@@ -58,7 +40,7 @@ static int version_ok(gfs_req *r, const gf_generator *m) {
 }
 
 static void server_meta(gfs_req *r) {
-  answer_text(r, 200, "application/json",
+  gfs_answer_text(r, 200, "application/json",
               "{\"name\": \"ganflow-serve\", \"version\": \"" GFS_VERSION
               "\", \"extensions\": [\"binary_tensor_data\", "
               "\"parameters\"]}\n");
@@ -110,32 +92,32 @@ static void model_meta(gfs_req *r, gfs_slot *sl) {
   gf_strbuf_puts(&b, "}\n");
   int headers_ok = set_model_headers(r, sl, m);
   gf_generator_unref(m);
-  if (headers_ok) answer_strbuf(r, 200, "application/json", &b);
+  if (headers_ok) gfs_answer_strbuf(r, 200, "application/json", &b);
   else gf_strbuf_free(&b);
 }
 
 void gfs_handle_inline(gfs_server *s, gfs_req *r) {
-  int ready = gfs_server_ready(s);
+  int ready = gfs_slots_ready(s->slots, s->n_slots);
   switch (r->route) {
     case GFS_R_PING:
     case GFS_R_HEALTH:
-      if (ready) answer_text(r, 200, "text/plain", "\n");
+      if (ready) gfs_answer_text(r, 200, "text/plain", "\n");
       else gfs_error(r, 503, "models are not loaded yet");
       break;
     case GFS_R_VERSION:
-      answer_text(r, 200, "text/plain", GFS_VERSION "\n");
+      gfs_answer_text(r, 200, "text/plain", GFS_VERSION "\n");
       break;
     case GFS_R_LIVE:
-      answer_text(r, 200, "application/json", "{\"live\": true}\n");
+      gfs_answer_text(r, 200, "application/json", "{\"live\": true}\n");
       break;
     case GFS_R_READY:
-      answer_text(r, ready ? 200 : 503, "application/json",
+      gfs_answer_text(r, ready ? 200 : 503, "application/json",
                   ready ? "{\"ready\": true}\n" : "{\"ready\": false}\n");
       break;
     case GFS_R_MODEL_READY: {
       gf_generator *m = gfs_slot_acquire(r->slot);
       if (!m || version_ok(r, m))
-        answer_text(r, m ? 200 : 503, "application/json",
+        gfs_answer_text(r, m ? 200 : 503, "application/json",
                     m ? "{\"ready\": true}\n" : "{\"ready\": false}\n");
       gf_generator_unref(m);
       break;

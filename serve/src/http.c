@@ -1,10 +1,10 @@
 /* http.c - the libmicrohttpd side of ganflow-serve: per-request state,
  * routing (404 / 405), bearer auth (401), body limits and types (413,
  * 415; Inference-Header-Content-Length checked at once, 400), the hand
- * over of generation jobs to the workers (connection suspended, resumed
- * when the answer is ready) and the answer itself. */
+ * over of generation jobs to the queue (connection suspended, resumed
+ * when the answer is ready). The answer's response is reply.c's, the
+ * queue queue.c's, what each endpoint answers handlers.c's. */
 #include <assert.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,45 +137,6 @@ static int auth_ok(gfs_server *s, struct MHD_Connection *conn) {
   unsigned diff = (unsigned)(a ^ b);
   for (size_t i = 0; i < b; i++) diff |= (unsigned)(h[i < a ? i : 0] ^ s->token[i]);
   return diff == 0;
-}
-
-static enum MHD_Result queue_answer(struct MHD_Connection *conn, gfs_req *r) {
-  if (!r->status) gfs_error(r, 500, "no answer was produced");
-  struct MHD_Response *resp = MHD_create_response_from_buffer(
-      r->resp_len, r->resp ? r->resp : (void *)"",
-      r->resp ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
-  if (!resp) return MHD_NO;
-  r->resp = NULL; /* MHD frees it now */
-  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                          r->ctype ? r->ctype : "application/json");
-  MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-  if (r->allow) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
-  if (r->resp_header_len) {
-    char hl[24]; /* a size_t in decimal: 20 digits at most */
-    int n = snprintf(hl, sizeof hl, "%zu", r->resp_header_len);
-    assert(gf_fits(n, sizeof hl));
-    (void)n;
-    MHD_add_response_header(resp, "Inference-Header-Content-Length", hl);
-  }
-  if (r->auth_header)
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-                            "Bearer realm=\"ganflow-serve\"");
-  if (r->retry_after > 0) {
-    char ra[16]; /* an int in decimal: 11 characters at most */
-    int n = snprintf(ra, sizeof ra, "%d", r->retry_after);
-    assert(gf_fits(n, sizeof ra));
-    (void)n;
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
-  }
-  if (r->model[0]) {
-    MHD_add_response_header(resp, "X-Model-Name", r->model);
-    MHD_add_response_header(resp, "X-Model-Version", r->version);
-    if (r->alias[0]) MHD_add_response_header(resp, "X-Model-Alias", r->alias);
-  }
-  enum MHD_Result ok = MHD_queue_response(conn, (unsigned)r->status, resp);
-  MHD_destroy_response(resp);
-  r->answered = 1;
-  return ok;
 }
 
 static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind,
@@ -327,7 +288,7 @@ enum MHD_Result gfs_on_access(void *cls, struct MHD_Connection *conn,
     r->t0 = gf_mono_s();
     *req_cls = r;
     on_headers(s, r, conn, url, method);
-    if (r->status) return queue_answer(conn, r);
+    if (r->status) return gfs_reply_queue(conn, r);
     return MHD_YES;
   }
   if (r->answered) {
@@ -335,7 +296,7 @@ enum MHD_Result gfs_on_access(void *cls, struct MHD_Connection *conn,
     return MHD_YES;
   }
   if (r->queued) /* resumed by a worker, or a spurious call */
-    return atomic_load(&r->done) ? queue_answer(conn, r) : MHD_YES;
+    return atomic_load(&r->done) ? gfs_reply_queue(conn, r) : MHD_YES;
   if (*upload_data_size) {
     int rc = append_body(s, r, upload_data, *upload_data_size);
     if (rc != 0) {
@@ -348,7 +309,7 @@ enum MHD_Result gfs_on_access(void *cls, struct MHD_Connection *conn,
         r->retry_after = 1;
         gfs_error(r, 503, "too many request bodies in memory; retry");
       }
-      return queue_answer(conn, r);
+      return gfs_reply_queue(conn, r);
     }
     *upload_data_size = 0;
     return MHD_YES;
@@ -356,10 +317,10 @@ enum MHD_Result gfs_on_access(void *cls, struct MHD_Connection *conn,
   if (r->route == GFS_R_GENERATE || r->route == GFS_R_INFER ||
       r->route == GFS_R_INVOCATIONS) {
     if (gfs_enqueue(s, r) == 0) return MHD_YES; /* suspended */
-    return queue_answer(conn, r);
+    return gfs_reply_queue(conn, r);
   }
   gfs_handle_inline(s, r);
-  return queue_answer(conn, r);
+  return gfs_reply_queue(conn, r);
 }
 
 void gfs_on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
@@ -377,30 +338,4 @@ void gfs_on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
   free(r->resp);
   free(r);
   *req_cls = NULL;
-}
-
-void gfs_error(gfs_req *r, int status, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  char *msg = gfs_vformat(fmt, ap); /* any length: the whole message */
-  va_end(ap);
-  gf_strbuf b;
-  gf_strbuf_init(&b);
-  gf_strbuf_puts(&b, "{\"error\": ");
-  gf_strbuf_json_cstr(&b, msg ? msg : "out of memory");
-  free(msg);
-  gf_strbuf_puts(&b, "}\n");
-  size_t len = 0;
-  char *body = gf_strbuf_take(&b, &len);
-  gfs_answer(r, status, "application/json", body, body ? len : 0);
-}
-
-void gfs_answer(gfs_req *r, int status, const char *ctype, char *body,
-                size_t len) {
-  free(r->resp);
-  r->resp_header_len = 0;
-  r->status = status;
-  r->ctype = ctype;
-  r->resp = body;
-  r->resp_len = body ? len : 0;
 }

@@ -141,8 +141,5 @@ void gfs_handle_page(gfs_server *s, gfs_req *r) {
   gf_strbuf_puts(&b, "<p>API: <code>GET /v1/models/NAME/generate?seed=S&amp;"
                      "n=N[&amp;class=C]</code>, <code>POST /v2/models/NAME/infer</code>, "
                      "<code>/metrics</code>.</p>\n</body></html>\n");
-  size_t len = 0;
-  char *body = gf_strbuf_take(&b, &len);
-  if (!body) gfs_error(r, 500, "out of memory");
-  else gfs_answer(r, 200, "text/html; charset=utf-8", body, len);
+  gfs_answer_strbuf(r, 200, "text/html; charset=utf-8", &b);
 }

@@ -1,7 +1,9 @@
 /* server_internal.h - the server's private state shared by its parts:
- * http.c (libmicrohttpd callbacks, routing, limits, auth), server.c (start,
- * stop, queue, workers, watcher), handlers.c (what each endpoint answers),
- * answer.c (what a generation job answers), page.c (the HTML page). */
+ * server.c (start, stop, workers, watcher), http.c (libmicrohttpd
+ * callbacks, routing, limits, auth), handlers.c (what each endpoint
+ * answers), answer.c (what a generation job answers), page.c (the HTML
+ * page), queue.c (the job queue and the batcher), reply.c (setting an
+ * answer and queueing its response). */
 #ifndef GFS_SERVER_INTERNAL_H
 #define GFS_SERVER_INTERNAL_H
 
@@ -99,6 +101,16 @@ struct gfs_server {
   int watcher_started;
 };
 
+/* Most requests that may share generator passes (--preferred-batch). */
+#define GFS_MAX_SHARED GFS_MAX_PASS_ROWS
+
+/* Calls go one way only (tests/lint/calls.py finds no ring): server.c
+ * calls http.c, handlers.c and queue.c; http.c calls handlers.c and
+ * queue.c; handlers.c calls answer.c and page.c; all of them call
+ * reply.c, slot.c and metrics.c, which call none of them. */
+
+/* ---- reply.c: a request's answer and its response -------------------- */
+
 /* fmt and its arguments as a malloc'd text of any length (the caller frees
  * it); NULL when out of memory or when they cannot be formatted. For log
  * lines and error answers, which carry outside text: never cut short. */
@@ -107,6 +119,8 @@ char *gfs_vformat(const char *fmt, va_list ap)
 /* One log line to cfg.log (nothing when it is NULL), of any length. */
 void gfs_log(gfs_server *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* text as one log line (NULL: a line saying it could not be formatted). */
+void gfs_log_text(gfs_server *s, const char *text);
 
 /* Sets r's answer to {"error": msg} with status. */
 void gfs_error(gfs_req *r, int status, const char *fmt, ...)
@@ -114,12 +128,37 @@ void gfs_error(gfs_req *r, int status, const char *fmt, ...)
 /* Sets r's answer to a malloc'd body (ownership moves to r). */
 void gfs_answer(gfs_req *r, int status, const char *ctype, char *body,
                 size_t len);
+/* Sets r's answer to a copy of text (500 when out of memory). */
+void gfs_answer_text(gfs_req *r, int status, const char *ctype,
+                     const char *text);
+/* Sets r's answer to b's bytes, taken from b (500 when b ran out of
+ * memory); b is left empty. */
+void gfs_answer_strbuf(gfs_req *r, int status, const char *ctype,
+                       gf_strbuf *b);
+/* Queues r's answer (500 when none was set) to libmicrohttpd as the
+ * response of conn, with its headers; r->resp passes to libmicrohttpd. */
+enum MHD_Result gfs_reply_queue(struct MHD_Connection *conn, gfs_req *r);
+
+/* ---- queue.c: the job queue and the batcher -------------------------- */
+
+/* Queues r for the workers; 0 when queued (its connection suspended), -1
+ * when full (429) or stopping (503), r answered. */
+int gfs_enqueue(gfs_server *s, gfs_req *r);
+/* A worker's next jobs: waits for a job, takes it with the queued jobs
+ * that may share its passes (the batcher) into batch[GFS_MAX_SHARED],
+ * answers 503 and hands back those past their deadline, and returns how
+ * many are left to run in batch[0..n) (0 or more; the worker counts as
+ * busy until gfs_queue_done), or -1 once the server stops and the queue
+ * is empty. */
+int gfs_queue_take(gfs_server *s, gfs_req **batch);
+/* Hands the n jobs of batch, answered, back to the polling thread and
+ * ends the worker's busy spell that gfs_queue_take began. */
+void gfs_queue_done(gfs_server *s, gfs_req **batch, int n);
+
+/* ---- handlers.c, answer.c, page.c: what each endpoint answers -------- */
 
 /* Answers the cheap endpoints on the polling thread. */
 void gfs_handle_inline(gfs_server *s, gfs_req *r);
-/* Most requests that may share generator passes (--preferred-batch). */
-#define GFS_MAX_SHARED GFS_MAX_PASS_ROWS
-
 /* Runs a generation job on worker `worker`. */
 void gfs_handle_job(gfs_server *s, gfs_req *r, int worker);
 /* Runs n <= GFS_MAX_SHARED generation jobs on worker `worker`: those that
@@ -133,15 +172,13 @@ void gfs_answer_images(gfs_server *s, gfs_req *r, const gf_generator *m,
 /* The HTML page of GET /. */
 void gfs_handle_page(gfs_server *s, gfs_req *r);
 
-/* libmicrohttpd callbacks (http.c). */
+/* ---- http.c: libmicrohttpd's callbacks ------------------------------- */
+
 enum MHD_Result gfs_on_access(void *cls, struct MHD_Connection *conn,
                               const char *url, const char *method,
                               const char *version, const char *upload_data,
                               size_t *upload_data_size, void **req_cls);
 void gfs_on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                       enum MHD_RequestTerminationCode toe);
-
-/* Queues r for the workers; 0 when queued, -1 when full or stopping. */
-int gfs_enqueue(gfs_server *s, gfs_req *r);
 
 #endif

@@ -61,6 +61,15 @@ gf_generator *gfs_slot_acquire(gfs_slot *s) {
   return m;
 }
 
+int gfs_slots_ready(gfs_slot *slots, int n) {
+  for (int i = 0; i < n; i++) {
+    gf_generator *m = gfs_slot_acquire(&slots[i]);
+    if (!m) return 0;
+    gf_generator_unref(m);
+  }
+  return 1;
+}
+
 void gfs_slot_install(gfs_slot *s, gf_generator *m) {
   pthread_mutex_lock(&s->lock);
   gf_generator *old = s->cur;

@@ -68,6 +68,9 @@ void gfs_slot_free(gfs_slot *s);
  * gf_generator_unref), or NULL while nothing is loaded. */
 gf_generator *gfs_slot_acquire(gfs_slot *s);
 
+/* 1 when each of the n slots has a version loaded, else 0. */
+int gfs_slots_ready(gfs_slot *slots, int n);
+
 /* Installs m (taking over the caller's reference); the old version loses
  * the slot's reference. */
 void gfs_slot_install(gfs_slot *s, gf_generator *m);
