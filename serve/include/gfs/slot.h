@@ -41,13 +41,40 @@
  * version the cache takes. */
 #define GFS_CACHE_DIR_MAX (GF_PATH_MAX - 1 - GFS_CACHE_ROOM)
 
+/* Where a slot is in its life (DESIGN §4.5). Transitions, each under the
+ * slot lock and each followed by the slot's state check (GF_ASSERT_STATE,
+ * gf/invariant.h):
+ *   LOADING  -> SWAPPING  a version was fetched, loaded and warmed: it is
+ *                         the successor (next)
+ *   SWAPPING -> READY     the successor replaced cur (cur's old version
+ *                         lost the slot's reference)
+ *   LOADING  -> FAILED    the fetch or load failed (cur, if any, serves on)
+ *   READY, FAILED -> LOADING  a poll found another version to load
+ * A slot starts LOADING with nothing loaded. */
+typedef enum gfs_slot_state {
+  GFS_SLOT_LOADING = 0, /* a version is being fetched and loaded, or is
+                           awaited (nothing served yet); next is NULL */
+  GFS_SLOT_READY,       /* cur serves; next is NULL; no failure recorded
+                           (failed_version NULL, last_error "") */
+  GFS_SLOT_SWAPPING,    /* next, loaded and warmed, is about to replace
+                           cur (NULL on the first load) */
+  GFS_SLOT_FAILED,      /* the last fetch or load failed: last_error says
+                           why, failed_version (NULL only when there was
+                           no memory to copy it) which; cur, if any,
+                           serves on; next is NULL */
+} gfs_slot_state;
+
 typedef struct gfs_slot {
   char *uri;               /* as given, malloc'd */
   char *name;              /* registered model name, malloc'd */
   char *alias;             /* NAME@ALIAS: the alias, else NULL */
-  pthread_mutex_t lock;    /* guards cur, failed_version, last_error,
-                              versions_text */
-  gf_generator *cur;       /* loaded version (one reference), or NULL */
+  pthread_mutex_t lock;    /* guards state, cur, next, failed_version,
+                              last_error, versions_text */
+  gfs_slot_state state;
+  gf_generator *cur;       /* loaded version (one reference: refs >= 1),
+                              or NULL while nothing was ever loaded */
+  gf_generator *next;      /* SWAPPING: the successor (one reference), not
+                              yet served; else NULL. Never cur. */
   char *failed_version;    /* last version that failed to load, or NULL */
   char last_error[600];    /* why it failed ("version V: " and a gf_err
                               message); "" when none */
@@ -61,7 +88,8 @@ typedef struct gfs_slot {
  * longer than GFS_NAME_MAX is GF_EINVAL naming the URI. Memory: the slot's
  * strings are malloc'd; release with gfs_slot_free (also after a failure). */
 gf_status gfs_slot_init(gfs_slot *s, const char *uri, gf_err *err);
-/* Drops the slot's reference to its model and frees its strings. */
+/* Drops the slot's references to its versions (cur and a successor) and
+ * frees its strings; accepts a slot gfs_slot_init failed on. */
 void gfs_slot_free(gfs_slot *s);
 
 /* The loaded version with one more reference (release with
@@ -71,12 +99,26 @@ gf_generator *gfs_slot_acquire(gfs_slot *s);
 /* 1 when each of the n slots has a version loaded, else 0. */
 int gfs_slots_ready(gfs_slot *slots, int n);
 
-/* Installs m (taking over the caller's reference); the old version loses
- * the slot's reference. */
+/* Name of a state ("loading", "ready", "swapping", "failed"). */
+const char *gfs_slot_state_name(gfs_slot_state st);
+
+/* Checks every field of s against the state it claims (the refcounts of
+ * cur and next, cur != next, which may be NULL, the failure record): the
+ * slot's GF_ASSERT_STATE at each transition, aborting naming the check
+ * that failed where GF_STATE_CHECKS is defined (Debug and the sanitizer
+ * build) and doing nothing elsewhere. The caller holds s->lock (or is the
+ * only thread that can reach s). For tests that prove it fires. */
+void gfs_slot_check(const gfs_slot *s);
+
+/* Installs m (taking over the caller's reference) as the slot's version:
+ * it becomes the successor (SWAPPING), then replaces cur (READY), in one
+ * hold of the lock; the old version loses the slot's reference (freed by
+ * whoever drops its last one). */
 void gfs_slot_install(gfs_slot *s, gf_generator *m);
 
 /* One poll: resolve the URI; when it names a version other than the loaded
- * one (and not the last failed one), fetch, load and install it. *changed
+ * one (and not the last failed one), fetch, load (LOADING) and install it
+ * (SWAPPING, READY), or record the failure (FAILED). *changed
  * (may be NULL) is set to 1 when a version was installed. A failure leaves
  * the old version in place, is recorded in the slot and returned. */
 gf_status gfs_slot_sync(gfs_slot *s, mlflow_client *c, const char *cache_dir,
