@@ -18,8 +18,14 @@
  *     where not; likewise in int8 (calibrated on the rows first, within
  *     8e-2 + 2e-2 |y|, int8 really used on dcgan28's big layer, weights
  *     that were never calibrated refused) where gf_ctx_int8_check says the
- *     processor has VNNI.
+ *     processor has VNNI;
+ *   - a shared store (gf_ctx.frozen_store): four ctxs pointing at one,
+ *     each on its own thread, run a layer's first forward at the same
+ *     time and get the bits a ctx of its own gets; the store holds one
+ *     laid-out copy (the bytes one ctx alone makes), and in int8 the
+ *     ranges one ctx calibrated serve them all.
  * Run twice by CTest: as is, and with GF_ONEDNN_LAYOUT=plain. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,6 +190,118 @@ static void run_layer(const layer *L, kt_rng *r, int mode) {
   gf_ctx_free(&ref);
 }
 
+/* One of the ctxs sharing a store: a pass of n rows of x through w. */
+typedef struct sharer {
+  gf_ctx ctx;
+  const layer *L;
+  const gf_tensor *x, *w, *b;
+  gf_tensor y;
+  int64_t n;
+  gf_status st;
+} sharer;
+
+static void *sharer_main(void *arg) {
+  sharer *sh = arg;
+  gf_tensor xn;
+  rows_view(sh->L, (gf_tensor *)sh->x, sh->n, &xn);
+  gf_err e;
+  sh->st = fwd(&sh->ctx, sh->L, &xn, sh->w, sh->b, &sh->y, &e);
+  return NULL;
+}
+
+/* Four ctxs sharing one store, each on its own thread at once (passes of
+ * 1, 2, 3 and 4 rows), against a lone ctx with its own tables: the same
+ * bits, and the store holds what the lone ctx laid out, once. mode as
+ * run_layer's (int8: calibrated by the first sharer alone). */
+static void run_shared(const layer *L, kt_rng *r, int mode) {
+  enum { NS = 4 };
+  gf_err e;
+  gf_ctx_config cc = {GF_BACKEND_CPU, 1, 0, GF_CPU_LAYOUT_AUTO};
+  gf_frozen_store *store = NULL, *alone_store = NULL;
+  REQUIRE(gf_frozen_store_new(&store, &e) == GF_OK);
+  REQUIRE(gf_frozen_store_new(&alone_store, &e) == GF_OK);
+  CHECK_INT_EQ(gf_frozen_store_bytes(store), 0);
+  int64_t oh, ow;
+  out_hw(L, &oh, &ow);
+  int lin = L->k == K_LINEAR;
+  gf_tensor x = lin ? kt_tensor(2, NS, L->cin, 0, 0)
+                    : kt_tensor(4, NS, L->cin, L->h, L->w);
+  gf_tensor w = lin ? kt_tensor(2, L->cout, L->cin, 0, 0)
+                : L->k == K_DECONV ? kt_tensor(4, L->cin, L->cout, L->kh, L->kh)
+                                   : kt_tensor(4, L->cout, L->cin, L->kh, L->kh);
+  gf_tensor b = kt_tensor(1, L->cout, 0, 0, 0);
+  gf_tensor ya = lin ? kt_tensor(2, NS, L->cout, 0, 0)
+                     : kt_tensor(4, NS, L->cout, oh, ow);
+  kt_fill(&x, r, mode == 2 ? 0 : -1, 1, 0);
+  kt_fill(&w, r, -0.2, 0.2, 0);
+  kt_fill(&b, r, -0.5, 0.5, 0);
+  const gf_tensor *bp = L->bias ? &b : NULL;
+  /* the lone ctx: its own store, so its laid-out bytes can be counted */
+  gf_ctx lone;
+  REQUIRE(gf_ctx_init(&lone, &cc, &e) == GF_OK);
+  lone.frozen_batch = 1;
+  lone.frozen_bf16 = mode == 1;
+  lone.frozen_store = alone_store;
+  if (mode == 2) {
+    lone.frozen_int8 = GF_INT8_CALIBRATE;
+    REQUIRE(fwd(&lone, L, &x, &w, bp, &ya, &e) == GF_OK);
+    lone.frozen_int8 = GF_INT8_RUN;
+  }
+  REQUIRE(fwd(&lone, L, &x, &w, bp, &ya, &e) == GF_OK);
+  sharer sh[NS];
+  for (int k = 0; k < NS; k++) {
+    REQUIRE(gf_ctx_init(&sh[k].ctx, &cc, &e) == GF_OK);
+    sh[k].ctx.frozen_batch = 1;
+    sh[k].ctx.frozen_bf16 = mode == 1;
+    sh[k].ctx.frozen_store = store;
+    sh[k].ctx.frozen_int8 = mode == 2 ? GF_INT8_RUN : GF_INT8_OFF;
+    sh[k].L = L;
+    sh[k].x = &x;
+    sh[k].w = &w;
+    sh[k].b = bp;
+    sh[k].n = k + 1;
+    sh[k].y = lin ? kt_tensor(2, k + 1, L->cout, 0, 0)
+                  : kt_tensor(4, k + 1, L->cout, oh, ow);
+  }
+  if (mode == 2) { /* the first sharer calibrates for all */
+    gf_tensor yc = lin ? kt_tensor(2, NS, L->cout, 0, 0)
+                       : kt_tensor(4, NS, L->cout, oh, ow);
+    sh[0].ctx.frozen_int8 = GF_INT8_CALIBRATE;
+    REQUIRE(fwd(&sh[0].ctx, L, &x, &w, bp, &yc, &e) == GF_OK);
+    sh[0].ctx.frozen_int8 = GF_INT8_RUN;
+    gf_tensor_free(&yc);
+  }
+  pthread_t th[NS];
+  for (int k = 0; k < NS; k++)
+    REQUIRE(pthread_create(&th[k], NULL, sharer_main, &sh[k]) == 0);
+  for (int k = 0; k < NS; k++) pthread_join(th[k], NULL);
+  size_t per = (size_t)gf_tensor_numel(&ya) / NS;
+  for (int k = 0; k < NS; k++) {
+    CHECK_INT_EQ(sh[k].st, GF_OK);
+    CHECKF(memcmp(sh[k].y.data, ya.data, (size_t)sh[k].n * per *
+                  sizeof(float)) == 0,
+           "%s mode %d: sharer %d (%lld rows) differs from a ctx of its own",
+           L->name, mode, k, (long long)sh[k].n);
+  }
+  size_t one = gf_frozen_store_bytes(alone_store);
+  size_t shared = gf_frozen_store_bytes(store);
+  CHECKF(shared == one, "%s mode %d: %zu laid-out bytes shared by %d ctxs, "
+         "%zu for one", L->name, mode, shared, NS, one);
+  if (lin) CHECK(one > 0); /* a linear layer's weights are always laid out */
+  for (int k = 0; k < NS; k++) {
+    gf_tensor_free(&sh[k].y);
+    gf_ctx_free(&sh[k].ctx);
+  }
+  gf_ctx_free(&lone);
+  gf_frozen_store_free(store);
+  gf_frozen_store_free(alone_store);
+  gf_frozen_store_free(NULL);
+  gf_tensor_free(&x);
+  gf_tensor_free(&w);
+  gf_tensor_free(&b);
+  gf_tensor_free(&ya);
+}
+
 int main(void) {
   kt_rng r = {20261126};
   const layer layers[] = {
@@ -198,6 +316,8 @@ int main(void) {
   };
   for (size_t i = 0; i < sizeof layers / sizeof *layers; i++)
     run_layer(&layers[i], &r, 0);
+  for (size_t i = 0; i < sizeof layers / sizeof *layers; i++)
+    run_shared(&layers[i], &r, 0);
   /* bf16 where the processor has it; elsewhere the refusal and its reason
    * (both are answers, neither is skipped) */
   gf_ctx c;
@@ -210,8 +330,10 @@ int main(void) {
   gf_ctx_free(&c);
   if (ist == GF_OK) {
     printf("int8: this processor has VNNI; every layer again in int8\n");
-    for (size_t i = 0; i < sizeof layers / sizeof *layers; i++)
+    for (size_t i = 0; i < sizeof layers / sizeof *layers; i++) {
       run_layer(&layers[i], &r, 2);
+      run_shared(&layers[i], &r, 2);
+    }
   } else {
     printf("int8 refused here: %s\n", e8.msg);
     CHECK_INT_EQ(ist, GF_EUNSUPPORTED);
@@ -219,8 +341,10 @@ int main(void) {
   }
   if (bst == GF_OK) {
     printf("bf16: this processor has it; every layer again in bf16\n");
-    for (size_t i = 0; i < sizeof layers / sizeof *layers; i++)
+    for (size_t i = 0; i < sizeof layers / sizeof *layers; i++) {
       run_layer(&layers[i], &r, 1);
+      run_shared(&layers[i], &r, 1);
+    }
   } else {
     printf("bf16 refused here: %s\n", e.msg);
     CHECK_INT_EQ(bst, GF_EUNSUPPORTED);

@@ -40,6 +40,15 @@ typedef struct gf_ctx_config {
 
 struct gf_backend_ops; /* the dispatch table, kernels/src/backend.h */
 
+/* The laid-out forms of frozen weights (gf_ctx.frozen_batch): a
+ * convolution's weights reordered into its primitive's layout, a linear
+ * layer's transposed, the int8 calibration ranges; one per weight buffer
+ * (and layout), shared by the ctxs that point at it (gf_ctx.frozen_store),
+ * so that N ctxs running one set of weights hold one laid-out copy, not
+ * N. Each entry is made once, by the first ctx that needs it, under the
+ * store's lock, and only read afterwards. CPU backend. */
+typedef struct gf_frozen_store gf_frozen_store;
+
 typedef struct gf_ctx_stats {
   uint64_t primitives_created; /* backend primitives built (cache misses) */
   uint64_t primitive_hits;     /* cached primitives reused */
@@ -110,6 +119,16 @@ typedef struct gf_ctx {
                                         kernel for the layer (others stay
                                         f32); linear layers stay f32. Check
                                         gf_ctx_bf16_check first */
+  gf_frozen_store *frozen_store;     /* NULL after init: frozen inference
+                                        keeps its laid-out weights in the
+                                        ctx. The caller may set a store
+                                        before any op (borrowed: it must
+                                        outlive the ctx's last op): they
+                                        are then the store's, shared with
+                                        every ctx that points at it, whose
+                                        ops may run at the same time on
+                                        other threads. The CUDA backend
+                                        lays out nothing and ignores it */
 } gf_ctx;
 
 /* gf_ctx.frozen_int8 values. */
@@ -156,6 +175,15 @@ int gf_cuda_built(void);
  * module on first use and creates nothing on a device; for checking a
  * --device flag before any work starts. */
 gf_status gf_cuda_device_check(int ordinal, gf_err *err);
+
+/* An empty store for gf_ctx.frozen_store. Memory: *out is malloc'd;
+ * release it with gf_frozen_store_free once no ctx that points at it runs
+ * an op any more. */
+gf_status gf_frozen_store_new(gf_frozen_store **out, gf_err *err);
+/* Frees the store and every laid-out copy in it; accepts NULL. */
+void gf_frozen_store_free(gf_frozen_store *s);
+/* Bytes of laid-out weights the store holds now (tables excluded). */
+size_t gf_frozen_store_bytes(gf_frozen_store *s);
 
 /* Counters of the primitive cache and scratch, for tests and benchmarks. */
 gf_ctx_stats gf_ctx_get_stats(const gf_ctx *ctx);

@@ -5,6 +5,7 @@
 #define GF_CPU_BACKEND_H
 
 #include <oneapi/dnnl/dnnl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -60,10 +61,11 @@ typedef struct gf_prim {
   size_t arena_bytes;                 /* inner buffers + scratchpad */
   bool frozen[GF_PRIM_MAX_ARGS];      /* argument i is frozen weights
                                          (gf_ctx.frozen_batch): inner[i]
-                                         uses a gf_cpu_frozen_md buffer of
-                                         the ctx, not the arena */
-  void *keep[GF_PRIM_MAX_ARGS];       /* borrowed from the ctx's frozen_md
-                                         table: inner[i]'s buffer, reordered
+                                         uses a gf_cpu_frozen_md buffer
+                                         (gf_cpu_frozen_of the ctx), not
+                                         the arena */
+  void *keep[GF_PRIM_MAX_ARGS];       /* borrowed from that md table:
+                                         inner[i]'s buffer, reordered
                                          only when first made */
   const void *keep_src[GF_PRIM_MAX_ARGS]; /* the caller's buffer keep[i]
                                          was made from; NULL = not yet */
@@ -78,8 +80,9 @@ typedef struct gf_cpu_frozen_w {
 } gf_cpu_frozen_w;
 
 /* Frozen conv/deconv weights in a primitive's layout, one per (caller's
- * buffer, layout) in a ctx: every primitive of that layer (one per pass
- * size) shares it instead of holding its own copy. */
+ * buffer, layout) in a ctx or a store: every primitive of that layer (one
+ * per pass size, in every ctx of the store) shares it instead of holding
+ * its own copy. */
 typedef struct gf_cpu_frozen_md {
   const void *src;        /* the caller's weight buffer (borrowed) */
   dnnl_memory_desc_t md;  /* the primitive's layout of it */
@@ -92,6 +95,33 @@ typedef struct gf_cpu_range {
   const void *w;          /* the layer's weight buffer (borrowed) */
   float lo, hi;
 } gf_cpu_range;
+
+/* The laid-out frozen weights and the int8 ranges: a ctx's own, or a
+ * gf_frozen_store's that several ctxs share (gf_ctx.frozen_store; see
+ * gf_cpu_frozen_of). An entry is added whole, under lock, and never
+ * changes after: a ctx finds it filled or makes it. */
+typedef struct gf_cpu_frozen {
+  pthread_mutex_t lock;   /* guards the tables (not the buffers, which
+                             are only read once in a table) */
+  gf_cpu_frozen_w *lin;   /* owned array of owned entries (frozen
+                             inference's linear weights) */
+  size_t nlin;
+  gf_cpu_frozen_md *md;   /* owned array of owned buffers (frozen
+                             inference's conv/deconv weights) */
+  size_t nmd;
+  gf_cpu_range *ranges;   /* owned; int8 calibration, one per layer */
+  size_t nranges;
+  size_t bytes;           /* laid-out bytes held by lin and md */
+} gf_cpu_frozen;
+
+struct gf_frozen_store {
+  gf_cpu_frozen fz;
+};
+
+/* Empty tables (fz caller-owned); GF_ENOMEM when the lock cannot be made.
+ * gf_cpu_frozen_fini frees every entry and the lock. */
+gf_status gf_cpu_frozen_init(gf_cpu_frozen *fz, gf_err *err);
+void gf_cpu_frozen_fini(gf_cpu_frozen *fz);
 
 typedef struct gf_cpu_state {
   dnnl_engine_t engine;   /* owned; the CPU engine */
@@ -106,14 +136,9 @@ typedef struct gf_cpu_state {
                              them all (not a buffer per primitive). */
   size_t scratchpad_cap;  /* bytes */
   float *tmp;             /* owned; temporaries of accumulating backwards */
-  gf_cpu_frozen_w *frozen;/* owned array of owned entries (frozen
-                             inference's linear weights) */
-  size_t nfrozen;
-  gf_cpu_range *ranges;   /* owned; int8 calibration, one per layer */
-  size_t nranges;
-  gf_cpu_frozen_md *frozen_md; /* owned array of owned buffers (frozen
-                             inference's conv/deconv weights) */
-  size_t nfrozen_md;
+  gf_cpu_frozen own;      /* the ctx's laid-out frozen weights and int8
+                             ranges, used while gf_ctx.frozen_store is
+                             NULL */
   size_t tmp_cap;         /* floats */
   uint64_t created, hits; /* cache statistics */
   bool blocked;           /* conv/deconv primitives pick their own layouts
@@ -123,6 +148,12 @@ typedef struct gf_cpu_state {
 
 static inline gf_cpu_state *gf_cpu(gf_ctx *ctx) {
   return (gf_cpu_state *)ctx->impl;
+}
+
+/* Where ctx's laid-out frozen weights live: its store's tables when it
+ * shares one, else its own. */
+static inline gf_cpu_frozen *gf_cpu_frozen_of(gf_ctx *ctx) {
+  return ctx->frozen_store ? &ctx->frozen_store->fz : &gf_cpu(ctx)->own;
 }
 
 /* Turns a oneDNN status into a gf_status (GF_EDEVICE) naming the call and
@@ -219,10 +250,10 @@ gf_status gf_cpu_linear_fwd(gf_ctx *ctx, const gf_tensor *x,
                             gf_tensor *y, gf_err *err);
 /* int8 calibration (cpu_int8.c): widens the range recorded for weights w
  * by the n values of x; GF_ENOMEM when the table cannot grow. */
-gf_status gf_cpu_range_note(gf_cpu_state *st, const void *w, const float *x,
+gf_status gf_cpu_range_note(gf_cpu_frozen *fz, const void *w, const float *x,
                             size_t n, gf_err *err);
 /* The range recorded for w; false when none was. */
-bool gf_cpu_range_get(const gf_cpu_state *st, const void *w, float *lo,
+bool gf_cpu_range_get(gf_cpu_frozen *fz, const void *w, float *lo,
                       float *hi);
 /* The scales of an int8 convolution of weights w (PyTorch layout: conv
  * [OC, IC, kh, kw], transposed [IC, OC, kh, kw]) over inputs of range

@@ -181,32 +181,57 @@ static gf_status run_reorder(gf_cpu_state *st, gf_prim *p, int i,
   return GF_OK;
 }
 
-/* The ctx's buffer of src in inner's layout (*fresh: just made, not yet
- * reordered into): one per (weights, layout), shared by every primitive
- * of that layer, whatever its pass size. */
-static gf_status frozen_weights(gf_cpu_state *st, const void *src,
-                                const_dnnl_memory_t inner, void **buf,
-                                bool *fresh, gf_err *err) {
+/* Points p's argument i, frozen weights at src, at their buffer in
+ * inner[i]'s layout: one per (weights, layout) in the ctx's frozen tables
+ * (its own or its store's, gf_cpu_frozen_of), shared by every primitive
+ * of that layer whatever its pass size, and by every ctx of the store.
+ * A buffer not there yet is made, reordered into from src (whose handle
+ * mem[i] holds) and only then added, all under the tables' lock: a ctx
+ * never finds a buffer that is not filled yet. */
+static gf_status frozen_weights(gf_ctx *ctx, gf_prim *p, int i,
+                                const void *src, gf_err *err) {
+  gf_cpu_state *st = gf_cpu(ctx);
+  gf_cpu_frozen *fz = gf_cpu_frozen_of(ctx);
   const dnnl_memory_desc_t *md = NULL;
-  DNNL_TRY(dnnl_memory_get_memory_desc(inner, &md));
-  *fresh = false;
-  for (size_t k = 0; k < st->nfrozen_md; k++)
-    if (st->frozen_md[k].src == src &&
-        dnnl_memory_desc_equal(&st->frozen_md[k].md, md)) {
-      *buf = st->frozen_md[k].buf;
-      return GF_OK;
+  DNNL_TRY(dnnl_memory_get_memory_desc(p->inner[i], &md));
+  pthread_mutex_lock(&fz->lock);
+  void *buf = NULL;
+  for (size_t k = 0; k < fz->nmd && !buf; k++)
+    if (fz->md[k].src == src && dnnl_memory_desc_equal(&fz->md[k].md, md))
+      buf = fz->md[k].buf;
+  gf_status rc = GF_OK;
+  if (!buf) {
+    size_t bytes = arena_round(dnnl_memory_desc_get_size(md));
+    gf_cpu_frozen_md *t = realloc(fz->md, (fz->nmd + 1) * sizeof *t);
+    if (t) fz->md = t;
+    void *b = t ? aligned_alloc(4096, bytes) : NULL;
+    if (!t) rc = gf_fail(err, GF_ENOMEM, "cpu: frozen weights table");
+    else if (!b)
+      rc = gf_fail(err, GF_ENOMEM, "cpu: frozen weights of %zu bytes", bytes);
+    if (rc == GF_OK)
+      rc = gf_dnnl_check(dnnl_memory_set_data_handle(p->inner[i], b),
+                         "dnnl_memory_set_data_handle", __FILE__, __LINE__,
+                         err);
+    if (rc == GF_OK) {
+      int prev = gf_cpu_threads_begin(ctx);
+      rc = run_reorder(st, p, i, err);
+      if (rc == GF_OK)
+        rc = gf_dnnl_check(dnnl_stream_wait(st->stream), "dnnl_stream_wait",
+                           __FILE__, __LINE__, err);
+      gf_cpu_threads_end(prev);
     }
-  size_t bytes = arena_round(dnnl_memory_desc_get_size(md));
-  gf_cpu_frozen_md *t =
-      realloc(st->frozen_md, (st->nfrozen_md + 1) * sizeof *t);
-  if (!t) return gf_fail(err, GF_ENOMEM, "cpu: frozen weights table");
-  st->frozen_md = t;
-  void *b = aligned_alloc(4096, bytes);
-  if (!b)
-    return gf_fail(err, GF_ENOMEM, "cpu: frozen weights of %zu bytes", bytes);
-  t[st->nfrozen_md++] = (gf_cpu_frozen_md){src, *md, b};
-  *buf = b;
-  *fresh = true;
+    if (rc == GF_OK) {
+      fz->md[fz->nmd++] = (gf_cpu_frozen_md){src, *md, b};
+      fz->bytes += bytes;
+      buf = b;
+    } else {
+      free(b);
+    }
+  }
+  pthread_mutex_unlock(&fz->lock);
+  if (rc != GF_OK) return rc;
+  p->keep[i] = buf;
+  p->keep_src[i] = src;
   return GF_OK;
 }
 
@@ -346,14 +371,8 @@ gf_status gf_cpu_prim_exec(gf_ctx *ctx, gf_prim *p, void *const *ptr,
   }
   char *arena = st->scratchpad;
   for (int i = 0; i < p->nargs; i++)
-    if (p->frozen[i] && p->keep_src[i] != ptr[i]) {
-      bool fresh = false;
-      GF_TRY(frozen_weights(st, ptr[i], p->inner[i], &p->keep[i], &fresh,
-                            err));
-      /* reordered below when fresh; else another pass size's primitive
-       * already did */
-      p->keep_src[i] = fresh ? NULL : ptr[i];
-    }
+    if (p->frozen[i] && p->keep_src[i] != ptr[i])
+      GF_TRY(frozen_weights(ctx, p, i, ptr[i], err));
   for (int i = 0; i < p->nargs; i++)
     if (p->inner[i])
       DNNL_TRY(dnnl_memory_set_data_handle(
@@ -367,12 +386,10 @@ gf_status gf_cpu_prim_exec(gf_ctx *ctx, gf_prim *p, void *const *ptr,
   }
   int prev = gf_cpu_threads_begin(ctx);
   gf_status rc = GF_OK;
+  /* frozen weights were laid out once, by frozen_weights */
   for (int i = 0; rc == GF_OK && i < p->nargs; i++)
-    if (p->inner[i] && !is_output(p->arg[i]) &&
-        !(p->keep[i] && p->keep_src[i] == ptr[i])) {
+    if (p->inner[i] && !is_output(p->arg[i]) && !p->frozen[i])
       rc = run_reorder(st, p, i, err);
-      if (rc == GF_OK && p->keep[i]) p->keep_src[i] = ptr[i];
-    }
   if (rc == GF_OK)
     rc = gf_dnnl_check(dnnl_primitive_execute(p->prim, st->stream, n, args),
                        "dnnl_primitive_execute", __FILE__, __LINE__, err);
@@ -438,10 +455,14 @@ static gf_status cpu_init(gf_ctx *ctx, gf_err *err) {
   /* a layout the caller chose wins over the variable */
   if (ctx->cpu_layout == GF_CPU_LAYOUT_PLAIN) st->blocked = false;
   if (ctx->cpu_layout == GF_CPU_LAYOUT_BLOCKED) st->blocked = true;
+  gf_status rc = gf_cpu_frozen_init(&st->own, err);
+  if (rc != GF_OK) {
+    free(st);
+    return rc;
+  }
   st->cache = calloc(GF_PRIM_CACHE_MAX, sizeof *st->cache);
   dnnl_status_t s = dnnl_success;
-  gf_status rc = st->cache ? GF_OK
-                           : gf_fail(err, GF_ENOMEM, "cpu: primitive cache");
+  if (!st->cache) rc = gf_fail(err, GF_ENOMEM, "cpu: primitive cache");
   if (rc == GF_OK) {
     s = dnnl_engine_create(&st->engine, dnnl_cpu, 0);
     rc = gf_dnnl_check(s, "dnnl_engine_create", __FILE__, __LINE__, err);
@@ -466,11 +487,7 @@ static void cpu_fini(gf_ctx *ctx) {
   free(st->cache);
   free(st->scratchpad);
   free(st->tmp);
-  for (size_t i = 0; i < st->nfrozen; i++) free(st->frozen[i].t);
-  free(st->frozen);
-  free(st->ranges);
-  for (size_t i = 0; i < st->nfrozen_md; i++) free(st->frozen_md[i].buf);
-  free(st->frozen_md);
+  gf_cpu_frozen_fini(&st->own);
   if (st->stream) dnnl_stream_destroy(st->stream);
   if (st->engine) dnnl_engine_destroy(st->engine);
   free(st);

@@ -245,7 +245,7 @@ static gf_status conv_fwd(gf_ctx *ctx, bool transposed, const gf_tensor *x,
   if (rc) return rc;
   bool int8 = frozen && ctx->frozen_int8 == GF_INT8_RUN;
   if (frozen && ctx->frozen_int8 == GF_INT8_CALIBRATE)
-    GF_TRY(gf_cpu_range_note(gf_cpu(ctx), w->data, x->data,
+    GF_TRY(gf_cpu_range_note(gf_cpu_frozen_of(ctx), w->data, x->data,
                              (size_t)gf_tensor_numel(x), err));
   gf_prim_key key;
   conv_key(&key, transposed ? GF_PK_DECONV_FWD : GF_PK_CONV_FWD, &g, b);

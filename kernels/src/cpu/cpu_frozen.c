@@ -140,7 +140,7 @@ static gf_status conv_int8_pd(gf_ctx *ctx, const conv_geom *g, bool any,
   const char *layer = layer_name(g);
   float lo, hi;
   *scales = NULL;
-  if (!gf_cpu_range_get(gf_cpu(ctx), w->data, &lo, &hi))
+  if (!gf_cpu_range_get(gf_cpu_frozen_of(ctx), w->data, &lo, &hi))
     return gf_fail(err, GF_ESTATE, "int8: a %s (%lld -> %lld channels) was "
                    "not calibrated", layer, (long long)g->Cin,
                    (long long)g->Cout);

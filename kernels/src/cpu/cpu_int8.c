@@ -1,6 +1,7 @@
 /* cpu_int8.c - what frozen int8 inference (gf_ctx.frozen_int8) needs
  * besides oneDNN's int8 convolutions: the ranges the calibration records
- * (one per layer, keyed by its weight buffer) and the quantisation scales.
+ * (one per layer, keyed by its weight buffer, in the ctx's frozen tables
+ * or its store's) and the quantisation scales.
  * The convolution itself is built in cpu_frozen.c, the processor check is
  * gf_cpu_lowp_check (cpu_ctx.c). */
 #include <math.h>
@@ -8,35 +9,45 @@
 
 #include "cpu_backend.h"
 
-gf_status gf_cpu_range_note(gf_cpu_state *st, const void *w, const float *x,
+gf_status gf_cpu_range_note(gf_cpu_frozen *fz, const void *w, const float *x,
                             size_t n, gf_err *err) {
   float lo = INFINITY, hi = -INFINITY;
   for (size_t i = 0; i < n; i++) {
     if (x[i] < lo) lo = x[i];
     if (x[i] > hi) hi = x[i];
   }
-  for (size_t i = 0; i < st->nranges; i++)
-    if (st->ranges[i].w == w) {
-      if (lo < st->ranges[i].lo) st->ranges[i].lo = lo;
-      if (hi > st->ranges[i].hi) st->ranges[i].hi = hi;
-      return GF_OK;
+  gf_status st = GF_OK;
+  pthread_mutex_lock(&fz->lock);
+  size_t i = 0;
+  while (i < fz->nranges && fz->ranges[i].w != w) i++;
+  if (i < fz->nranges) {
+    if (lo < fz->ranges[i].lo) fz->ranges[i].lo = lo;
+    if (hi > fz->ranges[i].hi) fz->ranges[i].hi = hi;
+  } else {
+    gf_cpu_range *t = realloc(fz->ranges, (fz->nranges + 1) * sizeof *t);
+    if (t) {
+      fz->ranges = t;
+      t[fz->nranges++] = (gf_cpu_range){w, lo, hi};
+    } else {
+      st = gf_fail(err, GF_ENOMEM, "cpu: int8 calibration table");
     }
-  gf_cpu_range *t = realloc(st->ranges, (st->nranges + 1) * sizeof *t);
-  if (!t) return gf_fail(err, GF_ENOMEM, "cpu: int8 calibration table");
-  st->ranges = t;
-  t[st->nranges++] = (gf_cpu_range){w, lo, hi};
-  return GF_OK;
+  }
+  pthread_mutex_unlock(&fz->lock);
+  return st;
 }
 
-bool gf_cpu_range_get(const gf_cpu_state *st, const void *w, float *lo,
+bool gf_cpu_range_get(gf_cpu_frozen *fz, const void *w, float *lo,
                       float *hi) {
-  for (size_t i = 0; i < st->nranges; i++)
-    if (st->ranges[i].w == w) {
-      *lo = st->ranges[i].lo;
-      *hi = st->ranges[i].hi;
-      return true;
+  bool found = false;
+  pthread_mutex_lock(&fz->lock);
+  for (size_t i = 0; i < fz->nranges && !found; i++)
+    if (fz->ranges[i].w == w) {
+      *lo = fz->ranges[i].lo;
+      *hi = fz->ranges[i].hi;
+      found = true;
     }
-  return false;
+  pthread_mutex_unlock(&fz->lock);
+  return found;
 }
 
 void gf_cpu_int8_scales(const float *w, bool transposed, int64_t OC,

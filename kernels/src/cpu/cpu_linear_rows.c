@@ -195,30 +195,37 @@ static void rows(int isa, const float *x, int64_t K, const float *wt,
   }
 }
 
-/* The [K, O] copy of w [O, K] kept for w's address; NULL on failure. */
-static const float *frozen_wt(gf_cpu_state *st, const float *w, int64_t O,
+/* The [K, O] copy of w [O, K] kept for w's address in fz (the ctx's own
+ * tables or its store's), made under fz's lock when not there yet; NULL
+ * on failure. */
+static const float *frozen_wt(gf_cpu_frozen *fz, const float *w, int64_t O,
                               int64_t K, gf_err *err) {
-  for (size_t i = 0; i < st->nfrozen; i++)
-    if (st->frozen[i].src == w && st->frozen[i].rows == O &&
-        st->frozen[i].cols == K)
-      return st->frozen[i].t;
-  gf_cpu_frozen_w *grown =
-      realloc(st->frozen, (st->nfrozen + 1) * sizeof *st->frozen);
-  if (!grown) {
-    gf_fail(err, GF_ENOMEM, "cpu: frozen weight table");
-    return NULL;
+  pthread_mutex_lock(&fz->lock);
+  float *t = NULL;
+  for (size_t i = 0; i < fz->nlin && !t; i++)
+    if (fz->lin[i].src == w && fz->lin[i].rows == O && fz->lin[i].cols == K)
+      t = fz->lin[i].t;
+  if (t) {
+    pthread_mutex_unlock(&fz->lock);
+    return t;
   }
-  st->frozen = grown;
-  float *t = aligned_alloc(GF_ALIGN, ((size_t)(O * K) * sizeof *t + GF_ALIGN -
-                                      1) / GF_ALIGN * GF_ALIGN);
-  if (!t) {
+  size_t bytes = ((size_t)(O * K) * sizeof *t + GF_ALIGN - 1) / GF_ALIGN *
+                 GF_ALIGN;
+  gf_cpu_frozen_w *grown = realloc(fz->lin, (fz->nlin + 1) * sizeof *grown);
+  if (grown) fz->lin = grown;
+  t = grown ? aligned_alloc(GF_ALIGN, bytes) : NULL;
+  if (!grown)
+    gf_fail(err, GF_ENOMEM, "cpu: frozen weight table");
+  else if (!t)
     gf_fail(err, GF_ENOMEM, "cpu: frozen weights [%lld, %lld]",
             (long long)K, (long long)O);
-    return NULL;
+  if (t) {
+    for (int64_t o = 0; o < O; o++)
+      for (int64_t k = 0; k < K; k++) t[k * O + o] = w[o * K + k];
+    fz->lin[fz->nlin++] = (gf_cpu_frozen_w){w, O, K, t};
+    fz->bytes += bytes;
   }
-  for (int64_t o = 0; o < O; o++)
-    for (int64_t k = 0; k < K; k++) t[k * O + o] = w[o * K + k];
-  st->frozen[st->nfrozen++] = (gf_cpu_frozen_w){w, O, K, t};
+  pthread_mutex_unlock(&fz->lock);
   return t;
 }
 
@@ -235,7 +242,7 @@ gf_status gf_cpu_linear_fwd_rows(gf_ctx *ctx, const gf_tensor *x,
                                  const gf_tensor *w, const gf_tensor *b,
                                  gf_tensor *y, gf_err *err) {
   int64_t N = x->shape[0], K = x->shape[1], O = w->shape[0];
-  const float *wt = frozen_wt(gf_cpu(ctx), w->data, O, K, err);
+  const float *wt = frozen_wt(gf_cpu_frozen_of(ctx), w->data, O, K, err);
   if (!wt) return err ? err->code : GF_ENOMEM;
   const float *xp = x->data;
   float *yp = y->data;
