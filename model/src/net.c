@@ -53,6 +53,7 @@ static int64_t cond_width(const gf_net *net) {
  * as params, so each has params' layout byte for byte. */
 static gf_status allocate(gf_net *net, gf_ctx *ctx, gf_err *err) {
   size_t pbytes = 0, sbytes = 0, abytes = 0;
+  const gf_net *w = net->weights_of; /* NULL: the net's own parameters */
   int64_t maxn = numel_of(net->in_ndim, net->in_shape);
   for (int i = 0; i < net->n_tensors; i++) {
     gf_param *p = &net->tensors[i];
@@ -95,9 +96,15 @@ static gf_status allocate(gf_net *net, gf_ctx *ctx, gf_err *err) {
    * them (an inference net's forward never touches them, and at
    * max_batch 64 they are 40 % of a dcgan28 G's activations). */
   if (net->training) abytes += 2 * fbytes(mb * maxn);
-  GF_TRY(arena_init(&net->params, ctx, pbytes, err));
-  GF_TRY(arena_init(&net->bn_stats, ctx, sbytes, err));
+  if (mb == 0) abytes = 0; /* weights alone: no activations */
+  if (!w) {
+    GF_TRY(arena_init(&net->params, ctx, pbytes, err));
+    GF_TRY(arena_init(&net->bn_stats, ctx, sbytes, err));
+  }
   GF_TRY(arena_init(&net->acts, ctx, abytes, err));
+  /* an empty acts arena still names the net's device (check_io, view) */
+  net->acts.device = ctx->device;
+  net->acts.device_index = ctx->device_index;
   if (net->training) {
     GF_TRY(arena_init(&net->grads, ctx, pbytes, err));
     GF_TRY(arena_init(&net->adam_m, ctx, pbytes, err));
@@ -106,6 +113,11 @@ static gf_status allocate(gf_net *net, gf_ctx *ctx, gf_err *err) {
   for (int i = 0; i < net->n_tensors; i++) {
     gf_param *p = &net->tensors[i];
     gf_tensor shape = p->value;
+    if (w) { /* a view of the other net's tensor (same layers, same shape) */
+      p->value = w->tensors[i].value;
+      p->value.owns = false;
+      continue;
+    }
     if (!p->trainable) {
       GF_TRY(carve(&net->bn_stats, &p->value, &shape, err));
       continue;
@@ -117,6 +129,7 @@ static gf_status allocate(gf_net *net, gf_ctx *ctx, gf_err *err) {
       GF_TRY(carve(&net->adam_v, &p->adam_v, &shape, err));
     }
   }
+  if (mb == 0) return GF_OK;
   for (int i = 0; i < net->n_layers; i++) {
     gf_layer *l = &net->layers[i];
     if (l->in_place) l->act = net->layers[i - 1].act;
@@ -176,21 +189,27 @@ static void reset_bn_stats(gf_net *net) {
   }
 }
 
-gf_status gf_net_init(gf_net *net, gf_ctx *ctx, const gf_model_config *cfg,
-                      gf_net_role role, int max_batch, bool training, gf_err *err) {
+/* gf_net_init, or with weights (another built net of the same config and
+ * role) gf_net_init_shared: the parameters are then views of its. */
+static gf_status build(gf_net *net, gf_ctx *ctx, const gf_model_config *cfg,
+                       gf_net_role role, int max_batch, bool training,
+                       const gf_net *weights, gf_err *err) {
   if (!net) return gf_fail(err, GF_EINVAL, "net: NULL net");
   memset(net, 0, sizeof *net);
   if (!ctx || !ctx->ops || !cfg) return gf_fail(err, GF_EINVAL, "net: NULL ctx or config");
   GF_TRY(gf_model_config_validate(cfg, err));
   if (role != GF_NET_G && role != GF_NET_D)
     return gf_fail(err, GF_EINVAL, "net: unknown role %d", (int)role);
-  if (max_batch < 1 || max_batch > (1 << 20))
-    return gf_fail(err, GF_EINVAL, "net: max_batch %d outside [1, 2^20]", max_batch);
+  /* 0: weights alone (gf_net_init_shared's source), never for training */
+  if (max_batch < (training || weights ? 1 : 0) || max_batch > (1 << 20))
+    return gf_fail(err, GF_EINVAL, "net: max_batch %d outside [%d, 2^20]", max_batch,
+                   training || weights ? 1 : 0);
   net->cfg = *cfg;
   net->p_embed = -1;
   net->role = role;
   net->max_batch = max_batch;
   net->training = training;
+  net->weights_of = weights;
   net->layers = calloc(GF_NET_MAX_LAYERS, sizeof *net->layers);
   if (!net->layers) return gf_fail(err, GF_ENOMEM, "net: out of memory");
   if (role == GF_NET_G) {
@@ -231,7 +250,11 @@ gf_status gf_net_init(gf_net *net, gf_ctx *ctx, const gf_model_config *cfg,
     return gf_fail(err, GF_EINVAL, "net: the last layer yields %lld values per sample, not %lld",
                    (long long)numel_of(last->out_ndim, last->out),
                    (long long)numel_of(net->out_ndim, net->out_shape));
+  if (weights && weights->n_tensors != net->n_tensors)
+    return gf_fail(err, GF_EINVAL, "net: the weights' net has %d tensors, this one %d",
+                   weights->n_tensors, net->n_tensors);
   GF_TRY(allocate(net, ctx, err));
+  if (weights) return GF_OK; /* the other net's values, untouched */
   if (ctx->device == GF_DEV_CPU) {
     reset_bn_stats(net);
     return GF_OK;
@@ -242,6 +265,23 @@ gf_status gf_net_init(gf_net *net, gf_ctx *ctx, const gf_model_config *cfg,
       GF_TRY(gf_fill(ctx, &p->value, p->kind == GF_PARAM_BN_RUNNING_VAR ? 1.0f : 0.0f, err));
   }
   return gf_ctx_sync(ctx, err);
+}
+
+gf_status gf_net_init(gf_net *net, gf_ctx *ctx, const gf_model_config *cfg,
+                      gf_net_role role, int max_batch, bool training, gf_err *err) {
+  return build(net, ctx, cfg, role, max_batch, training, NULL, err);
+}
+
+gf_status gf_net_init_shared(gf_net *net, gf_ctx *ctx, const gf_net *weights, int max_batch,
+                             gf_err *err) {
+  if (net) memset(net, 0, sizeof *net);
+  if (!weights || !weights->layers || !ctx)
+    return gf_fail(err, GF_EINVAL, "net: NULL or unbuilt weights, or NULL ctx");
+  if (weights->weights_of)
+    return gf_fail(err, GF_EINVAL, "net: the weights' net shares another's: give that one");
+  if (weights->acts.device != ctx->device || weights->acts.device_index != ctx->device_index)
+    return gf_fail(err, GF_EINVAL, "net: the weights are not on the ctx's device");
+  return build(net, ctx, &weights->cfg, weights->role, max_batch, false, weights, err);
 }
 
 void gf_net_free(gf_net *net) {
@@ -312,6 +352,8 @@ static gf_status init_params_device(gf_net *net, uint64_t seed, gf_err *err) {
 
 gf_status gf_net_init_params(gf_net *net, uint64_t seed, gf_err *err) {
   if (!net || !net->layers) return gf_fail(err, GF_EINVAL, "net: not built");
+  if (net->weights_of)
+    return gf_fail(err, GF_ESTATE, "net: its parameters are another net's (gf_net_init_shared)");
   net->fwd_batch = 0;
   if (net->params.base && net->params.device != GF_DEV_CPU)
     return init_params_device(net, seed, err);
@@ -397,6 +439,8 @@ gf_status gf_net_set_labels(gf_net *net, const gf_tensor *labels, gf_err *err) {
 
 gf_status gf_net_sn_iterate(gf_net *net, gf_ctx *ctx, gf_err *err) {
   if (!net || !net->layers || !ctx) return gf_fail(err, GF_EINVAL, "net: NULL argument");
+  if (net->max_batch == 0)
+    return gf_fail(err, GF_ESTATE, "net: weights alone (max_batch 0) keep no normalized weights");
   for (int i = 0; i < net->n_layers; i++) {
     gf_layer *l = &net->layers[i];
     if (l->p_u < 0) continue;
@@ -451,6 +495,8 @@ gf_status gf_net_forward(gf_net *net, gf_ctx *ctx, const gf_tensor *x, gf_net_mo
     return gf_fail(err, GF_EINVAL, "net: unknown mode %d", (int)mode);
   if (!x || x->ndim < 1) return gf_fail(err, GF_EINVAL, "net: input is NULL");
   int64_t n = x->shape[0];
+  if (net->max_batch == 0)
+    return gf_fail(err, GF_ESTATE, "net: weights alone (max_batch 0) run no forward");
   if (n < 1 || n > net->max_batch)
     return gf_fail(err, GF_EINVAL, "net: batch %lld outside [1, %d]", (long long)n, net->max_batch);
   if (pass < 0 || pass >= (int)(GF_RNG_SUB_MAX / 64))

@@ -2,7 +2,9 @@
  * paper's mlp, PyTorch's DCGAN example at 64x64x3), shapes of every dcgan
  * variant, state_dict names, arena layout, init as a pure function of the
  * seed with the papers' distributions, forward output ranges and modes,
- * backward plumbing and error paths. */
+ * backward plumbing and error paths; nets of weights alone (max_batch 0)
+ * and nets sharing them (gf_net_init_shared): the same bytes as the net
+ * that owns its weights, no copy, refusals. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -675,6 +677,69 @@ static void test_conditional(gf_ctx *ctx) {
   }
 }
 
+/* Weights alone and nets that share them: each shared net's forward gives
+ * the bytes of a net that owns the same values, its tensors are views of
+ * the weights' (a change there shows in every sharer), it holds only its
+ * activations, and what would write the weights or read missing
+ * activations is refused. */
+static void test_shared(gf_ctx *ctx) {
+  gf_err err = {0};
+  for (int arch = 0; arch < 2; arch++) {
+    gf_model_config c = arch ? cfg_of(GF_ARCH_DCGAN, 28, 1, 8, 4, 4)
+                             : cfg_of(GF_ARCH_MLP, 8, 1, 8, 1, 1);
+    const int n = 3;
+    gf_net own, w, a, b;
+    build(&own, ctx, &c, GF_NET_G, n, false);
+    REQUIRE(gf_net_init_params(&own, 9, &err) == GF_OK);
+    build(&w, ctx, &c, GF_NET_G, 0, false); /* weights alone */
+    CHECK_INT_EQ(w.acts.cap, 0);
+    CHECK_INT_EQ(w.params.cap, own.params.cap);
+    REQUIRE(gf_net_init_params(&w, 9, &err) == GF_OK);
+    REQUIRE(gf_net_init_shared(&a, ctx, &w, n, &err) == GF_OK);
+    REQUIRE(gf_net_init_shared(&b, ctx, &w, 1, &err) == GF_OK);
+    CHECK_INT_EQ(a.n_tensors, w.n_tensors);
+    for (int i = 0; i < w.n_tensors; i++) {
+      CHECK(a.tensors[i].value.data == w.tensors[i].value.data);
+      CHECK(b.tensors[i].value.data == w.tensors[i].value.data);
+      CHECK(!a.tensors[i].value.owns);
+    }
+    CHECK_INT_EQ(a.params.cap + a.bn_stats.cap, 0); /* no copy of them */
+    CHECK(gf_net_arena_bytes(&a) == a.acts.cap && a.acts.cap > 0);
+    CHECK_INT_EQ(gf_net_arena_bytes(&a), gf_net_arena_bytes(&own) - own.params.cap -
+                                             own.bn_stats.cap);
+    gf_tensor z, y0, y1;
+    int64_t zs[2] = {n, c.z_dim};
+    REQUIRE(gf_tensor_init(&z, GF_F32, GF_DEV_CPU, 2, zs, &err) == GF_OK);
+    REQUIRE(gf_latent_sample(&z, 4, GF_RNG_SAMPLE, 0, 0, &err) == GF_OK);
+    REQUIRE(gf_net_forward(&own, ctx, &z, GF_MODE_INFER, 0, 0, 0, 0, &y0, &err) == GF_OK);
+    REQUIRE(gf_net_forward(&a, ctx, &z, GF_MODE_INFER, 0, 0, 0, 0, &y1, &err) == GF_OK);
+    size_t bytes = (size_t)gf_tensor_numel(&y0) * sizeof(float);
+    CHECKF(memcmp(y0.data, y1.data, bytes) == 0, "arch %d: a sharing net's forward "
+           "differs from the owning net's", arch);
+    /* the values are the weights': a change shows in the sharer */
+    ((float *)w.tensors[0].value.data)[0] += 0.5f;
+    REQUIRE(gf_net_forward(&a, ctx, &z, GF_MODE_INFER, 0, 0, 0, 0, &y1, &err) == GF_OK);
+    CHECK(memcmp(y0.data, y1.data, bytes) != 0);
+    /* refusals */
+    CHECK_INT_EQ(gf_net_forward(&w, ctx, &z, GF_MODE_INFER, 0, 0, 0, 0, &y1, &err),
+                 GF_ESTATE);
+    CHECK_INT_EQ(gf_net_init_params(&a, 1, &err), GF_ESTATE);
+    gf_net c2;
+    CHECK_INT_EQ(gf_net_init_shared(&c2, ctx, &a, 1, &err), GF_EINVAL); /* a sharer */
+    CHECK_INT_EQ(gf_net_init_shared(&c2, ctx, &w, 0, &err), GF_EINVAL);
+    CHECK_INT_EQ(gf_net_init(&c2, ctx, &c, GF_NET_G, 0, true, &err), GF_EINVAL);
+    gf_net_free(&c2);
+    gf_tensor_free(&z);
+    gf_net_free(&a);
+    gf_net_free(&b);
+    /* the sharers are gone, the weights untouched */
+    CHECK(((float *)w.tensors[0].value.data)[0] ==
+          ((float *)own.tensors[0].value.data)[0] + 0.5f);
+    gf_net_free(&w);
+    gf_net_free(&own);
+  }
+}
+
 int main(void) {
   gf_ctx ctx;
   gf_err err = {0};
@@ -689,6 +754,7 @@ int main(void) {
   test_dropout_keys(&ctx);
   test_spectral_norm(&ctx);
   test_conditional(&ctx);
+  test_shared(&ctx);
   gf_ctx_free(&ctx);
   return check_report();
 }

@@ -97,9 +97,15 @@ typedef struct gf_net {
   gf_model_config cfg;      /* copy of the config it was built from */
   gf_net_role role;
   int max_batch;            /* forward accepts 1..max_batch samples
-                               (GF_MODE_TRAIN with BN needs >= 2) */
+                               (GF_MODE_TRAIN with BN needs >= 2); 0:
+                               weights alone, no activations, no forward */
   bool training;            /* grads/adam_m/adam_v and dbuf allocated */
   gf_arena params, grads, adam_m, adam_v, bn_stats, acts;
+  const struct gf_net *weights_of; /* NULL: the parameters and BN
+                               statistics are in params and bn_stats;
+                               else they are this net's (views into its
+                               arenas, borrowed: gf_net_init_shared), and
+                               params and bn_stats stay empty */
   gf_param tensors[GF_NET_MAX_TENSORS]; /* state_dict order: by module,
                                            weight, bias, running_mean,
                                            running_var */
@@ -168,7 +174,26 @@ typedef struct gf_net {
 gf_status gf_net_init(gf_net *net, gf_ctx *ctx, const gf_model_config *cfg,
                       gf_net_role role, int max_batch, bool training,
                       gf_err *err);
-/* Releases everything net owns; accepts NULL and a freed or zeroed net. */
+/* gf_net_init's max_batch may be 0 for an inference net (training
+ * false) of weights alone: parameters and BN statistics, no activations;
+ * it runs no forward (GF_ESTATE) and is the source of gf_net_init_shared.
+ */
+
+/* Builds an inference net (training false) of the config and role of
+ * `weights` (a net built by gf_net_init, any max_batch, 0 included) with
+ * activations of its own for max_batch >= 1 samples on ctx, whose
+ * parameters and BN statistics are the weights' (views into their params
+ * and bn_stats arenas, not copies). Several such nets, each run on its own
+ * ctx by its own thread, run forwards at once on one copy of the weights:
+ * a forward only reads them. ctx must be on the weights' device.
+ * Memory: net (caller's struct) owns its activations and layer table
+ * (gf_net_free, also after a failure); the weights are borrowed: they
+ * must outlive net and keep their values while it runs.
+ * gf_net_init_params refuses such a net (GF_ESTATE). */
+gf_status gf_net_init_shared(gf_net *net, gf_ctx *ctx, const gf_net *weights,
+                             int max_batch, gf_err *err);
+/* Releases everything net owns (not the weights of a gf_net_init_shared
+ * net); accepts NULL and a freed or zeroed net. */
 void gf_net_free(gf_net *net);
 
 /* Initialises every parameter as the papers do, a pure function of seed
@@ -281,7 +306,8 @@ gf_status gf_net_adam(gf_net *net, gf_ctx *ctx, const gf_adam_params *p,
 /* Scalars (not bytes) of the trainable parameters / BN running stats. */
 int64_t gf_net_num_trainable(const gf_net *net);
 int64_t gf_net_num_bn_stats(const gf_net *net);
-/* Bytes held by the net's arenas (all six). */
+/* Bytes held by the net's arenas (all six; a gf_net_init_shared net's
+ * weights are the other net's and not counted). */
 size_t gf_net_arena_bytes(const gf_net *net);
 
 /* Fills z [n, z_dim] with N(0, 1) latents from stream (seed, purpose,
