@@ -23,6 +23,10 @@ static void model_free(gf_generator *m) {
     gf_ctx_free(&e->ctx);
     pthread_mutex_destroy(&e->lock);
   }
+  /* after every executor: their nets read these weights, their ctxs
+   * these laid-out forms */
+  gf_net_free(&m->weights);
+  gf_frozen_store_free(m->frozen);
   free(m->exec);
   free(m->name);
   free(m->version);
@@ -78,15 +82,18 @@ static gf_status copy_weights(gf_net *g, const gf_st_file *f, gf_err *err) {
 static gf_status set_labels(gf_generator_exec *e, const int32_t *labels,
                             int n, gf_err *err);
 
-static gf_status exec_init(gf_generator_exec *e, const gf_model_config *cfg,
-                           const gf_generator_opts *o, const gf_st_file *f,
-                           gf_err *err) {
+/* Executor e's ctx: the worker's own stream, primitive cache and scratch,
+ * with frozen inference on and the version's laid-out weights in store
+ * (shared with every executor). */
+static gf_status exec_ctx_init(gf_generator_exec *e, const gf_generator_opts *o,
+                               gf_frozen_store *store, gf_err *err) {
   gf_ctx_config cc = {o->backend, o->threads, o->device_index, GF_CPU_LAYOUT_AUTO};
   gf_status st = gf_ctx_init(&e->ctx, &cc, err);
   if (st != GF_OK) return st;
   /* Every pass runs the kernels a lone image gets (gf_ctx.frozen_batch),
-   * on weights laid out once. */
+   * on weights laid out once, for every executor. */
   e->ctx.frozen_batch = GF_GENERATOR_REF_BATCH;
+  e->ctx.frozen_store = store;
   if (o->precision == GF_GEN_BF16 || o->precision == GF_GEN_INT8) {
     st = o->precision == GF_GEN_BF16 ? gf_ctx_bf16_check(&e->ctx, err)
                                      : gf_ctx_int8_check(&e->ctx, err);
@@ -102,51 +109,58 @@ static gf_status exec_init(gf_generator_exec *e, const gf_model_config *cfg,
     return gf_fail(err, GF_ENOMEM, "pthread_mutex_init failed");
   }
   e->ready = 1; /* from here model_free releases what is set */
-  if ((st = gf_net_init(&e->g, &e->ctx, cfg, GF_NET_G, o->max_batch, false,
-                        err)))
-    return st;
-  int64_t zshape[2] = {o->max_batch, cfg->z_dim};
-  if ((st = gf_tensor_init_on(&e->z, GF_F32, e->ctx.device,
-                              e->ctx.device_index, 2, zshape, err)))
-    return st;
-  if (cfg->num_classes > 0) {
+  return GF_OK;
+}
+
+/* Executor e's per-thread state over weights w: G's activations for
+ * max_batch rows, the latent and label buffers. */
+static gf_status exec_net_init(gf_generator_exec *e, const gf_net *w,
+                               const gf_generator_opts *o, gf_err *err) {
+  GF_TRY(gf_net_init_shared(&e->g, &e->ctx, w, o->max_batch, err));
+  int64_t zshape[2] = {o->max_batch, w->cfg.z_dim};
+  GF_TRY(gf_tensor_init_on(&e->z, GF_F32, e->ctx.device, e->ctx.device_index,
+                           2, zshape, err));
+  if (w->cfg.num_classes > 0) {
     int64_t lshape[1] = {o->max_batch};
-    if ((st = gf_tensor_init_on(&e->labels, GF_I32, e->ctx.device,
-                                e->ctx.device_index, 1, lshape, err)))
-      return st;
-  }
-  if ((st = copy_weights(&e->g, f, err))) return st;
-  if (e->ctx.frozen_int8 == GF_INT8_CALIBRATE) {
-    /* sample k of the calibration set has class k % num_classes */
-    int32_t *lab = NULL;
-    if (cfg->num_classes > 0 &&
-        !(lab = malloc((size_t)o->max_batch * sizeof *lab)))
-      return gf_fail(err, GF_ENOMEM, "out of memory");
-    /* the ranges of every convolution's input over the calibration set */
-    for (int at = 0; at < GF_GENERATOR_CALIB_N && st == GF_OK;) {
-      int n = GF_GENERATOR_CALIB_N - at < o->max_batch
-                  ? GF_GENERATOR_CALIB_N - at : o->max_batch;
-      gf_tensor zc, yc;
-      int64_t shape[2] = {n, cfg->z_dim};
-      st = gf_tensor_view(&zc, e->z.data, GF_F32, e->z.device, 2, shape,
-                          err);
-      if (st == GF_OK)
-        st = gf_latent_sample(&zc, GF_GENERATOR_CALIB_SEED, GF_RNG_SAMPLE, 0,
-                              at, err);
-      for (int i = 0; lab && i < n; i++) lab[i] = (at + i) % cfg->num_classes;
-      if (st == GF_OK && lab) st = set_labels(e, lab, n, err);
-      if (st == GF_OK)
-        st = gf_net_forward(&e->g, &e->ctx, &zc, GF_MODE_INFER, 0, 0, 0, 0,
-                            &yc, err);
-      at += n;
-    }
-    free(lab);
-    if (st != GF_OK) return st;
-    e->ctx.frozen_int8 = GF_INT8_RUN;
+    GF_TRY(gf_tensor_init_on(&e->labels, GF_I32, e->ctx.device,
+                             e->ctx.device_index, 1, lshape, err));
   }
   /* No warm-up here: the load's invariance probe runs every pass size on
    * every executor, which builds their kernels. */
   return GF_OK;
+}
+
+/* int8: the ranges of every convolution's input over the calibration set,
+ * run in f32 on executor 0 into the store the executors share; then every
+ * executor runs int8 (gf_ctx.frozen_int8). */
+static gf_status calibrate_int8(gf_generator *m, gf_err *err) {
+  gf_generator_exec *e = &m->exec[0];
+  const gf_model_config *cfg = &m->cfg;
+  int mb = m->max_batch;
+  /* sample k of the calibration set has class k % num_classes */
+  int32_t *lab = NULL;
+  if (cfg->num_classes > 0 && !(lab = malloc((size_t)mb * sizeof *lab)))
+    return gf_fail(err, GF_ENOMEM, "out of memory");
+  gf_status st = GF_OK;
+  for (int at = 0; at < GF_GENERATOR_CALIB_N && st == GF_OK;) {
+    int n = GF_GENERATOR_CALIB_N - at < mb ? GF_GENERATOR_CALIB_N - at : mb;
+    gf_tensor zc, yc;
+    int64_t shape[2] = {n, cfg->z_dim};
+    st = gf_tensor_view(&zc, e->z.data, GF_F32, e->z.device, 2, shape, err);
+    if (st == GF_OK)
+      st = gf_latent_sample(&zc, GF_GENERATOR_CALIB_SEED, GF_RNG_SAMPLE, 0,
+                            at, err);
+    for (int i = 0; lab && i < n; i++) lab[i] = (at + i) % cfg->num_classes;
+    if (st == GF_OK && lab) st = set_labels(e, lab, n, err);
+    if (st == GF_OK)
+      st = gf_net_forward(&e->g, &e->ctx, &zc, GF_MODE_INFER, 0, 0, 0, 0,
+                          &yc, err);
+    at += n;
+  }
+  free(lab);
+  for (int k = 0; st == GF_OK && k < m->n_exec; k++)
+    m->exec[k].ctx.frozen_int8 = GF_INT8_RUN;
+  return st;
 }
 
 /* The first n of e's labels from host labels[n], set on its G for the next
@@ -329,8 +343,19 @@ gf_status gf_generator_load(const char *dir, const char *name,
     model_free(m);
     goto done;
   }
+  /* One copy of the weights (and, in the store, of their laid-out forms)
+   * for the version; each executor adds what its forward writes. */
+  st = gf_frozen_store_new(&m->frozen, err);
   for (int i = 0; i < o->n_exec && st == GF_OK; i++)
-    st = exec_init(&m->exec[i], &mm.config, o, &f, err);
+    st = exec_ctx_init(&m->exec[i], o, m->frozen, err);
+  if (st == GF_OK)
+    st = gf_net_init(&m->weights, &m->exec[0].ctx, &mm.config, GF_NET_G, 0,
+                     false, err);
+  if (st == GF_OK) st = copy_weights(&m->weights, &f, err);
+  for (int i = 0; i < o->n_exec && st == GF_OK; i++)
+    st = exec_net_init(&m->exec[i], &m->weights, o, err);
+  if (st == GF_OK && m->exec[0].ctx.frozen_int8 == GF_INT8_CALIBRATE)
+    st = calibrate_int8(m, err);
   if (st == GF_OK) st = check_invariance(m, err);
   if (st != GF_OK) model_free(m);
   else *out = m;

@@ -4,7 +4,9 @@
  * reference count and the resident gauge, PNG output with the image's
  * geometry, and the refusals (a corrupted weight file, a missing
  * directory) that leave nothing allocated; batch invariance (rows run
- * in any pass have the bytes of the row alone). */
+ * in any pass have the bytes of the row alone); one copy of the weights
+ * and of their laid-out forms whatever the number of executors, in every
+ * precision. */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -382,6 +384,75 @@ static void test_class_names(const char *dir) {
   gf_generator_unref(m);
 }
 
+/* The executors share one copy of the weights (their G tensors are views
+ * of m->weights') and one of their laid-out forms (the store holds as
+ * many bytes with 3 executors as with 1), each adding only its
+ * activations; 3 executors give the bytes 1 gives. */
+static void test_shared_weights(const char *dir, gf_gen_precision prec) {
+  gf_generator_opts o = {GF_BACKEND_CPU, 0, 1, 1, 4, NULL, prec};
+  gf_ctx c;
+  gf_ctx_config cc = {GF_BACKEND_CPU, 1, 0, GF_CPU_LAYOUT_AUTO};
+  gf_err err = {0};
+  REQUIRE(gf_ctx_init(&c, &cc, &err) == GF_OK);
+  gf_status have = prec == GF_GEN_BF16   ? gf_ctx_bf16_check(&c, &err)
+                   : prec == GF_GEN_INT8 ? gf_ctx_int8_check(&c, &err)
+                                         : GF_OK;
+  gf_ctx_free(&c);
+  if (have != GF_OK) {
+    printf("shared weights, %s: not on this processor (%s)\n",
+           gf_gen_precision_name(prec), err.msg);
+    return;
+  }
+  gf_generator *one = NULL, *three = NULL;
+  CHECKF(gf_generator_load(dir, "m", "1", &o, &one, &err) == GF_OK, "%s",
+         err.msg);
+  o.n_exec = 3;
+  CHECKF(gf_generator_load(dir, "m", "1", &o, &three, &err) == GF_OK, "%s",
+         err.msg);
+  REQUIRE(one && three);
+  const char *pn = gf_gen_precision_name(prec);
+  for (int k = 0; k < 3; k++) {
+    const gf_generator_exec *e = &three->exec[k];
+    CHECK(e->ctx.frozen_store == three->frozen);
+    int views = e->g.n_tensors == three->weights.n_tensors;
+    for (int i = 0; views && i < e->g.n_tensors; i++)
+      views = e->g.tensors[i].value.data == three->weights.tensors[i].value.data;
+    CHECKF(views, "%s: executor %d holds weights of its own", pn, k);
+    CHECK_INT_EQ(gf_net_arena_bytes(&e->g), gf_net_arena_bytes(&one->exec[0].g));
+  }
+  CHECK(three->weights.max_batch == 0 && three->weights.acts.cap == 0);
+  size_t b1 = gf_frozen_store_bytes(one->frozen);
+  size_t b3 = gf_frozen_store_bytes(three->frozen);
+  CHECKF(b1 == b3, "%s: laid-out weights of %zu bytes with 1 executor, %zu "
+         "with 3", pn, b1, b3);
+  printf("shared weights, %s %s: %zu laid-out bytes\n",
+         gf_arch_name(one->cfg.architecture), pn, b1);
+  /* the linear layers' transposed weights always; convolutions' unless
+   * they run on plain layouts (GF_ONEDNN_LAYOUT=plain) */
+  const char *lay = getenv("GF_ONEDNN_LAYOUT");
+  if (one->cfg.architecture == GF_ARCH_MLP || !lay || strcmp(lay, "plain"))
+    CHECKF(b1 > 0, "%s: the executors laid out nothing in the store", pn);
+  int zd = one->cfg.z_dim;
+  size_t numel = one->image_numel;
+  float *z = malloc(7 * (size_t)zd * sizeof *z);
+  float *a = malloc(7 * numel * sizeof *a), *b = malloc(7 * numel * sizeof *b);
+  REQUIRE(z && a && b);
+  uint64_t seed = 21;
+  REQUIRE(gf_generator_latents(one, &seed, 7, 0, z, &err) == GF_OK);
+  CHECK(gf_generator_run(one, 0, z, 7, a, &err) == GF_OK);
+  for (int k = 0; k < 3; k++) {
+    CHECK(gf_generator_run(three, k, z, 7, b, &err) == GF_OK);
+    CHECKF(memcmp(a, b, 7 * numel * sizeof *a) == 0, "%s: executor %d of 3 "
+           "differs from the lone executor", pn, k);
+  }
+  CHECK_INT_EQ(three->batch_invariant, one->batch_invariant);
+  free(z);
+  free(a);
+  free(b);
+  gf_generator_unref(one);
+  gf_generator_unref(three);
+}
+
 int main(void) {
   char root[256], dir[320], dcgan[320], missing[320];
   tu_mkdtemp(root, sizeof root);
@@ -394,6 +465,9 @@ int main(void) {
   test_load_and_generate(dcgan);
   test_precision(dcgan, GF_GEN_BF16);
   test_precision(dcgan, GF_GEN_INT8);
+  test_shared_weights(dir, GF_GEN_FP32);
+  for (int p = GF_GEN_FP32; p <= GF_GEN_INT8; p++)
+    test_shared_weights(dcgan, (gf_gen_precision)p);
   /* the resnet (32x32x3, width 16): residual adds, upsampling and 1x1
    * shortcuts keep every row's bytes at every pass size */
   char resnet[320];

@@ -4,8 +4,13 @@
  * frees it after the last request that uses it. Used by ganflow-serve and
  * by `ganflow generate`, so both give the same bytes for a version and seed.
  *
- * A generator has n_exec executors, each a private (ctx, G) pair guarded by its
- * own mutex: executor k is meant for worker k, so workers never wait on one
+ * A generator holds one copy of the version's weights (G's parameters and
+ * BN statistics, `weights`) and of their laid-out forms (the oneDNN
+ * layouts of frozen inference, `frozen`), both read-only once loaded, and
+ * n_exec executors: a worker's per-thread state, only what a forward
+ * writes (its ctx with its stream, primitive cache and scratch; its G's
+ * activations; its latent and label buffers), each guarded by its own
+ * mutex. Executor k is meant for worker k, so workers never wait on one
  * another; any thread may use any executor. Latents are a pure function of
  * the seed (Philox stream (seed, GF_RNG_SAMPLE, step 0, rank 0), image k
  * being sample k): the same (version, seed, n) gives the same pixels.
@@ -47,9 +52,10 @@ typedef enum gf_gen_precision {
                       AMX; refused elsewhere) */
 } gf_gen_precision;
 
-/* The int8 calibration set: samples 0..N-1 of this seed, run in f32
- * through every executor at load (the same set for every version, so a
- * version's int8 bytes depend on nothing else). */
+/* The int8 calibration set: samples 0..N-1 of this seed, run in f32 at
+ * load (the same set for every version, so a version's int8 bytes depend
+ * on nothing else; once, on executor 0: the ranges are the version's,
+ * shared by every executor through `frozen`). */
 #define GF_GENERATOR_CALIB_SEED 0xca1bULL
 #define GF_GENERATOR_CALIB_N 256
 
@@ -66,9 +72,12 @@ typedef struct gf_generator_opts {
 } gf_generator_opts;
 
 typedef struct gf_generator_exec {
-  pthread_mutex_t lock; /* guards ctx, g and z */
-  gf_ctx ctx;
-  gf_net g;             /* max_batch samples, inference only */
+  pthread_mutex_t lock; /* guards ctx, g, z and labels */
+  gf_ctx ctx;           /* the executor's own (frozen_store: the
+                           version's `frozen`) */
+  gf_net g;             /* activations for max_batch samples, inference
+                           only, over the version's `weights`
+                           (gf_net_init_shared: views, not copies) */
   gf_tensor z;          /* [max_batch, z_dim] latent buffer */
   gf_tensor labels;     /* [max_batch] GF_I32 class labels on the ctx's
                            device (conditional models; else unset) */
@@ -97,6 +106,12 @@ typedef struct gf_generator {
                              requests may share a pass; 0: they may not
                              (invariance_note says what differed) */
   char invariance_note[160];
+  gf_net weights;         /* G's parameters and BN statistics, one copy
+                             (a net of weights alone: max_batch 0) on the
+                             executors' device; read-only once loaded */
+  gf_frozen_store *frozen; /* their laid-out forms, made on the first
+                             forward that needs each and shared by every
+                             executor's ctx; owned */
   gf_generator_exec *exec; /* n_exec entries, owned */
   int n_exec;
   atomic_long *resident;  /* gf_generator_opts.resident (borrowed), or NULL */
@@ -106,8 +121,9 @@ typedef struct gf_generator {
 const char *gf_gen_precision_name(gf_gen_precision p);
 
 /* Reads dir with gf_mlmodel_read (every digest verified), loads
- * generator.safetensors (digest checked on the loaded bytes) into n_exec G
- * networks (every tensor present with the right shape, nothing extra), and
+ * generator.safetensors (digest checked on the loaded bytes) into one copy
+ * of G's weights (every tensor present with the right shape, nothing
+ * extra) that n_exec executors' G networks share, and
  * probes batch invariance: max_batch fixed latents run alone and then as
  * passes of 1, 2, 4, ... max_batch rows on every executor (which also
  * builds every pass size's kernels), setting batch_invariant; a
