@@ -75,6 +75,23 @@ static void rows_view(const layer *L, gf_tensor *all, int64_t n,
   (void)L;
 }
 
+/* L's input and output tensors of n rows, and its weights. */
+static gf_tensor in_tensor(const layer *L, int64_t n) {
+  return L->k == K_LINEAR ? kt_tensor(2, n, L->cin, 0, 0)
+                          : kt_tensor(4, n, L->cin, L->h, L->w);
+}
+static gf_tensor out_tensor(const layer *L, int64_t n) {
+  int64_t oh, ow;
+  out_hw(L, &oh, &ow);
+  return L->k == K_LINEAR ? kt_tensor(2, n, L->cout, 0, 0)
+                          : kt_tensor(4, n, L->cout, oh, ow);
+}
+static gf_tensor weight_tensor(const layer *L) {
+  return L->k == K_LINEAR ? kt_tensor(2, L->cout, L->cin, 0, 0)
+         : L->k == K_DECONV ? kt_tensor(4, L->cin, L->cout, L->kh, L->kh)
+                            : kt_tensor(4, L->cout, L->cin, L->kh, L->kh);
+}
+
 /* bf16: frozen convolutions in bfloat16; tol: the comparison with the
  * ordinary f32 forward (bf16 inputs and weights carry 8 bits: about 2^-9
  * relative each, over up to 1,024 terms of |x w| ~ 0.06: about 0.009
@@ -94,21 +111,9 @@ static void run_layer(const layer *L, kt_rng *r, int mode) {
   int bf16 = mode == 1, int8 = mode == 2;
   double atol = bf16 ? 6e-2 : int8 ? 8e-2 : 1e-5;
   double rtol = bf16 || int8 ? 2e-2 : 1e-4;
-  int64_t oh, ow;
-  out_hw(L, &oh, &ow);
-  int lin = L->k == K_LINEAR;
-  gf_tensor x = lin ? kt_tensor(2, MAXN, L->cin, 0, 0)
-                    : kt_tensor(4, MAXN, L->cin, L->h, L->w);
-  gf_tensor w = lin ? kt_tensor(2, L->cout, L->cin, 0, 0)
-                : L->k == K_DECONV ? kt_tensor(4, L->cin, L->cout, L->kh, L->kh)
-                                   : kt_tensor(4, L->cout, L->cin, L->kh, L->kh);
-  gf_tensor w2 = lin ? kt_tensor(2, L->cout, L->cin, 0, 0)
-                 : kt_tensor(4, w.shape[0], w.shape[1], L->kh, L->kh);
-  gf_tensor b = kt_tensor(1, L->cout, 0, 0, 0);
-  gf_tensor y = lin ? kt_tensor(2, MAXN, L->cout, 0, 0)
-                    : kt_tensor(4, MAXN, L->cout, oh, ow);
-  gf_tensor yr = lin ? kt_tensor(2, MAXN, L->cout, 0, 0)
-                     : kt_tensor(4, MAXN, L->cout, oh, ow);
+  gf_tensor x = in_tensor(L, MAXN), w = weight_tensor(L);
+  gf_tensor w2 = weight_tensor(L), b = kt_tensor(1, L->cout, 0, 0, 0);
+  gf_tensor y = out_tensor(L, MAXN), yr = out_tensor(L, MAXN);
   kt_fill(&x, r, int8 ? 0 : -1, 1, 0);
   kt_fill(&w, r, -0.2, 0.2, 0);
   kt_fill(&w2, r, -0.2, 0.2, 0);
@@ -221,17 +226,9 @@ static void run_shared(const layer *L, kt_rng *r, int mode) {
   REQUIRE(gf_frozen_store_new(&store, &e) == GF_OK);
   REQUIRE(gf_frozen_store_new(&alone_store, &e) == GF_OK);
   CHECK_INT_EQ(gf_frozen_store_bytes(store), 0);
-  int64_t oh, ow;
-  out_hw(L, &oh, &ow);
   int lin = L->k == K_LINEAR;
-  gf_tensor x = lin ? kt_tensor(2, NS, L->cin, 0, 0)
-                    : kt_tensor(4, NS, L->cin, L->h, L->w);
-  gf_tensor w = lin ? kt_tensor(2, L->cout, L->cin, 0, 0)
-                : L->k == K_DECONV ? kt_tensor(4, L->cin, L->cout, L->kh, L->kh)
-                                   : kt_tensor(4, L->cout, L->cin, L->kh, L->kh);
-  gf_tensor b = kt_tensor(1, L->cout, 0, 0, 0);
-  gf_tensor ya = lin ? kt_tensor(2, NS, L->cout, 0, 0)
-                     : kt_tensor(4, NS, L->cout, oh, ow);
+  gf_tensor x = in_tensor(L, NS), w = weight_tensor(L);
+  gf_tensor b = kt_tensor(1, L->cout, 0, 0, 0), ya = out_tensor(L, NS);
   kt_fill(&x, r, mode == 2 ? 0 : -1, 1, 0);
   kt_fill(&w, r, -0.2, 0.2, 0);
   kt_fill(&b, r, -0.5, 0.5, 0);
@@ -260,12 +257,10 @@ static void run_shared(const layer *L, kt_rng *r, int mode) {
     sh[k].w = &w;
     sh[k].b = bp;
     sh[k].n = k + 1;
-    sh[k].y = lin ? kt_tensor(2, k + 1, L->cout, 0, 0)
-                  : kt_tensor(4, k + 1, L->cout, oh, ow);
+    sh[k].y = out_tensor(L, k + 1);
   }
   if (mode == 2) { /* the first sharer calibrates for all */
-    gf_tensor yc = lin ? kt_tensor(2, NS, L->cout, 0, 0)
-                       : kt_tensor(4, NS, L->cout, oh, ow);
+    gf_tensor yc = out_tensor(L, NS);
     sh[0].ctx.frozen_int8 = GF_INT8_CALIBRATE;
     REQUIRE(fwd(&sh[0].ctx, L, &x, &w, bp, &yc, &e) == GF_OK);
     sh[0].ctx.frozen_int8 = GF_INT8_RUN;
