@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "gf/parse.h"
 #ifdef GF_HAVE_CUDA
 #include "cuda_loader.h"
 #endif
@@ -17,6 +18,29 @@ const char *gf_backend_name(gf_backend backend) {
   case GF_BACKEND_CUDA: return "cuda";
   }
   return "?";
+}
+
+gf_status gf_device_parse(const char *what, const char *s, gf_backend *backend,
+                          int *ordinal, gf_err *err) {
+  if (s && strcmp(s, "cpu") == 0) {
+    *backend = GF_BACKEND_CPU;
+    *ordinal = 0;
+    return GF_OK;
+  }
+  if (s && strcmp(s, "cuda") == 0) {
+    *backend = GF_BACKEND_CUDA;
+    *ordinal = -1;
+    return GF_OK;
+  }
+  if (s && strncmp(s, "cuda:", 5) == 0) {
+    int n;
+    GF_TRY(gf_parse_int(what, s + 5, 0, GF_DEVICE_ORDINAL_MAX, &n, err));
+    *backend = GF_BACKEND_CUDA;
+    *ordinal = n;
+    return GF_OK;
+  }
+  return gf_fail(err, GF_EINVAL, "%s: '%.64s' is not cpu, cuda or cuda:N",
+                 what, s ? s : "");
 }
 
 gf_status gf_ctx_init(gf_ctx *ctx, const gf_ctx_config *cfg, gf_err *err) {

@@ -142,13 +142,24 @@ static void test_cache(void) {
 }
 
 static void test_parse(void) {
-  int o = -1;
-  CHECK(gf_cuda_parse_device("cuda", &o) && o == 0);
-  CHECK(gf_cuda_parse_device("cuda:3", &o) && o == 3);
-  const char *bad[] = {"cpu", "cuda:", "cuda:-1", "cuda:1x", "cudax", "cuda:99999", ""};
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-    CHECKF(!gf_cuda_parse_device(bad[i], &o), "'%s' accepted", bad[i]);
-  CHECK(!gf_cuda_parse_device(NULL, &o));
+  int o = -2;
+  gf_backend b = GF_BACKEND_CPU;
+  gf_err e;
+  CHECK(gf_device_parse("--device", "cuda", &b, &o, &e) == GF_OK &&
+        b == GF_BACKEND_CUDA && o == -1);
+  CHECK(gf_device_parse("--device", "cuda:3", &b, &o, &e) == GF_OK && o == 3);
+  CHECK(gf_device_parse("--device", "cuda:1023", &b, &o, &e) == GF_OK &&
+        o == 1023);
+  CHECK(gf_device_parse("--device", "cpu", &b, &o, &e) == GF_OK &&
+        b == GF_BACKEND_CPU && o == 0);
+  const char *bad[] = {"gpu", "cuda:", "cuda:-1", "cuda:1x", "cudax",
+                       "cuda:1024", "cuda: 1", "cuda:+1", ""};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    CHECKF(gf_device_parse("--device", bad[i], &b, &o, &e) == GF_EINVAL,
+           "'%s' accepted", bad[i]);
+    CHECKF(strncmp(e.msg, "--device: ", 10) == 0, "%s", e.msg);
+  }
+  CHECK(gf_device_parse("--device", NULL, &b, &o, &e) == GF_EINVAL);
 }
 
 /* Without a GPU every way into device memory fails cleanly; with one, an

@@ -9,6 +9,8 @@
 #include "check.h"
 #include "gf/comm.h"
 #include "gf/ctx.h"
+#include "gf/energy.h"
+#include "gf/flags.h"
 #include "gf/ckpt_meta.h"
 #include "gf/gan.h"
 #include "gf/ops.h"
@@ -447,7 +449,59 @@ static void test_recipe_flags(void) {
   BAD("--export-generator", "--export-generator", "ema"); /* no EMA */
 }
 
+/* The table itself, the defaults the rows give, and the environment
+ * variables read as numbers with the flags. */
+static void test_table_and_env(void) {
+  gf_err e;
+  CHECKF(gf_flags_check(gf_train_flags(), &e) == GF_OK, "%s", e.msg);
+  CHECKF(gf_flags_check(gf_train_env(), &e) == GF_OK, "%s", e.msg);
+  unsetenv("MLFLOW_EXPERIMENT_NAME");
+  gf_train_config c;
+  gf_train_config_default(&c);
+  CHECK(c.comm_timeout == 300 && c.check_every == 100 && c.bucket_kb == 1024);
+  CHECK(c.exact_shards == 8 && c.r1_every == 16 && c.ema_rampup == 0.05);
+  CHECK(c.price_per_hour == -1 && c.price_unit == GF_PRICE_PER_NODE);
+  CHECK(c.market == GF_MARKET_ON_DEMAND && c.cpu_watts_per_core == 10);
+  CHECK(c.world_size == 1 && c.grad_accum == 1 && c.d_steps == 1);
+  CHECK(c.eval_metrics == GF_EVAL_SWD && c.diffaug == 0 && c.width == 64);
+  CHECK(c.allreduce == GF_ALLREDUCE_ENGINE && !c.threads_set && !c.width_set);
+  CHECK(c.sys_metrics_interval_s == 0 && c.resume == GF_RESUME_AUTO);
+  CHECK(strcmp(c.experiment, "ganflow") == 0 && strcmp(c.device, "cpu") == 0);
+  /* --name=VALUE and the flags that record being given */
+  REQUIRE(parse(&c, &e, "--data=/d", "--threads=2", "--bucket-kb", "64",
+                "--allreduce=tree", "--price-unit", "gpu", NULL) ==
+          GF_PARSE_OK);
+  CHECK(c.threads_set && c.bucket_set && c.allreduce_set && c.price_unit_set);
+  CHECK(!c.register_set && !c.export_set);
+  /* numbers from the environment: read with the flags, refused as usage */
+  setenv("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL", "0.25", 1);
+  REQUIRE(parse(&c, &e, "--data", "/d", NULL) == GF_PARSE_OK);
+  CHECK(c.sys_metrics_interval_s == 0.25);
+  setenv("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL", "0", 1);
+  CHECK(parse(&c, &e, "--data", "/d", NULL) == GF_PARSE_USAGE);
+  CHECK_STR_EQ(e.msg, "MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL: 0 is outside "
+                      "(0, 86400]");
+  unsetenv("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL");
+  setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", " 5", 1);
+  CHECK(parse(&c, &e, "--data", "/d", NULL) == GF_PARSE_USAGE);
+  CHECK_STR_EQ(e.msg, "MLFLOW_HTTP_REQUEST_TIMEOUT: ' 5' is not a number");
+  unsetenv("MLFLOW_HTTP_REQUEST_TIMEOUT");
+  /* the one wording for numbers, naming the flag */
+  CHECK(parse(&c, &e, "--data", "/d", "--batch", " 2", NULL) ==
+        GF_PARSE_USAGE);
+  CHECK_STR_EQ(e.msg, "--batch: ' 2' is not an integer");
+  CHECK(parse(&c, &e, "--data", "/d", "--batch", "0", NULL) ==
+        GF_PARSE_USAGE);
+  CHECK_STR_EQ(e.msg, "--batch: 0 is outside [2, 65536]");
+  CHECK(parse(&c, &e, "--data", "/d", "--lr-g", "abc", NULL) ==
+        GF_PARSE_USAGE);
+  CHECK_STR_EQ(e.msg, "--lr-g: 'abc' is not a number");
+  CHECK(parse(&c, &e, "--data", "/d", "--lr-g", "2", NULL) == GF_PARSE_USAGE);
+  CHECK_STR_EQ(e.msg, "--lr-g: 2 is outside (0, 1]");
+}
+
 int main(void) {
+  test_table_and_env();
   test_defaults();
   test_every_flag();
   test_bad_values();

@@ -167,14 +167,14 @@ mlflow_status mlflow_config_from_env(mlflow_config *cfg, mlflow_error *err) {
                     &cfg->client_cert_path, err)) ||
       (st = env_bool("MLFLOW_TRACKING_INSECURE_TLS", &cfg->insecure_tls,
                      err)) ||
-      (st = env_int("MLFLOW_HTTP_REQUEST_MAX_RETRIES", 0, 100,
-                    &cfg->max_retries, err)) ||
-      (st = env_double("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", 0, 3600,
-                       &cfg->backoff_factor, err)) ||
-      (st = env_double("MLFLOW_HTTP_REQUEST_BACKOFF_JITTER", 0, 3600,
-                       &cfg->backoff_jitter, err)) ||
-      (st = env_double("MLFLOW_HTTP_REQUEST_TIMEOUT", 0.001, 86400,
-                       &cfg->timeout_s, err)))
+      (st = env_int("MLFLOW_HTTP_REQUEST_MAX_RETRIES", 0,
+                    MLFLOW_ENV_MAX_RETRIES_MAX, &cfg->max_retries, err)) ||
+      (st = env_double("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", 0,
+                       MLFLOW_ENV_BACKOFF_MAX_S, &cfg->backoff_factor, err)) ||
+      (st = env_double("MLFLOW_HTTP_REQUEST_BACKOFF_JITTER", 0,
+                       MLFLOW_ENV_BACKOFF_MAX_S, &cfg->backoff_jitter, err)) ||
+      (st = env_double("MLFLOW_HTTP_REQUEST_TIMEOUT", MLFLOW_ENV_TIMEOUT_MIN_S,
+                       MLFLOW_ENV_TIMEOUT_MAX_S, &cfg->timeout_s, err)))
     goto fail;
   if (cfg->insecure_tls && cfg->server_cert_path) {
     st = mlflow_fail(err, MLFLOW_E_INVALID,

@@ -1,24 +1,28 @@
-/* train_config.c - the configuration of ganflow-train: defaults, the
- * command line of DESIGN §2 parsed with getopt_long (every bad value is a
- * usage error naming its flag), --help, and the config flattened into the
- * MLflow params of a run. Nothing here touches files, the network or MLflow.
- */
+/* train_config.c - the configuration of ganflow-train: one table of its
+ * flags (gf/flags.h rows: name, field, bounds, default, help, MLflow param
+ * and recipe key), and from it the defaults, the command line of DESIGN §2
+ * (every bad value a usage error naming its flag, numbers through
+ * gf/parse.h), --help, the MLflow params of a run and the training recipe
+ * checkpoints record; the rules between flags (gf_train_config_finish).
+ * Adding a flag is one row here and its field in gf/train.h. Nothing here
+ * touches files (but --price-file's, read by _finish), the network or
+ * MLflow. */
 #include <assert.h>
 #include <ctype.h>
-#include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gf/comm.h"
 #include "gf/ctx.h"
-#include "gf/ops.h"
 #include "gf/data.h"
 #include "gf/energy.h"
+#include "gf/flags.h"
 #include "gf/fs.h"
 #include "gf/gan.h"
+#include "gf/mlflow_env.h"
+#include "gf/ops.h"
+#include "gf/parse.h"
 #include "gf/text.h"
 #include "gf/train.h"
 #include "mlflow/registry.h"
@@ -26,143 +30,591 @@
 _Static_assert(GF_TRAIN_PATH_MAX == GF_PATH_MAX,
                "the config's path fields are the paths gf_base checks");
 
-/* Copies src into a fixed buffer; GF_EINVAL naming the flag when too long. */
-static gf_status copy_str(char *dst, size_t cap, const char *src,
-                          const char *flag, gf_err *err) {
-  size_t n = strlen(src);
-  if (n >= cap)
-    return gf_fail(err, GF_EINVAL, "%s: value longer than %zu characters",
-                   flag, cap - 1);
-  memcpy(dst, src, n + 1);
+/* ---- flags with a grammar of their own -------------------------------- */
+
+/* --device cpu|cuda|cuda:N: syntax only; availability in _finish. */
+static gf_status parse_device(const gf_flag *row, void *obj, const char *v,
+                              gf_err *err) {
+  gf_backend b;
+  int ordinal;
+  GF_TRY(gf_device_parse(row->name, v, &b, &ordinal, err));
+  return gf_flag_copy(row, obj, v, err);
+}
+
+/* --resume auto|never|PATH. */
+static gf_status parse_resume(const gf_flag *row, void *obj, const char *v,
+                              gf_err *err) {
+  gf_train_config *cfg = obj;
+  (void)row;
+  if (strcmp(v, "auto") == 0) {
+    cfg->resume = GF_RESUME_AUTO;
+  } else if (strcmp(v, "never") == 0) {
+    cfg->resume = GF_RESUME_NEVER;
+  } else if (!*v) {
+    return gf_fail(err, GF_EINVAL, "--resume: empty (auto, never or a "
+                   "checkpoint file)");
+  } else {
+    size_t n = strlen(v);
+    if (n >= sizeof cfg->resume_path)
+      return gf_fail(err, GF_EINVAL, "--resume: value longer than %zu "
+                     "characters", sizeof cfg->resume_path - 1);
+    memcpy(cfg->resume_path, v, n + 1);
+    cfg->resume = GF_RESUME_PATH;
+  }
   return GF_OK;
 }
 
+/* The metrics of --eval-metrics, in the order their names show. */
+static const char *const k_metric_names[] = {"swd", "fid", "kid"};
+
+/* --eval-metrics LIST: comma-separated swd, fid, kid (at least one). */
+static gf_status parse_eval_metrics(const gf_flag *row, void *obj,
+                                    const char *arg, gf_err *err) {
+  gf_train_config *cfg = obj;
+  unsigned m = 0;
+  const char *p = arg;
+  (void)row;
+  for (;;) {
+    size_t n = strcspn(p, ","), i = 0;
+    while (i < 3 && !(n == 3 && strncmp(p, k_metric_names[i], 3) == 0)) i++;
+    if (i == 3)
+      return gf_fail(err, GF_EINVAL, "--eval-metrics: '%s': expected a "
+                     "comma-separated list of swd, fid, kid", arg);
+    m |= 1u << i; /* GF_EVAL_SWD, _FID, _KID */
+    if (!p[n]) break;
+    p += n + 1;
+  }
+  cfg->eval_metrics = m;
+  return GF_OK;
+}
+
+static void eval_metrics_text(const gf_flag *row, const void *obj, char *out,
+                              size_t cap) {
+  const gf_train_config *cfg = obj;
+  size_t len = 0;
+  (void)row;
+  out[0] = '\0';
+  for (int i = 0; i < 3; i++)
+    if (cfg->eval_metrics & (1u << i)) {
+      int w = snprintf(out + len, cap - len, "%s%s", len ? "," : "",
+                       k_metric_names[i]);
+      assert(gf_fits(w, cap - len)); /* 3 names of 3 letters */
+      len += (size_t)w;
+    }
+}
+
+/* DiffAugment's policy names, in its order, and their bits. */
+static const struct {
+  const char *name;
+  unsigned bit;
+} k_diffaug[] = {{"color", GF_AUG_COLOR},
+                 {"translation", GF_AUG_TRANSLATION},
+                 {"cutout", GF_AUG_CUTOUT}};
+
+/* --diffaug LIST: comma-separated color, translation, cutout, or none. */
+static gf_status parse_diffaug(const gf_flag *row, void *obj, const char *arg,
+                               gf_err *err) {
+  gf_train_config *cfg = obj;
+  unsigned m = 0;
+  (void)row;
+  if (strcmp(arg, "none") == 0) {
+    cfg->diffaug = 0;
+    return GF_OK;
+  }
+  for (const char *p = arg;;) {
+    size_t n = strcspn(p, ",");
+    size_t i = 0;
+    while (i < 3 && !(strlen(k_diffaug[i].name) == n &&
+                      strncmp(p, k_diffaug[i].name, n) == 0))
+      i++;
+    if (i == 3)
+      return gf_fail(err, GF_EINVAL, "--diffaug: '%s': expected none or a "
+                     "comma-separated list of color, translation, cutout", arg);
+    m |= k_diffaug[i].bit;
+    if (!p[n]) break;
+    p += n + 1;
+  }
+  cfg->diffaug = m;
+  return GF_OK;
+}
+
+/* The policy in words: "color,translation" or "none". */
+static void diffaug_text(const gf_flag *row, const void *obj, char *out,
+                         size_t cap) {
+  const gf_train_config *cfg = obj;
+  size_t len = 0;
+  (void)row;
+  out[0] = '\0';
+  for (size_t i = 0; i < 3; i++)
+    if (cfg->diffaug & k_diffaug[i].bit) {
+      int w = snprintf(out + len, cap - len, "%s%s", len ? "," : "",
+                       k_diffaug[i].name);
+      assert(gf_fits(w, cap - len));
+      len += (size_t)w;
+    }
+  if (!len) {
+    int w = snprintf(out, cap, "none");
+    assert(gf_fits(w, cap));
+    (void)w;
+  }
+}
+
+/* --alias NAME: "" (none) or a valid MLflow alias. */
+static gf_status parse_alias(const gf_flag *row, void *obj, const char *v,
+                             gf_err *err) {
+  if (*v && !mlflow_alias_is_valid(v))
+    return gf_fail(err, GF_EINVAL, "--alias: '%s' is not a valid MLflow "
+                   "alias ([A-Za-z0-9_-]+, not 'latest' or v<digits>)", v);
+  return gf_flag_copy(row, obj, v, err);
+}
+
+/* --promote-if-better ALIAS[:METRIC[:min|max]] (METRIC swd/avg, min). */
+static gf_status parse_promote(const gf_flag *row, void *obj, const char *arg,
+                               gf_err *err) {
+  gf_train_config *cfg = obj;
+  (void)row;
+  const char *colon = strchr(arg, ':');
+  size_t n = colon ? (size_t)(colon - arg) : strlen(arg);
+  if (n == 0 || n >= sizeof cfg->promote_alias)
+    return gf_fail(err, GF_EINVAL, "--promote-if-better: '%s': expected "
+                   "ALIAS[:METRIC[:min|max]]", arg);
+  char alias[GF_TRAIN_NAME_MAX];
+  memcpy(alias, arg, n);
+  alias[n] = '\0';
+  if (!mlflow_alias_is_valid(alias))
+    return gf_fail(err, GF_EINVAL, "--promote-if-better: '%s' is not a valid "
+                   "MLflow alias ([A-Za-z0-9_-]+, not 'latest' or v<digits>)",
+                   alias);
+  const char *spec = colon && colon[1] ? colon + 1 : "swd/avg";
+  mlflow_gate_goal goal;
+  mlflow_error me;
+  if (mlflow_gate_metric_parse(spec, cfg->promote_metric,
+                               sizeof cfg->promote_metric, &goal,
+                               &me) != MLFLOW_OK)
+    return gf_fail(err, GF_EINVAL, "--promote-if-better: %s", me.message);
+  memcpy(cfg->promote_alias, alias, n + 1);
+  cfg->promote_max = goal == MLFLOW_GATE_MAX;
+  return GF_OK;
+}
+
+static gf_status parse_price_unit(const gf_flag *row, void *obj,
+                                  const char *v, gf_err *err) {
+  gf_train_config *cfg = obj;
+  gf_price_unit u;
+  gf_err e;
+  if (gf_price_parse_unit(v, &u, &e) != GF_OK)
+    return gf_fail(err, GF_EINVAL, "%s: %s", row->name, e.msg);
+  cfg->price_unit = (int)u;
+  return GF_OK;
+}
+
+static void price_unit_text(const gf_flag *row, const void *obj, char *out,
+                            size_t cap) {
+  const gf_train_config *cfg = obj;
+  (void)row;
+  int w = snprintf(out, cap, "%s",
+                   gf_price_unit_name((gf_price_unit)cfg->price_unit));
+  assert(gf_fits(w, cap));
+  (void)w;
+}
+
+static gf_status parse_market(const gf_flag *row, void *obj, const char *v,
+                              gf_err *err) {
+  gf_train_config *cfg = obj;
+  gf_price_market m;
+  gf_err e;
+  if (gf_price_parse_market(v, &m, &e) != GF_OK)
+    return gf_fail(err, GF_EINVAL, "%s: %s", row->name, e.msg);
+  cfg->market = (int)m;
+  return GF_OK;
+}
+
+static void market_text(const gf_flag *row, const void *obj, char *out,
+                        size_t cap) {
+  const gf_train_config *cfg = obj;
+  (void)row;
+  int w = snprintf(out, cap, "%s",
+                   gf_price_market_name((gf_price_market)cfg->market));
+  assert(gf_fits(w, cap));
+  (void)w;
+}
+
+/* ---- params shown otherwise than the field ----------------------------- */
+
+#define TEXT(fn, ...)                                                     \
+  static void fn(const gf_flag *row, const void *obj, char *out,          \
+                 size_t cap) {                                            \
+    const gf_train_config *cfg = obj;                                     \
+    (void)row;                                                            \
+    int w_ = snprintf(out, cap, __VA_ARGS__);                             \
+    assert(gf_fits(w_, cap));                                             \
+    (void)w_;                                                             \
+  }
+
+static int world_of(const gf_train_config *cfg) {
+  return cfg->world_size > 0 ? cfg->world_size : 1;
+}
+
+TEXT(fid_images_text, "%d", cfg->fid_images ? cfg->fid_images
+                                            : cfg->eval_images)
+TEXT(local_batch_text, "%d", cfg->batch / world_of(cfg))
+TEXT(allreduce_text, "%s", cfg->exact_reduce ? "tree"
+     : gf_allreduce_algo_name((gf_allreduce_algo)cfg->allreduce))
+TEXT(grad_accum_text, "%d", cfg->exact_reduce
+     ? cfg->exact_shards / world_of(cfg) : cfg->grad_accum)
+TEXT(export_text, "%s", cfg->ema_decay > 0 && !cfg->export_raw ? "ema"
+                                                               : "raw")
+TEXT(threads_text, "%d", cfg->threads)
+TEXT(bucket_text, "%d", cfg->bucket_kb)
+
+#define ACTIVE(fn, expr)                                                  \
+  static bool fn(const void *obj) {                                       \
+    const gf_train_config *cfg = obj;                                     \
+    return (expr);                                                        \
+  }
+
+ACTIVE(conv_model, cfg->model != GF_ARCH_MLP)
+ACTIVE(fid_or_kid, (cfg->eval_metrics & (GF_EVAL_FID | GF_EVAL_KID)) != 0)
+ACTIVE(has_ema, cfg->ema_decay > 0)
+ACTIVE(has_r1, cfg->r1_gamma > 0)
+ACTIVE(has_price, cfg->price_per_hour >= 0)
+ACTIVE(has_price_file, cfg->price_file[0] != '\0')
+ACTIVE(has_kind, cfg->instance_kind[0] != '\0')
+ACTIVE(autotune_on, cfg->autotune)
+ACTIVE(auto_chosen, cfg->auto_measured[0] != '\0')
+
+/* ---- the table --------------------------------------------------------- */
+
+enum { S_DATA, S_TRAIN, S_RECIPE, S_RANKS, S_CKPT, S_MON, S_COST, S_MLFLOW,
+       S_COUNT };
+
+static const char *const k_sections[S_COUNT] = {
+  [S_DATA] = "Data and model:",
+  [S_TRAIN] = "Training:",
+  [S_RECIPE] = "GAN recipe:",
+  [S_RANKS] = "Multiple ranks (launch with `ganflow launch`, which restarts "
+              "failed jobs,\nmpirun, srun, or torchrun-style RANK, "
+              "WORLD_SIZE, LOCAL_RANK,\nLOCAL_WORLD_SIZE, MASTER_ADDR, "
+              "MASTER_PORT):",
+  [S_CKPT] = "Checkpoints:",
+  [S_MON] = "Monitoring:",
+  [S_COST] = "Cost and energy (metrics energy/joules, cost/usd, "
+             "cost/usd_per_1k_images,\nsummed over every rank and every "
+             "restart of the run):",
+  [S_MLFLOW] = "MLflow:",
+};
+
+static const gf_flag_choice k_models[] = {
+  {"dcgan", GF_ARCH_DCGAN}, {"resnet", GF_ARCH_RESNET}, {"mlp", GF_ARCH_MLP},
+  {NULL, 0}};
+static const gf_flag_choice k_losses[] = {
+  {"bce", GF_GAN_LOSS_BCE}, {"hinge", GF_GAN_LOSS_HINGE},
+  {"wgan", GF_GAN_LOSS_WGAN}, {NULL, 0}};
+static const gf_flag_choice k_allreduce[] = {
+  {"ring", GF_ALLREDUCE_ENGINE}, {"reduce-bcast", GF_ALLREDUCE_REDUCE_BCAST},
+  {"hierarchical", GF_ALLREDUCE_HIER}, {"tree", GF_ALLREDUCE_TREE},
+  {NULL, 0}};
+static const gf_flag_choice k_compress[] = {{"none", 0}, {"bf16", 1},
+                                            {NULL, 0}};
+static const gf_flag_choice k_export[] = {{"ema", 0}, {"raw", 1}, {NULL, 0}};
+
+#define T gf_train_config
+#define FIELD(f) GF_FLAG_FIELD(T, f)
+/* steps < 2^32 keeps the Philox keys; cadences up to 2^40 */
+#define BIG (INT64_C(1) << 40)
+
+/* In the order of the MLflow params (gf_train_config_params) and of the
+ * recipe (gf_train_recipe); --help shows them by section. */
+static const gf_flag k_rows[] = {
+  {.name = "--data", .arg = "SPEC", .kind = GF_FLAG_STR, FIELD(data),
+   .nonempty = true, .def_help = "required", .section = S_DATA,
+   .param = "data",
+   .help = "[idx:|cifar10:|images:]DIR: MNIST-format IDX files (plain or "
+           ".gz), CIFAR-10 binary batches, or a folder of PNG/JPEG images"},
+  {.name = "--model", .kind = GF_FLAG_CHOICE, FIELD(model),
+   .choices = k_models, .def_i = GF_ARCH_DCGAN, .section = S_DATA,
+   .param = "model",
+   .help = "network: DCGAN, SNGAN's residual G and D, or the paper's MLP"},
+  {.name = "--image-size", .arg = "N", .kind = GF_FLAG_INT,
+   FIELD(image_size), .lo = 1, .hi = 4096, .def_i = 28, .section = S_DATA,
+   .param = "image_size",
+   .help = "image side in pixels; dcgan, resnet: 28, 32 or 64"},
+  {.name = "--channels", .arg = "N", .kind = GF_FLAG_INT, FIELD(channels),
+   .lo = 1, .hi = 4, .def_i = 1, .section = S_DATA, .param = "channels",
+   .help = "1 (gray) or 3 (RGB)"},
+  {.name = "--z-dim", .arg = "N", .kind = GF_FLAG_INT, FIELD(z_dim),
+   .lo = 1, .hi = 4096, .def_i = 0,
+   .def_help = "mlp 50, dcgan 100, resnet 128", .section = S_DATA,
+   .param = "z_dim", .help = "latent size"},
+  {.name = "--width", .arg = "N", .kind = GF_FLAG_INT, FIELD(width),
+   .lo = 1, .hi = 4096, .def_i = 64, GF_FLAG_GIVEN(T, width_set),
+   .section = S_DATA, .param = "width", .active = conv_model,
+   .help = "dcgan's and resnet's base width: G's ngf and D's ndf"},
+  {.name = "--steps", .arg = "N", .kind = GF_FLAG_I64, FIELD(steps),
+   .lo = 1, .hi = UINT32_MAX, .def_i = 5000, .section = S_TRAIN,
+   .param = "steps", .help = "optimizer steps in all"},
+  {.name = "--batch", .arg = "N", .kind = GF_FLAG_INT, FIELD(batch),
+   .lo = 2, .hi = 65536, .def_i = 64, .section = S_TRAIN, .param = "batch",
+   .help = "images per step, all ranks together"},
+  {.name = "--lr-g", .arg = "X", .kind = GF_FLAG_F64, FIELD(lr_g), .flo = 0,
+   .fhi = 1, .fopen = GF_PARSE_LO_OPEN, .def_f = 2e-4, .def_help = "2e-4",
+   .section = S_TRAIN, .param = "lr_g",
+   .help = "Adam learning rate of G, in (0, 1] (betas 0.5, 0.999)"},
+  {.name = "--lr-d", .arg = "X", .kind = GF_FLAG_F64, FIELD(lr_d), .flo = 0,
+   .fhi = 1, .fopen = GF_PARSE_LO_OPEN, .def_f = 2e-4, .def_help = "2e-4",
+   .section = S_TRAIN, .param = "lr_d",
+   .help = "Adam learning rate of D, in (0, 1]"},
+  {.name = "--seed", .arg = "N", .kind = GF_FLAG_U64, FIELD(seed),
+   .ulo = 0, .uhi = UINT64_MAX, .def_u = 1, .section = S_TRAIN,
+   .param = "seed", .help = "every random number derives from it"},
+  {.name = "--device", .arg = "cpu|cuda[:N]", .kind = GF_FLAG_STR,
+   FIELD(device), .parse = parse_device, .def_s = "cpu", .section = S_TRAIN,
+   .param = "device",
+   .help = "where the networks train: CPU or CUDA GPU N"},
+  {.name = "--threads", .arg = "N", .kind = GF_FLAG_INT, FIELD(threads),
+   .lo = 0, .hi = 4096, .def_i = 0, GF_FLAG_GIVEN(T, threads_set),
+   .section = S_TRAIN, .param = "threads",
+   .help = "CPU threads, 0 = every core; a bit-identical resume needs the "
+           "same value"},
+  {.name = "--checkpoint-dir", .arg = "DIR", .kind = GF_FLAG_STR,
+   FIELD(checkpoint_dir), .nonempty = true,
+   .def_help = "checkpoints/<experiment>/<run-name or default>",
+   .section = S_CKPT, .help = "where the run's checkpoints are kept"},
+  {.name = "--checkpoint-every", .arg = "N", .kind = GF_FLAG_I64,
+   FIELD(checkpoint_every), .lo = 0, .hi = BIG, .def_i = 500,
+   .section = S_CKPT, .param = "checkpoint_every",
+   .help = "steps between checkpoints; 0 = at the end only"},
+  {.name = "--keep", .arg = "N", .kind = GF_FLAG_INT, FIELD(keep), .lo = 1,
+   .hi = 1000000, .def_i = 3, .section = S_CKPT, .param = "keep",
+   .help = "newest checkpoints kept"},
+  {.name = "--resume", .arg = "auto|never|PATH", .kind = GF_FLAG_CUSTOM,
+   .parse = parse_resume, .def_s = "auto", .section = S_CKPT,
+   .help = "auto: continue from the newest good checkpoint of the dir into "
+           "the same MLflow run; never: a new run (refused when the dir "
+           "holds checkpoints or a run_id of another run: empty it or pick "
+           "another dir); PATH: that checkpoint file"},
+  {.name = "--sample-every", .arg = "N", .kind = GF_FLAG_I64,
+   FIELD(sample_every), .lo = 0, .hi = BIG, .def_i = 500, .section = S_MON,
+   .param = "sample_every",
+   .help = "steps between 8x8 sample grids (PNG artifacts); 0 = never"},
+  {.name = "--eval-every", .arg = "N", .kind = GF_FLAG_I64,
+   FIELD(eval_every), .lo = 0, .hi = BIG, .def_i = 1000, .section = S_MON,
+   .param = "eval_every", .help = "steps between evaluations; 0 = never"},
+  {.name = "--log-every", .arg = "N", .kind = GF_FLAG_I64, FIELD(log_every),
+   .lo = 1, .hi = BIG, .def_i = 10, .section = S_MON, .param = "log_every",
+   .help = "steps between metric points and log lines"},
+  {.name = "--deterministic", .kind = GF_FLAG_BOOL, FIELD(deterministic),
+   .section = S_TRAIN, .param = "deterministic",
+   .help = "deterministic GPU algorithms (the CPU path always is)"},
+  {.kind = GF_FLAG_INT, FIELD(world_size), .def_i = 1, .lo = 1,
+   .hi = INT32_MAX, .param = "world_size"}, /* set by main from the launch */
+  {.name = "--eval-images", .arg = "N", .kind = GF_FLAG_INT,
+   FIELD(eval_images), .lo = 2, .hi = 100000, .def_i = GF_TRAIN_EVAL_IMAGES,
+   .def_help = "2000, or the dataset", .section = S_MON,
+   .param = "eval_images", .help = "images per set in the SWD"},
+  {.name = "--eval-metrics", .arg = "LIST", .kind = GF_FLAG_CUSTOM,
+   .parse = parse_eval_metrics, .text = eval_metrics_text, .def_s = "swd",
+   .section = S_MON, .param = "eval_metrics",
+   .help = "what an evaluation computes: swd, fid, kid, comma-separated; "
+           "fid and kid use the FID Inception-v3 (GANFLOW_INCEPTION, else "
+           "the file deploy/install-deps.sh installs) and are not computed "
+           "at step 0"},
+  {.name = "--fid-images", .arg = "N", .kind = GF_FLAG_INT,
+   FIELD(fid_images), .lo = 2, .hi = 100000, .def_i = 0,
+   .def_help = "--eval-images", .section = S_MON, .param = "fid_images",
+   .text = fid_images_text, .active = fid_or_kid,
+   .help = "generated and real images in FID/KID; the real set's features "
+           "are cached (GANFLOW_CACHE_DIR, else ~/.cache/ganflow/fid)"},
+  {.kind = GF_FLAG_CUSTOM, .param = "local_batch", .text = local_batch_text},
+  {.name = "--allreduce", .arg = "ALGO", .kind = GF_FLAG_CHOICE,
+   FIELD(allreduce), .choices = k_allreduce, .def_i = GF_ALLREDUCE_ENGINE,
+   GF_FLAG_GIVEN(T, allreduce_set), .section = S_RANKS, .param = "allreduce",
+   .text = allreduce_text,
+   .help = "ring (the engine's own), reduce-bcast, hierarchical or tree"},
+  {.name = "--sync-bn", .kind = GF_FLAG_BOOL, FIELD(sync_bn),
+   .section = S_RANKS, .param = "sync_bn",
+   .help = "batch norm over the global batch, not each rank's"},
+  {.name = "--grad-accum", .arg = "K", .kind = GF_FLAG_INT,
+   FIELD(grad_accum), .lo = 1, .hi = 4096, .def_i = 1, .section = S_RANKS,
+   .param = "grad_accum", .text = grad_accum_text,
+   .help = "cut each rank's slice into K micro-batches"},
+  {.name = "--exact-reduce", .kind = GF_FLAG_BOOL, FIELD(exact_reduce),
+   .section = S_RANKS, .param = "exact_reduce",
+   .help = "bit-identical at 1, 2, 4, ... ranks: the batch is cut into "
+           "--exact-shards micro-batches whose gradients add in a fixed "
+           "tree (CPU only)"},
+  {.name = "--exact-shards", .arg = "S", .kind = GF_FLAG_INT,
+   FIELD(exact_shards), .lo = 1, .hi = 4096, .def_i = 8, .section = S_RANKS,
+   .help = "the micro-batches of --exact-reduce, a power of two"},
+  {.name = "--bucket-kb", .arg = "N", .kind = GF_FLAG_INT, FIELD(bucket_kb),
+   .lo = 4, .hi = 1 << 20, .def_i = 1024, GF_FLAG_GIVEN(T, bucket_set),
+   .section = S_RANKS, .help = "gradient all-reduce bucket size"},
+  {.name = "--compress", .kind = GF_FLAG_CHOICE, FIELD(compress_bf16),
+   .choices = k_compress, .def_i = 0, .section = S_RANKS,
+   .param = "compress",
+   .help = "gradient buckets on the wire as f32 or bf16 (half the bytes, "
+           "sums rounded to bf16; not with --exact-reduce)"},
+  {.name = "--comm-timeout", .arg = "S", .kind = GF_FLAG_F64,
+   FIELD(comm_timeout), .flo = 1, .fhi = 86400, .def_f = 300,
+   .section = S_RANKS,
+   .help = "seconds a collective may wait before the job fails"},
+  {.name = "--check-every", .arg = "N", .kind = GF_FLAG_I64,
+   FIELD(check_every), .lo = 0, .hi = BIG, .def_i = 100, .section = S_RANKS,
+   .help = "steps between checks that every rank holds the same "
+           "parameters; 0 = never"},
+  {.name = "--loss", .kind = GF_FLAG_CHOICE, FIELD(loss),
+   .choices = k_losses, .def_i = GF_GAN_LOSS_BCE, .section = S_RECIPE,
+   .param = "loss", .recipe = "loss",
+   .help = "bce: DCGAN's non-saturating loss; hinge: SNGAN's and BigGAN's; "
+           "wgan: the Wasserstein critic loss"},
+  {.name = "--d-steps", .arg = "K", .kind = GF_FLAG_INT, FIELD(d_steps),
+   .lo = 1, .hi = 100, .def_i = 1, .section = S_RECIPE, .param = "d_steps",
+   .recipe = "d_steps",
+   .help = "D updates per G update, each on its own batch and latents"},
+  {.name = "--sn", .kind = GF_FLAG_BOOL, FIELD(spectral_norm),
+   .section = S_RECIPE, .param = "spectral_norm",
+   .help = "spectral normalization of every D weight, and D without batch "
+           "norm (SNGAN)"},
+  {.name = "--ema-decay", .arg = "D", .kind = GF_FLAG_F64, FIELD(ema_decay),
+   .flo = 0, .fhi = 1, .fopen = GF_PARSE_HI_OPEN, .def_f = 0,
+   .section = S_RECIPE, .param = "ema_decay", .recipe = "ema_decay",
+   .help = "keep an exponential moving average of G, updated after every G "
+           "update with this decay, e.g. 0.999; 0: none"},
+  {.name = "--ema-rampup", .arg = "R", .kind = GF_FLAG_F64,
+   FIELD(ema_rampup), .flo = 0, .fhi = 1e6, .def_f = 0.05,
+   .section = S_RECIPE, .param = "ema_rampup", .recipe = "ema_rampup",
+   .active = has_ema,
+   .help = "the EMA's half-life is capped at R x the G updates so far, as "
+           "StyleGAN2-ADA's; 0: none"},
+  {.name = "--export-generator", .kind = GF_FLAG_CHOICE, FIELD(export_raw),
+   .choices = k_export, .def_i = 0, GF_FLAG_GIVEN(T, export_set),
+   .def_help = "ema when there is one, else raw", .section = S_RECIPE,
+   .param = "export_generator", .text = export_text,
+   .help = "the generator of sample grids, evaluations and the registered "
+           "model"},
+  {.name = "--mirror", .kind = GF_FLAG_BOOL, FIELD(mirror),
+   .section = S_RECIPE, .param = "mirror", .recipe = "mirror",
+   .help = "x-flipped copies double the dataset"},
+  {.name = "--r1", .arg = "GAMMA", .kind = GF_FLAG_F64, FIELD(r1_gamma),
+   .flo = 0, .fhi = 1e6, .def_f = 0, .section = S_RECIPE,
+   .param = "r1_gamma", .recipe = "r1",
+   .help = "the R1 gradient penalty on real images (StyleGAN's); needs a D "
+           "without batch norm (dcgan with --sn, resnet, mlp)"},
+  {.name = "--r1-every", .arg = "N", .kind = GF_FLAG_INT, FIELD(r1_every),
+   .lo = 1, .hi = 1000000, .def_i = 16, .section = S_RECIPE,
+   .param = "r1_every", .recipe = "r1_every", .active = has_r1,
+   .help = "lazy R1: every N D updates, weighted by N"},
+  {.name = "--diffaug", .arg = "LIST", .kind = GF_FLAG_CUSTOM,
+   .parse = parse_diffaug, .text = diffaug_text, .def_s = "none",
+   .section = S_RECIPE, .param = "diffaug", .recipe = "diffaug",
+   .help = "DiffAugment: none, or color, translation, cutout "
+           "(comma-separated), applied to every image D sees, real and "
+           "fake, differentiably for G"},
+  {.name = "--cond", .kind = GF_FLAG_BOOL, FIELD(cond), .section = S_RECIPE,
+   .param = "cond",
+   .help = "class-conditional: G with conditional batch norm on a shared "
+           "class embedding (BigGAN), D with a projection (Miyato & "
+           "Koyama); needs labelled data"},
+  {.name = "--price-per-hour", .arg = "USD", .kind = GF_FLAG_F64,
+   FIELD(price_per_hour), .flo = 0, .fhi = 1e6, .def_f = -1,
+   .def_help = "none: energy only", .section = S_COST,
+   .param = "price_usd_per_hour", .active = has_price,
+   .help = "price of a slot-hour"},
+  {.name = "--price-unit", .arg = "node|gpu", .kind = GF_FLAG_CUSTOM,
+   .parse = parse_price_unit, .text = price_unit_text, .def_s = "node",
+   GF_FLAG_GIVEN(T, price_unit_set), .section = S_COST,
+   .param = "price_unit", .active = has_price,
+   .help = "the price is per machine (counted once per node) or per rank's "
+           "slot: its GPU, or a CPU rank"},
+  {.name = "--price-file", .arg = "FILE", .kind = GF_FLAG_STR,
+   FIELD(price_file), .nonempty = true, .section = S_COST,
+   .param = "price_file", .active = has_price_file,
+   .help = "prices by instance kind and market, lines of KIND MARKET "
+           "USD_PER_HOUR node|gpu ('#' comments)"},
+  {.name = "--instance-kind", .arg = "KIND", .kind = GF_FLAG_STR,
+   FIELD(instance_kind), .nonempty = true,
+   .def_help = "GANFLOW_INSTANCE_KIND", .section = S_COST,
+   .param = "instance_kind", .active = has_kind,
+   .help = "the entry of --price-file"},
+  {.name = "--market", .arg = "on-demand|spot", .kind = GF_FLAG_CUSTOM,
+   .parse = parse_market, .text = market_text, .def_s = "on-demand",
+   .section = S_COST, .param = "market", .active = has_kind,
+   .help = "the entry's market"},
+  {.name = "--cpu-watts-per-core", .arg = "W", .kind = GF_FLAG_F64,
+   FIELD(cpu_watts_per_core), .flo = 0, .fhi = 1000,
+   .fopen = GF_PARSE_LO_OPEN, .def_f = 10, .section = S_COST,
+   .param = "cpu_watts_per_core",
+   .help = "CPU energy estimate per busy core where RAPL "
+           "(/sys/class/powercap) cannot be read"},
+  {.name = "--auto", .kind = GF_FLAG_BOOL, FIELD(autotune),
+   .section = S_TRAIN, .param = "auto", .active = autotune_on,
+   .help = "tuned at start: before step 1, time 1 warm-up and 3 steps of "
+           "the run's first batch on a scratch copy of the model for each "
+           "candidate (at most 12, a few seconds for small models) and train "
+           "with the fastest --threads (1, 2, 4, .. cores per rank), and "
+           "with several ranks --bucket-kb (256, 1024, 4096) and "
+           "--allreduce (mpirun ranks); those given stay fixed. The choice "
+           "is kept in <checkpoint-dir>/auto and reused by every resume of "
+           "the run (CPU only)"},
+  /* what --auto chose, set by gf_train_run (train_auto.c) */
+  {.kind = GF_FLAG_CUSTOM, .param = "auto_threads", .text = threads_text,
+   .active = auto_chosen},
+  {.kind = GF_FLAG_CUSTOM, .param = "auto_bucket_kb", .text = bucket_text,
+   .active = auto_chosen},
+  {.kind = GF_FLAG_CUSTOM, .param = "auto_allreduce", .text = allreduce_text,
+   .active = auto_chosen},
+  {.kind = GF_FLAG_STR, FIELD(auto_measured), .param = "auto_measured",
+   .active = auto_chosen},
+  {.name = "--experiment", .arg = "NAME", .kind = GF_FLAG_STR,
+   FIELD(experiment), .nonempty = true, .def_s = GF_TRAIN_DEFAULT_EXPERIMENT,
+   .def_help = "MLFLOW_EXPERIMENT_NAME, else " GF_TRAIN_DEFAULT_EXPERIMENT,
+   .section = S_MLFLOW, .help = "experiment"},
+  {.name = "--run-name", .arg = "NAME", .kind = GF_FLAG_STR,
+   FIELD(run_name), .def_help = "the server picks one", .section = S_MLFLOW,
+   .help = "run name"},
+  {.name = "--register-model", .arg = "NAME", .kind = GF_FLAG_STR,
+   FIELD(register_model), GF_FLAG_GIVEN(T, register_set),
+   .def_help = "ganflow-<model>", .section = S_MLFLOW,
+   .help = "registered model of the final generator; '' skips "
+           "registration"},
+  {.name = "--alias", .arg = "NAME", .kind = GF_FLAG_STR, FIELD(alias),
+   .parse = parse_alias, .def_help = "none", .section = S_MLFLOW,
+   .help = "alias set on the new version"},
+  {.name = "--promote-if-better", .arg = "ALIAS[:METRIC[:min|max]]",
+   .kind = GF_FLAG_CUSTOM, .parse = parse_promote, .section = S_MLFLOW,
+   .help = "move ALIAS to the new version only when its last METRIC "
+           "(swd/avg) beats the version holding ALIAS (min: lower is "
+           "better); a refusal does not fail the run (tag ganflow.promotion "
+           "says why)"},
+};
+
+#undef FIELD
+#undef T
+
+static const gf_flag_table k_table = {
+  .rows = k_rows,
+  .n = sizeof k_rows / sizeof k_rows[0],
+  .sections = k_sections,
+  .n_sections = S_COUNT,
+  .help_col = 26,
+};
+
+const gf_flag_table *gf_train_flags(void) { return &k_table; }
+
 void gf_train_config_default(gf_train_config *cfg) {
   memset(cfg, 0, sizeof *cfg);
-  cfg->model = GF_ARCH_DCGAN;
-  cfg->image_size = 28;
-  cfg->channels = 1;
-  cfg->width = 64;
-  cfg->z_dim = 0;
-  cfg->steps = 5000;
-  cfg->batch = 64;
-  cfg->lr_g = 2e-4;
-  cfg->lr_d = 2e-4;
-  cfg->seed = 1;
-  int n = snprintf(cfg->device, sizeof cfg->device, "cpu");
-  assert(gf_fits(n, sizeof cfg->device));
-  cfg->threads = 0;
-  cfg->checkpoint_every = 500;
-  cfg->keep = 3;
-  cfg->resume = GF_RESUME_AUTO;
-  cfg->sample_every = 500;
-  cfg->eval_every = 1000;
-  cfg->log_every = 10;
+  gf_flags_defaults(&k_table, cfg);
   /* A name from the environment that does not fit leaves "", which
    * gf_train_config_finish refuses naming the variable unless --experiment
    * replaced it. */
   const char *exp = getenv("MLFLOW_EXPERIMENT_NAME");
-  n = snprintf(cfg->experiment, sizeof cfg->experiment, "%s",
-               exp && *exp ? exp : GF_TRAIN_DEFAULT_EXPERIMENT);
-  if (!gf_fits(n, sizeof cfg->experiment)) cfg->experiment[0] = '\0';
-  cfg->eval_images = GF_TRAIN_EVAL_IMAGES;
-  cfg->eval_metrics = GF_EVAL_SWD;
-  cfg->allreduce = GF_ALLREDUCE_ENGINE;
-  cfg->grad_accum = 1;
-  cfg->loss = GF_GAN_LOSS_BCE;
-  cfg->d_steps = 1;
-  cfg->ema_rampup = 0.05;
-  cfg->r1_every = 16;
-  cfg->exact_shards = 8;
-  cfg->bucket_kb = 1024;
-  cfg->comm_timeout = 300;
-  cfg->check_every = 100;
-  cfg->world_size = 1;
-  cfg->price_per_hour = -1;
-  cfg->price_unit = GF_PRICE_PER_NODE;
-  cfg->market = GF_MARKET_ON_DEMAND;
-  cfg->cpu_watts_per_core = 10;
-}
-
-/* Integer in [lo, hi]; the message names the flag. */
-static gf_status parse_i64(const char *flag, const char *arg, int64_t lo,
-                           int64_t hi, int64_t *out, gf_err *err) {
-  char *end = NULL;
-  errno = 0;
-  long long v = strtoll(arg, &end, 10);
-  if (!*arg || *end || errno == ERANGE || isspace((unsigned char)*arg))
-    return gf_fail(err, GF_EINVAL, "%s: '%s' is not an integer", flag, arg);
-  if (v < lo || v > hi)
-    return gf_fail(err, GF_EINVAL, "%s: %lld is outside [%lld, %lld]", flag,
-                   v, (long long)lo, (long long)hi);
-  *out = v;
-  return GF_OK;
-}
-
-static gf_status parse_int(const char *flag, const char *arg, int lo, int hi,
-                           int *out, gf_err *err) {
-  int64_t v;
-  gf_status st = parse_i64(flag, arg, lo, hi, &v, err);
-  if (st == GF_OK) *out = (int)v;
-  return st;
-}
-
-/* A finite number > 0 and <= 1 (learning rates). */
-static gf_status parse_lr(const char *flag, const char *arg, double *out,
-                          gf_err *err) {
-  char *end = NULL;
-  errno = 0;
-  double v = strtod(arg, &end);
-  if (!*arg || *end || errno == ERANGE || isspace((unsigned char)*arg))
-    return gf_fail(err, GF_EINVAL, "%s: '%s' is not a number", flag, arg);
-  if (!isfinite(v) || v <= 0 || v > 1)
-    return gf_fail(err, GF_EINVAL, "%s: %s is not in (0, 1]", flag, arg);
-  *out = v;
-  return GF_OK;
-}
-
-/* A finite number in [lo, hi]. */
-static gf_status parse_double(const char *flag, const char *arg, double lo,
-                              double hi, double *out, gf_err *err) {
-  char *end = NULL;
-  errno = 0;
-  double v = strtod(arg, &end);
-  if (!*arg || *end || errno == ERANGE || isspace((unsigned char)*arg))
-    return gf_fail(err, GF_EINVAL, "%s: '%s' is not a number", flag, arg);
-  if (!isfinite(v) || v < lo || v > hi)
-    return gf_fail(err, GF_EINVAL, "%s: %s is not in [%g, %g]", flag, arg, lo, hi);
-  *out = v;
-  return GF_OK;
-}
-
-static gf_status parse_seed(const char *arg, uint64_t *out, gf_err *err) {
-  char *end = NULL;
-  errno = 0;
-  if (!*arg || *arg == '-' || isspace((unsigned char)*arg))
-    return gf_fail(err, GF_EINVAL, "--seed: '%s' is not an unsigned integer",
-                   arg);
-  unsigned long long v = strtoull(arg, &end, 10);
-  if (*end || errno == ERANGE)
-    return gf_fail(err, GF_EINVAL, "--seed: '%s' is not an unsigned 64-bit "
-                   "integer", arg);
-  *out = v;
-  return GF_OK;
-}
-
-/* "cpu", "cuda" or "cuda:N": syntax only; availability in _finish. */
-static gf_status parse_device(const char *arg, gf_train_config *cfg,
-                              gf_err *err) {
-  int ok = strcmp(arg, "cpu") == 0 || strcmp(arg, "cuda") == 0;
-  if (!ok && strncmp(arg, "cuda:", 5) == 0 && arg[5]) {
-    ok = 1;
-    for (const char *p = arg + 5; *p; p++)
-      if (!isdigit((unsigned char)*p)) ok = 0;
+  if (exp && *exp) {
+    int n = snprintf(cfg->experiment, sizeof cfg->experiment, "%s", exp);
+    if (!gf_fits(n, sizeof cfg->experiment)) cfg->experiment[0] = '\0';
   }
-  if (!ok)
-    return gf_fail(err, GF_EINVAL, "--device: '%s' is not cpu, cuda or "
-                   "cuda:N", arg);
-  return copy_str(cfg->device, sizeof cfg->device, arg, "--device", err);
 }
+
+/* ---- the rules between flags -------------------------------------------- */
 
 /* An MLflow-safe name for a folder: [A-Za-z0-9._-], others become '_';
  * src is cut to cap - 1 bytes (cap >= 8). */
@@ -206,8 +658,10 @@ gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err) {
                      "with the CUDA toolkit and cuDNN); use --device cpu",
                      cfg->device);
     gf_err de;
-    int ordinal = cfg->device[4] == ':' ? atoi(cfg->device + 5) : 0;
-    if (gf_cuda_device_check(ordinal, &de) != GF_OK)
+    gf_backend b;
+    int ordinal = 0;
+    GF_TRY(gf_device_parse("--device", cfg->device, &b, &ordinal, err));
+    if (gf_cuda_device_check(ordinal < 0 ? 0 : ordinal, &de) != GF_OK)
       return gf_fail(err, GF_EDEVICE, "--device %s: %s; use --device cpu",
                      cfg->device, de.msg);
   }
@@ -303,425 +757,46 @@ gf_status gf_train_model_config(const gf_train_config *cfg,
   return gf_model_config_validate(out, err);
 }
 
-enum {
-  OPT_DATA = 256, OPT_MODEL, OPT_STEPS, OPT_BATCH, OPT_LR_G, OPT_LR_D,
-  OPT_Z_DIM, OPT_SEED, OPT_DEVICE, OPT_THREADS, OPT_CKPT_DIR, OPT_CKPT_EVERY,
-  OPT_KEEP, OPT_RESUME, OPT_SAMPLE_EVERY, OPT_EVAL_EVERY, OPT_EXPERIMENT,
-  OPT_RUN_NAME, OPT_REGISTER, OPT_ALIAS, OPT_PROMOTE, OPT_IMAGE_SIZE, OPT_CHANNELS,
-  OPT_LOG_EVERY, OPT_DETERMINISTIC, OPT_HELP, OPT_EVAL_IMAGES,
-  OPT_EVAL_METRICS, OPT_FID_IMAGES,
-  OPT_ALLREDUCE, OPT_SYNC_BN, OPT_GRAD_ACCUM, OPT_EXACT, OPT_EXACT_SHARDS,
-  OPT_BUCKET_KB, OPT_COMM_TIMEOUT, OPT_CHECK_EVERY, OPT_COMPRESS,
-  OPT_LOSS, OPT_D_STEPS, OPT_SN, OPT_EMA_DECAY, OPT_EMA_RAMPUP, OPT_EXPORT_G,
-  OPT_MIRROR, OPT_R1, OPT_R1_EVERY, OPT_DIFFAUG, OPT_COND, OPT_WIDTH,
-  OPT_PRICE, OPT_PRICE_UNIT, OPT_PRICE_FILE, OPT_INSTANCE_KIND, OPT_MARKET,
-  OPT_CPU_WATTS, OPT_AUTO,
+_Static_assert(GF_EVAL_SWD == 1u << 0 && GF_EVAL_FID == 1u << 1 &&
+                   GF_EVAL_KID == 1u << 2,
+               "k_metric_names[i] is bit i of --eval-metrics");
+
+/* The environment variables ganflow-train reads as numbers, besides the
+ * MLflow client's (gf/mlflow_env.h) and the launcher's (gf_launch_detect). */
+static const gf_flag k_env_rows[] = {
+  {.name = "MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL", .kind = GF_FLAG_F64,
+   GF_FLAG_FIELD(gf_train_config, sys_metrics_interval_s), .flo = 0,
+   .fhi = 86400, .fopen = GF_PARSE_LO_OPEN,
+   .help = "seconds between system-metric samples"},
 };
 
-static const struct option k_options[] = {
-  {"data", required_argument, NULL, OPT_DATA},
-  {"model", required_argument, NULL, OPT_MODEL},
-  {"steps", required_argument, NULL, OPT_STEPS},
-  {"batch", required_argument, NULL, OPT_BATCH},
-  {"lr-g", required_argument, NULL, OPT_LR_G},
-  {"lr-d", required_argument, NULL, OPT_LR_D},
-  {"z-dim", required_argument, NULL, OPT_Z_DIM},
-  {"seed", required_argument, NULL, OPT_SEED},
-  {"device", required_argument, NULL, OPT_DEVICE},
-  {"threads", required_argument, NULL, OPT_THREADS},
-  {"checkpoint-dir", required_argument, NULL, OPT_CKPT_DIR},
-  {"checkpoint-every", required_argument, NULL, OPT_CKPT_EVERY},
-  {"keep", required_argument, NULL, OPT_KEEP},
-  {"resume", required_argument, NULL, OPT_RESUME},
-  {"sample-every", required_argument, NULL, OPT_SAMPLE_EVERY},
-  {"eval-every", required_argument, NULL, OPT_EVAL_EVERY},
-  {"eval-images", required_argument, NULL, OPT_EVAL_IMAGES},
-  {"eval-metrics", required_argument, NULL, OPT_EVAL_METRICS},
-  {"fid-images", required_argument, NULL, OPT_FID_IMAGES},
-  {"experiment", required_argument, NULL, OPT_EXPERIMENT},
-  {"run-name", required_argument, NULL, OPT_RUN_NAME},
-  {"register-model", required_argument, NULL, OPT_REGISTER},
-  {"alias", required_argument, NULL, OPT_ALIAS},
-  {"promote-if-better", required_argument, NULL, OPT_PROMOTE},
-  {"image-size", required_argument, NULL, OPT_IMAGE_SIZE},
-  {"channels", required_argument, NULL, OPT_CHANNELS},
-  {"log-every", required_argument, NULL, OPT_LOG_EVERY},
-  {"deterministic", no_argument, NULL, OPT_DETERMINISTIC},
-  {"allreduce", required_argument, NULL, OPT_ALLREDUCE},
-  {"sync-bn", no_argument, NULL, OPT_SYNC_BN},
-  {"grad-accum", required_argument, NULL, OPT_GRAD_ACCUM},
-  {"exact-reduce", no_argument, NULL, OPT_EXACT},
-  {"exact-shards", required_argument, NULL, OPT_EXACT_SHARDS},
-  {"bucket-kb", required_argument, NULL, OPT_BUCKET_KB},
-  {"compress", required_argument, NULL, OPT_COMPRESS},
-  {"comm-timeout", required_argument, NULL, OPT_COMM_TIMEOUT},
-  {"check-every", required_argument, NULL, OPT_CHECK_EVERY},
-  {"loss", required_argument, NULL, OPT_LOSS},
-  {"d-steps", required_argument, NULL, OPT_D_STEPS},
-  {"sn", no_argument, NULL, OPT_SN},
-  {"ema-decay", required_argument, NULL, OPT_EMA_DECAY},
-  {"ema-rampup", required_argument, NULL, OPT_EMA_RAMPUP},
-  {"export-generator", required_argument, NULL, OPT_EXPORT_G},
-  {"mirror", no_argument, NULL, OPT_MIRROR},
-  {"r1", required_argument, NULL, OPT_R1},
-  {"r1-every", required_argument, NULL, OPT_R1_EVERY},
-  {"diffaug", required_argument, NULL, OPT_DIFFAUG},
-  {"cond", no_argument, NULL, OPT_COND},
-  {"width", required_argument, NULL, OPT_WIDTH},
-  {"price-per-hour", required_argument, NULL, OPT_PRICE},
-  {"price-unit", required_argument, NULL, OPT_PRICE_UNIT},
-  {"price-file", required_argument, NULL, OPT_PRICE_FILE},
-  {"instance-kind", required_argument, NULL, OPT_INSTANCE_KIND},
-  {"market", required_argument, NULL, OPT_MARKET},
-  {"cpu-watts-per-core", required_argument, NULL, OPT_CPU_WATTS},
-  {"auto", no_argument, NULL, OPT_AUTO},
-  {"help", no_argument, NULL, OPT_HELP},
-  {NULL, 0, NULL, 0},
+static const gf_flag_table k_env_table = {
+  .rows = k_env_rows,
+  .n = sizeof k_env_rows / sizeof k_env_rows[0],
+  .n_sections = 1,
+  .help_col = 26,
 };
 
-/* --eval-metrics LIST: comma-separated swd, fid, kid (at least one). */
-static gf_status parse_eval_metrics(const char *arg, unsigned *out,
-                                    gf_err *err) {
-  unsigned m = 0;
-  const char *p = arg;
-  for (;;) {
-    size_t n = strcspn(p, ",");
-    if (n == 3 && strncmp(p, "swd", 3) == 0)
-      m |= GF_EVAL_SWD;
-    else if (n == 3 && strncmp(p, "fid", 3) == 0)
-      m |= GF_EVAL_FID;
-    else if (n == 3 && strncmp(p, "kid", 3) == 0)
-      m |= GF_EVAL_KID;
-    else
-      return gf_fail(err, GF_EINVAL, "--eval-metrics: '%s': expected a "
-                     "comma-separated list of swd, fid, kid", arg);
-    if (!p[n]) break;
-    p += n + 1;
-  }
-  *out = m;
-  return GF_OK;
-}
+const gf_flag_table *gf_train_env(void) { return &k_env_table; }
 
-/* DiffAugment's policy names, in its order, and their bits. */
-static const struct {
-  const char *name;
-  unsigned bit;
-} k_diffaug[] = {{"color", GF_AUG_COLOR},
-                 {"translation", GF_AUG_TRANSLATION},
-                 {"cutout", GF_AUG_CUTOUT}};
-
-/* --diffaug LIST: comma-separated color, translation, cutout, or none. */
-static gf_status parse_diffaug(const char *arg, unsigned *out, gf_err *err) {
-  unsigned m = 0;
-  if (strcmp(arg, "none") == 0) {
-    *out = 0;
-    return GF_OK;
-  }
-  for (const char *p = arg;;) {
-    size_t n = strcspn(p, ",");
-    size_t i = 0;
-    while (i < 3 && !(strlen(k_diffaug[i].name) == n &&
-                      strncmp(p, k_diffaug[i].name, n) == 0))
-      i++;
-    if (i == 3)
-      return gf_fail(err, GF_EINVAL, "--diffaug: '%s': expected none or a "
-                     "comma-separated list of color, translation, cutout", arg);
-    m |= k_diffaug[i].bit;
-    if (!p[n]) break;
-    p += n + 1;
-  }
-  *out = m;
-  return GF_OK;
-}
-
-/* The policy in words: "color,translation" or "none"; out[64]. */
-static void diffaug_text(unsigned m, char out[64]) {
-  out[0] = '\0';
-  for (size_t i = 0; i < 3; i++)
-    if (m & k_diffaug[i].bit) {
-      if (out[0]) strcat(out, ",");
-      strcat(out, k_diffaug[i].name);
-    }
-  if (!out[0]) strcpy(out, "none");
-}
-
-/* --promote-if-better ALIAS[:METRIC[:min|max]] (METRIC swd/avg, min). */
-static gf_status parse_promote(gf_train_config *cfg, const char *arg,
-                               gf_err *err) {
-  const char *colon = strchr(arg, ':');
-  size_t n = colon ? (size_t)(colon - arg) : strlen(arg);
-  if (n == 0 || n >= sizeof cfg->promote_alias)
-    return gf_fail(err, GF_EINVAL, "--promote-if-better: '%s': expected "
-                   "ALIAS[:METRIC[:min|max]]", arg);
-  char alias[GF_TRAIN_NAME_MAX];
-  memcpy(alias, arg, n);
-  alias[n] = '\0';
-  if (!mlflow_alias_is_valid(alias))
-    return gf_fail(err, GF_EINVAL, "--promote-if-better: '%s' is not a valid "
-                   "MLflow alias ([A-Za-z0-9_-]+, not 'latest' or v<digits>)",
-                   alias);
-  const char *spec = colon && colon[1] ? colon + 1 : "swd/avg";
-  mlflow_gate_goal goal;
-  mlflow_error me;
-  if (mlflow_gate_metric_parse(spec, cfg->promote_metric,
-                               sizeof cfg->promote_metric, &goal,
-                               &me) != MLFLOW_OK)
-    return gf_fail(err, GF_EINVAL, "--promote-if-better: %s", me.message);
-  memcpy(cfg->promote_alias, alias, n + 1);
-  cfg->promote_max = goal == MLFLOW_GATE_MAX;
-  return GF_OK;
-}
-
-static gf_status apply_option(gf_train_config *cfg, int opt, const char *arg,
-                              gf_err *err) {
-  const int64_t big = INT64_C(1) << 40; /* steps < 2^32 keeps Philox keys */
-  switch (opt) {
-  case OPT_DATA:
-    if (!*arg) return gf_fail(err, GF_EINVAL, "--data: empty");
-    return copy_str(cfg->data, sizeof cfg->data, arg, "--data", err);
-  case OPT_MODEL:
-    if (strcmp(arg, "dcgan") && strcmp(arg, "mlp") && strcmp(arg, "resnet"))
-      return gf_fail(err, GF_EINVAL, "--model: '%s' is not dcgan, resnet or "
-                     "mlp", arg);
-    return gf_arch_parse(arg, &cfg->model, err);
-  case OPT_STEPS:
-    return parse_i64("--steps", arg, 1, UINT32_MAX, &cfg->steps, err);
-  case OPT_BATCH:
-    return parse_int("--batch", arg, 2, 65536, &cfg->batch, err);
-  case OPT_LR_G: return parse_lr("--lr-g", arg, &cfg->lr_g, err);
-  case OPT_LR_D: return parse_lr("--lr-d", arg, &cfg->lr_d, err);
-  case OPT_Z_DIM: return parse_int("--z-dim", arg, 1, 4096, &cfg->z_dim, err);
-  case OPT_SEED: return parse_seed(arg, &cfg->seed, err);
-  case OPT_DEVICE: return parse_device(arg, cfg, err);
-  case OPT_THREADS:
-    cfg->threads_set = true;
-    return parse_int("--threads", arg, 0, 4096, &cfg->threads, err);
-  case OPT_AUTO:
-    cfg->autotune = true;
-    return GF_OK;
-  case OPT_CKPT_DIR:
-    if (!*arg) return gf_fail(err, GF_EINVAL, "--checkpoint-dir: empty");
-    return copy_str(cfg->checkpoint_dir, sizeof cfg->checkpoint_dir, arg,
-                    "--checkpoint-dir", err);
-  case OPT_CKPT_EVERY:
-    return parse_i64("--checkpoint-every", arg, 0, big, &cfg->checkpoint_every,
-                     err);
-  case OPT_KEEP: return parse_int("--keep", arg, 1, 1000000, &cfg->keep, err);
-  case OPT_RESUME:
-    if (strcmp(arg, "auto") == 0) cfg->resume = GF_RESUME_AUTO;
-    else if (strcmp(arg, "never") == 0) cfg->resume = GF_RESUME_NEVER;
-    else if (!*arg)
-      return gf_fail(err, GF_EINVAL, "--resume: empty (auto, never or a "
-                     "checkpoint file)");
-    else {
-      cfg->resume = GF_RESUME_PATH;
-      return copy_str(cfg->resume_path, sizeof cfg->resume_path, arg,
-                      "--resume", err);
-    }
-    return GF_OK;
-  case OPT_SAMPLE_EVERY:
-    return parse_i64("--sample-every", arg, 0, big, &cfg->sample_every, err);
-  case OPT_EVAL_EVERY:
-    return parse_i64("--eval-every", arg, 0, big, &cfg->eval_every, err);
-  case OPT_EVAL_IMAGES:
-    return parse_int("--eval-images", arg, 2, 100000, &cfg->eval_images, err);
-  case OPT_EVAL_METRICS:
-    return parse_eval_metrics(arg, &cfg->eval_metrics, err);
-  case OPT_FID_IMAGES:
-    return parse_int("--fid-images", arg, 2, 100000, &cfg->fid_images, err);
-  case OPT_LOG_EVERY:
-    return parse_i64("--log-every", arg, 1, big, &cfg->log_every, err);
-  case OPT_EXPERIMENT:
-    if (!*arg) return gf_fail(err, GF_EINVAL, "--experiment: empty");
-    return copy_str(cfg->experiment, sizeof cfg->experiment, arg,
-                    "--experiment", err);
-  case OPT_RUN_NAME:
-    return copy_str(cfg->run_name, sizeof cfg->run_name, arg, "--run-name",
-                    err);
-  case OPT_REGISTER:
-    cfg->register_set = true;
-    return copy_str(cfg->register_model, sizeof cfg->register_model, arg,
-                    "--register-model", err);
-  case OPT_ALIAS:
-    if (*arg) {
-      int ok = strcmp(arg, "latest") != 0;
-      for (const char *p = arg; *p; p++)
-        if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-') ok = 0;
-      if (arg[0] == 'v' && arg[1]) {
-        int digits = 1;
-        for (const char *p = arg + 1; *p; p++)
-          if (!isdigit((unsigned char)*p)) digits = 0;
-        if (digits) ok = 0;
-      }
-      if (!ok)
-        return gf_fail(err, GF_EINVAL, "--alias: '%s' is not a valid MLflow "
-                       "alias ([A-Za-z0-9_-]+, not 'latest' or v<digits>)",
-                       arg);
-    }
-    return copy_str(cfg->alias, sizeof cfg->alias, arg, "--alias", err);
-  case OPT_PROMOTE:
-    return parse_promote(cfg, arg, err);
-  case OPT_IMAGE_SIZE:
-    return parse_int("--image-size", arg, 1, 4096, &cfg->image_size, err);
-  case OPT_CHANNELS:
-    return parse_int("--channels", arg, 1, 4, &cfg->channels, err);
-  case OPT_DETERMINISTIC:
-    cfg->deterministic = true;
-    return GF_OK;
-  case OPT_ALLREDUCE: {
-    gf_allreduce_algo a;
-    gf_err e;
-    if (gf_allreduce_algo_parse(arg, &a, &e) != GF_OK)
-      return gf_fail(err, GF_EINVAL, "--allreduce: '%s' is not ring, "
-                     "reduce-bcast, hierarchical or tree", arg);
-    cfg->allreduce = (int)a;
-    cfg->allreduce_set = true;
-    return GF_OK;
-  }
-  case OPT_SYNC_BN:
-    cfg->sync_bn = true;
-    return GF_OK;
-  case OPT_LOSS: {
-    gf_gan_loss l;
-    gf_err e;
-    if (gf_gan_loss_parse(arg, &l, &e) != GF_OK)
-      return gf_fail(err, GF_EINVAL, "--loss: '%s' is not bce, hinge or wgan", arg);
-    cfg->loss = (int)l;
-    return GF_OK;
-  }
-  case OPT_D_STEPS:
-    return parse_int("--d-steps", arg, 1, 100, &cfg->d_steps, err);
-  case OPT_WIDTH:
-    cfg->width_set = true;
-    return parse_int("--width", arg, 1, 4096, &cfg->width, err);
-  case OPT_SN:
-    cfg->spectral_norm = true;
-    return GF_OK;
-  case OPT_EMA_DECAY:
-    GF_TRY(parse_double("--ema-decay", arg, 0.0, 1.0, &cfg->ema_decay, err));
-    if (cfg->ema_decay >= 1.0)
-      return gf_fail(err, GF_EINVAL, "--ema-decay: %s: must be below 1", arg);
-    return GF_OK;
-  case OPT_EMA_RAMPUP:
-    return parse_double("--ema-rampup", arg, 0.0, 1e6, &cfg->ema_rampup, err);
-  case OPT_EXPORT_G:
-    if (strcmp(arg, "ema") != 0 && strcmp(arg, "raw") != 0)
-      return gf_fail(err, GF_EINVAL, "--export-generator: '%s' is not ema or raw", arg);
-    cfg->export_raw = strcmp(arg, "raw") == 0;
-    cfg->export_set = true;
-    return GF_OK;
-  case OPT_MIRROR:
-    cfg->mirror = true;
-    return GF_OK;
-  case OPT_R1:
-    return parse_double("--r1", arg, 0.0, 1e6, &cfg->r1_gamma, err);
-  case OPT_R1_EVERY:
-    return parse_int("--r1-every", arg, 1, 1000000, &cfg->r1_every, err);
-  case OPT_DIFFAUG:
-    return parse_diffaug(arg, &cfg->diffaug, err);
-  case OPT_COND:
-    cfg->cond = true;
-    return GF_OK;
-  case OPT_GRAD_ACCUM:
-    return parse_int("--grad-accum", arg, 1, 4096, &cfg->grad_accum, err);
-  case OPT_EXACT:
-    cfg->exact_reduce = true;
-    return GF_OK;
-  case OPT_EXACT_SHARDS:
-    return parse_int("--exact-shards", arg, 1, 4096, &cfg->exact_shards, err);
-  case OPT_BUCKET_KB:
-    cfg->bucket_set = true;
-    return parse_int("--bucket-kb", arg, 4, 1 << 20, &cfg->bucket_kb, err);
-  case OPT_COMPRESS:
-    if (strcmp(arg, "none") != 0 && strcmp(arg, "bf16") != 0)
-      return gf_fail(err, GF_EINVAL, "--compress: '%s' is not none or bf16",
-                     arg);
-    cfg->compress_bf16 = strcmp(arg, "bf16") == 0;
-    return GF_OK;
-  case OPT_COMM_TIMEOUT: {
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(arg, &end);
-    if (!*arg || *end || errno == ERANGE || !isfinite(v) || v < 1 || v > 86400)
-      return gf_fail(err, GF_EINVAL, "--comm-timeout: '%s' is not a number "
-                     "of seconds in [1, 86400]", arg);
-    cfg->comm_timeout = v;
-    return GF_OK;
-  }
-  case OPT_CHECK_EVERY:
-    return parse_i64("--check-every", arg, 0, big, &cfg->check_every, err);
-  case OPT_PRICE:
-    return parse_double("--price-per-hour", arg, 0.0, 1e6,
-                        &cfg->price_per_hour, err);
-  case OPT_PRICE_UNIT: {
-    gf_price_unit u;
-    gf_err e;
-    if (gf_price_parse_unit(arg, &u, &e) != GF_OK)
-      return gf_fail(err, GF_EINVAL, "--price-unit: %s", e.msg);
-    cfg->price_unit = (int)u;
-    cfg->price_unit_set = true;
-    return GF_OK;
-  }
-  case OPT_PRICE_FILE:
-    if (!*arg) return gf_fail(err, GF_EINVAL, "--price-file: empty");
-    return copy_str(cfg->price_file, sizeof cfg->price_file, arg,
-                    "--price-file", err);
-  case OPT_INSTANCE_KIND:
-    if (!*arg) return gf_fail(err, GF_EINVAL, "--instance-kind: empty");
-    return copy_str(cfg->instance_kind, sizeof cfg->instance_kind, arg,
-                    "--instance-kind", err);
-  case OPT_MARKET: {
-    gf_price_market m;
-    gf_err e;
-    if (gf_price_parse_market(arg, &m, &e) != GF_OK)
-      return gf_fail(err, GF_EINVAL, "--market: %s", e.msg);
-    cfg->market = (int)m;
-    return GF_OK;
-  }
-  case OPT_CPU_WATTS:
-    GF_TRY(parse_double("--cpu-watts-per-core", arg, 0.0, 1000.0,
-                        &cfg->cpu_watts_per_core, err));
-    if (cfg->cpu_watts_per_core <= 0)
-      return gf_fail(err, GF_EINVAL, "--cpu-watts-per-core: must be above 0");
-    return GF_OK;
-  default:
-    return gf_fail(err, GF_EINVAL, "unknown option");
-  }
+static const char *env_get(void *user, const char *name) {
+  (void)user;
+  return getenv(name);
 }
 
 gf_parse_result gf_train_parse_args(gf_train_config *cfg, int argc,
                                     char **argv, gf_err *err) {
   gf_train_config_default(cfg);
-  optind = 1;
-  opterr = 0;
-  int help = 0;
-  for (;;) {
-    int idx = -1;
-    int opt = getopt_long(argc, argv, ":h", k_options, &idx);
-    if (opt == -1) break;
-    if (opt == 'h' || opt == OPT_HELP) {
-      help = 1;
-      continue;
-    }
-    if (opt == '?') {
-      const char *bad = argv[optind - 1] ? argv[optind - 1] : "?";
-      gf_fail(err, GF_EINVAL, "%s: unknown option", bad);
-      return GF_PARSE_USAGE;
-    }
-    if (opt == ':') {
-      const char *bad = argv[optind - 1] ? argv[optind - 1] : "?";
-      gf_fail(err, GF_EINVAL, "%s: needs a value", bad);
-      return GF_PARSE_USAGE;
-    }
-    if (apply_option(cfg, opt, optarg, err) != GF_OK) return GF_PARSE_USAGE;
-  }
-  if (help) return GF_PARSE_HELP;
-  if (optind < argc) {
-    gf_fail(err, GF_EINVAL, "'%s': unexpected argument (flags are --name "
-            "VALUE)", argv[optind]);
+  static const gf_flags_opts opts = {.hint = "(flags are --name VALUE)"};
+  bool help = false;
+  if (gf_flags_parse(&k_table, cfg, argc, argv, &opts, &help, NULL, err) !=
+      GF_OK)
     return GF_PARSE_USAGE;
-  }
-  if (gf_train_config_finish(cfg, err) != GF_OK) return GF_PARSE_USAGE;
+  if (help) return GF_PARSE_HELP;
+  if (gf_flags_env(&k_env_table, cfg, env_get, NULL, err) != GF_OK ||
+      gf_mlflow_env_check(env_get, NULL, err) != GF_OK ||
+      gf_train_config_finish(cfg, err) != GF_OK)
+    return GF_PARSE_USAGE;
   return GF_PARSE_OK;
 }
 
@@ -731,129 +806,9 @@ void gf_train_usage(FILE *out, const char *prog) {
 "Trains a GAN (generator + discriminator) on an image dataset and tracks the\n"
 "run in MLflow: params, metrics, system metrics, sample grids, checkpoints,\n"
 "and at the end a registered model version.\n"
-"\n"
-"Data and model:\n"
-"  --data SPEC             [idx:|cifar10:|images:]DIR: MNIST-format IDX files\n"
-"                          (plain or .gz), CIFAR-10 binary batches, or a folder\n"
-"                          of PNG/JPEG images (required)\n"
-"  --model dcgan|resnet|mlp\n"
-"                          network: DCGAN, SNGAN's residual G and D, or the\n"
-"                          paper's MLP (dcgan)\n"
-"  --image-size N          image side in pixels; dcgan, resnet: 28, 32 or 64\n"
-"                          (28)\n"
-"  --channels N            1 (gray) or 3 (RGB) (1)\n"
-"  --width N               dcgan's and resnet's base width: G's ngf and D's\n"
-"                          ndf (64)\n"
-"  --z-dim N               latent size (mlp 50, dcgan 100, resnet 128)\n"
-"Training:\n"
-"  --steps N               optimizer steps in all (5000)\n"
-"  --batch N               images per step, all ranks together (64)\n"
-"  --lr-g X, --lr-d X      Adam learning rates of G and D (2e-4; betas 0.5,\n"
-"                          0.999)\n"
-"  --seed N                every random number derives from it (1)\n"
-"  --device cpu|cuda[:N]   where the networks train: CPU or CUDA GPU N (cpu)\n"
-"  --threads N             CPU threads, 0 = every core (0); a bit-identical\n"
-"                          resume needs the same value\n"
-"  --deterministic         deterministic GPU algorithms (the CPU path always is)\n"
-"  --auto                  tuned at start: before step 1, time 1 warm-up and 3\n"
-"                          steps of the run's first batch on a scratch copy of\n"
-"                          the model for each candidate (at most 12, a few\n"
-"                          seconds for small models) and train with the\n"
-"                          fastest --threads (1, 2, 4, .. cores per rank), and\n"
-"                          with several ranks --bucket-kb (256, 1024, 4096)\n"
-"                          and --allreduce (mpirun ranks); those given stay\n"
-"                          fixed. The choice is kept in <checkpoint-dir>/auto\n"
-"                          and reused by every resume of the run (CPU only)\n"
-"GAN recipe:\n"
-"  --loss bce|hinge|wgan   bce: DCGAN's non-saturating loss; hinge: SNGAN's and\n"
-"                          BigGAN's; wgan: the Wasserstein critic loss (bce)\n"
-"  --d-steps K             D updates per G update, each on its own batch and\n"
-"                          latents (1)\n"
-"  --sn                    spectral normalization of every D weight, and D\n"
-"                          without batch norm (SNGAN)\n"
-"  --ema-decay D           keep an exponential moving average of G, updated\n"
-"                          after every G update with this decay, e.g. 0.999\n"
-"                          (0: none) (0)\n"
-"  --ema-rampup R          the EMA's half-life is capped at R x the G updates\n"
-"                          so far, as StyleGAN2-ADA's; 0: none (0.05)\n"
-"  --export-generator ema|raw\n"
-"                          the generator of sample grids, evaluations and the\n"
-"                          registered model (ema when there is one, else raw)\n"
-"  --mirror                x-flipped copies double the dataset\n"
-"  --r1 GAMMA              the R1 gradient penalty on real images (StyleGAN's);\n"
-"                          needs a D without batch norm (dcgan with --sn,\n"
-"                          resnet, mlp) (0)\n"
-"  --r1-every N            lazy R1: every N D updates, weighted by N (16)\n"
-"  --diffaug LIST          DiffAugment: color, translation, cutout (comma-\n"
-"                          separated), applied to every image D sees, real\n"
-"                          and fake, differentiably for G; none (none)\n"
-"  --cond                  class-conditional: G with conditional batch norm on\n"
-"                          a shared class embedding (BigGAN), D with a\n"
-"                          projection (Miyato & Koyama); needs labelled data\n"
-"Multiple ranks (launch with `ganflow launch`, which restarts failed jobs,\n"
-"mpirun, srun, or torchrun-style RANK, WORLD_SIZE, LOCAL_RANK,\n"
-"LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT):\n"
-"  --allreduce ALGO        ring (the engine's own), reduce-bcast, hierarchical\n"
-"                          or tree (ring)\n"
-"  --sync-bn               batch norm over the global batch, not each rank's\n"
-"  --grad-accum K          cut each rank's slice into K micro-batches (1)\n"
-"  --exact-reduce          bit-identical at 1, 2, 4, ... ranks: the batch is cut\n"
-"                          into --exact-shards S micro-batches (8) whose\n"
-"                          gradients add in a fixed tree (CPU only)\n"
-"  --bucket-kb N           gradient all-reduce bucket size (1024)\n"
-"  --compress none|bf16    gradient buckets on the wire as f32 or bf16 (half\n"
-"                          the bytes, sums rounded to bf16; not with\n"
-"                          --exact-reduce) (none)\n"
-"  --comm-timeout S        a collective waiting longer fails the job (300)\n"
-"  --check-every N         steps between checks that every rank holds the\n"
-"                          same parameters; 0 = never (100)\n"
-"Checkpoints:\n"
-"  --checkpoint-dir DIR    (checkpoints/<experiment>/<run-name or default>)\n"
-"  --checkpoint-every N    steps between checkpoints; 0 = at the end only (500)\n"
-"  --keep N                newest checkpoints kept (3)\n"
-"  --resume auto|never|PATH\n"
-"                          auto: continue from the newest good checkpoint of\n"
-"                          the dir into the same MLflow run; never: a new run\n"
-"                          (refused when the dir holds checkpoints or a run_id\n"
-"                          of another run: empty it or pick another dir);\n"
-"                          PATH: that checkpoint file (auto)\n"
-"Monitoring:\n"
-"  --log-every N           steps between metric points and log lines (10)\n"
-"  --sample-every N        steps between 8x8 sample grids (PNG artifacts);\n"
-"                          0 = never (500)\n"
-"  --eval-every N          steps between evaluations; 0 = never (1000)\n"
-"  --eval-metrics LIST     what an evaluation computes: swd, fid, kid,\n"
-"                          comma-separated (swd); fid and kid use the FID\n"
-"                          Inception-v3 (GANFLOW_INCEPTION, else the file\n"
-"                          deploy/install-deps.sh installs) and are not\n"
-"                          computed at step 0\n"
-"  --eval-images N         images per set in the SWD (2000, or the dataset)\n"
-"  --fid-images N          generated and real images in FID/KID (--eval-\n"
-"                          images); the real set's features are cached\n"
-"                          (GANFLOW_CACHE_DIR, else ~/.cache/ganflow/fid)\n"
-"Cost and energy (metrics energy/joules, cost/usd, cost/usd_per_1k_images,\n"
-"summed over every rank and every restart of the run):\n"
-"  --price-per-hour USD    price of a slot-hour (none: energy only)\n"
-"  --price-unit node|gpu   the price is per machine (counted once per node)\n"
-"                          or per rank's slot: its GPU, or a CPU rank (node)\n"
-"  --price-file FILE       prices by instance kind and market, lines of\n"
-"                          KIND MARKET USD_PER_HOUR node|gpu ('#' comments)\n"
-"  --instance-kind KIND    the entry of --price-file (GANFLOW_INSTANCE_KIND)\n"
-"  --market on-demand|spot the entry's market (on-demand)\n"
-"  --cpu-watts-per-core W  CPU energy estimate per busy core where RAPL\n"
-"                          (/sys/class/powercap) cannot be read (10)\n"
-"MLflow:\n"
-"  --experiment NAME       experiment (MLFLOW_EXPERIMENT_NAME, else ganflow)\n"
-"  --run-name NAME         run name (the server picks one)\n"
-"  --register-model NAME   registered model of the final generator\n"
-"                          (ganflow-<model>); '' skips registration\n"
-"  --alias NAME            alias set on the new version (none)\n"
-"  --promote-if-better ALIAS[:METRIC[:min|max]]\n"
-"                          move ALIAS to the new version only when its\n"
-"                          last METRIC (swd/avg) beats the version holding\n"
-"                          ALIAS (min: lower is better); a refusal does not\n"
-"                          fail the run (tag ganflow.promotion says why)\n"
-"  --help                  this text\n"
+"\n", prog);
+  gf_flags_usage(out, &k_table);
+  fprintf(out,
 "\n"
 "Environment: MLFLOW_TRACKING_URI (http://127.0.0.1:5000),\n"
 "MLFLOW_EXPERIMENT_NAME, MLFLOW_RUN_ID (log into that existing run),\n"
@@ -862,6 +817,8 @@ void gf_train_usage(FILE *out, const char *prog) {
 "MLFLOW_HTTP_REQUEST_TIMEOUT, MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL\n"
 "(seconds between system-metric samples, 10), GANFLOW_HEARTBEAT_DIR (set by\n"
 "`ganflow launch`: each rank writes rank-<r>.hb there at every step).\n"
+"Numbers (flags and variables) are plain decimals: 64, 2e-4, 0.5; no\n"
+"spaces, '+', hex, nan or inf.\n"
 "\n"
 "The MLflow server must answer when the run starts (creating or resuming the\n"
 "run, with the client's retries); otherwise ganflow-train exits 1 before\n"
@@ -870,46 +827,20 @@ void gf_train_usage(FILE *out, const char *prog) {
 "`ganflow sync DIR`); artifact uploads that fail are reported and skipped.\n"
 "SIGTERM/SIGINT: checkpoint at the next step, run KILLED, exit 0; a second\n"
 "SIGINT exits at once (130). Exit status: 0 done, 1 error (run FAILED),\n"
-"2 usage.\n",
-          prog);
-}
-
-/* The shortest %g form of v that reads back as exactly v ("0.0002");
- * cap >= 32 holds any of them (at most 24 characters). */
-static void fmt_double(char *buf, size_t cap, double v) {
-  /* The shortest exact form, without an exponent where one as short as
-   * 17 digits exists ("10", not "1e+01"; "1e-05" stays). */
-  char first[32] = "";
-  for (int prec = 1; prec <= 17; prec++) {
-    int n = snprintf(buf, cap, "%.*g", prec, v);
-    assert(gf_fits(n, cap));
-    (void)n;
-    if (strtod(buf, NULL) != v) continue;
-    if (!strchr(buf, 'e')) return;
-    if (!first[0] && strlen(buf) < sizeof first) memcpy(first, buf, strlen(buf) + 1);
-  }
-  if (first[0] && strlen(first) < cap) memcpy(buf, first, strlen(first) + 1);
+"2 usage.\n");
 }
 
 gf_status gf_train_recipe(const gf_train_config *cfg, char *out, size_t cap,
                           gf_err *err) {
-  char decay[32], ramp[32], r1[32], da[64];
-  diffaug_text(cfg->diffaug, da);
-  fmt_double(decay, sizeof decay, cfg->ema_decay);
-  fmt_double(ramp, sizeof ramp, cfg->ema_decay > 0 ? cfg->ema_rampup : 0.0);
-  fmt_double(r1, sizeof r1, cfg->r1_gamma);
-  return gf_format(out, cap, err, "training recipe",
-                   "loss=%s,d_steps=%d,ema_decay=%s,ema_rampup=%s,mirror=%s,"
-                   "r1=%s,r1_every=%d,diffaug=%s",
-                   gf_gan_loss_name((gf_gan_loss)cfg->loss), cfg->d_steps, decay,
-                   ramp, cfg->mirror ? "true" : "false", r1,
-                   cfg->r1_gamma > 0 ? cfg->r1_every : 0, da);
+  return gf_flags_recipe(&k_table, cfg, "training recipe", out, cap, err);
 }
 
 /* Every param value fits by construction: numbers, fixed words, and the
  * text of config fields no longer than a value. */
 _Static_assert(sizeof ((gf_train_config *)0)->data <= GF_TRAIN_PARAM_VAL_MAX &&
                sizeof ((gf_train_config *)0)->device <= GF_TRAIN_PARAM_VAL_MAX &&
+               sizeof ((gf_train_config *)0)->price_file <=
+                   GF_TRAIN_PARAM_VAL_MAX &&
                sizeof ((gf_train_config *)0)->auto_measured <=
                    GF_TRAIN_PARAM_VAL_MAX,
                "config text fits a param value");
@@ -917,102 +848,10 @@ _Static_assert(sizeof ((gf_train_config *)0)->data <= GF_TRAIN_PARAM_VAL_MAX &&
 size_t gf_train_config_params(const gf_train_config *cfg,
                               gf_train_param *out, size_t n_max) {
   size_t n = 0;
-#define P(k, ...)                                                         \
-  do {                                                                    \
-    if (n < n_max) {                                                      \
-      out[n].key = (k);                                                   \
-      int len_ = snprintf(out[n].value, sizeof out[n].value, __VA_ARGS__); \
-      assert(gf_fits(len_, sizeof out[n].value));                         \
-      (void)len_;                                                         \
-      n++;                                                                \
-    }                                                                     \
-  } while (0)
-  P("data", "%s", cfg->data);
-  P("model", "%s", gf_arch_name(cfg->model));
-  P("image_size", "%d", cfg->image_size);
-  P("channels", "%d", cfg->channels);
-  P("z_dim", "%d", cfg->z_dim);
-  if (cfg->model != GF_ARCH_MLP) P("width", "%d", cfg->width);
-  P("steps", "%" PRId64, cfg->steps);
-  P("batch", "%d", cfg->batch);
-  char num[32];
-  fmt_double(num, sizeof num, cfg->lr_g);
-  P("lr_g", "%s", num);
-  fmt_double(num, sizeof num, cfg->lr_d);
-  P("lr_d", "%s", num);
-  P("seed", "%" PRIu64, cfg->seed);
-  P("device", "%s", cfg->device);
-  P("threads", "%d", cfg->threads);
-  P("checkpoint_every", "%" PRId64, cfg->checkpoint_every);
-  P("keep", "%d", cfg->keep);
-  P("sample_every", "%" PRId64, cfg->sample_every);
-  P("eval_every", "%" PRId64, cfg->eval_every);
-  P("log_every", "%" PRId64, cfg->log_every);
-  P("deterministic", "%s", cfg->deterministic ? "true" : "false");
-  P("world_size", "%d", cfg->world_size);
-  P("eval_images", "%d", cfg->eval_images);
-  char em[16] = "";
-  static const char *const names[] = {"swd", "fid", "kid"};
-  for (int i = 0; i < 3; i++)
-    if (cfg->eval_metrics & (1u << i)) {
-      size_t len = strlen(em);
-      int w = snprintf(em + len, sizeof em - len, "%s%s", len ? "," : "",
-                       names[i]);
-      assert(gf_fits(w, sizeof em - len)); /* 3 names of 3 letters */
-      (void)w;
+  for (size_t i = 0; i < k_table.n && n < n_max; i++)
+    if (gf_flag_param(&k_rows[i], cfg, out[n].value, sizeof out[n].value)) {
+      out[n].key = k_rows[i].param;
+      n++;
     }
-  P("eval_metrics", "%s", em);
-  if (cfg->eval_metrics & (GF_EVAL_FID | GF_EVAL_KID))
-    P("fid_images", "%d", cfg->fid_images ? cfg->fid_images
-                                          : cfg->eval_images);
-  int world = cfg->world_size > 0 ? cfg->world_size : 1;
-  P("local_batch", "%d", cfg->batch / world);
-  P("allreduce", "%s",
-    cfg->exact_reduce ? "tree" : gf_allreduce_algo_name(cfg->allreduce));
-  P("sync_bn", "%s", cfg->sync_bn ? "true" : "false");
-  P("grad_accum", "%d", cfg->exact_reduce ? cfg->exact_shards / world
-                                          : cfg->grad_accum);
-  P("exact_reduce", "%s", cfg->exact_reduce ? "true" : "false");
-  P("compress", "%s", cfg->compress_bf16 ? "bf16" : "none");
-  P("loss", "%s", gf_gan_loss_name((gf_gan_loss)cfg->loss));
-  P("d_steps", "%d", cfg->d_steps);
-  P("spectral_norm", "%s", cfg->spectral_norm ? "true" : "false");
-  fmt_double(num, sizeof num, cfg->ema_decay);
-  P("ema_decay", "%s", num);
-  if (cfg->ema_decay > 0) {
-    fmt_double(num, sizeof num, cfg->ema_rampup);
-    P("ema_rampup", "%s", num);
-  }
-  P("export_generator", "%s", cfg->ema_decay > 0 && !cfg->export_raw ? "ema" : "raw");
-  P("mirror", "%s", cfg->mirror ? "true" : "false");
-  fmt_double(num, sizeof num, cfg->r1_gamma);
-  P("r1_gamma", "%s", num);
-  if (cfg->r1_gamma > 0) P("r1_every", "%d", cfg->r1_every);
-  char da[64];
-  diffaug_text(cfg->diffaug, da);
-  P("diffaug", "%s", da);
-  P("cond", "%s", cfg->cond ? "true" : "false");
-  if (cfg->price_per_hour >= 0) {
-    fmt_double(num, sizeof num, cfg->price_per_hour);
-    P("price_usd_per_hour", "%s", num);
-    P("price_unit", "%s", gf_price_unit_name((gf_price_unit)cfg->price_unit));
-  }
-  if (cfg->price_file[0]) P("price_file", "%s", cfg->price_file);
-  if (cfg->instance_kind[0]) {
-    P("instance_kind", "%s", cfg->instance_kind);
-    P("market", "%s", gf_price_market_name((gf_price_market)cfg->market));
-  }
-  fmt_double(num, sizeof num, cfg->cpu_watts_per_core);
-  P("cpu_watts_per_core", "%s", num);
-  if (cfg->autotune) P("auto", "true");
-  if (cfg->auto_measured[0]) {
-    P("auto_threads", "%d", cfg->threads);
-    P("auto_bucket_kb", "%d", cfg->bucket_kb);
-    P("auto_allreduce", "%s", cfg->exact_reduce ? "tree"
-                              : gf_allreduce_algo_name(cfg->allreduce));
-    P("auto_measured", "%.*s", (int)sizeof cfg->auto_measured - 1,
-      cfg->auto_measured);
-  }
-#undef P
   return n;
 }

@@ -183,11 +183,11 @@ gf_status train_make_ctx(train_state *st, const gf_launch_info *launch,
                           gf_err *err) {
   const gf_train_config *cfg = st->cfg;
   gf_ctx_config cc = {GF_BACKEND_CPU, cfg->threads, 0, GF_CPU_LAYOUT_AUTO};
-  if (strncmp(cfg->device, "cuda", 4) == 0) { /* syntax checked by config */
-    cc.backend = GF_BACKEND_CUDA;
-    cc.device_index = cfg->device[4] == ':' ? atoi(cfg->device + 5)
-                      : launch ? launch->local_rank : 0;
-  }
+  int ordinal = 0; /* syntax checked by the config */
+  GF_TRY(gf_device_parse("--device", cfg->device, &cc.backend, &ordinal,
+                         err));
+  if (cc.backend == GF_BACKEND_CUDA)
+    cc.device_index = ordinal >= 0 ? ordinal : launch ? launch->local_rank : 0;
   gf_status s = gf_ctx_init(&st->ctx, &cc, err);
   if (s != GF_OK) return s;
   st->ctx_ok = true;
@@ -302,15 +302,9 @@ static gf_status start_monitor(train_state *st, int64_t first_step,
                                gf_monitor_emit_fn emit, void *user,
                                gf_err *err) {
   gf_monitor_config mc = gf_monitor_config_default();
-  const char *iv = getenv("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL");
-  if (iv && *iv) {
-    char *end = NULL;
-    double v = strtod(iv, &end);
-    if (*end || !(v > 0) || v > 86400)
-      return gf_fail(err, GF_EINVAL, "MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL: "
-                     "'%s' is not a number of seconds in (0, 86400]", iv);
-    mc.interval_s = v;
-  }
+  /* MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL, read with the flags */
+  if (st->cfg->sys_metrics_interval_s > 0)
+    mc.interval_s = st->cfg->sys_metrics_interval_s;
   mc.first_step = first_step;
   mc.world_size = st->world;
   if (!st->on_dev) mc.nvml_library = ""; /* no GPU in use: no GPU figures */

@@ -191,4 +191,15 @@ gf_ctx_stats gf_ctx_get_stats(const gf_ctx *ctx);
 /* Static name of a backend ("cpu", "cuda"). */
 const char *gf_backend_name(gf_backend backend);
 
+/* The highest CUDA device ordinal a --device flag may name. */
+#define GF_DEVICE_ORDINAL_MAX 1023
+
+/* A --device value: "cpu", "cuda" or "cuda:N" (N through gf_parse_int, in
+ * [0, GF_DEVICE_ORDINAL_MAX]) into *backend and *ordinal (-1 for "cuda"
+ * without N: the caller's choice, e.g. LOCAL_RANK). Syntax only: whether
+ * the GPU is there is gf_cuda_device_check's. GF_EINVAL naming `what`:
+ * "--device: 'gpu' is not cpu, cuda or cuda:N", or the number's refusal. */
+gf_status gf_device_parse(const char *what, const char *s, gf_backend *backend,
+                          int *ordinal, gf_err *err);
+
 #endif

@@ -2,8 +2,6 @@
  * see cuda_plan.h. */
 #include "cuda_plan.h"
 
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 static size_t round_up(size_t n, size_t a) {
@@ -78,19 +76,4 @@ void gf_cuda_cache_put(gf_cuda_algo_cache *c, const gf_cuda_choice *ch) {
     c->n--;
   }
   c->e[c->n++] = *ch;
-}
-
-bool gf_cuda_parse_device(const char *s, int *ordinal) {
-  if (!s || strncmp(s, "cuda", 4) != 0) return false;
-  if (s[4] == 0) {
-    *ordinal = 0;
-    return true;
-  }
-  if (s[4] != ':' || s[5] < '0' || s[5] > '9') return false;
-  char *end = NULL;
-  errno = 0;
-  long v = strtol(s + 5, &end, 10);
-  if (errno || *end || v < 0 || v > 1023) return false;
-  *ordinal = (int)v;
-  return true;
 }

@@ -75,8 +75,4 @@ const gf_cuda_choice *gf_cuda_cache_find(gf_cuda_algo_cache *c,
 /* Stores ch (copied), evicting the oldest entry when full. */
 void gf_cuda_cache_put(gf_cuda_algo_cache *c, const gf_cuda_choice *ch);
 
-/* Parses a device string "cuda" (ordinal 0) or "cuda:N" into *ordinal;
- * false for anything else (also "cuda:", "cuda:-1", "cuda:1x"). */
-bool gf_cuda_parse_device(const char *s, int *ordinal);
-
 #endif

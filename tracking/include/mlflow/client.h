@@ -74,6 +74,15 @@ typedef struct mlflow_config {
  * Allocates the URI copy: free with mlflow_config_free. */
 mlflow_status mlflow_config_init(mlflow_config *cfg, mlflow_error *err);
 
+/* The ranges mlflow_config_from_env takes for the numeric variables:
+ * MLFLOW_HTTP_REQUEST_MAX_RETRIES an integer in [0, 100], _BACKOFF_FACTOR
+ * and _BACKOFF_JITTER seconds in [0, 3600], _TIMEOUT seconds in [0.001,
+ * 86400]. */
+#define MLFLOW_ENV_MAX_RETRIES_MAX 100
+#define MLFLOW_ENV_BACKOFF_MAX_S 3600.0
+#define MLFLOW_ENV_TIMEOUT_MIN_S 0.001
+#define MLFLOW_ENV_TIMEOUT_MAX_S 86400.0
+
 /* mlflow_config_init, then the MLflow environment variables:
  * MLFLOW_TRACKING_URI, MLFLOW_TRACKING_USERNAME, _PASSWORD, _TOKEN,
  * MLFLOW_TRACKING_INSECURE_TLS, MLFLOW_TRACKING_SERVER_CERT_PATH,

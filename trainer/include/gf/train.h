@@ -5,8 +5,9 @@
  * resource monitor.
  *
  * Source files:
- *   train_config.c    gf_train_config, argv parsing (getopt_long), --help,
- *                     the config flattened to MLflow params
+ *   train_config.c    gf_train_config: the table of its flags (gf/flags.h)
+ *                     and from it the defaults, argv parsing, --help, the
+ *                     MLflow params and the recipe; the rules between flags
  *   train_config_cost.c the price flags resolved (--price-file)
  *   train_cost.c      the run's energy and cost, summed over ranks and
  *                     restarts (gf/cost.h, gf/energy.h)
@@ -161,6 +162,10 @@ typedef struct gf_train_config {
                                          ranks; 0 = never (100) */
   int world_size;                     /* ranks of the job: set by main from
                                          the launch (1), not a flag */
+  double sys_metrics_interval_s;      /* MLFLOW_SYSTEM_METRICS_SAMPLING_
+                                         INTERVAL, seconds between system-
+                                         metric samples (0: the monitor's
+                                         default); not a flag, no param */
   /* What the run costs (gf/cost.h, gf/energy.h; train_config_cost.c). */
   double price_per_hour;              /* USD per slot-hour: --price-per-hour,
                                          or the --price-file entry of
@@ -209,6 +214,14 @@ gf_status gf_train_price_resolve(gf_train_config *cfg, const char *env_kind,
 /* The defaults above (experiment from MLFLOW_EXPERIMENT_NAME when set). */
 void gf_train_config_default(gf_train_config *cfg);
 
+/* The flag table of ganflow-train (gf/flags.h rows over gf_train_config),
+ * which `ganflow launch` and the tests walk too; static. */
+struct gf_flag_table;
+const struct gf_flag_table *gf_train_flags(void);
+/* The environment variables ganflow-train reads as numbers into the config
+ * (MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL); static. */
+const struct gf_flag_table *gf_train_env(void);
+
 /* The training recipe of cfg in words, "loss=hinge,d_steps=2,ema_decay=
  * 0.999,ema_rampup=0.05,mirror=true": what a resumed run must repeat to
  * continue bit for bit (checkpoints record it; the model config and the
@@ -224,10 +237,12 @@ typedef enum gf_parse_result {
   GF_PARSE_USAGE = 2, /* bad command line: err names the flag; exit 2 */
 } gf_parse_result;
 
-/* Parses argv (getopt_long; permutes argv as GNU getopt does) into cfg,
- * which it first fills with gf_train_config_default, then runs
- * gf_train_config_finish. On GF_PARSE_USAGE err->msg names the flag and
- * what is wrong ("--batch: 'x' is not an integer"). */
+/* Parses argv through the flag table into cfg, which it first fills with
+ * gf_train_config_default, then reads the numbers of the environment
+ * (gf_train_env, and the MLflow client's: gf/mlflow_env.h) and runs
+ * gf_train_config_finish. argv is not changed. On GF_PARSE_USAGE err->msg
+ * names the flag or variable and what is wrong ("--batch: 'x' is not an
+ * integer"). */
 gf_parse_result gf_train_parse_args(gf_train_config *cfg, int argc,
                                     char **argv, gf_err *err);
 
