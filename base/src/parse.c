@@ -15,39 +15,10 @@
 
 #include "gf/text.h"
 
-#define SHOW_BYTES 48 /* of the input shown in a message */
-#define SHOW_MAX (SHOW_BYTES * 4 + 4) /* every byte \xHH, "...", NUL */
-
-/* s as a message shows it: cut after SHOW_BYTES bytes ("..."), control,
- * non-ASCII, quote and backslash bytes escaped; out[SHOW_MAX]. */
-static void show(const char *s, char out[SHOW_MAX]) {
-  size_t o = 0, i = 0;
-  for (; s[i] && i < SHOW_BYTES; i++) {
-    unsigned char ch = (unsigned char)s[i];
-    if (ch == '\'' || ch == '\\') {
-      out[o++] = '\\';
-      out[o++] = (char)ch;
-    } else if (ch >= 0x20 && ch < 0x7f) {
-      out[o++] = (char)ch;
-    } else {
-      out[o++] = '\\';
-      out[o++] = 'x';
-      gf_hex_encode(&ch, 1, out + o);
-      o += 2;
-    }
-  }
-  if (s[i]) {
-    memcpy(out + o, "...", 3);
-    o += 3;
-  }
-  out[o] = '\0';
-  assert(o < SHOW_MAX);
-}
-
 static gf_status not_a(gf_err *err, const char *what, const char *s,
                        const char *kind) {
-  char t[SHOW_MAX];
-  show(s, t);
+  char t[GF_TEXT_SHOW_MAX];
+  gf_text_show(s, t);
   return gf_fail(err, GF_EINVAL, "%s: '%s' is not %s", what ? what : "value",
                  t, kind);
 }
@@ -56,8 +27,8 @@ static gf_status not_a(gf_err *err, const char *what, const char *s,
 static gf_status outside(gf_err *err, const char *what, const char *s,
                          char open_c, const char *lo, const char *hi,
                          char close_c) {
-  char t[SHOW_MAX];
-  show(s, t);
+  char t[GF_TEXT_SHOW_MAX];
+  gf_text_show(s, t);
   return gf_fail(err, GF_EINVAL, "%s: %s is outside %c%s, %s%c",
                  what ? what : "value", t, open_c, lo, hi, close_c);
 }
@@ -90,6 +61,7 @@ gf_status gf_parse_i64(const char *what, const char *s, int64_t lo,
   int64_t v = 0;
   if (!neg && mag > (uint64_t)INT64_MAX) over = true;
   if (neg && mag > (uint64_t)INT64_MAX + 1u) over = true;
+  if (neg && lo >= 0) over = true; /* no negatives asked for: "-0" too */
   if (!over) v = neg ? (int64_t)(0 - mag) : (int64_t)mag;
   if (over || v < lo || v > hi) {
     char l[24], h[24];
@@ -160,7 +132,7 @@ gf_status gf_parse_f64x(const char *what, const char *s, double lo,
   double v = strtod(s, &end);
   /* The grammar is strtod's own subset: all of it is read (C locale). */
   if (end != s + strlen(s)) return not_a(err, what, s, "a number");
-  bool over = errno == ERANGE && isinf(v);
+  bool over = (errno == ERANGE && isinf(v)) || (s[0] == '-' && lo >= 0);
   if (v == 0) v = 0.0; /* "-0" */
   bool lo_ok = (open & GF_PARSE_LO_OPEN) ? v > lo : v >= lo;
   bool hi_ok = (open & GF_PARSE_HI_OPEN) ? v < hi : v <= hi;

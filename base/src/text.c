@@ -24,6 +24,29 @@ gf_status gf_format(char *buf, size_t cap, gf_err *err, const char *what,
   return st;
 }
 
+void gf_text_show(const char *s, char out[GF_TEXT_SHOW_MAX]) {
+  size_t o = 0, i = 0;
+  for (; s[i] && i < GF_TEXT_SHOW_BYTES; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    if (ch == '\'' || ch == '\\') {
+      out[o++] = '\\';
+      out[o++] = (char)ch;
+    } else if (ch >= 0x20 && ch < 0x7f) {
+      out[o++] = (char)ch;
+    } else {
+      out[o++] = '\\';
+      out[o++] = 'x';
+      gf_hex_encode(&ch, 1, out + o);
+      o += 2;
+    }
+  }
+  if (s[i]) {
+    memcpy(out + o, "...", 3);
+    o += 3;
+  }
+  out[o] = '\0';
+}
+
 void gf_hex_encode(const void *p, size_t n, char *out) {
   static const char digits[] = "0123456789abcdef";
   const unsigned char *b = p;

@@ -110,6 +110,10 @@ static void test_i64(void) {
   I64_BAD("1", 2, 65536, "--n: 1 is outside [2, 65536]");
   I64_BAD("65537", 2, 65536, "--n: 65537 is outside [2, 65536]");
   I64_BAD("-5", 0, 10, "--n: -5 is outside [0, 10]");
+  /* a '-' only where the range holds negatives */
+  I64_BAD("-0", 0, 10, "--n: -0 is outside [0, 10]");
+  I64_BAD("-00", 0, 0, "--n: -00 is outside [0, 0]");
+  CHECK(gf_parse_i64("--n", "-0", -1, 10, &v, NULL) == GF_OK && v == 0);
   /* a long input is cut in the message */
   char longv[200];
   memset(longv, '7', sizeof longv - 2);
@@ -179,11 +183,14 @@ static void test_f64(void) {
   F64_OK("2.2250738585072009e-308", 2.2250738585072009e-308);
   F64_OK("1e-400", 0.0);
   F64_OK("1e-99999999999999999999", 0.0);
-  /* -0 is 0, not -0.0 */
+  /* -0 is 0, not -0.0, where negatives can be asked for; else refused */
   double z = -7;
-  CHECK(gf_parse_f64("--x", "-0", 0, 1, &z, NULL) == GF_OK && z == 0 &&
+  CHECK(gf_parse_f64("--x", "-0", -1, 1, &z, NULL) == GF_OK && z == 0 &&
         !signbit(z));
-  CHECK(gf_parse_f64("--x", "-0.0e5", 0, 1, &z, NULL) == GF_OK && !signbit(z));
+  CHECK(gf_parse_f64("--x", "-0.0e5", -1, 1, &z, NULL) == GF_OK &&
+        !signbit(z));
+  F64_BAD("-0", 0, 1, 0, "--x: -0 is outside [0, 1]");
+  F64_BAD("-1e-400", 0, 1, 0, "--x: -1e-400 is outside [0, 1]");
   const double lo = -DBL_MAX, hi = DBL_MAX;
   F64_BAD("", lo, hi, 0, "--x: '' is not a number");
   F64_BAD("abc", lo, hi, 0, "--x: 'abc' is not a number");

@@ -25,12 +25,8 @@ static const gf_flag k_rows[] = {
    .help = "seconds a request may take"},
 };
 
-static const gf_flag_table k_table = {
-  .rows = k_rows,
-  .n = sizeof k_rows / sizeof k_rows[0],
-  .n_sections = 1,
-  .help_col = 40,
-};
+static const gf_flag_table k_table =
+    GF_FLAG_TABLE(k_rows, NULL, 1, 40);
 
 const gf_flag_table *gf_mlflow_env_table(void) { return &k_table; }
 

@@ -591,13 +591,8 @@ static const gf_flag k_rows[] = {
 #undef FIELD
 #undef T
 
-static const gf_flag_table k_table = {
-  .rows = k_rows,
-  .n = sizeof k_rows / sizeof k_rows[0],
-  .sections = k_sections,
-  .n_sections = S_COUNT,
-  .help_col = 26,
-};
+static const gf_flag_table k_table =
+    GF_FLAG_TABLE(k_rows, k_sections, S_COUNT, 26);
 
 const gf_flag_table *gf_train_flags(void) { return &k_table; }
 
@@ -770,19 +765,10 @@ static const gf_flag k_env_rows[] = {
    .help = "seconds between system-metric samples"},
 };
 
-static const gf_flag_table k_env_table = {
-  .rows = k_env_rows,
-  .n = sizeof k_env_rows / sizeof k_env_rows[0],
-  .n_sections = 1,
-  .help_col = 26,
-};
+static const gf_flag_table k_env_table =
+    GF_FLAG_TABLE(k_env_rows, NULL, 1, 26);
 
 const gf_flag_table *gf_train_env(void) { return &k_env_table; }
-
-static const char *env_get(void *user, const char *name) {
-  (void)user;
-  return getenv(name);
-}
 
 gf_parse_result gf_train_parse_args(gf_train_config *cfg, int argc,
                                     char **argv, gf_err *err) {
@@ -793,8 +779,8 @@ gf_parse_result gf_train_parse_args(gf_train_config *cfg, int argc,
       GF_OK)
     return GF_PARSE_USAGE;
   if (help) return GF_PARSE_HELP;
-  if (gf_flags_env(&k_env_table, cfg, env_get, NULL, err) != GF_OK ||
-      gf_mlflow_env_check(env_get, NULL, err) != GF_OK ||
+  if (gf_flags_env(&k_env_table, cfg, gf_launch_getenv, NULL, err) != GF_OK ||
+      gf_mlflow_env_check(gf_launch_getenv, NULL, err) != GF_OK ||
       gf_train_config_finish(cfg, err) != GF_OK)
     return GF_PARSE_USAGE;
   return GF_PARSE_OK;

@@ -114,6 +114,14 @@ typedef struct gf_flag_table {
   int help_col;                /* the column help text starts at (>= 8) */
 } gf_flag_table;
 
+/* A gf_flag_table over the array rows_ (its length counted), the array of
+ * headings sections_ (n_sections_ of them; NULL and 1 for none) and the
+ * column help text starts at. */
+#define GF_FLAG_TABLE(rows_, sections_, n_sections_, help_col_)             \
+  {.rows = (rows_), .n = sizeof(rows_) / sizeof((rows_)[0]),                \
+   .sections = (sections_), .n_sections = (n_sections_),                    \
+   .help_col = (help_col_)}
+
 /* Checks the table's rows against their kinds (field sizes, bounds in
  * order, choices and functions present, names unique): GF_EINVAL naming
  * the first bad row. For tests; the parser asserts what it relies on. */

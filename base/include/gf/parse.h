@@ -11,8 +11,11 @@
  *
  * The acceptance rule (in the spirit of curl's lib/strparse.c):
  *   - plain decimal digits, at least one; leading zeros are fine ("007");
- *   - an optional '-' in front where the type holds negatives (i64, f64);
- *     u64 takes none ("-0" included). "-0" reads as 0 (f64: +0.0);
+ *   - an optional '-' in front where negatives can be asked for: the type
+ *     holds them (i64, f64; u64 takes none, "-0" included) and the range
+ *     does (lo < 0); elsewhere a number with a '-' is outside the range
+ *     ("-5", "-0" for [0, 10]). Where it is taken "-0" reads as 0 (f64:
+ *     +0.0);
  *   - f64 adds a decimal fraction and an exponent: -?D+(.D+)?([eE][+-]?D+)?
  *     ("2e-4", "0.5", "1E+06"), digits on both sides of the point;
  *   - nothing else: no white space before or after, no '+', no 0x or any

@@ -40,6 +40,14 @@ static inline const char *gf_next_line(const char *text, size_t len,
   return l;
 }
 
+/* s as an error message shows a value from outside: cut after
+ * GF_TEXT_SHOW_BYTES bytes ("..." added), its control, non-ASCII, quote
+ * and backslash bytes escaped (\xHH, \', \\), into out[GF_TEXT_SHOW_MAX]
+ * for the caller to put between quotes ('%s'). */
+#define GF_TEXT_SHOW_BYTES 48
+#define GF_TEXT_SHOW_MAX (GF_TEXT_SHOW_BYTES * 4 + 4)
+void gf_text_show(const char *s, char out[GF_TEXT_SHOW_MAX]);
+
 /* snprintf into buf[cap] that never hands back a truncated text: when the
  * result does not fit, buf holds "" and err says so, naming `what` (e.g.
  * "--checkpoint-dir path", "artifact path"), the start of the text and the
