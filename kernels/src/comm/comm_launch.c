@@ -3,12 +3,14 @@
  * PMIx/Slurm srun, torchrun); see gf/comm.h. A pure parse over a `get`
  * callback, so tests and the fuzz target feed it fake environments. Not
  * here: talking to peers (comm.c and the engines). */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "comm_impl.h"
+#include "gf/parse.h"
 #include "gf/sock.h"
 #include "gf/text.h"
 
@@ -23,63 +25,15 @@ static const char *env_get(const env_src *e, const char *name) {
   return e->get(e->user, name);
 }
 
-/* Writes v into out (cap >= 8) quoted for a message: printable ASCII as is,
- * '"' and '\\' escaped, other bytes as \xHH, cut after 48 characters. */
-static void quote(const char *v, char *out, size_t cap) {
-  size_t o = 0, i = 0;
-  out[o++] = '"';
-  for (; v[i] && i < 48; i++) {
-    unsigned char ch = (unsigned char)v[i];
-    if (o + 6 >= cap) break;
-    if (ch == '"' || ch == '\\') {
-      out[o++] = '\\';
-      out[o++] = (char)ch;
-    } else if (ch >= 0x20 && ch < 0x7f) {
-      out[o++] = (char)ch;
-    } else {
-      out[o++] = '\\';
-      out[o++] = 'x';
-      gf_hex_encode(&ch, 1, out + o); /* o + 6 < cap: room for its NUL */
-      o += 2;
-    }
-  }
-  if (v[i] && o + 5 < cap) {
-    memcpy(out + o, "...", 3);
-    o += 3;
-  }
-  out[o++] = '"';
-  out[o] = '\0';
-}
-
-/* Parses a decimal integer in [lo, hi] (digits only, at most 9 of them
- * after leading zeros are dropped). */
+/* A decimal integer in [lo, hi] through gf/parse.h, the message naming
+ * "launch: NAME". */
 static gf_status parse_int(const char *name, const char *v, long lo, long hi,
                            int *out, gf_err *err) {
-  char q[256];
-  long x = 0;
-  size_t i = 0, sig = 0;
-  for (; v[i]; i++) {
-    if (v[i] < '0' || v[i] > '9') break;
-    if (sig || v[i] != '0') sig++;
-    if (sig > 9) break;
-    x = x * 10 + (v[i] - '0');
-  }
-  if (i == 0 || v[i]) {
-    quote(v, q, sizeof q);
-    if (sig > 9)
-      return gf_fail(err, GF_EINVAL, "launch: %s=%s is out of range [%ld, %ld]",
-                     name, q, lo, hi);
-    return gf_fail(err, GF_EINVAL,
-                   "launch: %s=%s is not a non-negative decimal integer", name,
-                   q);
-  }
-  if (x < lo || x > hi) {
-    quote(v, q, sizeof q);
-    return gf_fail(err, GF_EINVAL, "launch: %s=%s is out of range [%ld, %ld]",
-                   name, q, lo, hi);
-  }
-  *out = (int)x;
-  return GF_OK;
+  char what[96];
+  int n = snprintf(what, sizeof what, "launch: %s", name);
+  assert(gf_fits(n, sizeof what)); /* the names are constants of this file */
+  (void)n;
+  return gf_parse_int(what, v, (int)lo, (int)hi, out, err);
 }
 
 /* Reads variable `name` as an integer in [lo, hi]. *found = 0 (and *out
@@ -108,7 +62,7 @@ static gf_status env_int_req(const env_src *e, const char *name,
 static gf_status slurm_tasks_per_node(const char *v, int node, int *out,
                                       gf_err *err) {
   static const char name[] = "SLURM_TASKS_PER_NODE";
-  char q[256];
+  char q[GF_TEXT_SHOW_MAX];
   const char *p = v;
   long seen = 0;
   int uniform = -1, mixed = 0;
@@ -140,24 +94,24 @@ static gf_status slurm_tasks_per_node(const char *v, int node, int *out,
   }
   if (node < 0) {
     if (mixed) {
-      quote(v, q, sizeof q);
+      gf_text_show(v, q);
       return gf_fail(err, GF_EINVAL,
-                     "launch: %s=%s differs between nodes and SLURM_NODEID is "
+                     "launch: %s='%s' differs between nodes and SLURM_NODEID is "
                      "unset",
                      name, q);
     }
     *out = uniform;
   } else if (node >= seen) {
-    quote(v, q, sizeof q);
+    gf_text_show(v, q);
     return gf_fail(err, GF_EINVAL,
-                   "launch: SLURM_NODEID=%d has no entry in %s=%s (%ld nodes)",
+                   "launch: SLURM_NODEID=%d has no entry in %s='%s' (%ld nodes)",
                    node, name, q, seen);
   }
   return GF_OK;
 bad:
-  quote(v, q, sizeof q);
+  gf_text_show(v, q);
   return gf_fail(err, GF_EINVAL,
-                 "launch: %s=%s is not a list of counts like \"2(x3),1\"", name,
+                 "launch: %s='%s' is not a list of counts like \"2(x3),1\"", name,
                  q);
 }
 
