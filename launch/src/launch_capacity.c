@@ -21,6 +21,7 @@
 #include "gf/atomic_file.h"
 #include "gf/clock.h"
 #include "gf/fs.h"
+#include "gf/parse.h"
 #include "gf/strbuf.h"
 #include "gf/text.h"
 #include "launch_internal.h"
@@ -61,10 +62,10 @@ static int month_days(int y, int m) {
 gf_status gf_capacity_parse_when(const char *v, int64_t *unix_s, gf_err *err) {
   size_t n = strlen(v);
   if (all_digits(v, n)) {
-    if (n > 11 || strtoll(v, NULL, 10) > 100000000000LL)
+    if (gf_parse_i64(NULL, v, 0, INT64_C(100000000000), unix_s, NULL) !=
+        GF_OK)
       return gf_fail(err, GF_EFORMAT, "'%.40s' is past year 5000 in Unix "
                      "seconds", v);
-    *unix_s = strtoll(v, NULL, 10);
     return GF_OK;
   }
   /* YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM) */

@@ -15,6 +15,7 @@
 
 #include "gf/checkpoint.h"
 #include "gf/fs.h"
+#include "gf/parse.h"
 #include "gf/text.h"
 #include "launch_internal.h"
 #include "mlflow/mlflow.h"
@@ -130,7 +131,9 @@ static bool read_base(launch_sup *s, mlflow_client *c) {
   }
   s->base = 0;
   const char *nc = mlflow_run_tag(&run, "ganflow.capacity.changes");
-  s->cap_base = nc && atoi(nc) > 0 && atoi(nc) < INT_MAX / 2 ? atoi(nc) : 0;
+  int changes = 0; /* a tag this supervisor wrote: a count, else none */
+  s->cap_base = nc && gf_parse_int(NULL, nc, 1, INT_MAX / 2 - 1, &changes,
+                                   NULL) == GF_OK ? changes : 0;
   for (size_t i = 0; i < run.n_metrics; i++)
     if (strcmp(run.metrics[i].key, "sys/restarts") == 0 &&
         run.metrics[i].step > 0 && run.metrics[i].step < INT_MAX / 2)

@@ -1,101 +1,26 @@
-/* launch_opts.c - `ganflow launch`'s command line and the plan of each
- * attempt (world size, the ranks' argv); see gf/launch.h. Pure: no
- * process is started here (`--nproc auto` for a CUDA job reads /dev). */
+/* launch_opts.c - `ganflow launch`'s command line, a table of gf/flags.h
+ * rows (the training flags after the word ganflow-train go through
+ * ganflow-train's own table, gf_train_parse_args), the node settings of the
+ * environment, and the plan of each attempt (world size, the ranks'
+ * argv); see gf/launch.h. Pure: no process is started here (`--nproc auto`
+ * for a CUDA job reads /dev). */
 #include <assert.h>
 #include <dirent.h>
-#include <errno.h>
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gf/flags.h"
 #include "gf/launch.h"
+#include "gf/parse.h"
 #include "gf/text.h"
 
-void gf_launch_usage(FILE *out) {
-  fprintf(out,
-"usage: ganflow launch --nproc N [options] -- [WRAPPER...] ganflow-train ARGS...\n"
-"Runs a ganflow-train job on N ranks and keeps it running: a rank that dies,\n"
-"hangs or cannot start makes every rank stop, and the job starts again from\n"
-"the newest checkpoint that verifies, into the same MLflow run.\n"
-"\n"
-"  --nproc N            ranks (required); auto (as torchrun and Kubeflow's\n"
-"                       default): one per GPU this process sees when the\n"
-"                       command trains with --device cuda (CUDA_VISIBLE_DEVICES,\n"
-"                       else /dev/nvidiaN), else 1: one CPU rank, whose\n"
-"                       threads use every core\n"
-"  --nproc-min M        go on with as few as M ranks when slots fail to start\n"
-"                       (N); the global batch is kept\n"
-"  --max-restarts R     restarts before the job is FAILED (3)\n"
-"  --hang-timeout S     seconds without a heartbeat while training (a step or\n"
-"                       a checkpoint) before the ranks count as hung (60)\n"
-"  --start-timeout S    the same for start-up, evaluations and the final\n"
-"                       upload (600)\n"
-"  --launcher L         local: N processes here with torchrun-style variables\n"
-"                       (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,\n"
-"                       MASTER_ADDR, MASTER_PORT); mpirun; srun (inside an\n"
-"                       allocation) (local)\n"
-"  --hostfile FILE      mpirun: its host file, re-read at each start (its\n"
-"                       slots bound the world size)\n"
-"  --launcher-arg ARG   one more argument for mpirun/srun (repeatable)\n"
-"  --elastic-capacity SOURCE\n"
-"                       the slots the job may use, re-read every 0.5 s:\n"
-"                       file:PATH (lines HOST slots=N [leaving=WHEN], WHEN\n"
-"                       Unix seconds or RFC 3339, a spot notice),\n"
-"                       hostfile:PATH (an Open MPI host file) or slurm (the\n"
-"                       Slurm job's allocation, every 5 s; its end time a\n"
-"                       notice); the job grows\n"
-"                       when slots appear, checkpoints and shrinks before\n"
-"                       announced ones leave, and recovers when slots vanish\n"
-"                       (a failure); --nproc is the most ranks, --nproc-min\n"
-"                       then defaults to 1. mpirun gets the usable hosts.\n"
-"  --capacity-notice-margin S\n"
-"                       slots leaving within S seconds are no longer used:\n"
-"                       time for the checkpoint before they go (30)\n"
-"  --heartbeat-dir DIR  where ranks write their heartbeats (each node's agent\n"
-"                       reads its own ranks' under DIR/node-<K>)\n"
-"                       (<checkpoint-dir>/heartbeat)\n"
-"\n"
-"Several nodes, one agent per node (as torchrun); --nproc is then per node:\n"
-"  --nnodes MIN[:MAX]   nodes: start when MIN agents are there (and MAX are,\n"
-"                       or --rdzv-last-call passed); go on with as few as\n"
-"                       MIN after a node is lost; a node that comes back\n"
-"                       joins at a checkpoint boundary\n"
-"  --node-rank K        this node, 0..MAX-1; node 0 hosts the rendezvous\n"
-"                       and rank 0\n"
-"  --rdzv HOST:PORT     node 0's address (also the ranks' MASTER_ADDR) and\n"
-"                       the rendezvous port\n"
-"  --rdzv-last-call S   first round: with MIN nodes there, wait this long for\n"
-"                       more (2); a restart goes on with the nodes there\n"
-"  --nproc-per-node N   the same as --nproc (N or auto)\n"
-"Without these flags the node settings come from Kubeflow Trainer's PET_NNODES,\n"
-"PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT, else\n"
-"PyTorchJob's MASTER_ADDR, MASTER_PORT, WORLD_SIZE (pods), RANK (pod index).\n"
-"\n"
-"The command may start with wrappers (env, numactl, a script that execs its\n"
-"arguments); the training flags are those after the word ganflow-train.\n"
-"Exit status: 0 finished, 1 FAILED, 2 usage, 143 stopped by SIGTERM/SIGINT\n"
-"after a checkpoint (run KILLED; the same command resumes it).\n");
-}
-
-static gf_status parse_int(const char *flag, const char *v, int min, int max,
-                           int *out, gf_err *err) {
-  char *end = NULL;
-  errno = 0;
-  long x = strtol(v, &end, 10);
-  if (!*v || *end || errno || x < min || x > max)
-    return gf_fail(err, GF_EINVAL, "%s: '%s' is not an integer in %d..%d",
-                   flag, v, min, max);
-  *out = (int)x;
-  return GF_OK;
-}
-
-/* --nproc, --nproc-per-node, PET_NPROC_PER_NODE: a count, or "auto"
- * (torchrun's and Kubeflow's default; "gpu" the same), resolved by
- * resolve_nproc_auto once the training flags are known. torchrun's "cpu"
- * (one rank per core) is refused: each ganflow-train rank already runs
- * --threads on every core. */
-static gf_status parse_nproc(gf_launch_opts *o, const char *flag,
+/* --nproc, --nproc-per-node, PET_NPROC_PER_NODE: a count in [1,
+ * GF_LAUNCH_MAX_RANKS], or "auto" (torchrun's and Kubeflow's default;
+ * "gpu" the same), resolved by resolve_nproc_auto once the training flags
+ * are known. torchrun's "cpu" (one rank per core) is refused: each
+ * ganflow-train rank already runs --threads on every core. */
+static gf_status nproc_value(gf_launch_opts *o, const char *what,
                              const char *v, gf_err *err) {
   if (strcmp(v, "auto") == 0 || strcmp(v, "gpu") == 0) {
     o->nproc_auto = true;
@@ -105,9 +30,15 @@ static gf_status parse_nproc(gf_launch_opts *o, const char *flag,
   if (strcmp(v, "cpu") == 0)
     return gf_fail(err, GF_EINVAL, "%s: 'cpu' (a rank per core) is not "
                    "taken: one ganflow-train rank uses every core "
-                   "(--threads); give a number, or auto", flag);
+                   "(--threads); give a number, or auto", what);
+  GF_TRY(gf_parse_int(what, v, 1, GF_LAUNCH_MAX_RANKS, &o->nproc, err));
   o->nproc_auto = false;
-  return parse_int(flag, v, 1, GF_LAUNCH_MAX_RANKS, &o->nproc, err);
+  return GF_OK;
+}
+
+static gf_status parse_nproc(const gf_flag *row, void *obj, const char *v,
+                             gf_err *err) {
+  return nproc_value(obj, row->name, v, err);
 }
 
 /* The GPUs this process sees: CUDA_VISIBLE_DEVICES's entries up to the
@@ -161,18 +92,6 @@ static gf_status resolve_nproc_auto(gf_launch_opts *o,
   return GF_OK;
 }
 
-static gf_status parse_secs(const char *flag, const char *v, double *out,
-                            gf_err *err) {
-  char *end = NULL;
-  errno = 0;
-  double x = strtod(v, &end);
-  if (!*v || *end || errno || !(x > 0) || x > 1e6)
-    return gf_fail(err, GF_EINVAL, "%s: '%s' is not a number of seconds in "
-                   "(0, 1e6]", flag, v);
-  *out = x;
-  return GF_OK;
-}
-
 /* The longest rank file joined below the heartbeat folder
  * (gf/heartbeat.h: <dir>/rank-<R>.hb, R < GF_LAUNCH_MAX_RANKS; with several
  * nodes <dir>/node-<K>/rank-<R>.hb, K < GF_LAUNCH_MAX_NODES). */
@@ -191,9 +110,33 @@ static gf_status copy_path(char dst[GF_PATH_MAX], size_t room,
   return GF_OK;
 }
 
+static gf_status parse_hostfile(const gf_flag *row, void *obj,
+                                const char *v, gf_err *err) {
+  return copy_path(((gf_launch_opts *)obj)->hostfile, 0, row->name, v, err);
+}
+
+static gf_status parse_hb_dir(const gf_flag *row, void *obj, const char *v,
+                              gf_err *err) {
+  return copy_path(((gf_launch_opts *)obj)->hb_dir, HB_FILE_ROOM, row->name,
+                   v, err);
+}
+
+/* --launcher-arg ARG (repeatable): borrowed from argv. */
+static gf_status parse_larg(const gf_flag *row, void *obj, const char *v,
+                            gf_err *err) {
+  gf_launch_opts *o = obj;
+  if (o->n_largs == GF_LAUNCH_MAX_LARGS)
+    return gf_fail(err, GF_EINVAL, "%s: more than %d", row->name,
+                   GF_LAUNCH_MAX_LARGS);
+  o->largs[o->n_largs++] = v;
+  return GF_OK;
+}
+
 /* --elastic-capacity SOURCE: file:PATH, hostfile:PATH, slurm. */
-static gf_status parse_capacity(gf_launch_opts *o, const char *v,
+static gf_status parse_capacity(const gf_flag *row, void *obj, const char *v,
                                 gf_err *err) {
+  gf_launch_opts *o = obj;
+  (void)row;
   if (strcmp(v, "slurm") == 0) { /* the job id: gf_launch_parse */
     o->cap_kind = GF_CAP_SLURM;
     o->cap_path[0] = '\0';
@@ -212,24 +155,32 @@ static gf_status parse_capacity(gf_launch_opts *o, const char *v,
                  "hostfile:PATH or slurm", v);
 }
 
-/* "MIN" or "MIN:MAX", 1 <= MIN <= MAX <= GF_LAUNCH_MAX_NODES. */
-static gf_status parse_nnodes(const char *what, const char *v,
-                              gf_launch_opts *o, gf_err *err) {
-  char *end = NULL;
-  errno = 0;
-  long lo = strtol(v, &end, 10), hi = lo;
-  if (end != v && *end == ':') {
-    const char *p = end + 1;
-    hi = strtol(p, &end, 10);
-    if (end == p) end = (char *)p - 1; /* "3:" */
+/* "MIN" or "MIN:MAX", 1 <= MIN <= MAX <= GF_LAUNCH_MAX_NODES, each
+ * number through gf_parse_int. */
+static gf_status nnodes_value(gf_launch_opts *o, const char *what,
+                              const char *v, gf_err *err) {
+  const char *colon = strchr(v, ':');
+  char lo_s[32];
+  size_t n = colon ? (size_t)(colon - v) : strlen(v);
+  int lo = 0, hi = 0;
+  const char *min_text = v; /* with its ':' when MIN does not fit lo_s */
+  if (colon && n < sizeof lo_s) {
+    memcpy(lo_s, v, n);
+    lo_s[n] = '\0';
+    min_text = lo_s;
   }
-  if (end == v || *end || errno || lo < 1 || hi < lo ||
-      hi > GF_LAUNCH_MAX_NODES)
-    return gf_fail(err, GF_EINVAL, "%s: '%s' is not MIN or MIN:MAX with "
-                   "1 <= MIN <= MAX <= %d", what, v, GF_LAUNCH_MAX_NODES);
-  o->nnodes_min = (int)lo;
-  o->nnodes_max = (int)hi;
+  GF_TRY(gf_parse_int(what, min_text, 1, GF_LAUNCH_MAX_NODES, &lo, err));
+  hi = lo;
+  if (colon)
+    GF_TRY(gf_parse_int(what, colon + 1, lo, GF_LAUNCH_MAX_NODES, &hi, err));
+  o->nnodes_min = lo;
+  o->nnodes_max = hi;
   return GF_OK;
+}
+
+static gf_status parse_nnodes(const gf_flag *row, void *obj, const char *v,
+                              gf_err *err) {
+  return nnodes_value(obj, row->name, v, err);
 }
 
 gf_status gf_launch_parse_hostport(const char *what, const char *v, char *host,
@@ -243,7 +194,7 @@ gf_status gf_launch_parse_hostport(const char *what, const char *v, char *host,
     ok = (h[i] >= 'a' && h[i] <= 'z') || (h[i] >= 'A' && h[i] <= 'Z') ||
          (h[i] >= '0' && h[i] <= '9') || strchr("-.:_", h[i]);
   int p = 0;
-  if (!ok || parse_int(what, colon + 1, 1, 65535, &p, NULL) != GF_OK)
+  if (!ok || gf_parse_int(what, colon + 1, 1, 65535, &p, NULL) != GF_OK)
     return gf_fail(err, GF_EINVAL, "%s: '%s' is not HOST:PORT (a port in "
                    "1..65535)", what, v);
   memcpy(host, h, hl);
@@ -278,37 +229,41 @@ gf_status gf_launch_parse_env(gf_launch_opts *o,
                               void *user, gf_err *err) {
   const char *pn = get ? get(user, "PET_NNODES") : NULL;
   if (!o->nnodes_max && pn) {
-    GF_TRY(parse_nnodes("PET_NNODES", pn, o, err));
+    GF_TRY(nnodes_value(o, "PET_NNODES", pn, err));
     set_conv(o, "PET_*");
     const char *v;
     if (!o->nproc && !o->nproc_auto && (v = get(user, "PET_NPROC_PER_NODE")))
-      GF_TRY(parse_nproc(o, "PET_NPROC_PER_NODE", v, err));
+      GF_TRY(nproc_value(o, "PET_NPROC_PER_NODE", v, err));
     if (o->node_rank < 0 && (v = get(user, "PET_NODE_RANK")))
-      GF_TRY(parse_int("PET_NODE_RANK", v, 0, GF_LAUNCH_MAX_NODES - 1,
-                       &o->node_rank, err));
+      GF_TRY(gf_parse_int("PET_NODE_RANK", v, 0, GF_LAUNCH_MAX_NODES - 1,
+                          &o->node_rank, err));
     const char *ma = get(user, "PET_MASTER_ADDR"),
                *mp = get(user, "PET_MASTER_PORT");
     if (!o->rdzv_host[0] && ma) {
       GF_TRY(env_host(o, "PET_MASTER_ADDR", ma, err));
       o->rdzv_port = 29500; /* Kubeflow Trainer's default */
       if (mp)
-        GF_TRY(parse_int("PET_MASTER_PORT", mp, 1, 65535, &o->rdzv_port, err));
+        GF_TRY(gf_parse_int("PET_MASTER_PORT", mp, 1, 65535, &o->rdzv_port,
+                            err));
     }
   } else if (!o->nnodes_max && get) {
     const char *ma = get(user, "MASTER_ADDR"), *mp = get(user, "MASTER_PORT"),
                *ws = get(user, "WORLD_SIZE"), *rk = get(user, "RANK");
     int w = 0;
-    if (ma && mp && ws && rk &&
-        parse_int("WORLD_SIZE", ws, 1, GF_LAUNCH_MAX_NODES, &w, NULL) ==
-            GF_OK &&
-        w > 1) {
+    /* all four set: a number or a usage error; a world of one, or one of
+     * more nodes than a job takes (a torchrun world of ranks), is no
+     * multi-node job */
+    if (ma && mp && ws && rk)
+      GF_TRY(gf_parse_int("WORLD_SIZE", ws, 0, INT32_MAX, &w, err));
+    if (w > 1 && w <= GF_LAUNCH_MAX_NODES) {
       set_conv(o, "PyTorchJob");
       o->nnodes_min = o->nnodes_max = w;
       if (o->node_rank < 0)
-        GF_TRY(parse_int("RANK", rk, 0, w - 1, &o->node_rank, err));
+        GF_TRY(gf_parse_int("RANK", rk, 0, w - 1, &o->node_rank, err));
       if (!o->rdzv_host[0]) {
         GF_TRY(env_host(o, "MASTER_ADDR", ma, err));
-        GF_TRY(parse_int("MASTER_PORT", mp, 1, 65535, &o->rdzv_port, err));
+        GF_TRY(gf_parse_int("MASTER_PORT", mp, 1, 65535, &o->rdzv_port,
+                            err));
       }
     }
   }
@@ -351,21 +306,13 @@ static const char *base_name(const char *p) {
   return s ? s + 1 : p;
 }
 
-/* Parses the training flags after cmd[train_at] on a copy of the array
- * (getopt permutes it). */
+/* Parses the training flags after cmd[train_at] with ganflow-train's own
+ * table. */
 static gf_status parse_train(gf_launch_opts *o, gf_err *err) {
-  int n = o->ncmd - o->train_at;
-  char **copy = calloc((size_t)n + 1, sizeof *copy);
-  if (!copy) return gf_fail(err, GF_ENOMEM, "out of memory");
-  for (int i = 0; i < n; i++) copy[i] = o->cmd[o->train_at + i];
   gf_err e;
   memset(&e, 0, sizeof e);
-  int saved_optind = optind, saved_opterr = opterr;
-  optind = 0; /* GNU: a full re-initialisation of getopt */
-  gf_parse_result pr = gf_train_parse_args(&o->train, n, copy, &e);
-  optind = saved_optind;
-  opterr = saved_opterr;
-  free(copy);
+  gf_parse_result pr = gf_train_parse_args(&o->train, o->ncmd - o->train_at,
+                                           o->cmd + o->train_at, &e);
   if (pr == GF_PARSE_HELP)
     return gf_fail(err, GF_EINVAL, "--help after ganflow-train: run "
                    "ganflow-train --help for its flags");
@@ -374,95 +321,148 @@ static gf_status parse_train(gf_launch_opts *o, gf_err *err) {
   return GF_OK;
 }
 
+static gf_status parse_rdzv(const gf_flag *row, void *obj, const char *v,
+                            gf_err *err) {
+  gf_launch_opts *o = obj;
+  return gf_launch_parse_hostport(row->name, v, o->rdzv_host,
+                                  sizeof o->rdzv_host, &o->rdzv_port, err);
+}
+
+/* ---- the table --------------------------------------------------------- */
+
+enum { S_ONE, S_NODES, S_COUNT };
+
+static const char *const k_sections[S_COUNT] = {
+  [S_ONE] = "",
+  [S_NODES] = "\nSeveral nodes, one agent per node (as torchrun); --nproc is "
+              "then per node:",
+};
+
+static const gf_flag_choice k_launchers[] = {
+  {"local", GF_LAUNCHER_LOCAL}, {"mpirun", GF_LAUNCHER_MPIRUN},
+  {"srun", GF_LAUNCHER_SRUN}, {NULL, 0}};
+
+#define O gf_launch_opts
+#define FIELD(f) GF_FLAG_FIELD(O, f)
+#define SECONDS .kind = GF_FLAG_F64, .flo = 0, .fhi = 1e6, \
+                .fopen = GF_PARSE_LO_OPEN
+
+static const gf_flag k_rows[] = {
+  {.name = "--nproc", .arg = "N", .kind = GF_FLAG_INT, FIELD(nproc),
+   .lo = 1, .hi = GF_LAUNCH_MAX_RANKS, .parse = parse_nproc,
+   .def_help = "required",
+   .help = "ranks; auto (as torchrun and Kubeflow's default): one per GPU "
+           "this process sees when the command trains with --device cuda "
+           "(CUDA_VISIBLE_DEVICES, else /dev/nvidiaN), else 1: one CPU "
+           "rank, whose threads use every core"},
+  {.name = "--nproc-min", .arg = "M", .kind = GF_FLAG_INT, FIELD(nproc_min),
+   .lo = 1, .hi = GF_LAUNCH_MAX_RANKS, .def_i = -1, .def_help = "N",
+   .help = "go on with as few as M ranks when slots fail to start; the "
+           "global batch is kept"},
+  {.name = "--max-restarts", .arg = "R", .kind = GF_FLAG_INT,
+   FIELD(max_restarts), .lo = 0, .hi = 1000000, .def_i = 3,
+   .help = "restarts before the job is FAILED"},
+  {.name = "--hang-timeout", .arg = "S", SECONDS, FIELD(hang_timeout),
+   .def_f = 60,
+   .help = "seconds without a heartbeat while training (a step or a "
+           "checkpoint) before the ranks count as hung"},
+  {.name = "--start-timeout", .arg = "S", SECONDS, FIELD(start_timeout),
+   .def_f = 600,
+   .help = "the same for start-up, evaluations and the final upload"},
+  {.name = "--launcher", .arg = "L", .kind = GF_FLAG_CHOICE, FIELD(launcher),
+   .choices = k_launchers, .def_i = GF_LAUNCHER_LOCAL,
+   .help = "local: N processes here with torchrun-style variables (RANK, "
+           "WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, "
+           "MASTER_PORT); mpirun; srun (inside an allocation)"},
+  {.name = "--hostfile", .arg = "FILE", .kind = GF_FLAG_CUSTOM,
+   .parse = parse_hostfile,
+   .help = "mpirun: its host file, re-read at each start (its slots bound "
+           "the world size)"},
+  {.name = "--launcher-arg", .arg = "ARG", .kind = GF_FLAG_CUSTOM,
+   .parse = parse_larg,
+   .help = "one more argument for mpirun/srun (repeatable)"},
+  {.name = "--elastic-capacity", .arg = "SOURCE", .kind = GF_FLAG_CUSTOM,
+   .parse = parse_capacity,
+   .help = "the slots the job may use, re-read every 0.5 s: file:PATH "
+           "(lines HOST slots=N [leaving=WHEN], WHEN Unix seconds or RFC "
+           "3339, a spot notice), hostfile:PATH (an Open MPI host file) or "
+           "slurm (the Slurm job's allocation, every 5 s; its end time a "
+           "notice); the job grows when slots appear, checkpoints and "
+           "shrinks before announced ones leave, and recovers when slots "
+           "vanish (a failure); --nproc is the most ranks, --nproc-min then "
+           "defaults to 1. mpirun gets the usable hosts."},
+  {.name = "--capacity-notice-margin", .arg = "S", SECONDS,
+   FIELD(cap_margin), .def_f = GF_CAP_MARGIN_DEFAULT,
+   .help = "slots leaving within S seconds are no longer used: time for "
+           "the checkpoint before they go"},
+  {.name = "--heartbeat-dir", .arg = "DIR", .kind = GF_FLAG_CUSTOM,
+   .parse = parse_hb_dir,
+   .def_help = "<checkpoint-dir>/heartbeat",
+   .help = "where ranks write their heartbeats (each node's agent reads its "
+           "own ranks' under DIR/node-<K>)"},
+  {.name = "--nnodes", .arg = "MIN[:MAX]", .kind = GF_FLAG_INT,
+   FIELD(nnodes_min), .lo = 1, .hi = GF_LAUNCH_MAX_NODES,
+   .parse = parse_nnodes, .def_help = "1", .section = S_NODES,
+   .help = "nodes: start when MIN agents are there (and MAX are, or "
+           "--rdzv-last-call passed); go on with as few as MIN after a node "
+           "is lost; a node that comes back joins at a checkpoint boundary"},
+  {.name = "--node-rank", .arg = "K", .kind = GF_FLAG_INT, FIELD(node_rank),
+   .lo = 0, .hi = GF_LAUNCH_MAX_NODES - 1, .def_i = -1, .def_help = "0",
+   .section = S_NODES,
+   .help = "this node, 0..MAX-1; node 0 hosts the rendezvous and rank 0"},
+  {.name = "--rdzv", .arg = "HOST:PORT", .kind = GF_FLAG_CUSTOM,
+   .parse = parse_rdzv, .section = S_NODES,
+   .help = "node 0's address (also the ranks' MASTER_ADDR) and the "
+           "rendezvous port"},
+  {.name = "--rdzv-last-call", .arg = "S", SECONDS, FIELD(rdzv_last_call),
+   .def_f = 2, .section = S_NODES,
+   .help = "first round: with MIN nodes there, wait this long for more; a "
+           "restart goes on with the nodes there"},
+  {.name = "--nproc-per-node", .arg = "N", .kind = GF_FLAG_INT,
+   FIELD(nproc), .lo = 1, .hi = GF_LAUNCH_MAX_RANKS, .parse = parse_nproc,
+   .def_help = "", .section = S_NODES,
+   .help = "the same as --nproc (N or auto)"},
+};
+
+#undef SECONDS
+#undef FIELD
+#undef O
+
+static const gf_flag_table k_table =
+    GF_FLAG_TABLE(k_rows, k_sections, S_COUNT, 23);
+
+const gf_flag_table *gf_launch_flags(void) { return &k_table; }
+
+void gf_launch_usage(FILE *out) {
+  fprintf(out,
+"usage: ganflow launch --nproc N [options] -- [WRAPPER...] ganflow-train ARGS...\n"
+"Runs a ganflow-train job on N ranks and keeps it running: a rank that dies,\n"
+"hangs or cannot start makes every rank stop, and the job starts again from\n"
+"the newest checkpoint that verifies, into the same MLflow run.\n"
+"\n");
+  gf_flags_usage(out, &k_table);
+  fprintf(out,
+"Without these flags the node settings come from Kubeflow Trainer's PET_NNODES,\n"
+"PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT, else\n"
+"PyTorchJob's MASTER_ADDR, MASTER_PORT, WORLD_SIZE (pods), RANK (pod index).\n"
+"Numbers (flags and variables) are plain decimals: no spaces, '+' or hex.\n"
+"\n"
+"The command may start with wrappers (env, numactl, a script that execs its\n"
+"arguments); the training flags are those after the word ganflow-train.\n"
+"Exit status: 0 finished, 1 FAILED, 2 usage, 143 stopped by SIGTERM/SIGINT\n"
+"after a checkpoint (run KILLED; the same command resumes it).\n");
+}
+
 gf_status gf_launch_parse(gf_launch_opts *o, int argc, char **argv,
                           const char *(*get)(void *user, const char *name),
                           void *user, bool *help, gf_err *err) {
   memset(o, 0, sizeof *o);
-  *help = false;
-  o->nproc_min = -1;
-  o->max_restarts = 3;
-  o->hang_timeout = 60;
-  o->start_timeout = 600;
-  o->launcher = GF_LAUNCHER_LOCAL;
-  o->node_rank = -1;
-  o->rdzv_last_call = 2;
-  o->cap_margin = GF_CAP_MARGIN_DEFAULT;
-  int dd = -1; /* index of "--" */
-  for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], "--") == 0) {
-      dd = i;
-      break;
-    }
-  int nopt = dd < 0 ? argc : dd;
-  for (int i = 1; i < nopt; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      *help = true;
-      return GF_OK;
-    }
-    const char *v = NULL;
-    char name[32];
-    const char *eq = strchr(a, '=');
-    if (strncmp(a, "--", 2) != 0)
-      return gf_fail(err, GF_EINVAL, "'%s': unexpected argument (the "
-                     "training command goes after --)", a);
-    size_t nl = eq ? (size_t)(eq - a) : strlen(a);
-    if (nl >= sizeof name)
-      return gf_fail(err, GF_EINVAL, "unknown flag '%s'", a);
-    memcpy(name, a, nl);
-    name[nl] = '\0';
-    if (eq) {
-      v = eq + 1;
-    } else {
-      if (i + 1 >= nopt)
-        return gf_fail(err, GF_EINVAL, "%s: needs a value", name);
-      v = argv[++i];
-    }
-    gf_status st = GF_OK;
-    if (strcmp(name, "--nproc") == 0 || strcmp(name, "--nproc-per-node") == 0)
-      st = parse_nproc(o, name, v, err);
-    else if (strcmp(name, "--nnodes") == 0)
-      st = parse_nnodes(name, v, o, err);
-    else if (strcmp(name, "--node-rank") == 0)
-      st = parse_int(name, v, 0, GF_LAUNCH_MAX_NODES - 1, &o->node_rank, err);
-    else if (strcmp(name, "--rdzv") == 0)
-      st = gf_launch_parse_hostport(name, v, o->rdzv_host, sizeof o->rdzv_host,
-                                    &o->rdzv_port, err);
-    else if (strcmp(name, "--rdzv-last-call") == 0)
-      st = parse_secs(name, v, &o->rdzv_last_call, err);
-    else if (strcmp(name, "--nproc-min") == 0)
-      st = parse_int(name, v, 1, GF_LAUNCH_MAX_RANKS, &o->nproc_min, err);
-    else if (strcmp(name, "--max-restarts") == 0)
-      st = parse_int(name, v, 0, 1000000, &o->max_restarts, err);
-    else if (strcmp(name, "--hang-timeout") == 0)
-      st = parse_secs(name, v, &o->hang_timeout, err);
-    else if (strcmp(name, "--start-timeout") == 0)
-      st = parse_secs(name, v, &o->start_timeout, err);
-    else if (strcmp(name, "--launcher") == 0) {
-      if (strcmp(v, "local") == 0) o->launcher = GF_LAUNCHER_LOCAL;
-      else if (strcmp(v, "mpirun") == 0) o->launcher = GF_LAUNCHER_MPIRUN;
-      else if (strcmp(v, "srun") == 0) o->launcher = GF_LAUNCHER_SRUN;
-      else
-        st = gf_fail(err, GF_EINVAL, "--launcher: '%s' is not local, mpirun "
-                     "or srun", v);
-    } else if (strcmp(name, "--heartbeat-dir") == 0)
-      st = copy_path(o->hb_dir, HB_FILE_ROOM, name, v, err);
-    else if (strcmp(name, "--hostfile") == 0)
-      st = copy_path(o->hostfile, 0, name, v, err);
-    else if (strcmp(name, "--elastic-capacity") == 0)
-      st = parse_capacity(o, v, err);
-    else if (strcmp(name, "--capacity-notice-margin") == 0)
-      st = parse_secs(name, v, &o->cap_margin, err);
-    else if (strcmp(name, "--launcher-arg") == 0) {
-      if (o->n_largs == GF_LAUNCH_MAX_LARGS)
-        st = gf_fail(err, GF_EINVAL, "--launcher-arg: more than %d",
-                     GF_LAUNCH_MAX_LARGS);
-      else
-        o->largs[o->n_largs++] = v;
-    } else
-      st = gf_fail(err, GF_EINVAL, "unknown flag '%s'", name);
-    if (st != GF_OK) return st;
-  }
+  gf_flags_defaults(&k_table, o);
+  static const gf_flags_opts opts = {
+    .hint = "(the training command goes after --)", .stop_at_dashdash = true};
+  int dd = argc; /* index of "--" */
+  GF_TRY(gf_flags_parse(&k_table, o, argc, argv, &opts, help, &dd, err));
+  if (*help) return GF_OK;
   if (o->nproc_min > 0 && o->nproc > 0 && o->nproc_min > o->nproc)
     return gf_fail(err, GF_EINVAL, "--nproc-min %d is more than --nproc %d",
                    o->nproc_min, o->nproc);
@@ -483,7 +483,7 @@ gf_status gf_launch_parse(gf_launch_opts *o, int argc, char **argv,
     return gf_fail(err, GF_EINVAL, "--hostfile is for --launcher mpirun");
   if (o->n_largs && o->launcher == GF_LAUNCHER_LOCAL)
     return gf_fail(err, GF_EINVAL, "--launcher-arg is for mpirun and srun");
-  if (dd < 0 || dd + 1 >= argc)
+  if (dd + 1 >= argc)
     return gf_fail(err, GF_EINVAL, "no training command: put it after --, "
                    "as in -- ganflow-train --data ...");
   o->cmd = argv + dd + 1;

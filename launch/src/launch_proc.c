@@ -19,6 +19,7 @@
 #include "gf/clock.h"
 #include "gf/fs.h"
 #include "gf/invariant.h"
+#include "gf/parse.h"
 #include "gf/sock.h"
 #include "gf/strbuf.h"
 #include "gf/text.h"
@@ -436,14 +437,12 @@ gf_status launch_hostfile_slots(const char *path, int *slots, gf_err *err) {
     int n = 1;
     while ((tok = strtok(NULL, " \t\r\n")) != NULL) {
       if (strncmp(tok, "slots=", 6) == 0) {
-        char *end = NULL;
-        long v = strtol(tok + 6, &end, 10);
-        if (!tok[6] || *end || v < 0 || v > GF_LAUNCH_MAX_RANKS) {
+        if (gf_parse_int(NULL, tok + 6, 0, GF_LAUNCH_MAX_RANKS, &n, NULL) !=
+            GF_OK) {
           st = gf_fail(err, GF_EFORMAT, "--hostfile %s:%d: bad %s", path,
                        lineno, tok);
           break;
         }
-        n = (int)v;
       }
     }
     if (st != GF_OK) break;

@@ -34,6 +34,7 @@
 #include "gf/clock.h"
 #include "gf/fs.h"
 #include "gf/invariant.h"
+#include "gf/parse.h"
 #include "gf/text.h"
 #include "launch_internal.h"
 #include "mlflow/mlflow.h"
@@ -124,7 +125,8 @@ static gf_status available(launch_sup *s, int *avail, gf_err *err) {
     if (!getenv("SLURM_JOB_ID"))
       return gf_fail(err, GF_EINVAL, "--launcher srun runs inside a Slurm "
                      "allocation (sbatch or salloc): SLURM_JOB_ID is not set");
-    if (nt && atoi(nt) > 0) *avail = atoi(nt);
+    if (nt && *nt)
+      GF_TRY(gf_parse_int("SLURM_NTASKS", nt, 1, INT32_MAX, avail, err));
   }
   return GF_OK;
 }

@@ -159,6 +159,11 @@ gf_status gf_launch_parse_env(gf_launch_opts *o,
 gf_status gf_launch_parse_hostport(const char *what, const char *v, char *host,
                                    size_t cap, int *port, gf_err *err);
 void gf_launch_usage(FILE *out);
+/* The flag table of `ganflow launch` (gf/flags.h rows over
+ * gf_launch_opts; the training flags are ganflow-train's own table,
+ * gf_train_flags); static, for the tests that walk it. */
+struct gf_flag_table;
+const struct gf_flag_table *gf_launch_flags(void);
 
 /* The world size of the next attempt when `avail` slots can run: the
  * largest W <= min(avail, nproc), W >= nproc_min, under which the global
