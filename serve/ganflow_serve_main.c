@@ -30,11 +30,12 @@ int main(int argc, char **argv) {
   memset(&err, 0, sizeof err);
   int help = 0;
   if (gfs_config_parse_args(&cfg, argc, argv, &help, &err) != GF_OK) {
-    fprintf(stderr, "ganflow-serve: %s\n\n%s", err.msg, gfs_usage());
+    fprintf(stderr, "ganflow-serve: %s\n\n", err.msg);
+    gfs_usage(stderr);
     return 2;
   }
   if (help) {
-    fputs(gfs_usage(), stdout);
+    gfs_usage(stdout);
     return 0;
   }
   cfg.log = log_line;

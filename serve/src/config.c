@@ -1,217 +1,179 @@
-/* config.c - ganflow-serve's defaults and command line; see gfs/server.h. */
+/* config.c - ganflow-serve's command line: one table of gf/flags.h rows
+ * over gfs_config, and from it the defaults, the parsing (numbers through
+ * gf/parse.h, each refusal naming its flag) and --help; see gfs/server.h.
+ * Nothing here opens a file or a socket. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gf/comm.h"
+#include "gf/flags.h"
 #include "gf/fs.h"
+#include "gf/mlflow_env.h"
+#include "gf/parse.h"
 #include "gf/text.h"
 #include "gfs/request.h"
 #include "gfs/server.h"
 #include "gfs/slot.h"
 
-void gfs_config_default(gfs_config *c) {
-  static const char host[] = "127.0.0.1";
-  _Static_assert(sizeof host <= sizeof c->host, "the default host fits");
-  memset(c, 0, sizeof *c);
-  memcpy(c->host, host, sizeof host);
-  c->port = 8080;
-  c->poll_s = 10;
-  c->cache_dir = NULL; /* resolved by the server: see gfs_config_default */
-  c->backend = GF_BACKEND_CPU;
-  c->max_images = 64;
-  c->preferred_batch = 16;
-  c->max_queue_delay_us = 500;
-  c->workers = 2;
-  c->threads = 1;
-  c->queue = 64;
-  c->max_body = 1u << 20;
-  c->deadline_s = 10;
-  c->conn_timeout_s = 10;
-  c->max_conns = 512;
-}
+_Static_assert(sizeof(size_t) == sizeof(uint64_t),
+               "--max-body is read as a U64 row into a size_t");
 
-const char *gfs_usage(void) {
-  return "usage: ganflow-serve --model URI [--model URI ...] [options]\n"
-         "\n"
-         "Serves registered ganflow generators over HTTP and follows their\n"
-         "aliases in the MLflow registry (MLFLOW_TRACKING_URI).\n"
-         "\n"
-         "  --model URI          models:/NAME@ALIAS, models:/NAME/VERSION or\n"
-         "                       models:/NAME/latest (repeatable, up to 16)\n"
-         "  --listen HOST:PORT   address (default 127.0.0.1:8080; port 0 =\n"
-         "                       any free port)\n"
-         "  --poll SECONDS       registry poll period (default 10; 0 = load\n"
-         "                       once)\n"
-         "  --cache-dir DIR      download cache (default\n"
-         "                       ~/.cache/ganflow-serve)\n"
-         "  --device DEV         cpu or cuda[:N] (default cpu)\n"
-         "  --max-images N       images per request (default 64)\n"
-         "  --token-file FILE    require 'Authorization: Bearer TOKEN' (the\n"
-         "                       file's first line) except on health probes\n"
-         "  --workers N          generation threads (default 2)\n"
-         "  --threads N          op threads per worker (default 1)\n"
-         "  --preferred-batch B  rows of one generator pass: queued requests\n"
-         "                       for one model share passes of up to B rows\n"
-         "                       (default 16, 1..64); a seed's bytes are the\n"
-         "                       same whatever it shares\n"
-         "  --max-queue-delay-us D  a pass short of B rows waits up to D\n"
-         "                       microseconds for more while others run\n"
-         "                       (default 500; 0: never waits)\n"
-         "  --precision P        fp32 (default), bf16 (convolutions in\n"
-         "                       bfloat16, f32 sums; needs AVX512_BF16 or\n"
-         "                       AMX) or int8 (convolutions after the first\n"
-         "                       in int8, calibrated at load; needs\n"
-         "                       AVX512_VNNI or AMX); refused elsewhere\n"
-         "  --queue N            jobs waiting beyond the running ones before\n"
-         "                       429 (default 64)\n"
-         "  --max-body BYTES     request body limit (default 1048576)\n"
-         "  --deadline SECONDS   longest wait for a worker (default 10)\n"
-         "  --conn-timeout SECONDS  drop idle or half-sent requests\n"
-         "                       (default 10)\n"
-         "  --max-conns N        open connections (default 512)\n"
-         "  --port-file FILE     write the bound port there\n"
-         "  --help               this text\n";
-}
-
-static gf_status int_arg(const char *flag, const char *v, long lo, long hi,
-                         long *out, gf_err *err) {
-  int64_t x;
-  if (gfs_parse_i64(v, &x) != 0 || x < lo || x > hi)
-    return gf_fail(err, GF_EINVAL, "%s: expected an integer %ld..%ld, got "
-                   "'%s'", flag, lo, hi, v);
-  *out = (long)x;
+/* --model URI (repeatable, borrowed from argv). */
+static gf_status model_arg(const gf_flag *row, void *obj, const char *v,
+                           gf_err *err) {
+  gfs_config *c = obj;
+  if (c->n_models >= GFS_MAX_MODELS)
+    return gf_fail(err, GF_EINVAL, "%s: at most %d", row->name,
+                   GFS_MAX_MODELS);
+  if (strncmp(v, "models:/", 8) != 0)
+    return gf_fail(err, GF_EINVAL, "%s: expected models:/NAME@ALIAS or "
+                   "models:/NAME/VERSION, got '%s'", row->name, v);
+  c->models[c->n_models++] = v;
   return GF_OK;
 }
 
-static gf_status num_arg(const char *flag, const char *v, double lo,
-                         double hi, double *out, gf_err *err) {
-  char *end = NULL;
-  double x = strtod(v, &end);
-  if (!*v || !end || *end || !(x >= lo && x <= hi))
-    return gf_fail(err, GF_EINVAL, "%s: expected a number %g..%g, got '%s'",
-                   flag, lo, hi, v);
-  *out = x;
-  return GF_OK;
-}
-
-static gf_status listen_arg(gfs_config *c, const char *v, gf_err *err) {
+/* --listen HOST:PORT, the port in [0, 65535] (0: any free port). */
+static gf_status listen_arg(const gf_flag *row, void *obj, const char *v,
+                            gf_err *err) {
+  gfs_config *c = obj;
   const char *colon = strrchr(v, ':');
   if (!colon || colon == v || (size_t)(colon - v) >= sizeof c->host)
-    return gf_fail(err, GF_EINVAL, "--listen: expected HOST:PORT, got '%s'",
-                   v);
-  long port = 0;
-  gf_status st = int_arg("--listen", colon + 1, 0, 65535, &port, err);
-  if (st) return st;
+    return gf_fail(err, GF_EINVAL, "%s: expected HOST:PORT, got '%s'",
+                   row->name, v);
+  GF_TRY(gf_parse_int(row->name, colon + 1, 0, 65535, &c->port, err));
   memcpy(c->host, v, (size_t)(colon - v));
   c->host[colon - v] = '\0';
-  c->port = (int)port;
   return GF_OK;
 }
 
-static gf_status device_arg(gfs_config *c, const char *v, gf_err *err) {
-  if (strcmp(v, "cpu") == 0) {
-    c->backend = GF_BACKEND_CPU;
-    return GF_OK;
-  }
-  if (strncmp(v, "cuda", 4) == 0 && (v[4] == '\0' || v[4] == ':')) {
-    long idx = 0;
-    if (v[4] == ':') {
-      gf_status st = int_arg("--device", v + 5, 0, 63, &idx, err);
-      if (st) return st;
-    }
-    c->backend = GF_BACKEND_CUDA;
-    c->device_index = (int)idx;
-    return GF_OK;
-  }
-  return gf_fail(err, GF_EINVAL, "--device: expected cpu or cuda[:N], got "
-                 "'%s'", v);
+/* --device cpu|cuda[:N] ("cuda" alone: GPU 0). */
+static gf_status device_arg(const gf_flag *row, void *obj, const char *v,
+                            gf_err *err) {
+  gfs_config *c = obj;
+  int ordinal;
+  GF_TRY(gf_device_parse(row->name, v, &c->backend, &ordinal, err));
+  c->device_index = ordinal < 0 ? 0 : ordinal;
+  return GF_OK;
+}
+
+static gf_status cache_dir_arg(const gf_flag *row, void *obj, const char *v,
+                               gf_err *err) {
+  GF_TRY(gfs_cache_dir_check(v, row->name, err));
+  return gf_flag_copy(row, obj, v, err);
+}
+
+/* A file the server writes or reads: no longer than a path. */
+static gf_status path_arg(const gf_flag *row, void *obj, const char *v,
+                          gf_err *err) {
+  GF_TRY(gf_path_check(row->name, v, 0, err));
+  return gf_flag_copy(row, obj, v, err);
+}
+
+static const gf_flag_choice k_precisions[] = {
+  {"fp32", GF_GEN_FP32}, {"bf16", GF_GEN_BF16}, {"int8", GF_GEN_INT8},
+  {NULL, 0}};
+
+#define C gfs_config
+#define FIELD(f) GF_FLAG_FIELD(C, f)
+
+static const gf_flag k_rows[] = {
+  {.name = "--model", .arg = "URI", .kind = GF_FLAG_CUSTOM,
+   .parse = model_arg, .def_help = "required",
+   .help = "models:/NAME@ALIAS, models:/NAME/VERSION or models:/NAME/latest "
+           "(repeatable, up to 16)"},
+  {.name = "--listen", .arg = "HOST:PORT", .kind = GF_FLAG_CUSTOM,
+   .parse = listen_arg, .def_s = "127.0.0.1:8080",
+   .help = "address; port 0 = any free port"},
+  {.name = "--poll", .arg = "SECONDS", .kind = GF_FLAG_F64, FIELD(poll_s),
+   .flo = 0, .fhi = 86400, .def_f = 10,
+   .help = "registry poll period; 0 = load once"},
+  {.name = "--cache-dir", .arg = "DIR", .kind = GF_FLAG_ARG,
+   FIELD(cache_dir), .parse = cache_dir_arg,
+   .def_help = "~/.cache/ganflow-serve", .help = "download cache"},
+  {.name = "--device", .arg = "DEV", .kind = GF_FLAG_CUSTOM,
+   .parse = device_arg, .def_s = "cpu", .help = "cpu or cuda[:N]"},
+  {.name = "--max-images", .arg = "N", .kind = GF_FLAG_INT,
+   FIELD(max_images), .lo = 1, .hi = 1024, .def_i = 64,
+   .help = "images per request"},
+  {.name = "--token-file", .arg = "FILE", .kind = GF_FLAG_ARG,
+   FIELD(token_file), .parse = path_arg, .def_help = "none",
+   .help = "require 'Authorization: Bearer TOKEN' (the file's first line) "
+           "except on health probes"},
+  {.name = "--workers", .arg = "N", .kind = GF_FLAG_INT, FIELD(workers),
+   .lo = 1, .hi = 64, .def_i = 2, .help = "generation threads"},
+  {.name = "--threads", .arg = "N", .kind = GF_FLAG_INT, FIELD(threads),
+   .lo = 1, .hi = 256, .def_i = 1, .help = "op threads per worker"},
+  {.name = "--preferred-batch", .arg = "B", .kind = GF_FLAG_INT,
+   FIELD(preferred_batch), .lo = 1, .hi = GFS_MAX_PASS_ROWS, .def_i = 16,
+   .help = "rows of one generator pass: queued requests for one model share "
+           "passes of up to B rows; a seed's bytes are the same whatever it "
+           "shares"},
+  {.name = "--max-queue-delay-us", .arg = "D", .kind = GF_FLAG_INT,
+   FIELD(max_queue_delay_us), .lo = 0, .hi = 1000000, .def_i = 500,
+   .help = "a pass short of B rows waits up to D microseconds for more "
+           "while others run; 0: never waits"},
+  {.name = "--precision", .arg = "P", .kind = GF_FLAG_CHOICE,
+   FIELD(precision), .choices = k_precisions, .def_i = GF_GEN_FP32,
+   .help = "fp32, bf16 (convolutions in bfloat16, f32 sums; needs "
+           "AVX512_BF16 or AMX) or int8 (convolutions after the first in "
+           "int8, calibrated at load; needs AVX512_VNNI or AMX); refused "
+           "elsewhere"},
+  {.name = "--queue", .arg = "N", .kind = GF_FLAG_INT, FIELD(queue),
+   .lo = 0, .hi = 100000, .def_i = 64,
+   .help = "jobs waiting beyond the running ones before 429"},
+  {.name = "--max-body", .arg = "BYTES", .kind = GF_FLAG_U64,
+   FIELD(max_body), .ulo = 1024, .uhi = 1u << 30, .def_u = 1u << 20,
+   .help = "request body limit"},
+  {.name = "--deadline", .arg = "SECONDS", .kind = GF_FLAG_F64,
+   FIELD(deadline_s), .flo = 0.001, .fhi = 3600, .def_f = 10,
+   .help = "longest wait for a worker"},
+  {.name = "--conn-timeout", .arg = "SECONDS", .kind = GF_FLAG_INT,
+   FIELD(conn_timeout_s), .lo = 1, .hi = 3600, .def_i = 10,
+   .help = "drop idle or half-sent requests"},
+  {.name = "--max-conns", .arg = "N", .kind = GF_FLAG_INT, FIELD(max_conns),
+   .lo = 1, .hi = 65536, .def_i = 512, .help = "open connections"},
+  {.name = "--port-file", .arg = "FILE", .kind = GF_FLAG_ARG,
+   FIELD(port_file), .parse = path_arg, .def_help = "none",
+   .help = "write the bound port there"},
+};
+
+#undef FIELD
+#undef C
+
+static const gf_flag_table k_table =
+    GF_FLAG_TABLE(k_rows, NULL, 1, 23);
+
+const gf_flag_table *gfs_flags(void) { return &k_table; }
+
+void gfs_config_default(gfs_config *c) {
+  memset(c, 0, sizeof *c);
+  gf_flags_defaults(&k_table, c); /* cache_dir stays NULL: the server's */
+}
+
+void gfs_usage(FILE *out) {
+  fprintf(out,
+          "usage: ganflow-serve --model URI [--model URI ...] [options]\n"
+          "\n"
+          "Serves registered ganflow generators over HTTP and follows their\n"
+          "aliases in the MLflow registry (MLFLOW_TRACKING_URI).\n"
+          "\n");
+  gf_flags_usage(out, &k_table);
+  fprintf(out, "Numbers are plain decimals (no spaces, '+' or hex).\n");
 }
 
 gf_status gfs_config_parse_args(gfs_config *c, int argc, char **argv,
                                 int *help, gf_err *err) {
   gfs_config_default(c);
+  bool h = false;
   *help = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      *help = 1;
-      return GF_OK;
-    }
-    if (strncmp(a, "--", 2) != 0)
-      return gf_fail(err, GF_EINVAL, "unexpected argument '%s'", a);
-    char flag[64];
-    const char *v, *eq = strchr(a, '=');
-    if (eq) {
-      if ((size_t)(eq - a) >= sizeof flag)
-        return gf_fail(err, GF_EINVAL, "unknown flag '%s'", a);
-      memcpy(flag, a, (size_t)(eq - a));
-      flag[eq - a] = '\0';
-      v = eq + 1;
-    } else {
-      if (!gf_fits(snprintf(flag, sizeof flag, "%s", a), sizeof flag))
-        return gf_fail(err, GF_EINVAL, "unknown flag '%.100s...'", a);
-      if (i + 1 >= argc)
-        return gf_fail(err, GF_EINVAL, "%s: missing value", flag);
-      v = argv[++i];
-    }
-    long x = 0;
-    gf_status st = GF_OK;
-    if (strcmp(flag, "--model") == 0) {
-      if (c->n_models >= GFS_MAX_MODELS)
-        return gf_fail(err, GF_EINVAL, "--model: at most %d", GFS_MAX_MODELS);
-      if (strncmp(v, "models:/", 8) != 0)
-        return gf_fail(err, GF_EINVAL, "--model: expected models:/NAME@ALIAS "
-                       "or models:/NAME/VERSION, got '%s'", v);
-      c->models[c->n_models++] = v;
-    } else if (strcmp(flag, "--listen") == 0) {
-      st = listen_arg(c, v, err);
-    } else if (strcmp(flag, "--poll") == 0) {
-      st = num_arg(flag, v, 0, 86400, &c->poll_s, err);
-    } else if (strcmp(flag, "--cache-dir") == 0) {
-      if (!(st = gfs_cache_dir_check(v, "--cache-dir", err))) c->cache_dir = v;
-    } else if (strcmp(flag, "--device") == 0) {
-      st = device_arg(c, v, err);
-    } else if (strcmp(flag, "--max-images") == 0) {
-      if (!(st = int_arg(flag, v, 1, 1024, &x, err))) c->max_images = (int)x;
-    } else if (strcmp(flag, "--token-file") == 0) {
-      if (!(st = gf_path_check(flag, v, 0, err))) c->token_file = v;
-    } else if (strcmp(flag, "--workers") == 0) {
-      if (!(st = int_arg(flag, v, 1, 64, &x, err))) c->workers = (int)x;
-    } else if (strcmp(flag, "--threads") == 0) {
-      if (!(st = int_arg(flag, v, 1, 256, &x, err))) c->threads = (int)x;
-    } else if (strcmp(flag, "--preferred-batch") == 0) {
-      if (!(st = int_arg(flag, v, 1, GFS_MAX_PASS_ROWS, &x, err)))
-        c->preferred_batch = (int)x;
-    } else if (strcmp(flag, "--precision") == 0) {
-      if (strcmp(v, "fp32") == 0) c->precision = GF_GEN_FP32;
-      else if (strcmp(v, "bf16") == 0) c->precision = GF_GEN_BF16;
-      else if (strcmp(v, "int8") == 0) c->precision = GF_GEN_INT8;
-      else st = gf_fail(err, GF_EINVAL, "--precision: fp32, bf16 or int8, "
-                        "not '%s'", v);
-    } else if (strcmp(flag, "--max-queue-delay-us") == 0) {
-      if (!(st = int_arg(flag, v, 0, 1000000, &x, err)))
-        c->max_queue_delay_us = (int)x;
-    } else if (strcmp(flag, "--queue") == 0) {
-      if (!(st = int_arg(flag, v, 0, 100000, &x, err))) c->queue = (int)x;
-    } else if (strcmp(flag, "--max-body") == 0) {
-      if (!(st = int_arg(flag, v, 1024, 1L << 30, &x, err)))
-        c->max_body = (size_t)x;
-    } else if (strcmp(flag, "--deadline") == 0) {
-      st = num_arg(flag, v, 0.001, 3600, &c->deadline_s, err);
-    } else if (strcmp(flag, "--conn-timeout") == 0) {
-      if (!(st = int_arg(flag, v, 1, 3600, &x, err)))
-        c->conn_timeout_s = (unsigned)x;
-    } else if (strcmp(flag, "--max-conns") == 0) {
-      if (!(st = int_arg(flag, v, 1, 65536, &x, err)))
-        c->max_conns = (unsigned)x;
-    } else if (strcmp(flag, "--port-file") == 0) {
-      if (!(st = gf_path_check(flag, v, 0, err))) c->port_file = v;
-    } else {
-      return gf_fail(err, GF_EINVAL, "unknown flag '%s'", flag);
-    }
-    if (st) return st;
+  GF_TRY(gf_flags_parse(&k_table, c, argc, argv, NULL, &h, NULL, err));
+  if (h) {
+    *help = 1;
+    return GF_OK;
   }
   if (c->n_models == 0)
     return gf_fail(err, GF_EINVAL, "--model: at least one is required");
-  return GF_OK;
+  return gf_mlflow_env_check(gf_launch_getenv, NULL, err);
 }

@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "gf/clock.h"
+#include "gf/parse.h"
 #include "gf/text.h"
 #include "server_internal.h"
 
@@ -224,7 +225,8 @@ static void on_headers(gfs_server *s, gfs_req *r, struct MHD_Connection *conn,
     const char *cl = MHD_lookup_connection_value(
         conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     uint64_t len;
-    if (cl && gfs_parse_u64(cl, &len) == 0 && len > s->cfg.max_body) {
+    if (cl && gf_parse_u64(NULL, cl, 0, UINT64_MAX, &len, NULL) == GF_OK &&
+        len > s->cfg.max_body) {
       gfs_error(r, 413, "body of %llu bytes exceeds the limit of %zu",
                 (unsigned long long)len, s->cfg.max_body);
       return;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gf/parse.h"
 #include "request_internal.h"
 
 void gfs_infer_req_init(gfs_infer_req *r) { memset(r, 0, sizeof *r); }
@@ -29,7 +30,11 @@ uint8_t gfs_pixel_u8(float x) {
 }
 
 int gfs_json_uint(const cJSON *v, uint64_t *out) {
-  if (cJSON_IsString(v)) return gfs_parse_u64(v->valuestring, out);
+  if (cJSON_IsString(v))
+    return gf_parse_u64(NULL, v->valuestring, 0, UINT64_MAX, out, NULL) ==
+                   GF_OK
+               ? 0
+               : -1;
   if (!cJSON_IsNumber(v)) return -1;
   double d = v->valuedouble;
   if (!(d >= 0) || d > 9007199254740992.0 || floor(d) != d) return -1;

@@ -1,7 +1,9 @@
 /* request_query.c - the query string of GET .../generate: percent
- * decoding, key=value pairs, strict numbers. See gfs/request.h. */
+ * decoding, key=value pairs; numbers through gf/parse.h. See
+ * gfs/request.h. */
 #include <string.h>
 
+#include "gf/parse.h"
 #include "gfs/request.h"
 
 enum { KEY_SEED = 1u, KEY_N = 2u, KEY_CLASS = 4u, KEY_FORMAT = 8u };
@@ -10,30 +12,6 @@ void gfs_gen_args_default(gfs_gen_args *a) {
   memset(a, 0, sizeof *a);
   a->n = 1;
   a->format = GFS_FORMAT_PNG;
-}
-
-int gfs_parse_u64(const char *s, uint64_t *out) {
-  if (!s || !*s || strlen(s) > 20) return -1;
-  uint64_t v = 0;
-  for (const char *p = s; *p; p++) {
-    if (*p < '0' || *p > '9') return -1;
-    uint64_t d = (uint64_t)(*p - '0');
-    if (v > (UINT64_MAX - d) / 10) return -1;
-    v = v * 10 + d;
-  }
-  *out = v;
-  return 0;
-}
-
-int gfs_parse_i64(const char *s, int64_t *out) {
-  if (!s) return -1;
-  int neg = s[0] == '-';
-  uint64_t u;
-  if (gfs_parse_u64(s + neg, &u) != 0) return -1;
-  if (!neg && u > (uint64_t)INT64_MAX) return -1;
-  if (neg && u > (uint64_t)INT64_MAX + 1u) return -1;
-  *out = neg ? (int64_t)(0 - u) : (int64_t)u;
-  return 0;
 }
 
 static gf_status once(gfs_gen_args *a, unsigned bit, const char *key,
@@ -51,16 +29,13 @@ gf_status gfs_gen_args_set(gfs_gen_args *a, const char *key,
   gf_status st;
   if (strcmp(key, "seed") == 0) {
     if ((st = once(a, KEY_SEED, key, err))) return st;
-    if (gfs_parse_u64(value, &a->seed) != 0)
-      return gf_fail(err, GF_EINVAL,
-                     "query: seed must be an integer 0..18446744073709551615");
+    if ((st = gf_parse_u64("query: seed", value, 0, UINT64_MAX, &a->seed,
+                           err)))
+      return st;
   } else if (strcmp(key, "n") == 0) {
     if ((st = once(a, KEY_N, key, err))) return st;
-    uint64_t n;
-    if (gfs_parse_u64(value, &n) != 0 || n < 1 || n > (uint64_t)max_images)
-      return gf_fail(err, GF_EINVAL, "query: n must be an integer 1..%d",
-                     max_images);
-    a->n = (int)n;
+    if ((st = gf_parse_int("query: n", value, 1, max_images, &a->n, err)))
+      return st;
   } else if (strcmp(key, "class") == 0) {
     if ((st = once(a, KEY_CLASS, key, err))) return st;
     size_t len = strlen(value);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "gf/parse.h"
 #include "request_internal.h"
 
 gfs_ctype gfs_content_type(const char *v) {
@@ -46,7 +47,7 @@ int gfs_header_length_parse(const char *value, size_t max, size_t *out) {
   if (n == 0 || n >= sizeof buf) return -1;
   memcpy(buf, value, n);
   buf[n] = '\0';
-  if (gfs_parse_u64(buf, &v) != 0 || v > (uint64_t)max) return -1;
+  if (gf_parse_u64(NULL, buf, 0, max, &v, NULL) != GF_OK) return -1;
   *out = (size_t)v;
   return 0;
 }

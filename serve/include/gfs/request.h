@@ -54,11 +54,6 @@ gf_status gfs_gen_args_set(gfs_gen_args *a, const char *key,
 gf_status gfs_query_parse(const char *query, size_t len, int max_images,
                           gfs_gen_args *out, gf_err *err);
 
-/* Strict decimal parsers: digits only (int64: optional leading '-'), no
- * spaces, overflow is an error. Return 0 on success. */
-int gfs_parse_u64(const char *s, uint64_t *out);
-int gfs_parse_i64(const char *s, int64_t *out);
-
 /* Image datatype of a V2 answer. */
 typedef enum gfs_image_dtype {
   GFS_IMAGE_FP32 = 0,  /* floats in [-1, 1] as the generator made them */

@@ -13,6 +13,7 @@
 #define GFS_SERVER_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "gf/kernels.h"
 #include "gf/generator.h"
@@ -65,13 +66,19 @@ typedef struct gfs_config {
  * 512 connections. */
 void gfs_config_default(gfs_config *c);
 
-/* Parses ganflow-serve's command line into c (defaults first). Strings
- * point into argv. GF_EINVAL with a message naming the flag on a usage
- * error; *help is set (and GF_OK returned) for --help. */
+/* Parses ganflow-serve's command line into c (defaults first) through its
+ * flag table (numbers through gf/parse.h), then checks the MLflow client's
+ * numeric variables (gf/mlflow_env.h). Strings point into argv. GF_EINVAL
+ * with a message naming the flag or variable on a usage error; *help is
+ * set (and GF_OK returned) for --help. */
 gf_status gfs_config_parse_args(gfs_config *c, int argc, char **argv,
                                 int *help, gf_err *err);
-/* The --help text (static). */
-const char *gfs_usage(void);
+/* Writes the --help text, every flag with its default, to out. */
+void gfs_usage(FILE *out);
+/* The flag table (gf/flags.h rows over gfs_config; static), for the
+ * tests that walk it. */
+struct gf_flag_table;
+const struct gf_flag_table *gfs_flags(void);
 
 typedef struct gfs_server gfs_server;
 
