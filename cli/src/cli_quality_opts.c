@@ -1,38 +1,17 @@
 /* cli_quality_opts.c - the command lines of `ganflow fid` and `ganflow
- * eval` (gf/cli_quality.h): strict parsing, every bad value one GF_EINVAL
- * naming its flag; and what both commands share: --device, the compute
+ * eval` (gf/cli_quality.h) as tables of gf/flags.h rows: strict parsing
+ * (numbers through gf/parse.h), every bad value one GF_EINVAL naming its
+ * flag, --help from the rows; and what both commands share: the compute
  * context, the feature cache directory. Does no work itself. */
-#include <errno.h>
-#include <math.h>
-#include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "gf/cli_quality.h"
 #include "gf/feat_cache.h"
+#include "gf/flags.h"
 #include "gf/fs.h"
+#include "gf/parse.h"
 #include "gf/text.h"
-
-gf_status gf_cli_parse_device(const char *s, gf_backend *backend, int *index,
-                              gf_err *err) {
-  if (s && strcmp(s, "cpu") == 0) {
-    *backend = GF_BACKEND_CPU;
-    *index = 0;
-    return GF_OK;
-  }
-  if (s && strcmp(s, "cuda") == 0) {
-    *backend = GF_BACKEND_CUDA;
-    *index = 0;
-    return GF_OK;
-  }
-  if (s && strncmp(s, "cuda:", 5) == 0 && s[5] && strlen(s + 5) <= 3 &&
-      strspn(s + 5, "0123456789") == strlen(s + 5)) {
-    *backend = GF_BACKEND_CUDA;
-    *index = atoi(s + 5);
-    return GF_OK;
-  }
-  return gf_fail(err, GF_EINVAL, "--device: '%s' is not cpu, cuda or cuda:N",
-                 s ? s : "");
-}
 
 gf_status gf_cli_quality_ctx(gf_ctx *ctx, gf_backend backend, int index,
                              int threads, gf_err *err) {
@@ -67,63 +46,15 @@ gf_status gf_cli_cache_dir(const char *dir, char *buf, size_t cap,
   return GF_OK;
 }
 
-/* ---- values ------------------------------------------------------------ */
+/* ---- values with a grammar of their own -------------------------------- */
 
-/* Strict decimal in [lo, hi]. */
-static gf_status parse_i64(const char *flag, const char *s, int64_t lo,
-                           int64_t hi, int64_t *out, gf_err *err) {
-  if (!s || !*s || strlen(s) > 19 || strspn(s, "0123456789") != strlen(s))
-    return gf_fail(err, GF_EINVAL, "%s: '%s' is not a whole number", flag,
-                   s ? s : "");
-  errno = 0;
-  long long v = strtoll(s, NULL, 10);
-  if (errno || v < lo || v > hi)
-    return gf_fail(err, GF_EINVAL, "%s: %s is out of range (%lld..%lld)",
-                   flag, s, (long long)lo, (long long)hi);
-  *out = v;
-  return GF_OK;
-}
-
-static gf_status parse_int(const char *flag, const char *s, int lo, int hi,
-                           int *out, gf_err *err) {
-  int64_t v;
-  GF_TRY(parse_i64(flag, s, lo, hi, &v, err));
-  *out = (int)v;
-  return GF_OK;
-}
-
-static gf_status parse_u64(const char *flag, const char *s, uint64_t *out,
-                           gf_err *err) {
-  if (!s || !*s || strlen(s) > 20 || strspn(s, "0123456789") != strlen(s))
-    return gf_fail(err, GF_EINVAL, "%s: '%s' is not a whole number", flag,
-                   s ? s : "");
-  errno = 0;
-  unsigned long long v = strtoull(s, NULL, 10);
-  if (errno) return gf_fail(err, GF_EINVAL, "%s: %s is out of range", flag, s);
-  *out = v;
-  return GF_OK;
-}
-
-/* Seconds: a plain decimal number in [lo, hi]. */
-static gf_status parse_seconds(const char *flag, const char *s, double lo,
-                               double hi, double *out, gf_err *err) {
-  char *end = NULL;
-  if (s && *s && strspn(s, "0123456789.") == strlen(s)) {
-    errno = 0;
-    double v = strtod(s, &end);
-    if (!errno && end && !*end && isfinite(v) && v >= lo && v <= hi) {
-      *out = v;
-      return GF_OK;
-    }
-  }
-  return gf_fail(err, GF_EINVAL, "%s: '%s' is not a number of seconds in "
-                 "%g..%g", flag, s ? s : "", lo, hi);
-}
-
-static gf_status parse_metrics(const char *s, unsigned *out, gf_err *err) {
+static gf_status parse_metrics(const gf_flag *row, void *obj, const char *s,
+                               gf_err *err) {
+  gf_cli_eval_opts *o = obj;
   unsigned m = 0;
   const char *p = s;
-  if (!s || !*s) goto bad;
+  (void)row;
+  if (!*s) goto bad;
   while (*p) {
     size_t n = strcspn(p, ",");
     unsigned bit = 0;
@@ -138,11 +69,11 @@ static gf_status parse_metrics(const char *s, unsigned *out, gf_err *err) {
       if (!*p) goto bad;
     }
   }
-  *out = m;
+  o->metrics = m;
   return GF_OK;
 bad:
   return gf_fail(err, GF_EINVAL, "--metrics: '%s' is not a comma-separated "
-                 "list of fid, kid, swd (each at most once)", s ? s : "");
+                 "list of fid, kid, swd (each at most once)", s);
 }
 
 /* A path value: non-empty and short enough for the system. */
@@ -151,65 +82,117 @@ static gf_status path_value(const char *flag, const char *v, gf_err *err) {
   return gf_path_check(flag, v, 0, err);
 }
 
-/* ---- the option loop --------------------------------------------------- */
+static gf_status path_arg(const gf_flag *row, void *obj, const char *v,
+                          gf_err *err) {
+  GF_TRY(path_value(row->name, v, err));
+  return gf_flag_copy(row, obj, v, err);
+}
 
-/* Splits argv[*i] into a flag and its value ("--flag value" or
- * "--flag=value"); *val NULL for a flag without one. */
-typedef struct arg {
-  char flag[64];
-  const char *val;
-} arg;
+/* --cache-dir: "" turns the cache off; anything else must be a path. */
+static gf_status cache_arg(const gf_flag *row, void *obj, const char *v,
+                           gf_err *err) {
+  if (*v) GF_TRY(path_value(row->name, v, err));
+  return gf_flag_copy(row, obj, v, err);
+}
 
-static gf_status next_value(int argc, char **argv, int *i, arg *a,
-                            gf_err *err) {
-  if (a->val) return GF_OK;
-  if (*i + 1 >= argc)
-    return gf_fail(err, GF_EINVAL, "%s: missing value", a->flag);
-  a->val = argv[++*i];
+static gf_status device_value(const char *what, const char *v, gf_backend *b,
+                              int *index, gf_err *err) {
+  int ordinal;
+  GF_TRY(gf_device_parse(what, v, b, &ordinal, err));
+  *index = ordinal < 0 ? 0 : ordinal; /* "cuda": GPU 0 */
   return GF_OK;
 }
 
-static void split_arg(const char *s, arg *a) {
-  const char *eq = strncmp(s, "--", 2) == 0 ? strchr(s, '=') : NULL;
-  size_t n = eq ? (size_t)(eq - s) : strlen(s);
-  if (n >= sizeof a->flag) n = sizeof a->flag - 1;
-  memcpy(a->flag, s, n);
-  a->flag[n] = '\0';
-  a->val = eq ? eq + 1 : NULL;
-}
-
-static int is_help(const char *s) {
-  return strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0;
-}
-
-/* Options both commands take; *matched 0 when a is none of them. */
-static gf_status common_opt(int argc, char **argv, int *i, arg *a, int *batch,
-                            int *threads, gf_backend *backend, int *index,
-                            const char **cache_dir, int *matched,
+static gf_status fid_device(const gf_flag *row, void *obj, const char *v,
                             gf_err *err) {
-  *matched = 1;
-  if (strcmp(a->flag, "--batch") == 0) {
-    GF_TRY(next_value(argc, argv, i, a, err));
-    return parse_int("--batch", a->val, 1, 1024, batch, err);
-  }
-  if (strcmp(a->flag, "--threads") == 0) {
-    GF_TRY(next_value(argc, argv, i, a, err));
-    return parse_int("--threads", a->val, 1, 1024, threads, err);
-  }
-  if (strcmp(a->flag, "--device") == 0) {
-    GF_TRY(next_value(argc, argv, i, a, err));
-    return gf_cli_parse_device(a->val, backend, index, err);
-  }
-  if (strcmp(a->flag, "--cache-dir") == 0) {
-    GF_TRY(next_value(argc, argv, i, a, err));
-    /* "" turns the cache off; anything else must be a usable path. */
-    if (*a->val) GF_TRY(path_value("--cache-dir", a->val, err));
-    *cache_dir = a->val;
-    return GF_OK;
-  }
-  *matched = 0;
-  return GF_OK;
+  gf_cli_fid_opts *o = obj;
+  return device_value(row->name, v, &o->backend, &o->device_index, err);
 }
+
+static gf_status eval_device(const gf_flag *row, void *obj, const char *v,
+                             gf_err *err) {
+  gf_cli_eval_opts *o = obj;
+  return device_value(row->name, v, &o->backend, &o->device_index, err);
+}
+
+static gf_status run_id_arg(const gf_flag *row, void *obj, const char *s,
+                            gf_err *err) {
+  size_t n = strlen(s);
+  if (n < 1 || n > 63 ||
+      strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                "0123456789_-") != n)
+    return gf_fail(err, GF_EINVAL, "%s: '%s' is not an MLflow run id",
+                   row->name, s);
+  return gf_flag_copy(row, obj, s, err);
+}
+
+/* ---- the tables -------------------------------------------------------- */
+
+/* The rows both commands have, over their own struct T. */
+#define COMMON_ROWS(T, device_fn)                                          \
+  {.name = "--batch", .arg = "N", .kind = GF_FLAG_INT,                     \
+   GF_FLAG_FIELD(T, batch), .lo = 1, .hi = 1024, .def_i = 50,              \
+   .help = "images per network forward"},                                  \
+  {.name = "--threads", .arg = "N", .kind = GF_FLAG_INT,                   \
+   GF_FLAG_FIELD(T, threads), .lo = 1, .hi = 1024, .def_i = 0,             \
+   .def_help = "every online core", .help = "CPU threads"},                \
+  {.name = "--device", .arg = "D", .kind = GF_FLAG_CUSTOM,                 \
+   .parse = device_fn, .def_s = "cpu", .help = "cpu, cuda or cuda:N"},     \
+  {.name = "--cache-dir", .arg = "DIR", .kind = GF_FLAG_ARG,               \
+   GF_FLAG_FIELD(T, cache_dir), .parse = cache_arg,                        \
+   .def_help = "$GANFLOW_CACHE_DIR/fid, else $XDG_CACHE_HOME/ganflow/fid, " \
+               "else ~/.cache/ganflow/fid",                                \
+   .help = "feature cache; '' for none"}
+
+static const gf_flag k_fid_rows[] = {
+  {.name = "--kid", .kind = GF_FLAG_BOOL, GF_FLAG_FIELD(gf_cli_fid_opts, kid),
+   .help = "also print KID (100 subsets of up to 1000 images)"},
+  COMMON_ROWS(gf_cli_fid_opts, fid_device),
+};
+
+static const gf_flag_table k_fid =
+    GF_FLAG_TABLE(k_fid_rows, NULL, 1, 19);
+
+#define E gf_cli_eval_opts
+static const gf_flag k_eval_rows[] = {
+  {.name = "--data", .arg = "SPEC", .kind = GF_FLAG_ARG,
+   GF_FLAG_FIELD(E, data), .parse = path_arg, .def_help = "required",
+   .help = "[idx:|cifar10:|images:]DIR"},
+  {.name = "--follow", .arg = "DIR", .kind = GF_FLAG_ARG,
+   GF_FLAG_FIELD(E, follow_dir), .parse = path_arg, .def_help = "",
+   .help = "evaluate every checkpoint that appears in this checkpoint "
+           "directory (instead of SOURCE)"},
+  {.name = "--metrics", .arg = "LIST", .kind = GF_FLAG_CUSTOM,
+   .parse = parse_metrics, .def_s = "fid,kid", .help = "of fid, kid, swd"},
+  {.name = "--images", .arg = "N", .kind = GF_FLAG_I64,
+   GF_FLAG_FIELD(E, images), .lo = 2, .hi = 10000000, .def_i = 2000,
+   .help = "generated and reference images"},
+  {.name = "--seed", .arg = "S", .kind = GF_FLAG_U64, GF_FLAG_FIELD(E, seed),
+   .ulo = 0, .uhi = UINT64_MAX, .def_u = 0,
+   .help = "latents: image k is sample k of seed S"},
+  COMMON_ROWS(E, eval_device),
+  {.name = "--run-id", .arg = "ID", .kind = GF_FLAG_ARG,
+   GF_FLAG_FIELD(E, run_id), .parse = run_id_arg, .def_help = "",
+   .help = "log the metrics into this MLflow run (fid, kid, kid_std, "
+           "swd/avg); with --follow: instead of the checkpoints' run"},
+  {.name = "--step", .arg = "K", .kind = GF_FLAG_I64, GF_FLAG_FIELD(E, step),
+   .lo = 0, .hi = INT64_MAX, .def_i = -1, .def_help = "the checkpoint's",
+   .help = "the step to log at (a models:/ SOURCE with --run-id needs it)"},
+  {.name = "--model-cache-dir", .arg = "D", .kind = GF_FLAG_ARG,
+   GF_FLAG_FIELD(E, model_cache_dir), .parse = path_arg,
+   .def_help = "~/.cache/ganflow-serve", .help = "models:/ downloads"},
+  {.name = "--poll", .arg = "S", .kind = GF_FLAG_F64,
+   GF_FLAG_FIELD(E, poll_s), .flo = 0.05, .fhi = 3600, .def_f = 5,
+   GF_FLAG_GIVEN(E, poll_set),
+   .help = "--follow: seconds between scans of the folder"},
+};
+#undef E
+
+static const gf_flag_table k_eval =
+    GF_FLAG_TABLE(k_eval_rows, NULL, 1, 23);
+
+const gf_flag_table *gf_cli_fid_flags(void) { return &k_fid; }
+const gf_flag_table *gf_cli_eval_flags(void) { return &k_eval; }
 
 /* ---- fid --------------------------------------------------------------- */
 
@@ -220,58 +203,33 @@ void gf_cli_fid_usage(FILE *out) {
 "  FID (and KID) between two image sets with the FID Inception-v3 network.\n"
 "  Each PATH is a folder of PNG/JPEG images (searched recursively; each\n"
 "  image at its own size, grey or colour) or a dataset ganflow-train reads\n"
-"  (MNIST-format IDX, CIFAR-10 binaries). PATH_A's statistics are cached.\n"
-"  --kid            also print KID (100 subsets of up to 1000 images)\n"
-"  --batch N        images per network forward, 1..1024 (50)\n"
-"  --threads N      CPU threads (every online core)\n"
-"  --device D       cpu, cuda or cuda:N (cpu)\n"
-"  --cache-dir DIR  feature cache ($GANFLOW_CACHE_DIR/fid, else\n"
-"                   $XDG_CACHE_HOME/ganflow/fid, else ~/.cache/ganflow/fid;\n"
-"                   '' for none)\n"
+"  (MNIST-format IDX, CIFAR-10 binaries). PATH_A's statistics are cached.\n");
+  gf_flags_usage(out, &k_fid);
+  fprintf(out,
 "  Prints 'FID: <value>' (and 'KID: <mean> ± <std>') on stdout; progress on\n"
 "  stderr. The network file is $GANFLOW_INCEPTION or the one install-deps\n"
 "  installs. Exit status: 0 success, 1 error, 2 usage error.\n");
 }
 
+static gf_status fid_path(void *obj, const char *s, gf_err *err) {
+  gf_cli_fid_opts *o = obj;
+  if (o->path_b)
+    return gf_fail(err, GF_EINVAL, "unexpected argument '%s' (two paths "
+                   "expected)", s);
+  GF_TRY(path_value(o->path_a ? "PATH_B" : "PATH_A", s, err));
+  *(o->path_a ? &o->path_b : &o->path_a) = s;
+  return GF_OK;
+}
+
 gf_status gf_cli_fid_parse(gf_cli_fid_opts *o, int argc, char **argv,
                            bool *help, gf_err *err) {
   memset(o, 0, sizeof *o);
-  *help = false;
-  o->batch = 50;
-  o->backend = GF_BACKEND_CPU;
-  const char *pos[2] = {NULL, NULL};
-  int npos = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *s = argv[i];
-    if (is_help(s)) {
-      *help = true;
-      return GF_OK;
-    }
-    if (s[0] != '-' || strcmp(s, "-") == 0) {
-      if (npos == 2)
-        return gf_fail(err, GF_EINVAL, "unexpected argument '%s' (two paths "
-                       "expected)", s);
-      GF_TRY(path_value(npos ? "PATH_B" : "PATH_A", s, err));
-      pos[npos++] = s;
-      continue;
-    }
-    arg a;
-    split_arg(s, &a);
-    int matched = 0;
-    if (strcmp(a.flag, "--kid") == 0) {
-      if (a.val) return gf_fail(err, GF_EINVAL, "--kid takes no value");
-      o->kid = true;
-      continue;
-    }
-    GF_TRY(common_opt(argc, argv, &i, &a, &o->batch, &o->threads, &o->backend,
-                      &o->device_index, &o->cache_dir, &matched, err));
-    if (!matched)
-      return gf_fail(err, GF_EINVAL, "unknown option '%s'", s);
-  }
-  if (npos != 2)
+  gf_flags_defaults(&k_fid, o);
+  gf_flags_opts opts = {.positional = fid_path};
+  GF_TRY(gf_flags_parse(&k_fid, o, argc, argv, &opts, help, NULL, err));
+  if (*help) return GF_OK;
+  if (!o->path_b)
     return gf_fail(err, GF_EINVAL, "expected two paths, PATH_A and PATH_B");
-  o->path_a = pos[0];
-  o->path_b = pos[1];
   return GF_OK;
 }
 
@@ -288,104 +246,31 @@ void gf_cli_eval_usage(FILE *out) {
 "  that appears in CHECKPOINT_DIR and logs it into the run its metadata\n"
 "  names, at its step (skipped when the run already has fid there); it\n"
 "  exits 0 once that run has ended and every checkpoint is done, or after\n"
-"  the current checkpoint on SIGINT/SIGTERM.\n"
-"  --data SPEC          [idx:|cifar10:|images:]DIR (required)\n"
-"  --metrics LIST       of fid, kid, swd (fid,kid)\n"
-"  --images N           generated and reference images, 2..10000000 (2000)\n"
-"  --seed S             latents: image k is sample k of seed S (0)\n"
-"  --batch N            images per network forward, 1..1024 (50)\n"
-"  --threads N          CPU threads (every online core)\n"
-"  --device D           cpu, cuda or cuda:N (cpu)\n"
-"  --run-id ID          log the metrics into this MLflow run (fid, kid,\n"
-"                       kid_std, swd/avg); with --follow: instead of the\n"
-"                       checkpoints' run\n"
-"  --step K             the step to log at (default: the checkpoint's; a\n"
-"                       models:/ SOURCE with --run-id needs it)\n"
-"  --cache-dir DIR      feature cache (as ganflow fid; '' for none)\n"
-"  --model-cache-dir D  models:/ downloads (~/.cache/ganflow-serve)\n"
-"  --poll S             --follow: seconds between scans of the folder (5)\n"
+"  the current checkpoint on SIGINT/SIGTERM.\n");
+  gf_flags_usage(out, &k_eval);
+  fprintf(out,
 "  MLFLOW_TRACKING_URI names the server. Prints 'fid <v>', 'kid <v> kid_std\n"
 "  <v>', 'swd/avg <v>' on stdout. Exit status: 0 success, 1 error, 2 usage\n"
 "  error.\n");
 }
 
-static int run_id_ok(const char *s) {
-  size_t n = strlen(s);
-  return n >= 1 && n <= 63 &&
-         strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                   "0123456789_-") == n;
+static gf_status eval_source(void *obj, const char *s, gf_err *err) {
+  gf_cli_eval_opts *o = obj;
+  if (o->source)
+    return gf_fail(err, GF_EINVAL, "unexpected argument '%s' (one SOURCE "
+                   "expected)", s);
+  GF_TRY(path_value("SOURCE", s, err));
+  o->source = s;
+  return GF_OK;
 }
 
 gf_status gf_cli_eval_parse(gf_cli_eval_opts *o, int argc, char **argv,
                             bool *help, gf_err *err) {
   memset(o, 0, sizeof *o);
-  *help = false;
-  o->metrics = GF_CLI_EVAL_FID | GF_CLI_EVAL_KID;
-  o->images = 2000;
-  o->batch = 50;
-  o->backend = GF_BACKEND_CPU;
-  o->step = -1;
-  o->poll_s = 5;
-  bool have_poll = false;
-  for (int i = 1; i < argc; i++) {
-    const char *s = argv[i];
-    if (is_help(s)) {
-      *help = true;
-      return GF_OK;
-    }
-    if (s[0] != '-') {
-      if (o->source)
-        return gf_fail(err, GF_EINVAL, "unexpected argument '%s' (one SOURCE "
-                       "expected)", s);
-      GF_TRY(path_value("SOURCE", s, err));
-      o->source = s;
-      continue;
-    }
-    arg a;
-    split_arg(s, &a);
-    int matched = 0;
-    GF_TRY(common_opt(argc, argv, &i, &a, &o->batch, &o->threads, &o->backend,
-                      &o->device_index, &o->cache_dir, &matched, err));
-    if (matched) continue;
-    const char *f = a.flag;
-    if (strcmp(f, "--data") == 0) {
-      GF_TRY(next_value(argc, argv, &i, &a, err));
-      GF_TRY(path_value("--data", a.val, err));
-      o->data = a.val;
-    } else if (strcmp(f, "--follow") == 0) {
-      GF_TRY(next_value(argc, argv, &i, &a, err));
-      GF_TRY(path_value("--follow", a.val, err));
-      o->follow_dir = a.val;
-    } else if (strcmp(f, "--metrics") == 0) {
-      GF_TRY(next_value(argc, argv, &i, &a, err));
-      GF_TRY(parse_metrics(a.val, &o->metrics, err));
-    } else if (strcmp(f, "--images") == 0) {
-      GF_TRY(next_value(argc, argv, &i, &a, err));
-      GF_TRY(parse_i64("--images", a.val, 2, 10000000, &o->images, err));
-    } else if (strcmp(f, "--seed") == 0) {
-      GF_TRY(next_value(argc, argv, &i, &a, err));
-      GF_TRY(parse_u64("--seed", a.val, &o->seed, err));
-    } else if (strcmp(f, "--run-id") == 0) {
-      GF_TRY(next_value(argc, argv, &i, &a, err));
-      if (!run_id_ok(a.val))
-        return gf_fail(err, GF_EINVAL, "--run-id: '%s' is not an MLflow run "
-                       "id", a.val);
-      o->run_id = a.val;
-    } else if (strcmp(f, "--step") == 0) {
-      GF_TRY(next_value(argc, argv, &i, &a, err));
-      GF_TRY(parse_i64("--step", a.val, 0, INT64_MAX, &o->step, err));
-    } else if (strcmp(f, "--model-cache-dir") == 0) {
-      GF_TRY(next_value(argc, argv, &i, &a, err));
-      GF_TRY(path_value("--model-cache-dir", a.val, err));
-      o->model_cache_dir = a.val;
-    } else if (strcmp(f, "--poll") == 0) {
-      GF_TRY(next_value(argc, argv, &i, &a, err));
-      GF_TRY(parse_seconds("--poll", a.val, 0.05, 3600, &o->poll_s, err));
-      have_poll = true;
-    } else {
-      return gf_fail(err, GF_EINVAL, "unknown option '%s'", s);
-    }
-  }
+  gf_flags_defaults(&k_eval, o);
+  gf_flags_opts opts = {.positional = eval_source};
+  GF_TRY(gf_flags_parse(&k_eval, o, argc, argv, &opts, help, NULL, err));
+  if (*help) return GF_OK;
   if (o->source && o->follow_dir)
     return gf_fail(err, GF_EINVAL, "give SOURCE or --follow DIR, not both");
   if (!o->source && !o->follow_dir)
@@ -393,7 +278,7 @@ gf_status gf_cli_eval_parse(gf_cli_eval_opts *o, int argc, char **argv,
                    "models:/NAME/VERSION or a checkpoint file) or --follow "
                    "DIR");
   if (!o->data) return gf_fail(err, GF_EINVAL, "--data DATASET is required");
-  if (have_poll && !o->follow_dir)
+  if (o->poll_set && !o->follow_dir)
     return gf_fail(err, GF_EINVAL, "--poll applies to --follow only");
   if (o->follow_dir && o->step >= 0)
     return gf_fail(err, GF_EINVAL, "--step does not apply to --follow (each "

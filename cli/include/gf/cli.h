@@ -1,13 +1,14 @@
 /* cli.h - the commands of the `ganflow` admin CLI (DESIGN §2): inspect (a
  * checkpoint or model directory), promote (move an alias to a READY
  * version), models (versions and aliases), generate (a PNG from a
- * registered version, no server). The command line itself is parsed in
- * cli/ganflow_main.c; these functions
+ * registered version, no server). The command lines of generate and
+ * promote are tables of gf/flags.h rows here (cli_opts.c); these functions
  * do the work, print their report to `out` and return a status with a
  * message in err (nothing here exits). */
 #ifndef GF_CLI_H
 #define GF_CLI_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -45,6 +46,25 @@ gf_status gf_cli_promote_if_better(mlflow_client *c, const char *name,
                                    const char *metric_spec, FILE *out,
                                    int *promoted, gf_err *err);
 
+/* `promote NAME VERSION --alias ALIAS [--if-better METRIC[:min|max]]`
+ * (argv[0] is "promote"), argv strings borrowed. */
+typedef struct gf_cli_promote_opts {
+  const char *name, *version, *alias;
+  const char *if_better; /* NULL: move the alias unconditionally */
+} gf_cli_promote_opts;
+
+/* Parses it through its flag table (the METRIC spec checked); *help set
+ * for -h/--help. GF_EINVAL naming the flag, "unexpected argument 'X'", or
+ * "expected NAME VERSION --alias ALIAS". */
+gf_status gf_cli_promote_parse(gf_cli_promote_opts *o, int argc, char **argv,
+                               bool *help, gf_err *err);
+
+/* The flag tables of generate and promote (gf/flags.h rows; static), for
+ * --help and the tests that walk them. */
+struct gf_flag_table;
+const struct gf_flag_table *gf_cli_generate_flags(void);
+const struct gf_flag_table *gf_cli_promote_flags(void);
+
 /* Prints one line per version of `name` (NULL: every registered model):
  * name, version, status, aliases, run id, creation time (UTC). */
 gf_status gf_cli_models(mlflow_client *c, const char *name, FILE *out,
@@ -60,12 +80,21 @@ typedef struct gf_cli_generate_opts {
   int threads;           /* op threads, >= 1 */
   gf_gen_precision precision; /* fp32, or bf16 / int8 where the CPU has
                                  them */
+  bool seed_set;         /* --seed was given (it is required) */
   const char *cls;       /* --class: a class (name or index) for every
                             image, or a comma-separated list (as
                             gf_generator_class_labels); needed by a
                             class-conditional version, refused by any
                             other; NULL = none */
 } gf_cli_generate_opts;
+
+/* Parses `generate --model URI --seed S -o FILE [-n N] [--class C]
+ * [--cache-dir DIR] [--threads N] [--precision P]` (argv[0] is "generate";
+ * --flag=value too) into *o through its flag table (argv strings
+ * borrowed; cache_dir NULL when not given). *help set for -h/--help.
+ * GF_EINVAL naming the flag; "--model, --seed and -o are required". */
+gf_status gf_cli_generate_parse(gf_cli_generate_opts *o, int argc,
+                                char **argv, bool *help, gf_err *err);
 
 /* Checks o before anything is contacted or written: every field set and in
  * range, cache_dir at most GFS_CACHE_DIR_MAX bytes (room for the cache's

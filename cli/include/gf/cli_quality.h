@@ -10,8 +10,9 @@
  *   eval --follow  every checkpoint that appears in a training run's
  *           checkpoint directory, logged into that run at its step.
  *
- * The command lines are parsed here (gf_cli_*_parse: strict, every bad value
- * a GF_EINVAL naming its flag), so tests can check them without a process;
+ * The command lines are parsed here (gf_cli_*_parse: tables of gf/flags.h
+ * rows, every bad value a GF_EINVAL naming its flag), so tests can check
+ * them without a process;
  * cli/ganflow_main.c only maps statuses to exit codes. Nothing here exits;
  * progress and timings go to the `log` stream, results to `out`. */
 #ifndef GF_CLI_QUALITY_H
@@ -29,11 +30,6 @@
 #include "mlflow/mlflow.h"
 
 /* ---- shared options ---------------------------------------------------- */
-
-/* "cpu", "cuda" or "cuda:N" into *backend and *index; GF_EINVAL naming
- * --device otherwise. Availability is checked by gf_cli_quality_ctx. */
-gf_status gf_cli_parse_device(const char *s, gf_backend *backend, int *index,
-                              gf_err *err);
 
 /* Inits *ctx (caller's struct; gf_ctx_free it) for the FID network on the
  * backend, with threads op threads (0: every online core) and, on the CPU,
@@ -103,6 +99,7 @@ typedef struct gf_cli_eval_opts {
   const char *model_cache_dir; /* models:/ downloads (NULL: ganflow-serve's
                                   default, $HOME/.cache/ganflow-serve) */
   double poll_s;            /* --follow: seconds between scans (5) */
+  bool poll_set;            /* --poll was given */
 } gf_cli_eval_opts;
 
 /* Parses `eval (SOURCE | --follow DIR) --data DATASET [options]` (argv[0]
@@ -113,6 +110,12 @@ typedef struct gf_cli_eval_opts {
 gf_status gf_cli_eval_parse(gf_cli_eval_opts *o, int argc, char **argv,
                             bool *help, gf_err *err);
 void gf_cli_eval_usage(FILE *out);
+
+/* The flag tables of fid and eval (gf/flags.h rows over the structs
+ * above; static), for the tests that walk them. */
+struct gf_flag_table;
+const struct gf_flag_table *gf_cli_fid_flags(void);
+const struct gf_flag_table *gf_cli_eval_flags(void);
 
 /* The metrics of one evaluation (NaN where not asked). */
 typedef struct gf_eval_result {
