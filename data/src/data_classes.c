@@ -7,6 +7,7 @@
  * data_folder.c) give a labelled dataset its default names and this file
  * replaces them where a better source exists. */
 #include "data_internal.h"
+#include "gf/parse.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -375,9 +376,10 @@ gf_status gf_dataset_class_index(const gf_dataset *ds,
   gf_class_name_quote(s, q, sizeof q);
   size_t digits = strspn(s, "0123456789");
   if (digits == len && (len == 1 || s[0] != '0')) {
-    long v = len <= 4 ? strtol(s, NULL, 10) : (long)GF_DATA_MAX_CLASSES;
-    if (v < ds->num_classes) {
-      *out = (int)v;
+    int v;
+    if (ds->num_classes > 0 &&
+        gf_parse_int(NULL, s, 0, ds->num_classes - 1, &v, NULL) == GF_OK) {
+      *out = v;
       return GF_OK;
     }
     return gf_fail(err, GF_ENOTFOUND,

@@ -3,6 +3,7 @@
  * lookup; see gf/mlmodel.h and mlmodel_classes.h. Parses outside input:
  * counts bounded by the config's num_classes and
  * GF_MLMODEL_MAX_CLASS_NAMES, every name checked by gf_class_name_check. */
+#include "gf/parse.h"
 #include "mlmodel_classes.h"
 
 #include <stdio.h>
@@ -140,9 +141,9 @@ gf_status gf_mlmodel_class_index(const gf_mlmodel *m, const char *name_or_index,
   gf_class_name_quote(s, q, sizeof q);
   size_t len = strlen(s), digits = strspn(s, "0123456789");
   if (digits == len && (len == 1 || s[0] != '0')) {
-    long v = len <= 6 ? strtol(s, NULL, 10) : (long)k;
-    if (v < k) {
-      *out = (int)v;
+    int v;
+    if (gf_parse_int(NULL, s, 0, k - 1, &v, NULL) == GF_OK) {
+      *out = v;
       return GF_OK;
     }
     return gf_fail(err, GF_ENOTFOUND, "class %s: %snot an index 0..%d", q,

@@ -25,6 +25,7 @@
 #include "gf/image_grid.h"
 #include "gf/inception_file.h"
 #include "gf/ops.h"
+#include "gf/parse.h"
 #include "gf/safetensors.h"
 #include "gf/sha256.h"
 #include "gf/text.h"
@@ -71,20 +72,20 @@ typedef struct run {
 
 /* ---- loading ------------------------------------------------------------ */
 
-/* Parses "3" or "0,3" into v[2] (h, w). */
+/* Parses "3" or "0,3" into v[2] (h, w), each in [0, 64]. */
 static bool parse_pair(const char *s, int v[2]) {
-  char *end;
-  long a = strtol(s, &end, 10);
-  if (end == s || a < 0 || a > 64) return false;
-  long b = a;
-  if (*end == ',') {
-    const char *t = end + 1;
-    b = strtol(t, &end, 10);
-    if (end == t || b < 0 || b > 64) return false;
-  }
-  if (*end) return false;
-  v[0] = (int)a;
-  v[1] = (int)b;
+  char a[8];
+  size_t n = strcspn(s, ",");
+  if (n >= sizeof a) return false;
+  memcpy(a, s, n);
+  a[n] = '\0';
+  int h, w;
+  if (gf_parse_int(NULL, a, 0, 64, &h, NULL) != GF_OK) return false;
+  w = h;
+  if (s[n] == ',' && gf_parse_int(NULL, s + n + 1, 0, 64, &w, NULL) != GF_OK)
+    return false;
+  v[0] = h;
+  v[1] = w;
   return true;
 }
 

@@ -4,6 +4,7 @@
 #include "gf/cost.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "gf/atomic_file.h"
+#include "gf/parse.h"
 #include "gf/text.h"
 
 int gf_price_slots(bool per_node, int local_rank) {
@@ -28,15 +30,11 @@ enum { K_RUN, K_PROC, K_CPU, K_GPU, K_USD, K_SLOT, K_N };
 static const char *const k_keys[K_N] = {"run_id", "processes", "cpu_joules",
                                         "gpu_joules", "usd", "slot_seconds"};
 
-/* A finite number >= 0 that is the whole of the NUL-terminated word. */
+/* A finite number >= 0 that is the whole of the NUL-terminated word
+ * (gf/parse.h's decimal; no sign). */
 static bool parse_nonneg(const char *w, double *out) {
-  if (!*w || *w == '+' || *w == '-' || *w == ' ') return false;
-  char *end = NULL;
-  errno = 0;
-  double v = strtod(w, &end);
-  if (*end || errno == ERANGE || !isfinite(v) || v < 0) return false;
-  *out = v;
-  return true;
+  if (*w == '-') return false;
+  return gf_parse_f64(NULL, w, 0, DBL_MAX, out, NULL) == GF_OK;
 }
 
 gf_status gf_cost_ledger_parse(const char *text, size_t len,
@@ -160,14 +158,15 @@ int gf_cost_nvml_index(const char *cvd, int cuda_index) {
   if (!cvd || !*cvd) return cuda_index;
   const char *p = cvd;
   for (int i = 0;; i++) {
-    char *end = NULL;
-    errno = 0;
-    if (*p < '0' || *p > '9') return -1;
-    long v = strtol(p, &end, 10);
-    if (errno == ERANGE || v > 65535 || (*end != ',' && *end != '\0'))
-      return -1;
-    if (i == cuda_index) return (int)v;
-    if (*end == '\0') return -1;
-    p = end + 1;
+    size_t n = strcspn(p, ",");
+    char item[16];
+    int v;
+    if (n >= sizeof item) return -1;
+    memcpy(item, p, n);
+    item[n] = '\0';
+    if (gf_parse_int(NULL, item, 0, 65535, &v, NULL) != GF_OK) return -1;
+    if (i == cuda_index) return v;
+    if (p[n] == '\0') return -1;
+    p += n + 1;
   }
 }
