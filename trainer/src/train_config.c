@@ -197,48 +197,6 @@ static gf_status parse_promote(const gf_flag *row, void *obj, const char *arg,
   return GF_OK;
 }
 
-static gf_status parse_price_unit(const gf_flag *row, void *obj,
-                                  const char *v, gf_err *err) {
-  gf_train_config *cfg = obj;
-  gf_price_unit u;
-  gf_err e;
-  if (gf_price_parse_unit(v, &u, &e) != GF_OK)
-    return gf_fail(err, GF_EINVAL, "%s: %s", row->name, e.msg);
-  cfg->price_unit = (int)u;
-  return GF_OK;
-}
-
-static void price_unit_text(const gf_flag *row, const void *obj, char *out,
-                            size_t cap) {
-  const gf_train_config *cfg = obj;
-  (void)row;
-  int w = snprintf(out, cap, "%s",
-                   gf_price_unit_name((gf_price_unit)cfg->price_unit));
-  assert(gf_fits(w, cap));
-  (void)w;
-}
-
-static gf_status parse_market(const gf_flag *row, void *obj, const char *v,
-                              gf_err *err) {
-  gf_train_config *cfg = obj;
-  gf_price_market m;
-  gf_err e;
-  if (gf_price_parse_market(v, &m, &e) != GF_OK)
-    return gf_fail(err, GF_EINVAL, "%s: %s", row->name, e.msg);
-  cfg->market = (int)m;
-  return GF_OK;
-}
-
-static void market_text(const gf_flag *row, const void *obj, char *out,
-                        size_t cap) {
-  const gf_train_config *cfg = obj;
-  (void)row;
-  int w = snprintf(out, cap, "%s",
-                   gf_price_market_name((gf_price_market)cfg->market));
-  assert(gf_fits(w, cap));
-  (void)w;
-}
-
 /* ---- params shown otherwise than the field ----------------------------- */
 
 #define TEXT(fn, ...)                                                     \
@@ -317,6 +275,10 @@ static const gf_flag_choice k_allreduce[] = {
 static const gf_flag_choice k_compress[] = {{"none", 0}, {"bf16", 1},
                                             {NULL, 0}};
 static const gf_flag_choice k_export[] = {{"ema", 0}, {"raw", 1}, {NULL, 0}};
+static const gf_flag_choice k_price_units[] = {
+  {"node", GF_PRICE_PER_NODE}, {"gpu", GF_PRICE_PER_GPU}, {NULL, 0}};
+static const gf_flag_choice k_markets[] = {
+  {"on-demand", GF_MARKET_ON_DEMAND}, {"spot", GF_MARKET_SPOT}, {NULL, 0}};
 
 #define T gf_train_config
 #define FIELD(f) GF_FLAG_FIELD(T, f)
@@ -520,8 +482,8 @@ static const gf_flag k_rows[] = {
    .def_help = "none: energy only", .section = S_COST,
    .param = "price_usd_per_hour", .active = has_price,
    .help = "price of a slot-hour"},
-  {.name = "--price-unit", .arg = "node|gpu", .kind = GF_FLAG_CUSTOM,
-   .parse = parse_price_unit, .text = price_unit_text, .def_s = "node",
+  {.name = "--price-unit", .kind = GF_FLAG_CHOICE, FIELD(price_unit),
+   .choices = k_price_units, .def_i = GF_PRICE_PER_NODE,
    GF_FLAG_GIVEN(T, price_unit_set), .section = S_COST,
    .param = "price_unit", .active = has_price,
    .help = "the price is per machine (counted once per node) or per rank's "
@@ -536,9 +498,8 @@ static const gf_flag k_rows[] = {
    .def_help = "GANFLOW_INSTANCE_KIND", .section = S_COST,
    .param = "instance_kind", .active = has_kind,
    .help = "the entry of --price-file"},
-  {.name = "--market", .arg = "on-demand|spot", .kind = GF_FLAG_CUSTOM,
-   .parse = parse_market, .text = market_text, .def_s = "on-demand",
-   .section = S_COST, .param = "market", .active = has_kind,
+  {.name = "--market", .kind = GF_FLAG_CHOICE, FIELD(market),
+   .choices = k_markets, .def_i = GF_MARKET_ON_DEMAND, .section = S_COST, .param = "market", .active = has_kind,
    .help = "the entry's market"},
   {.name = "--cpu-watts-per-core", .arg = "W", .kind = GF_FLAG_F64,
    FIELD(cpu_watts_per_core), .flo = 0, .fhi = 1000,
