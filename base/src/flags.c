@@ -64,6 +64,54 @@ static void choice_list(const gf_flag *row, const char *last_sep, char *out,
   }
 }
 
+/* BITS: "a,b" -> the or of their values; each word at most once. */
+static gf_status set_bits(const gf_flag *row, void *obj, const char *v,
+                          gf_err *err) {
+  unsigned m = 0;
+  bool ok = *v != '\0';
+  if (row->none && strcmp(v, row->none) == 0) {
+    memcpy(field(row, obj), &m, sizeof m);
+    return GF_OK;
+  }
+  for (const char *p = v; ok;) {
+    size_t n = strcspn(p, ",");
+    const gf_flag_choice *c = row->choices;
+    while (c->word && !(strlen(c->word) == n && strncmp(p, c->word, n) == 0))
+      c++;
+    ok = c->word && !(m & (unsigned)c->value);
+    if (ok) m |= (unsigned)c->value;
+    if (!p[n]) break;
+    p += n + 1;
+  }
+  if (!ok) {
+    char list[256];
+    choice_list(row, ", ", list, sizeof list);
+    return gf_fail(err, GF_EINVAL, "%s: '%.64s' is not %s%sa comma-separated "
+                   "list of %s (each at most once)", row->name, v,
+                   row->none ? row->none : "", row->none ? ", or " : "", list);
+  }
+  memcpy(field(row, obj), &m, sizeof m);
+  return GF_OK;
+}
+
+/* The words of bits m, in the choices' order, joined by ','; the none
+ * word (or "") for none. */
+static void bits_text(const gf_flag *row, unsigned m, char *out, size_t cap) {
+  size_t o = 0;
+  out[0] = '\0';
+  for (const gf_flag_choice *c = row->choices; c->word; c++)
+    if (m & (unsigned)c->value) {
+      int n = snprintf(out + o, cap - o, "%s%s", o ? "," : "", c->word);
+      assert(gf_fits(n, cap - o) && "the words fit a param value");
+      o += (size_t)n;
+    }
+  if (!o && row->none) {
+    int n = snprintf(out, cap, "%s", row->none);
+    assert(gf_fits(n, cap));
+    (void)n;
+  }
+}
+
 static gf_status set_choice(const gf_flag *row, void *obj, const char *v,
                             gf_err *err) {
   for (const gf_flag_choice *c = row->choices; c->word; c++)
@@ -141,6 +189,9 @@ gf_status gf_flag_set(const gf_flag *row, void *obj, const char *value,
     case GF_FLAG_CHOICE:
       st = set_choice(row, obj, value, err);
       break;
+    case GF_FLAG_BITS:
+      st = set_bits(row, obj, value, err);
+      break;
     case GF_FLAG_CUSTOM:
       assert(!"a CUSTOM row has a parse function");
       st = gf_fail(err, GF_EINVAL, "%s: cannot be set", row->name);
@@ -190,6 +241,11 @@ void gf_flags_defaults(const gf_flag_table *t, void *obj) {
     case GF_FLAG_CHOICE:
       choice_put(r, obj, (int)r->def_i);
       break;
+    case GF_FLAG_BITS: {
+      unsigned m = (unsigned)r->def_i;
+      memcpy(field(r, obj), &m, sizeof m);
+      break;
+    }
     case GF_FLAG_CUSTOM:
       if (r->def_s) {
         gf_status st = r->parse(r, obj, r->def_s, NULL);
@@ -343,6 +399,12 @@ void gf_flag_text(const gf_flag *row, const void *obj, char *out,
   case GF_FLAG_CHOICE:
     n = snprintf(out, cap, "%s", choice_word(row, choice_get(row, obj)));
     break;
+  case GF_FLAG_BITS: {
+    unsigned m;
+    memcpy(&m, cfield(row, obj), sizeof m);
+    bits_text(row, m, out, cap);
+    break;
+  }
   case GF_FLAG_CUSTOM:
     assert(!"a CUSTOM row has a text function");
     out[0] = '\0';
@@ -405,25 +467,29 @@ static void wrap(FILE *out, const char *text, int indent, int *col) {
   }
 }
 
-/* The default as --help shows it: a string of the row's, or a number
- * written into num[GF_F64_TEXT_MAX]; "" for none. */
+/* The default as --help shows it: a string of the row's, or a number or
+ * list written into num[DEFAULT_TEXT_MAX]; "" for none. */
+#define DEFAULT_TEXT_MAX 128
 static const char *default_text(const gf_flag *r,
-                                char num[GF_F64_TEXT_MAX]) {
+                                char num[DEFAULT_TEXT_MAX]) {
   int n = 0;
   if (r->def_help) return r->def_help;
   switch (r->kind) {
   case GF_FLAG_INT:
   case GF_FLAG_I64:
-    n = snprintf(num, GF_F64_TEXT_MAX, "%" PRId64, r->def_i);
+    n = snprintf(num, DEFAULT_TEXT_MAX, "%" PRId64, r->def_i);
     break;
   case GF_FLAG_U64:
-    n = snprintf(num, GF_F64_TEXT_MAX, "%" PRIu64, r->def_u);
+    n = snprintf(num, DEFAULT_TEXT_MAX, "%" PRIu64, r->def_u);
     break;
   case GF_FLAG_F64:
     gf_f64_text(r->def_f, num);
     return num;
   case GF_FLAG_CHOICE:
     return choice_word(r, (int)r->def_i);
+  case GF_FLAG_BITS:
+    bits_text(r, (unsigned)r->def_i, num, DEFAULT_TEXT_MAX);
+    return num;
   case GF_FLAG_STR:
   case GF_FLAG_ARG:
   case GF_FLAG_CUSTOM:
@@ -431,7 +497,7 @@ static const char *default_text(const gf_flag *r,
   case GF_FLAG_BOOL:
     return "";
   }
-  assert(gf_fits(n, GF_F64_TEXT_MAX)); /* 20 digits and a sign */
+  assert(gf_fits(n, DEFAULT_TEXT_MAX)); /* 20 digits and a sign */
   (void)n;
   return num;
 }
@@ -453,7 +519,7 @@ static void usage_row(FILE *out, const gf_flag_table *t, const gf_flag *r) {
   }
   col = t->help_col;
   wrap(out, r->help ? r->help : "", t->help_col, &col);
-  char num[GF_F64_TEXT_MAX], tail[256];
+  char num[DEFAULT_TEXT_MAX], tail[256];
   const char *def = default_text(r, num);
   if (def[0]) {
     int n = snprintf(tail, sizeof tail, "(%s)", def);
@@ -494,6 +560,11 @@ static gf_status check_row(const gf_flag *r, gf_err *err) {
     want = r->size == sizeof(bool) ? sizeof(bool) : sizeof(int);
     if (!r->choices || !r->choices[0].word)
       return gf_fail(err, GF_EINVAL, "%s: a CHOICE row without words", n);
+    break;
+  case GF_FLAG_BITS:
+    want = sizeof(unsigned);
+    if (!r->choices || !r->choices[0].word)
+      return gf_fail(err, GF_EINVAL, "%s: a BITS row without words", n);
     break;
   case GF_FLAG_CUSTOM:
     if (r->name && !r->parse)

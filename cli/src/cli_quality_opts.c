@@ -48,34 +48,6 @@ gf_status gf_cli_cache_dir(const char *dir, char *buf, size_t cap,
 
 /* ---- values with a grammar of their own -------------------------------- */
 
-static gf_status parse_metrics(const gf_flag *row, void *obj, const char *s,
-                               gf_err *err) {
-  gf_cli_eval_opts *o = obj;
-  unsigned m = 0;
-  const char *p = s;
-  (void)row;
-  if (!*s) goto bad;
-  while (*p) {
-    size_t n = strcspn(p, ",");
-    unsigned bit = 0;
-    if (n == 3 && strncmp(p, "fid", 3) == 0) bit = GF_CLI_EVAL_FID;
-    else if (n == 3 && strncmp(p, "kid", 3) == 0) bit = GF_CLI_EVAL_KID;
-    else if (n == 3 && strncmp(p, "swd", 3) == 0) bit = GF_CLI_EVAL_SWD;
-    if (!bit || (m & bit)) goto bad;
-    m |= bit;
-    p += n;
-    if (*p == ',') {
-      p++;
-      if (!*p) goto bad;
-    }
-  }
-  o->metrics = m;
-  return GF_OK;
-bad:
-  return gf_fail(err, GF_EINVAL, "--metrics: '%s' is not a comma-separated "
-                 "list of fid, kid, swd (each at most once)", s);
-}
-
 /* A path value: non-empty and short enough for the system. */
 static gf_status path_value(const char *flag, const char *v, gf_err *err) {
   if (!v || !*v) return gf_fail(err, GF_EINVAL, "%s: empty path", flag);
@@ -153,6 +125,10 @@ static const gf_flag k_fid_rows[] = {
 static const gf_flag_table k_fid =
     GF_FLAG_TABLE(k_fid_rows, NULL, 1, 19);
 
+static const gf_flag_choice k_metrics[] = {
+  {"fid", GF_CLI_EVAL_FID}, {"kid", GF_CLI_EVAL_KID},
+  {"swd", GF_CLI_EVAL_SWD}, {NULL, 0}};
+
 #define E gf_cli_eval_opts
 static const gf_flag k_eval_rows[] = {
   {.name = "--data", .arg = "SPEC", .kind = GF_FLAG_ARG,
@@ -162,8 +138,10 @@ static const gf_flag k_eval_rows[] = {
    GF_FLAG_FIELD(E, follow_dir), .parse = path_arg, .def_help = "",
    .help = "evaluate every checkpoint that appears in this checkpoint "
            "directory (instead of SOURCE)"},
-  {.name = "--metrics", .arg = "LIST", .kind = GF_FLAG_CUSTOM,
-   .parse = parse_metrics, .def_s = "fid,kid", .help = "of fid, kid, swd"},
+  {.name = "--metrics", .arg = "LIST", .kind = GF_FLAG_BITS,
+   GF_FLAG_FIELD(E, metrics), .choices = k_metrics,
+   .def_i = GF_CLI_EVAL_FID | GF_CLI_EVAL_KID,
+   .help = "of fid, kid, swd, comma-separated"},
   {.name = "--images", .arg = "N", .kind = GF_FLAG_I64,
    GF_FLAG_FIELD(E, images), .lo = 2, .hi = 10000000, .def_i = 2000,
    .help = "generated and reference images"},

@@ -21,6 +21,7 @@ typedef struct toy {
   int color;
   bool given;
   unsigned list; /* CUSTOM: bits */
+  unsigned bits; /* BITS */
   int npos;
   const char *pos[4];
 } toy;
@@ -46,6 +47,8 @@ static bool counted(const void *obj) { return ((const toy *)obj)->count > 0; }
 
 static const gf_flag_choice k_colors[] = {{"red", 1}, {"green", 2},
                                           {"blue", 3}, {NULL, 0}};
+static const gf_flag_choice k_bits[] = {{"x", 1}, {"y", 2}, {"z", 4},
+                                        {NULL, 0}};
 
 #define F(f) GF_FLAG_FIELD(toy, f)
 static const gf_flag k_rows[] = {
@@ -76,6 +79,9 @@ static const gf_flag k_rows[] = {
    .parse = parse_list, .text = list_text, .def_s = "a", .param = "list",
    .help = "a list"},
   {.kind = GF_FLAG_CUSTOM, .param = "derived", .text = list_text},
+  {.name = "--bits", .arg = "LIST", .kind = GF_FLAG_BITS, F(bits),
+   .choices = k_bits, .none = "none", .def_i = 5, .section = 1,
+   .help = "some of x, y, z"},
 };
 #undef F
 
@@ -121,7 +127,7 @@ static void test_defaults_and_values(void) {
   REQUIRE(run(&t, NULL, &help, NULL, &e, none) == GF_OK && !help);
   CHECK(!t.verbose && t.count == 3 && t.big == -5 && t.seed == 7);
   CHECK(t.rate == 2e-4 && strcmp(t.name, "abc") == 0 && t.path == NULL);
-  CHECK(t.color == 2 && !t.given && t.list == 1);
+  CHECK(t.color == 2 && !t.given && t.list == 1 && t.bits == 5);
   const char *all[] = {"-v", "--count", "0", "--big=-9223372036854775808",
                        "--seed", "18446744073709551615", "--rate=1",
                        "--name", "1234567", "--path", "-", "--color", "blue",
@@ -131,6 +137,17 @@ static void test_defaults_and_values(void) {
   CHECK(t.seed == UINT64_MAX && t.rate == 1 && !strcmp(t.name, "1234567"));
   CHECK(t.path && strcmp(t.path, "-") == 0 && t.color == 3 && t.given);
   CHECK(t.list == 3);
+  const char *bits[] = {"--bits", "y,x", NULL};
+  REQUIRE(run(&t, NULL, &help, NULL, &e, bits) == GF_OK);
+  CHECK(t.bits == 3);
+  char text[32];
+  gf_flag_text(gf_flags_find(&k_table, "--bits"), &t, text, sizeof text);
+  CHECK_STR_EQ(text, "x,y"); /* in the words' order */
+  const char *none_[] = {"--bits", "none", NULL};
+  REQUIRE(run(&t, NULL, &help, NULL, &e, none_) == GF_OK);
+  CHECK(t.bits == 0);
+  gf_flag_text(gf_flags_find(&k_table, "--bits"), &t, text, sizeof text);
+  CHECK_STR_EQ(text, "none");
   /* a value may start with '-' */
   const char *neg[] = {"--big", "-3", NULL};
   REQUIRE(run(&t, NULL, &help, NULL, &e, neg) == GF_OK);
@@ -153,6 +170,14 @@ static void test_refusals(void) {
   BAD("--name: value longer than 7 characters", "--name", "12345678");
   BAD("--color: 'pink' is not red, green or blue", "--color", "pink");
   BAD("--list: 'b' is not a list", "--list", "b");
+  BAD("--bits: 'x,x' is not none, or a comma-separated list of x, y, z "
+      "(each at most once)", "--bits", "x,x");
+  BAD("--bits: '' is not none, or a comma-separated list of x, y, z (each "
+      "at most once)", "--bits", "");
+  BAD("--bits: 'x,' is not none, or a comma-separated list of x, y, z (each "
+      "at most once)", "--bits", "x,");
+  BAD("--bits: 'w' is not none, or a comma-separated list of x, y, z (each "
+      "at most once)", "--bits", "w");
   BAD("unknown flag '--nope'", "--nope", "1");
   BAD("unknown flag '--nope'", "--nope=1");
   BAD("unknown flag '-x'", "-x");
@@ -274,6 +299,7 @@ static void test_usage(void) {
                      "color (green)\n") != NULL);
   CHECK(strstr(text, "  --path P            a borrowed path\n") != NULL);
   CHECK(strstr(text, "(0.0002)") != NULL);
+  CHECK(strstr(text, "some of x, y, z (x,z)") != NULL);
   CHECK(strstr(text, "  --help              this text\n") != NULL);
   /* every line within 79 columns */
   for (const char *p = text; *p;) {

@@ -64,101 +64,6 @@ static gf_status parse_resume(const gf_flag *row, void *obj, const char *v,
   return GF_OK;
 }
 
-/* The metrics of --eval-metrics, in the order their names show. */
-static const char *const k_metric_names[] = {"swd", "fid", "kid"};
-
-/* --eval-metrics LIST: comma-separated swd, fid, kid (at least one). */
-static gf_status parse_eval_metrics(const gf_flag *row, void *obj,
-                                    const char *arg, gf_err *err) {
-  gf_train_config *cfg = obj;
-  unsigned m = 0;
-  const char *p = arg;
-  (void)row;
-  for (;;) {
-    size_t n = strcspn(p, ","), i = 0;
-    while (i < 3 && !(n == 3 && strncmp(p, k_metric_names[i], 3) == 0)) i++;
-    if (i == 3)
-      return gf_fail(err, GF_EINVAL, "--eval-metrics: '%s': expected a "
-                     "comma-separated list of swd, fid, kid", arg);
-    m |= 1u << i; /* GF_EVAL_SWD, _FID, _KID */
-    if (!p[n]) break;
-    p += n + 1;
-  }
-  cfg->eval_metrics = m;
-  return GF_OK;
-}
-
-static void eval_metrics_text(const gf_flag *row, const void *obj, char *out,
-                              size_t cap) {
-  const gf_train_config *cfg = obj;
-  size_t len = 0;
-  (void)row;
-  out[0] = '\0';
-  for (int i = 0; i < 3; i++)
-    if (cfg->eval_metrics & (1u << i)) {
-      int w = snprintf(out + len, cap - len, "%s%s", len ? "," : "",
-                       k_metric_names[i]);
-      assert(gf_fits(w, cap - len)); /* 3 names of 3 letters */
-      len += (size_t)w;
-    }
-}
-
-/* DiffAugment's policy names, in its order, and their bits. */
-static const struct {
-  const char *name;
-  unsigned bit;
-} k_diffaug[] = {{"color", GF_AUG_COLOR},
-                 {"translation", GF_AUG_TRANSLATION},
-                 {"cutout", GF_AUG_CUTOUT}};
-
-/* --diffaug LIST: comma-separated color, translation, cutout, or none. */
-static gf_status parse_diffaug(const gf_flag *row, void *obj, const char *arg,
-                               gf_err *err) {
-  gf_train_config *cfg = obj;
-  unsigned m = 0;
-  (void)row;
-  if (strcmp(arg, "none") == 0) {
-    cfg->diffaug = 0;
-    return GF_OK;
-  }
-  for (const char *p = arg;;) {
-    size_t n = strcspn(p, ",");
-    size_t i = 0;
-    while (i < 3 && !(strlen(k_diffaug[i].name) == n &&
-                      strncmp(p, k_diffaug[i].name, n) == 0))
-      i++;
-    if (i == 3)
-      return gf_fail(err, GF_EINVAL, "--diffaug: '%s': expected none or a "
-                     "comma-separated list of color, translation, cutout", arg);
-    m |= k_diffaug[i].bit;
-    if (!p[n]) break;
-    p += n + 1;
-  }
-  cfg->diffaug = m;
-  return GF_OK;
-}
-
-/* The policy in words: "color,translation" or "none". */
-static void diffaug_text(const gf_flag *row, const void *obj, char *out,
-                         size_t cap) {
-  const gf_train_config *cfg = obj;
-  size_t len = 0;
-  (void)row;
-  out[0] = '\0';
-  for (size_t i = 0; i < 3; i++)
-    if (cfg->diffaug & k_diffaug[i].bit) {
-      int w = snprintf(out + len, cap - len, "%s%s", len ? "," : "",
-                       k_diffaug[i].name);
-      assert(gf_fits(w, cap - len));
-      len += (size_t)w;
-    }
-  if (!len) {
-    int w = snprintf(out, cap, "none");
-    assert(gf_fits(w, cap));
-    (void)w;
-  }
-}
-
 /* --alias NAME: "" (none) or a valid MLflow alias. */
 static gf_status parse_alias(const gf_flag *row, void *obj, const char *v,
                              gf_err *err) {
@@ -275,6 +180,13 @@ static const gf_flag_choice k_allreduce[] = {
 static const gf_flag_choice k_compress[] = {{"none", 0}, {"bf16", 1},
                                             {NULL, 0}};
 static const gf_flag_choice k_export[] = {{"ema", 0}, {"raw", 1}, {NULL, 0}};
+/* In the order the params and the recipe write them. */
+static const gf_flag_choice k_metrics[] = {
+  {"swd", GF_EVAL_SWD}, {"fid", GF_EVAL_FID}, {"kid", GF_EVAL_KID},
+  {NULL, 0}};
+static const gf_flag_choice k_diffaug[] = {
+  {"color", GF_AUG_COLOR}, {"translation", GF_AUG_TRANSLATION},
+  {"cutout", GF_AUG_CUTOUT}, {NULL, 0}};
 static const gf_flag_choice k_price_units[] = {
   {"node", GF_PRICE_PER_NODE}, {"gpu", GF_PRICE_PER_GPU}, {NULL, 0}};
 static const gf_flag_choice k_markets[] = {
@@ -374,8 +286,8 @@ static const gf_flag k_rows[] = {
    FIELD(eval_images), .lo = 2, .hi = 100000, .def_i = GF_TRAIN_EVAL_IMAGES,
    .def_help = "2000, or the dataset", .section = S_MON,
    .param = "eval_images", .help = "images per set in the SWD"},
-  {.name = "--eval-metrics", .arg = "LIST", .kind = GF_FLAG_CUSTOM,
-   .parse = parse_eval_metrics, .text = eval_metrics_text, .def_s = "swd",
+  {.name = "--eval-metrics", .arg = "LIST", .kind = GF_FLAG_BITS,
+   FIELD(eval_metrics), .choices = k_metrics, .def_i = GF_EVAL_SWD,
    .section = S_MON, .param = "eval_metrics",
    .help = "what an evaluation computes: swd, fid, kid, comma-separated; "
            "fid and kid use the FID Inception-v3 (GANFLOW_INCEPTION, else "
@@ -466,8 +378,8 @@ static const gf_flag k_rows[] = {
    .lo = 1, .hi = 1000000, .def_i = 16, .section = S_RECIPE,
    .param = "r1_every", .recipe = "r1_every", .active = has_r1,
    .help = "lazy R1: every N D updates, weighted by N"},
-  {.name = "--diffaug", .arg = "LIST", .kind = GF_FLAG_CUSTOM,
-   .parse = parse_diffaug, .text = diffaug_text, .def_s = "none",
+  {.name = "--diffaug", .arg = "LIST", .kind = GF_FLAG_BITS, FIELD(diffaug),
+   .choices = k_diffaug, .none = "none", .def_i = 0,
    .section = S_RECIPE, .param = "diffaug", .recipe = "diffaug",
    .help = "DiffAugment: none, or color, translation, cutout "
            "(comma-separated), applied to every image D sees, real and "
@@ -712,10 +624,6 @@ gf_status gf_train_model_config(const gf_train_config *cfg,
   out->spectral_norm = cfg->spectral_norm;
   return gf_model_config_validate(out, err);
 }
-
-_Static_assert(GF_EVAL_SWD == 1u << 0 && GF_EVAL_FID == 1u << 1 &&
-                   GF_EVAL_KID == 1u << 2,
-               "k_metric_names[i] is bit i of --eval-metrics");
 
 /* The environment variables ganflow-train reads as numbers, besides the
  * MLflow client's (gf/mlflow_env.h) and the launcher's (gf_launch_detect). */

@@ -43,6 +43,9 @@ typedef enum gf_flag_kind {
   GF_FLAG_STR,      /* char[size] field: a copy of the value */
   GF_FLAG_ARG,      /* const char * field: the argv string, borrowed */
   GF_FLAG_CHOICE,   /* int (or bool) field: the value of a word of choices */
+  GF_FLAG_BITS,     /* unsigned field: a comma-separated list of words of
+                       choices, each at most once, their values (bits)
+                       or'ed; the row's none word for the empty set */
   GF_FLAG_CUSTOM,   /* no single field: the row's parse and text functions */
 } gf_flag_kind;
 
@@ -77,9 +80,12 @@ struct gf_flag {
   uint64_t ulo, uhi;       /* U64 bounds */
   double flo, fhi;         /* F64 bounds */
   unsigned fopen;          /* F64: GF_PARSE_LO_OPEN | GF_PARSE_HI_OPEN */
-  const gf_flag_choice *choices; /* CHOICE: ends with a NULL word */
+  const gf_flag_choice *choices; /* CHOICE, BITS: ends with a NULL word */
+  const char *none;        /* BITS: the word of the empty set ("none");
+                              NULL: at least one word */
   /* The default, by kind: BOOL, INT, I64, CHOICE def_i; U64 def_u; F64
-   * def_f; STR, ARG def_s (NULL: left as it is); CUSTOM def_s through
+   * def_f; BITS def_i (the bits); STR, ARG def_s (NULL: left as it is);
+ * CUSTOM def_s through
    * parse when not NULL. Outside the bounds is allowed (0: "not set"). */
   int64_t def_i;
   uint64_t def_u;
