@@ -13,6 +13,7 @@
 #include "gf/flags.h"
 #include "gf/launch.h"
 #include "gf/parse.h"
+#include "gf/sock.h"
 #include "gf/text.h"
 
 /* --nproc, --nproc-per-node, PET_NPROC_PER_NODE: a count in [1,
@@ -185,20 +186,15 @@ static gf_status parse_nnodes(const gf_flag *row, void *obj, const char *v,
 
 gf_status gf_launch_parse_hostport(const char *what, const char *v, char *host,
                                    size_t cap, int *port, gf_err *err) {
-  const char *colon = strrchr(v, ':');
-  const char *h = v;
-  size_t hl = colon ? (size_t)(colon - v) : 0;
-  if (hl > 2 && v[0] == '[' && v[hl - 1] == ']') h++, hl -= 2; /* [v6] */
-  bool ok = colon && hl > 0 && hl < cap;
-  for (size_t i = 0; ok && i < hl; i++) /* a host name or an address */
-    ok = (h[i] >= 'a' && h[i] <= 'z') || (h[i] >= 'A' && h[i] <= 'Z') ||
-         (h[i] >= '0' && h[i] <= '9') || strchr("-.:_", h[i]);
+  /* The address rule of gf/sock.h; port 0 (any) is for listening only. */
   int p = 0;
-  if (!ok || gf_parse_int(what, colon + 1, 1, 65535, &p, NULL) != GF_OK)
-    return gf_fail(err, GF_EINVAL, "%s: '%s' is not HOST:PORT (a port in "
-                   "1..65535)", what, v);
-  memcpy(host, h, hl);
-  host[hl] = '\0';
+  gf_err e;
+  if (gf_sock_split(what, v, host, cap, &p, &e) != GF_OK)
+    return gf_fail(err, GF_EINVAL, "%s (expected HOST:PORT, a port in "
+                   "1..65535)", e.msg);
+  if (p == 0)
+    return gf_fail(err, GF_EINVAL, "%s: '%s' is not HOST:PORT with a port "
+                   "in 1..65535 (port 0 cannot be dialled)", what, v);
   *port = p;
   return GF_OK;
 }

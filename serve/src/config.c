@@ -12,6 +12,7 @@
 #include "gf/fs.h"
 #include "gf/mlflow_env.h"
 #include "gf/parse.h"
+#include "gf/sock.h"
 #include "gf/text.h"
 #include "gfs/request.h"
 #include "gfs/server.h"
@@ -38,14 +39,7 @@ static gf_status model_arg(const gf_flag *row, void *obj, const char *v,
 static gf_status listen_arg(const gf_flag *row, void *obj, const char *v,
                             gf_err *err) {
   gfs_config *c = obj;
-  const char *colon = strrchr(v, ':');
-  if (!colon || colon == v || (size_t)(colon - v) >= sizeof c->host)
-    return gf_fail(err, GF_EINVAL, "%s: expected HOST:PORT, got '%s'",
-                   row->name, v);
-  GF_TRY(gf_parse_int(row->name, colon + 1, 0, 65535, &c->port, err));
-  memcpy(c->host, v, (size_t)(colon - v));
-  c->host[colon - v] = '\0';
-  return GF_OK;
+  return gf_sock_split(row->name, v, c->host, sizeof c->host, &c->port, err);
 }
 
 /* --device cpu|cuda[:N] ("cuda" alone: GPU 0). */
