@@ -2,25 +2,11 @@
  * printable quoting for messages. No state, no allocation. */
 #include "gf/class_name.h"
 
-#include <stdarg.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 
+#include "gf/note.h"
 #include "gf/text.h"
-
-/* vsnprintf into buf[cap] for a message; a text cut short by the buffer
- * ends in "..." rather than passing for the whole one. Returns buf. */
-static char *note(char *buf, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static char *note(char *buf, size_t cap, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(buf, cap, fmt, ap);
-  va_end(ap);
-  if (!gf_fits(n, cap) && cap > 4) memcpy(buf + cap - 4, "...", 4);
-  return buf;
-}
 
 /* Bytes in the UTF-8 sequence led by b (1 for anything else). */
 static size_t utf8_seq_len(uint8_t b) {
@@ -58,7 +44,7 @@ void gf_class_name_quote_n(const char *name, size_t n, char *out, size_t cap) {
     int c1 = k == 2 && b == 0xC2 && p[i + 1] < 0xA0;
     if (b < 0x20 || b == 0x7F || (b >= 0x80 && !utf8) || c1) {
       for (size_t j = 0; j < k; j++) {
-        note(out + o, cap - o, "\\x%02X", p[i + j]);
+        gf_note(out + o, cap - o, "\\x%02X", p[i + j]);
         o += 4;
       }
     } else {
@@ -79,12 +65,12 @@ const char *gf_class_name_problem(const char *name, size_t n, char *why, size_t 
   const uint8_t *p = (const uint8_t *)name;
   if (n == 0) return "is empty";
   if (n > GF_CLASS_NAME_MAX) {
-    note(why, cap, "is %zu bytes long, more than the %d allowed", n, GF_CLASS_NAME_MAX);
+    gf_note(why, cap, "is %zu bytes long, more than the %d allowed", n, GF_CLASS_NAME_MAX);
     return why;
   }
   for (size_t i = 0; i < n; i++) {
     if (p[i] < 0x20 || p[i] == 0x7F) {
-      note(why, cap, "contains the control character 0x%02X", p[i]);
+      gf_note(why, cap, "contains the control character 0x%02X", p[i]);
       return why;
     }
   }
@@ -95,17 +81,17 @@ const char *gf_class_name_problem(const char *name, size_t n, char *why, size_t 
     for (size_t j = 1; j < k; j++) cp = cp << 6 | (p[i + j] & 0x3Fu);
     i += k;
     if (cp >= 0x80 && cp < 0xA0) {
-      note(why, cap, "contains the control character U+%04X", (unsigned)cp);
+      gf_note(why, cap, "contains the control character U+%04X", (unsigned)cp);
       return why;
     }
     if (invisible(cp)) {
-      note(why, cap, "contains the invisible character U+%04X", (unsigned)cp);
+      gf_note(why, cap, "contains the invisible character U+%04X", (unsigned)cp);
       return why;
     }
   }
   for (size_t i = 0; i < n; i++) {
     if (p[i] < 0x80 && strchr(GF_CLASS_NAME_FORBIDDEN, p[i])) {
-      note(why, cap, "contains '%c' (class names hold none of %s)", p[i],
+      gf_note(why, cap, "contains '%c' (class names hold none of %s)", p[i],
            GF_CLASS_NAME_FORBIDDEN);
       return why;
     }

@@ -1,20 +1,15 @@
 /* status.c - gf_err filling; see gf/status.h. */
 #include "gf/status.h"
 
-#include <stdio.h>
-#include <string.h>
+#include "gf/note.h"
 
 gf_status gf_fail(gf_err *err, gf_status code, const char *fmt, ...) {
   if (err) {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-    va_end(ap);
     /* A message longer than msg keeps its start and says it was cut. */
-    if (n < 0)
-      memcpy(err->msg, "(unformattable message)", 24);
-    else if ((size_t)n >= sizeof err->msg)
-      memcpy(err->msg + sizeof err->msg - 4, "...", 4);
+    gf_vnote(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
     err->code = code;
   }
   return code;

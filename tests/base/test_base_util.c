@@ -1,7 +1,8 @@
 /* test_base_util.c - gf_base's small utilities: mkdir -p (every level,
  * existing directories, a file in the way, an unwritable parent, a path too
- * long), path joins that refuse to truncate, gf_format, hex and random
- * UUIDs, the clocks and deadline arithmetic, and the log sink. */
+ * long), path joins that refuse to truncate, gf_format, GF_FORMAT_FITS,
+ * notes cut with "...", bounded whole-file reads, hex and random UUIDs, the
+ * clocks and deadline arithmetic, and the log sink. */
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -12,8 +13,10 @@
 #include "check.h"
 #include "file_util.h"
 #include "gf/clock.h"
+#include "gf/file.h"
 #include "gf/fs.h"
 #include "gf/log.h"
+#include "gf/note.h"
 #include "gf/text.h"
 #include "gf/uuid.h"
 
@@ -144,6 +147,114 @@ static void test_format(void) {
   CHECK(gf_fits(7, 8));
   CHECK(!gf_fits(8, 8));
   CHECK(!gf_fits(-1, 8));
+}
+
+static void test_format_fits(void) {
+  char buf[8];
+  GF_FORMAT_FITS(buf, sizeof buf, "%s-%d", "ab", 1234);
+  CHECK_STR_EQ(buf, "ab-1234");
+  size_t o = strlen(buf);
+  GF_FORMAT_FITS(buf + o, sizeof buf - o, "%s", "");
+  CHECK_STR_EQ(buf, "ab-1234");
+}
+
+static void test_note(void) {
+  char buf[8];
+  CHECK(gf_note(buf, sizeof buf, "%d", 1234567) == buf);
+  CHECK_STR_EQ(buf, "1234567");
+  /* one byte too many: the start, then the cut */
+  gf_note(buf, sizeof buf, "%d", 12345678);
+  CHECK_STR_EQ(buf, "1234...");
+  gf_note(buf, 4, "%s", "abcd");
+  CHECK_STR_EQ(buf, "...");
+  gf_note(buf, 3, "%s", "abcd");
+  CHECK_STR_EQ(buf, "ab");
+  /* appended: the cut marks the end of the whole buffer */
+  gf_note(buf, sizeof buf, "ab");
+  gf_note_append(buf, sizeof buf, "%s", "cd");
+  CHECK_STR_EQ(buf, "abcd");
+  gf_note_append(buf, sizeof buf, "%s", "efgh");
+  CHECK_STR_EQ(buf, "abcd...");
+  gf_note(buf, sizeof buf, "abcdef");
+  gf_note_append(buf, sizeof buf, "%s", "gh");
+  CHECK_STR_EQ(buf, "abcd...");
+  /* gf_fail writes gf_err.msg with it */
+  gf_err err;
+  char big[600];
+  memset(big, 'z', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  gf_fail(&err, GF_EIO, "%s", big);
+  CHECK_INT_EQ(strlen(err.msg), sizeof err.msg - 1);
+  CHECK_STR_EQ(err.msg + sizeof err.msg - 4, "...");
+}
+
+static void test_read_file(const char *tmp) {
+  char path[GF_PATH_MAX];
+  REQUIRE(gf_format(path, sizeof path, NULL, "path", "%s/f.txt", tmp) ==
+          GF_OK);
+  char *buf = NULL;
+  size_t len = 99;
+  gf_err err;
+  /* nothing there */
+  CHECK_INT_EQ(gf_read_file(path, 16, &buf, &len, &err), GF_ENOTFOUND);
+  CHECK(buf == NULL && len == 0);
+  char want[GF_PATH_MAX + 64];
+  snprintf(want, sizeof want, "%s: No such file or directory", path);
+  CHECK_STR_EQ(err.msg, want);
+
+  /* a file of max bytes: whole, with a NUL after it */
+  tu_write(path, "0123456789abcdef", 16);
+  CHECKF(gf_read_file(path, 16, &buf, &len, &err) == GF_OK, "%s", err.msg);
+  CHECK(buf && len == 16 && memcmp(buf, "0123456789abcdef", 17) == 0);
+  free(buf);
+  /* one byte more than max */
+  CHECK_INT_EQ(gf_read_file(path, 15, &buf, &len, &err), GF_EFORMAT);
+  CHECK(buf == NULL && len == 0);
+  snprintf(want, sizeof want, "%s: 16 bytes, more than the 15 allowed", path);
+  CHECK_STR_EQ(err.msg, want);
+  /* empty, and bytes that are not text (a NUL inside) */
+  tu_write(path, "", 0);
+  CHECK_INT_EQ(gf_read_file(path, 0, &buf, &len, &err), GF_OK);
+  CHECK(buf && len == 0 && buf[0] == '\0');
+  free(buf);
+  tu_write(path, "a\0b", 3);
+  CHECK_INT_EQ(gf_read_file(path, 3, &buf, &len, &err), GF_OK);
+  CHECK(buf && len == 3 && memcmp(buf, "a\0b\0", 4) == 0);
+  free(buf);
+  /* larger than the first buffer and than fstat's size would need */
+  static char big[100000];
+  for (size_t i = 0; i < sizeof big; i++) big[i] = (char)('a' + i % 26);
+  tu_write(path, big, sizeof big);
+  CHECK_INT_EQ(gf_read_file(path, sizeof big, &buf, &len, &err), GF_OK);
+  CHECK(buf && len == sizeof big && memcmp(buf, big, sizeof big) == 0 &&
+        buf[len] == '\0');
+  free(buf);
+  /* a directory */
+  CHECK_INT_EQ(gf_read_file(tmp, 16, &buf, &len, &err), GF_EINVAL);
+  snprintf(want, sizeof want, "%s: not a regular file", tmp);
+  CHECK_STR_EQ(err.msg, want);
+  /* a file that says size 0 and holds more (read to its end, bounded) */
+  if (access("/proc/self/status", R_OK) == 0) {
+    CHECK_INT_EQ(gf_read_file("/proc/self/status", 1 << 20, &buf, &len, &err),
+                 GF_OK);
+    CHECK(buf && len > 0 && strncmp(buf, "Name:", 5) == 0 &&
+          strlen(buf) == len);
+    free(buf);
+    CHECK_INT_EQ(gf_read_file("/proc/self/status", 10, &buf, &len, &err),
+                 GF_EFORMAT);
+    CHECK_STR_EQ(err.msg,
+                 "/proc/self/status: more than the 10 bytes allowed");
+    CHECK(buf == NULL);
+  }
+  /* unreadable (root reads anything: then there is nothing to check) */
+  tu_write(path, "x", 1);
+  REQUIRE(chmod(path, 0) == 0);
+  if (geteuid() != 0) {
+    CHECK_INT_EQ(gf_read_file(path, 16, &buf, &len, &err), GF_EIO);
+    snprintf(want, sizeof want, "%s: %s", path, strerror(EACCES));
+    CHECK_STR_EQ(err.msg, want);
+  }
+  unlink(path);
 }
 
 static void test_hex_and_uuid(void) {
@@ -277,10 +388,13 @@ int main(void) {
   char tmp[4096];
   tu_mkdtemp(tmp, sizeof tmp);
   test_mkdir_p(tmp);
+  test_read_file(tmp);
   tu_rmdir(tmp);
   test_path_check();
   test_join();
   test_format();
+  test_format_fits();
+  test_note();
   test_hex_and_uuid();
   test_clock();
   test_fail_message();

@@ -1,13 +1,17 @@
 /* text.h - small text helpers of gf_base: UTF-8 validation (the safetensors
  * reader and writer, the MLmodel writer) and formatting into a fixed buffer
- * that refuses to truncate.
+ * that refuses to truncate (gf_format) or that is sized so that it cannot
+ * (GF_FORMAT_FITS).
  *
- * Not a string library: a growable buffer is gf/strbuf.h. */
+ * Not a string library: a growable buffer is gf/strbuf.h; a message that
+ * may be cut, and shows it, is gf/note.h. */
 #ifndef GF_TEXT_H
 #define GF_TEXT_H
 
+#include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "gf/status.h"
@@ -26,6 +30,20 @@ void gf_hex_encode(const void *p, size_t n, char *out);
 static inline int gf_fits(int n, size_t cap) {
   return n >= 0 && (size_t)n < cap;
 }
+
+/* GF_FORMAT_FITS(buf, cap, fmt, ...): snprintf into buf[cap] of a text
+ * that fits by construction: the caller sized buf for what fmt can make
+ * (literals, ints, texts of a bounded length), so that it fits is an
+ * invariant, asserted, not an error to report. Text from outside (flags,
+ * files, servers) goes through gf_format, which refuses what does not fit.
+ * A statement; cap is evaluated twice (give it no side effects).
+ * The length written, when wanted, is strlen(buf). */
+#define GF_FORMAT_FITS(buf, cap, ...)                       \
+  do {                                                      \
+    int gf_fits_n_ = snprintf((buf), (cap), __VA_ARGS__);  \
+    assert(gf_fits(gf_fits_n_, (cap)));                     \
+    (void)gf_fits_n_;                                       \
+  } while (0)
 
 /* The line of text[len] that starts at *pos (call while *pos < len):
  * returns its start, puts its length without the '\n' in *n, and moves
