@@ -13,6 +13,7 @@ static char *note_at(char *buf, size_t cap, size_t at, const char *fmt,
                      va_list ap) __attribute__((format(printf, 4, 0)));
 static char *note_at(char *buf, size_t cap, size_t at, const char *fmt,
                      va_list ap) {
+  if (cap == 0) return buf;
   int n = vsnprintf(buf + at, cap - at, fmt, ap);
   if (n < 0) {
     static const char bad[] = "(unformattable message)";
@@ -37,13 +38,18 @@ char *gf_note(char *buf, size_t cap, const char *fmt, ...) {
   return buf;
 }
 
-char *gf_note_append(char *buf, size_t cap, const char *fmt, ...) {
+char *gf_vnote_append(char *buf, size_t cap, const char *fmt, va_list ap) {
+  if (cap == 0) return buf;
   size_t len = strnlen(buf, cap);
   if (len == cap) len = cap - 1; /* not terminated: end it where it stops */
   buf[len] = '\0';
+  return note_at(buf, cap, len, fmt, ap);
+}
+
+char *gf_note_append(char *buf, size_t cap, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  note_at(buf, cap, len, fmt, ap);
+  gf_vnote_append(buf, cap, fmt, ap);
   va_end(ap);
   return buf;
 }

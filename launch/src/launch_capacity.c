@@ -21,6 +21,7 @@
 #include "gf/atomic_file.h"
 #include "gf/clock.h"
 #include "gf/fs.h"
+#include "gf/note.h"
 #include "gf/parse.h"
 #include "gf/strbuf.h"
 #include "gf/text.h"
@@ -247,10 +248,8 @@ static void say(gf_cap_plan *p, const char *fmt, ...) {
   if (n + 1 >= sizeof p->text) return;
   va_list ap;
   va_start(ap, fmt);
-  int k = vsnprintf(p->text + n, sizeof p->text - n, fmt, ap);
+  gf_vnote_append(p->text, sizeof p->text, fmt, ap);
   va_end(ap);
-  if (!gf_fits(k, sizeof p->text - n)) /* cut: the text ends "..." */
-    memcpy(p->text + sizeof p->text - 4, "...", 4);
 }
 
 static void utc(int64_t t, char out[32]) {

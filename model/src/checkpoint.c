@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gf/note.h"
 #include "gf/text.h"
 
 /* ---- layout ------------------------------------------------------------- */
@@ -328,14 +329,6 @@ gf_status gf_checkpoint_save(const char *dir, const gf_gan *gan,
 
 /* ---- find latest -------------------------------------------------------- */
 
-/* "<name>: <why>" into msg[cap] (cap > 0); a reason longer than the buffer
- * keeps its start and ends in "..." so that the cut shows. */
-static void note_skip(char *msg, size_t cap, const char *name,
-                      const char *why) {
-  int n = snprintf(msg, cap, "%s: %s", name, why);
-  if (!gf_fits(n, cap) && cap > 4) memcpy(msg + cap - 4, "...", 4);
-}
-
 gf_status gf_checkpoint_find_latest(const char *dir, char *path_out,
                                     size_t path_cap, gf_ckpt_meta *meta_out,
                                     int *n_skipped, char *skip_msg,
@@ -366,7 +359,7 @@ gf_status gf_checkpoint_find_latest(const char *dir, char *path_out,
                    path, (long long)m.step);
     if (st != GF_OK) {
       skipped++;
-      if (skip_msg && skip_cap) note_skip(skip_msg, skip_cap, v[i].name, e.msg);
+      if (skip_msg && skip_cap) gf_note(skip_msg, skip_cap, "%s: %s", v[i].name, e.msg);
       continue;
     }
     result = copy_out(path_out, path_cap, path, err);

@@ -59,6 +59,8 @@ void mlflow_buf_free(mlflow_buf *b) {
   b->len = b->cap = 0;
 }
 
+/* The same cut as gf_vnote (gf/note.h), written again on purpose: the
+ * MLflow client ships on its own and links nothing of gf_base. */
 int mlflow_message_vformat(char *dst, size_t cap, const char *fmt,
                            va_list ap) {
   if (!cap) return -1;

@@ -26,6 +26,7 @@
 #include "gf/clock.h"
 #include "gf/fs.h"
 #include "gf/monitor.h"
+#include "gf/note.h"
 #include "gf/text.h"
 #include "sampler_thread.h"
 
@@ -147,18 +148,6 @@ static const char *read_why(int e) {
   return e < 0 ? "not an unsigned number" : strerror(e);
 }
 
-/* Formats a reason into why[cap]; a reason too long for it keeps its start
- * and ends "..." (a note, not a path anyone opens). */
-static void why_set(char *why, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void why_set(char *why, size_t cap, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(why, cap, fmt, ap);
-  va_end(ap);
-  if (!gf_fits(n, cap) && cap >= 4) memcpy(why + cap - 4, "...", 4);
-}
-
 /* Parses "intel-rapl:N" (colons == 1) or "intel-rapl:N:M" (colons == 2)
  * exactly; 1 and the numbers when it matches. */
 static int rapl_name(const char *s, int colons, unsigned *n, unsigned *m) {
@@ -229,30 +218,30 @@ static int zone_name(const char *dir, char *buf, size_t cap) {
 static int zone_add(gf_energy_meter *m, const char *dir, char *why,
                     size_t why_cap) {
   if (m->n_zones >= RAPL_MAX_ZONES) {
-    why_set(why, why_cap, "more than %d zones", RAPL_MAX_ZONES);
+    gf_note(why, why_cap, "more than %d zones", RAPL_MAX_ZONES);
     return -1;
   }
   char path[GF_PATH_MAX];
   uint64_t range = 0, now = 0;
   if (!gf_fits(snprintf(path, sizeof path, "%s/max_energy_range_uj", dir),
                sizeof path)) {
-    why_set(why, why_cap, "%s: path too long", dir);
+    gf_note(why, why_cap, "%s: path too long", dir);
     return -1;
   }
   int e = read_u64(path, &range);
   if (e == 0 && range == 0) e = -1;
   if (e) {
-    why_set(why, why_cap, "%s: %s", path, read_why(e));
+    gf_note(why, why_cap, "%s: %s", path, read_why(e));
     return -1;
   }
   char *energy = gf_path_join_alloc(dir, "energy_uj");
   if (!energy) {
-    why_set(why, why_cap, "out of memory");
+    gf_note(why, why_cap, "out of memory");
     return -1;
   }
   e = read_u64(energy, &now);
   if (e) {
-    why_set(why, why_cap, "%s: %s", energy, read_why(e));
+    gf_note(why, why_cap, "%s: %s", energy, read_why(e));
     free(energy);
     return -1;
   }
@@ -277,17 +266,17 @@ static int rapl_probe(gf_energy_meter *m, const char *root, char *why,
                       size_t why_cap) {
   m->zones = calloc(RAPL_MAX_ZONES, sizeof *m->zones);
   if (!m->zones) {
-    why_set(why, why_cap, "out of memory");
+    gf_note(why, why_cap, "out of memory");
     return 0;
   }
   unsigned top[RAPL_MAX_ZONES];
   int n_top = rapl_list(root, 1, 0, top, RAPL_MAX_ZONES);
   if (n_top < 0) {
-    why_set(why, why_cap, "%s: %s", root, strerror(-n_top));
+    gf_note(why, why_cap, "%s: %s", root, strerror(-n_top));
     goto fail;
   }
   if (n_top > RAPL_MAX_ZONES) {
-    why_set(why, why_cap, "%s: more than %d zones", root,
+    gf_note(why, why_cap, "%s: more than %d zones", root,
                            RAPL_MAX_ZONES);
     goto fail;
   }
@@ -296,12 +285,12 @@ static int rapl_probe(gf_energy_meter *m, const char *root, char *why,
   for (int i = 0; i < n_top; i++) {
     if (!gf_fits(snprintf(dir, sizeof dir, "%s/intel-rapl:%u", root, top[i]),
                  sizeof dir)) {
-      why_set(why, why_cap, "%s: path too long", root);
+      gf_note(why, why_cap, "%s: path too long", root);
       goto fail;
     }
     int e = zone_name(dir, name, sizeof name);
     if (e) {
-      why_set(why, why_cap, "%s/name: %s", dir, strerror(e));
+      gf_note(why, why_cap, "%s/name: %s", dir, strerror(e));
       goto fail;
     }
     if (strcmp(name, "psys") == 0) {
@@ -314,19 +303,19 @@ static int rapl_probe(gf_energy_meter *m, const char *root, char *why,
     unsigned subs[RAPL_MAX_ZONES];
     int n_sub = rapl_list(dir, 2, top[i], subs, RAPL_MAX_ZONES);
     if (n_sub < 0) {
-      why_set(why, why_cap, "%s: %s", dir, strerror(-n_sub));
+      gf_note(why, why_cap, "%s: %s", dir, strerror(-n_sub));
       goto fail;
     }
     for (int j = 0; j < n_sub && j < RAPL_MAX_ZONES; j++) {
       if (!gf_fits(snprintf(sub, sizeof sub, "%s/intel-rapl:%u:%u", dir,
                             top[i], subs[j]),
                    sizeof sub)) {
-        why_set(why, why_cap, "%s: path too long", dir);
+        gf_note(why, why_cap, "%s: path too long", dir);
         goto fail;
       }
       e = zone_name(sub, name, sizeof name);
       if (e) {
-        why_set(why, why_cap, "%s/name: %s", sub, strerror(e));
+        gf_note(why, why_cap, "%s/name: %s", sub, strerror(e));
         goto fail;
       }
       if (strcmp(name, "dram") == 0 && zone_add(m, sub, why, why_cap))
@@ -335,7 +324,7 @@ static int rapl_probe(gf_energy_meter *m, const char *root, char *why,
   }
   if (packages == 0) {
     if (psys < 0) {
-      why_set(why, why_cap, "%s: no package zone", root);
+      gf_note(why, why_cap, "%s: no package zone", root);
       goto fail;
     }
     if (!gf_fits(snprintf(dir, sizeof dir, "%s/intel-rapl:%d", root, psys),
@@ -397,16 +386,11 @@ static void note_add(gf_energy_meter *m, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void note_add(gf_energy_meter *m, const char *fmt, ...) {
   size_t len = strlen(m->note);
-  if (len && len + 2 < sizeof m->note) {
-    memcpy(m->note + len, "; ", 3);
-    len += 2;
-  }
+  if (len && len + 2 < sizeof m->note) memcpy(m->note + len, "; ", 3);
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(m->note + len, sizeof m->note - len, fmt, ap);
+  gf_vnote_append(m->note, sizeof m->note, fmt, ap);
   va_end(ap);
-  if (!gf_fits(n, sizeof m->note - len))
-    memcpy(m->note + sizeof m->note - 4, "...", 4);
 }
 
 /* Picks the CPU source: RAPL when usable, else the estimate (noted). */
@@ -416,7 +400,7 @@ static void open_cpu(gf_energy_meter *m, const gf_energy_config *cfg) {
   char why[768];
   why[0] = '\0';
   if (!root[0]) {
-    why_set(why, sizeof why, "off");
+    gf_note(why, sizeof why, "off");
   } else if (rapl_probe(m, root, why, sizeof why)) {
     m->cpu_src = GF_ENERGY_RAPL;
     m->rapl_read = cfg->rapl_whole_node ? 1 : 0;
@@ -473,10 +457,10 @@ static void open_gpu(gf_energy_meter *m, const gf_energy_config *cfg) {
   }
   char why[256];
   if (!gf_nvml_has_energy(m->nv))
-    why_set(why, sizeof why, "%s has no nvmlDeviceGetTotalEnergyConsumption",
+    gf_note(why, sizeof why, "%s has no nvmlDeviceGetTotalEnergyConsumption",
             lib);
   else
-    why_set(why, sizeof why,
+    gf_note(why, sizeof why,
             "nvmlDeviceGetTotalEnergyConsumption of GPU %d failed (NVML "
             "error %d)",
             idx, code);

@@ -12,7 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 
-/* printf into buf[cap] (cap > 0). A text longer than cap - 1 bytes keeps
+/* printf into buf[cap] (nothing when cap is 0). A text longer than cap - 1 bytes keeps
  * its first cap - 4 and ends in "..." (with cap < 4, just its start); one
  * vsnprintf cannot format is "(unformattable message)", cut alike.
  * Returns buf. Allocates nothing. */
@@ -26,5 +26,7 @@ char *gf_vnote(char *buf, size_t cap, const char *fmt, va_list ap)
  * whatever the appended part left. Returns buf. */
 char *gf_note_append(char *buf, size_t cap, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+char *gf_vnote_append(char *buf, size_t cap, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 #endif
