@@ -49,10 +49,9 @@ static const char *dims_text(const int64_t *dims, int n,
   size_t o = 0;
   buf[0] = '\0';
   for (int i = 0; i < n && i < GF_MAX_DIMS; i++) {
-    int k = snprintf(buf + o, DIMS_TEXT_CAP - o, "%s%lld", i ? "," : "",
-                     (long long)dims[i]);
-    assert(gf_fits(k, DIMS_TEXT_CAP - o));
-    o += (size_t)k;
+    GF_FORMAT_FITS(buf + o, DIMS_TEXT_CAP - o, "%s%lld", i ? "," : "",
+                   (long long)dims[i]);
+    o += strlen(buf + o);
   }
   return buf;
 }

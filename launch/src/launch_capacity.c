@@ -514,13 +514,10 @@ bool launch_capacity_watch(launch_sup *s, launch_attempt *a, int other,
     out->start_slot = -1;
     out->t_seen = gf_mono_s();
     /* a literal and a plan's text (< 400 bytes): cause[512] holds them */
-    int n = snprintf(out->cause, sizeof out->cause, "capacity: %s", p.text);
-    assert(gf_fits(n, sizeof out->cause));
-    (void)n;
+    GF_FORMAT_FITS(out->cause, sizeof out->cause, "capacity: %s", p.text);
     launch_say(s, "%s: the ranks on them are gone", out->cause);
     char ev[sizeof p.text + 64]; /* the text and a literal */
-    n = snprintf(ev, sizeof ev, "%s; recovering as from a failure", p.text);
-    assert(gf_fits(n, sizeof ev));
+    GF_FORMAT_FITS(ev, sizeof ev, "%s; recovering as from a failure", p.text);
     launch_add_capacity_event(s, ev);
     launch_flush_events(s);
     return true;
@@ -540,16 +537,13 @@ bool launch_capacity_watch(launch_sup *s, launch_attempt *a, int other,
 
 void launch_capacity_resized(launch_sup *s, int64_t step) {
   char ev[sizeof s->cap_why + 128]; /* the text, literals and numbers */
-  int n;
   if (s->cap_deadline >= 0)
-    n = snprintf(ev, sizeof ev, "%s; checkpoint of step %" PRId64 " written "
-                 "%.1f s before the deadline", s->cap_why, step,
-                 (double)s->cap_deadline - wall_s());
+    GF_FORMAT_FITS(ev, sizeof ev, "%s; checkpoint of step %" PRId64
+                   " written %.1f s before the deadline", s->cap_why, step,
+                   (double)s->cap_deadline - wall_s());
   else
-    n = snprintf(ev, sizeof ev, "%s; checkpoint of step %" PRId64 " written",
-                 s->cap_why, step);
-  assert(gf_fits(n, sizeof ev));
-  (void)n;
+    GF_FORMAT_FITS(ev, sizeof ev, "%s; checkpoint of step %" PRId64
+                   " written", s->cap_why, step);
   launch_say(s, "capacity: %s", ev);
   launch_add_capacity_event(s, ev);
 }

@@ -152,11 +152,8 @@ static bool flush_capacity(launch_sup *s, mlflow_client *c) {
     if (ev->logged) continue;
     int number = s->cap_base + ev->n;
     char key[64], n[16]; /* a literal and an int; an int */
-    int kl = snprintf(key, sizeof key, "ganflow.capacity.%d", number);
-    int nl = snprintf(n, sizeof n, "%d", number);
-    assert(gf_fits(kl, sizeof key) && gf_fits(nl, sizeof n));
-    (void)kl;
-    (void)nl;
+    GF_FORMAT_FITS(key, sizeof key, "ganflow.capacity.%d", number);
+    GF_FORMAT_FITS(n, sizeof n, "%d", number);
     mlflow_kv tags[2] = {{key, ev->text}, {"ganflow.capacity.changes", n}};
     if (mlflow_log_batch(c, s->run_id, NULL, 0, NULL, 0, tags, 2, &e) !=
         MLFLOW_OK) {
@@ -192,18 +189,17 @@ void launch_flush_events(launch_sup *s) {
   if (!s->tagged) {
     const gf_launch_opts *o = s->o;
     char v[512]; /* names, ints, %g and a host name (< 256): they fit */
-    int n = o->nnodes_max
-        ? snprintf(v, sizeof v, "nodes, %d..%d nodes of %d rank%s, rendezvous "
-                   "%s:%d (%s), up to %d restarts, hang timeout %gs",
-                   o->nnodes_min, o->nnodes_max, o->nproc,
-                   o->nproc == 1 ? "" : "s", o->rdzv_host, o->rdzv_port,
-                   o->conv, o->max_restarts, o->hang_timeout)
-        : snprintf(v, sizeof v, "%s, %d ranks (at least %d), up to %d "
-                   "restarts, hang timeout %gs",
-                   launch_launcher_name(o->launcher), o->nproc, o->nproc_min,
-                   o->max_restarts, o->hang_timeout);
-    assert(gf_fits(n, sizeof v));
-    (void)n;
+    if (o->nnodes_max)
+      GF_FORMAT_FITS(v, sizeof v, "nodes, %d..%d nodes of %d rank%s, "
+                     "rendezvous %s:%d (%s), up to %d restarts, hang timeout "
+                     "%gs", o->nnodes_min, o->nnodes_max, o->nproc,
+                     o->nproc == 1 ? "" : "s", o->rdzv_host, o->rdzv_port,
+                     o->conv, o->max_restarts, o->hang_timeout);
+    else
+      GF_FORMAT_FITS(v, sizeof v, "%s, %d ranks (at least %d), up to %d "
+                     "restarts, hang timeout %gs",
+                     launch_launcher_name(o->launcher), o->nproc, o->nproc_min,
+                     o->max_restarts, o->hang_timeout);
     if (mlflow_set_tag(c, s->run_id, "ganflow.launch", v, &e) == MLFLOW_OK)
       s->tagged = true;
     else
@@ -216,11 +212,8 @@ void launch_flush_events(launch_sup *s) {
     int number = s->base + ev->n;
     if (!ev->logged) {
       char key[64], n[16]; /* a literal and an int; an int */
-      int kl = snprintf(key, sizeof key, "ganflow.restart.%d", number);
-      int nl = snprintf(n, sizeof n, "%d", number);
-      assert(gf_fits(kl, sizeof key) && gf_fits(nl, sizeof n));
-      (void)kl;
-      (void)nl;
+      GF_FORMAT_FITS(key, sizeof key, "ganflow.restart.%d", number);
+      GF_FORMAT_FITS(n, sizeof n, "%d", number);
       mlflow_metric m = {"sys/restarts", (double)number, mlflow_now_ms(), number};
       mlflow_kv tags[2] = {{key, ev->text}, {"ganflow.restarts", n}};
       if (mlflow_log_batch(c, s->run_id, &m, 1, NULL, 0, tags, 2, &e) != MLFLOW_OK) {

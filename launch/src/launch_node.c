@@ -281,12 +281,11 @@ static void ctl_go(launch_sup *s, ctl *c, int k, int ga, double now) {
   if (c->round > 1) {
     s->restarts++;
     restart_event *ev = launch_add_event(s, launch_resume_step(s));
-    int n = snprintf(ev->text, sizeof ev->text, "%s; restarted on %d ranks "
-                     "on %d node%s (was %d), resuming from step %" PRId64,
-                     c->growth ? "a node joined" : c->cause, c->world, k,
-                     k == 1 ? "" : "s", prev_world, ev->step);
-    assert(gf_fits(n, sizeof ev->text)); /* a cause < 512 bytes, ints */
-    (void)n;
+    /* a cause < 512 bytes, ints */
+    GF_FORMAT_FITS(ev->text, sizeof ev->text, "%s; restarted on %d ranks "
+                   "on %d node%s (was %d), resuming from step %" PRId64,
+                   c->growth ? "a node joined" : c->cause, c->world, k,
+                   k == 1 ? "" : "s", prev_world, ev->step);
     launch_say(s, "restart %d (%d for a failure, of %d): %s", s->restarts,
                c->failures, o->max_restarts, ev->text);
     launch_find_run_id(s);

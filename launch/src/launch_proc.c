@@ -122,9 +122,7 @@ gf_status launch_prepare_hb_dir(const char *dir, gf_err *err) {
 
 static void set_int_env(const char *name, int v) {
   char b[16]; /* an int in decimal: 11 characters at most */
-  int n = snprintf(b, sizeof b, "%d", v);
-  assert(gf_fits(n, sizeof b));
-  (void)n;
+  GF_FORMAT_FITS(b, sizeof b, "%d", v);
   setenv(name, b, 1);
 }
 
@@ -221,11 +219,9 @@ static char **launcher_argv(const gf_launch_opts *o, const launch_attempt *a,
    * it owns (launch_spawn frees it): a literal and an int, 32 bytes hold
    * them. */
   char num[32];
-  int len = snprintf(num, sizeof num, "%s%d",
-                     o->launcher == GF_LAUNCHER_MPIRUN ? "" : "--ntasks=",
-                     a->world);
-  assert(gf_fits(len, sizeof num));
-  (void)len;
+  GF_FORMAT_FITS(num, sizeof num, "%s%d",
+                 o->launcher == GF_LAUNCHER_MPIRUN ? "" : "--ntasks=",
+                 a->world);
   char *own = strdup(num);
   if (!own) {
     free(out);
@@ -320,9 +316,7 @@ void launch_reap(launch_attempt *a) {
  * pid's reuse). */
 static bool pid_is_trainer(long pid) {
   char p[64], comm[64] = ""; /* "/proc/" + a long (20 characters) + "/comm" */
-  int len = snprintf(p, sizeof p, "/proc/%ld/comm", pid);
-  assert(gf_fits(len, sizeof p));
-  (void)len;
+  GF_FORMAT_FITS(p, sizeof p, "/proc/%ld/comm", pid);
   int fd = open(p, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   ssize_t n = read(fd, comm, sizeof comm - 1);
@@ -455,30 +449,25 @@ gf_status launch_hostfile_slots(const char *path, int *slots, gf_err *err) {
 }
 
 void launch_describe_status(int status, char *out, size_t cap) {
-  assert(cap >= LAUNCH_STATUS_MIN);
-  int n;
-  if (WIFEXITED(status)) {
-    n = snprintf(out, cap, "exited with status %d", WEXITSTATUS(status));
-  } else if (WIFSIGNALED(status)) {
-    n = snprintf(out, cap, "was killed by signal %d (%s)", WTERMSIG(status),
-                 strsignal(WTERMSIG(status)));
-    if (!gf_fits(n, cap)) /* the C library's name does not fit: the number */
-      n = snprintf(out, cap, "was killed by signal %d", WTERMSIG(status));
-  } else {
-    n = snprintf(out, cap, "ended (wait status %#x)", (unsigned)status);
-  }
   /* literals and ints: LAUNCH_STATUS_MIN bytes hold them */
-  assert(gf_fits(n, cap));
-  (void)n;
+  assert(cap >= LAUNCH_STATUS_MIN);
+  if (WIFEXITED(status)) {
+    GF_FORMAT_FITS(out, cap, "exited with status %d", WEXITSTATUS(status));
+  } else if (WIFSIGNALED(status)) {
+    int n = snprintf(out, cap, "was killed by signal %d (%s)",
+                     WTERMSIG(status), strsignal(WTERMSIG(status)));
+    if (!gf_fits(n, cap)) /* the C library's name does not fit: the number */
+      GF_FORMAT_FITS(out, cap, "was killed by signal %d", WTERMSIG(status));
+  } else {
+    GF_FORMAT_FITS(out, cap, "ended (wait status %#x)", (unsigned)status);
+  }
 }
 
 /* The state letter of /proc/<pid>/stat ('R', 'S', 'T', 'Z', ...); '\0'
  * when the process or the file is not there. */
 static char proc_state(long pid) {
   char p[64], buf[512]; /* "/proc/" + a long (20 characters) + "/stat" */
-  int len = snprintf(p, sizeof p, "/proc/%ld/stat", pid);
-  assert(gf_fits(len, sizeof p));
-  (void)len;
+  GF_FORMAT_FITS(p, sizeof p, "/proc/%ld/stat", pid);
   int fd = open(p, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return '\0';
   ssize_t n = read(fd, buf, sizeof buf - 1);

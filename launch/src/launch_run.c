@@ -186,10 +186,8 @@ int gf_launch_run(const gf_launch_opts *o, FILE *log) {
     if (world == 0) {
       /* a gf_err message and a cause: why holds both */
       char why[sizeof e.msg + sizeof "; last failure: " + sizeof last_cause];
-      int n = snprintf(why, sizeof why, "%s%s%s", e.msg,
-                       last_cause[0] ? "; last failure: " : "", last_cause);
-      assert(gf_fits(n, sizeof why));
-      (void)n;
+      GF_FORMAT_FITS(why, sizeof why, "%s%s%s", e.msg,
+                     last_cause[0] ? "; last failure: " : "", last_cause);
       rc = finish_failed(s, why);
       break;
     }
@@ -210,12 +208,10 @@ int gf_launch_run(const gf_launch_opts *o, FILE *log) {
     if (failed) {
       restart_event *ev = launch_add_event(s, from);
       /* a cause (< 512 bytes), literals and ints: text[700] holds them */
-      int n = snprintf(ev->text, sizeof ev->text, "%s; restarted on %d "
-                       "rank%s (was %d), resuming from step %" PRId64,
-                       last_cause, world, world == 1 ? "" : "s", prev_world,
-                       from);
-      assert(gf_fits(n, sizeof ev->text));
-      (void)n;
+      GF_FORMAT_FITS(ev->text, sizeof ev->text, "%s; restarted on %d "
+                     "rank%s (was %d), resuming from step %" PRId64,
+                     last_cause, world, world == 1 ? "" : "s", prev_world,
+                     from);
       launch_say(s, "restart %d of %d: %s", s->restarts, o->max_restarts, ev->text);
       launch_find_run_id(s);
       launch_flush_events(s);
@@ -289,11 +285,9 @@ int gf_launch_run(const gf_launch_opts *o, FILE *log) {
     }
     if (s->restarts >= o->max_restarts) {
       char why[sizeof out.cause + 64]; /* a cause, literals and an int */
-      int n = snprintf(why, sizeof why, "%d restart%s used (--max-restarts); "
-                       "last failure: %s", s->restarts,
-                       s->restarts == 1 ? "" : "s", out.cause);
-      assert(gf_fits(n, sizeof why));
-      (void)n;
+      GF_FORMAT_FITS(why, sizeof why, "%d restart%s used (--max-restarts); "
+                     "last failure: %s", s->restarts,
+                     s->restarts == 1 ? "" : "s", out.cause);
       rc = finish_failed(s, why);
       break;
     }

@@ -75,12 +75,11 @@ void launch_classify_clean_end(launch_sup *s, const launch_attempt *a,
   } else {
     out->end = END_FAILED;
     out->start_slot = -1;
-    int n = snprintf(out->cause, sizeof out->cause, "every rank exited 0, "
-                     "but rank 0 reported neither the end of training nor a "
-                     "stop (last phase: %s)",
-                     r0->have_hb ? gf_hb_phase_name(r0->hb.phase) : "none");
-    assert(gf_fits(n, sizeof out->cause)); /* a phase's name */
-    (void)n;
+    /* literals and a phase's name */
+    GF_FORMAT_FITS(out->cause, sizeof out->cause, "every rank exited 0, "
+                   "but rank 0 reported neither the end of training nor a "
+                   "stop (last phase: %s)",
+                   r0->have_hb ? gf_hb_phase_name(r0->hb.phase) : "none");
   }
 }
 
@@ -90,25 +89,22 @@ bool launch_find_exit_failure(const gf_launch_opts *o, launch_attempt *a,
   /* Every cause below is literals, ints, names of phases and launchers and
    * how (< 128 bytes): out->cause (512 bytes) holds it. */
   char how[128];
-  int n;
   if (o->launcher != GF_LAUNCHER_LOCAL) {
     int gone = a->launcher_exited ? -1 : launch_find_vanished(a);
     if (gone >= 0) {
       const launch_rank *r = &a->r[gone];
       out->end = END_FAILED;
-      n = snprintf(out->cause, sizeof out->cause, "rank %d (pid %ld on this "
-                   "host) vanished at step %" PRId64 " (%s)", gone, r->hb.pid,
-                   r->hb.step, gf_hb_phase_name(r->hb.phase));
-      assert(gf_fits(n, sizeof out->cause));
+      GF_FORMAT_FITS(out->cause, sizeof out->cause, "rank %d (pid %ld on "
+                     "this host) vanished at step %" PRId64 " (%s)", gone,
+                     r->hb.pid, r->hb.step, gf_hb_phase_name(r->hb.phase));
       return true;
     }
     if (!a->launcher_exited || ok_exit(a->launcher_status)) return false;
     launch_describe_status(a->launcher_status, how, sizeof how);
     out->end = WIFEXITED(a->launcher_status) && WEXITSTATUS(a->launcher_status) == 2
                    ? END_USAGE : END_FAILED;
-    n = snprintf(out->cause, sizeof out->cause, "%s %s",
-                 launch_launcher_name(o->launcher), how);
-    assert(gf_fits(n, sizeof out->cause));
+    GF_FORMAT_FITS(out->cause, sizeof out->cause, "%s %s",
+                   launch_launcher_name(o->launcher), how);
     return true;
   }
   int pick = -1;
@@ -129,18 +125,16 @@ bool launch_find_exit_failure(const gf_launch_opts *o, launch_attempt *a,
   for (int i = 0; i < a->world; i++) alive += i != pick && !a->r[i].exited;
   bool at_start = !r->trained && (alive > 0 || a->world == 1);
   out->start_slot = !usage && at_start ? r->slot : -1;
-  n = snprintf(out->cause, sizeof out->cause, "rank %d (slot %d, pid %ld) %s%s",
-               a->rank_base + pick, r->slot, (long)r->pid, how,
-               at_start ? " before training began" :
-               r->have_hb ? "" : "");
-  assert(gf_fits(n, sizeof out->cause));
+  GF_FORMAT_FITS(out->cause, sizeof out->cause,
+                 "rank %d (slot %d, pid %ld) %s%s", a->rank_base + pick,
+                 r->slot, (long)r->pid, how,
+                 at_start ? " before training began" :
+                 r->have_hb ? "" : "");
   if (r->have_hb && r->trained) {
     size_t len = strlen(out->cause);
-    n = snprintf(out->cause + len, sizeof out->cause - len, " at step %" PRId64,
-                 r->hb.step);
-    assert(gf_fits(n, sizeof out->cause - len));
+    GF_FORMAT_FITS(out->cause + len, sizeof out->cause - len,
+                   " at step %" PRId64, r->hb.step);
   }
-  (void)n;
   return true;
 }
 
@@ -185,22 +179,19 @@ bool launch_find_hang(const gf_launch_opts *o, launch_attempt *a, double now,
   out->end = END_FAILED;
   out->start_slot = -1;
   /* literals, numbers and phase names: out->cause (512 bytes) holds them */
-  int n;
   if (r->have_hb)
-    n = snprintf(out->cause, sizeof out->cause, "no heartbeat for %.1f s "
-                 "(limit %gs in %s): rank %d (pid %ld%s) last reported step "
-                 "%" PRId64 " in %s %.1f s ago", now - newest, limit,
-                 gf_hb_phase_name(ph), a->rank_base + oldest_i, pid,
-                 stopped ? ", stopped" : "", r->hb.step,
-                 gf_hb_phase_name(r->hb.phase), now - r->t_change);
+    GF_FORMAT_FITS(out->cause, sizeof out->cause, "no heartbeat for %.1f s "
+                   "(limit %gs in %s): rank %d (pid %ld%s) last reported step "
+                   "%" PRId64 " in %s %.1f s ago", now - newest, limit,
+                   gf_hb_phase_name(ph), a->rank_base + oldest_i, pid,
+                   stopped ? ", stopped" : "", r->hb.step,
+                   gf_hb_phase_name(r->hb.phase), now - r->t_change);
   else
-    n = snprintf(out->cause, sizeof out->cause, "no heartbeat for %.1f s "
-                 "(limit %gs in %s): rank %d (pid %ld%s) never reported",
-                 now - newest, limit, gf_hb_phase_name(ph),
-                 a->rank_base + oldest_i, pid,
-                 stopped ? ", stopped" : "");
-  assert(gf_fits(n, sizeof out->cause));
-  (void)n;
+    GF_FORMAT_FITS(out->cause, sizeof out->cause, "no heartbeat for %.1f s "
+                   "(limit %gs in %s): rank %d (pid %ld%s) never reported",
+                   now - newest, limit, gf_hb_phase_name(ph),
+                   a->rank_base + oldest_i, pid,
+                   stopped ? ", stopped" : "");
   return true;
 }
 

@@ -142,9 +142,7 @@ int gf_checkpoint_parse_name(const char *name, int64_t *step) {
   /* Only the canonical spelling: what GF_CKPT_NAME_FMT makes of v (at most
    * 19 digits: 37 characters). */
   char canon[64];
-  int n = snprintf(canon, sizeof canon, GF_CKPT_NAME_FMT, (long long)v);
-  assert(gf_fits(n, sizeof canon));
-  (void)n;
+  GF_FORMAT_FITS(canon, sizeof canon, GF_CKPT_NAME_FMT, (long long)v);
   if (strcmp(canon, name) != 0) return 0;
   *step = v;
   return 1;
@@ -384,21 +382,18 @@ gf_status gf_checkpoint_find_latest(const char *dir, char *path_out,
 /* Names the first differing field of two configs into buf[CONFIG_DIFF_MAX]. */
 static void config_diff(const gf_model_config *file, const gf_model_config *model,
                         char buf[CONFIG_DIFF_MAX]) {
-  int n;
 #define GF_DIFF_INT(field)                                                     \
   if (file->field != model->field) {                                           \
-    n = snprintf(buf, CONFIG_DIFF_MAX,                                         \
-                 #field " %d in the checkpoint, %d in the model",              \
-                 (int)file->field, (int)model->field);                         \
-    assert(gf_fits(n, CONFIG_DIFF_MAX));                                       \
+    GF_FORMAT_FITS(buf, CONFIG_DIFF_MAX,                                       \
+                   #field " %d in the checkpoint, %d in the model",            \
+                   (int)file->field, (int)model->field);                       \
     return;                                                                    \
   }
   if (file->architecture != model->architecture) {
-    n = snprintf(buf, CONFIG_DIFF_MAX,
-                 "architecture %s in the checkpoint, %s in the model",
-                 gf_arch_name(file->architecture),
-                 gf_arch_name(model->architecture));
-    assert(gf_fits(n, CONFIG_DIFF_MAX));
+    GF_FORMAT_FITS(buf, CONFIG_DIFF_MAX,
+                   "architecture %s in the checkpoint, %s in the model",
+                   gf_arch_name(file->architecture),
+                   gf_arch_name(model->architecture));
     return;
   }
   GF_DIFF_INT(format_version)
@@ -412,9 +407,7 @@ static void config_diff(const gf_model_config *file, const gf_model_config *mode
   GF_DIFF_INT(pixel_norm)
   GF_DIFF_INT(spectral_norm)
 #undef GF_DIFF_INT
-  n = snprintf(buf, CONFIG_DIFF_MAX, "configs differ");
-  assert(gf_fits(n, CONFIG_DIFF_MAX));
-  (void)n;
+  GF_FORMAT_FITS(buf, CONFIG_DIFF_MAX, "configs differ");
 }
 
 static int64_t read_i64_le(const void *p) {

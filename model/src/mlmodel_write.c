@@ -124,9 +124,7 @@ static void kv_str(emit *e, const char *k, const char *v) {
 
 static void kv_int(emit *e, const char *k, int v) {
   char num[16]; /* an int and its sign: 12 bytes at most */
-  int n = snprintf(num, sizeof num, "%d", v);
-  assert(gf_fits(n, sizeof num));
-  (void)n;
+  GF_FORMAT_FITS(num, sizeof num, "%d", v);
   scalar(e, k, 0);
   scalar(e, num, 1);
 }

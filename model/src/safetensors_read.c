@@ -32,10 +32,10 @@ const char *gf_st_shape_text(const int64_t *shape, int ndim,
   size_t k = 0;
   buf[k++] = '[';
   for (int i = 0; i < ndim && i < GF_ST_MAX_DIMS; i++) {
-    int n = snprintf(buf + k, GF_ST_SHAPE_TEXT_MAX - k, "%s%lld",
-                     i ? ", " : "", (long long)shape[i]);
-    assert(gf_fits(n, GF_ST_SHAPE_TEXT_MAX - k - 1)); /* "]" still fits */
-    k += (size_t)n;
+    /* one byte kept for the "]" */
+    GF_FORMAT_FITS(buf + k, GF_ST_SHAPE_TEXT_MAX - k - 1, "%s%lld",
+                   i ? ", " : "", (long long)shape[i]);
+    k += strlen(buf + k);
   }
   buf[k++] = ']';
   buf[k] = '\0';

@@ -179,9 +179,7 @@ static int body_headers_ok(gfs_server *s, gfs_req *r,
       return 0;
     }
     /* a size_t in decimal (20 digits at most) into ihcl[24] */
-    int n = snprintf(r->ihcl, sizeof r->ihcl, "%zu", v);
-    assert(gf_fits(n, sizeof r->ihcl));
-    (void)n;
+    GF_FORMAT_FITS(r->ihcl, sizeof r->ihcl, "%zu", v);
   }
   const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                MHD_HTTP_HEADER_CONTENT_TYPE);

@@ -86,26 +86,21 @@ static void model_section(gf_strbuf *b, gfs_slot *sl) {
   /* An architecture's name (a short literal) and integers: 256 bytes hold
    * either text. */
   char text[256];
-  int n;
   if (m) {
-    n = snprintf(text, sizeof text, "%s, z %d, %dx%dx%d",
-                 gf_arch_name(m->cfg.architecture), m->cfg.z_dim,
-                 m->cfg.image_channels, m->cfg.image_height,
-                 m->cfg.image_width);
-    assert(gf_fits(n, sizeof text));
+    GF_FORMAT_FITS(text, sizeof text, "%s, z %d, %dx%dx%d",
+                   gf_arch_name(m->cfg.architecture), m->cfg.z_dim,
+                   m->cfg.image_channels, m->cfg.image_height,
+                   m->cfg.image_width);
     row(b, "generator", text);
     if (m->num_classes > 0) {
-      n = snprintf(text, sizeof text, "%d (class-conditional)",
-                   m->num_classes);
-      assert(gf_fits(n, sizeof text));
+      GF_FORMAT_FITS(text, sizeof text, "%d (class-conditional)",
+                     m->num_classes);
       row(b, "classes", text);
     }
     row(b, "run", m->run_id ? m->run_id : "(none)");
   }
-  n = snprintf(text, sizeof text, "%lu loaded, %lu failed",
-               atomic_load(&sl->reloads), atomic_load(&sl->reload_failures));
-  assert(gf_fits(n, sizeof text));
-  (void)n;
+  GF_FORMAT_FITS(text, sizeof text, "%lu loaded, %lu failed",
+                 atomic_load(&sl->reloads), atomic_load(&sl->reload_failures));
   row(b, "reloads", text);
   if (failed[0]) row(b, "last failure", failed);
   gf_strbuf_puts(b, "</table>\n");

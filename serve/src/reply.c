@@ -93,9 +93,7 @@ enum MHD_Result gfs_reply_queue(struct MHD_Connection *conn, gfs_req *r) {
   if (r->allow) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
   if (r->resp_header_len) {
     char hl[24]; /* a size_t in decimal: 20 digits at most */
-    int n = snprintf(hl, sizeof hl, "%zu", r->resp_header_len);
-    assert(gf_fits(n, sizeof hl));
-    (void)n;
+    GF_FORMAT_FITS(hl, sizeof hl, "%zu", r->resp_header_len);
     MHD_add_response_header(resp, "Inference-Header-Content-Length", hl);
   }
   if (r->auth_header)
@@ -103,9 +101,7 @@ enum MHD_Result gfs_reply_queue(struct MHD_Connection *conn, gfs_req *r) {
                             "Bearer realm=\"ganflow-serve\"");
   if (r->retry_after > 0) {
     char ra[16]; /* an int in decimal: 11 characters at most */
-    int n = snprintf(ra, sizeof ra, "%d", r->retry_after);
-    assert(gf_fits(n, sizeof ra));
-    (void)n;
+    GF_FORMAT_FITS(ra, sizeof ra, "%d", r->retry_after);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
   }
   if (r->model[0]) {

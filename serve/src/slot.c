@@ -188,10 +188,8 @@ static gf_status record_failure(gfs_slot *s, const char *version,
                      sizeof "version : " +
                          sizeof ((gfs_model_ref *)0)->version + sizeof e->msg,
                  "last_error holds a version and a gf_err message");
-  int n = snprintf(s->last_error, sizeof s->last_error, "version %s: %s",
-                   version, e->msg);
-  assert(gf_fits(n, sizeof s->last_error));
-  (void)n;
+  GF_FORMAT_FITS(s->last_error, sizeof s->last_error, "version %s: %s",
+                 version, e->msg);
   s->state = GFS_SLOT_FAILED;
   GF_ASSERT_STATE(slot_state_ok(s));
   pthread_mutex_unlock(&s->lock);

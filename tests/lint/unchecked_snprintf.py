@@ -5,6 +5,9 @@ trainer, serve, launch, cli by default) whose result is thrown away - a call tha
 of its own, so a text cut short by the buffer goes on unnoticed. Exits 1
 when there is one, naming each file:line; 0 when every call's result is
 used (checked with gf_fits / gf_format, compared, or returned).
+GF_FORMAT_FITS (gf/text.h) is the checked form of a text that fits by
+construction: a call of it is no snprintf call here, and the one inside
+its definition keeps and asserts its result.
 
 A result that is used is not proof of a good check; this only catches the
 calls nobody looks at. Comments and string literals are skipped."""

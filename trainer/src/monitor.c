@@ -48,9 +48,7 @@ gf_monitor_config gf_monitor_config_default(void) {
 /* A GPU figure's MLflow name, "system/gpu_<i>_<what>", into name[96]: the
  * longest <what> is 28 bytes and i an int, so it always fits. */
 static void gpu_name(char name[96], int i, const char *what) {
-  int n = snprintf(name, 96, "system/gpu_%d_%s", i, what);
-  assert(gf_fits(n, 96));
-  (void)n;
+  GF_FORMAT_FITS(name, 96, "system/gpu_%d_%s", i, what);
 }
 
 /* One sample: read everything, then emit with no lock held. */

@@ -346,9 +346,7 @@ static gf_status measure(bench *b, gf_train_config *tuned,
       break;
     }
     if (nt > 1) {
-      int w = snprintf(word, sizeof word, "%d", t->threads);
-      assert(gf_fits(w, sizeof word));
-      (void)w;
+      GF_FORMAT_FITS(word, sizeof word, "%d", t->threads);
       note(b, "threads", word, ms, cut);
     }
     if (i == 0 || ms < best_ms) {
@@ -368,9 +366,7 @@ static gf_status measure(bench *b, gf_train_config *tuned,
       double ms = 0;
       bool cut = false;
       s = time_steps(b, best, &d, bms, &ms, &cut, err);
-      int w = snprintf(word, sizeof word, "%d", kbs[i]);
-      assert(gf_fits(w, sizeof word));
-      (void)w;
+      GF_FORMAT_FITS(word, sizeof word, "%d", kbs[i]);
       if (s == GF_OK) note(b, "bucket_kb", word, ms, cut);
       if (s == GF_OK && (i == 0 || ms < bms)) bms = ms, c->bucket_kb = kbs[i];
     }

@@ -261,9 +261,7 @@ static gf_status create_run(gf_tracker *t, const gf_tracker_start_info *si,
             "ganflow-train: warning: cannot tag the experiment: %s", e.message);
   char host[256] = "", world[16];
   gethostname(host, sizeof host - 1);
-  int wn = snprintf(world, sizeof world, "%d", t->cfg.world_size);
-  assert(gf_fits(wn, sizeof world));
-  (void)wn;
+  GF_FORMAT_FITS(world, sizeof world, "%d", t->cfg.world_size);
   const char *user = getenv("USER");
   mlflow_kv tags[] = {
     {"ganflow.version", GF_TRAIN_VERSION},
@@ -511,9 +509,7 @@ static gf_status write_model_dir(gf_tracker *t, const gf_gan *gan,
                                     p->value.shape, p->value.data};
   }
   char steps[32];
-  int sn = snprintf(steps, sizeof steps, "%lld", (long long)gan->adam_step_g);
-  assert(gf_fits(sn, sizeof steps));
-  (void)sn;
+  GF_FORMAT_FITS(steps, sizeof steps, "%lld", (long long)gan->adam_step_g);
   gf_st_kv meta[] = {{"ganflow.run_id", t->run_id},
                      {"ganflow.adam_step", steps},
                      {"ganflow.generator", g == &gan->g ? "raw" : "ema"}};
@@ -546,13 +542,10 @@ static gf_status log_logged_model(gf_tracker *t, const gf_gan *gan,
     return mlfail(err, "runs/get", &e);
   /* Integers only: every buffer holds its largest. */
   char z[16], hw[32], ch[16];
-  int n1 = snprintf(z, sizeof z, "%d", gan->cfg.z_dim);
-  int n2 = snprintf(hw, sizeof hw, "%dx%d", gan->cfg.image_height,
-                    gan->cfg.image_width);
-  int n3 = snprintf(ch, sizeof ch, "%d", gan->cfg.image_channels);
-  assert(gf_fits(n1, sizeof z) && gf_fits(n2, sizeof hw) &&
-         gf_fits(n3, sizeof ch));
-  (void)n1, (void)n2, (void)n3;
+  GF_FORMAT_FITS(z, sizeof z, "%d", gan->cfg.z_dim);
+  GF_FORMAT_FITS(hw, sizeof hw, "%dx%d", gan->cfg.image_height,
+                 gan->cfg.image_width);
+  GF_FORMAT_FITS(ch, sizeof ch, "%d", gan->cfg.image_channels);
   mlflow_kv params[] = {{"architecture", gf_arch_name(gan->cfg.architecture)},
                         {"z_dim", z}, {"image_size", hw}, {"channels", ch}};
   mlflow_kv tags[] = {{"ganflow.version", GF_TRAIN_VERSION}};

@@ -215,22 +215,21 @@ static void req_release(gf_comm *c, int slot) {
 static void step_name(const gf_comm_step *s, char buf[STEP_NAME_CAP]) {
   static const char *const scope[] = {"world", "node", "leaders"};
   const char *word = NULL; /* the steps named by a fixed word */
-  int n = 0;
   switch (s->kind) {
   case GF_STEP_ALLREDUCE:
-    n = snprintf(buf, STEP_NAME_CAP, "all-reduce over %s", scope[s->scope]);
+    GF_FORMAT_FITS(buf, STEP_NAME_CAP, "all-reduce over %s", scope[s->scope]);
     break;
   case GF_STEP_REDUCE:
-    n = snprintf(buf, STEP_NAME_CAP, "reduce over %s to %d", scope[s->scope],
-                 s->peer);
+    GF_FORMAT_FITS(buf, STEP_NAME_CAP, "reduce over %s to %d", scope[s->scope],
+                   s->peer);
     break;
   case GF_STEP_BCAST:
-    n = snprintf(buf, STEP_NAME_CAP, "broadcast over %s from %d",
-                 scope[s->scope], s->peer);
+    GF_FORMAT_FITS(buf, STEP_NAME_CAP, "broadcast over %s from %d",
+                   scope[s->scope], s->peer);
     break;
   case GF_STEP_XADD:
-    n = snprintf(buf, STEP_NAME_CAP, "tree level %d exchange with rank %d",
-                 s->level, s->peer);
+    GF_FORMAT_FITS(buf, STEP_NAME_CAP, "tree level %d exchange with rank %d",
+                   s->level, s->peer);
     break;
   case GF_STEP_BARRIER: word = "barrier"; break;
   case GF_STEP_ALLGATHER: word = "allgather"; break;
@@ -238,11 +237,9 @@ static void step_name(const gf_comm_step *s, char buf[STEP_NAME_CAP]) {
   case GF_STEP_FENCE: word = "device completion"; break;
   case GF_STEP_PACK: word = "rounding to bf16"; break;
   case GF_STEP_UNPACK: word = "bf16 back to f32"; break;
-  default: n = snprintf(buf, STEP_NAME_CAP, "step %d", s->kind); break;
+  default: GF_FORMAT_FITS(buf, STEP_NAME_CAP, "step %d", s->kind); break;
   }
-  if (word) n = snprintf(buf, STEP_NAME_CAP, "%s", word);
-  assert(gf_fits(n, STEP_NAME_CAP));
-  (void)n;
+  if (word) GF_FORMAT_FITS(buf, STEP_NAME_CAP, "%s", word);
 }
 
 static const char *op_name(gf_comm_opkind op) {

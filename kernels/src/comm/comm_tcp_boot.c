@@ -40,24 +40,17 @@ static void list_missing(const unsigned char *seen, int lo, int hi,
       more++;
       continue;
     }
-    int n = snprintf(buf + o, MISSING_CAP - o, "%s%d", shown ? ", " : "", r);
-    assert(gf_fits(n, MISSING_CAP - o));
-    o += (size_t)n;
+    GF_FORMAT_FITS(buf + o, MISSING_CAP - o, "%s%d", shown ? ", " : "", r);
+    o += strlen(buf + o);
     shown++;
   }
-  if (more) {
-    int n = snprintf(buf + o, MISSING_CAP - o, " (and %d more)", more);
-    assert(gf_fits(n, MISSING_CAP - o));
-    (void)n;
-  }
+  if (more) GF_FORMAT_FITS(buf + o, MISSING_CAP - o, " (and %d more)", more);
 }
 
 /* "rank R" into buf, for messages: an int and a fixed word, so it fits. */
 #define RANK_NAME_CAP 32
 static const char *rank_name(int r, char buf[RANK_NAME_CAP]) {
-  int n = snprintf(buf, RANK_NAME_CAP, "rank %d", r);
-  assert(gf_fits(n, RANK_NAME_CAP));
-  (void)n;
+  GF_FORMAT_FITS(buf, RANK_NAME_CAP, "rank %d", r);
   return buf;
 }
 
@@ -65,9 +58,7 @@ static const char *rank_name(int r, char buf[RANK_NAME_CAP]) {
  * message: 150 characters at most, so that the message keeps its own. */
 #define LAST_CAP 160
 static void note_ignored(char last[LAST_CAP], const gf_err *e) {
-  int n = snprintf(last, LAST_CAP, "%.150s", e->msg);
-  assert(gf_fits(n, LAST_CAP));
-  (void)n;
+  GF_FORMAT_FITS(last, LAST_CAP, "%.150s", e->msg);
 }
 
 static gf_status send_msg(int fd, const gf_tcp_msg *m, double deadline,
