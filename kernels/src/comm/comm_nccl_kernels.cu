@@ -6,17 +6,10 @@
  * nothing is contracted or reassociated. */
 #include <stdint.h>
 
+#include "../cuda/cuda_launch.cuh"
 #include "comm_nccl_kernels.h"
 
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned blocks_for(size_t n) {
-  size_t b = (n + kThreads - 1) / kThreads;
-  if (b > 65536) b = 65536;
-  return b < 1 ? 1u : (unsigned)b;
-}
 
 __global__ void add_f32(float *d, const float *a, const float *b, size_t n) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;

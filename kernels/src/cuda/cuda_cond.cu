@@ -11,21 +11,16 @@
 
 #include "../reduce_order.h"
 #include "cuda_cond.h"
+#include "cuda_launch.cuh"
 
 namespace {
 
 constexpr int kLanes = GF_RED_LANES;
-constexpr int kThreads = 256;
 constexpr int kEmbCols = 128; /* threads (columns) of an embedding block */
 constexpr int kEmbWarps = kEmbCols / 32;
 static_assert((kLanes & (kLanes - 1)) == 0, "lanes: a power of two");
 static_assert(kEmbCols % 32 == 0, "whole warps");
 
-unsigned blocks_for(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  if (b > 65536) b = 65536;
-  return b < 1 ? 1u : (unsigned)b;
-}
 
 /* Blocks for one block per item (rows, planes), the kernel looping over
  * the rest. */

@@ -12,19 +12,14 @@
 
 #include "../reduce_order.h"
 #include "cuda_kernels.h"
+#include "cuda_launch.cuh"
 
 namespace {
 
 constexpr int kLanes = GF_RED_LANES;
 constexpr int kRowChunk = GF_SN_ROW_CHUNK;
-constexpr int kThreads = 256;
 static_assert((kLanes & (kLanes - 1)) == 0, "lanes: a power of two");
 
-unsigned blocks_for(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  if (b > 65536) b = 65536;
-  return b < 1 ? 1u : (unsigned)b;
-}
 
 /* The tree of reduce_order.h over p[kLanes] (shared), run by a block of
  * kLanes threads that each stored their lane and did NOT yet sync; returns

@@ -8,19 +8,13 @@
 #include <math.h>
 
 #include "cuda_kernels.h"
+#include "cuda_launch.cuh"
 
 namespace {
-
-constexpr int kThreads = 256;
 
 /* Activation kinds, as GF_ACT_* in backend.h. */
 enum { ACT_RELU = 0, ACT_LEAKY = 1, ACT_TANH = 2, ACT_SIGMOID = 3 };
 
-unsigned blocks_for(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  if (b > 65536) b = 65536;
-  return b < 1 ? 1u : (unsigned)b;
-}
 
 __device__ __forceinline__ float sigmoid_f(float x) {
   if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));

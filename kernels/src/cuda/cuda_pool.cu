@@ -5,20 +5,14 @@
  * across threads and results do not vary between runs. */
 #include <math.h>
 
+#include "cuda_launch.cuh"
 #include "cuda_pool.h"
 
 namespace {
 
-constexpr int kThreads = 256;
-
 /* Pooling kinds, as GF_POOL_* in backend.h. */
 enum { POOL_MAX = 0, POOL_AVG_INCLUDE = 1, POOL_AVG_EXCLUDE = 2 };
 
-unsigned blocks_for(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  if (b > 65536) b = 65536;
-  return b < 1 ? 1u : (unsigned)b;
-}
 
 /* PyTorch's max: a NaN wins. */
 __device__ __forceinline__ float max_nan(float m, float v) {

@@ -9,17 +9,10 @@
  * output may be an input. */
 #include <stdint.h>
 
+#include "cuda_launch.cuh"
 #include "cuda_resample.h"
 
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned blocks_for(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  if (b > 65536) b = 65536;
-  return b < 1 ? 1u : (unsigned)b;
-}
 
 /* i over y's n = planes 2H 2W elements; OW = 2W. */
 __global__ void upsample2x_fwd_k(const float *__restrict__ x,
