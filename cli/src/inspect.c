@@ -10,6 +10,7 @@
 
 #include "gf/checkpoint.h"
 #include "gf/cli.h"
+#include "gf/file.h"
 #include "gf/fs.h"
 #include "gf/mlmodel.h"
 #include "gf/sha256.h"
@@ -87,31 +88,6 @@ static gf_status inspect_file(const char *path, FILE *out, gf_err *err) {
   return st;
 }
 
-/* Reads dir/MLmodel (at most GF_MLMODEL_MAX_BYTES) into a malloc'd buffer. */
-static gf_status read_mlmodel(const char *path, char **buf, size_t *len,
-                              gf_err *err) {
-  *buf = NULL;
-  FILE *fp = fopen(path, "rb");
-  if (!fp) return gf_fail(err, GF_EIO, "%s: %s", path, strerror(errno));
-  char *b = malloc(GF_MLMODEL_MAX_BYTES + 1);
-  if (!b) {
-    fclose(fp);
-    return gf_fail(err, GF_ENOMEM, "%s: read buffer", path);
-  }
-  size_t n = fread(b, 1, GF_MLMODEL_MAX_BYTES + 1, fp);
-  int bad = ferror(fp);
-  fclose(fp);
-  if (bad || n > GF_MLMODEL_MAX_BYTES) {
-    free(b);
-    return gf_fail(err, bad ? GF_EIO : GF_EFORMAT, "%s: %s", path,
-                   bad ? "read error" : "larger than 1 MiB");
-  }
-  *buf = b;
-  *len = n;
-  return GF_OK;
-}
-
-
 /* "  signature inputs: seed long (optional), z array<double> (optional)"
  * (columns) or "  signature outputs: image float32 [-1, 3, 64, 64]"
  * (tensors). */
@@ -150,7 +126,7 @@ static gf_status inspect_model_dir(const char *dir, FILE *out, gf_err *err) {
   GF_TRY(join(path, dir, GF_MLMODEL_FILE, err));
   char *yaml = NULL;
   size_t len = 0;
-  gf_status st = read_mlmodel(path, &yaml, &len, err);
+  gf_status st = gf_read_file(path, GF_MLMODEL_MAX_BYTES, &yaml, &len, err);
   if (st != GF_OK) return st;
   gf_mlmodel m;
   st = gf_mlmodel_parse(yaml, len, &m, err);

@@ -6,8 +6,6 @@
  * the planner are pure; what acts on the plan is launch_run.c. */
 #define _GNU_SOURCE
 #include <assert.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -20,6 +18,7 @@
 
 #include "gf/atomic_file.h"
 #include "gf/clock.h"
+#include "gf/file.h"
 #include "gf/fs.h"
 #include "gf/note.h"
 #include "gf/parse.h"
@@ -350,33 +349,17 @@ gf_status launch_capacity_read(const gf_launch_opts *o, gf_capacity *c,
                      o->cap_path, e.msg);
     return GF_OK;
   }
-  int fd = open(o->cap_path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return gf_fail(err, GF_EIO, "--elastic-capacity %s: %s", o->cap_path,
-                   strerror(errno));
+  char *buf = NULL;
   size_t n = 0;
-  gf_status st = GF_OK;
-  for (;;) {
-    ssize_t r = read(fd, text + n, GF_CAP_FILE_MAX + 1 - n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) {
-      st = gf_fail(err, GF_EIO, "--elastic-capacity %s: %s", o->cap_path,
-                   strerror(errno));
-      break;
-    }
-    if (r == 0) break;
-    n += (size_t)r;
-    if (n > GF_CAP_FILE_MAX) {
-      st = gf_fail(err, GF_EFORMAT, "--elastic-capacity %s: more than %d "
-                   "bytes", o->cap_path, GF_CAP_FILE_MAX);
-      break;
-    }
-  }
-  close(fd);
-  if (st != GF_OK) return st;
-  *len = n;
   gf_err e;
   memset(&e, 0, sizeof e);
+  gf_status st = gf_read_file(o->cap_path, GF_CAP_FILE_MAX, &buf, &n, &e);
+  if (st != GF_OK)
+    return gf_fail(err, st == GF_ENOTFOUND ? GF_EIO : st,
+                   "--elastic-capacity %s", e.msg);
+  memcpy(text, buf, n);
+  free(buf);
+  *len = n;
   if (gf_capacity_parse(text, n, o->cap_kind, c, &e) != GF_OK)
     return gf_fail(err, GF_EFORMAT, "--elastic-capacity %s: %s", o->cap_path,
                    e.msg);

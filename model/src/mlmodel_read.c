@@ -3,13 +3,10 @@
  * mlmodel_signature.c's, the class names mlmodel_classes.c's. */
 #include "gf/mlmodel.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "gf/file.h"
 #include "gf/fs.h"
 #include "mlmodel_classes.h"
 #include "mlmodel_signature.h"
@@ -211,44 +208,15 @@ gf_status gf_mlmodel_parse(const char *yaml, size_t len, gf_mlmodel *m, gf_err *
 }
 
 /* Reads a whole file of at most max bytes into a malloc'd buffer (*out,
- * caller frees). GF_EIO when unreadable, GF_EFORMAT when too large. */
-static gf_status read_small(const char *path, size_t max, char **out, size_t *len, gf_err *err) {
-  *out = NULL;
-  *len = 0;
-  int fd = open(path, O_RDONLY);
-  if (fd < 0) return gf_fail(err, GF_EIO, "MLmodel: cannot open %s: %s", path, strerror(errno));
-  struct stat sb;
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    close(fd);
-    return gf_fail(err, GF_EIO, "MLmodel: %s is not a regular file", path);
-  }
-  if ((uint64_t)sb.st_size > max) {
-    close(fd);
-    return gf_fail(err, GF_EFORMAT, "MLmodel: %s has %lld bytes, over the %zu-byte limit", path,
-                   (long long)sb.st_size, max);
-  }
-  size_t size = (size_t)sb.st_size;
-  char *buf = malloc(size + 1);
-  if (!buf) {
-    close(fd);
-    return gf_fail(err, GF_ENOMEM, "MLmodel: out of memory");
-  }
-  size_t got = 0;
-  while (got < size) {
-    ssize_t r = read(fd, buf + got, size - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    got += (size_t)r;
-  }
-  close(fd);
-  if (got != size) {
-    free(buf);
-    return gf_fail(err, GF_EIO, "MLmodel: short read of %s", path);
-  }
-  buf[size] = '\0';
-  *out = buf;
-  *len = size;
-  return GF_OK;
+ * caller frees), NUL-terminated. GF_EIO when missing or unreadable,
+ * GF_EFORMAT when too large. */
+static gf_status read_small(const char *path, size_t max, char **out,
+                            size_t *len, gf_err *err) {
+  gf_err e;
+  gf_status st = gf_read_file(path, max, out, len, &e);
+  if (st == GF_OK) return GF_OK;
+  return gf_fail(err, st == GF_ENOTFOUND || st == GF_EINVAL ? GF_EIO : st,
+                 "MLmodel: %s", e.msg);
 }
 
 static gf_status verify_files(gf_mlmodel *m, gf_err *err) {

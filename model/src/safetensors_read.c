@@ -4,17 +4,14 @@
 #include "gf/safetensors.h"
 
 #include <assert.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
+#include "gf/file.h"
 #include "gf/text.h"
 
 static const struct {
@@ -351,40 +348,17 @@ gf_status gf_st_parse(gf_st_file *f, const void *buf, size_t len,
 gf_status gf_st_open(gf_st_file *f, const char *path, unsigned flags,
                      gf_err *err) {
   gf_st_file_init(f);
-  int fd = open(path, O_RDONLY);
-  if (fd < 0)
-    return gf_fail(err, GF_EIO, "safetensors: cannot open %s: %s", path, strerror(errno));
-  struct stat sb;
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    close(fd);
-    return gf_fail(err, GF_EIO, "safetensors: %s is not a regular file", path);
-  }
-  if ((uint64_t)sb.st_size > SIZE_MAX - 1) {
-    close(fd);
-    return gf_fail(err, GF_ENOMEM, "safetensors: %s is too large", path);
-  }
-  size_t size = (size_t)sb.st_size;
-  f->owned = malloc(size ? size : 1);
-  if (!f->owned) {
-    close(fd);
-    return gf_fail(err, GF_ENOMEM, "safetensors: cannot allocate %zu bytes for %s", size, path);
-  }
-  size_t got = 0;
-  while (got < size) {
-    ssize_t r = read(fd, f->owned + got, size - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    got += (size_t)r;
-  }
-  close(fd);
-  if (got != size) {
-    gf_st_file_free(f);
-    return gf_fail(err, GF_EIO, "safetensors: short read of %s (%zu of %zu bytes)", path,
-                   got, size);
-  }
+  char *bytes = NULL;
+  size_t size = 0;
+  gf_err e;
+  gf_status st = gf_read_file(path, SIZE_MAX, &bytes, &size, &e);
+  if (st != GF_OK) /* nothing there, or no file: GF_EIO, as documented */
+    return gf_fail(err, st == GF_ENOTFOUND || st == GF_EINVAL ? GF_EIO : st,
+                   "safetensors: %s", e.msg);
+  f->owned = (uint8_t *)bytes;
   f->bytes = f->owned;
   f->size = size;
-  gf_status st = parse_bytes(f, flags, err);
+  st = parse_bytes(f, flags, err);
   if (st != GF_OK) {
     /* Say which file: prefix the parser's message with the path. */
     if (err) {

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "gf/clock.h"
+#include "gf/file.h"
 #include "gf/fs.h"
 #include "gf/mlflow_status.h"
 #include "gf/text.h"
@@ -141,26 +142,36 @@ static void *watcher_main(void *arg) {
 
 /* ---- start / stop ----------------------------------------------------- */
 
+/* The token is the first line of --token-file: at most TOKEN_MAX bytes
+ * (a '\r' may follow them), in a file of at most TOKEN_FILE_MAX. */
+#define TOKEN_MAX 511
+#define TOKEN_FILE_MAX 65536
+
 static gf_status read_token(gfs_server *s, const char *path, gf_err *err) {
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return gf_fail(err, GF_EIO, "--token-file %s: %s", path, strerror(errno));
-  char line[512];
-  char *ok = fgets(line, sizeof line, f);
-  /* A first line that fgets could not take whole is refused, not cut. */
-  int next = ok && !strchr(line, '\n') ? fgetc(f) : EOF;
-  fclose(f);
-  if (next != EOF && next != '\n' && next != '\r')
+  char *text = NULL;
+  size_t len = 0;
+  gf_err e;
+  gf_status st = gf_read_file(path, TOKEN_FILE_MAX, &text, &len, &e);
+  if (st != GF_OK)
+    return gf_fail(err, st == GF_ENOTFOUND ? GF_EIO : st, "--token-file %s",
+                   e.msg);
+  size_t pos = 0, n = 0;
+  const char *line = len ? gf_next_line(text, len, &pos, &n) : text;
+  /* A first line longer than a token may be is refused, not cut. */
+  if (n > TOKEN_MAX && line[TOKEN_MAX] != '\r') {
+    free(text);
     return gf_fail(err, GF_EINVAL, "--token-file %s: the token is too long "
-                   "(at most %zu bytes)", path, sizeof line - 1);
-  size_t n = ok ? strlen(line) : 0;
-  while (n && (line[n - 1] == '\n' || line[n - 1] == '\r' ||
-               line[n - 1] == ' '))
-    line[--n] = '\0';
-  if (n < 8)
+                   "(at most %d bytes)", path, TOKEN_MAX);
+  }
+  n = strnlen(line, n < TOKEN_MAX ? n : TOKEN_MAX);
+  while (n && (line[n - 1] == '\r' || line[n - 1] == ' ')) n--;
+  if (n < 8) {
+    free(text);
     return gf_fail(err, GF_EINVAL, "--token-file %s: the token must be at "
                    "least 8 characters", path);
-  s->token = strdup(line);
+  }
+  s->token = strndup(line, n);
+  free(text);
   return s->token ? GF_OK : gf_fail(err, GF_ENOMEM, "out of memory");
 }
 

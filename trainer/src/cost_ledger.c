@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "gf/atomic_file.h"
+#include "gf/file.h"
 #include "gf/parse.h"
 #include "gf/text.h"
 
@@ -130,17 +131,15 @@ gf_status gf_cost_ledger_read(const char *path, gf_cost_ledger *out,
                               bool *found, gf_err *err) {
   memset(out, 0, sizeof *out);
   *found = false;
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    if (errno == ENOENT) return GF_OK;
-    return gf_fail(err, GF_EIO, "cost ledger %s: %s", path, strerror(errno));
-  }
-  char buf[GF_COST_LEDGER_MAX + 1];
-  size_t n = fread(buf, 1, sizeof buf, f);
-  bool bad = ferror(f) != 0;
-  fclose(f);
-  if (bad) return gf_fail(err, GF_EIO, "cost ledger %s: read error", path);
-  gf_status s = gf_cost_ledger_parse(buf, n, out, err);
+  char *buf = NULL;
+  size_t n = 0;
+  gf_err e;
+  gf_status s = gf_read_file(path, GF_COST_LEDGER_MAX, &buf, &n, &e);
+  if (s == GF_ENOTFOUND) return GF_OK;
+  if (s != GF_OK) /* too large: GF_EFORMAT; else it cannot be read */
+    return gf_fail(err, s == GF_EINVAL ? GF_EIO : s, "cost ledger %s", e.msg);
+  s = gf_cost_ledger_parse(buf, n, out, err);
+  free(buf);
   if (s != GF_OK) return s;
   *found = true;
   return GF_OK;

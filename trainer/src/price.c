@@ -6,15 +6,12 @@
  * and not a price source: nothing here asks a cloud for prices. */
 #include "gf/energy.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "gf/file.h"
 #include "gf/text.h"
 
 /* The exact doubles 10^0 .. 10^22 (each is representable exactly). */
@@ -267,67 +264,15 @@ gf_status gf_price_load(const char *path, gf_price_table *out, gf_err *err) {
   out->n = 0;
   if (!path || !path[0])
     return gf_fail(err, GF_EINVAL, "price file: no path");
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return gf_fail(err, GF_EIO, "price file %s: %s", path, strerror(errno));
-  struct stat sb;
-  if (fstat(fd, &sb) != 0) {
-    int e = errno;
-    close(fd);
-    return gf_fail(err, GF_EIO, "price file %s: %s", path, strerror(e));
-  }
-  if (!S_ISREG(sb.st_mode)) {
-    close(fd);
-    return gf_fail(err, GF_EINVAL, "price file %s: not a regular file", path);
-  }
-  if (sb.st_size > GF_PRICE_FILE_MAX) {
-    close(fd);
-    return gf_fail(err, GF_EINVAL, "price file %s: %lld bytes, more than the "
-                   "%d a price file may have", path, (long long)sb.st_size,
-                   GF_PRICE_FILE_MAX);
-  }
-  /* Read up to one byte more than allowed: a file that grew is refused. */
-  size_t cap = (size_t)sb.st_size + 1;
-  if (cap > (size_t)GF_PRICE_FILE_MAX + 1) cap = (size_t)GF_PRICE_FILE_MAX + 1;
-  char *buf = malloc(cap);
-  if (!buf) {
-    close(fd);
-    return gf_fail(err, GF_ENOMEM, "price file %s: out of memory", path);
-  }
+  char *buf = NULL;
   size_t n = 0;
-  for (;;) {
-    if (n == cap) {
-      if (cap > GF_PRICE_FILE_MAX) break;
-      size_t ncap = cap * 2 > (size_t)GF_PRICE_FILE_MAX + 1
-                        ? (size_t)GF_PRICE_FILE_MAX + 1
-                        : cap * 2;
-      char *grown = realloc(buf, ncap);
-      if (!grown) {
-        free(buf);
-        close(fd);
-        return gf_fail(err, GF_ENOMEM, "price file %s: out of memory", path);
-      }
-      buf = grown;
-      cap = ncap;
-    }
-    ssize_t r = read(fd, buf + n, cap - n);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      free(buf);
-      close(fd);
-      return gf_fail(err, GF_EIO, "price file %s: %s", path, strerror(e));
-    }
-    if (r == 0) break;
-    n += (size_t)r;
-  }
-  close(fd);
-  gf_status st;
-  if (n > GF_PRICE_FILE_MAX)
-    st = gf_fail(err, GF_EINVAL, "price file %s: more than the %d bytes a "
-                 "price file may have", path, GF_PRICE_FILE_MAX);
-  else
-    st = gf_price_parse(buf, n, path, out, err);
+  gf_err e;
+  gf_status st = gf_read_file(path, GF_PRICE_FILE_MAX, &buf, &n, &e);
+  if (st != GF_OK) /* gf_price_load's codes: see gf/energy.h */
+    return gf_fail(err, st == GF_ENOTFOUND ? GF_EIO
+                        : st == GF_EFORMAT ? GF_EINVAL : st,
+                   "price file %s", e.msg);
+  st = gf_price_parse(buf, n, path, out, err);
   free(buf);
   return st;
 }

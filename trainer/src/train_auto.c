@@ -35,7 +35,9 @@
 
 #include "gf/atomic_file.h"
 #include "gf/clock.h"
+#include "gf/file.h"
 #include "gf/fs.h"
+#include "gf/note.h"
 #include "gf/strbuf.h"
 #include "gf/text.h"
 #include "train_state.h"
@@ -443,31 +445,32 @@ static gf_status plan_of(train_state *st, auto_plan *p, gf_err *err) {
         access(near, F_OK) == 0)
       memcpy(p->path, near, sizeof near);
   }
-  FILE *f = fopen(p->path, "rb");
-  if (!f) {
+  char *buf = NULL;
+  size_t n = 0;
+  gf_err e;
+  gf_status s = gf_read_file(p->path, AUTO_FILE_MAX, &buf, &n, &e);
+  if (s == GF_ENOTFOUND) {
     p->mode = cfg->autotune ? AUTO_KEEP : AUTO_NONE;
     return GF_OK;
   }
-  char *buf = malloc(AUTO_FILE_MAX + 1);
-  size_t n = buf ? fread(buf, 1, AUTO_FILE_MAX + 1, f) : 0;
-  bool rerr = ferror(f) != 0;
-  fclose(f);
-  gf_status s;
-  if (!buf) s = gf_fail(err, GF_ENOMEM, "out of memory");
-  else if (rerr) s = gf_fail(err, GF_EIO, "%s: cannot read", p->path);
-  else s = train_auto_parse(buf, n, &p->c, err);
-  free(buf);
-  if (s == GF_EFORMAT) {
-    char why[sizeof err->msg];
-    memcpy(why, err->msg, sizeof why);
-    return gf_fail(err, GF_EINVAL, "%s: %s: the run's --auto choice cannot "
-                   "be read; give its values (the run's params auto_threads, "
-                   "auto_bucket_kb, auto_allreduce) as --threads, "
-                   "--bucket-kb and --allreduce and remove the file",
-                   p->path, why);
+  char why[sizeof e.msg]; /* what is wrong, naming the file */
+  if (s == GF_OK) {
+    s = train_auto_parse(buf, n, &p->c, &e);
+    free(buf);
+    if (s != GF_OK) gf_note(why, sizeof why, "%s: %s", p->path, e.msg);
+  } else {
+    memcpy(why, e.msg, sizeof why);
   }
-  if (s == GF_OK) p->mode = AUTO_REUSE;
-  return s;
+  if (s == GF_OK) {
+    p->mode = AUTO_REUSE;
+    return GF_OK;
+  }
+  if (s == GF_EFORMAT)
+    return gf_fail(err, GF_EINVAL, "%s: the run's --auto choice cannot be "
+                   "read; give its values (the run's params auto_threads, "
+                   "auto_bucket_kb, auto_allreduce) as --threads, "
+                   "--bucket-kb and --allreduce and remove the file", why);
+  return gf_fail(err, s, "%s", why);
 }
 
 /* Rebuilds st->ctx for tuned's thread count (in place: st->dist points to
