@@ -11,29 +11,12 @@
 #include "../augment_impl.h"
 #include "../reduce_order.h"
 #include "cuda_augment.h"
+#include "cuda_lanes.cuh"
 #include "cuda_launch.cuh"
 
 namespace {
 
 constexpr int kLanes = GF_RED_LANES;
-static_assert((kLanes & (kLanes - 1)) == 0, "lanes: a power of two");
-
-
-/* The tree of reduce_order.h over p[kLanes] (shared), run by a block of
- * kLanes threads that each stored their lane and did NOT yet sync; returns
- * the sum to every thread and syncs again, so that p may be reused (and
- * every read a thread made before the call is done before any write after
- * it). */
-__device__ double lanes_tree(double *p) {
-  __syncthreads();
-  for (int h = kLanes / 2; h > 0; h >>= 1) {
-    if ((int)threadIdx.x < h) p[threadIdx.x] += p[threadIdx.x + h];
-    __syncthreads();
-  }
-  double s = p[0];
-  __syncthreads();
-  return s;
-}
 
 /* One block of kLanes threads per sample (blockIdx.x): y = contrast(
  * saturation(x + b)); y may be x (a thread reads and writes only its own

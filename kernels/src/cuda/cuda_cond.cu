@@ -21,7 +21,6 @@ constexpr int kEmbWarps = kEmbCols / 32;
 static_assert((kLanes & (kLanes - 1)) == 0, "lanes: a power of two");
 static_assert(kEmbCols % 32 == 0, "whole warps");
 
-
 /* Blocks for one block per item (rows, planes), the kernel looping over
  * the rest. */
 unsigned blocks_per_item(int64_t n) {

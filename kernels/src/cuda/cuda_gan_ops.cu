@@ -12,28 +12,13 @@
 
 #include "../reduce_order.h"
 #include "cuda_kernels.h"
+#include "cuda_lanes.cuh"
 #include "cuda_launch.cuh"
 
 namespace {
 
 constexpr int kLanes = GF_RED_LANES;
 constexpr int kRowChunk = GF_SN_ROW_CHUNK;
-static_assert((kLanes & (kLanes - 1)) == 0, "lanes: a power of two");
-
-
-/* The tree of reduce_order.h over p[kLanes] (shared), run by a block of
- * kLanes threads that each stored their lane and did NOT yet sync; returns
- * the sum to every thread, and syncs again so that p may be reused. */
-__device__ double lanes_tree(double *p) {
-  __syncthreads();
-  for (int h = kLanes / 2; h > 0; h >>= 1) {
-    if ((int)threadIdx.x < h) p[threadIdx.x] += p[threadIdx.x + h];
-    __syncthreads();
-  }
-  double s = p[0];
-  __syncthreads();
-  return s;
-}
 
 /* relu(1 + sign x) in f32, as cpu_gan_ops.c's hinge_term. */
 __device__ __forceinline__ float hinge_term(float sign, float x) {

@@ -15,7 +15,6 @@ namespace {
 /* Activation kinds, as GF_ACT_* in backend.h. */
 enum { ACT_RELU = 0, ACT_LEAKY = 1, ACT_TANH = 2, ACT_SIGMOID = 3 };
 
-
 __device__ __forceinline__ float sigmoid_f(float x) {
   if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
   float e = expf(x);

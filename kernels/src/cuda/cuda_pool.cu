@@ -13,7 +13,6 @@ namespace {
 /* Pooling kinds, as GF_POOL_* in backend.h. */
 enum { POOL_MAX = 0, POOL_AVG_INCLUDE = 1, POOL_AVG_EXCLUDE = 2 };
 
-
 /* PyTorch's max: a NaN wins. */
 __device__ __forceinline__ float max_nan(float m, float v) {
   return (v > m || isnan(v)) ? v : m;

@@ -2,14 +2,6 @@
  * marked DROPPED must be reported by unchecked_snprintf.py, and no other. */
 #include <stdio.h>
 
-/* as gf/text.h defines it: the result is kept and asserted */
-#define GF_FORMAT_FITS(buf, cap, ...)                       \
-  do {                                                      \
-    int gf_fits_n_ = snprintf((buf), (cap), __VA_ARGS__);  \
-    assert(gf_fits(gf_fits_n_, (cap)));                     \
-    (void)gf_fits_n_;                                       \
-  } while (0)
-
 int f(char *b, size_t n, int x, const char *s) {
   snprintf(b, n, "%d", x); /* DROPPED */
   if (x) snprintf(b, n, "%s", s); /* DROPPED */
@@ -23,7 +15,7 @@ int f(char *b, size_t n, int x, const char *s) {
   int k = snprintf(b, n, "%d", x);
   if (snprintf(b, n, "%s", s) >= (int)n) return -1;
   k += snprintf(b, n, "w");
-  GF_FORMAT_FITS(b, n, "%d", x);
+  GF_FORMAT_FITS(b, n, "%d", x); /* gf/text.h's: it asserts the fit */
   if (x) GF_FORMAT_FITS(b, n, "%s", s);
   /* snprintf(b, n, "in a comment"); */
   const char *t = "snprintf(b, n, \"in a string\");";
