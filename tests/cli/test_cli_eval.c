@@ -197,9 +197,7 @@ int main(void) {
   setenv("GANFLOW_CACHE_DIR", GF_TEST_TMP, 1);
   test_unique(g_exp, sizeof g_exp, "cli-eval");
   test_unique(g_model, sizeof g_model, "cli-eval-model");
-  mlflow_config cfg;
-  test_config(&cfg, uri);
-  mlflow_client *c = test_client(&cfg);
+  mlflow_client *c = test_client_of(uri);
   free(uri);
 
   char ckdir[1200], run[33], ck20[1300], cache[1200], mcache[1200];
@@ -345,7 +343,6 @@ int main(void) {
   mlflow_registered_model_delete(c, g_model, &e);
   test_drop_artifacts(c, g_exp);
   mlflow_client_free(c);
-  mlflow_config_free(&cfg);
   test_drop_tmp(GF_TEST_TMP);
   return check_report();
 }

@@ -88,9 +88,7 @@ int main(void) {
   tu_fresh_dir(GF_TEST_TMP);
   setenv("GANFLOW_CACHE_DIR", GF_TEST_TMP, 1);
   test_unique(g_exp, sizeof g_exp, "cli-follow");
-  mlflow_config cfg;
-  test_config(&cfg, uri);
-  mlflow_client *c = test_client(&cfg);
+  mlflow_client *c = test_client_of(uri);
   free(uri);
 
   /* 1. Beside a running trainer. */
@@ -162,7 +160,6 @@ int main(void) {
   free(run);
   test_drop_artifacts(c, g_exp);
   mlflow_client_free(c);
-  mlflow_config_free(&cfg);
   test_drop_tmp(GF_TEST_TMP);
   return check_report();
 }

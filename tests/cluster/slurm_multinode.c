@@ -349,9 +349,7 @@ int main(void) {
   snprintf(link_path, sizeof link_path, "%s/ganflow-train", bin);
   REQUIRE(symlink(GF_TRAIN_BIN, link_path) == 0);
 
-  mlflow_config cfg;
-  test_config(&cfg, uri);
-  mlflow_client *mc = test_client(&cfg);
+  mlflow_client *mc = test_client_of(uri);
   char u[128];
   test_unique(u, sizeof u, "slurm-multi");
 
@@ -491,7 +489,6 @@ int main(void) {
 
 done:
   mlflow_client_free(mc);
-  mlflow_config_free(&cfg);
   free(uri);
   /* The daemons end here (and again, harmlessly, at exit). */
   slurm_stop();

@@ -288,9 +288,7 @@ static int run_scenario(const scenario *sc, const char *tmp, const char *uri) {
   snprintf(got, sizeof got, "%s/ckpt-%012d.safetensors", ckpt, STEPS);
   compare_ckpts(got, ref, sc->name);
 
-  mlflow_config cfg;
-  test_config(&cfg, uri);
-  mlflow_client *mc = test_client(&cfg);
+  mlflow_client *mc = test_client_of(uri);
   char run_id[64] = "";
   mlflow_run the;
   if (test_the_finished_run(mc, exp, &the)) {
@@ -308,7 +306,6 @@ static int run_scenario(const scenario *sc, const char *tmp, const char *uri) {
     CHECK(keys > 0);
   }
   mlflow_client_free(mc);
-  mlflow_config_free(&cfg);
   return check_report();
 }
 

@@ -146,9 +146,7 @@ int main(void) {
   CHECKF(rc1 == 0, "the 1-rank run exited %d (log %s)", rc1, log1);
   if (rc1 != 0) dump_log(log1);
 
-  mlflow_config cfg;
-  test_config(&cfg, uri);
-  mlflow_client *mc = test_client(&cfg);
+  mlflow_client *mc = test_client_of(uri);
   mlflow_run r;
   if (rc == 0 && test_the_finished_run(mc, exp4, &r)) {
     const char *ws = mlflow_run_param(&r, "world_size");
@@ -162,7 +160,6 @@ int main(void) {
     mlflow_run_free(&r);
   }
   mlflow_client_free(mc);
-  mlflow_config_free(&cfg);
 
   if (rc == 0 && rc1 == 0) {
     char a[1200], b[1200];

@@ -704,9 +704,7 @@ int main(void) {
   char *uri = test_mlflow_uri();
   snprintf(g_uri, sizeof g_uri, "%s", uri);
   free(uri);
-  mlflow_config cfg;
-  test_config(&cfg, g_uri);
-  g_mc = test_client(&cfg);
+  g_mc = test_client_of(g_uri);
   atexit(kill_child_at_exit);
   signal(SIGPIPE, SIG_IGN);
   tu_fresh_dir(GF_TEST_TMP);
@@ -721,6 +719,5 @@ int main(void) {
   if (only("mpirun")) scenario_mpirun();
   if (only("watchdog")) scenario_watchdog();
   mlflow_client_free(g_mc);
-  mlflow_config_free(&cfg);
   return check_report();
 }

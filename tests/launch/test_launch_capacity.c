@@ -675,9 +675,7 @@ static int e2e(void) {
   char *uri = test_mlflow_uri();
   snprintf(g_uri, sizeof g_uri, "%s", uri);
   free(uri);
-  mlflow_config cfg;
-  test_config(&cfg, g_uri);
-  g_mc = test_client(&cfg);
+  g_mc = test_client_of(g_uri);
   signal(SIGPIPE, SIG_IGN);
   tu_fresh_dir(GF_TEST_TMP);
 
@@ -692,7 +690,6 @@ static int e2e(void) {
   fprintf(stderr, "fixed: 1 rank, %d steps in %.1f s\n", STEPS, mono_s() - t0);
   if (rc == 0) e2e_follow(&ref);
   mlflow_client_free(g_mc);
-  mlflow_config_free(&cfg);
   return check_report();
 }
 

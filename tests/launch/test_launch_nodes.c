@@ -184,9 +184,7 @@ static void test_term(const char *uri) {
   CHECKF(rc0 == 0 && rc1 == 0, "term: resumed agents exited %d and %d", rc0,
          rc1);
   CHECK(newest_ckpt_on_disk(ck) == 200);
-  mlflow_config cfg;
-  test_config(&cfg, uri);
-  mlflow_client *mc = test_client(&cfg);
+  mlflow_client *mc = test_client_of(uri);
   mlflow_experiment x;
   mlflow_error e;
   if (mlflow_experiment_get_by_name(mc, exp, &x, &e) == MLFLOW_OK) {
@@ -207,7 +205,6 @@ static void test_term(const char *uri) {
     CHECKF(0, "term: experiment %s: %s", exp, e.message);
   }
   mlflow_client_free(mc);
-  mlflow_config_free(&cfg);
   if (check_failures_) dump_log(log0b), dump_log(log1b);
 }
 

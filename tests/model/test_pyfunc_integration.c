@@ -95,15 +95,12 @@ int main(void) {
   REQUIRE(rc == 0);
 
   /* 2. the C generator on the registered version */
-  mlflow_config cfg;
-  test_config(&cfg, uri);
-  mlflow_client *c = test_client(&cfg);
+  mlflow_client *c = test_client_of(uri);
   mlflow_error me;
   memset(&me, 0, sizeof me);
   CHECKF(mlflow_model_download(c, "models:/" MODEL "@" ALIAS, dl, NULL, &me) == MLFLOW_OK,
          "download: %s", me.message);
   mlflow_client_free(c);
-  mlflow_config_free(&cfg);
   gf_generator_opts o = {GF_BACKEND_CPU, 0, 1, 2, N_SEEDS + N_Z, NULL,
                          GF_GEN_FP32};
   gf_generator *g = NULL;

@@ -124,9 +124,7 @@ int main(void) {
   free(uri);
   tu_fresh_dir(GF_TEST_TMP);
   snprintf(g_log, sizeof g_log, "%s/promote.log", GF_TEST_TMP);
-  mlflow_config cfg;
-  test_config(&cfg, g_uri);
-  mlflow_client *c = test_client(&cfg);
+  mlflow_client *c = test_client_of(g_uri);
   mlflow_error e;
   char exp[128], model[128];
   test_unique(exp, sizeof exp, "promote-gate");
@@ -216,7 +214,6 @@ int main(void) {
   test_drop_artifacts(c, exp);
   mlflow_experiment_free(&ex);
   mlflow_client_free(c);
-  mlflow_config_free(&cfg);
   test_drop_tmp(GF_TEST_TMP);
   return check_report();
 }

@@ -106,9 +106,7 @@ static void *client(void *arg) {
 int main(void) {
   char *uri = test_mlflow_uri();
   tu_fresh_dir(GF_TEST_TMP);
-  mlflow_config cfg;
-  test_config(&cfg, uri);
-  mlflow_client *c = test_client(&cfg);
+  mlflow_client *c = test_client_of(uri);
   gf_model_config dc;
   gf_model_config_default(&dc, GF_ARCH_DCGAN);
   dc.image_height = dc.image_width = 28;
@@ -174,7 +172,6 @@ int main(void) {
   CHECK_INT_EQ(st_server_stop(&s), 0);
 
   mlflow_client_free(c);
-  mlflow_config_free(&cfg);
   free(uri);
   test_drop_tmp(GF_TEST_TMP);
   return check_report();

@@ -422,9 +422,7 @@ static void concurrency(const st_server *s) {
 int main(void) {
   char *uri = test_mlflow_uri();
   tu_fresh_dir(GF_TEST_TMP);
-  mlflow_config cfg;
-  test_config(&cfg, uri);
-  mlflow_client *c = test_client(&cfg);
+  mlflow_client *c = test_client_of(uri);
   gf_model_config mc;
   gf_model_config_default(&mc, GF_ARCH_MLP);
   mc.num_classes = K;
@@ -509,7 +507,6 @@ int main(void) {
   CHECK_INT_EQ(st_server_stop(&s), 0);
   gf_generator_unref(g_ref);
   mlflow_client_free(c);
-  mlflow_config_free(&cfg);
   free(uri);
   test_drop_tmp(GF_TEST_TMP);
   return check_report();

@@ -145,9 +145,7 @@ int main(void) {
   snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s/cpu' '%s/cuda'",
            GF_TEST_TMP, GF_TEST_TMP, GF_TEST_TMP);
   REQUIRE(system(cmd) == 0);
-  mlflow_config cfg;
-  test_config(&cfg, uri);
-  mlflow_client *c = test_client(&cfg);
+  mlflow_client *c = test_client_of(uri);
 
   char mlp[128], dcgan[128], v_mlp[32], v_dcgan[32];
   test_unique(mlp, sizeof mlp, "cuda-mlp");
@@ -198,7 +196,6 @@ int main(void) {
     st_print_log(gpu.log);
   }
   mlflow_client_free(c);
-  mlflow_config_free(&cfg);
   free(uri);
   test_drop_tmp(GF_TEST_TMP);
   return check_report();

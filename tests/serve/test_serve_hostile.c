@@ -215,9 +215,7 @@ static void *flood_main(void *arg) {
 int main(void) {
   char *uri = test_mlflow_uri();
   tu_fresh_dir(GF_TEST_TMP);
-  mlflow_config cfg;
-  test_config(&cfg, uri);
-  mlflow_client *c = test_client(&cfg);
+  mlflow_client *c = test_client_of(uri);
   mlflow_error me;
   char v[32];
   st_register_synthetic(c, MODEL, 7, 0, GF_TEST_TMP, v);
@@ -265,7 +263,6 @@ int main(void) {
   CHECK(st_server_alive(&s));
   CHECK_INT_EQ(st_server_stop(&s), 0);
   mlflow_client_free(c);
-  mlflow_config_free(&cfg);
   free(uri);
   test_drop_tmp(GF_TEST_TMP);
   return check_report();

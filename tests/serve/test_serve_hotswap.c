@@ -161,9 +161,7 @@ int main(void) {
   char tmp[600];
   snprintf(tmp, sizeof tmp, "%s/run-%d", GF_TEST_TMP, (int)getpid());
   tu_fresh_dir(tmp);
-  mlflow_config cfg;
-  test_config(&cfg, uri);
-  mlflow_client *c = test_client(&cfg);
+  mlflow_client *c = test_client_of(uri);
   char model[64], v1[32], v2[32], v3[32];
   test_unique(model, sizeof model, MODEL_PREFIX);
   st_register_synthetic(c, model, 101, 0, tmp, v1);
@@ -293,7 +291,6 @@ int main(void) {
   pthread_cond_destroy(&sh.answered);
   pthread_mutex_destroy(&sh.lock);
   mlflow_client_free(c);
-  mlflow_config_free(&cfg);
   free(uri);
   test_drop_tmp(tmp);
   rmdir(GF_TEST_TMP); /* when no other copy still uses it */

@@ -339,9 +339,7 @@ static int run_tritonclient(const st_server *s, const char *version,
 int main(void) {
   char *uri = test_mlflow_uri();
   tu_fresh_dir(GF_TEST_TMP);
-  mlflow_config cfg;
-  test_config(&cfg, uri);
-  mlflow_client *c = test_client(&cfg);
+  mlflow_client *c = test_client_of(uri);
   mlflow_error me;
   char v[32];
   st_register_synthetic_arch(c, MODEL, GF_ARCH_DCGAN, 11, 0, GF_TEST_TMP, v);
@@ -420,7 +418,6 @@ int main(void) {
   free(ref7);
   free(ref_z0);
   mlflow_client_free(c);
-  mlflow_config_free(&cfg);
   free(uri);
   test_drop_tmp(GF_TEST_TMP);
   if (rc == 77 && check_failures_ == 0) return 77;

@@ -76,6 +76,17 @@ static inline mlflow_client *test_client(const mlflow_config *cfg) {
   return c;
 }
 
+/* A client of the server at uri with test_config's settings (the client
+ * keeps its own copy of them); exits 1 when it cannot be made. The caller
+ * owns the client (mlflow_client_free). */
+static inline mlflow_client *test_client_of(const char *uri) {
+  mlflow_config cfg;
+  test_config(&cfg, uri);
+  mlflow_client *c = test_client(&cfg);
+  mlflow_config_free(&cfg);
+  return c;
+}
+
 /* Runs deploy/mlflow-local.sh CMD with its state in `state` and extra
  * environment assignments (e.g. "GANFLOW_MLFLOW_AUTH=1"); returns the exit
  * status. */

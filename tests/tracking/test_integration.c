@@ -463,10 +463,8 @@ static void test_registry(const mlflow_run_info *info) {
 
 int main(void) {
   char *uri = test_mlflow_uri();
-  mlflow_config cfg;
-  test_config(&cfg, uri);
+  client = test_client_of(uri);
   mlflow_error err;
-  REQUIRE(mlflow_client_new(&client, &cfg, &err) == MLFLOW_OK);
   snprintf(tmpdir, sizeof tmpdir, "%s", GF_TEST_TMP);
   mlflow_remove_tree(tmpdir);
   REQUIRE(mlflow_mkdirs(tmpdir, &err) == MLFLOW_OK);
@@ -482,7 +480,6 @@ int main(void) {
 
   mlflow_run_info_free(&info);
   mlflow_client_free(client);
-  mlflow_config_free(&cfg);
   free(uri);
   return check_report();
 }

@@ -66,9 +66,7 @@ int main(void) {
   char state[1024], env[1200];
   snprintf(env, sizeof env, "GANFLOW_MLFLOW_BIN='%s'", venv2);
   char *uri2 = test_own_server_start(state, sizeof state, env);
-  mlflow_config cfg;
-  test_config(&cfg, uri2);
-  mlflow_client *c = test_client(&cfg);
+  mlflow_client *c = test_client_of(uri2);
   char *ver = NULL;
   mlflow_error e;
   REQUIRE(mlflow_server_version(c, &ver, &e) == MLFLOW_OK);
@@ -117,7 +115,6 @@ int main(void) {
   free(b3);
 
   mlflow_client_free(c);
-  mlflow_config_free(&cfg);
   test_server_cmd(state, "stop", NULL);
   free(uri2);
   free(fixture);

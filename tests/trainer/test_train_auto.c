@@ -420,9 +420,7 @@ int main(void) {
   snprintf(s.uri, sizeof s.uri, "%s", uri);
   free(uri);
   tu_trainer_test_start(GF_TEST_TMP);
-  mlflow_config cfg;
-  test_config(&cfg, s.uri);
-  s.mc = test_client(&cfg);
+  s.mc = test_client_of(s.uri);
 
   char one[1200], two[1200];
   choice c1, c2;
@@ -437,7 +435,6 @@ int main(void) {
   fprintf(stderr, "[kill] %.1f s\n", mono_s() - t0);
 
   mlflow_client_free(s.mc);
-  mlflow_config_free(&cfg);
   fprintf(stderr, "test_train_auto: %.1f s in all\n", mono_s() - t_all);
   test_drop_tmp(GF_TEST_TMP);
   return check_report();

@@ -579,15 +579,12 @@ int main(void) {
   }
   unsetenv("GANFLOW_INSTANCE_KIND");
   char *uri = test_mlflow_uri();
-  mlflow_config cfg;
-  test_config(&cfg, uri);
-  mlflow_client *mc = test_client(&cfg);
+  mlflow_client *mc = test_client_of(uri);
   kill_scenario(uri, mc);
   const char *mpirun = GF_MPIEXEC;
   bool mpi = gf_comm_built(GF_COMM_MPI) && *mpirun && access(mpirun, X_OK) == 0;
   if (mpi) ranks_scenario(uri, mc, mpirun);
   mlflow_client_free(mc);
-  mlflow_config_free(&cfg);
   free(uri);
   int rc = check_report();
   if (rc == 0 && !mpi) SKIP_TEST("scenario 2: no MPI in this build or no mpirun");

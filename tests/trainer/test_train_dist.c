@@ -519,9 +519,7 @@ int main(void) {
   signal(SIGPIPE, SIG_IGN);
   unsetenv("MLFLOW_RUN_ID");
   unsetenv("MLFLOW_EXPERIMENT_NAME");
-  mlflow_config cfg;
-  test_config(&cfg, g_uri);
-  mlflow_client *mc = test_client(&cfg);
+  mlflow_client *mc = test_client_of(g_uri);
 
   const char *only = getenv("GF_DIST_ONLY");
 #define WANT(name) (!only || !*only || strstr(only, name))
@@ -532,7 +530,6 @@ int main(void) {
   if (WANT("exact")) exact_scenario();
   if (WANT("kill")) kill_scenario(mc);
   mlflow_client_free(mc);
-  mlflow_config_free(&cfg);
   fprintf(stderr, "test_train_dist: %.0f s\n", mono_s() - t_all);
   return check_report();
 }

@@ -623,9 +623,7 @@ static void outage_scenario(void) {
   REQUIRE(uri);
   fprintf(stderr, "[outage] own server %s (start-up took %.1f s, beside the "
           "other scenarios)\n", uri, g_first_start.took_s);
-  mlflow_config cfg;
-  test_config(&cfg, uri);
-  mlflow_client *c = test_client(&cfg);
+  mlflow_client *c = test_client_of(uri);
 
   char exp[128], dir[1100], log[1100];
   test_unique(exp, sizeof exp, "faults-outage");
@@ -714,7 +712,6 @@ static void outage_scenario(void) {
   }
 out:
   mlflow_client_free(c);
-  mlflow_config_free(&cfg);
   free(uri);
   stop_own_server();
   fprintf(stderr, "[outage] %.1f s\n", mono_s() - t0);
@@ -934,11 +931,7 @@ int main(void) {
   unsetenv("MLFLOW_RUN_ID");
   unsetenv("MLFLOW_EXPERIMENT_NAME");
 
-  mlflow_config cfg;
-  test_config(&cfg, g_uri);
-  mlflow_client *c = NULL;
-  mlflow_error e;
-  REQUIRE(mlflow_client_new(&c, &cfg, &e) == MLFLOW_OK);
+  mlflow_client *c = test_client_of(g_uri);
 
   const char *only = getenv("GF_FAULTS_ONLY"); /* by hand: one scenario */
 #define WANT(name) (!only || !*only || strstr(only, name))
@@ -953,7 +946,6 @@ int main(void) {
   }
   if (WANT("outage")) outage_scenario();
   mlflow_client_free(c);
-  mlflow_config_free(&cfg);
   fprintf(stderr, "test_train_faults: %.1f s in all\n", mono_s() - t_all);
   test_drop_tmp(GF_TEST_TMP);
   return check_report();

@@ -203,9 +203,7 @@ int main(void) {
   unsetenv("MLFLOW_EXPERIMENT_NAME");
   char *uri = test_mlflow_uri();
   setenv("MLFLOW_TRACKING_URI", uri, 1);
-  mlflow_config cfg;
-  test_config(&cfg, uri);
-  g_mc = test_client(&cfg);
+  g_mc = test_client_of(uri);
   tu_fresh_dir(GF_TEST_TMP);
   char cache[600];
   snprintf(cache, sizeof cache, "%s/cache", GF_TEST_TMP);
@@ -245,7 +243,6 @@ int main(void) {
   bad_run(GF_TEST_TMP, "fid-badcache", cache, NULL, cfile);
 
   mlflow_client_free(g_mc);
-  mlflow_config_free(&cfg);
   free(uri);
   return check_report();
 }

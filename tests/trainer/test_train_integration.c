@@ -491,17 +491,12 @@ int main(void) {
   unsetenv("MLFLOW_RUN_ID");
   unsetenv("MLFLOW_EXPERIMENT_NAME");
 
-  mlflow_config cfg;
-  test_config(&cfg, g_uri);
-  mlflow_client *c = NULL;
-  mlflow_error e;
-  REQUIRE(mlflow_client_new(&c, &cfg, &e) == MLFLOW_OK);
+  mlflow_client *c = test_client_of(g_uri);
   char digest[65] = "";
   full_run(c, digest);
   sigterm_run(c);
   cond_run(c);
   mlflow_client_free(c);
-  mlflow_config_free(&cfg);
   test_drop_tmp(GF_TEST_TMP);
   return check_report();
 }

@@ -88,9 +88,7 @@ int main(void) {
   tu_fresh_dir(GF_TEST_TMP);
   test_unique(g_exp, sizeof g_exp, "train-promote");
   test_unique(g_model, sizeof g_model, "train-promote-model");
-  mlflow_config cfg;
-  test_config(&cfg, uri);
-  mlflow_client *c = test_client(&cfg);
+  mlflow_client *c = test_client_of(uri);
   free(uri);
 
   char r1[33], r2[33], r3[33];
@@ -145,7 +143,6 @@ int main(void) {
   mlflow_registered_model_delete(c, g_model, &e);
   test_drop_artifacts(c, g_exp);
   mlflow_client_free(c);
-  mlflow_config_free(&cfg);
   test_drop_tmp(GF_TEST_TMP);
   return check_report();
 }

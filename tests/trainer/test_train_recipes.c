@@ -724,9 +724,7 @@ int main(void) {
   const char *wrong = getenv("GF_RECIPES_WRONG_2RANK");
   s.wrong_2rank = wrong && *wrong && strcmp(wrong, "0") != 0;
   tu_trainer_test_start(GF_TEST_TMP);
-  mlflow_config cfg;
-  test_config(&cfg, s.uri);
-  s.mc = test_client(&cfg);
+  s.mc = test_client_of(s.uri);
   char ema_model[160], raw_model[160];
   test_unique(ema_model, sizeof ema_model, "recipes-ema");
   test_unique(raw_model, sizeof raw_model, "recipes-raw");
@@ -775,7 +773,6 @@ int main(void) {
   test_drop_artifacts(s.mc, ref.exp);
   if (wgan_final[0]) test_drop_artifacts(s.mc, wgan.exp);
   mlflow_client_free(s.mc);
-  mlflow_config_free(&cfg);
   fprintf(stderr, "test_train_recipes: %.1f s in all\n", mono_s() - t_all);
   test_drop_tmp(GF_TEST_TMP);
   return check_report();
