@@ -18,13 +18,13 @@
 #include <sys/stat.h>
 
 #include "check.h"
+#include "fashion.h"
 #include "gf/checkpoint.h"
 #include "gf/feat_cache.h"
 #include "gf/safetensors.h"
 #include "mlflow_test.h"
 #include "proc_util.h"
 
-#define FASHION "/usr/share/datasets/fashion-mnist"
 
 static char g_exp[128], g_model[128];
 
@@ -184,10 +184,7 @@ static void expect_fail(const char *tag, const char *const *args, int want,
 
 int main(void) {
   struct stat sb;
-  if (stat(FASHION "/train-images-idx3-ubyte.gz", &sb) != 0) {
-    fprintf(stderr, "%s missing: install dataset-fashion-mnist\n", FASHION);
-    return 1;
-  }
+  if (!tu_have_fashion()) return 1;
   char *uri = test_mlflow_uri();
   setenv("MLFLOW_TRACKING_URI", uri, 1);
   unsetenv("MLFLOW_RUN_ID");

@@ -14,12 +14,12 @@
 #include <sys/stat.h>
 
 #include "check.h"
+#include "fashion.h"
 #include "gf/checkpoint.h"
 #include "mlflow_test.h"
 #include "proc_util.h"
 #include "train_test_util.h"
 
-#define FASHION "/usr/share/datasets/fashion-mnist"
 
 static char g_exp[128];
 
@@ -75,11 +75,7 @@ static void check_once(mlflow_client *c, const char *run, const char *key,
 }
 
 int main(void) {
-  struct stat sb;
-  if (stat(FASHION "/train-images-idx3-ubyte.gz", &sb) != 0) {
-    fprintf(stderr, "%s missing: install dataset-fashion-mnist\n", FASHION);
-    return 1;
-  }
+  if (!tu_have_fashion()) return 1;
   char *uri = test_mlflow_uri();
   setenv("MLFLOW_TRACKING_URI", uri, 1);
   unsetenv("MLFLOW_RUN_ID");

@@ -48,6 +48,7 @@
 
 #include "check.h"
 #include "cluster_util.h"
+#include "fashion.h"
 #include "file_util.h"
 #include "gf/checkpoint.h"
 #include "gf/heartbeat.h"
@@ -56,7 +57,6 @@
 #include "train_test_util.h"
 #include "wait_util.h"
 
-#define FASHION "/usr/share/datasets/fashion-mnist"
 #define STEPS 80       /* the jobs' steps; the final checkpoint is ckpt-<STEPS> */
 #define CKPT_EVERY 20  /* --checkpoint-every */
 #define SLURM_FIXTURE GF_SOURCE_DIR "/tests/support/slurm_fixture.sh"
@@ -283,11 +283,7 @@ static int count_lines(const char *log, const char *needle) {
 
 int main(void) {
   double t_all = mono_s();
-  struct stat sb;
-  if (stat(FASHION "/train-images-idx3-ubyte.gz", &sb) != 0) {
-    fprintf(stderr, "%s missing: install dataset-fashion-mnist\n", FASHION);
-    return 1;
-  }
+  if (!tu_have_fashion()) return 1;
   char *uri = test_mlflow_uri();
   tu_fresh_dir(GF_TEST_TMP);
   unsetenv("MLFLOW_RUN_ID");

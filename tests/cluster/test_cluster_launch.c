@@ -39,6 +39,7 @@
 
 #include "check.h"
 #include "cluster_util.h"
+#include "fashion.h"
 #include "file_util.h"
 #include "gf/checkpoint.h"
 #include "gf/safetensors.h"
@@ -47,7 +48,6 @@
 #include "train_test_util.h"
 #include "wait_util.h"
 
-#define FASHION "/usr/share/datasets/fashion-mnist"
 #define STEPS 300
 #define STEPS_S "300"
 #define HANG "5"        /* --hang-timeout of the agents */
@@ -314,11 +314,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s ref|kill|cut|stall\n", argv[0]);
     return 2;
   }
-  struct stat sb;
-  if (stat(FASHION "/train-images-idx3-ubyte.gz", &sb) != 0) {
-    fprintf(stderr, "%s missing: install dataset-fashion-mnist\n", FASHION);
-    return 1;
-  }
+  if (!tu_have_fashion()) return 1;
   unsetenv("MLFLOW_RUN_ID");
   unsetenv("MLFLOW_EXPERIMENT_NAME");
   char *uri = test_mlflow_uri();

@@ -30,6 +30,7 @@
 
 #include "check.h"
 #include "cluster_util.h"
+#include "fashion.h"
 #include "file_util.h"
 #include "gf/checkpoint.h"
 #include "gf/comm.h"
@@ -38,7 +39,6 @@
 #include "proc_util.h"
 #include "train_test_util.h"
 
-#define FASHION "/usr/share/datasets/fashion-mnist"
 #define STEPS 10 /* the job's steps; its final checkpoint is ckpt-<STEPS> */
 #define STEPS_S "10"
 
@@ -84,11 +84,7 @@ int main(void) {
     fprintf(stderr, "SKIP: no MPI in this build or no mpirun (%s)\n", mpirun);
     return 77;
   }
-  struct stat sb;
-  if (stat(FASHION "/train-images-idx3-ubyte.gz", &sb) != 0) {
-    fprintf(stderr, "%s missing: install dataset-fashion-mnist\n", FASHION);
-    return 1;
-  }
+  if (!tu_have_fashion()) return 1;
   char *uri = test_mlflow_uri();
   tu_fresh_dir(GF_TEST_TMP);
   char dir[1024];

@@ -165,9 +165,7 @@ static void test_running_by_hand(gf_ctx *ctx) {
 
 int main(void) {
   gf_ctx ctx;
-  gf_err e = {0};
-  gf_ctx_config cfg = {GF_BACKEND_CPU, 2, 0, GF_CPU_LAYOUT_AUTO};
-  REQUIRE(gf_ctx_init(&ctx, &cfg, &e) == GF_OK);
+  kt_cpu_ctx(&ctx, 2);
   kt_rng rng = {4242};
   run_case(&ctx, 8, 5, 0, 0, 1, &rng);   /* BatchNorm1d */
   run_case(&ctx, 3, 7, 0, 0, 0, &rng);   /* 1d, not affine, odd */

@@ -326,9 +326,7 @@ static void test_validation(gf_ctx *ctx) {
 
 int main(void) {
   gf_ctx ctx;
-  gf_err e = {0};
-  gf_ctx_config cfg = {GF_BACKEND_CPU, 2, 0, GF_CPU_LAYOUT_AUTO};
-  REQUIRE(gf_ctx_init(&ctx, &cfg, &e) == GF_OK);
+  kt_cpu_ctx(&ctx, 2);
   kt_rng rng = {777};
   run_case(&ctx, 8, 4, 5, 0, 0, 1, 1, &rng);    /* BatchNorm1d */
   run_case(&ctx, 7, 3, 3, 0, 0, 0, 0, &rng);    /* 1d, not affine, 3 + 4 */

@@ -25,8 +25,7 @@ static double loss(void *u) {
 
 int main(void) {
   gf_ctx ctx;
-  gf_ctx_config cfg = {GF_BACKEND_CPU, 2, 0, GF_CPU_LAYOUT_AUTO};
-  REQUIRE(gf_ctx_init(&ctx, &cfg, NULL) == GF_OK);
+  kt_cpu_ctx(&ctx, 2);
   kt_rng rng = {5};
   ref_conv g = {2, 3, 6, 6, 4, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0};
   ref_conv_out(&g);

@@ -250,9 +250,7 @@ static void test_errors(gf_ctx *ctx) {
 
 int main(void) {
   gf_ctx ctx;
-  gf_err e = {0};
-  gf_ctx_config cfg = {GF_BACKEND_CPU, 2, 0, GF_CPU_LAYOUT_AUTO};
-  REQUIRE(gf_ctx_init(&ctx, &cfg, &e) == GF_OK);
+  kt_cpu_ctx(&ctx, 2);
   kt_rng rng = {12345};
   for (size_t i = 0; i < sizeof conv_cases / sizeof *conv_cases; i++)
     run_case(&ctx, &conv_cases[i], 0, &rng);

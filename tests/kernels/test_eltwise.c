@@ -308,9 +308,7 @@ static void test_fill_copy(gf_ctx *ctx) {
 
 int main(void) {
   gf_ctx ctx;
-  gf_err e = {0};
-  gf_ctx_config cfg = {GF_BACKEND_CPU, 2, 0, GF_CPU_LAYOUT_AUTO};
-  REQUIRE(gf_ctx_init(&ctx, &cfg, &e) == GF_OK);
+  kt_cpu_ctx(&ctx, 2);
   kt_rng rng = {99};
   test_activations(&ctx, &rng);
   test_dropout(&ctx, &rng);

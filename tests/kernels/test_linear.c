@@ -123,9 +123,7 @@ static void test_errors(gf_ctx *ctx) {
 
 int main(void) {
   gf_ctx ctx;
-  gf_err e = {0};
-  gf_ctx_config cfg = {GF_BACKEND_CPU, 2, 0, GF_CPU_LAYOUT_AUTO};
-  REQUIRE(gf_ctx_init(&ctx, &cfg, &e) == GF_OK);
+  kt_cpu_ctx(&ctx, 2);
   kt_rng rng = {777};
   run_case(&ctx, 4, 7, 5, 1, &rng);
   run_case(&ctx, 1, 3, 9, 1, &rng);   /* batch 1 */

@@ -46,13 +46,13 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fashion.h"
 #include "file_util.h"
 #include "gf/checkpoint.h"
 #include "gf/heartbeat.h"
 #include "mlflow_test.h"
 #include "train_test_util.h"
 
-#define FASHION "/usr/share/datasets/fashion-mnist"
 #define STEPS 80
 #define EVERY 5 /* --log-every and --checkpoint-every */
 #define HANG_TIMEOUT 4.0
@@ -695,12 +695,7 @@ static void scenario_watchdog(void) {
 }
 
 int main(void) {
-  struct stat sb;
-  if (stat(FASHION, &sb) != 0) {
-    fprintf(stderr, "Fashion-MNIST not found at %s (install "
-            "dataset-fashion-mnist)\n", FASHION);
-    return 1;
-  }
+  if (!tu_have_fashion()) return 1;
   char *uri = test_mlflow_uri();
   snprintf(g_uri, sizeof g_uri, "%s", uri);
   free(uri);

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fashion.h"
 #include "file_util.h"
 #include "gf/checkpoint.h"
 #include "gf/heartbeat.h"
@@ -35,7 +36,6 @@
 #include "proc_util.h"
 #include "train_test_util.h"
 
-#define FASHION "/usr/share/datasets/fashion-mnist"
 
 /* ---- unit ---------------------------------------------------------------- */
 
@@ -666,12 +666,7 @@ static void e2e_follow(const job *ref) {
 }
 
 static int e2e(void) {
-  struct stat sb;
-  if (stat(FASHION, &sb) != 0) {
-    fprintf(stderr, "Fashion-MNIST not found at %s (install "
-            "dataset-fashion-mnist)\n", FASHION);
-    return 1;
-  }
+  if (!tu_have_fashion()) return 1;
   char *uri = test_mlflow_uri();
   snprintf(g_uri, sizeof g_uri, "%s", uri);
   free(uri);

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fashion.h"
 #include "file_util.h"
 #include "gf/checkpoint.h"
 #include "gf/safetensors.h"
@@ -35,7 +36,6 @@
 #include "train_test_util.h"
 #include "wait_util.h"
 
-#define FASHION "/usr/share/datasets/fashion-mnist"
 
 typedef struct cmd {
   char *argv[64];
@@ -244,11 +244,7 @@ static void test_badnode(const char *uri) {
 }
 
 int main(int argc, char **argv) {
-  struct stat sb;
-  if (stat(FASHION "/train-images-idx3-ubyte.gz", &sb) != 0) {
-    fprintf(stderr, "%s missing: install dataset-fashion-mnist\n", FASHION);
-    return 1;
-  }
+  if (!tu_have_fashion()) return 1;
   unsetenv("MLFLOW_RUN_ID");
   unsetenv("MLFLOW_EXPERIMENT_NAME");
   unsetenv("PET_NNODES");

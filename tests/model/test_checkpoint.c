@@ -6,7 +6,6 @@
  * garbled, empty, misnamed and temporary files, and `ganflow inspect` on a
  * checkpoint and a model directory (through gf_inspect_print and the built
  * binary, whose path is argv[1]). */
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,18 +35,6 @@ static void ckpt_path(char *buf, size_t cap, const char *dir, long long step) {
   char name[64];
   snprintf(name, sizeof name, GF_CKPT_NAME_FMT, step);
   snprintf(buf, cap, "%s/%s", dir, name);
-}
-
-/* Entries of dir whose name contains needle. */
-static int count_names(const char *dir, const char *needle) {
-  DIR *d = opendir(dir);
-  if (!d) return -1;
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)))
-    if (strstr(e->d_name, needle)) n++;
-  closedir(d);
-  return n;
 }
 
 /* The whole of stream f (rewound first) as a malloc'd string. */
@@ -318,14 +305,14 @@ static void test_keep(gf_ctx *ctx, const gf_model_config *cfg) {
     ckpt_path(p, sizeof p, dir, s);
     CHECKF(file_exists(p) == (s >= 3), "step %d", s);
   }
-  CHECK_INT_EQ(count_names(dir, ".tmp."), 0);
-  CHECK_INT_EQ(count_names(dir, "notes.txt"), 1);
+  CHECK_INT_EQ(tu_count_names(dir, ".tmp."), 0);
+  CHECK_INT_EQ(tu_count_names(dir, "notes.txt"), 1);
   /* keep 0 keeps everything. */
   for (int s = 6; s <= 7; s++) {
     meta_for(&m, &g, s);
     REQUIRE(gf_checkpoint_save(dir, &g, &m, 0, NULL, 0, &err) == GF_OK);
   }
-  CHECK_INT_EQ(count_names(dir, ".safetensors"), 5);
+  CHECK_INT_EQ(tu_count_names(dir, ".safetensors"), 5);
   /* Saving an older step (resumed from it) makes it the newest: the
    * higher steps of the abandoned timeline go. */
   meta_for(&m, &g, 4);

@@ -21,11 +21,11 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fashion.h"
 #include "proc_util.h"
 #include "gf/generator.h"
 #include "mlflow_test.h"
 
-#define FASHION "/usr/share/datasets/fashion-mnist"
 #define MODEL "pyfunc-it-dcgan"
 #define ALIAS "pyfunc"
 #define PYFUNC_IMG_TOL 1e-4

@@ -18,11 +18,11 @@
 #include <cjson/cJSON.h>
 
 #include "check.h"
+#include "fashion.h"
 #include "proc_util.h"
 #include "mlflow_test.h"
 #include "serve_test_util.h"
 
-#define FASHION "/usr/share/datasets/fashion-mnist"
 #define MODEL "e2e-fashion-mlp"
 
 /* Runs argv (NULL-terminated) with output into log; returns exit status. */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fashion.h"
 #include "proc_util.h"
 #include "file_util.h"
 #include "gf/checkpoint.h"
@@ -19,7 +20,6 @@
 #include "mlflow_test.h"
 #include "train_test_util.h"
 
-#define FASHION "/usr/share/datasets/fashion-mnist"
 
 static pid_t spawn(const char *log, char *const *argv, const char *uri) {
   return tu_spawn_log(log, argv, "MLFLOW_TRACKING_URI", uri, 1);

@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fashion.h"
 #include "file_util.h"
 #include "gf/checkpoint.h"
 #include "gf/comm.h"
@@ -56,7 +57,6 @@
 #include "train_test_util.h"
 #include "wait_util.h"
 
-#define FASHION "/usr/share/datasets/fashion-mnist"
 #define PRICE "3600" /* USD per slot-hour: cost/usd = slot-seconds */
 #define KILL_AT_S 4.0 /* seconds of training */
 #define STOP_AT_S 2.0
@@ -571,12 +571,7 @@ int main(void) {
   test_ledger();
   test_slots_and_gpus();
   test_price_flags();
-  struct stat sb;
-  if (stat(FASHION "/train-images-idx3-ubyte.gz", &sb) != 0) {
-    fprintf(stderr, "%s missing: install dataset-fashion-mnist "
-            "(deploy/install-deps.sh)\n", FASHION);
-    return 1;
-  }
+  if (!tu_have_fashion()) return 1;
   unsetenv("GANFLOW_INSTANCE_KIND");
   char *uri = test_mlflow_uri();
   mlflow_client *mc = test_client_of(uri);

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fashion.h"
 #include "file_util.h"
 #include "gf/comm.h"
 #include "gf/checkpoint.h"
@@ -40,7 +41,6 @@
 #include "mlflow_test.h"
 #include "train_test_util.h"
 
-#define FASHION "/usr/share/datasets/fashion-mnist"
 #define LOG_EVERY 5
 
 /* Scenario 1's criterion. The 2-rank and the 1-rank runs compute the same
@@ -506,11 +506,7 @@ int main(void) {
     return 77;
   }
   snprintf(g_mpirun, sizeof g_mpirun, "%s", mpirun);
-  struct stat sb;
-  if (stat(FASHION "/train-images-idx3-ubyte.gz", &sb) != 0) {
-    fprintf(stderr, "%s missing: install dataset-fashion-mnist\n", FASHION);
-    return 1;
-  }
+  if (!tu_have_fashion()) return 1;
   char *uri = test_mlflow_uri();
   snprintf(g_uri, sizeof g_uri, "%s", uri);
   free(uri);

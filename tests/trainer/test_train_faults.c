@@ -59,13 +59,13 @@
 #include <time.h>
 
 #include "check.h"
+#include "fashion.h"
 #include "gf/checkpoint.h"
 #include "gf/safetensors.h"
 #include "gf/train.h"
 #include "mlflow_test.h"
 #include "train_test_util.h"
 
-#define FASHION "/usr/share/datasets/fashion-mnist"
 #define REF_STEPS 120
 #define LOG_EVERY 5
 #define CKPT_EVERY 10
@@ -907,12 +907,7 @@ static void inflight_scenario(mlflow_client *c) {
 
 int main(void) {
   double t_all = mono_s();
-  struct stat sb;
-  if (stat(FASHION "/train-images-idx3-ubyte.gz", &sb) != 0) {
-    fprintf(stderr, "%s missing: install dataset-fashion-mnist "
-            "(deploy/install-deps.sh)\n", FASHION);
-    return 1;
-  }
+  if (!tu_have_fashion()) return 1;
   const char *seed = getenv("GF_FAULTS_SEED");
   g_rng = seed && *seed ? strtoull(seed, NULL, 0) : 20240611u;
   const char *ref_seed = getenv("GF_FAULTS_REF_SEED");

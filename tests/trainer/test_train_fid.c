@@ -18,12 +18,12 @@
 #include <sys/stat.h>
 
 #include "check.h"
+#include "fashion.h"
 #include "file_util.h"
 #include "mlflow/artifacts.h"
 #include "mlflow_test.h"
 #include "proc_util.h"
 
-#define FASHION "/usr/share/datasets/fashion-mnist"
 #define NETWORK "/usr/local/share/ganflow/fid/inception-v3-2015-12-05.safetensors"
 
 static mlflow_client *g_mc;

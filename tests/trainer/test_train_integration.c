@@ -25,13 +25,13 @@
 #include <time.h>
 
 #include "check.h"
+#include "fashion.h"
 #include "proc_util.h"
 #include "gf/checkpoint.h"
 #include "gf/mlmodel.h"
 #include "gf/safetensors.h"
 #include "mlflow_test.h"
 
-#define FASHION "/usr/share/datasets/fashion-mnist"
 
 static char g_uri[512];
 
@@ -473,12 +473,7 @@ static void cond_run(mlflow_client *c) {
 }
 
 int main(void) {
-  struct stat sb;
-  if (stat(FASHION "/train-images-idx3-ubyte.gz", &sb) != 0) {
-    fprintf(stderr, "%s missing: install dataset-fashion-mnist "
-            "(deploy/install-deps.sh)\n", FASHION);
-    return 1;
-  }
+  if (!tu_have_fashion()) return 1;
   char *uri = test_mlflow_uri();
   snprintf(g_uri, sizeof g_uri, "%s", uri);
   free(uri);

@@ -15,10 +15,10 @@
 #include <sys/wait.h>
 
 #include "check.h"
+#include "fashion.h"
 #include "proc_util.h"
 #include "mlflow_test.h"
 
-#define FASHION "/usr/share/datasets/fashion-mnist"
 
 static char g_model[128], g_exp[128];
 
@@ -76,11 +76,7 @@ static char *alias_version(mlflow_client *c, const char *alias) {
 }
 
 int main(void) {
-  struct stat sb;
-  if (stat(FASHION "/train-images-idx3-ubyte.gz", &sb) != 0) {
-    fprintf(stderr, "%s missing: install dataset-fashion-mnist\n", FASHION);
-    return 1;
-  }
+  if (!tu_have_fashion()) return 1;
   char *uri = test_mlflow_uri();
   setenv("MLFLOW_TRACKING_URI", uri, 1);
   unsetenv("MLFLOW_RUN_ID");

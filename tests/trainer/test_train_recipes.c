@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fashion.h"
 #include "file_util.h"
 #include "gf/checkpoint.h"
 #include "gf/comm.h"
@@ -59,7 +60,6 @@
 #include "train_test_util.h"
 #include "wait_util.h"
 
-#define FASHION "/usr/share/datasets/fashion-mnist"
 #define STEPS 16
 #define LOG_EVERY 2
 #define CKPT_EVERY 4 /* the killed run's; the others write only their last */
@@ -709,12 +709,7 @@ int main(void) {
   const char *mpirun = GF_MPIEXEC;
   if (!gf_comm_built(GF_COMM_MPI) || !*mpirun || access(mpirun, X_OK) != 0)
     SKIP_TEST("no MPI in this build or no mpirun (%s)", mpirun);
-  struct stat sb;
-  if (stat(FASHION "/train-images-idx3-ubyte.gz", &sb) != 0) {
-    fprintf(stderr, "%s missing: install dataset-fashion-mnist "
-            "(deploy/install-deps.sh)\n", FASHION);
-    return 1;
-  }
+  if (!tu_have_fashion()) return 1;
   suite s;
   memset(&s, 0, sizeof s);
   snprintf(s.mpirun, sizeof s.mpirun, "%s", mpirun);
