@@ -102,12 +102,7 @@ static void train(const char *dir, char run_id[33]) {
     free(t);
   }
   REQUIRE(rc == 0);
-  char path[1300];
-  snprintf(path, sizeof path, "%s/run_id", dir);
-  char *id = test_read_text(path);
-  REQUIRE(id && strlen(id) == 32);
-  snprintf(run_id, 33, "%s", id);
-  free(id);
+  test_run_id_file(dir, run_id, 33);
 }
 
 /* A copy of checkpoint src at dst whose config says `channels` image
@@ -186,9 +181,7 @@ int main(void) {
   struct stat sb;
   if (!tu_have_fashion()) return 1;
   char *uri = test_mlflow_uri();
-  setenv("MLFLOW_TRACKING_URI", uri, 1);
-  unsetenv("MLFLOW_RUN_ID");
-  unsetenv("MLFLOW_EXPERIMENT_NAME");
+  test_tracking_env(uri);
   unsetenv("GANFLOW_INCEPTION");
   tu_fresh_dir(GF_TEST_TMP);
   setenv("GANFLOW_CACHE_DIR", GF_TEST_TMP, 1);

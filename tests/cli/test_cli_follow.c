@@ -77,9 +77,7 @@ static void check_once(mlflow_client *c, const char *run, const char *key,
 int main(void) {
   if (!tu_have_fashion()) return 1;
   char *uri = test_mlflow_uri();
-  setenv("MLFLOW_TRACKING_URI", uri, 1);
-  unsetenv("MLFLOW_RUN_ID");
-  unsetenv("MLFLOW_EXPERIMENT_NAME");
+  test_tracking_env(uri);
   unsetenv("GANFLOW_INCEPTION");
   tu_fresh_dir(GF_TEST_TMP);
   setenv("GANFLOW_CACHE_DIR", GF_TEST_TMP, 1);

@@ -286,8 +286,7 @@ int main(void) {
   if (!tu_have_fashion()) return 1;
   char *uri = test_mlflow_uri();
   tu_fresh_dir(GF_TEST_TMP);
-  unsetenv("MLFLOW_RUN_ID");
-  unsetenv("MLFLOW_EXPERIMENT_NAME");
+  test_tracking_env(NULL);
   unsetenv("SLURM_CONF");
   char cdir[1024];
   snprintf(cdir, sizeof cdir, "%s/cluster", GF_TEST_TMP);

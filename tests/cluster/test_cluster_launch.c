@@ -315,8 +315,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (!tu_have_fashion()) return 1;
-  unsetenv("MLFLOW_RUN_ID");
-  unsetenv("MLFLOW_EXPERIMENT_NAME");
+  test_tracking_env(NULL);
   char *uri = test_mlflow_uri();
   int rc = 2;
   if (strcmp(argv[1], "ref") == 0) {

@@ -89,8 +89,7 @@ int main(void) {
   tu_fresh_dir(GF_TEST_TMP);
   char dir[1024];
   snprintf(dir, sizeof dir, "%s/cluster", GF_TEST_TMP);
-  unsetenv("MLFLOW_RUN_ID");
-  unsetenv("MLFLOW_EXPERIMENT_NAME");
+  test_tracking_env(NULL);
   /* The cluster and the way in for MLflow. */
   int rc = tc_up(GF_CLUSTER_SH, dir, 2);
   if (rc) return rc;

@@ -245,8 +245,7 @@ static void test_badnode(const char *uri) {
 
 int main(int argc, char **argv) {
   if (!tu_have_fashion()) return 1;
-  unsetenv("MLFLOW_RUN_ID");
-  unsetenv("MLFLOW_EXPERIMENT_NAME");
+  test_tracking_env(NULL);
   unsetenv("PET_NNODES");
   char *uri = test_mlflow_uri();
   tu_fresh_dir(GF_TEST_TMP);

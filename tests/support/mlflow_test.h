@@ -76,6 +76,26 @@ static inline mlflow_client *test_client(const mlflow_config *cfg) {
   return c;
 }
 
+/* The run id ganflow-train left in dir/run_id (32 characters, REQUIREd)
+ * into out[cap] (cap >= 33). */
+static inline void test_run_id_file(const char *dir, char *out, size_t cap) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/run_id", dir);
+  char *id = test_read_text(path);
+  REQUIRE(id && strlen(id) == 32 && cap > 32);
+  snprintf(out, cap, "%s", id);
+  free(id);
+}
+
+/* The tracking environment the test's ganflow processes inherit:
+ * MLFLOW_TRACKING_URI=uri (left as it is when uri is NULL), and no
+ * MLFLOW_RUN_ID or MLFLOW_EXPERIMENT_NAME from the shell that ran ctest. */
+static inline void test_tracking_env(const char *uri) {
+  if (uri) setenv("MLFLOW_TRACKING_URI", uri, 1);
+  unsetenv("MLFLOW_RUN_ID");
+  unsetenv("MLFLOW_EXPERIMENT_NAME");
+}
+
 /* A client of the server at uri with test_config's settings (the client
  * keeps its own copy of them); exits 1 when it cannot be made. The caller
  * owns the client (mlflow_client_free). */

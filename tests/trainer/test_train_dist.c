@@ -513,8 +513,7 @@ int main(void) {
   tu_fresh_dir(GF_TEST_TMP);
   atexit(tu_kill_child_at_exit);
   signal(SIGPIPE, SIG_IGN);
-  unsetenv("MLFLOW_RUN_ID");
-  unsetenv("MLFLOW_EXPERIMENT_NAME");
+  test_tracking_env(NULL);
   mlflow_client *mc = test_client_of(g_uri);
 
   const char *only = getenv("GF_DIST_ONLY");

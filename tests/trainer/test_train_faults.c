@@ -387,12 +387,7 @@ static void sigkill_scenario(mlflow_client *c) {
       break;
     }
     if (seg == 0) {
-      char path[1200];
-      snprintf(path, sizeof path, "%s/run_id", dir);
-      char *id = test_read_text(path);
-      REQUIRE(id && strlen(id) == 32);
-      snprintf(first_run_id, sizeof first_run_id, "%s", id);
-      free(id);
+      test_run_id_file(dir, first_run_id, sizeof first_run_id);
     } else if (ckpt_before >= 0) {
       CHECKF(log_contains(log, "resuming from"),
              "segment %d did not resume (log %s)", seg, log);
@@ -479,12 +474,8 @@ static void corrupt_scenario(mlflow_client *c, bool truncate_it) {
   free(text);
   CHECKF(k >= target && k < REF_STEPS, "%s: stop message step %ld (signal "
          "after step %ld)", what, k, target);
-  char path[1200], latest[1200], first_run_id[64] = "";
-  snprintf(path, sizeof path, "%s/run_id", dir);
-  char *id = test_read_text(path);
-  REQUIRE(id && strlen(id) == 32);
-  snprintf(first_run_id, sizeof first_run_id, "%s", id);
-  free(id);
+  char latest[1200], first_run_id[64] = "";
+  test_run_id_file(dir, first_run_id, sizeof first_run_id);
   gf_ckpt_meta meta;
   gf_err gerr;
   REQUIRE(gf_checkpoint_find_latest(dir, latest, sizeof latest, &meta, NULL,
@@ -923,8 +914,7 @@ int main(void) {
   tu_fresh_dir(GF_TEST_TMP);
   atexit(kill_child_at_exit);
   signal(SIGPIPE, SIG_IGN);
-  unsetenv("MLFLOW_RUN_ID");
-  unsetenv("MLFLOW_EXPERIMENT_NAME");
+  test_tracking_env(NULL);
 
   mlflow_client *c = test_client_of(g_uri);
 

@@ -199,8 +199,7 @@ int main(void) {
             "installs both\n", NETWORK);
     return 1;
   }
-  unsetenv("MLFLOW_RUN_ID");
-  unsetenv("MLFLOW_EXPERIMENT_NAME");
+  test_tracking_env(NULL);
   char *uri = test_mlflow_uri();
   setenv("MLFLOW_TRACKING_URI", uri, 1);
   g_mc = test_client_of(uri);

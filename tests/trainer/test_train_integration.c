@@ -483,8 +483,7 @@ int main(void) {
    * for well under half a second, and the run must still hold system/
    * samples. */
   setenv("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL", "0.05", 1);
-  unsetenv("MLFLOW_RUN_ID");
-  unsetenv("MLFLOW_EXPERIMENT_NAME");
+  test_tracking_env(NULL);
 
   mlflow_client *c = test_client_of(g_uri);
   char digest[65] = "";

@@ -42,12 +42,7 @@ static void train(const char *seed, const char *gate, const char *name,
   fprintf(stderr, "---- %s (exit %d) ----\n%s\n", name, rc,
               text ? text : "(no log)");
   free(text);
-  char path[1200];
-  snprintf(path, sizeof path, "%s/run_id", dir);
-  char *id = test_read_text(path);
-  REQUIRE(id && strlen(id) == 32);
-  snprintf(run_id, 33, "%s", id);
-  free(id);
+  test_run_id_file(dir, run_id, 33);
 }
 
 /* The run's status must be FINISHED; returns its ganflow.promotion tag
@@ -78,9 +73,7 @@ static char *alias_version(mlflow_client *c, const char *alias) {
 int main(void) {
   if (!tu_have_fashion()) return 1;
   char *uri = test_mlflow_uri();
-  setenv("MLFLOW_TRACKING_URI", uri, 1);
-  unsetenv("MLFLOW_RUN_ID");
-  unsetenv("MLFLOW_EXPERIMENT_NAME");
+  test_tracking_env(uri);
   tu_fresh_dir(GF_TEST_TMP);
   test_unique(g_exp, sizeof g_exp, "train-promote");
   test_unique(g_model, sizeof g_model, "train-promote-model");
