@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "file_util.h"
 #include "gf/checkpoint.h"
 #include "gf/gan.h"
 
@@ -129,22 +130,6 @@ static int child(const char *dir, int resume, int64_t from, int64_t to, int die,
   return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 
-static unsigned char *slurp(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *b = malloc((size_t)len + 1);
-  if (b && fread(b, 1, (size_t)len, f) != (size_t)len) {
-    free(b);
-    b = NULL;
-  }
-  fclose(f);
-  *n = (size_t)len;
-  return b;
-}
-
 int main(int argc, char **argv) {
   use_cuda = argc > 1 && strcmp(argv[1], "cuda") == 0;
   if (child(NULL, 0, 0, 0, 0, 1) == 77) return 77;
@@ -168,8 +153,7 @@ int main(int argc, char **argv) {
   CHECK_INT_EQ(ma.step, N_STEPS);
   CHECK_INT_EQ(mb.step, N_STEPS);
   size_t na = 0, nb = 0;
-  unsigned char *a = slurp(pa, &na), *b = slurp(pb, &nb);
-  REQUIRE(a && b);
+  unsigned char *a = tu_read(pa, &na), *b = tu_read(pb, &nb);
   CHECKF(na == nb && memcmp(a, b, na) == 0,
          "%s: resumed ckpt-%d differs from the uninterrupted run's (%zu vs %zu bytes)",
          use_cuda ? "cuda" : "cpu", N_STEPS, nb, na);

@@ -3,7 +3,8 @@
  * byte-for-byte checkpoint comparison and the exactly-once check of a
  * metric's history in MLflow; starting the trainer in a process group of
  * its own, tracked so that it dies with the test, and killing it past a
- * checkpoint. Header-only (static functions); include after check.h,
+ * checkpoint; a trainer's command line and scratch paths (tu_cmd, tu_job).
+ * Header-only (static functions); include after check.h,
  * gf/checkpoint.h, gf/safetensors.h and mlflow_test.h. */
 #ifndef GF_TRAIN_TEST_UTIL_H
 #define GF_TRAIN_TEST_UTIL_H
@@ -204,6 +205,92 @@ static inline int tu_kill_past(pid_t pid, const char *dir, long ckpt,
   return rc;
 }
 
+/* The runs of experiment exp: how many (-1: no such experiment), the
+ * status and id of the first into *status and id (may be NULL). */
+static inline int tu_exp_runs(mlflow_client *mc, const char *exp,
+                              mlflow_run_status *status, char *id,
+                              size_t cap) {
+  mlflow_experiment x;
+  mlflow_error e;
+  mlflow_status ms = mlflow_experiment_get_by_name(mc, exp, &x, &e);
+  if (ms == MLFLOW_E_NOT_FOUND) return -1;
+  CHECKF(ms == MLFLOW_OK, "experiment %s: %s", exp, e.message);
+  if (ms != MLFLOW_OK) return -2;
+  const char *ids[1] = {x.experiment_id};
+  mlflow_run_list l;
+  ms = mlflow_runs_search(mc, ids, 1, NULL, NULL, 0, NULL, &l, &e);
+  mlflow_experiment_free(&x);
+  CHECKF(ms == MLFLOW_OK, "runs/search in %s: %s", exp, e.message);
+  if (ms != MLFLOW_OK) return -2;
+  if (l.count && status) *status = l.runs[0].info.status;
+  if (l.count && id) snprintf(id, cap, "%s", l.runs[0].info.run_id);
+  int n = (int)l.count;
+  mlflow_run_list_free(&l);
+  return n;
+}
+
+/* The experiment holds one run, with status want; its id into id. */
+static inline void tu_one_run(mlflow_client *mc, const char *exp,
+                              mlflow_run_status want, char *id, size_t cap,
+                              const char *what) {
+  mlflow_run_status st = 0;
+  id[0] = '\0';
+  int n = tu_exp_runs(mc, exp, &st, id, cap);
+  CHECKF(n == 1, "%s: %d runs in %s, want 1", what, n, exp);
+  CHECKF(n != 1 || st == want, "%s: run is %s, want %s", what,
+         mlflow_run_status_name(st), mlflow_run_status_name(want));
+}
+
+/* A trainer's command line: argv (NULL-terminated) points into the
+ * caller's strings and into store, which holds the numbers tu_num
+ * formats. */
+typedef struct tu_cmd {
+  char *argv[96];
+  int n;
+  char store[8][128];
+  int ns;
+} tu_cmd;
+
+static inline void tu_add(tu_cmd *c, const char *a) {
+  REQUIRE(c->n < 95);
+  c->argv[c->n++] = (char *)a;
+  c->argv[c->n] = NULL;
+}
+
+/* Each of the NULL-terminated flags (none when flags is NULL). */
+static inline void tu_add_all(tu_cmd *c, const char *const *flags) {
+  for (; flags && *flags; flags++) tu_add(c, *flags);
+}
+
+/* v in decimal, kept in c's store (8 numbers a command at most). */
+static inline const char *tu_num(tu_cmd *c, long v) {
+  REQUIRE(c->ns < 8);
+  snprintf(c->store[c->ns], sizeof c->store[c->ns], "%ld", v);
+  return c->store[c->ns++];
+}
+
+/* One ganflow-train job: its name, its scratch paths under tmp, a fresh
+ * experiment and its command. */
+typedef struct tu_job {
+  char name[64];
+  char dir[1024]; /* --checkpoint-dir: tmp/name */
+  char log[1100]; /* tmp/name.log */
+  char exp[192];  /* "<prefix>-<name, made unique>" */
+  tu_cmd c;
+} tu_job;
+
+/* j for name, its command empty. */
+static inline void tu_job_init(tu_job *j, const char *tmp, const char *prefix,
+                               const char *name) {
+  memset(j, 0, sizeof *j);
+  snprintf(j->name, sizeof j->name, "%s", name);
+  snprintf(j->dir, sizeof j->dir, "%s/%s", tmp, name);
+  snprintf(j->log, sizeof j->log, "%s/%s.log", tmp, name);
+  char u[160];
+  test_unique(u, sizeof u, name);
+  snprintf(j->exp, sizeof j->exp, "%s-%s", prefix, u);
+}
+
 /* What a test of ganflow-train does first: a fresh tmp, the tracked child
  * killed at exit, SIGPIPE ignored (a server closing early must not end the
  * test) and no MLFLOW_RUN_ID or MLFLOW_EXPERIMENT_NAME from the caller. */
@@ -211,8 +298,7 @@ static inline void tu_trainer_test_start(const char *tmp) {
   tu_fresh_dir(tmp);
   atexit(tu_kill_child_at_exit);
   signal(SIGPIPE, SIG_IGN);
-  unsetenv("MLFLOW_RUN_ID");
-  unsetenv("MLFLOW_EXPERIMENT_NAME");
+  test_tracking_env(NULL);
 }
 
 /* Every tensor of two checkpoints byte-identical: names, dtypes, shapes,

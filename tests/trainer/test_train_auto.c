@@ -42,21 +42,6 @@
 #define KILL_CKPT_EVERY 40
 #define RUN_TIMEOUT_S 300
 
-typedef struct cmd {
-  char *argv[64];
-  int n;
-  char store[8][128];
-  int ns;
-} cmd;
-
-typedef struct job {
-  char name[64];
-  char dir[1024];
-  char log[1100];
-  char exp[192];
-  cmd c;
-} job;
-
 typedef struct suite {
   char uri[512];
   char mpirun[1024];
@@ -68,65 +53,41 @@ typedef struct choice {
   char threads[32], bucket_kb[32], allreduce[32], measured[1024];
 } choice;
 
-static void add(cmd *c, const char *a) {
-  REQUIRE(c->n < 63);
-  c->argv[c->n++] = (char *)a;
-  c->argv[c->n] = NULL;
-}
-
-static const char *str(cmd *c, const char *v) {
-  REQUIRE(c->ns < 8);
-  snprintf(c->store[c->ns], sizeof c->store[c->ns], "%s", v);
-  return c->store[c->ns++];
-}
-
-static void job_init(job *j, const char *name) {
-  memset(j, 0, sizeof *j);
-  snprintf(j->name, sizeof j->name, "%s", name);
-  snprintf(j->dir, sizeof j->dir, "%s/%s", GF_TEST_TMP, name);
-  snprintf(j->log, sizeof j->log, "%s/%s.log", GF_TEST_TMP, name);
-  char u[160];
-  test_unique(u, sizeof u, name);
-  snprintf(j->exp, sizeof j->exp, "auto-%s", u);
+static void job_init(tu_job *j, const char *name) {
+  tu_job_init(j, GF_TEST_TMP, "auto", name);
 }
 
 /* mpirun -np ranks (0: one process), the trainer's fixed flags, checkpoints
  * every ckpt_every (0: the last only). */
-static void job_cmd(job *j, const suite *s, int ranks, int ckpt_every) {
-  cmd *c = &j->c;
+static void job_cmd(tu_job *j, const suite *s, int ranks, int ckpt_every) {
+  tu_cmd *c = &j->c;
   c->n = c->ns = 0;
   if (ranks > 0) {
     const char *mpi[] = {s->mpirun, "--allow-run-as-root", "--oversubscribe",
                          "--bind-to", "none", "-x", "MLFLOW_TRACKING_URI",
                          "-np", NULL};
-    for (int i = 0; mpi[i]; i++) add(c, mpi[i]);
-    char n[16];
-    snprintf(n, sizeof n, "%d", ranks);
-    add(c, str(c, n));
+    tu_add_all(c, mpi);
+    tu_add(c, tu_num(c, ranks));
   }
-  char steps[16], every[16], logs[16];
-  snprintf(steps, sizeof steps, "%d", STEPS);
-  snprintf(every, sizeof every, "%d", ckpt_every);
-  snprintf(logs, sizeof logs, "%d", LOG_EVERY);
   const char *fixed[] = {GF_TRAIN_BIN, "--data", FASHION, "--model", "dcgan",
                          "--width", "8", "--batch", "16", "--seed", "5",
                          "--sample-every", "0", "--eval-every", "0",
                          "--check-every", "20", "--register-model", "",
                          "--keep", "10", NULL};
-  for (int i = 0; fixed[i]; i++) add(c, fixed[i]);
-  add(c, "--steps");
-  add(c, str(c, steps));
-  add(c, "--log-every");
-  add(c, str(c, logs));
-  add(c, "--checkpoint-every");
-  add(c, str(c, every));
-  add(c, "--checkpoint-dir");
-  add(c, j->dir);
-  add(c, "--experiment");
-  add(c, j->exp);
+  tu_add_all(c, fixed);
+  tu_add(c, "--steps");
+  tu_add(c, tu_num(c, STEPS));
+  tu_add(c, "--log-every");
+  tu_add(c, tu_num(c, LOG_EVERY));
+  tu_add(c, "--checkpoint-every");
+  tu_add(c, tu_num(c, ckpt_every));
+  tu_add(c, "--checkpoint-dir");
+  tu_add(c, j->dir);
+  tu_add(c, "--experiment");
+  tu_add(c, j->exp);
 }
 
-static pid_t spawn(const suite *s, const job *j, const char *log) {
+static pid_t spawn(const suite *s, const tu_job *j, const char *log) {
   return tu_spawn_trainer(j->c.argv, log, s->uri, NULL);
 }
 
@@ -134,7 +95,7 @@ static int run_wait(pid_t pid, const char *log) {
   return tu_wait_child(pid, RUN_TIMEOUT_S, log);
 }
 
-static bool run_ok(const suite *s, const job *j, const char *log) {
+static bool run_ok(const suite *s, const tu_job *j, const char *log) {
   if (!log) log = j->log;
   double t0 = mono_s();
   int rc = run_wait(spawn(s, j, log), log);
@@ -144,33 +105,8 @@ static bool run_ok(const suite *s, const job *j, const char *log) {
   return rc == 0;
 }
 
-static void final_of(const job *j, char *out, size_t cap) {
+static void final_of(const tu_job *j, char *out, size_t cap) {
   snprintf(out, cap, "%s/" GF_CKPT_NAME_FMT, j->dir, (long long)STEPS);
-}
-
-/* The experiment's one run has status want; its id into id. */
-static void one_run(mlflow_client *mc, const char *exp, mlflow_run_status want,
-                    char *id, size_t cap, const char *what) {
-  id[0] = '\0';
-  mlflow_experiment x;
-  mlflow_error e;
-  mlflow_status ms = mlflow_experiment_get_by_name(mc, exp, &x, &e);
-  CHECKF(ms == MLFLOW_OK, "%s: experiment %s: %s", what, exp, e.message);
-  if (ms != MLFLOW_OK) return;
-  const char *ids[1] = {x.experiment_id};
-  mlflow_run_list l;
-  ms = mlflow_runs_search(mc, ids, 1, NULL, NULL, 0, NULL, &l, &e);
-  mlflow_experiment_free(&x);
-  CHECKF(ms == MLFLOW_OK, "%s: runs/search: %s", what, e.message);
-  if (ms != MLFLOW_OK) return;
-  CHECKF(l.count == 1, "%s: %zu runs, want 1", what, (size_t)l.count);
-  if (l.count == 1) {
-    CHECKF(l.runs[0].info.status == want, "%s: run is %s, want %s", what,
-           mlflow_run_status_name(l.runs[0].info.status),
-           mlflow_run_status_name(want));
-    snprintf(id, cap, "%s", l.runs[0].info.run_id);
-  }
-  mlflow_run_list_free(&l);
 }
 
 /* The run's --auto params into *c; checks they are there and that threads
@@ -213,7 +149,7 @@ static bool read_choice(const suite *s, const char *run_id, choice *c,
 }
 
 /* <dir>/auto holds the choice c. Its text into text (may be NULL). */
-static void check_file(const job *j, const choice *c, char **text) {
+static void check_file(const tu_job *j, const choice *c, char **text) {
   char path[1200];
   snprintf(path, sizeof path, "%s/auto", j->dir);
   size_t len = 0;
@@ -244,16 +180,16 @@ static void check_file(const job *j, const choice *c, char **text) {
  * flags: byte-identical. The --auto run's final into final, choice into c. */
 static bool auto_vs_explicit(const suite *s, int ranks, const char *name,
                              char *final, size_t cap, choice *c) {
-  job a, x;
+  tu_job a, x;
   char nm[64];
   job_init(&a, name);
   job_cmd(&a, s, ranks, 0);
-  add(&a.c, "--auto");
+  tu_add(&a.c, "--auto");
   if (!run_ok(s, &a, NULL)) return false;
   CHECKF(log_contains(a.log, "--auto chose --threads"), "%s: no choice in "
          "its log", name);
   char id[64];
-  one_run(s->mc, a.exp, MLFLOW_RUN_FINISHED, id, sizeof id, name);
+  tu_one_run(s->mc, a.exp, MLFLOW_RUN_FINISHED, id, sizeof id, name);
   if (!id[0] || !read_choice(s, id, c, name)) return false;
   check_file(&a, c, NULL);
   if (ranks > 1) /* 2 ranks: bucket sizes and algorithms were timed */
@@ -269,12 +205,12 @@ static bool auto_vs_explicit(const suite *s, int ranks, const char *name,
   snprintf(nm, sizeof nm, "%s-explicit", name);
   job_init(&x, nm);
   job_cmd(&x, s, ranks, 0);
-  add(&x.c, "--threads");
-  add(&x.c, c->threads);
-  add(&x.c, "--bucket-kb");
-  add(&x.c, c->bucket_kb);
-  add(&x.c, "--allreduce");
-  add(&x.c, c->allreduce);
+  tu_add(&x.c, "--threads");
+  tu_add(&x.c, c->threads);
+  tu_add(&x.c, "--bucket-kb");
+  tu_add(&x.c, c->bucket_kb);
+  tu_add(&x.c, "--allreduce");
+  tu_add(&x.c, c->allreduce);
   if (!run_ok(s, &x, NULL)) return false;
   char got[1200];
   final_of(&x, got, sizeof got);
@@ -333,10 +269,10 @@ static void format_scenario(void) {
 
 static void kill_scenario(const suite *s, const char *ref_final,
                           const choice *ref) {
-  job j;
+  tu_job j;
   job_init(&j, "kill");
   job_cmd(&j, s, 0, KILL_CKPT_EVERY);
-  add(&j.c, "--auto");
+  tu_add(&j.c, "--auto");
   pid_t pid = spawn(s, &j, j.log);
   const long past = KILL_CKPT_EVERY + LOG_EVERY;
   bool ended;
@@ -369,7 +305,7 @@ static void kill_scenario(const suite *s, const char *ref_final,
   free(after);
   free(before);
   char id[64];
-  one_run(s->mc, j.exp, MLFLOW_RUN_FINISHED, id, sizeof id, "kill");
+  tu_one_run(s->mc, j.exp, MLFLOW_RUN_FINISHED, id, sizeof id, "kill");
   choice c;
   if (!id[0] || !read_choice(s, id, &c, "kill")) return;
   check_file(&j, &c, NULL);
@@ -385,11 +321,11 @@ static void kill_scenario(const suite *s, const char *ref_final,
      * this run's choice is the one given as flags */
     fprintf(stderr, "[kill] chose threads %s (scenario 1: %s): comparing "
             "with that choice as flags\n", c.threads, ref->threads);
-    job x;
+    tu_job x;
     job_init(&x, "kill-ref");
     job_cmd(&x, s, 0, 0);
-    add(&x.c, "--threads");
-    add(&x.c, c.threads);
+    tu_add(&x.c, "--threads");
+    tu_add(&x.c, c.threads);
     if (run_ok(s, &x, NULL)) {
       char ref2[1200];
       final_of(&x, ref2, sizeof ref2);

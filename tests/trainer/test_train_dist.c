@@ -510,10 +510,7 @@ int main(void) {
   char *uri = test_mlflow_uri();
   snprintf(g_uri, sizeof g_uri, "%s", uri);
   free(uri);
-  tu_fresh_dir(GF_TEST_TMP);
-  atexit(tu_kill_child_at_exit);
-  signal(SIGPIPE, SIG_IGN);
-  test_tracking_env(NULL);
+  tu_trainer_test_start(GF_TEST_TMP);
   mlflow_client *mc = test_client_of(g_uri);
 
   const char *only = getenv("GF_DIST_ONLY");

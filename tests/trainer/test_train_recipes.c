@@ -71,7 +71,7 @@
  * move), the mean |diff| and the share of values more than NEAR_FAR
  * apart. Measured with this file's flags after 16 steps (gcc Release, and
  * the same in clang's ASan build): 2 ranks with --sync-bn against 1 rank,
- * mean 5.2e-5 and 2.0% beyond 2e-4 (max 1.2e-3); the same 1-rank job with --threads 2, mean 4e-6 and 0%;
+ * mean 5.2e-5 and 2.0% beyond 2e-4 (max 1.2e-3); the same 1-rank tu_job with --threads 2, mean 4e-6 and 0%;
  * wrong functions: 2 ranks WITHOUT --sync-bn (per-rank BN in G) mean
  * 2.7e-4 and 51%, --d-steps 1 instead of 2 mean 8.7e-4 and 85%. (The
  * difference starts at step 1 at 1e-10 and grows: GAN training amplifies
@@ -117,94 +117,55 @@ typedef struct suite {
   bool wrong_2rank;    /* GF_RECIPES_WRONG_2RANK */
 } suite;
 
-/* A command line: argv points into the caller's strings and store. */
-typedef struct cmd {
-  char *argv[96];
-  int n;
-  char store[8][128];
-  int ns;
-} cmd;
-
-/* One ganflow-train job: its name, scratch paths, experiment and command. */
-typedef struct job {
-  char name[64];
-  char dir[1024]; /* --checkpoint-dir */
-  char log[1100];
-  char exp[192];  /* a fresh experiment */
-  cmd c;
-} job;
-
-static void add(cmd *c, const char *a) {
-  REQUIRE(c->n < 95);
-  c->argv[c->n++] = (char *)a;
-  c->argv[c->n] = NULL;
-}
-
-static void add_all(cmd *c, const char *const *flags) {
-  for (; flags && *flags; flags++) add(c, *flags);
-}
-
-static const char *num(cmd *c, long v) {
-  REQUIRE(c->ns < 8);
-  snprintf(c->store[c->ns], sizeof c->store[c->ns], "%ld", v);
-  return c->store[c->ns++];
-}
-
 /* j's paths and experiment for name; its command emptied. */
-static void job_init(job *j, const char *name) {
-  memset(j, 0, sizeof *j);
-  snprintf(j->name, sizeof j->name, "%s", name);
-  snprintf(j->dir, sizeof j->dir, "%s/%s", GF_TEST_TMP, name);
-  snprintf(j->log, sizeof j->log, "%s/%s.log", GF_TEST_TMP, name);
-  char u[160];
-  test_unique(u, sizeof u, name);
-  snprintf(j->exp, sizeof j->exp, "recipes-%s", u);
+static void job_init(tu_job *j, const char *name) {
+  tu_job_init(j, GF_TEST_TMP, "recipes", name);
 }
 
 /* j's command: mpirun -np ranks (0: one process, no mpirun), then the
  * trainer with the fixed flags, STEPS steps, checkpoints every ckpt_every
  * (0: the last only), --register-model model ("": none). Flags to add
  * follow with add / add_all. */
-static void job_cmd(job *j, const suite *s, int ranks, long ckpt_every,
+static void job_cmd(tu_job *j, const suite *s, int ranks, long ckpt_every,
                     const char *model) {
-  cmd *c = &j->c;
+  tu_cmd *c = &j->c;
   c->n = c->ns = 0;
   if (ranks > 0) {
     const char *mpi[] = {s->mpirun, "--allow-run-as-root", "--oversubscribe",
                          "--bind-to", "none", "-x", "MLFLOW_TRACKING_URI",
                          "-x", "MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL",
                          "-np", NULL};
-    add_all(c, mpi);
-    add(c, num(c, ranks));
+    tu_add_all(c, mpi);
+    tu_add(c, tu_num(c, ranks));
   }
   const char *fixed[] = {GF_TRAIN_BIN, "--data", FASHION, "--model", "dcgan",
                          "--batch", "16", "--threads", "1", "--seed", "7",
                          "--sample-every", "0", "--eval-every", "0",
                          "--check-every", "1", "--keep", "10", NULL};
-  add_all(c, fixed);
-  add(c, "--steps");
-  add(c, num(c, STEPS));
-  add(c, "--log-every");
-  add(c, num(c, LOG_EVERY));
-  add(c, "--checkpoint-every");
-  add(c, num(c, ckpt_every));
-  add(c, "--register-model");
-  add(c, model);
-  add(c, "--checkpoint-dir");
-  add(c, j->dir);
-  add(c, "--experiment");
-  add(c, j->exp);
+  tu_add_all(c, fixed);
+  tu_add(c, "--steps");
+  tu_add(c, tu_num(c, STEPS));
+  tu_add(c, "--log-every");
+  tu_add(c, tu_num(c, LOG_EVERY));
+  tu_add(c, "--checkpoint-every");
+  tu_add(c, tu_num(c, ckpt_every));
+  tu_add(c, "--register-model");
+  tu_add(c, model);
+  tu_add(c, "--checkpoint-dir");
+  tu_add(c, j->dir);
+  tu_add(c, "--experiment");
+  tu_add(c, j->exp);
 }
 
 /* The final checkpoint of j. */
-static void job_final(const job *j, char *out, size_t cap) {
+static void job_final(const tu_job *j, char *out, size_t cap) {
   snprintf(out, cap, "%s/" GF_CKPT_NAME_FMT, j->dir, (long long)STEPS);
 }
 
 /* Starts j's command in a process group of its own (mpirun and its ranks
  * end together), output into log; resource-monitor samples every 0.25 s in
  * every process, however short, for the exactly-once check of every key. */
-static pid_t spawn(const suite *s, const job *j, const char *log) {
+static pid_t spawn(const suite *s, const tu_job *j, const char *log) {
   return tu_spawn_trainer(j->c.argv, log, s->uri, "0.25");
 }
 
@@ -214,7 +175,7 @@ static int run_wait(pid_t pid, const char *log) {
 
 /* Runs j's command to its end into log (NULL: j's own); checks the exit
  * status (the log is printed when it differs). */
-static bool run_rc(const suite *s, const job *j, const char *log, int want) {
+static bool run_rc(const suite *s, const tu_job *j, const char *log, int want) {
   if (!log) log = j->log;
   double t0 = mono_s();
   int rc = run_wait(spawn(s, j, log), log);
@@ -224,45 +185,11 @@ static bool run_rc(const suite *s, const job *j, const char *log, int want) {
   return rc == want;
 }
 
-static bool run_ok(const suite *s, const job *j) {
+static bool run_ok(const suite *s, const tu_job *j) {
   return run_rc(s, j, NULL, 0);
 }
 
 /* ---- MLflow ---------------------------------------------------------------- */
-
-/* The runs of experiment exp: how many (-1: no such experiment), the
- * status and id of the first into *status and id (may be NULL). */
-static int exp_runs(mlflow_client *mc, const char *exp,
-                    mlflow_run_status *status, char *id, size_t cap) {
-  mlflow_experiment x;
-  mlflow_error e;
-  mlflow_status ms = mlflow_experiment_get_by_name(mc, exp, &x, &e);
-  if (ms == MLFLOW_E_NOT_FOUND) return -1;
-  CHECKF(ms == MLFLOW_OK, "experiment %s: %s", exp, e.message);
-  if (ms != MLFLOW_OK) return -2;
-  const char *ids[1] = {x.experiment_id};
-  mlflow_run_list l;
-  ms = mlflow_runs_search(mc, ids, 1, NULL, NULL, 0, NULL, &l, &e);
-  mlflow_experiment_free(&x);
-  CHECKF(ms == MLFLOW_OK, "runs/search in %s: %s", exp, e.message);
-  if (ms != MLFLOW_OK) return -2;
-  if (l.count && status) *status = l.runs[0].info.status;
-  if (l.count && id) snprintf(id, cap, "%s", l.runs[0].info.run_id);
-  int n = (int)l.count;
-  mlflow_run_list_free(&l);
-  return n;
-}
-
-/* The experiment holds one run, with status want; its id into id. */
-static void one_run(mlflow_client *mc, const char *exp, mlflow_run_status want,
-                    char *id, size_t cap, const char *what) {
-  mlflow_run_status st = 0;
-  id[0] = '\0';
-  int n = exp_runs(mc, exp, &st, id, cap);
-  CHECKF(n == 1, "%s: %d runs in %s, want 1", what, n, exp);
-  CHECKF(n != 1 || st == want, "%s: run is %s, want %s", what,
-         mlflow_run_status_name(st), mlflow_run_status_name(want));
-}
 
 /* The params of run_id hold kv[i][0] = kv[i][1] for each i < n. */
 static void check_params(mlflow_client *mc, const char *run_id,
@@ -356,11 +283,11 @@ static void check_registered(const suite *s, const char *model,
 
 static void kill_scenario(const suite *s, const char *ref_final, const char *name,
                           const char *const *recipe, const char *const *mode) {
-  job j;
+  tu_job j;
   job_init(&j, name);
   job_cmd(&j, s, 0, CKPT_EVERY, "");
-  add_all(&j.c, recipe);
-  add_all(&j.c, mode);
+  tu_add_all(&j.c, recipe);
+  tu_add_all(&j.c, mode);
   pid_t pid = spawn(s, &j, j.log);
   /* Past the first checkpoint and at least one logged step beyond it, so
    * the resumed process repeats steps whose metrics were already sent. */
@@ -380,14 +307,14 @@ static void kill_scenario(const suite *s, const char *ref_final, const char *nam
     return;
   }
   char id1[64], id2[64];
-  one_run(s->mc, j.exp, MLFLOW_RUN_RUNNING, id1, sizeof id1, "kill: killed");
+  tu_one_run(s->mc, j.exp, MLFLOW_RUN_RUNNING, id1, sizeof id1, "kill: killed");
 
   char log2[1200];
   snprintf(log2, sizeof log2, "%s.resume", j.log);
   if (!run_rc(s, &j, log2, 0)) return;
   CHECKF(log_contains(log2, "resuming from"), "kill: the same command again "
          "did not resume from a checkpoint");
-  one_run(s->mc, j.exp, MLFLOW_RUN_FINISHED, id2, sizeof id2, "kill: resumed");
+  tu_one_run(s->mc, j.exp, MLFLOW_RUN_FINISHED, id2, sizeof id2, "kill: resumed");
   CHECKF(strcmp(id1, id2) == 0, "kill: run %s, then %s", id1, id2);
   const char *keys[] = {"loss/d", "loss/g", "d/real", "d/fake"};
   for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
@@ -406,13 +333,13 @@ static void kill_scenario(const suite *s, const char *ref_final, const char *nam
 
 /* The recipe `recipe` in exact mode at `ranks` ranks (0: one process, no
  * mpirun), registering `model` (""); its final checkpoint into out. */
-static bool exact_run(const suite *s, job *j, const char *name, int ranks,
+static bool exact_run(const suite *s, tu_job *j, const char *name, int ranks,
                       const char *const *recipe, const char *model,
                       char *out, size_t cap) {
   job_init(j, name);
   job_cmd(j, s, ranks, 0, model);
-  add_all(&j->c, recipe);
-  add_all(&j->c, EXACT_MODE);
+  tu_add_all(&j->c, recipe);
+  tu_add_all(&j->c, EXACT_MODE);
   if (!run_ok(s, j)) return false;
   job_final(j, out, cap);
   char says[32];
@@ -424,9 +351,9 @@ static bool exact_run(const suite *s, job *j, const char *name, int ranks,
 
 /* Scenario 2. The 1-rank wgan run registers raw_model and stays in *wgan1
  * for scenario 5, its final checkpoint in wgan1_final ("" when it failed). */
-static void exact_scenario(const suite *s, const char *raw_model, job *wgan1,
+static void exact_scenario(const suite *s, const char *raw_model, tu_job *wgan1,
                            char *wgan1_final, size_t cap) {
-  job j;
+  tu_job j;
   char one[1200], got[1200];
   if (exact_run(s, &j, "exact-1rank", 0, RECIPE, "", one, sizeof one)) {
     test_drop_artifacts(s->mc, j.exp);
@@ -455,11 +382,11 @@ static void exact_scenario(const suite *s, const char *raw_model, job *wgan1,
 /* ---- 2b. the resnet: exact at 1, 2 and 4 ranks, kill -9 and resume ------ */
 
 static void resnet_scenario(const suite *s) {
-  job j;
+  tu_job j;
   char one[1200], got[1200];
   if (!exact_run(s, &j, "resnet-1rank", 0, RESNET_RECIPE, "", one, sizeof one)) return;
   char id[64];
-  one_run(s->mc, j.exp, MLFLOW_RUN_FINISHED, id, sizeof id, "resnet: 1 rank");
+  tu_one_run(s->mc, j.exp, MLFLOW_RUN_FINISHED, id, sizeof id, "resnet: 1 rank");
   const char *const want[][2] = {{"model", "resnet"}, {"width", "8"}, {"z_dim", "128"},
                                  {"cond", "true"}, {"loss", "hinge"}};
   check_params(s->mc, id, want, sizeof want / sizeof *want, "resnet");
@@ -536,11 +463,11 @@ static param_diff diff_params(const char *a_path, const char *b_path) {
 }
 
 static void near_scenario(const suite *s, const char *ref_final) {
-  job j;
+  tu_job j;
   job_init(&j, "near-2ranks");
   job_cmd(&j, s, 2, 0, "");
-  add_all(&j.c, RECIPE);
-  if (!s->wrong_2rank) add_all(&j.c, DEFAULT_MODE);
+  tu_add_all(&j.c, RECIPE);
+  if (!s->wrong_2rank) tu_add_all(&j.c, DEFAULT_MODE);
   if (!run_ok(s, &j)) return;
   char got[1200];
   job_final(&j, got, sizeof got);
@@ -561,7 +488,7 @@ static void near_scenario(const suite *s, const char *ref_final) {
 
 /* j (prepared) exits 2 with every one of need[] (NULL-terminated) in its
  * log. */
-static void refused(const suite *s, const job *j, const char *const *need) {
+static void refused(const suite *s, const tu_job *j, const char *const *need) {
   if (!run_rc(s, j, NULL, 2)) return;
   bool all = true;
   for (; *need; need++) {
@@ -575,33 +502,33 @@ static void refused(const suite *s, const job *j, const char *const *need) {
 /* A resume into the reference's directory with the reference's flags
  * except `recipe` (NULL-terminated): refused, and the reference's run
  * untouched. */
-static void refused_resume(const suite *s, const job *ref, const char *name,
+static void refused_resume(const suite *s, const tu_job *ref, const char *name,
                            const char *const *recipe,
                            const char *const *need) {
-  job j = *ref; /* its directory and experiment */
+  tu_job j = *ref; /* its directory and experiment */
   snprintf(j.name, sizeof j.name, "%s", name);
   snprintf(j.log, sizeof j.log, "%s/%s.log", GF_TEST_TMP, name);
   job_cmd(&j, s, 0, 0, "");
-  add_all(&j.c, recipe);
-  add_all(&j.c, DEFAULT_MODE);
+  tu_add_all(&j.c, recipe);
+  tu_add_all(&j.c, DEFAULT_MODE);
   refused(s, &j, need);
   char id[64];
-  one_run(s->mc, ref->exp, MLFLOW_RUN_FINISHED, id, sizeof id, name);
+  tu_one_run(s->mc, ref->exp, MLFLOW_RUN_FINISHED, id, sizeof id, name);
 }
 
 /* Refused flags: exit 2 naming what need[] names, and no run made. */
 static void refused_flag(const suite *s, const char *name,
                          const char *const *flags, const char *const *need) {
-  job j;
+  tu_job j;
   job_init(&j, name);
   job_cmd(&j, s, 0, 0, "");
-  add_all(&j.c, flags);
+  tu_add_all(&j.c, flags);
   refused(s, &j, need);
-  int n = exp_runs(s->mc, j.exp, NULL, NULL, 0);
+  int n = tu_exp_runs(s->mc, j.exp, NULL, NULL, 0);
   CHECKF(n <= 0, "%s: %d run(s) made in %s", name, n, j.exp);
 }
 
-static void refuse_scenario(const suite *s, const job *ref) {
+static void refuse_scenario(const suite *s, const tu_job *ref) {
   const char *const bce[] = {"--loss", "bce", "--sn", "--ema-decay", "0.9",
                              "--d-steps", "2", "--mirror", "--r1", "0.5",
                              "--r1-every", "3", "--diffaug",
@@ -636,12 +563,12 @@ static void refuse_scenario(const suite *s, const job *ref) {
 
 /* ---- 5. MLflow: params and the registered generators -------------------- */
 
-static void mlflow_scenario(const suite *s, const job *ref,
+static void mlflow_scenario(const suite *s, const tu_job *ref,
                             const char *ref_final, const char *ema_model,
-                            const job *wgan, const char *wgan_final,
+                            const tu_job *wgan, const char *wgan_final,
                             const char *raw_model) {
   char id[64];
-  one_run(s->mc, ref->exp, MLFLOW_RUN_FINISHED, id, sizeof id, "mlflow: ref");
+  tu_one_run(s->mc, ref->exp, MLFLOW_RUN_FINISHED, id, sizeof id, "mlflow: ref");
   if (id[0]) {
     const char *const want[][2] = {
         {"loss", "hinge"}, {"d_steps", "2"}, {"spectral_norm", "true"},
@@ -685,7 +612,7 @@ static void mlflow_scenario(const suite *s, const job *ref,
   gf_st_file_free(&ck);
 
   if (!wgan_final[0]) return;
-  one_run(s->mc, wgan->exp, MLFLOW_RUN_FINISHED, id, sizeof id,
+  tu_one_run(s->mc, wgan->exp, MLFLOW_RUN_FINISHED, id, sizeof id,
           "mlflow: wgan");
   if (id[0]) {
     const char *const want[][2] = {
@@ -727,11 +654,11 @@ int main(void) {
   const char *only = getenv("GF_RECIPES_ONLY");
 #define WANT(name) (!only || !*only || strstr(only, name))
   /* The reference: 1 rank, default mode, the generator registered. */
-  job ref;
+  tu_job ref;
   job_init(&ref, "ref");
   job_cmd(&ref, &s, 0, 0, ema_model);
-  add_all(&ref.c, RECIPE);
-  add_all(&ref.c, DEFAULT_MODE);
+  tu_add_all(&ref.c, RECIPE);
+  tu_add_all(&ref.c, DEFAULT_MODE);
   REQUIRE(run_ok(&s, &ref));
   char ref_final[1200];
   job_final(&ref, ref_final, sizeof ref_final);
@@ -741,7 +668,7 @@ int main(void) {
     kill_scenario(&s, ref_final, "kill", RECIPE, DEFAULT_MODE);
     t0 = took("kill", t0);
   }
-  job wgan;
+  tu_job wgan;
   memset(&wgan, 0, sizeof wgan);
   char wgan_final[1200] = "";
   if (WANT("exact") || WANT("mlflow")) { /* mlflow reads the wgan run */
