@@ -34,33 +34,6 @@ static void path_of(char *buf, size_t cap, const char *dir, const char *name) {
   snprintf(buf, cap, "%s/%s", dir, name);
 }
 
-/* Reads dir/MLmodel as text (caller frees). */
-static char *mlmodel_text(const char *dir) {
-  char p[600];
-  path_of(p, sizeof p, dir, GF_MLMODEL_FILE);
-  size_t len;
-  unsigned char *b = tu_read(p, &len);
-  char *s = malloc(len + 1);
-  REQUIRE(s != NULL);
-  memcpy(s, b, len);
-  s[len] = '\0';
-  free(b);
-  return s;
-}
-
-/* Returns a malloc'd copy of s with the first `from` replaced by `to`. */
-static char *replace(const char *s, const char *from, const char *to) {
-  const char *at = strstr(s, from);
-  REQUIRE(at != NULL);
-  size_t a = (size_t)(at - s), f = strlen(from), t = strlen(to), n = strlen(s);
-  char *r = malloc(n - f + t + 1);
-  REQUIRE(r != NULL);
-  memcpy(r, s, a);
-  memcpy(r + a, to, t);
-  memcpy(r + a + t, at + f, n - a - f + 1);
-  return r;
-}
-
 static gf_status parse_text(const char *text, gf_err *err) {
   gf_mlmodel m;
   gf_status st = gf_mlmodel_parse(text, strlen(text), &m, err);
@@ -133,7 +106,7 @@ static void test_roundtrip(const char *dir) {
   gf_st_file_free(&f);
 
   /* The MLmodel text: sorted top-level keys, quoted time, plain ints. */
-  char *text = mlmodel_text(dir);
+  char *text = tu_read_text(dir, GF_MLMODEL_FILE);
   CHECK(strstr(text, "artifact_path: model\n") == text);
   CHECK(strstr(text, "    config:\n") != NULL);
   CHECK(strstr(text, "z_dim: 100\n") != NULL);
@@ -193,7 +166,7 @@ static void test_tampering(const char *dir) {
   REQUIRE(cfgs != NULL);
   memcpy(cfgs, cfg, clen);
   cfgs[clen] = '\0';
-  char *edited = replace(cfgs, "\"z_dim\":\t100", "\"z_dim\":\t128");
+  char *edited = tu_replace(cfgs, "\"z_dim\":\t100", "\"z_dim\":\t128");
   tu_write(q, edited, strlen(edited));
   CHECK_INT_EQ(read_dir(dir, &err), GF_EINTEGRITY);
   free(edited);
@@ -207,10 +180,10 @@ static void test_tampering(const char *dir) {
   free(gen);
 
   /* MLmodel's config disagreeing with config.json. */
-  char *text = mlmodel_text(dir);
+  char *text = tu_read_text(dir, GF_MLMODEL_FILE);
   char mp[600];
   path_of(mp, sizeof mp, dir, GF_MLMODEL_FILE);
-  edited = replace(text, "z_dim: 100", "z_dim: 99");
+  edited = tu_replace(text, "z_dim: 100", "z_dim: 99");
   tu_write(mp, edited, strlen(edited));
   CHECK_INT_EQ(read_dir(dir, &err), GF_EFORMAT);
   free(edited);
@@ -220,13 +193,13 @@ static void test_tampering(const char *dir) {
   for (size_t i = 0; i < sizeof escapes / sizeof escapes[0]; i++) {
     char to[128];
     snprintf(to, sizeof to, "      \"%s\":\n        sha256:", escapes[i]);
-    char *e2 = replace(text, "      config.json:\n        sha256:", to);
+    char *e2 = tu_replace(text, "      config.json:\n        sha256:", to);
     CHECKF(parse_text(e2, &err) == GF_EFORMAT, "listed %s accepted", escapes[i]);
     tu_write(mp, e2, strlen(e2));
     CHECKF(read_dir(dir, &err) == GF_EFORMAT, "listed %s accepted", escapes[i]);
     free(e2);
   }
-  edited = replace(text, "    files:\n", "    files:\n      extra.bin:\n        sha256: "
+  edited = tu_replace(text, "    files:\n", "    files:\n      extra.bin:\n        sha256: "
                                          "\"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\"\n");
   CHECK_INT_EQ(parse_text(edited, &err), GF_OK);
   tu_write(mp, edited, strlen(edited));
@@ -263,7 +236,7 @@ static void test_tampering(const char *dir) {
 
 static void test_hostile_text(const char *dir) {
   gf_err err = {GF_OK, ""};
-  char *text = mlmodel_text(dir);
+  char *text = tu_read_text(dir, GF_MLMODEL_FILE);
   CHECK_INT_EQ(parse_text(text, &err), GF_OK); /* the control */
   struct {
     const char *name, *from, *to;
@@ -286,7 +259,7 @@ static void test_hostile_text(const char *dir) {
       {"generator not listed", "      generator.safetensors:", "      generator.bin:"},
   };
   for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
-    char *e = replace(text, edits[i].from, edits[i].to);
+    char *e = tu_replace(text, edits[i].from, edits[i].to);
     gf_status st = parse_text(e, &err);
     CHECKF(st == GF_EFORMAT, "%s: %s (%s)", edits[i].name, gf_status_name(st), err.msg);
     free(e);
@@ -384,7 +357,7 @@ static void test_older_dir(const char *dir) {
   char sub[600];
   snprintf(sub, sizeof sub, "%s/old", dir);
   write_model(sub, NULL);
-  char *text = mlmodel_text(sub);
+  char *text = tu_read_text(sub, GF_MLMODEL_FILE);
   gf_strbuf old;
   gf_strbuf_init(&old);
   /* Keep every line except the python_function flavor and the new files'
@@ -415,7 +388,7 @@ static void test_older_dir(const char *dir) {
   free(text);
   REQUIRE(!old.failed);
   text = old.data;
-  char *olds = replace(text, GF_MLMODEL_SIG_INPUTS,
+  char *olds = tu_replace(text, GF_MLMODEL_SIG_INPUTS,
                        "[{\"name\": \"seed\", \"type\": \"tensor\", \"tensor-spec\": "
                        "{\"dtype\": \"int64\", \"shape\": [-1]}}]");
   free(text);
@@ -453,7 +426,7 @@ static void test_older_dir(const char *dir) {
  * refused. */
 static void test_signature(const char *dir) {
   write_model(dir, NULL);
-  char *text = mlmodel_text(dir);
+  char *text = tu_read_text(dir, GF_MLMODEL_FILE);
   CHECKF(strstr(text, "signature:\n  inputs: '[{\"type\": \"long\", \"name\": \"seed\", "
                       "\"required\": false}, {\"type\": \"array\", \"items\": {\"type\": "
                       "\"double\"}, \"name\": \"z\", \"required\": false}]'\n  outputs: "
@@ -484,7 +457,7 @@ static void test_signature(const char *dir) {
   CHECK(read_dir(dir, &err) == GF_OK);
 
   /* Columns without "required" are required (MLflow's default). */
-  char *req = replace(text, ", \"required\": false}, {", "}, {");
+  char *req = tu_replace(text, ", \"required\": false}, {", "}, {");
   REQUIRE(gf_mlmodel_parse(req, strlen(req), &m, &err) == GF_OK);
   CHECK(m.sig_inputs[0].required && !m.sig_inputs[1].required);
   gf_mlmodel_free(&m);
@@ -501,9 +474,9 @@ static void test_signature(const char *dir) {
   CHECK(!m.has_signature && m.n_sig_inputs == 0 && m.sig_inputs == NULL);
   gf_mlmodel_free(&m);
   free(cut);
-  char *nul = replace(text, "signature:\n  inputs:", "signature: null\nx_inputs:");
-  char *nul2 = replace(nul, "\n  outputs:", "\nx_outputs:");
-  char *nul3 = replace(nul2, "\n  params: null", "\nx_params: null");
+  char *nul = tu_replace(text, "signature:\n  inputs:", "signature: null\nx_inputs:");
+  char *nul2 = tu_replace(nul, "\n  outputs:", "\nx_outputs:");
+  char *nul3 = tu_replace(nul2, "\n  params: null", "\nx_params: null");
   CHECKF(parse_text(nul3, &err) == GF_OK, "%s", err.msg);
   free(nul);
   free(nul2);
@@ -538,7 +511,7 @@ static void test_signature(const char *dir) {
       {"    loader_module: ganflow_pyfunc\n", "    loader_module: [a]\n"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    char *t = replace(text, bad[i][0], bad[i][1]);
+    char *t = tu_replace(text, bad[i][0], bad[i][1]);
     gf_status st = parse_text(t, &err);
     CHECKF(st == GF_EFORMAT, "bad signature %zu accepted (%d):\n%s", i, (int)st, t);
     free(t);

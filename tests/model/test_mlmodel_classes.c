@@ -37,36 +37,10 @@ static gf_status write_dir(const char *dir, const gf_model_config *c, const char
   return gf_mlmodel_write(dir, c, t, 1, NULL, 0, &info, NULL, err);
 }
 
-static char *read_text(const char *dir, const char *name) {
-  char p[700];
-  snprintf(p, sizeof p, "%s/%s", dir, name);
-  size_t len = 0;
-  unsigned char *b = tu_read(p, &len);
-  char *s = malloc(len + 1);
-  REQUIRE(s != NULL);
-  memcpy(s, b, len);
-  s[len] = '\0';
-  free(b);
-  return s;
-}
-
 static void write_text(const char *dir, const char *name, const char *text) {
   char p[700];
   snprintf(p, sizeof p, "%s/%s", dir, name);
   tu_write(p, text, strlen(text));
-}
-
-/* A malloc'd copy of s with the first `from` replaced by `to`. */
-static char *replace(const char *s, const char *from, const char *to) {
-  const char *at = strstr(s, from);
-  REQUIRE(at != NULL);
-  size_t a = (size_t)(at - s), f = strlen(from), t = strlen(to), n = strlen(s);
-  char *r = malloc(n - f + t + 1);
-  REQUIRE(r != NULL);
-  memcpy(r, s, a);
-  memcpy(r + a, to, t);
-  memcpy(r + a + t, at + f, n - a - f + 1);
-  return r;
 }
 
 static gf_status parse_text(const char *text, gf_err *err) {
@@ -113,10 +87,10 @@ static void test_unconditional(const char *tmp) {
   gf_model_config_default(&c, GF_ARCH_DCGAN);
   gf_err err = {GF_OK, ""};
   REQUIRE(write_dir(dir, &c, NULL, &err) == GF_OK);
-  char *json = read_text(dir, GF_MLMODEL_CONFIG), *want = NULL;
+  char *json = tu_read_text(dir, GF_MLMODEL_CONFIG), *want = NULL;
   REQUIRE(gf_model_config_to_json(&c, &want, &err) == GF_OK);
   CHECK_STR_EQ(json, want);
-  char *ml = read_text(dir, GF_MLMODEL_FILE);
+  char *ml = tu_read_text(dir, GF_MLMODEL_FILE);
   CHECK(strstr(ml, "class_names") == NULL && strstr(ml, "\\\"class\\\"") == NULL);
   gf_mlmodel m;
   REQUIRE(gf_mlmodel_read(dir, &m, &err) == GF_OK);
@@ -175,7 +149,7 @@ static void test_roundtrip(const char *tmp) {
   CHECK(m.class_names == NULL && m.n_class_names == 0);
 
   /* config.json carries them after the config's fields */
-  char *json = read_text(dir, GF_MLMODEL_CONFIG);
+  char *json = tu_read_text(dir, GF_MLMODEL_CONFIG);
   CHECKF(strstr(json, "\"class_names\":\t[\"Ankle boot\", \"3\", \"yes\", \"T-shirt/top\", "
                       "\"caf\xc3\xa9\"]"),
          "%s", json);
@@ -185,7 +159,7 @@ static void test_roundtrip(const char *tmp) {
 
   /* config.json that disagrees with the flavor (with its digest fixed up,
    * so that only the class names differ) */
-  char *ml = read_text(dir, GF_MLMODEL_FILE);
+  char *ml = tu_read_text(dir, GF_MLMODEL_FILE);
   char old_sha[GF_SHA256_HEX_LEN + 1], new_sha[GF_SHA256_HEX_LEN + 1];
   REQUIRE(gf_sha256_buf(json, strlen(json), old_sha, &err) == GF_OK);
   const struct {
@@ -196,9 +170,9 @@ static void test_roundtrip(const char *tmp) {
                {"[\"Ankle boot\"", "[1, \"Ankle boot\"", "has 6 class_names"},
                {"[\"Ankle boot\", \"3\"", "[\"Ankle boot\", 3", "class_names[1] differs"}};
   for (size_t i = 0; i < sizeof edits / sizeof *edits; i++) {
-    char *bad = replace(json, edits[i].from, edits[i].to);
+    char *bad = tu_replace(json, edits[i].from, edits[i].to);
     REQUIRE(gf_sha256_buf(bad, strlen(bad), new_sha, &err) == GF_OK);
-    char *ml2 = replace(ml, old_sha, new_sha);
+    char *ml2 = tu_replace(ml, old_sha, new_sha);
     write_text(dir, GF_MLMODEL_CONFIG, bad);
     write_text(dir, GF_MLMODEL_FILE, ml2);
     gf_err e2 = {GF_OK, ""};
@@ -227,14 +201,14 @@ static void test_roundtrip(const char *tmp) {
       {"class_names:", "class_names: x\n      other:", "is not a sequence"},
   };
   for (size_t i = 0; i < sizeof yedits / sizeof *yedits; i++) {
-    char *bad = replace(ml, yedits[i].from, yedits[i].to);
+    char *bad = tu_replace(ml, yedits[i].from, yedits[i].to);
     gf_err e2 = {GF_OK, ""};
     CHECKF(parse_text(bad, &e2) == GF_EFORMAT && strstr(e2.msg, yedits[i].want),
            "yaml edit %zu: %s", i, e2.msg);
     free(bad);
   }
   /* an explicit null is none */
-  char *none = replace(ml, "class_names:", "class_names: null\n      other_names:");
+  char *none = tu_replace(ml, "class_names:", "class_names: null\n      other_names:");
   CHECK(parse_text(none, &err) == GF_OK);
   free(none);
   free(json);
@@ -249,7 +223,7 @@ static void test_cond_without_names(const char *tmp) {
   cond_config(&c, 3);
   gf_err err = {GF_OK, ""};
   REQUIRE(write_dir(dir, &c, NULL, &err) == GF_OK);
-  char *json = read_text(dir, GF_MLMODEL_CONFIG), *want = NULL;
+  char *json = tu_read_text(dir, GF_MLMODEL_CONFIG), *want = NULL;
   REQUIRE(gf_model_config_to_json(&c, &want, &err) == GF_OK);
   CHECK_STR_EQ(json, want);
   gf_mlmodel m;

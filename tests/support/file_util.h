@@ -1,5 +1,6 @@
 /* file_util.h - file helpers shared by the tests: temporary directories,
- * tree removal, whole-file read/write. Test code only (it may exit). */
+ * tree removal, whole-file read/write, a text with one part replaced. Test
+ * code only (it may exit). */
 #ifndef GF_TEST_FILE_UTIL_H
 #define GF_TEST_FILE_UTIL_H
 
@@ -89,6 +90,36 @@ static inline void tu_write(const char *path, const void *data, size_t len) {
   REQUIRE(f != NULL);
   REQUIRE(len == 0 || fwrite(data, 1, len, f) == len);
   REQUIRE(fclose(f) == 0);
+}
+
+/* The file at dir/name as a NUL-terminated string (caller frees); exits
+ * the test when it cannot be read. */
+static inline char *tu_read_text(const char *dir, const char *name) {
+  char p[4200];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  size_t len = 0;
+  unsigned char *b = tu_read(p, &len);
+  char *s = malloc(len + 1);
+  REQUIRE(s != NULL);
+  memcpy(s, b, len);
+  s[len] = '\0';
+  free(b);
+  return s;
+}
+
+/* A malloc'd copy of s with the first `from` (which s must hold) replaced
+ * by `to`. */
+static inline char *tu_replace(const char *s, const char *from,
+                               const char *to) {
+  const char *at = strstr(s, from);
+  REQUIRE(at != NULL);
+  size_t a = (size_t)(at - s), f = strlen(from), t = strlen(to), n = strlen(s);
+  char *r = malloc(n - f + t + 1);
+  REQUIRE(r != NULL);
+  memcpy(r, s, a);
+  memcpy(r + a, to, t);
+  memcpy(r + a + t, at + f, n - a - f + 1);
+  return r;
 }
 
 #endif
