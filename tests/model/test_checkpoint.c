@@ -510,14 +510,7 @@ static int run_ganflow(const char *args, const char *tmpdir, char **out_text) {
   snprintf(cmd, sizeof cmd, "'%s' %s > '%s' 2>&1", g_ganflow_bin, args, out);
   int rc = system(cmd);
   REQUIRE(rc != -1 && WIFEXITED(rc));
-  size_t len;
-  unsigned char *b = tu_read(out, &len);
-  char *s = malloc(len + 1);
-  REQUIRE(s != NULL);
-  memcpy(s, b, len);
-  s[len] = '\0';
-  free(b);
-  *out_text = s;
+  *out_text = tu_read_text(tmpdir, "ganflow.out");
   return WEXITSTATUS(rc);
 }
 

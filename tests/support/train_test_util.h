@@ -247,7 +247,7 @@ static inline void tu_one_run(mlflow_client *mc, const char *exp,
 typedef struct tu_cmd {
   char *argv[96];
   int n;
-  char store[8][128];
+  char store[24][32];
   int ns;
 } tu_cmd;
 
@@ -262,11 +262,47 @@ static inline void tu_add_all(tu_cmd *c, const char *const *flags) {
   for (; flags && *flags; flags++) tu_add(c, *flags);
 }
 
-/* v in decimal, kept in c's store (8 numbers a command at most). */
+/* v in decimal, kept in c's store (24 numbers a command at most). */
 static inline const char *tu_num(tu_cmd *c, long v) {
-  REQUIRE(c->ns < 8);
+  REQUIRE(c->ns < 24);
   snprintf(c->store[c->ns], sizeof c->store[c->ns], "%ld", v);
   return c->store[c->ns++];
+}
+
+/* Empties c, then (ranks > 0) starts it with mpirun's launch of ranks
+ * processes that see MLFLOW_TRACKING_URI and, when not NULL, the variable
+ * named by also_x. */
+static inline void tu_mpirun(tu_cmd *c, const char *mpirun, int ranks,
+                             const char *also_x) {
+  c->n = c->ns = 0;
+  if (ranks <= 0) return;
+  const char *mpi[] = {mpirun, "--allow-run-as-root", "--oversubscribe",
+                       "--bind-to", "none", "-x", "MLFLOW_TRACKING_URI",
+                       NULL};
+  tu_add_all(c, mpi);
+  if (also_x) {
+    tu_add(c, "-x");
+    tu_add(c, also_x);
+  }
+  tu_add(c, "-np");
+  tu_add(c, tu_num(c, ranks));
+}
+
+/* The flags of a job's length and place: --steps, --log-every,
+ * --checkpoint-every (0: the last only), --checkpoint-dir, --experiment. */
+static inline void tu_run_flags(tu_cmd *c, long steps, long log_every,
+                                long ckpt_every, const char *dir,
+                                const char *exp) {
+  tu_add(c, "--steps");
+  tu_add(c, tu_num(c, steps));
+  tu_add(c, "--log-every");
+  tu_add(c, tu_num(c, log_every));
+  tu_add(c, "--checkpoint-every");
+  tu_add(c, tu_num(c, ckpt_every));
+  tu_add(c, "--checkpoint-dir");
+  tu_add(c, dir);
+  tu_add(c, "--experiment");
+  tu_add(c, exp);
 }
 
 /* One ganflow-train job: its name, its scratch paths under tmp, a fresh

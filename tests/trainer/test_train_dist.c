@@ -70,71 +70,28 @@ typedef struct param_diff {
 static char g_uri[512];
 static char g_mpirun[1024];
 
-typedef struct cmd {
-  char *argv[96];
-  int n;
-  char store[24][128];
-  int ns;
-} cmd;
-
-static void add(cmd *c, const char *a) {
-  REQUIRE(c->n < 95);
-  c->argv[c->n++] = (char *)a;
-  c->argv[c->n] = NULL;
-}
-
-static const char *num(cmd *c, long v) {
-  REQUIRE(c->ns < 24);
-  snprintf(c->store[c->ns], sizeof c->store[c->ns], "%ld", v);
-  return c->store[c->ns++];
-}
-
-/* mpirun -np ranks (0: no mpirun, one process). */
-static void launcher(cmd *c, int ranks) {
-  c->n = c->ns = 0;
-  if (ranks == 0) return;
-  add(c, g_mpirun);
-  add(c, "--allow-run-as-root");
-  add(c, "--oversubscribe");
-  add(c, "--bind-to");
-  add(c, "none");
-  add(c, "-x");
-  add(c, "MLFLOW_TRACKING_URI");
-  add(c, "-np");
-  add(c, num(c, ranks));
-}
-
 /* The trainer's flags: dcgan 28x28 on Fashion-MNIST, --batch 16. */
-static void trainer(cmd *c, const char *dir, const char *exp, long steps,
+static void trainer(tu_cmd *c, const char *dir, const char *exp, long steps,
                     long ckpt_every) {
-  add(c, GF_TRAIN_BIN);
+  tu_add(c, GF_TRAIN_BIN);
   const char *fixed[] = {"--data", FASHION, "--model", "dcgan", "--batch",
                          "16", "--threads", "1", "--seed", "7",
                          "--sample-every", "0", "--eval-every", "0",
                          "--register-model", "", "--check-every", "1",
                          "--keep", "10"};
-  for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) add(c, fixed[i]);
-  add(c, "--steps");
-  add(c, num(c, steps));
-  add(c, "--log-every");
-  add(c, num(c, LOG_EVERY));
-  add(c, "--checkpoint-every");
-  add(c, num(c, ckpt_every));
-  add(c, "--checkpoint-dir");
-  add(c, dir);
-  add(c, "--experiment");
-  add(c, exp);
+  for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) tu_add(c, fixed[i]);
+  tu_run_flags(c, steps, LOG_EVERY, ckpt_every, dir, exp);
 }
 
 /* Starts c (the tracked child, in its own process group: the test can end
  * mpirun and its ranks), stdout+stderr to log. */
-static pid_t spawn(const char *log, const cmd *c) {
+static pid_t spawn(const char *log, const tu_cmd *c) {
   return tu_spawn_trainer(c->argv, log, g_uri, "0.2");
 }
 
 /* Runs c to the end; checks its exit status (the log is printed when it
  * differs). */
-static bool run_ok(const cmd *c, const char *log, int want, const char *what) {
+static bool run_ok(const tu_cmd *c, const char *log, int want, const char *what) {
   int rc = tu_wait_child(spawn(log, c), 600, log);
   CHECKF(rc == want, "%s: exit %d, want %d (log %s)", what, rc, want, log);
   if (rc != want) dump_log(log);
@@ -245,14 +202,14 @@ static bool one_and_two(const char *name, const char *flag, long ckpt_every,
   snprintf(n2, sizeof n2, "%s-2ranks", name);
   paths(dir1, exp1, log1, sizeof dir1, n1);
   paths(dir2, exp2, log2, sizeof dir2, n2);
-  cmd c;
-  launcher(&c, 0);
+  tu_cmd c;
+  tu_mpirun(&c, g_mpirun, 0, NULL);
   trainer(&c, dir1, exp1, 20, ckpt_every);
-  add(&c, flag);
+  tu_add(&c, flag);
   if (!run_ok(&c, log1, 0, n1)) return false;
-  launcher(&c, 2);
+  tu_mpirun(&c, g_mpirun, 2, NULL);
   trainer(&c, dir2, exp2, 20, ckpt_every);
-  add(&c, flag);
+  tu_add(&c, flag);
   if (!run_ok(&c, log2, 0, n2)) return false;
   ckpt_path(one, 1200, dir1, 20);
   ckpt_path(two, 1200, dir2, 20);
@@ -352,12 +309,12 @@ static void kill_scenario(mlflow_client *mc) {
   paths(rdir, rexp, rlog, sizeof rdir, "kill-ref");
   paths(dir, exp, log, sizeof dir, "kill");
   const long steps = 40;
-  cmd c;
-  launcher(&c, 2);
+  tu_cmd c;
+  tu_mpirun(&c, g_mpirun, 2, NULL);
   trainer(&c, rdir, rexp, steps, 10);
   if (!run_ok(&c, rlog, 0, "kill: uninterrupted 2-rank run")) return;
 
-  launcher(&c, 2);
+  tu_mpirun(&c, g_mpirun, 2, NULL);
   trainer(&c, dir, exp, steps, 10);
   pid_t pid = spawn(log, &c);
   double t0 = mono_s();
@@ -411,16 +368,16 @@ static void two_legs(const char *name, int ranks_a, int ranks_b, bool exact,
   char dir[1024], exp[1024], log[1024], log2[1100];
   paths(dir, exp, log, sizeof dir, name);
   snprintf(log2, sizeof log2, "%s.leg2", log);
-  cmd c;
-  launcher(&c, ranks_a);
+  tu_cmd c;
+  tu_mpirun(&c, g_mpirun, ranks_a, NULL);
   trainer(&c, dir, exp, 10, 10);
-  if (exact) add(&c, "--exact-reduce");
-  else add(&c, "--sync-bn");
+  if (exact) tu_add(&c, "--exact-reduce");
+  else tu_add(&c, "--sync-bn");
   if (!run_ok(&c, log, 0, name)) return;
-  launcher(&c, ranks_b);
+  tu_mpirun(&c, g_mpirun, ranks_b, NULL);
   trainer(&c, dir, exp, 20, 10);
-  if (exact) add(&c, "--exact-reduce");
-  else add(&c, "--sync-bn");
+  if (exact) tu_add(&c, "--exact-reduce");
+  else tu_add(&c, "--sync-bn");
   if (!run_ok(&c, log2, 0, name)) return;
   CHECKF(log_contains(log2, "resuming on"), "%s: the second leg did not "
          "report the world-size change", name);
@@ -448,7 +405,7 @@ static void exact_scenario(void) {
 
 /* ---- 4. launches that must fail on every rank ---------------------------- */
 
-static void launch_case(const char *name, const cmd *c, const char *need1,
+static void launch_case(const char *name, const tu_cmd *c, const char *need1,
                         const char *need2) {
   char log[1024];
   snprintf(log, sizeof log, "%s/%s.log", GF_TEST_TMP, name);
@@ -466,22 +423,22 @@ static void launch_case(const char *name, const cmd *c, const char *need1,
 
 /* An MPMD command line: rank 0 runs the usual flags, rank 1 the same plus
  * `flag value`. */
-static void mpmd_rank1_extra(cmd *c, const char *dir, const char *exp,
+static void mpmd_rank1_extra(tu_cmd *c, const char *dir, const char *exp,
                              const char *flag, const char *value) {
-  launcher(c, 1);
+  tu_mpirun(c, g_mpirun, 1, NULL);
   trainer(c, dir, exp, 10, 10);
-  add(c, ":");
-  add(c, "-np");
-  add(c, "1");
+  tu_add(c, ":");
+  tu_add(c, "-np");
+  tu_add(c, "1");
   trainer(c, dir, exp, 10, 10);
-  add(c, flag);
-  add(c, value);
+  tu_add(c, flag);
+  tu_add(c, value);
 }
 
 static void launch_scenario(void) {
   char dir[1024], exp[1024], log[1024];
   paths(dir, exp, log, sizeof dir, "launch");
-  cmd c;
+  tu_cmd c;
   /* MPMD: rank 0 fine, rank 1 with a bad --batch. */
   mpmd_rank1_extra(&c, dir, exp, "--batch", "x");
   launch_case("bad-flag-rank1", &c, "rank 1: --batch: 'x' is not an integer",
@@ -490,10 +447,10 @@ static void launch_scenario(void) {
   mpmd_rank1_extra(&c, dir, exp, "--lr-d", "1e-3");
   launch_case("other-flags", &c, "was given other flags than rank 0", NULL);
   /* A global batch 2 ranks do not divide. */
-  launcher(&c, 2);
+  tu_mpirun(&c, g_mpirun, 2, NULL);
   trainer(&c, dir, exp, 10, 10);
-  add(&c, "--batch");
-  add(&c, "15");
+  tu_add(&c, "--batch");
+  tu_add(&c, "15");
   launch_case("batch-15", &c, "--batch 15 does not split evenly over 2 ranks",
               NULL);
 }

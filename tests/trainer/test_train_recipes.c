@@ -129,32 +129,15 @@ static void job_init(tu_job *j, const char *name) {
 static void job_cmd(tu_job *j, const suite *s, int ranks, long ckpt_every,
                     const char *model) {
   tu_cmd *c = &j->c;
-  c->n = c->ns = 0;
-  if (ranks > 0) {
-    const char *mpi[] = {s->mpirun, "--allow-run-as-root", "--oversubscribe",
-                         "--bind-to", "none", "-x", "MLFLOW_TRACKING_URI",
-                         "-x", "MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL",
-                         "-np", NULL};
-    tu_add_all(c, mpi);
-    tu_add(c, tu_num(c, ranks));
-  }
+  tu_mpirun(c, s->mpirun, ranks, "MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL");
   const char *fixed[] = {GF_TRAIN_BIN, "--data", FASHION, "--model", "dcgan",
                          "--batch", "16", "--threads", "1", "--seed", "7",
                          "--sample-every", "0", "--eval-every", "0",
                          "--check-every", "1", "--keep", "10", NULL};
   tu_add_all(c, fixed);
-  tu_add(c, "--steps");
-  tu_add(c, tu_num(c, STEPS));
-  tu_add(c, "--log-every");
-  tu_add(c, tu_num(c, LOG_EVERY));
-  tu_add(c, "--checkpoint-every");
-  tu_add(c, tu_num(c, ckpt_every));
   tu_add(c, "--register-model");
   tu_add(c, model);
-  tu_add(c, "--checkpoint-dir");
-  tu_add(c, j->dir);
-  tu_add(c, "--experiment");
-  tu_add(c, j->exp);
+  tu_run_flags(c, STEPS, LOG_EVERY, ckpt_every, j->dir, j->exp);
 }
 
 /* The final checkpoint of j. */
