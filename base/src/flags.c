@@ -106,9 +106,7 @@ static void bits_text(const gf_flag *row, unsigned m, char *out, size_t cap) {
       o += (size_t)n;
     }
   if (!o && row->none) {
-    int n = snprintf(out, cap, "%s", row->none);
-    assert(gf_fits(n, cap));
-    (void)n;
+    GF_FORMAT_FITS(out, cap, "%s", row->none);
   }
 }
 
@@ -522,9 +520,7 @@ static void usage_row(FILE *out, const gf_flag_table *t, const gf_flag *r) {
   char num[DEFAULT_TEXT_MAX], tail[256];
   const char *def = default_text(r, num);
   if (def[0]) {
-    int n = snprintf(tail, sizeof tail, "(%s)", def);
-    assert(gf_fits(n, sizeof tail) && "a default fits a line");
-    (void)n;
+    GF_FORMAT_FITS(tail, sizeof tail, "(%s)", def);
     wrap(out, tail, t->help_col, &col);
   }
   fputc('\n', out);

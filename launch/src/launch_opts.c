@@ -638,9 +638,7 @@ char **gf_launch_argv(const gf_launch_opts *o, int grad_accum, bool restarted,
     if (i == o->train_at) {
       if (set_ga) {
         /* a literal and an int: 64 bytes hold it */
-        int k = snprintf(buf, sizeof buf, "--grad-accum=%d", grad_accum);
-        assert(gf_fits(k, sizeof buf));
-        (void)k;
+        GF_FORMAT_FITS(buf, sizeof buf, "--grad-accum=%d", grad_accum);
         if (!(out[n++] = strdup(buf))) goto oom;
       }
       if (restarted && !(out[n++] = strdup("--resume=auto"))) goto oom;

@@ -109,9 +109,7 @@ static gf_status parse_promote(const gf_flag *row, void *obj, const char *arg,
                  size_t cap) {                                            \
     const gf_train_config *cfg = obj;                                     \
     (void)row;                                                            \
-    int w_ = snprintf(out, cap, __VA_ARGS__);                             \
-    assert(gf_fits(w_, cap));                                             \
-    (void)w_;                                                             \
+    GF_FORMAT_FITS(out, cap, __VA_ARGS__);                                \
   }
 
 static int world_of(const gf_train_config *cfg) {
@@ -494,9 +492,7 @@ static void safe_component(char *dst, size_t cap, const char *src) {
   }
   dst[i] = '\0';
   if (strcmp(dst, ".") == 0 || strcmp(dst, "..") == 0 || !*dst) {
-    int n = snprintf(dst, cap, "default");
-    assert(gf_fits(n, cap));
-    (void)n;
+    GF_FORMAT_FITS(dst, cap, "default");
   }
 }
 

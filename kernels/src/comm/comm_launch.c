@@ -30,9 +30,7 @@ static const char *env_get(const env_src *e, const char *name) {
 static gf_status parse_int(const char *name, const char *v, long lo, long hi,
                            int *out, gf_err *err) {
   char what[96];
-  int n = snprintf(what, sizeof what, "launch: %s", name);
-  assert(gf_fits(n, sizeof what)); /* the names are constants of this file */
-  (void)n;
+  GF_FORMAT_FITS(what, sizeof what, "launch: %s", name); /* the names are constants of this file */
   return gf_parse_int(what, v, (int)lo, (int)hi, out, err);
 }
 
