@@ -172,7 +172,7 @@ gf_status gf_net_add_skip_grads(gf_net *net, gf_ctx *ctx, int i, gf_tensor *dx, 
 
 /* Frees the sync scratch; NULL is fine. */
 void gf_net_sync_free(struct gf_net_sync *s);
-/* Frees gf_net_r1's scratch (net_r1.c); NULL is fine. */
+/* Frees gf_net_r1's scratch (net_r1_scratch.c); NULL is fine. */
 void gf_net_r1_free(struct gf_net_r1 *r);
 
 /* The network descriptions (net_mlp.c, net_dcgan.c): set net->in_* and

@@ -2,8 +2,8 @@
  * Mescheder et al. 2018, StyleGAN's lazy R1) by double backpropagation over
  * the kernels library ops: a train-mode forward, a backward that keeps the
  * gradient wrt every layer's output, and a reverse-mode sweep over that
- * backward, which runs forward through the layers. Also the R1 scratch the
- * net owns (struct gf_net_r1). Not here: when and how often the GAN step
+ * backward, which runs forward through the layers. Its scratch, which the
+ * net owns, is net_r1_scratch.c. Not here: when and how often the GAN step
  * calls it (gan.c), its loss scaling.
  *
  * Notation: layer i maps a_i to a_{i+1} (a_0 = x, a_L = D(x)); g_i = dD/da_i
@@ -42,96 +42,7 @@
 #include <string.h>
 
 #include "net_layers.h"
-
-/* The R1 scratch of one net, on its device, for net->max_batch samples:
- * one arena holding every buffer below. Carved once (lazily, at the first
- * gf_net_r1); contents are meaningful only during a call. */
-struct gf_net_r1 {
-  gf_arena arena;
-  float *g[GF_NET_MAX_LAYERS + 1]; /* g[i] = g_i, [max_batch, in_numel of
-                                      layer i] (g[L]: [max_batch, 1], the
-                                      seed); an element-wise layer i aliases
-                                      g[i] = g[i + 1] (its backward runs in
-                                      place: nothing reads g_{i+1} later) */
-  float *gbar[2];                  /* the sweep's ping-pong pair, each
-                                      max_batch * (largest per-sample numel) */
-  float *dw;                       /* SN layers: dP/dw_sn, the largest
-                                      weight's numel */
-  float *save;                     /* gbar at the current residual block's
-                                      input (max_batch * largest block
-                                      input numel) */
-  float *mid, *sco;                /* the shortcut's intermediate and
-                                      output of the sweep */
-  float *one;                      /* [1, 1]: a dummy weight for the dot
-                                      product of P (values unused) */
-  float *dot;                      /* [1, 1]: sum g_0^2 (seeded by k) */
-};
-
-void gf_net_r1_free(struct gf_net_r1 *r) {
-  if (!r) return;
-  gf_arena_free(&r->arena);
-  free(r);
-}
-
-static size_t fbytes(int64_t n) { return gf_arena_slot_bytes((size_t)n * sizeof(float)); }
-
-static gf_status carve(gf_arena *a, int64_t n, float **p, gf_err *err) {
-  gf_tensor t;
-  GF_TRY(gf_arena_tensor(a, &t, GF_F32, 1, &n, err));
-  *p = t.data;
-  return GF_OK;
-}
-
-/* Sizes and carves the scratch of net (see struct gf_net_r1). Memory: the
- * returned struct and its arena are owned by the caller (net->r1, freed by
- * gf_net_free through gf_net_r1_free); NULL after a failure, with nothing
- * left allocated. */
-static gf_status r1_alloc(gf_net *net, struct gf_net_r1 **out, gf_err *err) {
-  *out = NULL;
-  struct gf_net_r1 *r = calloc(1, sizeof *r);
-  if (!r) return gf_fail(err, GF_ENOMEM, "net r1: out of memory");
-  int L = net->n_layers;
-  int64_t mb = net->max_batch, maxn = 1, max_w = 1, max_s = 1, max_m = 1, max_o = 1;
-  size_t bytes = fbytes(mb) + 2 * fbytes(1);
-  for (int i = 0; i < L; i++) {
-    const gf_layer *l = &net->layers[i];
-    if (!l->in_place) bytes += fbytes(mb * l->in_numel);
-    if (l->in_numel > maxn) maxn = l->in_numel;
-    if (l->out_numel > maxn) maxn = l->out_numel;
-    if (l->kind == GF_L_RESADD) {
-      if (l->skip_numel > max_s) max_s = l->skip_numel;
-      if (l->mid_numel > max_m) max_m = l->mid_numel;
-      if (l->out_numel > max_o) max_o = l->out_numel;
-    }
-    if (l->p_u >= 0) {
-      int64_t wn = gf_tensor_numel(&net->tensors[l->p_w].value);
-      if (wn > max_w) max_w = wn;
-    }
-  }
-  bytes += 2 * fbytes(mb * maxn) + fbytes(max_w) + fbytes(mb * max_s) + fbytes(mb * max_m) +
-           fbytes(mb * max_o);
-  gf_status st = gf_arena_init_on(&r->arena, net->acts.device, net->acts.device_index, bytes, err);
-  if (st == GF_OK) st = carve(&r->arena, mb, &r->g[L], err);
-  for (int i = L - 1; st == GF_OK && i >= 0; i--) {
-    const gf_layer *l = &net->layers[i];
-    if (l->in_place) r->g[i] = r->g[i + 1];
-    else st = carve(&r->arena, mb * l->in_numel, &r->g[i], err);
-  }
-  if (st == GF_OK) st = carve(&r->arena, mb * maxn, &r->gbar[0], err);
-  if (st == GF_OK) st = carve(&r->arena, mb * maxn, &r->gbar[1], err);
-  if (st == GF_OK) st = carve(&r->arena, max_w, &r->dw, err);
-  if (st == GF_OK) st = carve(&r->arena, mb * max_s, &r->save, err);
-  if (st == GF_OK) st = carve(&r->arena, mb * max_m, &r->mid, err);
-  if (st == GF_OK) st = carve(&r->arena, mb * max_o, &r->sco, err);
-  if (st == GF_OK) st = carve(&r->arena, 1, &r->one, err);
-  if (st == GF_OK) st = carve(&r->arena, 1, &r->dot, err);
-  if (st != GF_OK) {
-    gf_net_r1_free(r);
-    return st;
-  }
-  *out = r;
-  return GF_OK;
-}
+#include "net_r1_scratch.h"
 
 /* A view on the net's device of n samples of per-sample shape s. */
 static gf_status view(const gf_net *net, gf_tensor *t, const float *data, int64_t n, int ndim,
@@ -379,7 +290,7 @@ gf_status gf_net_r1(gf_net *net, gf_ctx *ctx, const gf_tensor *x, float scale, u
   if (ctx->device != net->acts.device)
     return gf_fail(err, GF_EINVAL, "net r1: ctx is not on the net's device");
   GF_TRY(r1_supported(net, err));
-  if (!net->r1) GF_TRY(r1_alloc(net, &net->r1, err));
+  if (!net->r1) GF_TRY(gf_net_r1_alloc(net, &net->r1, err));
   struct gf_net_r1 *r = net->r1;
   gf_tensor y;
   GF_TRY(gf_net_forward(net, ctx, x, GF_MODE_TRAIN, seed, step, sample0, pass, &y, err));

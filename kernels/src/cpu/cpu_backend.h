@@ -230,6 +230,10 @@ gf_status gf_cpu_prim_exec(gf_ctx *ctx, gf_prim *p, void *const *ptr,
  * next call), or NULL with err filled. */
 float *gf_cpu_tmp(gf_ctx *ctx, size_t n, gf_err *err);
 
+/* Destroys every cached primitive and frees the cache, the scratchpad and
+ * the tmp buffer of st (which stays allocated, its fields emptied). */
+void gf_cpu_cache_free(gf_cpu_state *st);
+
 /* Sets OpenMP's thread count for this thread to ctx->nthreads and returns
  * the previous value for gf_cpu_threads_end (oneDNN's OpenMP runtime reads
  * it at primitive creation and execution). */

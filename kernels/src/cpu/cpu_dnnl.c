@@ -215,22 +215,6 @@ static void conv_key(gf_prim_key *k, int kind, const conv_geom *g,
   key_init(k, kind, 16, v);
 }
 
-gf_status gf_cpu_conv_fwd_desc(const conv_geom *g, bool with_bias,
-                               dnnl_prop_kind_t prop,
-                               dnnl_convolution_desc_t *d, gf_err *err) {
-  if (g->transposed)
-    DNNL_TRY(dnnl_deconvolution_forward_desc_init(
-        d, prop, dnnl_deconvolution_direct, &g->src_p,
-        &g->wt_p, with_bias ? &g->bias : NULL, &g->dst_p, g->stride, g->pad_l,
-        g->pad_r));
-  else
-    DNNL_TRY(dnnl_convolution_forward_desc_init(
-        d, prop, dnnl_convolution_direct, &g->src_p,
-        &g->wt_p, with_bias ? &g->bias : NULL, &g->dst_p, g->stride, g->pad_l,
-        g->pad_r));
-  return GF_OK;
-}
-
 static gf_status conv_fwd(gf_ctx *ctx, bool transposed, const gf_tensor *x,
                           const gf_tensor *w, const gf_tensor *b,
                           const gf_conv_params *cp, gf_tensor *y,
