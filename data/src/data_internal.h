@@ -72,7 +72,7 @@ void gf_img_scratch_free(gf_img_scratch *s);
 gf_status gf_img_convert(const gf_image *src, const gf_data_options *opt,
                          uint8_t *dst, gf_img_scratch *s, gf_err *err);
 
-/* ---- dataset helpers (data_dataset.c) --------------------------------- */
+/* ---- the dataset record (data_record.c) ------------------------------ */
 
 /* GF_EINVAL unless channels is 1 or 3 and height, width are in
  * 1..GF_DATA_MAX_SIDE. */
@@ -84,6 +84,8 @@ gf_status gf_data_check_geometry(const gf_data_options *opt, gf_err *err);
 gf_status gf_data_alloc(gf_dataset *ds, uint64_t n, int with_labels,
                         const gf_data_options *opt, const char *name,
                         gf_err *err);
+
+/* ---- the readers (data_idx.c, data_cifar.c, data_folder.c) ----------- */
 
 /* Readers behind gf_dataset_load, on a directory (dir is the folder that
  * holds the files, as detected). */
