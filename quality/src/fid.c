@@ -8,7 +8,10 @@
  * symmetrized, and its eigenvalues (dsyevd, values only) give
  * tr(sqrt(S1 S2)) = sum sqrt(max(l, 0)): S1 S2 is similar to the PSD M, so
  * its square root's trace is real and this is what scipy's sqrtm computes
- * up to rounding. Not for: moments themselves (moments.c). */
+ * up to rounding. Everything that depends on S1 alone (its eigen-
+ * decomposition, Y, tr(S1)) is a gf_fid_ref, prepared once
+ * (gf_fid_ref_init) and compared with any number of sets (gf_fid_to_ref);
+ * gf_fid is the two in a row. Not for: moments themselves (moments.c). */
 #include "gf/fid.h"
 
 #include <math.h>
@@ -45,52 +48,54 @@ static gf_status check_moments(const char *name, const gf_feat_moments *m,
   return GF_OK;
 }
 
-gf_status gf_fid(const gf_feat_moments *a, const gf_feat_moments *b,
-                 double *fid, gf_err *err) {
-  if (!fid) return gf_fail(err, GF_EINVAL, "fid: NULL result");
-  *fid = NAN;
+/* The workspace sizes of dsyevd for jobz at order n: *lwork doubles and
+ * *liwork ints (a query). */
+static gf_status dsyevd_sizes(const char *jobz, int n, int *lwork,
+                              int *liwork, gf_err *err) {
+  int info = 0, lq = -1, liq = -1, iwq = 0;
+  double wq = 0, qa = 0, qw = 0; /* not read by a query; passed non-NULL */
+  dsyevd_(jobz, "U", &n, &qa, &n, &qw, &wq, &lq, &iwq, &liq, &info, 1, 1);
+  if (info != 0)
+    return gf_fail(err, GF_EDEVICE, "fid: dsyevd workspace query failed (info %d)",
+                   info);
+  *lwork = (int)wq + 1;
+  *liwork = iwq > 0 ? iwq : 1;
+  return GF_OK;
+}
+
+void gf_fid_ref_free(gf_fid_ref *r) {
+  if (!r) return;
+  free(r->mean);
+  free(r->y);
+  memset(r, 0, sizeof *r);
+}
+
+gf_status gf_fid_ref_init(const gf_feat_moments *a, gf_fid_ref *out,
+                          gf_err *err) {
+  if (!out) return gf_fail(err, GF_EINVAL, "fid: NULL reference");
+  memset(out, 0, sizeof *out);
   GF_TRY(check_moments("a", a, err));
-  GF_TRY(check_moments("b", b, err));
-  if (a->dim != b->dim)
-    return gf_fail(err, GF_EINVAL, "fid: dims differ: a has %d, b has %d",
-                   a->dim, b->dim);
   const int n = a->dim;
   const size_t d = (size_t)n;
   if (d > SIZE_MAX / sizeof(double) / d)
     return gf_fail(err, GF_EINVAL, "fid: dim %d is too large", n);
+  double tr1 = 0;
+  for (size_t i = 0; i < d; i++) tr1 += a->cov[i * d + i];
 
-  double diff = 0, tr1 = 0, tr2 = 0;
-  for (size_t i = 0; i < d; i++) {
-    double t = a->mean[i] - b->mean[i];
-    diff += t * t;
-    tr1 += a->cov[i * d + i];
-    tr2 += b->cov[i * d + i];
-  }
-
-  /* Workspace for the larger of the two dsyevd calls (vectors, order n). */
-  int info = 0, lwork = -1, liwork = -1, iwq = 0;
-  double wq = 0, qa = 0, qw = 0; /* not read by a query; passed non-NULL */
-  dsyevd_("V", "U", &n, &qa, &n, &qw, &wq, &lwork, &iwq, &liwork, &info, 1,
-          1);
-  if (info != 0)
-    return gf_fail(err, GF_EDEVICE, "fid: dsyevd workspace query failed (info %d)",
-                   info);
-  lwork = (int)wq + 1;
-  liwork = iwq;
-
-  double *y = malloc(d * d * sizeof *y);  /* S1, then V, then Y = V L^½ */
-  double *t = malloc(d * d * sizeof *t);  /* S2 Y */
-  double *mm = malloc(d * d * sizeof *mm); /* M = Y^T S2 Y */
+  int lwork = 0, liwork = 0, info = 0;
+  GF_TRY(dsyevd_sizes("V", n, &lwork, &liwork, err));
+  double *mean = malloc(d * sizeof *mean);
+  double *y = malloc(d * d * sizeof *y); /* S1, then V, then Y = V L^½ */
   double *w = malloc(d * sizeof *w);
   double *work = malloc((size_t)lwork * sizeof *work);
-  int *iwork = malloc((size_t)(liwork > 0 ? liwork : 1) * sizeof *iwork);
+  int *iwork = malloc((size_t)liwork * sizeof *iwork);
   gf_status st = GF_OK;
-  if (!y || !t || !mm || !w || !work || !iwork) {
-    st = gf_fail(err, GF_ENOMEM, "fid: cannot allocate 3 x %zu doubles at dim %d",
+  if (!mean || !y || !w || !work || !iwork) {
+    st = gf_fail(err, GF_ENOMEM, "fid: cannot allocate %zu doubles at dim %d",
                  d * d, n);
     goto out;
   }
-
+  memcpy(mean, a->mean, d * sizeof *mean);
   /* S1 is symmetric: its row-major array is its column-major array. */
   memcpy(y, a->cov, d * d * sizeof *y);
   dsyevd_("V", "U", &n, y, &n, w, work, &lwork, iwork, &liwork, &info, 1, 1);
@@ -106,9 +111,61 @@ gf_status gf_fid(const gf_feat_moments *a, const gf_feat_moments *b,
     double *col = y + k * d;
     for (size_t i = 0; i < d; i++) col[i] *= s;
   }
+  out->dim = n;
+  out->n = a->n;
+  out->mean = mean;
+  out->trace = tr1;
+  out->y = y;
+  mean = y = NULL;
+
+out:
+  free(mean);
+  free(y);
+  free(w);
+  free(work);
+  free(iwork);
+  return st;
+}
+
+gf_status gf_fid_to_ref(const gf_fid_ref *r, const gf_feat_moments *b,
+                        double *fid, gf_err *err) {
+  if (!fid) return gf_fail(err, GF_EINVAL, "fid: NULL result");
+  *fid = NAN;
+  if (!r || !r->mean || !r->y)
+    return gf_fail(err, GF_EINVAL, "fid: the reference is not prepared");
+  GF_TRY(check_moments("b", b, err));
+  if (r->dim != b->dim)
+    return gf_fail(err, GF_EINVAL, "fid: dims differ: a has %d, b has %d",
+                   r->dim, b->dim);
+  const int n = r->dim;
+  const size_t d = (size_t)n;
+
+  double diff = 0, tr2 = 0;
+  for (size_t i = 0; i < d; i++) {
+    double t = r->mean[i] - b->mean[i];
+    diff += t * t;
+    tr2 += b->cov[i * d + i];
+  }
+
+  /* Eigenvalues only: dsytrd, the one step that reads the workspace, blocks
+   * the same way whenever lwork reaches dim x its block size, which the
+   * query's optimum does (so a larger workspace gives the same bits). */
+  int lwork = 0, liwork = 0, info = 0;
+  GF_TRY(dsyevd_sizes("N", n, &lwork, &liwork, err));
+  double *t = malloc(d * d * sizeof *t);  /* S2 Y */
+  double *mm = malloc(d * d * sizeof *mm); /* M = Y^T S2 Y */
+  double *w = malloc(d * sizeof *w);
+  double *work = malloc((size_t)lwork * sizeof *work);
+  int *iwork = malloc((size_t)liwork * sizeof *iwork);
+  gf_status st = GF_OK;
+  if (!t || !mm || !w || !work || !iwork) {
+    st = gf_fail(err, GF_ENOMEM, "fid: cannot allocate 2 x %zu doubles at dim %d",
+                 d * d, n);
+    goto out;
+  }
   const double one = 1.0, zero = 0.0;
-  dgemm_("N", "N", &n, &n, &n, &one, b->cov, &n, y, &n, &zero, t, &n, 1, 1);
-  dgemm_("T", "N", &n, &n, &n, &one, y, &n, t, &n, &zero, mm, &n, 1, 1);
+  dgemm_("N", "N", &n, &n, &n, &one, b->cov, &n, r->y, &n, &zero, t, &n, 1, 1);
+  dgemm_("T", "N", &n, &n, &n, &one, r->y, &n, t, &n, &zero, mm, &n, 1, 1);
   /* M is symmetric up to rounding; make it exactly so for dsyevd. */
   for (size_t i = 0; i < d; i++)
     for (size_t j = 0; j < i; j++) {
@@ -125,14 +182,29 @@ gf_status gf_fid(const gf_feat_moments *a, const gf_feat_moments *b,
   }
   double trsqrt = 0;
   for (size_t k = 0; k < d; k++) trsqrt += w[k] > 0 ? sqrt(w[k]) : 0.0;
-  *fid = diff + tr1 + tr2 - 2.0 * trsqrt;
+  *fid = diff + r->trace + tr2 - 2.0 * trsqrt;
 
 out:
-  free(y);
   free(t);
   free(mm);
   free(w);
   free(work);
   free(iwork);
+  return st;
+}
+
+gf_status gf_fid(const gf_feat_moments *a, const gf_feat_moments *b,
+                 double *fid, gf_err *err) {
+  if (!fid) return gf_fail(err, GF_EINVAL, "fid: NULL result");
+  *fid = NAN;
+  GF_TRY(check_moments("a", a, err));
+  GF_TRY(check_moments("b", b, err));
+  if (a->dim != b->dim)
+    return gf_fail(err, GF_EINVAL, "fid: dims differ: a has %d, b has %d",
+                   a->dim, b->dim);
+  gf_fid_ref r;
+  GF_TRY(gf_fid_ref_init(a, &r, err));
+  gf_status st = gf_fid_to_ref(&r, b, fid, err);
+  gf_fid_ref_free(&r);
   return st;
 }

@@ -1,7 +1,8 @@
 /* test_fid.c - gf_fid against closed forms: identical sets (0), diagonal
  * covariances and commuting covariances S = Q D Q^T (FID = |dmu|^2 +
  * sum (sqrt d1 - sqrt d2)^2), symmetry in its arguments, singular
- * covariances, the refusals; and the time of one FID at dim 2048 with
+ * covariances, the refusals; the reference side prepared once
+ * (gf_fid_ref) giving gf_fid's bits; and the time of one FID at dim 2048 with
  * n = 2000 (printed, not asserted). Goldens from scipy: test_fid_golden.c. */
 #include <math.h>
 #include <stdio.h>
@@ -179,6 +180,63 @@ static void test_refusals(void) {
   gf_feat_moments_free(&c);
 }
 
+/* FID's reference prepared once (gf_fid_ref_init) and compared with two
+ * sets gives gf_fid's bits for each; its refusals. */
+static void test_prepared(void) {
+  const int dim = 60;
+  gf_feat_moments a, b, c;
+  float *xa = td_feature_set(41, 300, dim, 0.6, 0.1),
+        *xb = td_feature_set(42, 200, dim, 0.5, 0.3),
+        *xc = td_feature_set(43, 250, dim, 0.7, 0.0);
+  gf_err err = {0};
+  REQUIRE(gf_feat_moments_compute(xa, 300, dim, &a, &err) == GF_OK);
+  REQUIRE(gf_feat_moments_compute(xb, 200, dim, &b, &err) == GF_OK);
+  REQUIRE(gf_feat_moments_compute(xc, 250, dim, &c, &err) == GF_OK);
+  double ab = 0, ac = 0, pab = 1, pac = 1, pab2 = 2;
+  CHECK(gf_fid(&a, &b, &ab, &err) == GF_OK);
+  CHECK(gf_fid(&a, &c, &ac, &err) == GF_OK);
+  gf_fid_ref r;
+  CHECKF(gf_fid_ref_init(&a, &r, &err) == GF_OK, "%s", err.msg);
+  CHECK(r.dim == dim && r.n == 300 && r.mean && r.y);
+  CHECK(fabs(r.trace - trace(&a)) <= 1e-12 * trace(&a));
+  CHECK(gf_fid_to_ref(&r, &b, &pab, &err) == GF_OK);
+  CHECK(gf_fid_to_ref(&r, &c, &pac, &err) == GF_OK);
+  CHECK(gf_fid_to_ref(&r, &b, &pab2, &err) == GF_OK);
+  CHECKF(memcmp(&ab, &pab, sizeof ab) == 0 && memcmp(&ab, &pab2, sizeof ab) == 0,
+         "prepared FID(a, b) %.17g, %.17g; gf_fid %.17g", pab, pab2, ab);
+  CHECKF(memcmp(&ac, &pac, sizeof ac) == 0, "prepared FID(a, c) %.17g, "
+         "gf_fid %.17g", pac, ac);
+  CHECK(ab > 0 && ac > 0 && ab != ac);
+  /* refusals: another dim, a non-finite b, an empty reference */
+  gf_feat_moments d = alloc_moments(dim - 1);
+  double f = 0;
+  CHECK(gf_fid_to_ref(&r, &d, &f, &err) == GF_EINVAL && isnan(f));
+  CHECKF(strstr(err.msg, "dims differ") != NULL, "%s", err.msg);
+  b.cov[dim + 2] = NAN;
+  CHECK(gf_fid_to_ref(&r, &b, &f, &err) == GF_EINVAL);
+  CHECKF(strstr(err.msg, "moments b") && strstr(err.msg, "cov[1, 2]"), "%s",
+         err.msg);
+  gf_fid_ref_free(&r);
+  CHECK(r.mean == NULL && r.y == NULL && r.dim == 0);
+  gf_fid_ref_free(&r); /* twice, and NULL, are fine */
+  gf_fid_ref_free(NULL);
+  CHECK(gf_fid_to_ref(&r, &c, &f, &err) == GF_EINVAL);
+  CHECKF(strstr(err.msg, "not prepared") != NULL, "%s", err.msg);
+  a.mean[5] = INFINITY;
+  CHECK(gf_fid_ref_init(&a, &r, &err) == GF_EINVAL);
+  CHECKF(strstr(err.msg, "moments a") && strstr(err.msg, "mean[5]"), "%s",
+         err.msg);
+  CHECK(r.mean == NULL && r.y == NULL);
+  CHECK(gf_fid_ref_init(&c, NULL, &err) == GF_EINVAL);
+  gf_feat_moments_free(&a);
+  gf_feat_moments_free(&b);
+  gf_feat_moments_free(&c);
+  gf_feat_moments_free(&d);
+  free(xa);
+  free(xb);
+  free(xc);
+}
+
 /* Two sets of 2000 correlated features at dim 2048 (fewer samples than
  * dims, as early in a run): moments and FID timed, printed. */
 static void time_fid_2048(void) {
@@ -227,6 +285,7 @@ int main(void) {
   test_commuting(50, 30);
   test_commuting(1, 1);
   test_refusals();
+  test_prepared();
   time_fid_2048();
   return check_report();
 }

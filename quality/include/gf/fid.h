@@ -58,4 +58,41 @@ void gf_feat_moments_free(gf_feat_moments *m);
 gf_status gf_fid(const gf_feat_moments *a, const gf_feat_moments *b,
                  double *fid, gf_err *err);
 
+/* FID's reference side, prepared once: what gf_fid derives from its first
+ * argument alone (the mean, tr(S1) and Y = V diag(sqrt(max(l, 0))) from
+ * S1's eigen-decomposition), so that comparing many sets with one
+ * reference pays that decomposition and its workspace (2 dim^2 + 6 dim
+ * doubles) once, and holds one dim x dim matrix, Y, in place of S1.
+ * gf_fid(a, b) is gf_fid_ref_init(a), gf_fid_to_ref(b), gf_fid_ref_free:
+ * the same operations in the same order, so the same bits. Owned by the
+ * caller; all-zero bytes are an empty struct that gf_fid_ref_free
+ * accepts. */
+typedef struct gf_fid_ref {
+  int dim;      /* feature length, >= 1 */
+  int64_t n;    /* feature vectors of the reference, >= 2 */
+  double *mean; /* [dim], a copy of the reference's mean */
+  double trace; /* tr(S1) */
+  double *y;    /* [dim * dim] column-major: column k is S1's k-th
+                   eigenvector (ascending eigenvalues) times the square
+                   root of max(eigenvalue, 0) */
+} gf_fid_ref;
+
+/* Prepares *out from the moments a (checked as gf_fid checks them,
+ * errors naming argument "a"); reads a only. Allocates out->mean, out->y
+ * and, until it returns, the eigen-decomposition's workspace; on failure
+ * *out is left empty. GF_EINVAL, GF_ENOMEM, GF_EDEVICE as gf_fid. */
+gf_status gf_fid_ref_init(const gf_feat_moments *a, gf_fid_ref *out,
+                          gf_err *err);
+
+/* Frees r->mean and r->y and leaves *r empty; accepts NULL and an empty
+ * struct. */
+void gf_fid_ref_free(gf_fid_ref *r);
+
+/* *fid = gf_fid(a, b) for the a that r was prepared from, to the last bit
+ * (b checked as gf_fid checks it, errors naming argument "b"; GF_EINVAL
+ * when the dims differ). Allocates 2 dim^2 doubles of scratch, freed
+ * before returning; reads r and b only. */
+gf_status gf_fid_to_ref(const gf_fid_ref *r, const gf_feat_moments *b,
+                        double *fid, gf_err *err);
+
 #endif
