@@ -13,7 +13,12 @@
  * Activations live in three arenas: a block reads its input from one of
  * two ping-pong arenas, writes its output into the other and keeps its
  * branches' intermediates in a scratch arena that is emptied after the
- * block. */
+ * block. gf_inception_release frees them between uses; the next features
+ * call allocates them again at the sizes the dry run found.
+ *
+ * Loading folds one layer at a time into a staging buffer the size of the
+ * largest layer and copies it to the device, so the host holds the file
+ * and the device copy of the weights, never a third, folded copy. */
 #include "gf/inception.h"
 
 #include <math.h>
@@ -52,7 +57,8 @@ struct gf_inception {
   gf_arena params;
   conv_layer conv[N_CONV];
   int n_conv;
-  gf_arena act[N_ARENAS];
+  gf_arena act[N_ARENAS]; /* empty (base NULL) after gf_inception_release */
+  size_t need[N_ARENAS];   /* bytes each arena needs at max_batch (dry run) */
   gf_tensor input; /* owned: the last chunk before its resize, [m,3,h,w] */
   gf_inception_tap tap; /* tests: sees each stage's output */
   void *tap_arg;
@@ -96,18 +102,27 @@ static const gf_st_tensor *find_part(const gf_st_file *f, const char *name,
   return gf_fits(n, sizeof key) ? gf_st_find(f, key) : NULL;
 }
 
-/* Reads layer `name` from f, folds its batch norm into a weight and a bias
- * (in double: s = 1/sqrt(var + eps), w' = w s, b' = beta - mean s) and
- * stores them in host staging memory at *w_out / *b_out (malloc'd, the
- * caller frees them). */
-static gf_status read_layer(const gf_st_file *f, const char *path,
-                            conv_layer *L, float **w_out, float **b_out,
-                            gf_err *err) {
-  const gf_st_tensor *w = find_part(f, L->name, "weight");
-  const gf_st_tensor *beta = find_part(f, L->name, "beta");
-  const gf_st_tensor *mean = find_part(f, L->name, "mean");
-  const gf_st_tensor *var = find_part(f, L->name, "var");
-  if (!w || !beta || !mean || !var)
+/* The four tensors of layer L in f (NULL where missing). */
+typedef struct layer_parts {
+  const gf_st_tensor *w, *beta, *mean, *var;
+} layer_parts;
+
+static layer_parts parts_of(const gf_st_file *f, const conv_layer *L) {
+  layer_parts p = {find_part(f, L->name, "weight"),
+                   find_part(f, L->name, "beta"),
+                   find_part(f, L->name, "mean"),
+                   find_part(f, L->name, "var")};
+  return p;
+}
+
+/* Checks layer `name` of f (its weight [Cout, Cin, kh, kw] F32; beta, mean
+ * and var F32 [Cout], finite, var >= 0; its stride and padding in the
+ * metadata), and sets L's conv parameters and the shape of L->w. */
+static gf_status check_layer(const gf_st_file *f, const char *path,
+                             conv_layer *L, gf_err *err) {
+  layer_parts lp = parts_of(f, L);
+  const gf_st_tensor *w = lp.w;
+  if (!w || !lp.beta || !lp.mean || !lp.var)
     return gf_fail(err, GF_EFORMAT, "%s: layer %s%s: missing weight, beta, "
                    "mean or var", path, PREFIX, L->name);
   if (w->ndim != 4 || w->dtype != GF_ST_F32 || w->shape[0] < 1 ||
@@ -115,7 +130,7 @@ static gf_status read_layer(const gf_st_file *f, const char *path,
     return gf_fail(err, GF_EFORMAT, "%s: %s%s.weight: want F32 "
                    "[Cout, Cin, kh, kw]", path, PREFIX, L->name);
   int64_t cout = w->shape[0];
-  const gf_st_tensor *vec[3] = {beta, mean, var};
+  const gf_st_tensor *vec[3] = {lp.beta, lp.mean, lp.var};
   for (int i = 0; i < 3; i++)
     if (vec[i]->ndim != 1 || vec[i]->dtype != GF_ST_F32 ||
         vec[i]->shape[0] != cout)
@@ -134,38 +149,44 @@ static gf_status read_layer(const gf_st_file *f, const char *path,
     return gf_fail(err, GF_EFORMAT, "%s: metadata %s: missing or not a "
                    "padding", path, key);
   L->p = (gf_conv_params){{stride[0], stride[1]}, {pad[0], pad[1]}, {0, 0}};
-
-  size_t per = w->numel / (size_t)cout;
-  float *wf = malloc(w->nbytes), *bf = malloc((size_t)cout * sizeof *bf);
-  if (!wf || !bf) {
-    free(wf);
-    free(bf);
-    return gf_fail(err, GF_ENOMEM, "%s: no memory for layer %s", path,
-                   L->name);
-  }
   for (int64_t o = 0; o < cout; o++) {
     float fb, fm, fv;
-    memcpy(&fb, (const char *)beta->data + o * 4, 4);
-    memcpy(&fm, (const char *)mean->data + o * 4, 4);
-    memcpy(&fv, (const char *)var->data + o * 4, 4);
-    if (!isfinite(fb) || !isfinite(fm) || !(fv >= 0.0f) || !isfinite(fv)) {
-      free(wf);
-      free(bf);
+    memcpy(&fb, (const char *)lp.beta->data + o * 4, 4);
+    memcpy(&fm, (const char *)lp.mean->data + o * 4, 4);
+    memcpy(&fv, (const char *)lp.var->data + o * 4, 4);
+    if (!isfinite(fb) || !isfinite(fm) || !(fv >= 0.0f) || !isfinite(fv))
       return gf_fail(err, GF_EFORMAT, "%s: %s%s: channel %lld has a "
                      "non-finite beta/mean or a negative variance", path,
                      PREFIX, L->name, (long long)o);
-    }
+  }
+  /* the shape for the dry run, before the device copy exists */
+  L->w.ndim = 4;
+  memcpy(L->w.shape, w->shape, 4 * sizeof(int64_t));
+  L->w.dtype = GF_F32;
+  return GF_OK;
+}
+
+/* Folds checked layer L's batch norm into its weight and bias (in double:
+ * s = 1/sqrt(var + eps), w' = w s, b' = beta - mean s), into the caller's
+ * wf [numel of the weight] and bf [Cout]. */
+static void fold_layer(const gf_st_file *f, const conv_layer *L, float *wf,
+                       float *bf) {
+  layer_parts lp = parts_of(f, L);
+  int64_t cout = lp.w->shape[0];
+  size_t per = lp.w->numel / (size_t)cout;
+  for (int64_t o = 0; o < cout; o++) {
+    float fb, fm, fv;
+    memcpy(&fb, (const char *)lp.beta->data + o * 4, 4);
+    memcpy(&fm, (const char *)lp.mean->data + o * 4, 4);
+    memcpy(&fv, (const char *)lp.var->data + o * 4, 4);
     double s = 1.0 / sqrt((double)fv + BN_EPS);
     bf[o] = (float)((double)fb - (double)fm * s);
     for (size_t i = 0; i < per; i++) {
       float x;
-      memcpy(&x, (const char *)w->data + ((size_t)o * per + i) * 4, 4);
+      memcpy(&x, (const char *)lp.w->data + ((size_t)o * per + i) * 4, 4);
       wf[(size_t)o * per + i] = (float)((double)x * s);
     }
   }
-  *w_out = wf;
-  *b_out = bf;
-  return GF_OK;
 }
 
 static int cmp_str(const void *a, const void *b) {
@@ -526,12 +547,35 @@ gf_status gf_inception_default_path(char *buf, size_t cap, gf_err *err) {
   return GF_OK;
 }
 
-void gf_inception_free(gf_inception *net) {
+void gf_inception_release(gf_inception *net) {
   if (!net) return;
   for (int i = 0; i < N_ARENAS; i++) gf_arena_free(&net->act[i]);
-  gf_arena_free(&net->params);
   gf_tensor_free(&net->input);
+}
+
+void gf_inception_free(gf_inception *net) {
+  if (!net) return;
+  gf_inception_release(net);
+  gf_arena_free(&net->params);
   free(net);
+}
+
+/* The activation arenas at the sizes of the dry run, where released. */
+static gf_status ensure_arenas(gf_inception *net, gf_err *err) {
+  for (int i = 0; i < N_ARENAS; i++)
+    if (!net->act[i].base)
+      GF_TRY(gf_arena_init_on(&net->act[i], net->ctx->device,
+                              net->ctx->device_index, net->need[i], err));
+  return GF_OK;
+}
+
+int gf_inception_batch_for(const gf_ctx *ctx, int max_batch) {
+  if (max_batch < 1) max_batch = 1;
+  if (!ctx || ctx->backend != GF_BACKEND_CPU) return max_batch;
+  int64_t want = 2 * (int64_t)(ctx->nthreads > 0 ? ctx->nthreads : 1);
+  int b = GF_INCEPTION_MIN_CPU_BATCH;
+  while (b < want && b < max_batch) b *= 2;
+  return b < max_batch ? b : max_batch;
 }
 
 void gf_inception_set_tap(gf_inception *net, gf_inception_tap fn,
@@ -550,30 +594,42 @@ size_t gf_inception_device_bytes(const gf_inception *net) {
   return b;
 }
 
-/* Moves the folded layers to the device: one arena holds every weight and
- * bias. w[i], b[i] are host staging copies. */
-static gf_status upload(gf_inception *net, const gf_st_file *f, float **w,
-                        float **b, gf_err *err) {
-  size_t bytes = 0;
+/* Folds each checked layer into a host staging buffer the size of the
+ * largest one and copies it to the device: one arena holds every weight
+ * and bias. */
+static gf_status upload(gf_inception *net, const gf_st_file *f, gf_err *err) {
+  size_t bytes = 0, most = 0;
   for (int i = 0; i < net->n_conv; i++) {
     const gf_st_tensor *t = find_part(f, net->conv[i].name, "weight");
-    bytes += gf_arena_slot_bytes(t->nbytes) +
-             gf_arena_slot_bytes((size_t)t->shape[0] * sizeof(float));
+    size_t b = (size_t)t->shape[0] * sizeof(float);
+    bytes += gf_arena_slot_bytes(t->nbytes) + gf_arena_slot_bytes(b);
+    if (t->nbytes + b > most) most = t->nbytes + b;
   }
   GF_TRY(gf_arena_init_on(&net->params, net->ctx->device,
                           net->ctx->device_index, bytes, err));
-  for (int i = 0; i < net->n_conv; i++) {
+  float *stage = malloc(most);
+  if (!stage)
+    return gf_fail(err, GF_ENOMEM, "%s: no memory to fold a layer",
+                   net->path);
+  gf_status s = GF_OK;
+  for (int i = 0; s == GF_OK && i < net->n_conv; i++) {
     conv_layer *L = &net->conv[i];
     const gf_st_tensor *t = find_part(f, L->name, "weight");
-    GF_TRY(gf_arena_tensor(&net->params, &L->w, GF_F32, 4, t->shape, err));
-    GF_TRY(gf_arena_tensor(&net->params, &L->b, GF_F32, 1, t->shape, err));
+    float *wf = stage, *bf = stage + t->numel;
+    fold_layer(f, L, wf, bf);
     gf_tensor hw, hb;
-    GF_TRY(gf_tensor_view(&hw, w[i], GF_F32, GF_DEV_CPU, 4, t->shape, err));
-    GF_TRY(gf_tensor_view(&hb, b[i], GF_F32, GF_DEV_CPU, 1, t->shape, err));
-    GF_TRY(gf_tensor_copy(&L->w, &hw, err));
-    GF_TRY(gf_tensor_copy(&L->b, &hb, err));
+    s = gf_arena_tensor(&net->params, &L->w, GF_F32, 4, t->shape, err);
+    if (s == GF_OK)
+      s = gf_arena_tensor(&net->params, &L->b, GF_F32, 1, t->shape, err);
+    if (s == GF_OK)
+      s = gf_tensor_view(&hw, wf, GF_F32, GF_DEV_CPU, 4, t->shape, err);
+    if (s == GF_OK)
+      s = gf_tensor_view(&hb, bf, GF_F32, GF_DEV_CPU, 1, t->shape, err);
+    if (s == GF_OK) s = gf_tensor_copy(&L->w, &hw, err);
+    if (s == GF_OK) s = gf_tensor_copy(&L->b, &hb, err);
   }
-  return GF_OK;
+  free(stage);
+  return s;
 }
 
 static gf_status load_file(gf_inception *net, const char *path,
@@ -595,17 +651,9 @@ static gf_status load_file(gf_inception *net, const char *path,
     s = gf_fail(err, GF_EFORMAT, "FID network %s: metadata format '%s', "
                 "want 'ganflow-inception-v3-fid'", path, fmt ? fmt : "-");
   if (s == GF_OK) s = list_layers(&f, path, net, err);
-  float *w[N_CONV] = {0}, *b[N_CONV] = {0};
   for (int i = 0; s == GF_OK && i < net->n_conv; i++) {
-    s = read_layer(&f, path, &net->conv[i], &w[i], &b[i], err);
-    /* shapes for the dry run, before the device copies exist */
-    if (s == GF_OK) {
-      const gf_st_tensor *t = find_part(&f, net->conv[i].name, "weight");
-      net->conv[i].w.ndim = 4;
-      memcpy(net->conv[i].w.shape, t->shape, 4 * sizeof(int64_t));
-      net->conv[i].w.dtype = GF_F32;
-      net->conv[i].w.device = net->ctx->device;
-    }
+    s = check_layer(&f, path, &net->conv[i], err);
+    net->conv[i].w.device = net->ctx->device;
   }
   /* the dry run checks the topology against the file */
   run r = {.net = net, .measure = true, .err = err};
@@ -615,15 +663,10 @@ static gf_status load_file(gf_inception *net, const char *path,
              GF_INCEPTION_SIDE, &x);
     if (s == GF_OK) s = network(&r, &x, &feats);
   }
-  if (s == GF_OK) s = upload(net, &f, w, b, err);
-  for (int i = 0; i < N_CONV; i++) {
-    free(w[i]);
-    free(b[i]);
-  }
+  if (s == GF_OK) s = upload(net, &f, err);
   gf_st_file_free(&f);
-  for (int i = 0; s == GF_OK && i < N_ARENAS; i++)
-    s = gf_arena_init_on(&net->act[i], net->ctx->device,
-                         net->ctx->device_index, r.need[i], err);
+  memcpy(net->need, r.need, sizeof net->need);
+  if (s == GF_OK) s = ensure_arenas(net, err);
   return s;
 }
 
@@ -687,6 +730,7 @@ gf_status gf_inception_features_u8(gf_inception *net, const uint8_t *pixels,
                                    int64_t n, int c, int h, int w,
                                    float *feats, gf_err *err) {
   GF_TRY(check_images(net, pixels, n, c, h, w, feats, err));
+  GF_TRY(ensure_arenas(net, err));
   size_t plane = (size_t)h * (size_t)w;
   int64_t bmax = net->max_batch;
   float *host = malloc((size_t)bmax * 3 * plane * sizeof *host);

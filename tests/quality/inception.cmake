@@ -20,6 +20,14 @@ add_test(NAME quality_inception_sets
          COMMAND test_inception_golden ${GF_INCEPTION_GOLDEN} cpu sets)
 set_tests_properties(quality_inception_sets PROPERTIES LABELS "unit;heavy"
                      TIMEOUT 600)
+# The features of a set cut into chunks of gf_inception_batch_for and of a
+# larger batch, and after gf_inception_release: the same bits (CPU).
+add_executable(test_inception_batch test_inception_batch.c)
+target_link_libraries(test_inception_batch PRIVATE gf_quality ZLIB::ZLIB)
+target_include_directories(test_inception_batch PRIVATE ${GF_TEST_SUPPORT_DIR})
+add_test(NAME quality_inception_batch COMMAND test_inception_batch)
+set_tests_properties(quality_inception_batch PROPERTIES LABELS unit
+                     TIMEOUT 600)
 if(GF_CUDA_ENABLED)
   add_test(NAME quality_inception_cuda
            COMMAND test_inception_golden ${GF_INCEPTION_GOLDEN} cuda)

@@ -57,10 +57,37 @@ gf_status gf_inception_load(gf_ctx *ctx, const char *path,
 /* Releases the network and its device memory; accepts NULL. */
 void gf_inception_free(gf_inception *net);
 
+/* Frees the activations (12.6 MiB per image of max_batch: the
+ * network's whole memory but its 83 MiB of weights) until the next features
+ * call, which allocates them again: for a caller that keeps the network
+ * between uses far apart (ganflow-train's evaluations). The features do
+ * not change. Accepts NULL. */
+void gf_inception_release(gf_inception *net);
+
+/* The smallest batch of the CPU network at which a feature does not depend
+ * on the chunk its image is computed in. */
+#define GF_INCEPTION_MIN_CPU_BATCH 4
+
+/* The max_batch to load the network with on ctx for the least memory that
+ * keeps the features as they are at max_batch: on a CPU ctx, twice its
+ * threads rounded up to a power of two, at least
+ * GF_INCEPTION_MIN_CPU_BATCH and at most max_batch (itself a power of
+ * two, or it is returned as it is when smaller). oneDNN's GEMM
+ * convolutions thread over the images of a chunk once it holds at least
+ * twice as many images as threads, and an image's features are then the
+ * same bits in any such chunk; a smaller chunk splits each image's GEMM
+ * over the threads and changes the last bits (tests/quality
+ * test_inception_batch). So a set computed in chunks of this size gets the
+ * features it gets in chunks of max_batch, wherever its last, partial
+ * chunk is the same or holds at least twice the threads. On CUDA,
+ * max_batch: the activations are device memory there. */
+int gf_inception_batch_for(const gf_ctx *ctx, int max_batch);
+
 /* SHA-256 (hex) of the weights file the network was loaded from: the
  * "network" part of a feature cache's key. Owned by net. */
 const char *gf_inception_sha256(const gf_inception *net);
-/* Bytes of device memory the network holds (weights and activations). */
+/* Bytes of device memory the network holds now (weights, and activations
+ * unless released). */
 size_t gf_inception_device_bytes(const gf_inception *net);
 
 /* Features of n images of c (1 or 3) x h x w 8-bit pixels, planar per image
