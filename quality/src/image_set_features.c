@@ -153,16 +153,17 @@ static gf_status mixed_ref(gf_inception *net, const gf_img_set *set,
   GF_TRY(mixed_digest(set, ref->data_sha256, err));
   gf_feat_cache_key key = {gf_inception_sha256(net), ref->data_sha256,
                            GF_INCEPTION_PREPROCESS, set->n, GF_INCEPTION_DIM};
+  gf_feat_moments m = {0};
   if (dir[0]) {
     GF_TRY(gf_feat_cache_path(dir, &key, ref->cache_path,
                               sizeof ref->cache_path, err));
     gf_err e;
-    gf_status s = gf_feat_cache_read(ref->cache_path, &key, &ref->feats,
-                                     &ref->m, &e);
+    gf_status s = gf_feat_cache_read(ref->cache_path, &key, &ref->feats, &m,
+                                     &e);
     if (s == GF_OK) {
       ref->n = set->n;
       ref->from_cache = true;
-      return GF_OK;
+      return gf_quality_ref_finish(ref, &m, NULL, NULL, 0, err);
     }
     if (s != GF_ENOTFOUND)
       return gf_fail(err, s, "%s (delete it to compute the reference "
@@ -172,20 +173,19 @@ static gf_status mixed_ref(gf_inception *net, const gf_img_set *set,
   if (!ref->feats)
     return gf_fail(err, GF_ENOMEM, "out of memory for %lld features",
                    (long long)set->n);
-  GF_TRY(gf_img_set_features(net, set, batch, "reference", log, ref->feats,
-                             err));
-  GF_TRY(gf_feat_moments_compute(ref->feats, set->n, GF_INCEPTION_DIM,
-                                 &ref->m, err));
+  gf_status s = gf_img_set_features(net, set, batch, "reference", log,
+                                    ref->feats, err);
+  gf_inception_release(net);
+  GF_TRY(s);
+  GF_TRY(gf_feat_moments_compute(ref->feats, set->n, GF_INCEPTION_DIM, &m,
+                                 err));
   ref->n = set->n;
-  if (dir[0]) {
-    gf_err e;
-    if (gf_feat_cache_write(ref->cache_path, &key, ref->feats, &ref->m, &e) !=
-        GF_OK) {
-      if (log) fprintf(log, "reference statistics not cached: %s\n", e.msg);
-      ref->cache_path[0] = '\0';
-    }
-  }
-  return GF_OK;
+  char warn[600];
+  warn[0] = '\0';
+  s = gf_quality_ref_finish(ref, &m, dir[0] ? &key : NULL, warn, sizeof warn,
+                            err);
+  if (warn[0] && log) fprintf(log, "%s\n", warn);
+  return s;
 }
 
 gf_status gf_img_set_ref(gf_inception *net, const gf_img_set *set, int batch,

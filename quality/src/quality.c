@@ -34,8 +34,28 @@ void gf_quality_ref_free(gf_quality_ref *ref) {
   if (!ref) return;
   free(ref->feats);
   ref->feats = NULL;
-  gf_feat_moments_free(&ref->m);
+  gf_fid_ref_free(&ref->fid);
   ref->n = 0;
+}
+
+gf_status gf_quality_ref_finish(gf_quality_ref *ref, gf_feat_moments *m,
+                                const gf_feat_cache_key *key, char *warn,
+                                size_t warn_cap, gf_err *err) {
+  if (key && ref->cache_path[0]) {
+    gf_err e;
+    if (gf_feat_cache_write(ref->cache_path, key, ref->feats, m, &e) !=
+        GF_OK) {
+      if (warn && warn_cap) {
+        int wn = snprintf(warn, warn_cap, "reference statistics not cached: "
+                         "%s", e.msg);
+        (void)wn; /* a cut warning still warns */
+      }
+      ref->cache_path[0] = '\0';
+    }
+  }
+  gf_status s = gf_fid_ref_init(m, &ref->fid, err);
+  gf_feat_moments_free(m);
+  return s;
 }
 
 gf_status gf_quality_ref_init(gf_inception *net, const uint8_t *pixels,
@@ -57,16 +77,19 @@ gf_status gf_quality_ref_init(gf_inception *net, const uint8_t *pixels,
   else
     GF_TRY(gf_format(dir, sizeof dir, err, "feature cache dir", "%s",
                      cache_dir));
+  gf_feat_moments m = {0};
   if (dir[0]) {
     GF_TRY(gf_feat_cache_path(dir, &key, ref->cache_path,
                               sizeof ref->cache_path, err));
     gf_err e;
-    gf_status s = gf_feat_cache_read(ref->cache_path, &key, &ref->feats,
-                                     &ref->m, &e);
+    gf_status s = gf_feat_cache_read(ref->cache_path, &key, &ref->feats, &m,
+                                     &e);
     if (s == GF_OK) {
       ref->n = n;
       ref->from_cache = true;
-      return GF_OK;
+      s = gf_quality_ref_finish(ref, &m, NULL, NULL, 0, err);
+      if (s != GF_OK) gf_quality_ref_free(ref);
+      return s;
     }
     if (s != GF_ENOTFOUND) {
       gf_quality_ref_free(ref);
@@ -80,27 +103,15 @@ gf_status gf_quality_ref_init(gf_inception *net, const uint8_t *pixels,
                    (long long)n);
   gf_status s = gf_inception_features_u8(net, pixels, n, c, h, w, ref->feats,
                                          err);
+  gf_inception_release(net);
   if (s == GF_OK)
-    s = gf_feat_moments_compute(ref->feats, n, GF_INCEPTION_DIM, &ref->m,
-                                err);
-  if (s != GF_OK) {
-    gf_quality_ref_free(ref);
-    return s;
-  }
+    s = gf_feat_moments_compute(ref->feats, n, GF_INCEPTION_DIM, &m, err);
   ref->n = n;
-  if (dir[0]) {
-    gf_err e;
-    if (gf_feat_cache_write(ref->cache_path, &key, ref->feats, &ref->m, &e) !=
-        GF_OK) {
-      if (warn && warn_cap) {
-        int wn = snprintf(warn, warn_cap, "reference statistics not cached: "
-                         "%s", e.msg);
-        (void)wn; /* a cut warning still warns */
-      }
-      ref->cache_path[0] = '\0';
-    }
-  }
-  return GF_OK;
+  if (s == GF_OK)
+    s = gf_quality_ref_finish(ref, &m, dir[0] ? &key : NULL, warn, warn_cap,
+                              err);
+  if (s != GF_OK) gf_quality_ref_free(ref);
+  return s;
 }
 
 gf_status gf_quality_of_features(const gf_quality_ref *ref,
@@ -114,7 +125,7 @@ gf_status gf_quality_of_features(const gf_quality_ref *ref,
   if (which & GF_QUALITY_FID) {
     gf_feat_moments m = {0};
     GF_TRY(gf_feat_moments_compute(feats, n, GF_INCEPTION_DIM, &m, err));
-    gf_status s = gf_fid(&ref->m, &m, &out->fid, err);
+    gf_status s = gf_fid_to_ref(&ref->fid, &m, &out->fid, err);
     gf_feat_moments_free(&m);
     GF_TRY(s);
   }

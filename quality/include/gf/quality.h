@@ -11,8 +11,10 @@
 #define GF_QUALITY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
+#include "gf/feat_cache.h"
 #include "gf/fid.h"
 #include "gf/inception.h"
 #include "gf/kid.h"
@@ -23,11 +25,14 @@ enum {
   GF_QUALITY_KID = 1u << 1,
 };
 
-/* The reference set: its features (for KID) and moments (for FID). */
+/* The reference set: its features (for KID) and FID's side of it
+ * prepared from their moments (for FID; the moments themselves are in the
+ * cache file and not kept). */
 typedef struct gf_quality_ref {
   int64_t n;                           /* images */
   float *feats;                        /* owned; [n, GF_INCEPTION_DIM] */
-  gf_feat_moments m;                   /* owned */
+  gf_fid_ref fid;                      /* owned; gf_fid_ref_init of the
+                                          features' moments */
   char data_sha256[65];                /* digest of the images' bytes and
                                           their shape */
   char cache_path[1024];               /* the cache file ("" none) */
@@ -41,13 +46,29 @@ typedef struct gf_quality_ref {
  * reported through *warn, a caller-provided buffer of warn_cap bytes; warn
  * may be NULL). A cache file that exists but does not match (another
  * network or images) or is damaged is an error naming the file: delete it
- * to recompute. On success the caller owns *ref (gf_quality_ref_free). */
+ * to recompute. Computing releases net's activations
+ * (gf_inception_release) once the features are in, before the moments and
+ * FID's preparation take their memory. On success the caller owns *ref
+ * (gf_quality_ref_free). */
 gf_status gf_quality_ref_init(gf_inception *net, const uint8_t *pixels,
                               int64_t n, int c, int h, int w,
                               const char *cache_dir, gf_quality_ref *ref,
                               char *warn, size_t warn_cap, gf_err *err);
 /* Releases what ref owns; accepts a zeroed or freed ref. */
 void gf_quality_ref_free(gf_quality_ref *ref);
+
+/* The last step of a reference whose features ref->feats (ref->n of them)
+ * are in: when key is not NULL and ref->cache_path is not empty, the
+ * cache file of key (the features and *m) is written at ref->cache_path (a
+ * failure to write is no error: its message goes to warn, a
+ * caller-provided buffer of warn_cap bytes that may be NULL, and
+ * ref->cache_path is emptied); then FID's side is prepared from the
+ * moments *m (computed, or read from the cache), which are freed (*m left
+ * empty, also on failure). For gf_quality_ref_init and the references
+ * other callers build the same way (gf_img_set_ref). */
+gf_status gf_quality_ref_finish(gf_quality_ref *ref, gf_feat_moments *m,
+                                const gf_feat_cache_key *key, char *warn,
+                                size_t warn_cap, gf_err *err);
 
 typedef struct gf_quality {
   double fid;             /* NAN when not asked */
