@@ -127,8 +127,11 @@ out:
   return st;
 }
 
-gf_status gf_fid_to_ref(const gf_fid_ref *r, const gf_feat_moments *b,
-                        double *fid, gf_err *err) {
+/* gf_fid_to_ref with M = Y^T S2 Y written into mm when it is not NULL
+ * (b->cov itself, which is not read once S2 Y is formed), else into a
+ * buffer of its own. */
+static gf_status to_ref(const gf_fid_ref *r, const gf_feat_moments *b,
+                        double *mm_into, double *fid, gf_err *err) {
   if (!fid) return gf_fail(err, GF_EINVAL, "fid: NULL result");
   *fid = NAN;
   if (!r || !r->mean || !r->y)
@@ -152,15 +155,16 @@ gf_status gf_fid_to_ref(const gf_fid_ref *r, const gf_feat_moments *b,
    * query's optimum does (so a larger workspace gives the same bits). */
   int lwork = 0, liwork = 0, info = 0;
   GF_TRY(dsyevd_sizes("N", n, &lwork, &liwork, err));
-  double *t = malloc(d * d * sizeof *t);  /* S2 Y */
-  double *mm = malloc(d * d * sizeof *mm); /* M = Y^T S2 Y */
+  double *t = malloc(d * d * sizeof *t); /* S2 Y */
+  double *own = mm_into ? NULL : malloc(d * d * sizeof *own);
+  double *mm = mm_into ? mm_into : own;  /* M = Y^T S2 Y */
   double *w = malloc(d * sizeof *w);
   double *work = malloc((size_t)lwork * sizeof *work);
   int *iwork = malloc((size_t)liwork * sizeof *iwork);
   gf_status st = GF_OK;
   if (!t || !mm || !w || !work || !iwork) {
-    st = gf_fail(err, GF_ENOMEM, "fid: cannot allocate 2 x %zu doubles at dim %d",
-                 d * d, n);
+    st = gf_fail(err, GF_ENOMEM, "fid: cannot allocate %d x %zu doubles at "
+                 "dim %d", mm_into ? 1 : 2, d * d, n);
     goto out;
   }
   const double one = 1.0, zero = 0.0;
@@ -186,10 +190,22 @@ gf_status gf_fid_to_ref(const gf_fid_ref *r, const gf_feat_moments *b,
 
 out:
   free(t);
-  free(mm);
+  free(own);
   free(w);
   free(work);
   free(iwork);
+  return st;
+}
+
+gf_status gf_fid_to_ref(const gf_fid_ref *r, const gf_feat_moments *b,
+                        double *fid, gf_err *err) {
+  return to_ref(r, b, NULL, fid, err);
+}
+
+gf_status gf_fid_to_ref_take(const gf_fid_ref *r, gf_feat_moments *b,
+                             double *fid, gf_err *err) {
+  gf_status st = to_ref(r, b, b ? b->cov : NULL, fid, err);
+  gf_feat_moments_free(b);
   return st;
 }
 

@@ -125,9 +125,7 @@ gf_status gf_quality_of_features(const gf_quality_ref *ref,
   if (which & GF_QUALITY_FID) {
     gf_feat_moments m = {0};
     GF_TRY(gf_feat_moments_compute(feats, n, GF_INCEPTION_DIM, &m, err));
-    gf_status s = gf_fid_to_ref(&ref->fid, &m, &out->fid, err);
-    gf_feat_moments_free(&m);
-    GF_TRY(s);
+    GF_TRY(gf_fid_to_ref_take(&ref->fid, &m, &out->fid, err));
   }
   if (which & GF_QUALITY_KID) {
     gf_kid_config d = gf_kid_config_default();

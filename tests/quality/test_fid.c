@@ -207,6 +207,14 @@ static void test_prepared(void) {
   CHECKF(memcmp(&ac, &pac, sizeof ac) == 0, "prepared FID(a, c) %.17g, "
          "gf_fid %.17g", pac, ac);
   CHECK(ab > 0 && ac > 0 && ab != ac);
+  /* taking c's moments: the same bits, c left empty */
+  gf_feat_moments c2;
+  double tac = 3;
+  REQUIRE(gf_feat_moments_compute(xc, 250, dim, &c2, &err) == GF_OK);
+  CHECK(gf_fid_to_ref_take(&r, &c2, &tac, &err) == GF_OK);
+  CHECKF(memcmp(&ac, &tac, sizeof ac) == 0, "FID(a, c) taking c: %.17g, "
+         "gf_fid %.17g", tac, ac);
+  CHECK(c2.cov == NULL && c2.mean == NULL && c2.dim == 0);
   /* refusals: another dim, a non-finite b, an empty reference */
   gf_feat_moments d = alloc_moments(dim - 1);
   double f = 0;
@@ -216,6 +224,8 @@ static void test_prepared(void) {
   CHECK(gf_fid_to_ref(&r, &b, &f, &err) == GF_EINVAL);
   CHECKF(strstr(err.msg, "moments b") && strstr(err.msg, "cov[1, 2]"), "%s",
          err.msg);
+  CHECK(gf_fid_to_ref_take(&r, &b, &f, &err) == GF_EINVAL);
+  CHECK(b.cov == NULL && b.mean == NULL); /* freed on failure too */
   gf_fid_ref_free(&r);
   CHECK(r.mean == NULL && r.y == NULL && r.dim == 0);
   gf_fid_ref_free(&r); /* twice, and NULL, are fine */

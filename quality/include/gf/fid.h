@@ -95,4 +95,11 @@ void gf_fid_ref_free(gf_fid_ref *r);
 gf_status gf_fid_to_ref(const gf_fid_ref *r, const gf_feat_moments *b,
                         double *fid, gf_err *err);
 
+/* gf_fid_to_ref for moments the caller has no more use for, in half the
+ * scratch: the product Y^T S2 Y is formed in b->cov's memory once S2 Y is,
+ * and *b is freed (left empty) on success and failure alike. The same
+ * bits as gf_fid_to_ref. */
+gf_status gf_fid_to_ref_take(const gf_fid_ref *r, gf_feat_moments *b,
+                             double *fid, gf_err *err);
+
 #endif
