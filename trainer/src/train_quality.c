@@ -8,7 +8,9 @@
  * job before anything is logged), logs the cache file as the artifact
  * fid/reference.safetensors, and at each evaluation after step 0 scores
  * --fid-images generated images (the fixed evaluation latents, quantised to
- * 8 bits as the sample PNGs are) against it: metrics fid, kid, kid_std. */
+ * 8 bits as the sample PNGs are) against it: metrics fid, kid, kid_std.
+ * Between evaluations the network keeps its weights only: its activations
+ * are released after each set's features. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,9 @@
 #include "gf/text.h"
 #include "mlflow/client.h"
 #include "train_state.h"
+
+/* The FID network's chunk of images (at most; gf_inception_batch_for). */
+#define TRAIN_FID_BATCH 32
 
 gf_status train_quality_init(train_state *st, gf_err *err) {
   if (!st->n_fid) return GF_OK;
@@ -37,7 +42,11 @@ gf_status train_quality_init(train_state *st, gf_err *err) {
   st->qctx_ok = true;
   double t0 = gf_mono_s();
   gf_err e;
-  if (gf_inception_load(&st->qctx, NULL, NULL, 32, &st->inception, &e) !=
+  /* Chunks of 32 images on a GPU; on the CPU the smallest chunk that
+   * gives the same features (a few images: the activations are about
+   * 12.6 MiB per image). */
+  int batch = gf_inception_batch_for(&st->qctx, TRAIN_FID_BATCH);
+  if (gf_inception_load(&st->qctx, NULL, NULL, batch, &st->inception, &e) !=
       GF_OK)
     return gf_fail(err, e.code, "--eval-metrics fid/kid: %s", e.msg);
   st->qfeats = malloc((size_t)st->n_fid * GF_INCEPTION_DIM *
@@ -83,9 +92,14 @@ gf_status train_quality_eval(train_state *st, int64_t k, gf_err *err) {
   const gf_model_config *m = &st->mcfg;
   double t0 = gf_mono_s();
   GF_TRY(train_generate(st, st->eval_z, st->n_fid, 1, err));
-  GF_TRY(gf_inception_features_f32(st->inception, st->gen, st->n_fid,
-                                   m->image_channels, m->image_height,
-                                   m->image_width, st->qfeats, err));
+  gf_status fs = gf_inception_features_f32(st->inception, st->gen,
+                                           st->n_fid, m->image_channels,
+                                           m->image_height, m->image_width,
+                                           st->qfeats, err);
+  /* the activations until the next evaluation: memory FID's algebra and
+   * training can use */
+  gf_inception_release(st->inception);
+  GF_TRY(fs);
   unsigned which = 0;
   if (st->cfg->eval_metrics & GF_EVAL_FID) which |= GF_QUALITY_FID;
   if (st->cfg->eval_metrics & GF_EVAL_KID) which |= GF_QUALITY_KID;
