@@ -15,6 +15,7 @@
 #include "gf/fid.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,34 +71,50 @@ void gf_fid_ref_free(gf_fid_ref *r) {
   memset(r, 0, sizeof *r);
 }
 
-gf_status gf_fid_ref_init(const gf_feat_moments *a, gf_fid_ref *out,
-                          gf_err *err) {
-  if (!out) return gf_fail(err, GF_EINVAL, "fid: NULL reference");
+/* gf_fid_ref_init; with take, a's arrays are adopted: S1 is decomposed in
+ * a->cov's memory, and both end in *out on success and are freed on any
+ * failure (the caller then forgets them). */
+static gf_status ref_init(const gf_feat_moments *a, bool take,
+                          gf_fid_ref *out, gf_err *err) {
+  double *mean = take && a ? a->mean : NULL;
+  double *y = take && a ? a->cov : NULL; /* S1, then V, then Y = V L^½ */
+  double *w = NULL, *work = NULL;
+  int *iwork = NULL;
+  gf_status st = GF_OK;
+  if (!out) {
+    st = gf_fail(err, GF_EINVAL, "fid: NULL reference");
+    goto out;
+  }
   memset(out, 0, sizeof *out);
-  GF_TRY(check_moments("a", a, err));
+  if ((st = check_moments("a", a, err)) != GF_OK) goto out;
   const int n = a->dim;
   const size_t d = (size_t)n;
-  if (d > SIZE_MAX / sizeof(double) / d)
-    return gf_fail(err, GF_EINVAL, "fid: dim %d is too large", n);
+  if (d > SIZE_MAX / sizeof(double) / d) {
+    st = gf_fail(err, GF_EINVAL, "fid: dim %d is too large", n);
+    goto out;
+  }
   double tr1 = 0;
   for (size_t i = 0; i < d; i++) tr1 += a->cov[i * d + i];
 
   int lwork = 0, liwork = 0, info = 0;
-  GF_TRY(dsyevd_sizes("V", n, &lwork, &liwork, err));
-  double *mean = malloc(d * sizeof *mean);
-  double *y = malloc(d * d * sizeof *y); /* S1, then V, then Y = V L^½ */
-  double *w = malloc(d * sizeof *w);
-  double *work = malloc((size_t)lwork * sizeof *work);
-  int *iwork = malloc((size_t)liwork * sizeof *iwork);
-  gf_status st = GF_OK;
+  if ((st = dsyevd_sizes("V", n, &lwork, &liwork, err)) != GF_OK) goto out;
+  if (!take) {
+    mean = malloc(d * sizeof *mean);
+    y = malloc(d * d * sizeof *y);
+  }
+  w = malloc(d * sizeof *w);
+  work = malloc((size_t)lwork * sizeof *work);
+  iwork = malloc((size_t)liwork * sizeof *iwork);
   if (!mean || !y || !w || !work || !iwork) {
     st = gf_fail(err, GF_ENOMEM, "fid: cannot allocate %zu doubles at dim %d",
                  d * d, n);
     goto out;
   }
-  memcpy(mean, a->mean, d * sizeof *mean);
-  /* S1 is symmetric: its row-major array is its column-major array. */
-  memcpy(y, a->cov, d * d * sizeof *y);
+  if (!take) {
+    memcpy(mean, a->mean, d * sizeof *mean);
+    /* S1 is symmetric: its row-major array is its column-major array. */
+    memcpy(y, a->cov, d * d * sizeof *y);
+  }
   dsyevd_("V", "U", &n, y, &n, w, work, &lwork, iwork, &liwork, &info, 1, 1);
   if (info != 0) {
     st = gf_fail(err, GF_EDEVICE,
@@ -124,6 +141,18 @@ out:
   free(w);
   free(work);
   free(iwork);
+  return st;
+}
+
+gf_status gf_fid_ref_init(const gf_feat_moments *a, gf_fid_ref *out,
+                          gf_err *err) {
+  return ref_init(a, false, out, err);
+}
+
+gf_status gf_fid_ref_init_take(gf_feat_moments *a, gf_fid_ref *out,
+                               gf_err *err) {
+  gf_status st = ref_init(a, true, out, err);
+  if (a) memset(a, 0, sizeof *a); /* its arrays are out's, or freed */
   return st;
 }
 

@@ -53,9 +53,7 @@ gf_status gf_quality_ref_finish(gf_quality_ref *ref, gf_feat_moments *m,
       ref->cache_path[0] = '\0';
     }
   }
-  gf_status s = gf_fid_ref_init(m, &ref->fid, err);
-  gf_feat_moments_free(m);
-  return s;
+  return gf_fid_ref_init_take(m, &ref->fid, err);
 }
 
 gf_status gf_quality_ref_init(gf_inception *net, const uint8_t *pixels,

@@ -207,6 +207,18 @@ static void test_prepared(void) {
   CHECKF(memcmp(&ac, &pac, sizeof ac) == 0, "prepared FID(a, c) %.17g, "
          "gf_fid %.17g", pac, ac);
   CHECK(ab > 0 && ac > 0 && ab != ac);
+  /* a reference made from a's moments taken: the same bits, a copy of a
+   * left empty */
+  gf_feat_moments a2;
+  gf_fid_ref r2;
+  double tab = 4;
+  REQUIRE(gf_feat_moments_compute(xa, 300, dim, &a2, &err) == GF_OK);
+  CHECKF(gf_fid_ref_init_take(&a2, &r2, &err) == GF_OK, "%s", err.msg);
+  CHECK(a2.cov == NULL && a2.mean == NULL && a2.dim == 0);
+  CHECK(gf_fid_to_ref(&r2, &b, &tab, &err) == GF_OK);
+  CHECKF(memcmp(&ab, &tab, sizeof ab) == 0, "FID(a, b) from a taken: %.17g, "
+         "gf_fid %.17g", tab, ab);
+  gf_fid_ref_free(&r2);
   /* taking c's moments: the same bits, c left empty */
   gf_feat_moments c2;
   double tac = 3;
@@ -237,6 +249,8 @@ static void test_prepared(void) {
   CHECKF(strstr(err.msg, "moments a") && strstr(err.msg, "mean[5]"), "%s",
          err.msg);
   CHECK(r.mean == NULL && r.y == NULL);
+  CHECK(gf_fid_ref_init_take(&a, &r, &err) == GF_EINVAL);
+  CHECK(a.mean == NULL && a.cov == NULL && r.y == NULL); /* freed */
   CHECK(gf_fid_ref_init(&c, NULL, &err) == GF_EINVAL);
   gf_feat_moments_free(&a);
   gf_feat_moments_free(&b);

@@ -84,6 +84,13 @@ typedef struct gf_fid_ref {
 gf_status gf_fid_ref_init(const gf_feat_moments *a, gf_fid_ref *out,
                           gf_err *err);
 
+/* gf_fid_ref_init for moments the caller has no more use for, without a
+ * copy of S1: S1 is decomposed in a->cov's memory, which becomes out->y,
+ * and a->mean becomes out->mean; *a is left empty on success and failure
+ * alike. The same bits as gf_fid_ref_init. */
+gf_status gf_fid_ref_init_take(gf_feat_moments *a, gf_fid_ref *out,
+                               gf_err *err);
+
 /* Frees r->mean and r->y and leaves *r empty; accepts NULL and an empty
  * struct. */
 void gf_fid_ref_free(gf_fid_ref *r);

@@ -57,30 +57,30 @@ gf_status gf_inception_load(gf_ctx *ctx, const char *path,
 /* Releases the network and its device memory; accepts NULL. */
 void gf_inception_free(gf_inception *net);
 
-/* Frees the activations (12.6 MiB per image of max_batch: the
- * network's whole memory but its 83 MiB of weights) until the next features
- * call, which allocates them again: for a caller that keeps the network
- * between uses far apart (ganflow-train's evaluations). The features do
- * not change. Accepts NULL. */
+/* Frees the activations (12.6 MiB per image of max_batch: all the
+ * network holds but its 83 MiB of weights) until the next features call,
+ * which allocates them again: for a caller that keeps the network between
+ * uses far apart (ganflow-train's evaluations). The features do not
+ * change. Accepts NULL. */
 void gf_inception_release(gf_inception *net);
 
-/* The smallest batch of the CPU network at which a feature does not depend
- * on the chunk its image is computed in. */
+/* The least chunk gf_inception_batch_for gives on the CPU (on 1 and 2
+ * threads). */
 #define GF_INCEPTION_MIN_CPU_BATCH 4
 
-/* The max_batch to load the network with on ctx for the least memory that
- * keeps the features as they are at max_batch: on a CPU ctx, twice its
- * threads rounded up to a power of two, at least
- * GF_INCEPTION_MIN_CPU_BATCH and at most max_batch (itself a power of
- * two, or it is returned as it is when smaller). oneDNN's GEMM
- * convolutions thread over the images of a chunk once it holds at least
- * twice as many images as threads, and an image's features are then the
+/* The max_batch to load the network with on ctx for the least memory
+ * without changing a feature: on a CPU ctx, twice its threads rounded up
+ * to a power of two, at least GF_INCEPTION_MIN_CPU_BATCH and at most
+ * max_batch; on CUDA, max_batch (the activations are device memory there).
+ * oneDNN's GEMM convolutions thread over a chunk's images once it holds
+ * at least twice as many images as threads, and an image then gets the
  * same bits in any such chunk; a smaller chunk splits each image's GEMM
- * over the threads and changes the last bits (tests/quality
- * test_inception_batch). So a set computed in chunks of this size gets the
- * features it gets in chunks of max_batch, wherever its last, partial
- * chunk is the same or holds at least twice the threads. On CUDA,
- * max_batch: the activations are device memory there. */
+ * over the threads and changes its last bits (measured on 1 to 16 threads;
+ * tests/quality test_inception_batch). So, max_batch being a power of
+ * two, a set's features in chunks of this size are their bits in chunks
+ * of max_batch whenever the set's last, partial chunk is the same size in
+ * both or holds at least twice the threads (ganflow-train's --fid-images
+ * 100: chunks of 32, 32, 32 and 4 at 32, of 4 on 2 threads). */
 int gf_inception_batch_for(const gf_ctx *ctx, int max_batch);
 
 /* SHA-256 (hex) of the weights file the network was loaded from: the
