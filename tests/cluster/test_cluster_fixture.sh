@@ -193,10 +193,13 @@ all_state() { # WANT: every process of node1 in that state
   local p
   for p in $(ip netns pids "$NS1"); do [ "$(state "$p")" = "$1" ] || return 1; done
 }
+# a signal is delivered when the kernel next schedules its target, so the
+# states are waited for (with a deadline), not read once at once
 "$CLUSTER" stop node1 || fail "stop node1"
-all_state T || fail "stop: processes of node1 not stopped: $(for p in $(ip netns pids "$NS1"); do echo -n "$p:$(state "$p") "; done)"
+wait_for 10 all_state T || fail "stop: processes of node1 not stopped: $(for p in $(ip netns pids "$NS1"); do echo -n "$p:$(state "$p") "; done)"
 "$CLUSTER" cont node1 || fail "cont node1"
-[ "$(state "$SLEEPER")" = S ] || fail "cont: the sleeper is in state $(state "$SLEEPER")"
+sleeper_is() { [ "$(state "$SLEEPER")" = "$1" ]; }
+wait_for 10 sleeper_is S || fail "cont: the sleeper is in state $(state "$SLEEPER")"
 "$CLUSTER" kill node1 || fail "kill node1"
 [ -z "$(ip netns pids "$NS1")" ] || fail "kill: processes left in $NS1: $(ip netns pids "$NS1")"
 wait "$SLEEPER"
