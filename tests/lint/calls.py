@@ -21,6 +21,8 @@ import subprocess
 import sys
 import tempfile
 
+from rings import rings
+
 # Libraries of the shipped rooms; test and bench libraries are not read.
 LIB_RE = re.compile(r"lib(gf_[a-z_]+|gfs_[a-z_]+|mlflow_[a-z_]+)\.a$")
 SKIP = {"gf_data_test_util"}
@@ -74,39 +76,6 @@ def edges_of(libs):
         edges[node] = sorted({defined[s] for s in undefs
                               if s in defined and defined[s] != node})
     return edges
-
-
-def rings(edges):
-    index, low, stack, on, out = {}, {}, [], set(), []
-    counter = [0]
-
-    def visit(v):
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in edges.get(v, ()):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                out.append(sorted(comp))
-
-    sys.setrecursionlimit(20000)
-    for v in sorted(edges):
-        if v not in index:
-            visit(v)
-    return out
 
 
 def check(build, show):

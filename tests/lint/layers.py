@@ -23,6 +23,8 @@ import re
 import sys
 import tempfile
 
+from rings import rings
+
 # Room -> the rooms it may include (besides itself).
 ALLOWED = {
     "base": set(),
@@ -96,40 +98,6 @@ def graph(root):
     return edges
 
 
-def cycles(edges):
-    """Strongly connected components of more than one file (Tarjan)."""
-    index, low, stack, on, out = {}, {}, [], set(), []
-    counter = [0]
-
-    def visit(v):
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in edges.get(v, ()):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                out.append(sorted(comp))
-
-    sys.setrecursionlimit(10000)
-    for v in sorted(edges):
-        if v not in index:
-            visit(v)
-    return out
-
-
 def check(root, show_graph=False):
     edges = graph(root)
     bad = []
@@ -142,7 +110,7 @@ def check(root, show_graph=False):
                 room_edges[(a, b)] = room_edges.get((a, b), 0) + 1
                 if b not in ALLOWED[a]:
                     bad.append(f"{src} includes {t}: {a} may not include {b}")
-    loops = cycles(edges)
+    loops = rings(edges)
     if show_graph:
         for (a, b), n in sorted(room_edges.items()):
             print(f"{a:16} -> {b:16} {n}")
@@ -170,7 +138,7 @@ def selftest():
         ups = [(s, t) for s, ts in edges.items() for t in ts
                if room_of(t) != room_of(s)
                and room_of(t) not in ALLOWED[room_of(s)]]
-        loops = cycles(edges)
+        loops = rings(edges)
         ok = (ups == [("base/include/gf/a.h", "kernels/include/gf/k.h")]
               and ["model/src/x.h", "model/src/y.h"] in loops)
         print("layers selftest:", "ok" if ok else f"missed: {ups} {loops}")
