@@ -2,9 +2,9 @@
 # The whole test suite, from nothing, in stages that each print their time:
 #
 #   deps     deploy/install-deps.sh (what is missing only)
-#   quick    a Release build with gcc (build/) and its unit and fuzz tests
-#            (`ctest -L 'unit|fuzz' -LE heavy`): a first answer in about
-#            three minutes
+#   build    a Release build with gcc (build/)
+#   quick    its unit and fuzz tests (`ctest -L 'unit|fuzz' -LE heavy`): a
+#            first answer in under three minutes
 #   release  the rest of that build's tests: integration (real MLflow),
 #            end to end, fault injection, MPI, the test cluster, Slurm, the
 #            heavy goldens
@@ -129,7 +129,6 @@ drop_test_data() {
 }
 
 quick() {
-  build build gcc Release
   run_tests build quick -L 'unit|fuzz' -LE heavy
 }
 
@@ -178,6 +177,7 @@ image() {
 }
 
 stage deps deps
+stage build build build gcc Release
 stage quick quick
 stage release release
 stage matrix matrix
