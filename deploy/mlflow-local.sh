@@ -14,6 +14,7 @@
 #                          kept in STATE/admin_password (MLflow 3.x refuses
 #                          the old default password1234)
 #   GANFLOW_MLFLOW_WORKERS server workers                (2)
+#   GANFLOW_MLFLOW_JOBS    1: MLflow 3's job runner too (GenAI jobs; off)
 #   GANFLOW_MLFLOW_PG_USER the system user PostgreSQL runs as when this script
 #                          runs as root (postgres, made by Debian's package)
 # A restart with the same state folder reuses the port it had, and the
@@ -224,8 +225,14 @@ INI
     export MLFLOW_FLASK_SERVER_SECRET_KEY
     args+=(--app-name basic-auth)
   fi
+  # MLflow 3's job runner (a huey queue and seven consumer processes, each
+  # importing mlflow: about 20 s of CPU at every start, and polling after)
+  # serves its GenAI jobs (judges, trace rollups); ganflow's runs, models and
+  # registry do not use it. GANFLOW_MLFLOW_JOBS=1 keeps it.
+  local jobs=false
+  [ "${GANFLOW_MLFLOW_JOBS:-0}" = 1 ] && jobs=true
   # setsid: the server and its workers form one process group, stopped together.
-  (cd "$STATE" && MLFLOW_BACKEND_STORE_URI=$store exec setsid "$MLFLOW" "${args[@]}" >>"$STATE/server.log" 2>&1 </dev/null) &
+  (cd "$STATE" && MLFLOW_SERVER_ENABLE_JOB_EXECUTION=$jobs MLFLOW_BACKEND_STORE_URI=$store exec setsid "$MLFLOW" "${args[@]}" >>"$STATE/server.log" 2>&1 </dev/null) &
   echo $! >"$STATE/pid"
   local i
   for i in $(seq 1 240); do

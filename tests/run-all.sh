@@ -63,6 +63,7 @@ JUNITS=()
 summary() {
   local rc=$? i
   trap - EXIT
+  fresh_stop
   if [ -n "$CUR_STAGE" ]; then
     STAGE_NAMES+=("$CUR_STAGE (FAILED)")
     STAGE_SECS+=($(($(date +%s) - CUR_T)))
@@ -140,8 +141,14 @@ release() {
   drop_test_data build
 }
 
+# gcc's RelWithDebInfo is built here only where the fresh-machine stage
+# does not run: that stage builds it, tests included, with -Werror, on the
+# bare root (without the CUDA host code, which build/ compiles at -O3,
+# and the Debug and MinSizeRel builds at -O0 and -Os).
 matrix() {
-  "$ROOT/tests/build-matrix.sh" --compilers gcc --types "Debug RelWithDebInfo MinSizeRel"
+  local types="Debug MinSizeRel"
+  [ "$FRESH_OK" -eq 1 ] || types="Debug RelWithDebInfo MinSizeRel"
+  "$ROOT/tests/build-matrix.sh" --compilers gcc --types "$types"
   "$ROOT/tests/build-matrix.sh" --compilers clang --types Release
 }
 
@@ -164,10 +171,38 @@ asan() {
 # The fresh-machine stage also builds the container image on its bare root
 # (deploy/image/build.sh); the image stage runs that image with runc and
 # Podman, and builds the Dockerfile with podman build.
+#
+# The fresh-machine stage runs in the background from the end of the quick
+# stage, beside release, matrix and asan: most of its time is one core's
+# (mmdebstrap, apt, pip into the bare root's venvs), which the other
+# stages' tests fill. Its log is printed when it is waited for; a run that
+# fails first stops it (fresh-machine.sh unmounts and removes its root on
+# SIGTERM).
 IMAGE_OUT=""
-fresh() {
+FRESH_PID=""
+FRESH_LOG="$ROOT/fresh-machine.log"
+FRESH_T0=0
+fresh_start() {
   IMAGE_OUT=$(mktemp -d "${TMPDIR:-/tmp}/ganflow-image-out.XXXXXX")
-  GANFLOW_FRESH_IMAGE_OUT=$IMAGE_OUT "$ROOT/tests/fresh-machine.sh"
+  FRESH_T0=$(date +%s)
+  echo "=== fresh-machine: started in the background ($((FRESH_T0 - T0)) s into the run; log: fresh-machine.log, shown when it ends)"
+  GANFLOW_FRESH_IMAGE_OUT=$IMAGE_OUT "$ROOT/tests/fresh-machine.sh" >"$FRESH_LOG" 2>&1 &
+  FRESH_PID=$!
+}
+fresh() {
+  local rc=0
+  wait "$FRESH_PID" || rc=$?
+  FRESH_PID=""
+  cat "$FRESH_LOG"
+  echo "=== fresh-machine: $(($(date +%s) - FRESH_T0)) s from its start, beside the stages before it"
+  return "$rc"
+}
+fresh_stop() {
+  [ -n "$FRESH_PID" ] || return 0
+  echo "=== fresh-machine: stopped (the run failed first); its log so far:"
+  kill -TERM "$FRESH_PID" 2>/dev/null || true
+  wait "$FRESH_PID" 2>/dev/null || true
+  tail -20 "$FRESH_LOG" 2>/dev/null || true
 }
 image() {
   local version
@@ -176,9 +211,13 @@ image() {
   rm -rf "$IMAGE_OUT"
 }
 
+FRESH_OK=0
+[ "$(id -u)" -eq 0 ] && command -v mmdebstrap >/dev/null && FRESH_OK=1
+
 stage deps deps
 stage build build build gcc Release
 stage quick quick
+[ "$FRESH_OK" -eq 1 ] && fresh_start
 stage release release
 stage matrix matrix
 stage asan asan
@@ -189,7 +228,7 @@ if [ "${#SKIP_GATE_FAILED[@]}" -gt 0 ]; then
 fi
 echo "=== all tests passed in both builds, skips as listed above ($(($(date +%s) - T0)) s so far)"
 
-if [ "$(id -u)" -eq 0 ] && command -v mmdebstrap >/dev/null; then
+if [ "$FRESH_OK" -eq 1 ]; then
   stage fresh fresh
   stage image image
 else
