@@ -8,17 +8,18 @@
 #   release  the rest of that build's tests: integration (real MLflow),
 #            end to end, fault injection, MPI, the test cluster, Slurm, the
 #            heavy goldens
-#   matrix   tests/build-matrix.sh: gcc's Debug, RelWithDebInfo and
-#            MinSizeRel builds (gcc's warnings change with -O0, -O2 and -Os,
-#            and only Debug keeps asserts and the state checkers) and clang
-#            Release with the CUDA host code, which the sanitizer build
-#            leaves out
+#   matrix   tests/build-matrix.sh: gcc's Debug and MinSizeRel builds, and
+#            RelWithDebInfo where the fresh stage does not build it (gcc's
+#            warnings change with -O0, -O2 and -Os, and only Debug keeps
+#            asserts and the state checkers), and clang Release with the
+#            CUDA host code, which the sanitizer build leaves out
 #   asan     a build with clang under AddressSanitizer +
 #            UndefinedBehaviorSanitizer (build-asan/, state checkers on) and
 #            every test but the cluster, Slurm and heavy ones
 #   fresh    as root where mmdebstrap is installed: both README commands on
 #            a bare Debian root (tests/fresh-machine.sh), which also builds
-#            the container image
+#            the container image; started in the background after the quick
+#            stage, waited for here
 #   image    that image run with runc and Podman, and the Dockerfile built
 #            with podman build (tests/image.sh)
 #
