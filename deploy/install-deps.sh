@@ -95,72 +95,6 @@ else
   echo "install-deps: system packages present"
 fi
 
-# An MLflow 2 server (the newest 2.x: before MLflow 3's logged models) in a
-# venv of its own: ganflow-train's fallback for a server without the
-# logged-models endpoints is tested against it. Its SQLAlchemy stays below
-# 2.1, which dropped a pool class MLflow 2 imports.
-venv_mlflow2() {
-  MLFLOW2_VERSION=2.22.1
-  SQLALCHEMY2_VERSION=2.0.58
-  VENV2="$ROOT/.venv-mlflow2"
-  if [ ! -x "$VENV2/bin/python" ]; then
-    /usr/bin/python3 -m venv "$VENV2"
-  fi
-  have2=$("$VENV2/bin/python" -c 'import importlib.metadata as m; print(m.version("mlflow"), m.version("sqlalchemy"))' 2>/dev/null || true)
-  if [ "$have2" != "$MLFLOW2_VERSION $SQLALCHEMY2_VERSION" ]; then
-    echo "install-deps: installing mlflow==$MLFLOW2_VERSION into .venv-mlflow2"
-    "$VENV2/bin/pip" install -q --disable-pip-version-check \
-      "mlflow==$MLFLOW2_VERSION" "sqlalchemy==$SQLALCHEMY2_VERSION"
-  else
-    echo "install-deps: mlflow $MLFLOW2_VERSION present in .venv-mlflow2"
-  fi
-}
-
-# The Kubernetes manifests' checks (tests/deploy/k8s_check.py), in a venv of
-# their own: kubernetes-validate bundles the API schemas of Kubernetes
-# 1.25-1.37 (strict ones too), so validation needs no cluster and no network;
-# kustomize renders the overlays as the kubectl of Debian's kubernetes-client
-# package (1.20, kustomize v2.0.3) does, unpacked into the venv's bin rather
-# than installed: a machine may already have another package's
-# /usr/bin/kubectl.
-venv_deploy() {
-  K8S_VALIDATE_VERSION=1.37.0
-  VENVD="$ROOT/.venv-deploy"
-  if [ ! -x "$VENVD/bin/python" ]; then
-    /usr/bin/python3 -m venv "$VENVD"
-  fi
-  haved=$("$VENVD/bin/python" -c 'import importlib.metadata as m; print(m.version("kubernetes-validate"))' 2>/dev/null || true)
-  if [ "$haved" != "$K8S_VALIDATE_VERSION" ]; then
-    echo "install-deps: installing kubernetes-validate==$K8S_VALIDATE_VERSION into .venv-deploy"
-    "$VENVD/bin/pip" install -q --disable-pip-version-check "kubernetes-validate==$K8S_VALIDATE_VERSION"
-  else
-    echo "install-deps: kubernetes-validate $K8S_VALIDATE_VERSION present in .venv-deploy"
-  fi
-  if ! "$VENVD/bin/kubectl" version --client >/dev/null 2>&1; then
-    echo "install-deps: unpacking Debian's kubernetes-client (kubectl, kustomize) into .venv-deploy/bin"
-    kc_tmp=$(mktemp -d) && chmod 0755 "$kc_tmp"
-    trap 'rm -rf "$kc_tmp"' EXIT
-    (cd "$kc_tmp" && apt-get download -qq kubernetes-client) || {
-      $SUDO apt-get update -qq && (cd "$kc_tmp" && apt-get download -qq kubernetes-client); }
-    dpkg-deb -x "$kc_tmp"/kubernetes-client_*.deb "$kc_tmp/x"
-    install -m 0755 "$kc_tmp/x/usr/bin/kubectl" "$VENVD/bin/kubectl"
-    rm -rf "$kc_tmp"
-    trap - EXIT
-  else
-    echo "install-deps: kubectl $("$VENVD/bin/kubectl" version --client --short 2>/dev/null | head -1) present in .venv-deploy/bin"
-  fi
-}
-
-# The two venvs above install in the background while .venv and the
-# FID network do: each pip is one core's work. Their output is shown, and
-# their failure reported, at the end.
-BG_LOG2=$(mktemp)
-BG_LOGD=$(mktemp)
-venv_mlflow2 >"$BG_LOG2" 2>&1 &
-BG_PID2=$!
-venv_deploy >"$BG_LOGD" 2>&1 &
-BG_PIDD=$!
-
 # The MLflow server runs from Debian's python3, in a venv inside the checkout.
 VENV="$ROOT/.venv"
 if [ ! -x "$VENV/bin/python" ]; then
@@ -225,13 +159,54 @@ else
   trap - EXIT
 fi
 
-bg_rc=0
-wait "$BG_PID2" || bg_rc=1
-cat "$BG_LOG2"
-wait "$BG_PIDD" || bg_rc=1
-cat "$BG_LOGD"
-rm -f "$BG_LOG2" "$BG_LOGD"
-if [ "$bg_rc" -ne 0 ]; then
-  echo "install-deps: installing .venv-mlflow2 or .venv-deploy failed (above)" >&2
-  exit 1
+# An MLflow 2 server (the newest 2.x: before MLflow 3's logged models) in a
+# venv of its own: ganflow-train's fallback for a server without the
+# logged-models endpoints is tested against it. Its SQLAlchemy stays below
+# 2.1, which dropped a pool class MLflow 2 imports.
+MLFLOW2_VERSION=2.22.1
+SQLALCHEMY2_VERSION=2.0.58
+VENV2="$ROOT/.venv-mlflow2"
+if [ ! -x "$VENV2/bin/python" ]; then
+  /usr/bin/python3 -m venv "$VENV2"
+fi
+have2=$("$VENV2/bin/python" -c 'import importlib.metadata as m; print(m.version("mlflow"), m.version("sqlalchemy"))' 2>/dev/null || true)
+if [ "$have2" != "$MLFLOW2_VERSION $SQLALCHEMY2_VERSION" ]; then
+  echo "install-deps: installing mlflow==$MLFLOW2_VERSION into .venv-mlflow2"
+  "$VENV2/bin/pip" install -q --disable-pip-version-check \
+    "mlflow==$MLFLOW2_VERSION" "sqlalchemy==$SQLALCHEMY2_VERSION"
+else
+  echo "install-deps: mlflow $MLFLOW2_VERSION present in .venv-mlflow2"
+fi
+
+# The Kubernetes manifests' checks (tests/deploy/k8s_check.py), in a venv of
+# their own: kubernetes-validate bundles the API schemas of Kubernetes
+# 1.25-1.37 (strict ones too), so validation needs no cluster and no network;
+# kustomize renders the overlays as the kubectl of Debian's kubernetes-client
+# package (1.20, kustomize v2.0.3) does, unpacked into the venv's bin rather
+# than installed: a machine may already have another package's
+# /usr/bin/kubectl.
+K8S_VALIDATE_VERSION=1.37.0
+VENVD="$ROOT/.venv-deploy"
+if [ ! -x "$VENVD/bin/python" ]; then
+  /usr/bin/python3 -m venv "$VENVD"
+fi
+haved=$("$VENVD/bin/python" -c 'import importlib.metadata as m; print(m.version("kubernetes-validate"))' 2>/dev/null || true)
+if [ "$haved" != "$K8S_VALIDATE_VERSION" ]; then
+  echo "install-deps: installing kubernetes-validate==$K8S_VALIDATE_VERSION into .venv-deploy"
+  "$VENVD/bin/pip" install -q --disable-pip-version-check "kubernetes-validate==$K8S_VALIDATE_VERSION"
+else
+  echo "install-deps: kubernetes-validate $K8S_VALIDATE_VERSION present in .venv-deploy"
+fi
+if ! "$VENVD/bin/kubectl" version --client >/dev/null 2>&1; then
+  echo "install-deps: unpacking Debian's kubernetes-client (kubectl, kustomize) into .venv-deploy/bin"
+  kc_tmp=$(mktemp -d) && chmod 0755 "$kc_tmp"
+  trap 'rm -rf "$kc_tmp"' EXIT
+  (cd "$kc_tmp" && apt-get download -qq kubernetes-client) || {
+    $SUDO apt-get update -qq && (cd "$kc_tmp" && apt-get download -qq kubernetes-client); }
+  dpkg-deb -x "$kc_tmp"/kubernetes-client_*.deb "$kc_tmp/x"
+  install -m 0755 "$kc_tmp/x/usr/bin/kubectl" "$VENVD/bin/kubectl"
+  rm -rf "$kc_tmp"
+  trap - EXIT
+else
+  echo "install-deps: kubectl $("$VENVD/bin/kubectl" version --client --short 2>/dev/null | head -1) present in .venv-deploy/bin"
 fi
