@@ -18,8 +18,7 @@
 #            every test but the cluster, Slurm and heavy ones
 #   fresh    as root where mmdebstrap is installed: both README commands on
 #            a bare Debian root (tests/fresh-machine.sh), which also builds
-#            the container image; started in the background after the quick
-#            stage, waited for here
+#            the container image
 #   image    that image run with runc and Podman, and the Dockerfile built
 #            with podman build (tests/image.sh)
 #
@@ -64,7 +63,6 @@ JUNITS=()
 summary() {
   local rc=$? i
   trap - EXIT
-  fresh_stop
   if [ -n "$CUR_STAGE" ]; then
     STAGE_NAMES+=("$CUR_STAGE (FAILED)")
     STAGE_SECS+=($(($(date +%s) - CUR_T)))
@@ -172,38 +170,10 @@ asan() {
 # The fresh-machine stage also builds the container image on its bare root
 # (deploy/image/build.sh); the image stage runs that image with runc and
 # Podman, and builds the Dockerfile with podman build.
-#
-# The fresh-machine stage runs in the background from the end of the quick
-# stage, beside release, matrix and asan: most of its time is one core's
-# (mmdebstrap, apt, pip into the bare root's venvs), which the other
-# stages' tests fill. Its log is printed when it is waited for; a run that
-# fails first stops it (fresh-machine.sh unmounts and removes its root on
-# SIGTERM).
 IMAGE_OUT=""
-FRESH_PID=""
-FRESH_LOG="$ROOT/fresh-machine.log"
-FRESH_T0=0
-fresh_start() {
-  IMAGE_OUT=$(mktemp -d "${TMPDIR:-/tmp}/ganflow-image-out.XXXXXX")
-  FRESH_T0=$(date +%s)
-  echo "=== fresh-machine: started in the background ($((FRESH_T0 - T0)) s into the run; log: fresh-machine.log, shown when it ends)"
-  GANFLOW_FRESH_IMAGE_OUT=$IMAGE_OUT "$ROOT/tests/fresh-machine.sh" >"$FRESH_LOG" 2>&1 &
-  FRESH_PID=$!
-}
 fresh() {
-  local rc=0
-  wait "$FRESH_PID" || rc=$?
-  FRESH_PID=""
-  cat "$FRESH_LOG"
-  echo "=== fresh-machine: $(($(date +%s) - FRESH_T0)) s from its start, beside the stages before it"
-  return "$rc"
-}
-fresh_stop() {
-  [ -n "$FRESH_PID" ] || return 0
-  echo "=== fresh-machine: stopped (the run failed first); its log so far:"
-  kill -TERM "$FRESH_PID" 2>/dev/null || true
-  wait "$FRESH_PID" 2>/dev/null || true
-  tail -20 "$FRESH_LOG" 2>/dev/null || true
+  IMAGE_OUT=$(mktemp -d "${TMPDIR:-/tmp}/ganflow-image-out.XXXXXX")
+  GANFLOW_FRESH_IMAGE_OUT=$IMAGE_OUT "$ROOT/tests/fresh-machine.sh"
 }
 image() {
   local version
@@ -218,7 +188,6 @@ FRESH_OK=0
 stage deps deps
 stage build build build gcc Release
 stage quick quick
-[ "$FRESH_OK" -eq 1 ] && fresh_start
 stage release release
 stage matrix matrix
 stage asan asan
