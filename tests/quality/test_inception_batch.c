@@ -18,32 +18,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "check.h"
+#include "fashion_images.h"
 #include "gf/ctx.h"
 #include "gf/inception.h"
 
-#define FASHION "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz"
 #define DIM GF_INCEPTION_DIM
 #define N 12
-
-/* Fashion-MNIST test images [0, count) as [count, 1, 28, 28] bytes. */
-static uint8_t *fashion(int count) {
-  gzFile f = gzopen(FASHION, "rb");
-  if (!f) {
-    fprintf(stderr, "%s missing: install dataset-fashion-mnist "
-            "(deploy/install-deps.sh)\n", FASHION);
-    return NULL;
-  }
-  unsigned char hdr[16];
-  uint8_t *px = malloc((size_t)count * 784);
-  REQUIRE(px);
-  REQUIRE(gzread(f, hdr, 16) == 16);
-  REQUIRE(gzread(f, px, (unsigned)count * 784) == count * 784);
-  gzclose(f);
-  return px;
-}
 
 static void test_batch_for(void) {
   gf_ctx c;
@@ -95,7 +77,7 @@ static void same_bits(const float *a, const float *b, int n,
 
 int main(void) {
   test_batch_for();
-  uint8_t *px = fashion(N);
+  uint8_t *px = tu_fashion_test_images(N);
   if (!px) return 1;
   gf_ctx_config cc = {GF_BACKEND_CPU, 2, 0, GF_CPU_LAYOUT_PLAIN};
   gf_ctx ctx;

@@ -24,9 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "check.h"
+#include "fashion_images.h"
 #include "gf/clock.h"
 #include "gf/ctx.h"
 #include "gf/fid.h"
@@ -36,26 +36,7 @@
 #include "gf/tensor.h"
 #include "inception_internal.h"
 
-#define FASHION "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz"
 #define DIM GF_INCEPTION_DIM
-
-/* Fashion-MNIST test images [0, count) as [count, 1, 28, 28] bytes. */
-static uint8_t *fashion(int count) {
-  gzFile f = gzopen(FASHION, "rb");
-  if (!f) {
-    fprintf(stderr, "%s missing: install dataset-fashion-mnist "
-            "(deploy/install-deps.sh)\n", FASHION);
-    return NULL;
-  }
-  unsigned char hdr[16];
-  uint8_t *px = malloc((size_t)count * 784);
-  REQUIRE(px);
-  REQUIRE(gzread(f, hdr, 16) == 16);
-  REQUIRE(hdr[2] == 8 && hdr[3] == 3);
-  REQUIRE(gzread(f, px, (unsigned)count * 784) == count * 784);
-  gzclose(f);
-  return px;
-}
 
 /* The synthetic image of make_inception_goldens.py's rgb_image, planar. */
 static uint8_t *rgb_image(int h, int w, int k) {
@@ -293,7 +274,7 @@ int main(int argc, char **argv) {
   gf_st_file_init(&g);
   REQUIRE(gf_st_open(&g, argv[1], 0, &e) == GF_OK);
   int n = (int)meta_num(&g, "n");
-  uint8_t *imgs = fashion(2 * n);
+  uint8_t *imgs = tu_fashion_test_images(2 * n);
   if (!imgs) return 1;
   gf_inception *net = NULL;
   double t0 = gf_mono_s();
