@@ -38,3 +38,24 @@ bench_bins() {
     train=$build/trainer/ganflow-train
   fi
 }
+
+# bench_train BUILD OUT: sets train to the ganflow-train to measure:
+# $GANFLOW_TRAIN when set, else built (Release, no CUDA, no tests) into
+# BUILD from $root, configuring BUILD first when it has no CMakeCache.txt,
+# the build's log in OUT/build.log. Exits the script when the build fails
+# or the binary is missing.
+bench_train() {
+  local build=$1 out=$2 me=${0##*/}
+  if [ -n "${GANFLOW_TRAIN:-}" ]; then
+    train=$GANFLOW_TRAIN
+  else
+    if [ ! -f "$build/CMakeCache.txt" ]; then
+      cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DGF_CUDA=OFF \
+            -DGF_BUILD_TESTS=OFF >/dev/null
+    fi
+    cmake --build "$build" --target ganflow-train -j "${JOBS:-2}" >"$out/build.log" 2>&1 ||
+      { tail -30 "$out/build.log" >&2; echo "$me: build failed ($out/build.log)" >&2; exit 1; }
+    train=$build/trainer/ganflow-train
+  fi
+  [ -x "$train" ] || { echo "$me: no ganflow-train at $train" >&2; exit 1; }
+}

@@ -41,6 +41,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
+. "$root/bench/lib.sh"
 build=${BUILD_DIR:-$root/build-bench-trainer}
 data=${DATA:-/usr/share/datasets/fashion-mnist}
 steps=${STEPS:-3000}
@@ -64,18 +65,7 @@ if [ "$massif" != 0 ] && ! command -v valgrind >/dev/null; then
 fi
 rm -rf "$out"
 mkdir -p "$out"
-if [ -n "${GANFLOW_TRAIN:-}" ]; then
-  train=$GANFLOW_TRAIN
-else
-  if [ ! -f "$build/CMakeCache.txt" ]; then
-    cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DGF_CUDA=OFF \
-          -DGF_BUILD_TESTS=OFF >/dev/null
-  fi
-  cmake --build "$build" --target ganflow-train -j "${JOBS:-2}" >"$out/build.log" 2>&1 ||
-    { tail -30 "$out/build.log" >&2; echo "peak_rss.sh: build failed ($out/build.log)" >&2; exit 1; }
-  train=$build/trainer/ganflow-train
-fi
-[ -x "$train" ] || { echo "peak_rss.sh: no ganflow-train at $train" >&2; exit 1; }
+bench_train "$build" "$out"
 
 state=$(mktemp -d /tmp/ganflow-peak-rss-mlflow.XXXXXX)
 export GANFLOW_MLFLOW_STATE=$state GANFLOW_MLFLOW_PORT=0 GANFLOW_MLFLOW_WORKERS=1

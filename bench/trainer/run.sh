@@ -33,6 +33,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
+. "$root/bench/lib.sh"
 build=${BUILD_DIR:-$root/build-bench-trainer}
 data=${DATA:-/usr/share/datasets/fashion-mnist}
 threads=${THREADS:-2}
@@ -49,18 +50,7 @@ py=$root/.venv/bin/python
 case $out in /|"") echo "run.sh: refusing OUT=$out" >&2; exit 2 ;; esac
 rm -rf "$out"
 mkdir -p "$out"
-if [ -n "${GANFLOW_TRAIN:-}" ]; then
-  train=$GANFLOW_TRAIN
-else
-  if [ ! -f "$build/CMakeCache.txt" ]; then
-    cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DGF_CUDA=OFF \
-          -DGF_BUILD_TESTS=OFF >/dev/null
-  fi
-  cmake --build "$build" --target ganflow-train -j "${JOBS:-2}" >"$out/build.log" 2>&1 ||
-    { tail -30 "$out/build.log" >&2; echo "run.sh: build failed ($out/build.log)" >&2; exit 1; }
-  train=$build/trainer/ganflow-train
-fi
-[ -x "$train" ] || { echo "run.sh: no ganflow-train at $train" >&2; exit 1; }
+bench_train "$build" "$out"
 [ -x /usr/bin/time ] || { echo "run.sh: needs /usr/bin/time (Debian package time)" >&2; exit 1; }
 
 state=$(mktemp -d /tmp/ganflow-bench-trainer-mlflow.XXXXXX)
@@ -73,10 +63,10 @@ cleanup() {
 }
 trap cleanup EXIT
 uri=$(cat "$state/uri")
-# A freshly started MLflow 3 server keeps both cores busy for several
-# seconds after /health answers (its job-queue consumers start and import
-# mlflow); a training started then runs its first steps at a fraction of its
-# speed. Wait (at most 60 s) until the machine is >= 90 % idle over 1 s.
+# A freshly started MLflow 3 server may keep the cores busy for some
+# seconds after /health answers (its workers importing mlflow; with
+# GANFLOW_MLFLOW_JOBS=1 also its job-queue consumers); a training started
+# then runs its first steps at a fraction of its speed. Wait (at most 60 s) until the machine is >= 90 % idle over 1 s.
 cpu_idle_pct() {
   local a b
   read -r -a a < /proc/stat; sleep 1; read -r -a b < /proc/stat
