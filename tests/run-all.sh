@@ -37,6 +37,14 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 JOBS=$(nproc)
+# ctest runs $JOBS tests at once and most start programs with --threads 2
+# or more, beside MLflow servers: the cores are oversubscribed throughout.
+# libgomp's default wait policy spins a thread that waits for work (up to
+# GOMP_SPINCOUNT iterations) on a core another test needs: measured on one
+# `ganflow-train --model mlp --steps 120 --threads 2` beside other work,
+# 6.5 s of user CPU spinning, 2.1 s passive, and half of a trainer's
+# profile inside libgomp's wait loop. Passive waiting sleeps at once.
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 T0=$(date +%s)
 
 # ---- stages -----------------------------------------------------------------
