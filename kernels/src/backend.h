@@ -179,6 +179,13 @@ typedef struct gf_backend_ops {
                              gf_err *err);
   gf_status (*add)(gf_ctx *ctx, const gf_tensor *a, const gf_tensor *b,
                    gf_tensor *y, gf_err *err);
+  /* FIR resampling (ops.h): y = upfirdn2d(x, f, p), the forward's formula;
+   * the backward is this with derived parameters (ops.c). x [N,C,H,W] with
+   * N C >= 1 and H, W >= 1, f [fh,fw] non-empty, y
+   * gf_upfirdn2d_out_shape(x, f, p) (both sides >= 1); p checked (factors
+   * >= 1, flip 0 or 1); y overlaps neither x nor f. */
+  gf_status (*upfirdn2d)(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *f,
+                         const gf_fir_params *p, gf_tensor *y, gf_err *err);
 } gf_backend_ops;
 
 /* Activation kinds for act_fwd / act_bwd. */

@@ -3,6 +3,7 @@
 #include "gf/ops.h"
 
 #include <assert.h>
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -1179,4 +1180,127 @@ gf_status gf_add(gf_ctx *ctx, const gf_tensor *a, const gf_tensor *b,
     return gf_fail(err, GF_EINVAL, "%s: y partly overlaps b", op);
   if (n == 0) return GF_OK;
   return ctx->ops->add(ctx, a, b, y, err);
+}
+
+/* ---- FIR resampling (upfirdn2d) -------------------------------------------- */
+
+/* The factors, flip and gain of p. */
+static gf_status fir_params_check(const gf_fir_params *p, const char *op,
+                                  gf_err *err) {
+  for (int d = 0; d < 2; d++)
+    if (p->up[d] < 1 || p->down[d] < 1)
+      return gf_fail(err, GF_EINVAL, "%s: up [%d,%d] and down [%d,%d] must "
+                     "be >= 1", op, p->up[0], p->up[1], p->down[0],
+                     p->down[1]);
+  if (p->flip != 0 && p->flip != 1)
+    return gf_fail(err, GF_EINVAL, "%s: flip must be 0 or 1 (got %d)", op,
+                   p->flip);
+  if (!isfinite(p->gain))
+    return gf_fail(err, GF_EINVAL, "%s: gain %g is not finite", op,
+                   (double)p->gain);
+  return GF_OK;
+}
+
+/* out = the output shape of upfirdn2d of x (its shape only) by f and p. */
+static gf_status fir_shape(const gf_tensor *x, const gf_tensor *f,
+                           const gf_fir_params *p, int64_t out[4],
+                           const char *op, const char *xn, gf_err *err) {
+  if (!x || !f || !p)
+    return gf_fail(err, GF_EINVAL, "%s: NULL %s, f or params", op, xn);
+  GF_TRY(fir_params_check(p, op, err));
+  if (x->ndim != 4)
+    return gf_fail(err, GF_EINVAL, "%s: %s must be [N,C,H,W] (ndim %d)", op,
+                   xn, x->ndim);
+  if (f->ndim != 2 || f->shape[0] < 1 || f->shape[1] < 1)
+    return gf_fail(err, GF_EINVAL, "%s: f must be a non-empty 2-D [fh,fw] "
+                   "filter (ndim %d)", op, f->ndim);
+  out[0] = x->shape[0];
+  out[1] = x->shape[1];
+  for (int d = 0; d < 2; d++) {
+    /* axis d: 0 rows (y, pads [2], [3]), 1 columns (x, pads [0], [1]) */
+    int64_t n = x->shape[2 + d], k = f->shape[d];
+    int up = p->up[d], down = p->down[d];
+    int pad0 = p->pad[2 - 2 * d], pad1 = p->pad[3 - 2 * d];
+    if (n < 1)
+      return gf_fail(err, GF_EINVAL, "%s: %s has %s side %lld (need >= 1)",
+                     op, xn, d ? "W" : "H", (long long)n);
+    if (n > (INT64_MAX / 4) / up || k > INT_MAX)
+      return gf_fail(err, GF_EINVAL, "%s: %s or f is too large", op, xn);
+    int64_t span = n * up + pad0 + pad1 - k; /* |pads| < 2^32: no overflow */
+    if (span < 0)
+      return gf_fail(err, GF_EINVAL, "%s: the %s side of the output is < 1 "
+                     "(%lld up %d + pads %d, %d is below the filter's %lld)",
+                     op, d ? "W" : "H", (long long)n, up, pad0, pad1,
+                     (long long)k);
+    out[2 + d] = span / down + 1;
+  }
+  return GF_OK;
+}
+
+gf_status gf_upfirdn2d_out_shape(const gf_tensor *x, const gf_tensor *f,
+                                 const gf_fir_params *p, int64_t out[4],
+                                 gf_err *err) {
+  return fir_shape(x, f, p, out, "upfirdn2d", "x", err);
+}
+
+/* The checks of both directions, from in (x or dy) to out (y or dx): every
+ * tensor f32 on the ctx's device; the forward's output shape, of x (or of
+ * dx for the backward), into ys, which y (or dy) must have; out
+ * overlapping neither in nor f. */
+static gf_status fir_check(const gf_ctx *ctx, const gf_tensor *in,
+                           const gf_tensor *f, const gf_fir_params *p,
+                           const gf_tensor *out, bool backward,
+                           int64_t ys[4], const char *op, gf_err *err) {
+  const char *inn = backward ? "dy" : "x", *outn = backward ? "dx" : "y";
+  const gf_tensor *big = backward ? out : in, *small = backward ? in : out;
+  GF_TRY(check_t(ctx, big, op, backward ? outn : inn, err));
+  GF_TRY(fir_shape(big, f, p, ys, op, backward ? outn : inn, err));
+  GF_TRY(check_t(ctx, in, op, inn, err));
+  GF_TRY(check_t(ctx, f, op, "f", err));
+  GF_TRY(check_t(ctx, out, op, outn, err));
+  if (overlaps(out, in))
+    return gf_fail(err, GF_EINVAL, "%s: %s overlaps %s", op, outn, inn);
+  if (overlaps(out, f))
+    return gf_fail(err, GF_EINVAL, "%s: %s overlaps f", op, outn);
+  return check_shape(small, op, backward ? inn : outn, 4, ys, err);
+}
+
+gf_status gf_upfirdn2d_fwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *f,
+                           const gf_fir_params *p, gf_tensor *y, gf_err *err) {
+  const char *op = "upfirdn2d_fwd";
+  NEED_OP(ctx, upfirdn2d, op);
+  int64_t ys[4];
+  GF_TRY(fir_check(ctx, x, f, p, y, false, ys, op, err));
+  if (gf_tensor_numel(y) == 0) return GF_OK;
+  return ctx->ops->upfirdn2d(ctx, x, f, p, y, err);
+}
+
+gf_status gf_upfirdn2d_bwd(gf_ctx *ctx, const gf_tensor *f,
+                           const gf_fir_params *p, const gf_tensor *dy,
+                           gf_tensor *dx, gf_err *err) {
+  const char *op = "upfirdn2d_bwd";
+  NEED_OP(ctx, upfirdn2d, op);
+  int64_t ys[4];
+  GF_TRY(fir_check(ctx, dy, f, p, dx, true, ys, op, err));
+  if (gf_tensor_numel(dx) == 0) return GF_OK;
+  /* The adjoint as an upfirdn2d of dy (ops.h): factors swapped, window
+   * reversed, pads derived (and checked to fit an int). */
+  gf_fir_params q = *p;
+  q.up[0] = p->down[0];
+  q.up[1] = p->down[1];
+  q.down[0] = p->up[0];
+  q.down[1] = p->up[1];
+  q.flip = !p->flip;
+  for (int d = 0; d < 2; d++) {
+    int64_t n = dx->shape[2 + d], on = ys[2 + d], k = f->shape[d];
+    int pad0 = p->pad[2 - 2 * d];
+    int64_t a = k - 1 - pad0;
+    int64_t b = (n - 1) * p->up[d] - on * p->down[d] + pad0 + 1;
+    if (a < INT_MIN || a > INT_MAX || b < INT_MIN || b > INT_MAX)
+      return gf_fail(err, GF_EINVAL, "%s: the adjoint's padding does not fit "
+                     "an int (sides too large)", op);
+    q.pad[2 - 2 * d] = (int)a;
+    q.pad[3 - 2 * d] = (int)b;
+  }
+  return ctx->ops->upfirdn2d(ctx, dy, f, &q, dx, err);
 }

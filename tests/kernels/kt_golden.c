@@ -113,3 +113,14 @@ size_t kt_misses(const char *what, const gf_tensor *got, const gf_tensor *want,
   gf_tensor_free(&host);
   return bad;
 }
+
+gf_tensor kt_view_at(gf_tensor *t, int64_t off, int ndim, const int64_t *s) {
+  gf_tensor v;
+  gf_err e = {0};
+  if (gf_tensor_view(&v, (float *)t->data + off, GF_F32, GF_DEV_CPU, ndim, s,
+                     &e) != GF_OK) {
+    fprintf(stderr, "kt_view_at: %s\n", e.msg);
+    exit(1);
+  }
+  return v;
+}

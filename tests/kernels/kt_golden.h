@@ -1,9 +1,10 @@
 /* kt_golden.h - helpers of the kernels tests that check ops against
  * PyTorch's numbers in golden/ (safetensors files): reading a golden tensor
  * into an owned CPU gf_tensor (gf_model's safetensors reader), an owned copy of
- * a tensor, the ulp distance of two floats, and the golden comparison with
- * its miss counter and the printed worst-difference line. Shared by
- * test_gan_ops.c, test_cond_ops.c, test_augment.c and their CUDA twins.
+ * a tensor, a view at an offset (overlap checks), the ulp distance of two
+ * floats, and the golden comparison with its miss counter and the printed
+ * worst-difference line. Shared by test_gan_ops.c, test_cond_ops.c,
+ * test_augment.c, test_resample.c, test_fir.c and their CUDA twins.
  * Test code only: helpers exit the test on a failure; not for comparing
  * the CUDA backend with the CPU (kt_cuda.h). */
 #ifndef GF_TEST_KT_GOLDEN_H
@@ -65,5 +66,9 @@ size_t kt_misses(const char *what, const gf_tensor *got, const gf_tensor *want,
     CHECKF(kt_bad_ == 0, "%s: %zu of %zu outside tolerance", kt_what_,        \
            kt_bad_, (size_t)gf_tensor_numel(kt_want_));                       \
   } while (0)
+
+/* A CPU f32 view (not owned: nothing to free) of t's data from element
+ * off, shaped s (ndim dims), for the overlap checks; exits on failure. */
+gf_tensor kt_view_at(gf_tensor *t, int64_t off, int ndim, const int64_t *s);
 
 #endif

@@ -308,16 +308,6 @@ static void test_add_large(gf_ctx *ctx, gf_ctx *ctx4, kt_rng *rng) {
 
 /* ---- argument errors ----------------------------------------------------- */
 
-/* A CPU f32 view of n elements of t's data from element off, shaped s. */
-static gf_tensor view_at(gf_tensor *t, int64_t off, int ndim,
-                         const int64_t *s) {
-  gf_tensor v;
-  gf_err e = {0};
-  REQUIRE(gf_tensor_view(&v, (float *)t->data + off, GF_F32, GF_DEV_CPU, ndim,
-                         s, &e) == GF_OK);
-  return v;
-}
-
 static void test_upsample_errors(gf_ctx *ctx) {
   gf_err e = {0};
   gf_tensor x = kt_tensor(4, 2, 3, 4, 5), y = kt_tensor(4, 2, 3, 8, 10);
@@ -339,8 +329,8 @@ static void test_upsample_errors(gf_ctx *ctx) {
   xdev.device = GF_DEV_CUDA;
   CHECK(gf_upsample_nearest2x_fwd(ctx, &xdev, &y, &e) == GF_EINVAL);
   /* y over x: x [1,1,2,2] is y's elements 3..6 */
-  gf_tensor xs = view_at(&y, 3, 4, (int64_t[]){1, 1, 2, 2});
-  gf_tensor ys = view_at(&y, 0, 4, (int64_t[]){1, 1, 4, 4});
+  gf_tensor xs = kt_view_at(&y, 3, 4, (int64_t[]){1, 1, 2, 2});
+  gf_tensor ys = kt_view_at(&y, 0, 4, (int64_t[]){1, 1, 4, 4});
   CHECK(gf_upsample_nearest2x_fwd(ctx, &xs, &ys, &e) == GF_EINVAL);
   CHECK(strstr(e.msg, "overlaps") != NULL);
   /* empty: nothing to do */
@@ -406,7 +396,7 @@ static void test_pool_errors(gf_ctx *ctx) {
   CHECK(gf_avgpool2d_bwd(ctx, &dy, &pc, &dx, &e) == GF_EINVAL);
   CHECK(gf_avgpool2d_bwd(ctx, &dy, &pbig, &dx, &e) == GF_EINVAL);
   /* overlap of dx and dy */
-  gf_tensor dyo = view_at(&dx, 5, 4, (int64_t[]){2, 3, 4, 3});
+  gf_tensor dyo = kt_view_at(&dx, 5, 4, (int64_t[]){2, 3, 4, 3});
   CHECK(gf_avgpool2d_bwd(ctx, &dyo, &p, &dx, &e) == GF_EINVAL);
   CHECK(strstr(e.msg, "overlaps") != NULL);
   gf_tensor f16 = dy;
@@ -440,9 +430,9 @@ static void test_add_errors(gf_ctx *ctx) {
   ydev.device = GF_DEV_CUDA;
   CHECK(gf_add(ctx, &a, &b, &ydev, &e) == GF_EINVAL);
   /* partial overlaps of y with a or b; a and b may overlap each other */
-  gf_tensor v0 = view_at(&big, 0, 1, (int64_t[]){24});
-  gf_tensor v1 = view_at(&big, 1, 1, (int64_t[]){24});
-  gf_tensor v6 = view_at(&big, 6, 1, (int64_t[]){24});
+  gf_tensor v0 = kt_view_at(&big, 0, 1, (int64_t[]){24});
+  gf_tensor v1 = kt_view_at(&big, 1, 1, (int64_t[]){24});
+  gf_tensor v6 = kt_view_at(&big, 6, 1, (int64_t[]){24});
   CHECK(gf_add(ctx, &v0, &b, &v1, &e) == GF_EINVAL);
   CHECK(strstr(e.msg, "partly overlaps a") != NULL);
   CHECK(gf_add(ctx, &a, &v6, &v0, &e) == GF_EINVAL);

@@ -556,4 +556,79 @@ gf_status gf_avgpool2d_bwd(gf_ctx *ctx, const gf_tensor *dy,
 gf_status gf_add(gf_ctx *ctx, const gf_tensor *a, const gf_tensor *b,
                  gf_tensor *y, gf_err *err);
 
+/* ---- FIR resampling: upfirdn2d (StyleGAN2-ADA) --------------------------
+ * StyleGAN2 resamples with a small FIR filter (the [1,3,3,1] binomial as a
+ * 2-D outer product normalised to sum 1): G upsamples by 2 (up 2, gain 4),
+ * D downsamples by 2 (down 2), and both blur (up = down = 1). upfirdn2d
+ * upsamples by zero insertion, pads (a negative pad crops), convolves with
+ * a 2-D filter f [fh, fw], keeps every down-th sample, and multiplies by
+ * gain. x [N,C,H,W] (H, W >= 1), f [fh, fw] (fh, fw >= 1; a separable 1-D
+ * filter is passed as its outer product), y [N,C,OH,OW], all f32 on the
+ * ctx's device, with
+ *   OH = floor((H up_y + y0 + y1 - fh) / down_y) + 1,
+ *   OW = floor((W up_x + x0 + x1 - fw) / down_x) + 1,
+ * both >= 1 (else GF_EINVAL). Each (n, c) plane is filtered on its own.
+ *
+ * Exact arithmetic (the same bits on the CPU at any thread count and on
+ * CUDA): with the upsampled plane u[r][s] = x[r / up_y][s / up_x] where
+ * r % up_y == 0 and s % up_x == 0 (0 <= r < H up_y, 0 <= s < W up_x) and
+ * the window weights
+ *   w[p][q] = f[fh-1-p][fw-1-q]  (flip 0: true convolution)
+ *   w[p][q] = f[p][q]            (flip 1: correlation),
+ * an output is
+ *   acc = +0.0f;
+ *   for p = 0 .. fh-1, then q = 0 .. fw-1 (row-major window order):
+ *     r = i down_y + p - y0, s = j down_x + q - x0;
+ *     if (r, s) is a sample of u (in range, r % up_y == 0, s % up_x == 0):
+ *       acc = fmaf(u[r][s], w[p][q], acc);      (one rounding per tap)
+ *   y[n, c, i, j] = acc * gain                  (one f32 multiply)
+ * Taps on inserted zeros or on padding are skipped, not multiplied by 0:
+ * they neither cost time nor turn an infinite x into NaN. An output with
+ * no tap is (+0) * gain. fmaf is C99's (CUDA: __fmaf_rn), so no compiler
+ * contraction can change the bits. Checked against PyTorch (F.pad,
+ * F.conv2d with groups = C, strided slicing; torch 2.15:
+ * tests/kernels/golden/make_fir_golden.py), whose sums run in another
+ * order: within a few ulp of the sum of |terms|. */
+typedef struct gf_fir_params {
+  int up[2];    /* [y, x] upsampling factors >= 1 */
+  int down[2];  /* [y, x] downsampling factors >= 1 */
+  int pad[4];   /* [x0, x1, y0, y1]: columns added left/right, rows
+                   above/below, after upsampling; negative crops */
+  int flip;     /* 0: true convolution with f; 1: correlation (f not
+                   flipped) */
+  float gain;   /* the result is multiplied by gain (finite) */
+} gf_fir_params;
+/* out = [N, C, OH, OW] for x and f as above; GF_EINVAL for a NULL
+ * argument, x not 4-D or with H or W < 1, f not 2-D or empty, a factor <
+ * 1, flip not 0 or 1, a gain not finite, an output side < 1 or sizes that
+ * overflow int64. Reads only shapes (no device needed). */
+gf_status gf_upfirdn2d_out_shape(const gf_tensor *x, const gf_tensor *f,
+                                 const gf_fir_params *p, int64_t out[4],
+                                 gf_err *err);
+/* y = upfirdn2d(x, f, p), the formula above; y must be
+ * gf_upfirdn2d_out_shape(x, f, p) and overlap neither x nor f (GF_EINVAL).
+ * y is overwritten. */
+gf_status gf_upfirdn2d_fwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *f,
+                           const gf_fir_params *p, gf_tensor *y, gf_err *err);
+/* dx = the adjoint of the forward's linear map applied to dy (no filter
+ * gradient: filters are constants). The adjoint is itself an upfirdn2d,
+ * and dx is exactly the bits of gf_upfirdn2d_fwd(dy, f, q) with
+ *   q.up = p.down, q.down = p.up (swapped), q.flip = !p.flip (the window
+ *   weights reversed), q.gain = p.gain,
+ *   q.pad = [fw-1-x0, (W-1) up_x - OW down_x + x0 + 1,
+ *            fh-1-y0, (H-1) up_y - OH down_y + y0 + 1]
+ * for dx [N,C,H,W] and dy [N,C,OH,OW]. Derivation: the forward is
+ *   y[i] = gain sum_h x[h] w[h up + y0 - i down]   (per axis, w = 0 off
+ *   [0, fh)), so dx[h] = gain sum_i dy[i] w[h up + y0 - i down]; an
+ *   upfirdn2d of dy with up' = down, down' = up, pad y0' gives
+ *   gain sum_i dy[i] w'[i down - h up + y0'], equal when
+ *   w'[p] = w[y0 + y0' - p] = w[fh-1-p], i.e. y0' = fh-1-y0 and the
+ *   window reversed; y1' makes its output side exactly H (the last row's
+ *   window ends at the padded plane's end). q's pads may be negative.
+ * dy must be gf_upfirdn2d_out_shape(dx, f, p) (GF_EINVAL otherwise); dx
+ * must overlap neither dy nor f. dx is overwritten. */
+gf_status gf_upfirdn2d_bwd(gf_ctx *ctx, const gf_tensor *f,
+                           const gf_fir_params *p, const gf_tensor *dy,
+                           gf_tensor *dx, gf_err *err);
+
 #endif

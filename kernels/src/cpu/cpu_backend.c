@@ -115,4 +115,5 @@ const gf_backend_ops gf_cpu_backend_ops = {
     .upsample_nearest2x_bwd = gf_cpu_upsample_nearest2x_bwd,
     .avgpool2d_bwd = gf_cpu_avgpool2d_bwd,
     .add = gf_cpu_add,
+    .upfirdn2d = gf_cpu_upfirdn2d,
 };

@@ -399,5 +399,8 @@ gf_status gf_cpu_avgpool2d_bwd(gf_ctx *ctx, const gf_tensor *dy,
                                gf_err *err);
 gf_status gf_cpu_add(gf_ctx *ctx, const gf_tensor *a, const gf_tensor *b,
                      gf_tensor *y, gf_err *err);
+/* cpu_fir.c */
+gf_status gf_cpu_upfirdn2d(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *f,
+                           const gf_fir_params *p, gf_tensor *y, gf_err *err);
 
 #endif

@@ -114,4 +114,5 @@ const gf_backend_ops gf_cuda_backend_ops = {
     .upsample_nearest2x_bwd = gf_cuda_upsample_nearest2x_bwd,
     .avgpool2d_bwd = gf_cuda_avgpool2d_bwd,
     .add = gf_cuda_add,
+    .upfirdn2d = gf_cuda_upfirdn2d,
 };

@@ -212,5 +212,9 @@ gf_status gf_cuda_avgpool2d_bwd(gf_ctx *ctx, const gf_tensor *dy,
                                 gf_err *err);
 gf_status gf_cuda_add(gf_ctx *ctx, const gf_tensor *a, const gf_tensor *b,
                       gf_tensor *y, gf_err *err);
+/* cuda_fir.c */
+gf_status gf_cuda_upfirdn2d(gf_ctx *ctx, const gf_tensor *x,
+                            const gf_tensor *f, const gf_fir_params *p,
+                            gf_tensor *y, gf_err *err);
 
 #endif
