@@ -114,4 +114,8 @@ const gf_backend_ops gf_cuda_backend_ops = {
     .upsample_nearest2x_bwd = gf_cuda_upsample_nearest2x_bwd,
     .avgpool2d_bwd = gf_cuda_avgpool2d_bwd,
     .add = gf_cuda_add,
+    .modconv_weight_fwd = gf_cuda_modconv_weight_fwd,
+    .modconv_weight_bwd = gf_cuda_modconv_weight_bwd,
+    .conv2d_batched_fwd = gf_cuda_conv2d_batched_fwd,
+    .conv2d_batched_bwd = gf_cuda_conv2d_batched_bwd,
 };
