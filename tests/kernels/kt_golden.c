@@ -113,3 +113,10 @@ size_t kt_misses(const char *what, const gf_tensor *got, const gf_tensor *want,
   gf_tensor_free(&host);
   return bad;
 }
+
+gf_tensor kt_filled_like(const gf_tensor *t, float v) {
+  gf_tensor g = kt_clone(t);
+  float *p = g.data;
+  for (int64_t i = 0; i < gf_tensor_numel(&g); i++) p[i] = v;
+  return g;
+}

@@ -66,4 +66,8 @@ size_t kt_misses(const char *what, const gf_tensor *got, const gf_tensor *want,
            kt_bad_, (size_t)gf_tensor_numel(kt_want_));                       \
   } while (0)
 
+/* An owned CPU f32 tensor of t's shape with every element v (a value no op
+ * produces shows that an op overwrites every element); exits on failure. */
+gf_tensor kt_filled_like(const gf_tensor *t, float v);
+
 #endif
