@@ -120,3 +120,14 @@ gf_tensor kt_filled_like(const gf_tensor *t, float v) {
   for (int64_t i = 0; i < gf_tensor_numel(&g); i++) p[i] = v;
   return g;
 }
+
+gf_tensor kt_gold_named(const gf_st_file *f, const char *pre, const char *sfx,
+                        unsigned flags) {
+  char name[96];
+  int k = snprintf(name, sizeof name, "%s.%s", pre, sfx);
+  if (k < 0 || (size_t)k >= sizeof name) {
+    fprintf(stderr, "golden name %s.%s too long\n", pre, sfx);
+    exit(1);
+  }
+  return kt_gold(f, name, flags);
+}

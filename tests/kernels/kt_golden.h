@@ -31,6 +31,9 @@ enum {
  * exits the test when it is missing or of a dtype / rank `flags` does not
  * allow. The caller frees it with gf_tensor_free. */
 gf_tensor kt_gold(const gf_st_file *f, const char *name, unsigned flags);
+/* kt_gold of the tensor named "pre.sfx" (a case's tensor). */
+gf_tensor kt_gold_named(const gf_st_file *f, const char *pre, const char *sfx,
+                        unsigned flags);
 
 /* An owned CPU copy of CPU tensor t (same dtype and shape); exits on
  * failure. The caller frees it with gf_tensor_free. */

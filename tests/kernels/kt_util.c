@@ -146,3 +146,12 @@ gf_tensor kt_view_at(gf_tensor *t, int64_t off, int ndim, const int64_t *s) {
   }
   return v;
 }
+
+const char *kt_label(char *buf, size_t cap, const char *pre, const char *what) {
+  int k = snprintf(buf, cap, "%s %s", pre, what);
+  if (k < 0 || (size_t)k >= cap) {
+    fprintf(stderr, "label %s %s too long\n", pre, what);
+    exit(1);
+  }
+  return buf;
+}

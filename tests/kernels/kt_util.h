@@ -61,4 +61,8 @@ int kt_fd_ok(const char *label, double fd, double an, double atol,
  * shaped s (ndim dims); exits the test on failure. For overlap checks. */
 gf_tensor kt_view_at(gf_tensor *t, int64_t off, int ndim, const int64_t *s);
 
+/* "pre what" written into buf (cap bytes), for a check's label; exits the
+ * test when it does not fit. Returns buf. */
+const char *kt_label(char *buf, size_t cap, const char *pre, const char *what);
+
 #endif

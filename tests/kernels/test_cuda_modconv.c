@@ -22,7 +22,9 @@
  * batched conv on 4 x 64 x 64 16x16 3x3, 16 x 128 x 128 8x8, toRGB 8 x 32
  * x 3 32x32 1x1, stride 2, N = 1; a plain gf_conv2d after a grouped one on
  * the same ctx (the cuDNN descriptor is the ctx's: its group count must
- * go back to 1). Host tensors on the CUDA ctx are refused.
+ * go back to 1). Host tensors on the CUDA ctx are refused. Both kinds of
+ * comparison with the CPU are shown to fire (a one-ulp change of wmod,
+ * y moved by four times its tolerance).
  * Argument 1: the golden file (default GF_MODCONV_GOLDEN, the source
  * tree's, from CMake). */
 #include <math.h>
@@ -32,6 +34,7 @@
 #include "check.h"
 #include "kt_cuda.h"
 #include "kt_golden.h"
+#include "kt_modconv.h"
 #include "kt_util.h"
 
 #ifndef GF_MODCONV_GOLDEN
@@ -60,10 +63,7 @@ static kt_rng rng = {7171};
   } while (0)
 
 static kt_twin tw_gold(const gf_st_file *f, const char *pre, const char *sfx) {
-  char nm[40];
-  int k = snprintf(nm, sizeof nm, "%s.%s", pre, sfx);
-  REQUIRE(k > 0 && k < (int)sizeof nm);
-  gf_tensor g = kt_gold(f, nm, 0);
+  gf_tensor g = kt_gold_named(f, pre, sfx, 0);
   kt_twin t = kt_twin_of(&g);
   gf_tensor_free(&g);
   return t;
@@ -77,94 +77,103 @@ static kt_twin tw_junk(const gf_tensor *t) {
   return r;
 }
 
-static const char *label(char *buf, size_t cap, const char *pre,
-                         const char *what) {
-  int k = snprintf(buf, cap, "%s %s", pre, what);
-  REQUIRE(k > 0 && (size_t)k < cap);
-  return buf;
+/* The comparisons with the CPU fire: a host half one ulp off in one
+ * element (bit-exact wm) or moved by four times the tolerance (y). */
+static void fires(const kt_twin *wm, const kt_twin *y) {
+  gf_tensor h = kt_clone(&wm->h);
+  float *p = h.data;
+  size_t i = (size_t)gf_tensor_numel(&h) / 2;
+  p[i] = nextafterf(p[i], INFINITY);
+  CHECKF(kt_diff_bytes(&wm->d, &h) != 0, "a one-ulp change went unnoticed");
+  gf_tensor_free(&h);
+  h = kt_clone(&y->h);
+  p = h.data;
+  i = (size_t)gf_tensor_numel(&h) / 2;
+  double tmax = 0.0;
+  for (int64_t k = 0; k < gf_tensor_numel(&h); k++)
+    tmax = fmax(tmax, fabs((double)p[k]));
+  p[i] = (float)((double)p[i] + 4.0 * 0x1p-16 * tmax);
+  CHECKF(kt_misses("y moved", &y->d, &h, TOL_CUDA_CONV, NULL, false) == 1,
+         "a change of four times the tolerance went unnoticed");
+  gf_tensor_free(&h);
 }
 
 /* ---- golden -------------------------------------------------------------- */
 
 static void test_golden(const gf_st_file *f, const char *pre) {
-  enum { W, S, X, G, WMOD, DCOEF, Y, DX, DWMOD, DW, DS, CFG, NT };
-  static const char *const names[NT] = {"w",     "s",     "x",  "g",
-                                        "wmod",  "dcoef", "y",  "dx",
-                                        "dwmod", "dw",    "ds", "cfg"};
-  kt_twin t[NT];
-  for (int i = 0; i < NT; i++) t[i] = tw_gold(f, pre, names[i]);
-  const float *cfg = t[CFG].h.data;
-  int demod = cfg[0] != 0.0f;
-  gf_conv_params p = {{(int)cfg[1], (int)cfg[2]},
-                      {(int)cfg[3], (int)cfg[4]},
-                      {0, 0}};
-  float eps = cfg[5];
+  kt_twin t[MC_NT];
+  for (int i = 0; i < MC_NT; i++) t[i] = tw_gold(f, pre, kt_mc_names[i]);
+  kt_mc_cfg c = kt_mc_cfg_of(t[MC_CFG].h.data);
+  int demod = c.demod;
+  gf_conv_params p = c.p;
+  float eps = c.eps;
   char lbl[64];
   gf_err e = {0};
 
-  kt_twin wm = tw_junk(&t[WMOD].h), dc = tw_junk(&t[DCOEF].h);
-  REQUIRE(gf_modconv_weight_fwd(&cpu, &t[W].h, &t[S].h, demod, eps, &wm.h,
+  kt_twin wm = tw_junk(&t[MC_WMOD].h), dc = tw_junk(&t[MC_DCOEF].h);
+  REQUIRE(gf_modconv_weight_fwd(&cpu, &t[MC_W].h, &t[MC_S].h, demod, eps, &wm.h,
                                 &dc.h, &e) == GF_OK);
   for (int rep = 0; rep < 2; rep++) {
-    CHECKF(gf_modconv_weight_fwd(&gpu, &t[W].d, &t[S].d, demod, eps, &wm.d,
-                                 &dc.d, &e) == GF_OK,
+    CHECKF(gf_modconv_weight_fwd(&gpu, &t[MC_W].d, &t[MC_S].d, demod, eps,
+                                 &wm.d, &dc.d, &e) == GF_OK,
            "%s: %s", pre, e.msg);
-    KT_SAME(label(lbl, sizeof lbl, pre, "wmod"), &wm);
-    KT_SAME(label(lbl, sizeof lbl, pre, "dcoef"), &dc);
+    KT_SAME(kt_label(lbl, sizeof lbl, pre, "wmod"), &wm);
+    KT_SAME(kt_label(lbl, sizeof lbl, pre, "dcoef"), &dc);
   }
   if (demod) {
-    KT_VS_TORCH(label(lbl, sizeof lbl, pre, "wmod"), &wm.d, &t[WMOD].h,
+    KT_VS_TORCH(kt_label(lbl, sizeof lbl, pre, "wmod"), &wm.d, &t[MC_WMOD].h,
                 TOL_WMOD, NULL);
-    KT_VS_TORCH(label(lbl, sizeof lbl, pre, "dcoef"), &dc.d, &t[DCOEF].h,
+    KT_VS_TORCH(kt_label(lbl, sizeof lbl, pre, "dcoef"), &dc.d, &t[MC_DCOEF].h,
                 TOL_WMOD, NULL);
   } else {
-    KT_VS_TORCH(label(lbl, sizeof lbl, pre, "wmod"), &wm.d, &t[WMOD].h, EXACT,
-                NULL);
+    KT_VS_TORCH(kt_label(lbl, sizeof lbl, pre, "wmod"), &wm.d, &t[MC_WMOD].h,
+                EXACT, NULL);
   }
 
   /* the convolution from PyTorch's wmod */
-  kt_twin y = tw_junk(&t[Y].h), dx = tw_junk(&t[DX].h);
-  kt_twin dwm = tw_junk(&t[DWMOD].h);
-  REQUIRE(gf_conv2d_batched_fwd(&cpu, &t[X].h, &t[WMOD].h, &p, &y.h, &e) ==
-          GF_OK);
-  CHECKF(gf_conv2d_batched_fwd(&gpu, &t[X].d, &t[WMOD].d, &p, &y.d, &e) ==
+  kt_twin y = tw_junk(&t[MC_Y].h), dx = tw_junk(&t[MC_DX].h);
+  kt_twin dwm = tw_junk(&t[MC_DWMOD].h);
+  REQUIRE(gf_conv2d_batched_fwd(&cpu, &t[MC_X].h, &t[MC_WMOD].h, &p, &y.h,
+                                &e) == GF_OK);
+  CHECKF(gf_conv2d_batched_fwd(&gpu, &t[MC_X].d, &t[MC_WMOD].d, &p, &y.d, &e) ==
              GF_OK,
          "%s: %s", pre, e.msg);
-  VS_CPU(label(lbl, sizeof lbl, pre, "y vs CPU"), &y, TOL_CUDA_CONV);
-  KT_VS_TORCH(label(lbl, sizeof lbl, pre, "y"), &y.d, &t[Y].h, TOL_CUDA_CONV,
-              NULL);
-  REQUIRE(gf_conv2d_batched_bwd(&cpu, &t[X].h, &t[WMOD].h, &t[G].h, &p, &dx.h,
-                                &dwm.h, &e) == GF_OK);
-  CHECKF(gf_conv2d_batched_bwd(&gpu, &t[X].d, &t[WMOD].d, &t[G].d, &p, &dx.d,
-                               &dwm.d, &e) == GF_OK,
+  VS_CPU(kt_label(lbl, sizeof lbl, pre, "y vs CPU"), &y, TOL_CUDA_CONV);
+  KT_VS_TORCH(kt_label(lbl, sizeof lbl, pre, "y"), &y.d, &t[MC_Y].h,
+              TOL_CUDA_CONV, NULL);
+  REQUIRE(gf_conv2d_batched_bwd(&cpu, &t[MC_X].h, &t[MC_WMOD].h, &t[MC_G].h, &p,
+                                &dx.h, &dwm.h, &e) == GF_OK);
+  CHECKF(gf_conv2d_batched_bwd(&gpu, &t[MC_X].d, &t[MC_WMOD].d, &t[MC_G].d, &p,
+                               &dx.d, &dwm.d, &e) == GF_OK,
          "%s: %s", pre, e.msg);
-  VS_CPU(label(lbl, sizeof lbl, pre, "dx vs CPU"), &dx, TOL_CUDA_CONV);
-  VS_CPU(label(lbl, sizeof lbl, pre, "dwmod vs CPU"), &dwm, TOL_CUDA_CONV);
-  KT_VS_TORCH(label(lbl, sizeof lbl, pre, "dx"), &dx.d, &t[DX].h, TOL_CUDA_CONV,
-              NULL);
-  KT_VS_TORCH(label(lbl, sizeof lbl, pre, "dwmod"), &dwm.d, &t[DWMOD].h,
+  VS_CPU(kt_label(lbl, sizeof lbl, pre, "dx vs CPU"), &dx, TOL_CUDA_CONV);
+  VS_CPU(kt_label(lbl, sizeof lbl, pre, "dwmod vs CPU"), &dwm, TOL_CUDA_CONV);
+  KT_VS_TORCH(kt_label(lbl, sizeof lbl, pre, "dx"), &dx.d, &t[MC_DX].h,
+              TOL_CUDA_CONV, NULL);
+  KT_VS_TORCH(kt_label(lbl, sizeof lbl, pre, "dwmod"), &dwm.d, &t[MC_DWMOD].h,
               TOL_CUDA_CONV, NULL);
 
   /* the weight gradients from PyTorch's dwmod (dcoef: the same bits) */
-  kt_twin dw = tw_junk(&t[DW].h), ds = tw_junk(&t[DS].h);
-  REQUIRE(gf_modconv_weight_bwd(&cpu, &t[W].h, &t[S].h, demod, eps, &dc.h,
-                                &t[DWMOD].h, &dw.h, &ds.h, GF_OVERWRITE,
+  kt_twin dw = tw_junk(&t[MC_DW].h), ds = tw_junk(&t[MC_DS].h);
+  REQUIRE(gf_modconv_weight_bwd(&cpu, &t[MC_W].h, &t[MC_S].h, demod, eps, &dc.h,
+                                &t[MC_DWMOD].h, &dw.h, &ds.h, GF_OVERWRITE,
                                 &e) == GF_OK);
   for (int rep = 0; rep < 2; rep++) {
-    CHECKF(gf_modconv_weight_bwd(&gpu, &t[W].d, &t[S].d, demod, eps, &dc.d,
-                                 &t[DWMOD].d, &dw.d, &ds.d, GF_OVERWRITE,
-                                 &e) == GF_OK,
+    CHECKF(gf_modconv_weight_bwd(&gpu, &t[MC_W].d, &t[MC_S].d, demod, eps,
+                                 &dc.d, &t[MC_DWMOD].d, &dw.d, &ds.d,
+                                 GF_OVERWRITE, &e) == GF_OK,
            "%s: %s", pre, e.msg);
-    KT_SAME(label(lbl, sizeof lbl, pre, "dw"), &dw);
-    KT_SAME(label(lbl, sizeof lbl, pre, "ds"), &ds);
+    KT_SAME(kt_label(lbl, sizeof lbl, pre, "dw"), &dw);
+    KT_SAME(kt_label(lbl, sizeof lbl, pre, "ds"), &ds);
   }
-  KT_VS_TORCH(label(lbl, sizeof lbl, pre, "dw"), &dw.d, &t[DW].h, TOL_WGRAD,
-              NULL);
-  KT_VS_TORCH(label(lbl, sizeof lbl, pre, "ds"), &ds.d, &t[DS].h, TOL_WGRAD,
-              NULL);
+  KT_VS_TORCH(kt_label(lbl, sizeof lbl, pre, "dw"), &dw.d, &t[MC_DW].h,
+              TOL_WGRAD, NULL);
+  KT_VS_TORCH(kt_label(lbl, sizeof lbl, pre, "ds"), &ds.d, &t[MC_DS].h,
+              TOL_WGRAD, NULL);
+  fires(&wm, &y);
   kt_twin *tws[] = {&wm, &dc, &y, &dx, &dwm, &dw, &ds};
   for (size_t i = 0; i < sizeof tws / sizeof *tws; i++) kt_twin_free(tws[i]);
-  for (int i = 0; i < NT; i++) kt_twin_free(&t[i]);
+  for (int i = 0; i < MC_NT; i++) kt_twin_free(&t[i]);
 }
 
 /* ---- the weight ops against the CPU, bit for bit ------------------------- */

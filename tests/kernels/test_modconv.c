@@ -43,6 +43,7 @@
 
 #include "check.h"
 #include "kt_golden.h"
+#include "kt_modconv.h"
 #include "kt_util.h"
 #include "ref_ops.h"
 
@@ -198,46 +199,26 @@ static void ref_weight_bwd(const gf_tensor *w, const gf_tensor *s, int demod,
 
 /* ---- against PyTorch ----------------------------------------------------- */
 
-static gf_tensor gold(const gf_st_file *f, const char *pre, const char *sfx) {
-  char nm[40];
-  int k = snprintf(nm, sizeof nm, "%s.%s", pre, sfx);
-  REQUIRE(k > 0 && k < (int)sizeof nm);
-  return kt_gold(f, nm, 0);
-}
-
-/* "pre what" in buf. */
-static const char *label(char *buf, size_t cap, const char *pre,
-                         const char *what) {
-  int k = snprintf(buf, cap, "%s %s", pre, what);
-  REQUIRE(k > 0 && (size_t)k < cap);
-  return buf;
-}
-
 static void test_golden(gf_ctx *ctx, const gf_st_file *f, const char *pre) {
-  enum { W, S, X, G, WMOD, DCOEF, Y, DX, DWMOD, DW, DS, CFG, NT };
-  static const char *const names[NT] = {"w",     "s",     "x",  "g",
-                                        "wmod",  "dcoef", "y",  "dx",
-                                        "dwmod", "dw",    "ds", "cfg"};
-  gf_tensor t[NT];
-  for (int i = 0; i < NT; i++) t[i] = gold(f, pre, names[i]);
-  const float *cfg = t[CFG].data;
-  int demod = cfg[0] != 0.0f;
-  gf_conv_params p = {{(int)cfg[1], (int)cfg[2]},
-                      {(int)cfg[3], (int)cfg[4]},
-                      {0, 0}};
-  float eps = cfg[5];
+  gf_tensor t[MC_NT];
+  for (int i = 0; i < MC_NT; i++)
+    t[i] = kt_gold_named(f, pre, kt_mc_names[i], 0);
+  kt_mc_cfg c = kt_mc_cfg_of(t[MC_CFG].data);
+  int demod = c.demod;
+  gf_conv_params p = c.p;
+  float eps = c.eps;
   char lbl[64];
   gf_err e = {0};
-#define LBL(what) label(lbl, sizeof lbl, pre, what)
+#define LBL(what) kt_label(lbl, sizeof lbl, pre, what)
 
   /* weights */
-  gf_tensor wm = JUNK(&t[WMOD]), dc = JUNK(&t[DCOEF]);
-  CHECKF(gf_modconv_weight_fwd(ctx, &t[W], &t[S], demod, eps, &wm, &dc, &e) ==
-             GF_OK,
+  gf_tensor wm = JUNK(&t[MC_WMOD]), dc = JUNK(&t[MC_DCOEF]);
+  CHECKF(gf_modconv_weight_fwd(ctx, &t[MC_W], &t[MC_S], demod, eps, &wm, &dc,
+                               &e) == GF_OK,
          "%s: %s", pre, e.msg);
   if (demod) {
-    vs_torch_fires(LBL("wmod"), &wm, &t[WMOD], TOL_WMOD);
-    vs_torch_fires(LBL("dcoef"), &dc, &t[DCOEF], TOL_WMOD);
+    vs_torch_fires(LBL("wmod"), &wm, &t[MC_WMOD], TOL_WMOD);
+    vs_torch_fires(LBL("dcoef"), &dc, &t[MC_DCOEF], TOL_WMOD);
     /* rows of unit norm */
     int64_t rows = wm.shape[0], K = gf_tensor_numel(&wm) / rows;
     const float *m = wm.data;
@@ -250,56 +231,59 @@ static void test_golden(gf_ctx *ctx, const gf_st_file *f, const char *pre) {
     CHECKF(worst <= 0x1p-20, "%s: a demodulated row's norm is 1 +- %g", pre,
            worst);
   } else {
-    vs_torch_fires(LBL("wmod"), &wm, &t[WMOD], EXACT);
-    vs_torch_fires(LBL("dcoef"), &dc, &t[DCOEF], EXACT);
+    vs_torch_fires(LBL("wmod"), &wm, &t[MC_WMOD], EXACT);
+    vs_torch_fires(LBL("dcoef"), &dc, &t[MC_DCOEF], EXACT);
   }
 
   /* the convolution, from PyTorch's wmod; end to end from ours */
-  gf_tensor y = JUNK(&t[Y]);
-  CHECKF(gf_conv2d_batched_fwd(ctx, &t[X], &t[WMOD], &p, &y, &e) == GF_OK,
+  gf_tensor y = JUNK(&t[MC_Y]);
+  CHECKF(gf_conv2d_batched_fwd(ctx, &t[MC_X], &t[MC_WMOD], &p, &y, &e) == GF_OK,
          "%s: %s", pre, e.msg);
-  vs_torch_fires(LBL("y"), &y, &t[Y], TOL_CONV);
-  CHECKF(gf_conv2d_batched_fwd(ctx, &t[X], &wm, &p, &y, &e) == GF_OK, "%s: %s",
-         pre, e.msg);
-  KT_VS_TORCH(LBL("y end to end"), &y, &t[Y], TOL_CONV, NULL);
-  gf_tensor dx = JUNK(&t[DX]), dwm = JUNK(&t[DWMOD]);
-  CHECKF(gf_conv2d_batched_bwd(ctx, &t[X], &t[WMOD], &t[G], &p, &dx, &dwm,
-                               &e) == GF_OK,
+  vs_torch_fires(LBL("y"), &y, &t[MC_Y], TOL_CONV);
+  CHECKF(gf_conv2d_batched_fwd(ctx, &t[MC_X], &wm, &p, &y, &e) == GF_OK,
          "%s: %s", pre, e.msg);
-  vs_torch_fires(LBL("dx"), &dx, &t[DX], TOL_CONV);
-  vs_torch_fires(LBL("dwmod"), &dwm, &t[DWMOD], TOL_CONV);
+  KT_VS_TORCH(LBL("y end to end"), &y, &t[MC_Y], TOL_CONV, NULL);
+  gf_tensor dx = JUNK(&t[MC_DX]), dwm = JUNK(&t[MC_DWMOD]);
+  CHECKF(gf_conv2d_batched_bwd(ctx, &t[MC_X], &t[MC_WMOD], &t[MC_G], &p, &dx,
+                               &dwm, &e) == GF_OK,
+         "%s: %s", pre, e.msg);
+  vs_torch_fires(LBL("dx"), &dx, &t[MC_DX], TOL_CONV);
+  vs_torch_fires(LBL("dwmod"), &dwm, &t[MC_DWMOD], TOL_CONV);
   /* either output alone gives the same bits */
   gf_tensor dx1 = JUNK(&dx), dwm1 = JUNK(&dwm);
-  CHECK(gf_conv2d_batched_bwd(ctx, &t[X], &t[WMOD], &t[G], &p, &dx1, NULL,
-                              &e) == GF_OK);
-  CHECK(gf_conv2d_batched_bwd(ctx, &t[X], &t[WMOD], &t[G], &p, NULL, &dwm1,
-                              &e) == GF_OK);
+  CHECK(gf_conv2d_batched_bwd(ctx, &t[MC_X], &t[MC_WMOD], &t[MC_G], &p, &dx1,
+                              NULL, &e) == GF_OK);
+  CHECK(gf_conv2d_batched_bwd(ctx, &t[MC_X], &t[MC_WMOD], &t[MC_G], &p, NULL,
+                              &dwm1, &e) == GF_OK);
   CHECK(kt_same_bits(&dx1, &dx) && kt_same_bits(&dwm1, &dwm));
 
   /* the weight gradients, from PyTorch's dwmod */
-  gf_tensor dw = JUNK(&t[DW]), ds = JUNK(&t[DS]);
-  CHECKF(gf_modconv_weight_bwd(ctx, &t[W], &t[S], demod, eps, &dc, &t[DWMOD],
-                               &dw, &ds, GF_OVERWRITE, &e) == GF_OK,
+  gf_tensor dw = JUNK(&t[MC_DW]), ds = JUNK(&t[MC_DS]);
+  CHECKF(gf_modconv_weight_bwd(ctx, &t[MC_W], &t[MC_S], demod, eps, &dc,
+                               &t[MC_DWMOD], &dw, &ds, GF_OVERWRITE,
+                               &e) == GF_OK,
          "%s: %s", pre, e.msg);
-  vs_torch_fires(LBL("dw"), &dw, &t[DW], TOL_WGRAD);
-  vs_torch_fires(LBL("ds"), &ds, &t[DS], TOL_WGRAD);
+  vs_torch_fires(LBL("dw"), &dw, &t[MC_DW], TOL_WGRAD);
+  vs_torch_fires(LBL("ds"), &ds, &t[MC_DS], TOL_WGRAD);
   /* accumulate: old + new, one f32 add (here 2 dw, exact) */
   gf_tensor dw2 = kt_clone(&dw), want2 = kt_clone(&dw);
   float *w2 = want2.data;
   for (int64_t i = 0; i < gf_tensor_numel(&want2); i++) w2[i] = 2.0f * w2[i];
-  CHECK(gf_modconv_weight_bwd(ctx, &t[W], &t[S], demod, eps, &dc, &t[DWMOD],
-                              &dw2, NULL, GF_ACCUMULATE, &e) == GF_OK);
+  CHECK(gf_modconv_weight_bwd(ctx, &t[MC_W], &t[MC_S], demod, eps, &dc,
+                              &t[MC_DWMOD], &dw2, NULL, GF_ACCUMULATE,
+                              &e) == GF_OK);
   CHECKF(kt_same_bits(&dw2, &want2), "%s: dw accumulate", pre);
   /* ds alone */
   gf_tensor ds1 = JUNK(&ds);
-  CHECK(gf_modconv_weight_bwd(ctx, &t[W], &t[S], demod, eps, &dc, &t[DWMOD],
-                              NULL, &ds1, GF_OVERWRITE, &e) == GF_OK);
+  CHECK(gf_modconv_weight_bwd(ctx, &t[MC_W], &t[MC_S], demod, eps, &dc,
+                              &t[MC_DWMOD], NULL, &ds1, GF_OVERWRITE,
+                              &e) == GF_OK);
   CHECK(kt_same_bits(&ds1, &ds));
 #undef LBL
   gf_tensor *all[] = {&wm,   &dc, &y,  &dx,  &dwm,   &dx1,
                       &dwm1, &dw, &ds, &dw2, &want2, &ds1};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) gf_tensor_free(all[i]);
-  for (int i = 0; i < NT; i++) gf_tensor_free(&t[i]);
+  for (int i = 0; i < MC_NT; i++) gf_tensor_free(&t[i]);
 }
 
 /* ---- the weight ops against the loops, 1 and 4 threads ------------------- */
