@@ -614,8 +614,8 @@ gf_status gf_modconv_weight_fwd(gf_ctx *ctx, const gf_tensor *w,
  *                per-sample intermediate, not a parameter)
  * (gws is the gradient wrt ws: d depends on every ws of its row, whence
  * the term ws c). dw [Cout,Cin,kh,kw], ds [N,Cin]; either may be NULL (both
- * NULL: nothing to do). With N = 0, dw gets 0 (GF_OVERWRITE) or is left as
- * is. No output overlaps an input or the other output. */
+ * NULL: nothing to do). With N = 0, dw gets 0 (GF_OVERWRITE) or + 0
+ * (GF_ACCUMULATE). No output overlaps an input or the other output. */
 gf_status gf_modconv_weight_bwd(gf_ctx *ctx, const gf_tensor *w,
                                 const gf_tensor *s, int demodulate, float eps,
                                 const gf_tensor *dcoef, const gf_tensor *dwmod,
