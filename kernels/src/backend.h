@@ -186,6 +186,30 @@ typedef struct gf_backend_ops {
    * >= 1, flip 0 or 1); y overlaps neither x nor f. */
   gf_status (*upfirdn2d)(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *f,
                          const gf_fir_params *p, gf_tensor *y, gf_err *err);
+  /* Modulated convolution (ops.h). Weight ops: w [Cout,Cin,kh,kw] with
+   * every dim >= 1, s [N,Cin] with N >= 0, wmod / dwmod [N Cout,Cin,kh,kw],
+   * dcoef [N,Cout]; demodulate 0 or 1; with 1, eps > 0 and dcoef given;
+   * with 0, dcoef may be NULL (fwd) and is not read (bwd); bwd: dw or ds
+   * non-NULL. Batched conv: x [N,Cin,H,W] and y / dy [N,Cout,OH,OW] with
+   * N, Cout >= 1, wmod [N Cout,Cin,kh,kw], p checked (out_pad 0); bwd: dx
+   * or dwmod non-NULL. No output overlaps an input or another output. */
+  gf_status (*modconv_weight_fwd)(gf_ctx *ctx, const gf_tensor *w,
+                                  const gf_tensor *s, int demodulate,
+                                  float eps, gf_tensor *wmod,
+                                  gf_tensor *dcoef, gf_err *err);
+  gf_status (*modconv_weight_bwd)(gf_ctx *ctx, const gf_tensor *w,
+                                  const gf_tensor *s, int demodulate,
+                                  float eps, const gf_tensor *dcoef,
+                                  const gf_tensor *dwmod, gf_tensor *dw,
+                                  gf_tensor *ds, gf_accum accum, gf_err *err);
+  gf_status (*conv2d_batched_fwd)(gf_ctx *ctx, const gf_tensor *x,
+                                  const gf_tensor *wmod,
+                                  const gf_conv_params *p, gf_tensor *y,
+                                  gf_err *err);
+  gf_status (*conv2d_batched_bwd)(gf_ctx *ctx, const gf_tensor *x,
+                                  const gf_tensor *wmod, const gf_tensor *dy,
+                                  const gf_conv_params *p, gf_tensor *dx,
+                                  gf_tensor *dwmod, gf_err *err);
 } gf_backend_ops;
 
 /* Activation kinds for act_fwd / act_bwd. */

@@ -1304,3 +1304,172 @@ gf_status gf_upfirdn2d_bwd(gf_ctx *ctx, const gf_tensor *f,
   }
   return ctx->ops->upfirdn2d(ctx, dy, f, &q, dx, err);
 }
+
+/* ---- modulated convolution ------------------------------------------------- */
+
+/* GF_EINVAL naming the first of the n tensors ins[] (NULLs skipped) whose
+ * bytes out overlaps. */
+static gf_status none_overlap(const char *op, const gf_tensor *out,
+                              const char *oname, const gf_tensor *const *ins,
+                              const char *const *inames, int n, gf_err *err) {
+  for (int i = 0; i < n; i++)
+    if (overlaps(out, ins[i]))
+      return gf_fail(err, GF_EINVAL, "%s: %s overlaps %s", op, oname,
+                     inames[i]);
+  return GF_OK;
+}
+
+/* w [Cout,Cin,kh,kw] (every dim >= 1), s [N,Cin], demodulate 0 or 1 (with
+ * 1, eps > 0); wm gets wmod's shape [N Cout,Cin,kh,kw], dc dcoef's
+ * [N,Cout]. */
+static gf_status modw_check(const gf_ctx *ctx, const char *op,
+                            const gf_tensor *w, const gf_tensor *s,
+                            int demodulate, float eps, int64_t wm[4],
+                            int64_t dc[2], gf_err *err) {
+  GF_TRY(check_t(ctx, w, op, "w", err));
+  GF_TRY(check_t(ctx, s, op, "s", err));
+  if (w->ndim != 4 || w->shape[0] < 1 || w->shape[1] < 1 ||
+      w->shape[2] < 1 || w->shape[3] < 1)
+    return gf_fail(err, GF_EINVAL, "%s: w must be [Cout,Cin,kh,kw], each "
+                   ">= 1", op);
+  if (s->ndim != 2 || s->shape[1] != w->shape[1])
+    return gf_fail(err, GF_EINVAL, "%s: s must be [N,Cin] with Cin = %lld "
+                   "(w's)", op, (long long)w->shape[1]);
+  if (demodulate != 0 && demodulate != 1)
+    return gf_fail(err, GF_EINVAL, "%s: demodulate must be 0 or 1, not %d",
+                   op, demodulate);
+  if (demodulate) GF_TRY(check_eps(eps, op, err));
+  int64_t N = s->shape[0], Cout = w->shape[0];
+  if (N > INT64_MAX / Cout)
+    return gf_fail(err, GF_EINVAL, "%s: N Cout is too large", op);
+  wm[0] = N * Cout;
+  wm[1] = w->shape[1];
+  wm[2] = w->shape[2];
+  wm[3] = w->shape[3];
+  dc[0] = N;
+  dc[1] = Cout;
+  return GF_OK;
+}
+
+gf_status gf_modconv_weight_fwd(gf_ctx *ctx, const gf_tensor *w,
+                                const gf_tensor *s, int demodulate, float eps,
+                                gf_tensor *wmod, gf_tensor *dcoef,
+                                gf_err *err) {
+  const char *op = "modconv_weight_fwd";
+  NEED_OP(ctx, modconv_weight_fwd, op);
+  int64_t wm[4], dc[2];
+  GF_TRY(modw_check(ctx, op, w, s, demodulate, eps, wm, dc, err));
+  GF_TRY(check_t(ctx, wmod, op, "wmod", err));
+  GF_TRY(check_shape(wmod, op, "wmod", 4, wm, err));
+  if (dcoef || demodulate) {
+    GF_TRY(check_t(ctx, dcoef, op, "dcoef", err));
+    GF_TRY(check_shape(dcoef, op, "dcoef", 2, dc, err));
+  }
+  const gf_tensor *in[3] = {w, s, dcoef};
+  const char *names[3] = {"w", "s", "dcoef"};
+  GF_TRY(none_overlap(op, wmod, "wmod", in, names, 3, err));
+  GF_TRY(none_overlap(op, dcoef, "dcoef", in, names, 2, err));
+  if (dc[0] == 0) return GF_OK;
+  return ctx->ops->modconv_weight_fwd(ctx, w, s, demodulate, eps, wmod, dcoef,
+                                      err);
+}
+
+gf_status gf_modconv_weight_bwd(gf_ctx *ctx, const gf_tensor *w,
+                                const gf_tensor *s, int demodulate, float eps,
+                                const gf_tensor *dcoef, const gf_tensor *dwmod,
+                                gf_tensor *dw, gf_tensor *ds, gf_accum accum,
+                                gf_err *err) {
+  const char *op = "modconv_weight_bwd";
+  NEED_OP(ctx, modconv_weight_bwd, op);
+  GF_TRY(check_accum(accum, op, err));
+  int64_t wm[4], dc[2];
+  GF_TRY(modw_check(ctx, op, w, s, demodulate, eps, wm, dc, err));
+  GF_TRY(check_t(ctx, dwmod, op, "dwmod", err));
+  GF_TRY(check_shape(dwmod, op, "dwmod", 4, wm, err));
+  if (demodulate) {
+    GF_TRY(check_t(ctx, dcoef, op, "dcoef", err));
+    GF_TRY(check_shape(dcoef, op, "dcoef", 2, dc, err));
+  } else {
+    dcoef = NULL; /* not read */
+  }
+  if (dw) {
+    GF_TRY(check_t(ctx, dw, op, "dw", err));
+    GF_TRY(check_shape(dw, op, "dw", 4, w->shape, err));
+  }
+  if (ds) {
+    GF_TRY(check_t(ctx, ds, op, "ds", err));
+    GF_TRY(check_shape(ds, op, "ds", 2, s->shape, err));
+  }
+  const gf_tensor *in[5] = {w, s, dcoef, dwmod, ds};
+  const char *names[5] = {"w", "s", "dcoef", "dwmod", "ds"};
+  GF_TRY(none_overlap(op, dw, "dw", in, names, 5, err));
+  GF_TRY(none_overlap(op, ds, "ds", in, names, 4, err));
+  if (!dw && !ds) return GF_OK;
+  return ctx->ops->modconv_weight_bwd(ctx, w, s, demodulate, eps, dcoef,
+                                      dwmod, dw, ds, accum, err);
+}
+
+/* x [N,Cin,H,W], y (or dy) [N,Cout,OH,OW] with Cout >= 1, wmod
+ * [N Cout,Cin,kh,kw], p a convolution's (out_pad 0); ys gets y's shape. */
+static gf_status batched_check(const gf_ctx *ctx, const char *op,
+                               const gf_tensor *x, const gf_tensor *wmod,
+                               const gf_conv_params *p, const gf_tensor *y,
+                               const char *yname, gf_err *err) {
+  GF_TRY(check_t(ctx, x, op, "x", err));
+  GF_TRY(check_t(ctx, wmod, op, "wmod", err));
+  GF_TRY(check_t(ctx, y, op, yname, err));
+  if (x->ndim != 4 || wmod->ndim != 4 || y->ndim != 4)
+    return gf_fail(err, GF_EINVAL, "%s: x, wmod and %s must be 4-D", op,
+                   yname);
+  int64_t N = x->shape[0], Cout = y->shape[1];
+  if (Cout < 1 || N > INT64_MAX / Cout)
+    return gf_fail(err, GF_EINVAL, "%s: %s has %lld channels", op, yname,
+                   (long long)Cout);
+  if (wmod->shape[0] != N * Cout)
+    return gf_fail(err, GF_EINVAL, "%s: wmod has %lld rows, expected N Cout "
+                   "= %lld x %lld (x's N, %s's C)", op,
+                   (long long)wmod->shape[0], (long long)N, (long long)Cout,
+                   yname);
+  gf_tensor w1 = *wmod; /* one sample's weights, for the output shape */
+  w1.shape[0] = Cout;
+  int64_t ys[4];
+  GF_TRY(conv_shape(x, &w1, p, false, ys, op, err));
+  return check_shape(y, op, yname, 4, ys, err);
+}
+
+gf_status gf_conv2d_batched_fwd(gf_ctx *ctx, const gf_tensor *x,
+                                const gf_tensor *wmod,
+                                const gf_conv_params *p, gf_tensor *y,
+                                gf_err *err) {
+  const char *op = "conv2d_batched_fwd";
+  NEED_OP(ctx, conv2d_batched_fwd, op);
+  GF_TRY(batched_check(ctx, op, x, wmod, p, y, "y", err));
+  const gf_tensor *in[2] = {x, wmod};
+  const char *names[2] = {"x", "wmod"};
+  GF_TRY(none_overlap(op, y, "y", in, names, 2, err));
+  if (x->shape[0] == 0) return GF_OK;
+  return ctx->ops->conv2d_batched_fwd(ctx, x, wmod, p, y, err);
+}
+
+gf_status gf_conv2d_batched_bwd(gf_ctx *ctx, const gf_tensor *x,
+                                const gf_tensor *wmod, const gf_tensor *dy,
+                                const gf_conv_params *p, gf_tensor *dx,
+                                gf_tensor *dwmod, gf_err *err) {
+  const char *op = "conv2d_batched_bwd";
+  NEED_OP(ctx, conv2d_batched_bwd, op);
+  GF_TRY(batched_check(ctx, op, x, wmod, p, dy, "dy", err));
+  if (dx) {
+    GF_TRY(check_t(ctx, dx, op, "dx", err));
+    GF_TRY(check_shape(dx, op, "dx", 4, x->shape, err));
+  }
+  if (dwmod) {
+    GF_TRY(check_t(ctx, dwmod, op, "dwmod", err));
+    GF_TRY(check_shape(dwmod, op, "dwmod", 4, wmod->shape, err));
+  }
+  const gf_tensor *in[4] = {x, wmod, dy, dwmod};
+  const char *names[4] = {"x", "wmod", "dy", "dwmod"};
+  GF_TRY(none_overlap(op, dx, "dx", in, names, 4, err));
+  GF_TRY(none_overlap(op, dwmod, "dwmod", in, names, 3, err));
+  if ((!dx && !dwmod) || x->shape[0] == 0) return GF_OK;
+  return ctx->ops->conv2d_batched_bwd(ctx, x, wmod, dy, p, dx, dwmod, err);
+}

@@ -114,13 +114,20 @@ size_t kt_misses(const char *what, const gf_tensor *got, const gf_tensor *want,
   return bad;
 }
 
-gf_tensor kt_view_at(gf_tensor *t, int64_t off, int ndim, const int64_t *s) {
-  gf_tensor v;
-  gf_err e = {0};
-  if (gf_tensor_view(&v, (float *)t->data + off, GF_F32, GF_DEV_CPU, ndim, s,
-                     &e) != GF_OK) {
-    fprintf(stderr, "kt_view_at: %s\n", e.msg);
+gf_tensor kt_filled_like(const gf_tensor *t, float v) {
+  gf_tensor g = kt_clone(t);
+  float *p = g.data;
+  for (int64_t i = 0; i < gf_tensor_numel(&g); i++) p[i] = v;
+  return g;
+}
+
+gf_tensor kt_gold_named(const gf_st_file *f, const char *pre, const char *sfx,
+                        unsigned flags) {
+  char name[96];
+  int k = snprintf(name, sizeof name, "%s.%s", pre, sfx);
+  if (k < 0 || (size_t)k >= sizeof name) {
+    fprintf(stderr, "golden name %s.%s too long\n", pre, sfx);
     exit(1);
   }
-  return v;
+  return kt_gold(f, name, flags);
 }

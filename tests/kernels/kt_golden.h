@@ -32,6 +32,9 @@ enum {
  * exits the test when it is missing or of a dtype / rank `flags` does not
  * allow. The caller frees it with gf_tensor_free. */
 gf_tensor kt_gold(const gf_st_file *f, const char *name, unsigned flags);
+/* kt_gold of the tensor named "pre.sfx" (a case's tensor). */
+gf_tensor kt_gold_named(const gf_st_file *f, const char *pre, const char *sfx,
+                        unsigned flags);
 
 /* An owned CPU copy of CPU tensor t (same dtype and shape); exits on
  * failure. The caller frees it with gf_tensor_free. */
@@ -67,8 +70,8 @@ size_t kt_misses(const char *what, const gf_tensor *got, const gf_tensor *want,
            kt_bad_, (size_t)gf_tensor_numel(kt_want_));                       \
   } while (0)
 
-/* A CPU f32 view (not owned: nothing to free) of t's data from element
- * off, shaped s (ndim dims), for the overlap checks; exits on failure. */
-gf_tensor kt_view_at(gf_tensor *t, int64_t off, int ndim, const int64_t *s);
+/* An owned CPU f32 tensor of t's shape with every element v (a value no op
+ * produces shows that an op overwrites every element); exits on failure. */
+gf_tensor kt_filled_like(const gf_tensor *t, float v);
 
 #endif

@@ -135,3 +135,23 @@ void kt_cpu_ctx(gf_ctx *ctx, int nthreads) {
     exit(1);
   }
 }
+
+gf_tensor kt_view_at(gf_tensor *t, int64_t off, int ndim, const int64_t *s) {
+  gf_tensor v;
+  gf_err e = {0};
+  if (gf_tensor_view(&v, (float *)t->data + off, GF_F32, GF_DEV_CPU, ndim, s,
+                     &e) != GF_OK) {
+    fprintf(stderr, "view: %s\n", e.msg);
+    exit(1);
+  }
+  return v;
+}
+
+const char *kt_label(char *buf, size_t cap, const char *pre, const char *what) {
+  int k = snprintf(buf, cap, "%s %s", pre, what);
+  if (k < 0 || (size_t)k >= cap) {
+    fprintf(stderr, "label %s %s too long\n", pre, what);
+    exit(1);
+  }
+  return buf;
+}

@@ -57,4 +57,12 @@ double kt_dot(const float *grad, const float *dir, size_t n);
 int kt_fd_ok(const char *label, double fd, double an, double atol,
              double rtol);
 
+/* A CPU f32 view (borrowing, not owning) of t's data from element off,
+ * shaped s (ndim dims); exits the test on failure. For overlap checks. */
+gf_tensor kt_view_at(gf_tensor *t, int64_t off, int ndim, const int64_t *s);
+
+/* "pre what" written into buf (cap bytes), for a check's label; exits the
+ * test when it does not fit. Returns buf. */
+const char *kt_label(char *buf, size_t cap, const char *pre, const char *what);
+
 #endif

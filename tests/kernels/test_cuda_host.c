@@ -54,7 +54,11 @@ static void test_table(void) {
       (const void *)o->upsample_nearest2x_fwd,
       (const void *)o->upsample_nearest2x_bwd,
       (const void *)o->avgpool2d_bwd, (const void *)o->add,
-      (const void *)o->upfirdn2d};
+      (const void *)o->upfirdn2d,
+      (const void *)o->modconv_weight_fwd,
+      (const void *)o->modconv_weight_bwd,
+      (const void *)o->conv2d_batched_fwd,
+      (const void *)o->conv2d_batched_bwd};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
     CHECKF(fns[i] != NULL, "entry %zu of the CUDA table is NULL", i);
   /* every op of the CPU table has a CUDA twin */

@@ -59,15 +59,6 @@ static void exact_fires(const char *what, const gf_tensor *got,
   gf_tensor_free(&w);
 }
 
-/* An owned tensor of t's shape filled with values no op here produces
- * (the ops must overwrite every element). */
-static gf_tensor garbage_like(const gf_tensor *t) {
-  gf_tensor g = kt_clone(t);
-  float *p = g.data;
-  for (int64_t i = 0; i < gf_tensor_numel(&g); i++) p[i] = 12345.0f;
-  return g;
-}
-
 /* ---- the formulas of ops.h as plain loops -------------------------------- */
 
 static void ref_up_fwd(const float *x, float *y, int64_t P, int64_t H,
@@ -142,7 +133,8 @@ static void test_upsample_golden(gf_ctx *ctx, const gf_st_file *f,
   golden_names(pre, nm);
   gf_tensor x = kt_gold(f, nm[0], 0), ty = kt_gold(f, nm[1], 0);
   gf_tensor g = kt_gold(f, nm[2], 0), tdx = kt_gold(f, nm[3], 0);
-  gf_tensor y = garbage_like(&ty), dx = garbage_like(&tdx);
+  gf_tensor y = kt_filled_like(&ty, 12345.0f);
+  gf_tensor dx = kt_filled_like(&tdx, 12345.0f);
   gf_err e = {0};
   CHECKF(gf_upsample_nearest2x_fwd(ctx, &x, &y, &e) == GF_OK, "%s", e.msg);
   exact_fires(nm[1], &y, &ty);
@@ -163,7 +155,8 @@ static void test_pool_golden(gf_ctx *ctx, const gf_st_file *f, const char *pre,
   golden_names(pre, nm);
   gf_tensor x = kt_gold(f, nm[0], 0), ty = kt_gold(f, nm[1], 0);
   gf_tensor g = kt_gold(f, nm[2], 0), tdx = kt_gold(f, nm[3], 0);
-  gf_tensor y = garbage_like(&ty), dx = garbage_like(&tdx);
+  gf_tensor y = kt_filled_like(&ty, 12345.0f);
+  gf_tensor dx = kt_filled_like(&tdx, 12345.0f);
   gf_pool_params p = win(kh, kw);
   gf_err e = {0};
   CHECKF(gf_avgpool2d_fwd(ctx, &x, &p, &y, &e) == GF_OK, "%s", e.msg);
@@ -174,7 +167,7 @@ static void test_pool_golden(gf_ctx *ctx, const gf_st_file *f, const char *pre,
   exact_fires(nm[3], &dx, &tdx);
   /* without padding count_include_pad changes nothing */
   p.count_include_pad = 0;
-  gf_tensor dx0 = garbage_like(&tdx);
+  gf_tensor dx0 = kt_filled_like(&tdx, 12345.0f);
   CHECKF(gf_avgpool2d_bwd(ctx, &g, &p, &dx0, &e) == GF_OK, "%s", e.msg);
   CHECK(kt_same_bits(&dx0, &tdx));
   if (strcmp(pre, "pool2") == 0) { /* g[0,0,0,0] is -0 */
@@ -193,7 +186,7 @@ static void test_pool_golden(gf_ctx *ctx, const gf_st_file *f, const char *pre,
 static void test_add_golden(gf_ctx *ctx, const gf_st_file *f) {
   gf_tensor a = kt_gold(f, "add.a", 0), b = kt_gold(f, "add.b", 0);
   gf_tensor ty = kt_gold(f, "add.y", 0);
-  gf_tensor y = garbage_like(&ty);
+  gf_tensor y = kt_filled_like(&ty, 12345.0f);
   gf_err e = {0};
   CHECKF(gf_add(ctx, &a, &b, &y, &e) == GF_OK, "%s", e.msg);
   exact_fires("add.y", &y, &ty);

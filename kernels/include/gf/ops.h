@@ -630,5 +630,92 @@ gf_status gf_upfirdn2d_fwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *f,
 gf_status gf_upfirdn2d_bwd(gf_ctx *ctx, const gf_tensor *f,
                            const gf_fir_params *p, const gf_tensor *dy,
                            gf_tensor *dx, gf_err *err);
+/* ---- modulated convolution (StyleGAN2) ----------------------------------
+ * A synthesis layer of StyleGAN2 (Karras et al. 2020) scales its weight w
+ * [Cout,Cin,kh,kw] per sample n by the sample's style s[n, :] (one factor
+ * per input channel), renormalises each output channel's weights to unit
+ * L2 norm (demodulation), and convolves each sample with its own weights:
+ * one grouped convolution over the batch (PyTorch: x viewed as
+ * [1, N Cin, H, W], the weights as [N Cout, Cin, kh, kw], groups = N). The
+ * per-sample weights are a 4-D tensor in that grouped layout,
+ *   wmod [N Cout, Cin, kh, kw]: wmod[n Cout + o, i, a, b] = wmod[n,o,i,a,b]
+ * (gf_tensor has at most 4 dims). A layer's pass is
+ *   gf_modconv_weight_fwd(w, s) -> wmod, dcoef;
+ *   gf_conv2d_batched_fwd(x, wmod) -> y;
+ * and backward
+ *   gf_conv2d_batched_bwd(x, wmod, dy) -> dx, dwmod;
+ *   gf_modconv_weight_bwd(w, s, dcoef, dwmod) -> dw, ds
+ * (the bias, noise and activation of the layer are other ops; ds flows
+ * into the affine layer that made s).
+ *
+ * The weight ops' arithmetic is fixed below and is the same bits on the
+ * CPU at any thread count and on CUDA. Per row r = (n, o) of K = Cin kh kw
+ * weights, k = (i, a, b) in memory order:
+ *   ws[n,o,k] = w[o,k] * s[n,i]                      one f32 rounding
+ *   S[n,o]    = sum_k ws^2, in double: the lane sum of reduce_order.h
+ *               over k (each term exact in double)
+ *   d[n,o]    = (float)(1.0 / sqrt(S + (double)eps)): a double add, a
+ *               double square root, a double division, each correctly
+ *               rounded, then one rounding to f32
+ *   wmod      = ws * d                               one f32 rounding
+ * (not demodulating: d = 1, wmod = ws exactly). PyTorch's eager f32
+ * formulation (rsqrt of an f32 sum) lands within a few ulp of it. */
+
+/* wmod[n,o,k] = w[o,k] s[n,i] d[n,o] as above; dcoef[n,o] = d[n,o]
+ * (GF_OVERWRITE), kept for the backward. w [Cout,Cin,kh,kw] (every dim
+ * >= 1), s [N,Cin], wmod [N Cout,Cin,kh,kw], dcoef [N,Cout]. demodulate
+ * is 0 or 1; with 1, eps > 0 (StyleGAN2: 1e-8) and dcoef is required;
+ * with 0, eps is not read and dcoef may be NULL (given, it is filled with
+ * 1). N may be 0. No output overlaps an input or the other output. */
+gf_status gf_modconv_weight_fwd(gf_ctx *ctx, const gf_tensor *w,
+                                const gf_tensor *s, int demodulate, float eps,
+                                gf_tensor *wmod, gf_tensor *dcoef,
+                                gf_err *err);
+/* The gradients wrt w and s of a loss whose gradient wrt wmod is dwmod
+ * [N Cout,Cin,kh,kw], with dcoef [N,Cout] as gf_modconv_weight_fwd wrote
+ * it for the same w, s, eps (required when demodulating, not read
+ * otherwise). With g = dwmod and ws as in the forward (recomputed):
+ *   demodulating:  G[n,o]  = sum_k g ws, in double (lane sum over k)
+ *                  c[n,o]  = (float)(((d d) d) G)    products in double
+ *                  gws     = g d - ws c   three f32 roundings: g d, ws c,
+ *                            then their difference
+ *   otherwise:     gws     = g
+ *   dw[o,k] (+)= sum_n gws[n,o,k] s[n,i]   in double, n from 0 upwards,
+ *                rounded to f32 once (then one f32 add for GF_ACCUMULATE)
+ *   ds[n,i]     = sum over (o,a,b) of gws[n,o,i,a,b] w[o,i,a,b]   in
+ *                double, the lane sum over j = (o, a, b) in that order,
+ *                rounded to f32 once; always overwritten (s is a
+ *                per-sample intermediate, not a parameter)
+ * (gws is the gradient wrt ws: d depends on every ws of its row, whence
+ * the term ws c). dw [Cout,Cin,kh,kw], ds [N,Cin]; either may be NULL (both
+ * NULL: nothing to do). With N = 0, dw gets 0 (GF_OVERWRITE) or + 0
+ * (GF_ACCUMULATE). No output overlaps an input or the other output. */
+gf_status gf_modconv_weight_bwd(gf_ctx *ctx, const gf_tensor *w,
+                                const gf_tensor *s, int demodulate, float eps,
+                                const gf_tensor *dcoef, const gf_tensor *dwmod,
+                                gf_tensor *dw, gf_tensor *ds, gf_accum accum,
+                                gf_err *err);
+/* y[n] = conv2d(x[n], wmod[n]) for each sample n (no bias; PyTorch
+ * F.conv2d(x.view(1, N Cin, H, W), wmod, stride, padding, groups=N)
+ * viewed as [N, Cout, OH, OW]), with the gf_conv_params of gf_conv2d_fwd
+ * (stride, pad; out_pad 0). x [N,Cin,H,W], wmod [N Cout,Cin,kh,kw], y
+ * [N,Cout,OH,OW] (Cout is y's; OH, OW as gf_conv2d_out_shape's). One
+ * grouped convolution: oneDNN on the CPU, cuDNN (a group count of N) on
+ * CUDA; like gf_conv2d_fwd, f32 sums in the library's order, so the two
+ * backends agree to rounding, not bit for bit. A CPU ctx in frozen
+ * inference (gf_ctx.frozen_batch) refuses it (GF_EUNSUPPORTED): frozen
+ * weights are laid out once per address, and wmod changes every pass. y
+ * must not overlap x or wmod. */
+gf_status gf_conv2d_batched_fwd(gf_ctx *ctx, const gf_tensor *x,
+                                const gf_tensor *wmod,
+                                const gf_conv_params *p, gf_tensor *y,
+                                gf_err *err);
+/* dx [N,Cin,H,W] (wrt x) and dwmod [N Cout,Cin,kh,kw] (wrt wmod) from dy
+ * [N,Cout,OH,OW]; both overwritten (dwmod is a per-sample intermediate);
+ * either may be NULL. Neither overlaps an input or the other. */
+gf_status gf_conv2d_batched_bwd(gf_ctx *ctx, const gf_tensor *x,
+                                const gf_tensor *wmod, const gf_tensor *dy,
+                                const gf_conv_params *p, gf_tensor *dx,
+                                gf_tensor *dwmod, gf_err *err);
 
 #endif

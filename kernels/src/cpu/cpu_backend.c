@@ -116,4 +116,8 @@ const gf_backend_ops gf_cpu_backend_ops = {
     .avgpool2d_bwd = gf_cpu_avgpool2d_bwd,
     .add = gf_cpu_add,
     .upfirdn2d = gf_cpu_upfirdn2d,
+    .modconv_weight_fwd = gf_cpu_modconv_weight_fwd,
+    .modconv_weight_bwd = gf_cpu_modconv_weight_bwd,
+    .conv2d_batched_fwd = gf_cpu_conv2d_batched_fwd,
+    .conv2d_batched_bwd = gf_cpu_conv2d_batched_bwd,
 };

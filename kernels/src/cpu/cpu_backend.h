@@ -402,5 +402,24 @@ gf_status gf_cpu_add(gf_ctx *ctx, const gf_tensor *a, const gf_tensor *b,
 /* cpu_fir.c */
 gf_status gf_cpu_upfirdn2d(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *f,
                            const gf_fir_params *p, gf_tensor *y, gf_err *err);
+/* cpu_modconv.c (the weight ops) and cpu_dnnl.c (the batched conv) */
+gf_status gf_cpu_modconv_weight_fwd(gf_ctx *ctx, const gf_tensor *w,
+                                    const gf_tensor *s, int demodulate,
+                                    float eps, gf_tensor *wmod,
+                                    gf_tensor *dcoef, gf_err *err);
+gf_status gf_cpu_modconv_weight_bwd(gf_ctx *ctx, const gf_tensor *w,
+                                    const gf_tensor *s, int demodulate,
+                                    float eps, const gf_tensor *dcoef,
+                                    const gf_tensor *dwmod, gf_tensor *dw,
+                                    gf_tensor *ds, gf_accum accum,
+                                    gf_err *err);
+gf_status gf_cpu_conv2d_batched_fwd(gf_ctx *ctx, const gf_tensor *x,
+                                    const gf_tensor *wmod,
+                                    const gf_conv_params *p, gf_tensor *y,
+                                    gf_err *err);
+gf_status gf_cpu_conv2d_batched_bwd(gf_ctx *ctx, const gf_tensor *x,
+                                    const gf_tensor *wmod, const gf_tensor *dy,
+                                    const gf_conv_params *p, gf_tensor *dx,
+                                    gf_tensor *dwmod, gf_err *err);
 
 #endif

@@ -8,6 +8,10 @@
 
 typedef struct conv_geom {
   bool transposed;
+  int64_t groups; /* 1; G > 1: a batched convolution (ops.h
+                     gf_conv2d_batched_*) of G samples, seen as one sample
+                     (N = 1) of G groups: Cin and Cout count every group's
+                     channels, wt is goihw [G, Cout/G, Cin/G, kh, kw] */
   int64_t N, Cin, H, W, Cout, kh, kw, OH, OW;
   dnnl_dims_t stride, pad_l, pad_r; /* [h, w]; oneDNN reads dnnl_dims_t */
   dnnl_memory_desc_t src, wt, bias, dst; /* the caller's plain layouts */

@@ -158,19 +158,24 @@ gf_status gf_cpu_linear_bwd(gf_ctx *ctx, const gf_tensor *x,
 /* ---- conv2d and transposed conv2d -------------------------------------------
  * oneDNN's deconvolution is the exact transpose of its convolution and takes
  * weights {OC, IC, kh, kw}; PyTorch's ConvTranspose2d weight [Cin, Cout, kh,
- * kw] is that tensor in iohw memory order, so it is passed as is. */
+ * kw] is that tensor in iohw memory order, so it is passed as is.
+ * The batched convolution (groups G > 1, not transposed) is one grouped
+ * convolution of one sample: x [G, Cin, H, W] and y [G, Cout, OH, OW] are,
+ * in memory, [1, G Cin, H, W] and [1, G Cout, OH, OW], and w [G Cout, Cin,
+ * kh, kw] is oneDNN's goihw {G, Cout, Cin, kh, kw}. */
 
 static gf_status conv_geom_init(conv_geom *g, bool transposed, bool any,
-                                const gf_tensor *x, const gf_tensor *w,
-                                const gf_tensor *y, const gf_conv_params *p,
-                                gf_err *err) {
+                                int64_t groups, const gf_tensor *x,
+                                const gf_tensor *w, const gf_tensor *y,
+                                const gf_conv_params *p, gf_err *err) {
   memset(g, 0, sizeof *g);
   g->transposed = transposed;
-  g->N = x->shape[0];
-  g->Cin = x->shape[1];
+  g->groups = groups;
+  g->N = groups > 1 ? 1 : x->shape[0];
+  g->Cin = groups * x->shape[1];
   g->H = x->shape[2];
   g->W = x->shape[3];
-  g->Cout = y->shape[1];
+  g->Cout = groups * y->shape[1];
   g->kh = w->shape[2];
   g->kw = w->shape[3];
   g->OH = y->shape[2];
@@ -188,15 +193,23 @@ static gf_status conv_geom_init(conv_geom *g, bool transposed, bool any,
       g->pad_r[d] = (int64_t)p->pad[d] - p->out_pad[d];
   }
   int64_t sd[4] = {g->N, g->Cin, g->H, g->W};
-  int64_t wd[4] = {g->Cout, g->Cin, g->kh, g->kw};
+  int64_t wd[5] = {g->Cout, g->Cin, g->kh, g->kw, 0};
+  int wn = 4; /* wd's dims */
+  dnnl_format_tag_t wtag = transposed ? dnnl_iohw : dnnl_oihw;
+  if (groups > 1) {
+    int64_t wg[5] = {groups, y->shape[1], x->shape[1], g->kh, g->kw};
+    memcpy(wd, wg, sizeof wd);
+    wn = 5;
+    wtag = dnnl_goihw;
+  }
   int64_t dd[4] = {g->N, g->Cout, g->OH, g->OW};
   DNNL_TRY(gf_md(&g->src, 4, sd, dnnl_nchw));
-  DNNL_TRY(gf_md(&g->wt, 4, wd, transposed ? dnnl_iohw : dnnl_oihw));
+  DNNL_TRY(gf_md(&g->wt, wn, wd, wtag));
   DNNL_TRY(gf_md(&g->bias, 1, &g->Cout, dnnl_a));
   DNNL_TRY(gf_md(&g->dst, 4, dd, dnnl_nchw));
   if (any) {
     DNNL_TRY(gf_md(&g->src_p, 4, sd, dnnl_format_tag_any));
-    DNNL_TRY(gf_md(&g->wt_p, 4, wd, dnnl_format_tag_any));
+    DNNL_TRY(gf_md(&g->wt_p, wn, wd, dnnl_format_tag_any));
     DNNL_TRY(gf_md(&g->dst_p, 4, dd, dnnl_format_tag_any));
   } else {
     g->src_p = g->src;
@@ -208,24 +221,26 @@ static gf_status conv_geom_init(conv_geom *g, bool transposed, bool any,
 
 static void conv_key(gf_prim_key *k, int kind, const conv_geom *g,
                      bool with_bias) {
-  int64_t v[16] = {g->N,        g->Cin,       g->H,        g->W,
+  int64_t v[17] = {g->N,        g->Cin,       g->H,        g->W,
                    g->Cout,     g->kh,        g->kw,       g->OH,
                    g->OW,       g->stride[0], g->stride[1], g->pad_l[0],
-                   g->pad_l[1], g->pad_r[0],  g->pad_r[1], with_bias};
-  key_init(k, kind, 16, v);
+                   g->pad_l[1], g->pad_r[0],  g->pad_r[1], with_bias,
+                   g->groups};
+  key_init(k, kind, 17, v);
 }
 
-static gf_status conv_fwd(gf_ctx *ctx, bool transposed, const gf_tensor *x,
-                          const gf_tensor *w, const gf_tensor *b,
-                          const gf_conv_params *cp, gf_tensor *y,
-                          gf_err *err) {
+static gf_status conv_fwd(gf_ctx *ctx, bool transposed, int64_t groups,
+                          const gf_tensor *x, const gf_tensor *w,
+                          const gf_tensor *b, const gf_conv_params *cp,
+                          gf_tensor *y, gf_err *err) {
   conv_geom g;
   /* Frozen inference runs a layer of fewer than 16 output channels (an
    * image's last layer) on plain layouts: the blocked kernels pad channels
    * to 16, sixteen times the work for a grey image. */
   bool frozen = ctx->frozen_batch > 0;
   bool any = gf_cpu(ctx)->blocked && !(frozen && y->shape[1] < 16);
-  gf_status rc = conv_geom_init(&g, transposed, any, x, w, y, cp, err);
+  gf_status rc = conv_geom_init(&g, transposed, any, groups, x, w, y, cp,
+                                err);
   if (rc) return rc;
   bool int8 = frozen && ctx->frozen_int8 == GF_INT8_RUN;
   if (frozen && ctx->frozen_int8 == GF_INT8_CALIBRATE)
@@ -267,14 +282,14 @@ static gf_status conv_fwd(gf_ctx *ctx, bool transposed, const gf_tensor *x,
   return gf_cpu_prim_exec(ctx, p, ptr, err);
 }
 
-static gf_status conv_bwd(gf_ctx *ctx, bool transposed, const gf_tensor *x,
-                          const gf_tensor *w, const gf_tensor *dy,
-                          const gf_conv_params *cp, gf_tensor *dx,
-                          gf_tensor *dw, gf_tensor *db, gf_accum accum,
-                          gf_err *err) {
+static gf_status conv_bwd(gf_ctx *ctx, bool transposed, int64_t groups,
+                          const gf_tensor *x, const gf_tensor *w,
+                          const gf_tensor *dy, const gf_conv_params *cp,
+                          gf_tensor *dx, gf_tensor *dw, gf_tensor *db,
+                          gf_accum accum, gf_err *err) {
   conv_geom g;
-  gf_status rc = conv_geom_init(&g, transposed, gf_cpu(ctx)->blocked, x, w,
-                                dy, cp, err);
+  gf_status rc = conv_geom_init(&g, transposed, gf_cpu(ctx)->blocked, groups,
+                                x, w, dy, cp, err);
   if (rc) return rc;
   if (dx) {
     gf_prim_key key;
@@ -367,7 +382,7 @@ gf_status gf_cpu_conv2d_fwd(gf_ctx *ctx, const gf_tensor *x,
                             const gf_tensor *w, const gf_tensor *b,
                             const gf_conv_params *p, gf_tensor *y,
                             gf_err *err) {
-  return conv_fwd(ctx, false, x, w, b, p, y, err);
+  return conv_fwd(ctx, false, 1, x, w, b, p, y, err);
 }
 
 gf_status gf_cpu_conv2d_bwd(gf_ctx *ctx, const gf_tensor *x,
@@ -375,14 +390,14 @@ gf_status gf_cpu_conv2d_bwd(gf_ctx *ctx, const gf_tensor *x,
                             const gf_conv_params *p, gf_tensor *dx,
                             gf_tensor *dw, gf_tensor *db, gf_accum accum,
                             gf_err *err) {
-  return conv_bwd(ctx, false, x, w, dy, p, dx, dw, db, accum, err);
+  return conv_bwd(ctx, false, 1, x, w, dy, p, dx, dw, db, accum, err);
 }
 
 gf_status gf_cpu_deconv2d_fwd(gf_ctx *ctx, const gf_tensor *x,
                               const gf_tensor *w, const gf_tensor *b,
                               const gf_conv_params *p, gf_tensor *y,
                               gf_err *err) {
-  return conv_fwd(ctx, true, x, w, b, p, y, err);
+  return conv_fwd(ctx, true, 1, x, w, b, p, y, err);
 }
 
 gf_status gf_cpu_deconv2d_bwd(gf_ctx *ctx, const gf_tensor *x,
@@ -390,7 +405,28 @@ gf_status gf_cpu_deconv2d_bwd(gf_ctx *ctx, const gf_tensor *x,
                               const gf_conv_params *p, gf_tensor *dx,
                               gf_tensor *dw, gf_tensor *db, gf_accum accum,
                               gf_err *err) {
-  return conv_bwd(ctx, true, x, w, dy, p, dx, dw, db, accum, err);
+  return conv_bwd(ctx, true, 1, x, w, dy, p, dx, dw, db, accum, err);
+}
+
+/* Batched (per-sample weights): x [N,Cin,H,W], wmod [N Cout,Cin,kh,kw] as
+ * one grouped convolution of N groups; N = 1 is a plain convolution. */
+gf_status gf_cpu_conv2d_batched_fwd(gf_ctx *ctx, const gf_tensor *x,
+                                    const gf_tensor *wmod,
+                                    const gf_conv_params *p, gf_tensor *y,
+                                    gf_err *err) {
+  if (ctx->frozen_batch > 0)
+    return gf_fail(err, GF_EUNSUPPORTED, "conv2d_batched_fwd: not in frozen "
+                   "inference (frozen weights are laid out once per address; "
+                   "wmod changes every pass)");
+  return conv_fwd(ctx, false, x->shape[0], x, wmod, NULL, p, y, err);
+}
+
+gf_status gf_cpu_conv2d_batched_bwd(gf_ctx *ctx, const gf_tensor *x,
+                                    const gf_tensor *wmod, const gf_tensor *dy,
+                                    const gf_conv_params *p, gf_tensor *dx,
+                                    gf_tensor *dwmod, gf_err *err) {
+  return conv_bwd(ctx, false, x->shape[0], x, wmod, dy, p, dx, dwmod, NULL,
+                  GF_OVERWRITE, err);
 }
 
 /* ---- batch norm -------------------------------------------------------------

@@ -115,4 +115,8 @@ const gf_backend_ops gf_cuda_backend_ops = {
     .avgpool2d_bwd = gf_cuda_avgpool2d_bwd,
     .add = gf_cuda_add,
     .upfirdn2d = gf_cuda_upfirdn2d,
+    .modconv_weight_fwd = gf_cuda_modconv_weight_fwd,
+    .modconv_weight_bwd = gf_cuda_modconv_weight_bwd,
+    .conv2d_batched_fwd = gf_cuda_conv2d_batched_fwd,
+    .conv2d_batched_bwd = gf_cuda_conv2d_batched_bwd,
 };

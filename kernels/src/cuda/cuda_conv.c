@@ -16,9 +16,12 @@
 enum { K_FWD = 1, K_BWD_DATA, K_BWD_FILTER };
 
 /* Geometry of one convolution: input [n,c,h,w] -> output [n,k,oh,ow] with
- * filter [k,c,r,s]. */
+ * filter [k,c/groups,r,s]. groups > 1: the batched convolution (ops.h
+ * gf_conv2d_batched_*) of `groups` samples as one sample (n = 1) of that
+ * many groups: x [G,Cin,H,W] is [1,G Cin,H,W] in memory, y [G,Cout,..]
+ * [1,G Cout,..], and wmod [G Cout,Cin,r,s] is cuDNN's grouped filter. */
 typedef struct geom {
-  int n, c, h, w, k, r, s, oh, ow;
+  int n, c, h, w, k, r, s, oh, ow, groups;
   const gf_conv_params *p;
 } geom;
 
@@ -31,16 +34,18 @@ static gf_status to_int(int64_t v, int *out, gf_err *err) {
 }
 
 /* in: the conv input tensor, out: the conv output tensor, f: the filter
- * tensor laid out [k, c, r, s]. */
+ * tensor laid out [k, c, r, s] ([groups k, c, r, s] for groups > 1, in
+ * and out then [groups, c, ...] and [groups, k, ...]). */
 static gf_status make_geom(const gf_tensor *in, const gf_tensor *out,
                            const gf_tensor *f, const gf_conv_params *p,
-                           geom *g, gf_err *err) {
+                           int64_t groups, geom *g, gf_err *err) {
   gf_status st;
-  if ((st = to_int(in->shape[0], &g->n, err)) ||
-      (st = to_int(in->shape[1], &g->c, err)) ||
+  if ((st = to_int(groups, &g->groups, err)) ||
+      (st = to_int(groups > 1 ? 1 : in->shape[0], &g->n, err)) ||
+      (st = to_int(groups * in->shape[1], &g->c, err)) ||
       (st = to_int(in->shape[2], &g->h, err)) ||
       (st = to_int(in->shape[3], &g->w, err)) ||
-      (st = to_int(out->shape[1], &g->k, err)) ||
+      (st = to_int(groups * out->shape[1], &g->k, err)) ||
       (st = to_int(out->shape[2], &g->oh, err)) ||
       (st = to_int(out->shape[3], &g->ow, err)) ||
       (st = to_int(f->shape[2], &g->r, err)) ||
@@ -64,11 +69,13 @@ static gf_status set_descs(gf_ctx *ctx, const geom *g, gf_err *err) {
                                      CUDNN_DATA_FLOAT, g->n, g->k, g->oh,
                                      g->ow));
   DNN_TRY(cudnnSetFilter4dDescriptor(s->wd, CUDNN_DATA_FLOAT,
-                                     CUDNN_TENSOR_NCHW, g->k, g->c, g->r,
-                                     g->s));
+                                     CUDNN_TENSOR_NCHW, g->k,
+                                     g->c / g->groups, g->r, g->s));
   DNN_TRY(cudnnSetConvolution2dDescriptor(
       s->cd, g->p->pad[0], g->p->pad[1], g->p->stride[0], g->p->stride[1], 1,
       1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  /* every op sets it: the descriptor is the ctx's, shared by all convs */
+  DNN_TRY(cudnnSetConvolutionGroupCount(s->cd, g->groups));
   DNN_TRY(cudnnSetConvolutionMathType(s->cd, (cudnnMathType_t)math_for(ctx)));
   return GF_OK;
 }
@@ -153,7 +160,7 @@ static gf_status prepare(gf_ctx *ctx, int kind, const geom *g,
   int64_t v[] = {g->n, g->c, g->h, g->w, g->k, g->r, g->s, g->oh, g->ow,
                  g->p->pad[0], g->p->pad[1], g->p->stride[0],
                  g->p->stride[1], ctx->deterministic ? 1 : 0,
-                 ctx->allow_tf32 ? 1 : 0};
+                 ctx->allow_tf32 ? 1 : 0, g->groups};
   gf_cuda_key key;
   gf_cuda_key_make(&key, kind, v, (int)(sizeof v / sizeof v[0]));
   const gf_cuda_choice *hit = gf_cuda_cache_find(&s->algos, &key);
@@ -283,7 +290,7 @@ gf_status gf_cuda_conv2d_fwd(gf_ctx *ctx, const gf_tensor *x,
   CU_ENTER();
   if (x->shape[0] == 0) return GF_OK;
   geom g = {0};
-  GF_TRY(make_geom(x, y, w, p, &g, err));
+  GF_TRY(make_geom(x, y, w, p, 1, &g, err));
   GF_TRY(run_fwd(ctx, &g, x->data, w->data, y->data, 0.0f, err));
   return add_bias(ctx, y, b, err);
 }
@@ -296,7 +303,7 @@ gf_status gf_cuda_conv2d_bwd(gf_ctx *ctx, const gf_tensor *x,
   CU_ENTER();
   if (x->shape[0] == 0) return empty_bwd(ctx, dw, db, accum, err);
   geom g = {0};
-  GF_TRY(make_geom(x, dy, w, p, &g, err));
+  GF_TRY(make_geom(x, dy, w, p, 1, &g, err));
   if (dx) GF_TRY(run_bwd_data(ctx, &g, w->data, dy->data, dx->data, 0.0f, err));
   if (dw)
     GF_TRY(run_bwd_filter(ctx, &g, x->data, dy->data, dw->data,
@@ -311,7 +318,7 @@ gf_status gf_cuda_deconv2d_fwd(gf_ctx *ctx, const gf_tensor *x,
   CU_ENTER();
   if (x->shape[0] == 0) return GF_OK;
   geom g = {0}; /* conv from y (Cout channels) to x (Cin channels) */
-  GF_TRY(make_geom(y, x, w, p, &g, err));
+  GF_TRY(make_geom(y, x, w, p, 1, &g, err));
   GF_TRY(run_bwd_data(ctx, &g, w->data, x->data, y->data, 0.0f, err));
   return add_bias(ctx, y, b, err);
 }
@@ -324,10 +331,38 @@ gf_status gf_cuda_deconv2d_bwd(gf_ctx *ctx, const gf_tensor *x,
   CU_ENTER();
   if (x->shape[0] == 0) return empty_bwd(ctx, dw, db, accum, err);
   geom g = {0};
-  GF_TRY(make_geom(dy, x, w, p, &g, err));
+  GF_TRY(make_geom(dy, x, w, p, 1, &g, err));
   if (dx) GF_TRY(run_fwd(ctx, &g, dy->data, w->data, dx->data, 0.0f, err));
   if (dw)
     GF_TRY(run_bwd_filter(ctx, &g, dy->data, x->data, dw->data,
                        accum == GF_ACCUMULATE ? 1.0f : 0.0f, err));
   return bias_grad(ctx, dy, db, accum, err);
+}
+
+/* The batched convolution: one grouped convolution of x->shape[0] groups
+ * (ops.c passes N >= 1). dwmod is overwritten. */
+gf_status gf_cuda_conv2d_batched_fwd(gf_ctx *ctx, const gf_tensor *x,
+                                     const gf_tensor *wmod,
+                                     const gf_conv_params *p, gf_tensor *y,
+                                     gf_err *err) {
+  CU_ENTER();
+  geom g = {0};
+  GF_TRY(make_geom(x, y, wmod, p, x->shape[0], &g, err));
+  return run_fwd(ctx, &g, x->data, wmod->data, y->data, 0.0f, err);
+}
+
+gf_status gf_cuda_conv2d_batched_bwd(gf_ctx *ctx, const gf_tensor *x,
+                                     const gf_tensor *wmod,
+                                     const gf_tensor *dy,
+                                     const gf_conv_params *p, gf_tensor *dx,
+                                     gf_tensor *dwmod, gf_err *err) {
+  CU_ENTER();
+  geom g = {0};
+  GF_TRY(make_geom(x, dy, wmod, p, x->shape[0], &g, err));
+  if (dx)
+    GF_TRY(run_bwd_data(ctx, &g, wmod->data, dy->data, dx->data, 0.0f, err));
+  if (dwmod)
+    GF_TRY(run_bwd_filter(ctx, &g, x->data, dy->data, dwmod->data, 0.0f,
+                          err));
+  return GF_OK;
 }
