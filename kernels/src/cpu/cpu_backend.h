@@ -399,5 +399,15 @@ gf_status gf_cpu_avgpool2d_bwd(gf_ctx *ctx, const gf_tensor *dy,
                                gf_err *err);
 gf_status gf_cpu_add(gf_ctx *ctx, const gf_tensor *a, const gf_tensor *b,
                      gf_tensor *y, gf_err *err);
+/* cpu_lanes.c: the lane sums of reduce_order.h (GF_RED_LANES lanes in
+ * double from 0.0, then the tree), single-threaded. */
+/* The tree over the lane sums p[GF_RED_LANES] (p is overwritten); returns
+ * the sum. */
+double gf_cpu_lanes_tree(double *p);
+/* The lane sum of the exact products (double)a[i] * (double)b[i], i < n
+ * (a = b: the sum of squares). */
+double gf_cpu_lane_dot(const float *a, const float *b, int64_t n);
+/* The lane sum of v[0], v[stride], ..., v[(n - 1) stride]. */
+double gf_cpu_lane_sum_d(const double *v, int64_t n, int64_t stride);
 
 #endif
