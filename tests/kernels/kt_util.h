@@ -57,4 +57,9 @@ double kt_dot(const float *grad, const float *dir, size_t n);
 int kt_fd_ok(const char *label, double fd, double an, double atol,
              double rtol);
 
+/* A CPU f32 view of t's data from element off, shaped s (ndim dims; for
+ * overlap checks); exits on failure. Owns nothing. */
+gf_tensor kt_view_at(gf_tensor *t, int64_t off, int ndim, const int64_t *s);
+/* Sets every k-th element of f32 CPU tensor t to -0.0f, from the first. */
+void kt_neg_zero_every(gf_tensor *t, int64_t k);
 #endif
