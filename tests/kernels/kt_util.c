@@ -141,7 +141,7 @@ gf_tensor kt_view_at(gf_tensor *t, int64_t off, int ndim, const int64_t *s) {
   gf_err e = {0};
   if (gf_tensor_view(&v, (float *)t->data + off, GF_F32, GF_DEV_CPU, ndim, s,
                      &e) != GF_OK) {
-    fprintf(stderr, "view: %s\n", e.msg);
+    fprintf(stderr, "kt_view_at: %s\n", e.msg);
     exit(1);
   }
   return v;
@@ -154,4 +154,9 @@ const char *kt_label(char *buf, size_t cap, const char *pre, const char *what) {
     exit(1);
   }
   return buf;
+}
+
+void kt_neg_zero_every(gf_tensor *t, int64_t k) {
+  float *p = t->data;
+  for (int64_t i = 0; i < gf_tensor_numel(t); i += k) p[i] = -0.0f;
 }

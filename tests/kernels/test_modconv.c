@@ -202,7 +202,7 @@ static void ref_weight_bwd(const gf_tensor *w, const gf_tensor *s, int demod,
 static void test_golden(gf_ctx *ctx, const gf_st_file *f, const char *pre) {
   gf_tensor t[MC_NT];
   for (int i = 0; i < MC_NT; i++)
-    t[i] = kt_gold_named(f, pre, kt_mc_names[i], 0);
+    t[i] = kt_gold_at(f, pre, kt_mc_names[i], 0);
   kt_mc_cfg c = kt_mc_cfg_of(t[MC_CFG].data);
   int demod = c.demod;
   gf_conv_params p = c.p;
