@@ -94,6 +94,74 @@ static void refused(const void *bytes, size_t len, const gf_pk_opts *o,
 /* refused() of a string literal's bytes (its NUL left out). */
 #define REFUSED(lit, ...) refused(lit, sizeof(lit) - 1, __VA_ARGS__)
 
+/* Streams refused under opts_with(3): bytes, the status, a part of the
+ * message that shows the reason. */
+#define BAD(lit, code, text) \
+  { lit, sizeof(lit) - 1, code, text }
+static const struct {
+  const char *bytes;
+  size_t len;
+  gf_status code;
+  const char *text;
+} k_refusals[] = {
+    BAD("\x80\x02\x63os\nsystem\nX\x02\x00\x00\x00ls\x85R.", GF_EINVAL,
+        "global os.system is not allowed (byte 2)"),
+    BAD("\x80\x04\x8c\x08\x62uiltins\x8c\x04\x65val\x93\x8c\x01\x31\x85R.",
+        GF_EINVAL, "global builtins.eval is not allowed"),
+    BAD("\x80\x02\x63subprocess\nPopen\n)R.", GF_EINVAL,
+        "global subprocess.Popen is not allowed"),
+    /* a prefix of an allowed name is not allowed */
+    BAD("\x80\x02\x63\x63ollections\nOrdered\n)R.", GF_EINVAL,
+        "collections.Ordered is not allowed"),
+    BAD("\x80\x02\x63\x63ollection\nOrderedDict\n)R.", GF_EINVAL,
+        "collection.OrderedDict is not allowed"),
+    /* REDUCE of something that is not a global (a str) */
+    BAD("\x80\x02X\x01\x00\x00\x00x)R.", GF_EFORMAT,
+        "REDUCE/NEWOBJ of something not a global"),
+    /* BUILD onto a plain dict */
+    BAD("\x80\x02}}b.", GF_EFORMAT, "BUILD of something not made by a call"),
+    /* STACK_GLOBAL of ints */
+    BAD("\x80\x04K\x01K\x02\x93.", GF_EFORMAT, "STACK_GLOBAL of non-strings"),
+    /* a length past the end: BINUNICODE of 2^31 bytes, BINBYTES8 of 2^63 */
+    BAD("\x80\x02X\x00\x00\x00\x80xx.", GF_EFORMAT,
+        "string of 2147483648 bytes at byte 2"),
+    BAD("\x80\x02X\x05\x00\x00\x00xx.", GF_EFORMAT,
+        "truncated at byte 10 (opcode 0x58 at byte 2 needs 5"),
+    BAD("\x80\x04\x8e\x00\x00\x00\x00\x00\x00\x00\x80xx.", GF_EFORMAT,
+        "more than"),
+    /* the GLOBAL line without its newline */
+    BAD("\x80\x02\x63os\nsyst", GF_EFORMAT, "without its newline"),
+    /* STOP with two values, with an open MARK, underflow */
+    BAD("\x80\x02NN.", GF_EFORMAT, "STOP without exactly one value"),
+    BAD("\x80\x02N(.", GF_EFORMAT, "STOP with an open MARK"),
+    BAD("\x80\x02\x85.", GF_EFORMAT, "stack underflow"),
+    BAD("\x80\x02N(\x85.", GF_EFORMAT, "stack underflow"),
+    BAD("\x80\x02K\x01K\x02"
+        "a.",
+        GF_EFORMAT, "cannot add items to a int"),
+    BAD("\x80\x02}(K\x01u.", GF_EFORMAT, "odd number of items"),
+    BAD("\x80\x02h\x05.", GF_EFORMAT,
+        "memo index 5 out of range (0 so far, byte 2)"),
+    BAD("\x80\x02N\x94j\x01\x00\x00\x00.", GF_EFORMAT,
+        "memo index 1 out of range (1 so far"),
+    BAD("\x80\x02Nr\x00\x00\x00\x10.", GF_EFORMAT,
+        "memo index 268435456 out of range"),
+    BAD("\x80\x02q\x00N.", GF_EFORMAT, "memo store of an empty stack"),
+    /* text-protocol and other opcodes outside the list */
+    BAD("\x80\x02S'ls'\n.", GF_EUNSUPPORTED,
+        "opcode 0x53 at byte 2 is not supported"),
+    BAD("\x80\x02(ios\nsystem\n.", GF_EUNSUPPORTED, "opcode 0x69 at byte 3"),
+    BAD("\x80\x09N.", GF_EFORMAT, "protocol not 2 to 5"),
+};
+
+static void test_refusals(void) {
+  gf_pk_opts o;
+  opts_with(&o, 3);
+  for (size_t i = 0; i < sizeof k_refusals / sizeof k_refusals[0]; i++)
+    refused(k_refusals[i].bytes, k_refusals[i].len, &o, k_refusals[i].code,
+            k_refusals[i].text);
+}
+
 static void test_protocol2(void) {
   gf_pk_opts o;
   opts_with(&o, 2);
@@ -177,31 +245,11 @@ static void test_protocol4(void) {
 static void test_globals(void) {
   gf_pk_opts o;
   opts_with(&o, 3);
-  REFUSED("\x80\x02\x63os\nsystem\nX\x02\x00\x00\x00ls\x85R.", &o, GF_EINVAL,
-          "global os.system is not allowed (byte 2)");
-  REFUSED("\x80\x04\x8c\x08\x62uiltins\x8c\x04\x65val\x93\x8c\x01\x31\x85R.",
-          &o, GF_EINVAL, "global builtins.eval is not allowed");
-  REFUSED("\x80\x02\x63subprocess\nPopen\n)R.", &o, GF_EINVAL,
-          "global subprocess.Popen is not allowed");
   /* no allow-list at all: even collections.OrderedDict is refused */
   gf_pk_opts none;
   gf_pk_opts_default(&none);
   refused(k_p4, sizeof k_p4 - 1, &none, GF_EINVAL,
           "global collections.OrderedDict is not allowed (byte 47)");
-  /* a prefix of an allowed name is not allowed */
-  REFUSED("\x80\x02\x63\x63ollections\nOrdered\n)R.", &o, GF_EINVAL,
-          "collections.Ordered is not allowed");
-  REFUSED("\x80\x02\x63\x63ollection\nOrderedDict\n)R.", &o, GF_EINVAL,
-          "collection.OrderedDict is not allowed");
-  /* REDUCE of something that is not a global (a str) */
-  REFUSED("\x80\x02X\x01\x00\x00\x00x)R.", &o, GF_EFORMAT,
-          "REDUCE/NEWOBJ of something not a global");
-  /* BUILD onto a plain dict */
-  REFUSED("\x80\x02}}b.", &o, GF_EFORMAT,
-          "BUILD of something not made by a call");
-  /* STACK_GLOBAL of ints */
-  REFUSED("\x80\x04K\x01K\x02\x93.", &o, GF_EFORMAT,
-          "STACK_GLOBAL of non-strings");
   /* persistent ids only where allowed */
   static const char persid[] = "\x80\x02K\x01Q.";
   REFUSED(persid, &o, GF_EFORMAT, "persistent ids are not allowed");
@@ -230,20 +278,11 @@ static void test_truncation(void) {
       refused(srcs[s], n, &o, GF_EFORMAT, want);
     }
   }
-  /* a length past the end: BINUNICODE of 2^31 bytes, BINBYTES8 of 2^63 */
-  REFUSED("\x80\x02X\x00\x00\x00\x80xx.", &o, GF_EFORMAT,
-          "string of 2147483648 bytes at byte 2");
-  REFUSED("\x80\x02X\x05\x00\x00\x00xx.", &o, GF_EFORMAT,
-          "truncated at byte 10 (opcode 0x58 at byte 2 needs 5");
-  REFUSED("\x80\x04\x8e\x00\x00\x00\x00\x00\x00\x00\x80xx.", &o, GF_EFORMAT,
-          "more than");
   gf_pk_opts small = o;
   small.limits.max_str = 3;
   REFUSED("\x80\x04\x8c\x04"
           "abcd.",
           &small, GF_EFORMAT, "string of 4 bytes at byte 2");
-  /* the GLOBAL line without its newline */
-  REFUSED("\x80\x02\x63os\nsyst", &o, GF_EFORMAT, "without its newline");
 }
 
 static void test_bombs(void) {
@@ -287,33 +326,11 @@ static void test_bombs(void) {
   b[23] = '.';
   refused(b, 24, &small, GF_EFORMAT, "more than 10 memo entries");
   free(b);
-  /* STOP with two values, with an open MARK, underflow */
-  REFUSED("\x80\x02NN.", &o, GF_EFORMAT, "STOP without exactly one value");
-  REFUSED("\x80\x02N(.", &o, GF_EFORMAT, "STOP with an open MARK");
-  REFUSED("\x80\x02\x85.", &o, GF_EFORMAT, "stack underflow");
-  REFUSED("\x80\x02N(\x85.", &o, GF_EFORMAT, "stack underflow");
-  REFUSED("\x80\x02K\x01K\x02"
-          "a.",
-          &o, GF_EFORMAT, "cannot add items to a int");
-  REFUSED("\x80\x02}(K\x01u.", &o, GF_EFORMAT, "odd number of items");
 }
 
 static void test_memo_and_opcodes(void) {
   gf_pk_opts o;
   opts_with(&o, 3);
-  REFUSED("\x80\x02h\x05.", &o, GF_EFORMAT,
-          "memo index 5 out of range (0 so far, byte 2)");
-  REFUSED("\x80\x02N\x94j\x01\x00\x00\x00.", &o, GF_EFORMAT,
-          "memo index 1 out of range (1 so far");
-  REFUSED("\x80\x02Nr\x00\x00\x00\x10.", &o, GF_EFORMAT,
-          "memo index 268435456 out of range");
-  REFUSED("\x80\x02q\x00N.", &o, GF_EFORMAT, "memo store of an empty stack");
-  /* text-protocol and other opcodes outside the list */
-  REFUSED("\x80\x02S'ls'\n.", &o, GF_EUNSUPPORTED,
-          "opcode 0x53 at byte 2 is not supported");
-  REFUSED("\x80\x02(ios\nsystem\n.", &o, GF_EUNSUPPORTED,
-          "opcode 0x69 at byte 3");
-  REFUSED("\x80\x09N.", &o, GF_EFORMAT, "protocol not 2 to 5");
   refused("", 0, &o, GF_EFORMAT, "truncated at byte 0");
   /* a list appended to itself: allowed (the documented cycle) */
   static const char cyc[] = "\x80\x04]\x94h\x00"
@@ -345,6 +362,7 @@ static void test_memo_and_opcodes(void) {
 int main(void) {
   test_protocol2();
   test_protocol4();
+  test_refusals();
   test_globals();
   test_truncation();
   test_bombs();
