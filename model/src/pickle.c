@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gf/text.h"
+
 /* ---- the arena ---- */
 
 typedef struct pk_block {
@@ -454,8 +456,8 @@ static gf_status op_extend(pk_vm *m, size_t from, int pairs) {
   }
   if (!s) {
     char what[64];
-    snprintf(what, sizeof what, "cannot add items to a %s",
-             gf_pk_kind_name(c->kind));
+    GF_FORMAT_FITS(what, sizeof what, "cannot add items to a %s",
+                   gf_pk_kind_name(c->kind));
     return bad(m, what);
   }
   for (size_t i = from; i < m->sp; i++) GF_TRY(seq_add(m, c, s, m->stack[i]));

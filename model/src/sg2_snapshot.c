@@ -9,6 +9,7 @@
 #include "gf/file.h"
 #include "gf/pickle.h"
 #include "gf/strbuf.h"
+#include "gf/text.h"
 
 static const char *const k_outer_allow[] = {
     "torch_utils.persistence._reconstruct_persistent_obj",
@@ -402,7 +403,7 @@ static gf_status walk_module(sg_ctx *c, gf_sg2_net *n, const gf_pk_value *obj,
                      c->net, gf_pk_kind_name(args->kind));
     for (size_t i = 0; args && i < args->items.n && i < 64; i++) {
       char key[32];
-      snprintf(key, sizeof key, "args.%zu", i);
+      GF_FORMAT_FITS(key, sizeof key, "args.%zu", i);
       GF_TRY(add_extra(c, n, key, args->items.v[i]));
     }
   }
@@ -429,7 +430,8 @@ static gf_status walk_module(sg_ctx *c, gf_sg2_net *n, const gf_pk_value *obj,
         return gf_fail(c->err, GF_EFORMAT,
                        "%s: module '%s': a bad %s key \"%s\"", c->net, prefix,
                        groups[g], shown(k, buf, sizeof buf));
-      snprintf(name, sizeof name, "%s%s", prefix, k->s);
+      /* fits: the length was checked above */
+      GF_FORMAT_FITS(name, sizeof name, "%s%s", prefix, k->s);
       if (v->kind == GF_PK_NONE) continue; /* state_dict skips None too */
       if (g == 2) {
         strcat(name, ".");
@@ -543,8 +545,8 @@ static gf_status read_kwargs(sg_ctx *c, gf_sg2_net *n, const gf_pk_value *kw) {
     n->channel_base = 32768;
     n->channel_max = 512;
     n->num_fp16_res = 0;
-    snprintf(n->architecture, sizeof n->architecture, "%s",
-             is_g ? "skip" : "resnet");
+    GF_FORMAT_FITS(n->architecture, sizeof n->architecture, "%s",
+                   is_g ? "skip" : "resnet");
   }
   if (is_g) n->mapping_layers = 8;
   if (is_d) {
@@ -574,8 +576,9 @@ static gf_status read_kwargs(sg_ctx *c, gf_sg2_net *n, const gf_pk_value *kw) {
       if (k2->kind != GF_PK_STR || k2->len > 64)
         return gf_fail(c->err, GF_EFORMAT, "%s: a bad _init_kwargs key",
                        c->net);
-      snprintf(key, sizeof key, "%s.%s", shown(k, buf, sizeof buf),
-               shown(k2, b2, sizeof b2));
+      /* fits: two shown keys of at most 96 bytes each */
+      GF_FORMAT_FITS(key, sizeof key, "%s.%s", shown(k, buf, sizeof buf),
+                     shown(k2, b2, sizeof b2));
       if (!known(n, key, v2)) GF_TRY(add_extra(c, n, key, v2));
     }
   }
