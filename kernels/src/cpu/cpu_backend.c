@@ -120,4 +120,10 @@ const gf_backend_ops gf_cpu_backend_ops = {
     .modconv_weight_bwd = gf_cpu_modconv_weight_bwd,
     .conv2d_batched_fwd = gf_cpu_conv2d_batched_fwd,
     .conv2d_batched_bwd = gf_cpu_conv2d_batched_bwd,
+    .pad_reflect_fwd = gf_cpu_pad_reflect_fwd,
+    .pad_reflect_bwd = gf_cpu_pad_reflect_bwd,
+    .affine_sample_fwd = gf_cpu_affine_sample_fwd,
+    .affine_sample_bwd = gf_cpu_affine_sample_bwd,
+    .color4_fwd = gf_cpu_color4_fwd,
+    .color4_bwd = gf_cpu_color4_bwd,
 };
