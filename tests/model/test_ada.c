@@ -16,7 +16,9 @@
  * (and a wrong rate p + 0.02 is rejected), the uniform columns are in
  * [0, 1) with mean 1/2, the normal ones have mean 0 and variance 1 within
  * 5 sigma. A batch of 16 drawn whole equals its two halves drawn with
- * sample0 0 and 8 bit for bit (and a half drawn at sample0 9 differs).
+ * sample0 0 and 8 bit for bit (and a half drawn at sample0 9 differs);
+ * the pipeline run on each half (its own margin, as two ranks would)
+ * gives the whole batch's images within 2^-16 max|t|.
  * Controller: hand-computed p and rt over 12 steps (increase, decrease,
  * the floor at 0, rt == target, a window without logits), compared bit for
  * bit (one ulp off must be noticed); the argument checks.
@@ -79,6 +81,19 @@ static size_t misses(const char *what, const gf_tensor *got,
 
 #define TOL 0x1p-16
 
+/* misses of got against want with want's middle element moved by 2^-8
+ * max|want| (want is restored). */
+static size_t moved_misses(const gf_tensor *got, gf_tensor *want) {
+  float *v = want->data, mx = 0.0f;
+  for (int64_t i = 0; i < gf_tensor_numel(want); i++) mx = fmaxf(mx, fabsf(v[i]));
+  int64_t mid = gf_tensor_numel(want) / 2;
+  float keep = v[mid];
+  v[mid] += 0x1p-8f * mx;
+  size_t m = misses("moved", got, want, TOL, 0);
+  v[mid] = keep;
+  return m;
+}
+
 static void test_golden(gf_ctx *ctx, const gf_st_file *f, const char *name) {
   gf_tensor x = gold(f, name, "x"), params = gold(f, name, "params");
   gf_tensor pt = gold(f, name, "p"), padt = gold(f, name, "pad");
@@ -111,14 +126,9 @@ static void test_golden(gf_ctx *ctx, const gf_st_file *f, const char *name) {
   CHECKF(misses(what, &gy, &y, TOL, 1) == 0, "%s", what);
   snprintf(what, sizeof what, "%s.dx", name);
   CHECKF(misses(what, &gdx, &dx, TOL, 1) == 0, "%s", what);
-  /* fires: a moved element; the pipeline at another p */
-  float *yv = y.data, mx = 0.0f;
-  for (int64_t i = 0; i < gf_tensor_numel(&y); i++) mx = fmaxf(mx, fabsf(yv[i]));
-  int64_t mid = gf_tensor_numel(&y) / 2;
-  yv[mid] += 0x1p-8f * mx;
-  CHECKF(misses("moved", &gy, &y, TOL, 0) == 1, "%s: a moved element went "
-         "unnoticed", name);
-  yv[mid] -= 0x1p-8f * mx;
+  /* fires: a moved element (y and dx); the pipeline at another p */
+  CHECKF(moved_misses(&gy, &y) == 1, "%s: a moved y went unnoticed", name);
+  CHECKF(moved_misses(&gdx, &dx) == 1, "%s: a moved dx went unnoticed", name);
   float p2 = p > 0.5f ? 0.5f : p + 0.3f;
   CHECK(gf_ada_fwd(&a, &x, params.data, p2, &gy, &e) == GF_OK);
   CHECKF(misses("other p", &gy, &y, TOL, 0) > 0, "%s: p does not matter",
@@ -202,6 +212,54 @@ static void test_split(void) {
   CHECK(gf_ada_draw(NULL, 2, 0, 0, 0, 0, &e) == GF_EINVAL);
   CHECK(gf_ada_draw(whole, 2, 0, -1, 0, 0, &e) == GF_EINVAL);
   CHECK(gf_ada_draw(whole, 2, 0, 0, -1, 0, &e) == GF_EINVAL);
+}
+
+/* The pipeline on a batch cut in two (each half with its own margin, as
+ * two ranks would run it) against the whole batch: the same draws per
+ * sample give the same images up to rounding (the margins differ, so the
+ * normalised coordinates round differently). */
+static void test_split_pipeline(gf_ctx *ctx) {
+  enum { N = 8 };
+  gf_err e = {0};
+  const int64_t s[4] = {N, 3, 16, 16}, h[4] = {N / 2, 3, 16, 16};
+  float params[N * GF_ADA_NPARAMS];
+  REQUIRE(gf_ada_draw(params, N, 5, 11, 0, 0, &e) == GF_OK);
+  gf_tensor x, y, yh[2], xh[2];
+  REQUIRE(gf_tensor_init(&x, GF_F32, GF_DEV_CPU, 4, s, &e) == GF_OK);
+  REQUIRE(gf_tensor_init(&y, GF_F32, GF_DEV_CPU, 4, s, &e) == GF_OK);
+  float *xv = x.data;
+  for (int64_t i = 0; i < gf_tensor_numel(&x); i++)
+    xv[i] = (float)sin(0.37 * (double)i) + 0.25f * (float)cos(0.011 * i * i);
+  gf_ada a;
+  REQUIRE(gf_ada_init(&a, ctx, &e) == GF_OK);
+  CHECK(gf_ada_fwd(&a, &x, params, 0.8f, &y, &e) == GF_OK);
+  int pads[2][4];
+  for (int k = 0; k < 2; k++) {
+    float *th = malloc(N / 2 * 6 * sizeof(float));
+    float *co = malloc(N / 2 * 16 * sizeof(float));
+    REQUIRE(th && co);
+    REQUIRE(gf_ada_matrices(params + k * (N / 2) * GF_ADA_NPARAMS, N / 2, 3,
+                            16, 16, 0.8f, th, co, pads[k], &e) == GF_OK);
+    free(th);
+    free(co);
+    REQUIRE(gf_tensor_view(&xh[k], xv + k * (N / 2) * 3 * 256, GF_F32,
+                           GF_DEV_CPU, 4, h, &e) == GF_OK);
+    REQUIRE(gf_tensor_view(&yh[k], (float *)y.data + k * (N / 2) * 3 * 256,
+                           GF_F32, GF_DEV_CPU, 4, h, &e) == GF_OK);
+    gf_tensor got;
+    REQUIRE(gf_tensor_init(&got, GF_F32, GF_DEV_CPU, 4, h, &e) == GF_OK);
+    CHECK(gf_ada_fwd(&a, &xh[k], params + k * (N / 2) * GF_ADA_NPARAMS, 0.8f,
+                     &got, &e) == GF_OK);
+    CHECKF(misses(k ? "split half 1" : "split half 0", &got, &yh[k], TOL, 1)
+           == 0, "half %d differs from the whole batch", k);
+    gf_tensor_free(&got);
+  }
+  printf("split margins %d %d %d %d / %d %d %d %d\n", pads[0][0],
+         pads[0][1], pads[0][2], pads[0][3], pads[1][0], pads[1][1],
+         pads[1][2], pads[1][3]);
+  gf_ada_free(&a);
+  gf_tensor_free(&x);
+  gf_tensor_free(&y);
 }
 
 static int same_f(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
@@ -302,6 +360,7 @@ int main(int argc, char **argv) {
     test_golden(&ctx, &f, cases[k]);
   test_draw_stats();
   test_split();
+  test_split_pipeline(&ctx);
   test_ctl();
   test_args(&ctx);
   gf_st_file_free(&f);
