@@ -239,6 +239,25 @@ typedef struct gf_backend_ops {
                              const gf_tensor *dy, gf_tensor *dx,
                              gf_tensor *dstrength, gf_accum accum,
                              gf_err *err);
+  /* ADA resampling (ops.h): reflect padding, per-sample affine bilinear
+   * resampling and the 4x4 colour matrix, forward and transpose. Shapes,
+   * pads (0 <= pad < side), C in {1, 3} and overlaps checked by ops.c;
+   * every tensor non-empty. */
+  gf_status (*pad_reflect_fwd)(gf_ctx *ctx, const gf_tensor *x,
+                               const int pad[4], gf_tensor *y, gf_err *err);
+  gf_status (*pad_reflect_bwd)(gf_ctx *ctx, const int pad[4],
+                               const gf_tensor *dy, gf_tensor *dx,
+                               gf_err *err);
+  gf_status (*affine_sample_fwd)(gf_ctx *ctx, const gf_tensor *x,
+                                 const gf_tensor *theta, gf_tensor *y,
+                                 gf_err *err);
+  gf_status (*affine_sample_bwd)(gf_ctx *ctx, const gf_tensor *theta,
+                                 const gf_tensor *dy, gf_tensor *dx,
+                                 gf_err *err);
+  gf_status (*color4_fwd)(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *m,
+                          gf_tensor *y, gf_err *err);
+  gf_status (*color4_bwd)(gf_ctx *ctx, const gf_tensor *m, const gf_tensor *dy,
+                          gf_tensor *dx, gf_err *err);
 } gf_backend_ops;
 
 /* Activation kinds for act_fwd / act_bwd. */

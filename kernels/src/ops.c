@@ -1684,3 +1684,140 @@ gf_status gf_noise_add_bwd(gf_ctx *ctx, const gf_tensor *noise,
   if (!dstrength && (!dx || dx->data == dy->data)) return GF_OK;
   return ctx->ops->noise_add_bwd(ctx, noise, dy, dx, dstrength, accum, err);
 }
+
+/* ---- ADA resampling (reflect pad, affine resampling, colour matrix) ------- */
+
+/* x (or dx) [N,C,H,W] and the pads: each in [0, side - 1]; ys gets the
+ * padded shape. */
+static gf_status pad_reflect_check(const gf_ctx *ctx, const char *op,
+                                   const gf_tensor *in, const char *inn,
+                                   const gf_tensor *out, const char *outn,
+                                   const gf_tensor *small, const int pad[4],
+                                   gf_err *err) {
+  GF_TRY(check_t(ctx, in, op, inn, err));
+  GF_TRY(check_t(ctx, out, op, outn, err));
+  if (!pad) return gf_fail(err, GF_EINVAL, "%s: NULL pad", op);
+  if (small->ndim != 4)
+    return gf_fail(err, GF_EINVAL, "%s: the image must be [N,C,H,W] (ndim "
+                   "%d)", op, small->ndim);
+  for (int k = 0; k < 4; k++) {
+    int64_t side = small->shape[k < 2 ? 3 : 2];
+    if (pad[k] < 0 || pad[k] >= side)
+      return gf_fail(err, GF_EINVAL, "%s: pad[%d] = %d outside [0, %lld) "
+                     "(reflection needs a pad below the side)", op, k,
+                     pad[k], (long long)side);
+  }
+  const gf_tensor *big = small == in ? out : in;
+  int64_t ys[4] = {small->shape[0], small->shape[1],
+                   small->shape[2] + pad[2] + pad[3],
+                   small->shape[3] + pad[0] + pad[1]};
+  GF_TRY(check_shape(big, op, big == out ? outn : inn, 4, ys, err));
+  if (overlaps(out, in))
+    return gf_fail(err, GF_EINVAL, "%s: %s overlaps %s", op, outn, inn);
+  return GF_OK;
+}
+
+gf_status gf_pad_reflect_fwd(gf_ctx *ctx, const gf_tensor *x,
+                             const int pad[4], gf_tensor *y, gf_err *err) {
+  const char *op = "pad_reflect_fwd";
+  NEED_OP(ctx, pad_reflect_fwd, op);
+  GF_TRY(pad_reflect_check(ctx, op, x, "x", y, "y", x, pad, err));
+  if (gf_tensor_numel(y) == 0) return GF_OK;
+  return ctx->ops->pad_reflect_fwd(ctx, x, pad, y, err);
+}
+
+gf_status gf_pad_reflect_bwd(gf_ctx *ctx, const int pad[4],
+                             const gf_tensor *dy, gf_tensor *dx, gf_err *err) {
+  const char *op = "pad_reflect_bwd";
+  NEED_OP(ctx, pad_reflect_bwd, op);
+  GF_TRY(pad_reflect_check(ctx, op, dy, "dy", dx, "dx", dx, pad, err));
+  if (gf_tensor_numel(dx) == 0) return GF_OK;
+  return ctx->ops->pad_reflect_bwd(ctx, pad, dy, dx, err);
+}
+
+/* big ([N,C,H,W], x or dx) and small (y or dy: [N,C,OH,OW], any OH, OW)
+ * with per-sample matrices mat [N, r, c]; out overlaps neither input. */
+static gf_status ada_pair_check(const gf_ctx *ctx, const char *op,
+                                const gf_tensor *img, const char *imgn,
+                                const gf_tensor *other, const char *othern,
+                                const gf_tensor *mat, const char *matn,
+                                int64_t r, int64_t c, bool same_hw,
+                                const gf_tensor *out, gf_err *err) {
+  GF_TRY(check_t(ctx, img, op, imgn, err));
+  GF_TRY(check_t(ctx, other, op, othern, err));
+  GF_TRY(check_t(ctx, mat, op, matn, err));
+  if (img->ndim != 4)
+    return gf_fail(err, GF_EINVAL, "%s: %s must be [N,C,H,W] (ndim %d)", op,
+                   imgn, img->ndim);
+  int64_t os[4] = {img->shape[0], img->shape[1],
+                   same_hw ? img->shape[2] : other->shape[2],
+                   same_hw ? img->shape[3] : other->shape[3]};
+  if (other->ndim != 4)
+    return gf_fail(err, GF_EINVAL, "%s: %s must be [N,C,OH,OW] (ndim %d)",
+                   op, othern, other->ndim);
+  GF_TRY(check_shape(other, op, othern, 4, os, err));
+  int64_t ms[3] = {img->shape[0], r, c};
+  GF_TRY(check_shape(mat, op, matn, 3, ms, err));
+  const gf_tensor *ins[2] = {out == img ? other : img, mat};
+  const char *inames[2] = {out == img ? othern : imgn, matn};
+  for (int i = 0; i < 2; i++)
+    if (overlaps(out, ins[i]))
+      return gf_fail(err, GF_EINVAL, "%s: %s overlaps %s", op,
+                     out == img ? imgn : othern, inames[i]);
+  return GF_OK;
+}
+
+gf_status gf_affine_sample_fwd(gf_ctx *ctx, const gf_tensor *x,
+                               const gf_tensor *theta, gf_tensor *y,
+                               gf_err *err) {
+  const char *op = "affine_sample_fwd";
+  NEED_OP(ctx, affine_sample_fwd, op);
+  GF_TRY(ada_pair_check(ctx, op, x, "x", y, "y", theta, "theta", 2, 3, false,
+                        y, err));
+  if (gf_tensor_numel(y) == 0) return GF_OK;
+  if (gf_tensor_numel(x) == 0) return gf_fill(ctx, y, 0.0f, err);
+  return ctx->ops->affine_sample_fwd(ctx, x, theta, y, err);
+}
+
+gf_status gf_affine_sample_bwd(gf_ctx *ctx, const gf_tensor *theta,
+                               const gf_tensor *dy, gf_tensor *dx,
+                               gf_err *err) {
+  const char *op = "affine_sample_bwd";
+  NEED_OP(ctx, affine_sample_bwd, op);
+  GF_TRY(ada_pair_check(ctx, op, dx, "dx", dy, "dy", theta, "theta", 2, 3,
+                        false, dx, err));
+  if (gf_tensor_numel(dx) == 0) return GF_OK;
+  if (gf_tensor_numel(dy) == 0) return gf_fill(ctx, dx, 0.0f, err);
+  return ctx->ops->affine_sample_bwd(ctx, theta, dy, dx, err);
+}
+
+/* x [N,C,H,W] with C 1 or 3. */
+static gf_status color4_channels(const gf_tensor *x, const char *op,
+                                 const char *xn, gf_err *err) {
+  if (x->ndim == 4 && x->shape[1] != 1 && x->shape[1] != 3)
+    return gf_fail(err, GF_EINVAL, "%s: %s has %lld channels (RGB 3 or "
+                   "luminance 1)", op, xn, (long long)x->shape[1]);
+  return GF_OK;
+}
+
+gf_status gf_color4_fwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *m,
+                        gf_tensor *y, gf_err *err) {
+  const char *op = "color4_fwd";
+  NEED_OP(ctx, color4_fwd, op);
+  GF_TRY(ada_pair_check(ctx, op, x, "x", y, "y", m, "m", 4, 4, true, y,
+                        err));
+  GF_TRY(color4_channels(x, op, "x", err));
+  if (gf_tensor_numel(y) == 0) return GF_OK;
+  return ctx->ops->color4_fwd(ctx, x, m, y, err);
+}
+
+gf_status gf_color4_bwd(gf_ctx *ctx, const gf_tensor *m, const gf_tensor *dy,
+                        gf_tensor *dx, gf_err *err) {
+  const char *op = "color4_bwd";
+  NEED_OP(ctx, color4_bwd, op);
+  GF_TRY(ada_pair_check(ctx, op, dx, "dx", dy, "dy", m, "m", 4, 4, true, dx,
+                        err));
+  GF_TRY(color4_channels(dx, op, "dx", err));
+  if (gf_tensor_numel(dx) == 0) return GF_OK;
+  return ctx->ops->color4_bwd(ctx, m, dy, dx, err);
+}

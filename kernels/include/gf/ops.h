@@ -843,4 +843,80 @@ gf_status gf_noise_add_bwd(gf_ctx *ctx, const gf_tensor *noise,
                            const gf_tensor *dy, gf_tensor *dx,
                            gf_tensor *dstrength, gf_accum accum, gf_err *err);
 
+/* ---- adaptive discriminator augmentation (StyleGAN2-ADA) ----------------
+ * The resampling steps of ADA's geometric and colour augmentations (Karras
+ * et al. 2020, "Training Generative Adversarial Networks with Limited
+ * Data"), which model/include/gf/ada.h chains with gf_upfirdn2d: reflect
+ * padding, a per-sample affine bilinear resampling and a per-sample 4x4
+ * colour matrix. Each forward is linear in x for given pads / matrices;
+ * each backward applies its transpose to dy (no gradient wrt the
+ * matrices). The CPU and CUDA backends give the same bits at any thread
+ * count (the shared arithmetic is kernels/src/ada_math.h: explicit fma /
+ * fmaf and lone operations, which no compiler contracts).
+ *
+ * Reflect padding (PyTorch F.pad(mode='reflect')): x [N,C,H,W], pad
+ * [x0, x1, y0, y1] (columns left/right, rows above/below), each in
+ * [0, side - 1] (a larger pad: GF_EINVAL, as in PyTorch), y
+ * [N, C, H + y0 + y1, W + x0 + x1]:
+ *   y[n,c,i,j] = x[n,c, r(i - y0, H), r(j - x0, W)],
+ *   r(k, n) = |k| for k < n, else 2 (n - 1) - k    (the edge not repeated)
+ * The backward sums, for each dx element from +0, the dy elements that
+ * read it in row-major order of dy (PyTorch's CPU order: its bits). */
+gf_status gf_pad_reflect_fwd(gf_ctx *ctx, const gf_tensor *x,
+                             const int pad[4], gf_tensor *y, gf_err *err);
+/* dx [N,C,H,W] from dy [N,C,H+y0+y1,W+x0+x1]; dx overwritten, overlapping
+ * neither dy (GF_EINVAL). */
+gf_status gf_pad_reflect_bwd(gf_ctx *ctx, const int pad[4],
+                             const gf_tensor *dy, gf_tensor *dx, gf_err *err);
+
+/* Affine bilinear resampling, per sample (PyTorch's
+ * F.grid_sample(x, F.affine_grid(theta, y.shape, align_corners=False),
+ * mode='bilinear', padding_mode='zeros', align_corners=False)): x
+ * [N,C,H,W], theta [N,2,3] (row-major 2x3 matrices in normalised
+ * coordinates, [-1, 1] across the image's outer edges), y [N,C,OH,OW]
+ * (OH, OW >= 1 its own). For output pixel (i, j) of sample n, with t =
+ * theta[n] as doubles:
+ *   xb = (2j + 1) / OW - 1,  yb = (2i + 1) / OH - 1     (double, exact
+ *                                                         division)
+ *   gx = fma(t00, xb, fma(t01, yb, t02)), gy likewise with row 1
+ *   ix = (float)fma(gx + 1, W / 2, -0.5),  iy = (float)fma(gy + 1, H / 2,
+ *        -0.5)                        the input pixel centres at 0..W-1
+ *   x0 = floor(ix), fx = ix - x0, ex = 1 - fx (f32); likewise y0, fy, ey
+ *   w_nw = ex ey, w_ne = fx ey, w_sw = ex fy, w_se = fx fy   (f32)
+ *   y = +0, then for the corners nw (x0,y0), ne (x0+1,y0), sw (x0,y0+1),
+ *       se (x0+1,y0+1) in that order, those inside the image only:
+ *       y = fmaf(x[corner], w_corner, y)
+ * (a coordinate outside (-2, side + 1), or NaN, reads no corner: y = +0).
+ * PyTorch rounds the grid to f32 and sums in its own order: within a few
+ * ulp of the sum of |terms| (tests/kernels/golden/make_ada_ops_golden.py).
+ * The backward scatters, per (n, c) plane in row-major order of dy, each
+ * dy element into its corners in the order above, dx = fmaf(dy, w, dx)
+ * from +0 (one sequential pass per plane: deterministic, no atomics). */
+gf_status gf_affine_sample_fwd(gf_ctx *ctx, const gf_tensor *x,
+                               const gf_tensor *theta, gf_tensor *y,
+                               gf_err *err);
+/* dx [N,C,H,W] (its shape gives H, W) from dy [N,C,OH,OW] and theta
+ * [N,2,3]; dx overwritten, overlapping neither dy nor theta. */
+gf_status gf_affine_sample_bwd(gf_ctx *ctx, const gf_tensor *theta,
+                               const gf_tensor *dy, gf_tensor *dx,
+                               gf_err *err);
+
+/* Per-sample colour matrix (ADA's colour transformations): x and y
+ * [N,C,H,W] with C = 3 (RGB) or 1 (luminance), m [N,4,4] homogeneous
+ * colour matrices (row-major; only rows 0..2 are read). Per pixel:
+ *   C = 3: y_c = fmaf(m[c][2], x_2, fmaf(m[c][1], x_1, m[c][0] x_0))
+ *                + m[c][3]                        (then one f32 add)
+ *   C = 1: the official rule for 1-channel images, the mean of rows 0..2:
+ *          a_k = ((m[0][k] + m[1][k]) + m[2][k]) / 3 (f32, k = 0..3),
+ *          s = (a_0 + a_1) + a_2,  y = x s + a_3  (two f32 roundings)
+ * Backward (no gradient wrt m):
+ *   C = 3: dx_k = fmaf(m[2][k], g_2, fmaf(m[1][k], g_1, m[0][k] g_0))
+ *   C = 1: dx = g s
+ * PyTorch's bmm sums in its own order: within a few ulp. y (dx) overlaps
+ * neither x (dy) nor m. */
+gf_status gf_color4_fwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *m,
+                        gf_tensor *y, gf_err *err);
+gf_status gf_color4_bwd(gf_ctx *ctx, const gf_tensor *m, const gf_tensor *dy,
+                        gf_tensor *dx, gf_err *err);
+
 #endif

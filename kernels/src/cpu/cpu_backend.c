@@ -126,4 +126,10 @@ const gf_backend_ops gf_cpu_backend_ops = {
     .mbstd_bwd = gf_cpu_mbstd_bwd,
     .noise_add_fwd = gf_cpu_noise_add_fwd,
     .noise_add_bwd = gf_cpu_noise_add_bwd,
+    .pad_reflect_fwd = gf_cpu_pad_reflect_fwd,
+    .pad_reflect_bwd = gf_cpu_pad_reflect_bwd,
+    .affine_sample_fwd = gf_cpu_affine_sample_fwd,
+    .affine_sample_bwd = gf_cpu_affine_sample_bwd,
+    .color4_fwd = gf_cpu_color4_fwd,
+    .color4_bwd = gf_cpu_color4_bwd,
 };

@@ -259,4 +259,21 @@ gf_status gf_cuda_noise_add_bwd(gf_ctx *ctx, const gf_tensor *noise,
                                 gf_tensor *dstrength, gf_accum accum,
                                 gf_err *err);
 
+/* cuda_ada.c */
+gf_status gf_cuda_pad_reflect_fwd(gf_ctx *ctx, const gf_tensor *x,
+                                 const int pad[4], gf_tensor *y, gf_err *err);
+gf_status gf_cuda_pad_reflect_bwd(gf_ctx *ctx, const int pad[4],
+                                 const gf_tensor *dy, gf_tensor *dx,
+                                 gf_err *err);
+gf_status gf_cuda_affine_sample_fwd(gf_ctx *ctx, const gf_tensor *x,
+                                   const gf_tensor *theta, gf_tensor *y,
+                                   gf_err *err);
+gf_status gf_cuda_affine_sample_bwd(gf_ctx *ctx, const gf_tensor *theta,
+                                   const gf_tensor *dy, gf_tensor *dx,
+                                   gf_err *err);
+gf_status gf_cuda_color4_fwd(gf_ctx *ctx, const gf_tensor *x,
+                            const gf_tensor *m, gf_tensor *y, gf_err *err);
+gf_status gf_cuda_color4_bwd(gf_ctx *ctx, const gf_tensor *m,
+                            const gf_tensor *dy, gf_tensor *dx, gf_err *err);
+
 #endif

@@ -36,6 +36,7 @@ typedef enum gf_rng_purpose {
   GF_RNG_AUGMENT = 8,   /* DiffAugment params (gf/augment.h); sub = pass */
   GF_RNG_LABEL = 9,     /* the classes of a conditional step's fake batch;
                            sub 0, one word per sample */
+  GF_RNG_ADA = 10,      /* ADA augmentation draws (gf/ada.h); sub = pass */
 } gf_rng_purpose;
 
 #define GF_RNG_SUB_MAX 0xFFFFFFu /* sub has 24 bits */

@@ -1,0 +1,168 @@
+/* cpu_ada.c - the CPU backend's ADA resampling ops (ops.h, "adaptive
+ * discriminator augmentation"): reflect padding, per-sample affine
+ * bilinear resampling and the 4x4 colour matrix, forward and transpose.
+ * The per-element arithmetic is ada_math.h's, shared with the CUDA twin
+ * (cuda/cuda_ada.cu), so the bits match it at any thread count: OpenMP
+ * splits whole output elements (forwards, reflect backward: gathers) or
+ * whole (n, c) planes (the resampling's backward: a sequential scatter per
+ * plane). Argument checking happened in ops.c. */
+#include <string.h>
+
+#include "../ada_math.h"
+#include "cpu_backend.h"
+
+gf_status gf_cpu_pad_reflect_fwd(gf_ctx *ctx, const gf_tensor *x,
+                                 const int pad[4], gf_tensor *y, gf_err *err) {
+  (void)err;
+  int64_t H = x->shape[2], W = x->shape[3];
+  int64_t OH = y->shape[2], OW = y->shape[3];
+  int64_t rows = y->shape[0] * y->shape[1] * OH;
+  const float *X = x->data;
+  float *Y = y->data;
+  int nt = ctx->nthreads;
+#pragma omp parallel for num_threads(nt) if (rows * OW >= GF_PAR_MIN) \
+    schedule(static)
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t plane = r / OH, i = r - plane * OH;
+    const float *xr = X + (plane * H + gf_ada_reflect(i - pad[2], H)) * W;
+    float *yr = Y + r * OW;
+    for (int64_t j = 0; j < OW; j++) yr[j] = xr[gf_ada_reflect(j - pad[0], W)];
+  }
+  return GF_OK;
+}
+
+gf_status gf_cpu_pad_reflect_bwd(gf_ctx *ctx, const int pad[4],
+                                 const gf_tensor *dy, gf_tensor *dx,
+                                 gf_err *err) {
+  (void)err;
+  int64_t H = dx->shape[2], W = dx->shape[3];
+  int64_t OH = dy->shape[2], OW = dy->shape[3];
+  int64_t rows = dx->shape[0] * dx->shape[1] * H;
+  const float *G = dy->data;
+  float *D = dx->data;
+  int nt = ctx->nthreads;
+#pragma omp parallel for num_threads(nt) if (rows * W >= GF_PAR_MIN) \
+    schedule(static)
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t plane = r / H, h = r - plane * H;
+    int64_t si[3], sj[3];
+    int ni = gf_ada_reflect_srcs(h, H, pad[2], pad[3], si);
+    const float *gp = G + plane * OH * OW;
+    for (int64_t w = 0; w < W; w++) {
+      int nj = gf_ada_reflect_srcs(w, W, pad[0], pad[1], sj);
+      float acc = 0.0f;
+      for (int a = 0; a < ni; a++)
+        for (int b = 0; b < nj; b++) acc += gp[si[a] * OW + sj[b]];
+      D[r * W + w] = acc;
+    }
+  }
+  return GF_OK;
+}
+
+gf_status gf_cpu_affine_sample_fwd(gf_ctx *ctx, const gf_tensor *x,
+                                   const gf_tensor *theta, gf_tensor *y,
+                                   gf_err *err) {
+  (void)err;
+  int64_t C = x->shape[1], H = x->shape[2], W = x->shape[3];
+  int64_t OH = y->shape[2], OW = y->shape[3];
+  int64_t rows = y->shape[0] * C * OH;
+  const float *X = x->data, *T = theta->data;
+  float *Y = y->data;
+  int nt = ctx->nthreads;
+#pragma omp parallel for num_threads(nt) if (rows * OW * 4 >= GF_PAR_MIN) \
+    schedule(static)
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t plane = r / OH, i = r - plane * OH, n = plane / C;
+    const float *xp = X + plane * H * W;
+    for (int64_t j = 0; j < OW; j++) {
+      gf_ada_tap tp = gf_ada_bilinear(T + n * 6, i, j, OH, OW, H, W);
+      float acc = 0.0f;
+      for (int k = 0; k < 4; k++) {
+        int64_t cx = tp.x0 + (k & 1), cy = tp.y0 + (k >> 1);
+        if (cx >= 0 && cx < W && cy >= 0 && cy < H)
+          acc = fmaf(xp[cy * W + cx], tp.w[k], acc);
+      }
+      Y[r * OW + j] = acc;
+    }
+  }
+  return GF_OK;
+}
+
+gf_status gf_cpu_affine_sample_bwd(gf_ctx *ctx, const gf_tensor *theta,
+                                   const gf_tensor *dy, gf_tensor *dx,
+                                   gf_err *err) {
+  (void)err;
+  int64_t C = dx->shape[1], H = dx->shape[2], W = dx->shape[3];
+  int64_t OH = dy->shape[2], OW = dy->shape[3];
+  int64_t planes = dx->shape[0] * C;
+  const float *G = dy->data, *T = theta->data;
+  float *D = dx->data;
+  int nt = ctx->nthreads;
+#pragma omp parallel for num_threads(nt) \
+    if (planes * OH * OW * 4 >= GF_PAR_MIN) schedule(static)
+  for (int64_t plane = 0; plane < planes; plane++) {
+    int64_t n = plane / C;
+    float *dp = D + plane * H * W;
+    const float *gp = G + plane * OH * OW;
+    memset(dp, 0, (size_t)(H * W) * sizeof(float));
+    for (int64_t i = 0; i < OH; i++)
+      for (int64_t j = 0; j < OW; j++) {
+        gf_ada_tap tp = gf_ada_bilinear(T + n * 6, i, j, OH, OW, H, W);
+        float g = gp[i * OW + j];
+        for (int k = 0; k < 4; k++) {
+          int64_t cx = tp.x0 + (k & 1), cy = tp.y0 + (k >> 1);
+          if (cx >= 0 && cx < W && cy >= 0 && cy < H)
+            dp[cy * W + cx] = fmaf(g, tp.w[k], dp[cy * W + cx]);
+        }
+      }
+  }
+  return GF_OK;
+}
+
+/* The colour matrix forward (bwd 0: in x, out y) or its transpose (bwd 1:
+ * in dy, out dx), per pixel as ada_math.h forms it. */
+static void color4(gf_ctx *ctx, const gf_tensor *in, const gf_tensor *m,
+                   gf_tensor *out, int bwd) {
+  int64_t N = in->shape[0], C = in->shape[1];
+  int64_t S = in->shape[2] * in->shape[3];
+  const float *X = in->data, *M = m->data;
+  float *Y = out->data;
+  int nt = ctx->nthreads;
+#pragma omp parallel for num_threads(nt) if (N * C * S >= GF_PAR_MIN) \
+    schedule(static)
+  for (int64_t n = 0; n < N; n++) {
+    const float *mn = M + n * 16;
+    const float *xn = X + n * C * S;
+    float *yn = Y + n * C * S;
+    if (C == 1) {
+      float s, t;
+      gf_ada_luma_coef(mn, &s, &t);
+      for (int64_t k = 0; k < S; k++) {
+        float p = gf_ada_mul(xn[k], s);
+        yn[k] = bwd ? p : p + t;
+      }
+      continue;
+    }
+    for (int64_t k = 0; k < S; k++) {
+      float v0 = xn[k], v1 = xn[S + k], v2 = xn[2 * S + k];
+      for (int c = 0; c < 3; c++)
+        yn[c * S + k] = bwd ? gf_ada_dot3(mn + c, 4, v0, v1, v2)
+                            : gf_ada_dot3(mn + 4 * c, 1, v0, v1, v2) +
+                                  mn[4 * c + 3];
+    }
+  }
+}
+
+gf_status gf_cpu_color4_fwd(gf_ctx *ctx, const gf_tensor *x,
+                            const gf_tensor *m, gf_tensor *y, gf_err *err) {
+  (void)err;
+  color4(ctx, x, m, y, 0);
+  return GF_OK;
+}
+
+gf_status gf_cpu_color4_bwd(gf_ctx *ctx, const gf_tensor *m,
+                            const gf_tensor *dy, gf_tensor *dx, gf_err *err) {
+  (void)err;
+  color4(ctx, dy, m, dx, 1);
+  return GF_OK;
+}
