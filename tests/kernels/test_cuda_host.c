@@ -53,7 +53,10 @@ static void test_table(void) {
       (const void *)o->rowdot_fwd,   (const void *)o->rowdot_bwd,
       (const void *)o->upsample_nearest2x_fwd,
       (const void *)o->upsample_nearest2x_bwd,
-      (const void *)o->avgpool2d_bwd, (const void *)o->add};
+      (const void *)o->avgpool2d_bwd, (const void *)o->add,
+      (const void *)o->bias_act_fwd, (const void *)o->bias_act_bwd,
+      (const void *)o->mbstd_fwd,    (const void *)o->mbstd_bwd,
+      (const void *)o->noise_add_fwd, (const void *)o->noise_add_bwd};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
     CHECKF(fns[i] != NULL, "entry %zu of the CUDA table is NULL", i);
   /* every op of the CPU table has a CUDA twin */

@@ -115,4 +115,10 @@ const gf_backend_ops gf_cpu_backend_ops = {
     .upsample_nearest2x_bwd = gf_cpu_upsample_nearest2x_bwd,
     .avgpool2d_bwd = gf_cpu_avgpool2d_bwd,
     .add = gf_cpu_add,
+    .bias_act_fwd = gf_cpu_bias_act_fwd,
+    .bias_act_bwd = gf_cpu_bias_act_bwd,
+    .mbstd_fwd = gf_cpu_mbstd_fwd,
+    .mbstd_bwd = gf_cpu_mbstd_bwd,
+    .noise_add_fwd = gf_cpu_noise_add_fwd,
+    .noise_add_bwd = gf_cpu_noise_add_bwd,
 };

@@ -409,5 +409,27 @@ double gf_cpu_lanes_tree(double *p);
 double gf_cpu_lane_dot(const float *a, const float *b, int64_t n);
 /* The lane sum of v[0], v[stride], ..., v[(n - 1) stride]. */
 double gf_cpu_lane_sum_d(const double *v, int64_t n, int64_t stride);
+/* cpu_stylegan_ops.c */
+gf_status gf_cpu_bias_act_fwd(gf_ctx *ctx, const gf_tensor *x,
+                              const gf_tensor *b, int act, float alpha,
+                              float gain, float clamp, gf_tensor *y,
+                              gf_err *err);
+gf_status gf_cpu_bias_act_bwd(gf_ctx *ctx, const gf_tensor *y, int act,
+                              float alpha, float gain, float clamp,
+                              const gf_tensor *dy, gf_tensor *dx,
+                              gf_tensor *db, gf_accum accum, gf_err *err);
+gf_status gf_cpu_mbstd_fwd(gf_ctx *ctx, const gf_tensor *x, int group_size,
+                           int num_channels, gf_tensor *y, gf_err *err);
+gf_status gf_cpu_mbstd_bwd(gf_ctx *ctx, const gf_tensor *x, int group_size,
+                           int num_channels, const gf_tensor *dy,
+                           gf_tensor *dx, gf_err *err);
+gf_status gf_cpu_noise_add_fwd(gf_ctx *ctx, const gf_tensor *x,
+                               const gf_tensor *noise,
+                               const gf_tensor *strength, gf_tensor *y,
+                               gf_err *err);
+gf_status gf_cpu_noise_add_bwd(gf_ctx *ctx, const gf_tensor *noise,
+                               const gf_tensor *dy, gf_tensor *dx,
+                               gf_tensor *dstrength, gf_accum accum,
+                               gf_err *err);
 
 #endif

@@ -114,4 +114,10 @@ const gf_backend_ops gf_cuda_backend_ops = {
     .upsample_nearest2x_bwd = gf_cuda_upsample_nearest2x_bwd,
     .avgpool2d_bwd = gf_cuda_avgpool2d_bwd,
     .add = gf_cuda_add,
+    .bias_act_fwd = gf_cuda_bias_act_fwd,
+    .bias_act_bwd = gf_cuda_bias_act_bwd,
+    .mbstd_fwd = gf_cuda_mbstd_fwd,
+    .mbstd_bwd = gf_cuda_mbstd_bwd,
+    .noise_add_fwd = gf_cuda_noise_add_fwd,
+    .noise_add_bwd = gf_cuda_noise_add_bwd,
 };
