@@ -210,6 +210,35 @@ typedef struct gf_backend_ops {
                                   const gf_tensor *wmod, const gf_tensor *dy,
                                   const gf_conv_params *p, gf_tensor *dx,
                                   gf_tensor *dwmod, gf_err *err);
+  /* StyleGAN2 layers (ops.h). bias_act: x, y, dy, dx viewed as [N, C, S]
+   * (S = H*W, 1 for [N,C]) with N*C*S >= 1; b, db [C] (b may be NULL);
+   * act a gf_bias_act_kind, alpha, gain and clamp as ops.h allows; y may
+   * be x and dx may be dy; at least one of dx, db non-NULL. mbstd: x / dx
+   * [N,C,H,W] with N, C, H, W >= 1, y / dy [N,C+F,H,W]; G = min(group_size,
+   * N) divides N, F divides C; no overlap. noise_add: x, y, dy, dx
+   * [N,C,H,W] with numel >= 1, noise [N,1,H,W], strength and dstrength
+   * one element; y may be x, dx may be dy or NULL, dstrength may be NULL;
+   * no other overlap. */
+  gf_status (*bias_act_fwd)(gf_ctx *ctx, const gf_tensor *x,
+                            const gf_tensor *b, int act, float alpha,
+                            float gain, float clamp, gf_tensor *y,
+                            gf_err *err);
+  gf_status (*bias_act_bwd)(gf_ctx *ctx, const gf_tensor *y, int act,
+                            float alpha, float gain, float clamp,
+                            const gf_tensor *dy, gf_tensor *dx, gf_tensor *db,
+                            gf_accum accum, gf_err *err);
+  gf_status (*mbstd_fwd)(gf_ctx *ctx, const gf_tensor *x, int group_size,
+                         int num_channels, gf_tensor *y, gf_err *err);
+  gf_status (*mbstd_bwd)(gf_ctx *ctx, const gf_tensor *x, int group_size,
+                         int num_channels, const gf_tensor *dy, gf_tensor *dx,
+                         gf_err *err);
+  gf_status (*noise_add_fwd)(gf_ctx *ctx, const gf_tensor *x,
+                             const gf_tensor *noise, const gf_tensor *strength,
+                             gf_tensor *y, gf_err *err);
+  gf_status (*noise_add_bwd)(gf_ctx *ctx, const gf_tensor *noise,
+                             const gf_tensor *dy, gf_tensor *dx,
+                             gf_tensor *dstrength, gf_accum accum,
+                             gf_err *err);
 } gf_backend_ops;
 
 /* Activation kinds for act_fwd / act_bwd. */

@@ -1473,3 +1473,214 @@ gf_status gf_conv2d_batched_bwd(gf_ctx *ctx, const gf_tensor *x,
   if ((!dx && !dwmod) || x->shape[0] == 0) return GF_OK;
   return ctx->ops->conv2d_batched_bwd(ctx, x, wmod, dy, p, dx, dwmod, err);
 }
+
+/* ---- StyleGAN2 layers ------------------------------------------------------ */
+
+/* act, alpha, gain and clamp of gf_bias_act_*: what ops.h allows. */
+static gf_status bias_act_params(int act, float alpha, float gain,
+                                 float clamp, const char *op, gf_err *err) {
+  if (act != GF_BIAS_ACT_LINEAR && act != GF_BIAS_ACT_LRELU)
+    return gf_fail(err, GF_EINVAL, "%s: unknown activation %d", op, act);
+  if (!isfinite(gain) || (act == GF_BIAS_ACT_LRELU && !(gain > 0.0f)))
+    return gf_fail(err, GF_EINVAL, "%s: gain %g must be finite%s", op,
+                   (double)gain, act == GF_BIAS_ACT_LRELU ? " and > 0" : "");
+  if (act == GF_BIAS_ACT_LRELU && !(isfinite(alpha) && alpha >= 0.0f))
+    return gf_fail(err, GF_EINVAL, "%s: alpha %g must be finite and >= 0", op,
+                   (double)alpha);
+  if (isnan(clamp) || clamp == INFINITY)
+    return gf_fail(err, GF_EINVAL, "%s: clamp %g must be negative (none) or "
+                   "finite", op, (double)clamp);
+  return GF_OK;
+}
+
+/* t (x, y, dy or dx) is [N,C] or [N,C,H,W]; a valid tensor. */
+static gf_status nc_or_nchw(const gf_tensor *t, const char *op,
+                            const char *what, gf_err *err) {
+  if (t->ndim != 2 && t->ndim != 4)
+    return gf_fail(err, GF_EINVAL, "%s: %s must be [N,C] or [N,C,H,W] "
+                   "(ndim %d)", op, what, t->ndim);
+  return GF_OK;
+}
+
+gf_status gf_bias_act_fwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *b,
+                          int act, float alpha, float gain, float clamp,
+                          gf_tensor *y, gf_err *err) {
+  const char *op = "bias_act_fwd";
+  NEED_OP(ctx, bias_act_fwd, op);
+  GF_TRY(bias_act_params(act, alpha, gain, clamp, op, err));
+  GF_TRY(same3(ctx, op, x, "x", y, "y", NULL, NULL, err));
+  GF_TRY(nc_or_nchw(x, op, "x", err));
+  if (b) {
+    GF_TRY(check_t(ctx, b, op, "b", err));
+    GF_TRY(check_shape(b, op, "b", 1, &x->shape[1], err));
+  }
+  if (y->data != x->data && overlaps(y, x))
+    return gf_fail(err, GF_EINVAL, "%s: y partly overlaps x", op);
+  if (overlaps(y, b)) return gf_fail(err, GF_EINVAL, "%s: y overlaps b", op);
+  if (gf_tensor_numel(x) == 0) return GF_OK;
+  return ctx->ops->bias_act_fwd(ctx, x, b, act, alpha, gain, clamp, y, err);
+}
+
+gf_status gf_bias_act_bwd(gf_ctx *ctx, const gf_tensor *y, int act,
+                          float alpha, float gain, float clamp,
+                          const gf_tensor *dy, gf_tensor *dx, gf_tensor *db,
+                          gf_accum accum, gf_err *err) {
+  const char *op = "bias_act_bwd";
+  NEED_OP(ctx, bias_act_bwd, op);
+  GF_TRY(check_accum(accum, op, err));
+  GF_TRY(bias_act_params(act, alpha, gain, clamp, op, err));
+  GF_TRY(same3(ctx, op, y, "y", dy, "dy", dx, "dx", err));
+  GF_TRY(nc_or_nchw(y, op, "y", err));
+  if (db) {
+    GF_TRY(check_t(ctx, db, op, "db", err));
+    GF_TRY(check_shape(db, op, "db", 1, &y->shape[1], err));
+  }
+  if (dx && overlaps(dx, y))
+    return gf_fail(err, GF_EINVAL, "%s: dx overlaps y", op);
+  if (dx && dx->data != dy->data && overlaps(dx, dy))
+    return gf_fail(err, GF_EINVAL, "%s: dx partly overlaps dy", op);
+  if (overlaps(db, y) || overlaps(db, dy) || overlaps(db, dx))
+    return gf_fail(err, GF_EINVAL, "%s: db overlaps y, dy or dx", op);
+  if (!dx && !db) return GF_OK;
+  if (gf_tensor_numel(y) == 0) {
+    /* no terms: db's sums are 0 (accumulate: unchanged); db is empty too
+     * when C is 0 */
+    if (!db || accum == GF_ACCUMULATE || y->shape[1] == 0) return GF_OK;
+    NEED_OP(ctx, fill, op);
+    return ctx->ops->fill(ctx, db, 0.0f, err);
+  }
+  return ctx->ops->bias_act_bwd(ctx, y, act, alpha, gain, clamp, dy, dx, db,
+                                accum, err);
+}
+
+/* x [N,C,H,W] with C, H, W >= 1 and the group / slice arithmetic of
+ * gf_mbstd_*: out gets [N, C+F, H, W]. */
+static gf_status mbstd_shape(const gf_tensor *x, int group_size,
+                             int num_channels, int64_t out[4], const char *op,
+                             gf_err *err) {
+  if (x->ndim != 4)
+    return gf_fail(err, GF_EINVAL, "%s: x must be [N,C,H,W] (ndim %d)", op,
+                   x->ndim);
+  int64_t N = x->shape[0], C = x->shape[1];
+  if (C < 1 || x->shape[2] < 1 || x->shape[3] < 1)
+    return gf_fail(err, GF_EINVAL, "%s: x has an empty C, H or W", op);
+  if (group_size < 1 || num_channels < 1)
+    return gf_fail(err, GF_EINVAL, "%s: group_size %d and num_channels %d "
+                   "must be >= 1", op, group_size, num_channels);
+  int64_t G = group_size < N ? group_size : N;
+  if (G > 0 && N % G != 0)
+    return gf_fail(err, GF_EINVAL, "%s: group size %lld does not divide the "
+                   "batch %lld", op, (long long)G, (long long)N);
+  if (C % num_channels != 0)
+    return gf_fail(err, GF_EINVAL, "%s: num_channels %d does not divide the "
+                   "%lld channels", op, num_channels, (long long)C);
+  out[0] = N;
+  out[1] = C + num_channels;
+  out[2] = x->shape[2];
+  out[3] = x->shape[3];
+  return GF_OK;
+}
+
+gf_status gf_mbstd_fwd(gf_ctx *ctx, const gf_tensor *x, int group_size,
+                       int num_channels, gf_tensor *y, gf_err *err) {
+  const char *op = "mbstd_fwd";
+  NEED_OP(ctx, mbstd_fwd, op);
+  GF_TRY(check_t(ctx, x, op, "x", err));
+  GF_TRY(check_t(ctx, y, op, "y", err));
+  int64_t ys[4];
+  GF_TRY(mbstd_shape(x, group_size, num_channels, ys, op, err));
+  GF_TRY(check_shape(y, op, "y", 4, ys, err));
+  if (overlaps(x, y)) return gf_fail(err, GF_EINVAL, "%s: y overlaps x", op);
+  if (x->shape[0] == 0) return GF_OK;
+  return ctx->ops->mbstd_fwd(ctx, x, group_size, num_channels, y, err);
+}
+
+gf_status gf_mbstd_bwd(gf_ctx *ctx, const gf_tensor *x, int group_size,
+                       int num_channels, const gf_tensor *dy, gf_tensor *dx,
+                       gf_err *err) {
+  const char *op = "mbstd_bwd";
+  NEED_OP(ctx, mbstd_bwd, op);
+  GF_TRY(check_t(ctx, x, op, "x", err));
+  GF_TRY(check_t(ctx, dy, op, "dy", err));
+  GF_TRY(check_t(ctx, dx, op, "dx", err));
+  int64_t ys[4];
+  GF_TRY(mbstd_shape(x, group_size, num_channels, ys, op, err));
+  GF_TRY(check_shape(dy, op, "dy", 4, ys, err));
+  GF_TRY(check_shape(dx, op, "dx", 4, x->shape, err));
+  if (overlaps(dx, x) || overlaps(dx, dy))
+    return gf_fail(err, GF_EINVAL, "%s: dx overlaps x or dy", op);
+  if (x->shape[0] == 0) return GF_OK;
+  return ctx->ops->mbstd_bwd(ctx, x, group_size, num_channels, dy, dx, err);
+}
+
+/* t (x or dy) [N,C,H,W], noise [N,1,H,W]. */
+static gf_status noise_check(const gf_ctx *ctx, const char *op,
+                             const gf_tensor *t, const char *tn,
+                             const gf_tensor *noise, gf_err *err) {
+  GF_TRY(check_t(ctx, t, op, tn, err));
+  GF_TRY(check_t(ctx, noise, op, "noise", err));
+  if (t->ndim != 4)
+    return gf_fail(err, GF_EINVAL, "%s: %s must be [N,C,H,W] (ndim %d)", op,
+                   tn, t->ndim);
+  int64_t ns[4] = {t->shape[0], 1, t->shape[2], t->shape[3]};
+  return check_shape(noise, op, "noise", 4, ns, err);
+}
+
+/* A one-element tensor (strength or dstrength). */
+static gf_status one_elem(const gf_ctx *ctx, const gf_tensor *t,
+                          const char *op, const char *what, gf_err *err) {
+  GF_TRY(check_t(ctx, t, op, what, err));
+  if (gf_tensor_numel(t) != 1)
+    return gf_fail(err, GF_EINVAL, "%s: %s must have 1 element (has %lld)",
+                   op, what, (long long)gf_tensor_numel(t));
+  return GF_OK;
+}
+
+gf_status gf_noise_add_fwd(gf_ctx *ctx, const gf_tensor *x,
+                           const gf_tensor *noise, const gf_tensor *strength,
+                           gf_tensor *y, gf_err *err) {
+  const char *op = "noise_add_fwd";
+  NEED_OP(ctx, noise_add_fwd, op);
+  GF_TRY(noise_check(ctx, op, x, "x", noise, err));
+  GF_TRY(one_elem(ctx, strength, op, "strength", err));
+  GF_TRY(check_t(ctx, y, op, "y", err));
+  GF_TRY(check_shape(y, op, "y", 4, x->shape, err));
+  if (y->data != x->data && overlaps(y, x))
+    return gf_fail(err, GF_EINVAL, "%s: y partly overlaps x", op);
+  if (overlaps(y, noise) || overlaps(y, strength))
+    return gf_fail(err, GF_EINVAL, "%s: y overlaps noise or strength", op);
+  if (gf_tensor_numel(x) == 0) return GF_OK;
+  return ctx->ops->noise_add_fwd(ctx, x, noise, strength, y, err);
+}
+
+gf_status gf_noise_add_bwd(gf_ctx *ctx, const gf_tensor *noise,
+                           const gf_tensor *dy, gf_tensor *dx,
+                           gf_tensor *dstrength, gf_accum accum, gf_err *err) {
+  const char *op = "noise_add_bwd";
+  NEED_OP(ctx, noise_add_bwd, op);
+  GF_TRY(check_accum(accum, op, err));
+  GF_TRY(noise_check(ctx, op, dy, "dy", noise, err));
+  if (dx) {
+    GF_TRY(check_t(ctx, dx, op, "dx", err));
+    GF_TRY(check_shape(dx, op, "dx", 4, dy->shape, err));
+    if (dx->data != dy->data && overlaps(dx, dy))
+      return gf_fail(err, GF_EINVAL, "%s: dx partly overlaps dy", op);
+    if (overlaps(dx, noise))
+      return gf_fail(err, GF_EINVAL, "%s: dx overlaps noise", op);
+  }
+  if (dstrength) {
+    GF_TRY(one_elem(ctx, dstrength, op, "dstrength", err));
+    if (overlaps(dstrength, noise) || overlaps(dstrength, dy) ||
+        overlaps(dstrength, dx))
+      return gf_fail(err, GF_EINVAL, "%s: dstrength overlaps noise, dy or dx",
+                     op);
+  }
+  if (gf_tensor_numel(dy) == 0) {
+    /* nothing to copy; no terms: dstrength's sum is 0 */
+    if (!dstrength || accum == GF_ACCUMULATE) return GF_OK;
+    NEED_OP(ctx, fill, op);
+    return ctx->ops->fill(ctx, dstrength, 0.0f, err);
+  }
+  if (!dstrength && (!dx || dx->data == dy->data)) return GF_OK;
+  return ctx->ops->noise_add_bwd(ctx, noise, dy, dx, dstrength, accum, err);
+}

@@ -114,3 +114,12 @@ void kt_twin_set(kt_twin *t, const gf_tensor *src) {
     exit(1);
   }
 }
+
+void kt_twin_neg_zero_every(kt_twin *t, int64_t k) {
+  kt_neg_zero_every(&t->h, k);
+  gf_err e = {0};
+  if (gf_tensor_copy(&t->d, &t->h, &e) != GF_OK) {
+    fprintf(stderr, "kt_twin_neg_zero_every: %s\n", e.msg);
+    exit(1);
+  }
+}

@@ -67,4 +67,7 @@ void kt_twin_set(kt_twin *t, const gf_tensor *src);
            kt_label_, kt_nb_);                                               \
   } while (0)
 
+/* Sets every k-th element of both halves of twin t to -0.0f, from the
+ * first; exits on failure. */
+void kt_twin_neg_zero_every(kt_twin *t, int64_t k);
 #endif

@@ -114,20 +114,31 @@ size_t kt_misses(const char *what, const gf_tensor *got, const gf_tensor *want,
   return bad;
 }
 
-gf_tensor kt_filled_like(const gf_tensor *t, float v) {
+gf_tensor kt_gold_at(const gf_st_file *f, const char *pre, const char *sfx,
+                     unsigned flags) {
+  char nm[96];
+  int k = snprintf(nm, sizeof nm, "%s.%s", pre, sfx);
+  if (k < 0 || k >= (int)sizeof nm) {
+    fprintf(stderr, "kt_gold_at: name %s.%s too long\n", pre, sfx);
+    exit(1);
+  }
+  return kt_gold(f, nm, flags);
+}
+
+gf_tensor kt_garbage_like(const gf_tensor *t) {
   gf_tensor g = kt_clone(t);
   float *p = g.data;
-  for (int64_t i = 0; i < gf_tensor_numel(&g); i++) p[i] = v;
+  for (int64_t i = 0; i < gf_tensor_numel(&g); i++) p[i] = 12345.0f;
   return g;
 }
 
-gf_tensor kt_gold_named(const gf_st_file *f, const char *pre, const char *sfx,
-                        unsigned flags) {
-  char name[96];
-  int k = snprintf(name, sizeof name, "%s.%s", pre, sfx);
-  if (k < 0 || (size_t)k >= sizeof name) {
-    fprintf(stderr, "golden name %s.%s too long\n", pre, sfx);
-    exit(1);
-  }
-  return kt_gold(f, name, flags);
+bool kt_ulp_change_seen(const char *what, const gf_tensor *got,
+                        const gf_tensor *want) {
+  gf_tensor w = kt_clone(want);
+  float *p = w.data;
+  size_t i = (size_t)gf_tensor_numel(&w) / 2;
+  p[i] = nextafterf(p[i], INFINITY);
+  bool seen = kt_misses(what, got, &w, -1.0, 0.0, 0.0, NULL, false) == 1;
+  gf_tensor_free(&w);
+  return seen;
 }

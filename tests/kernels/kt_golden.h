@@ -32,9 +32,6 @@ enum {
  * exits the test when it is missing or of a dtype / rank `flags` does not
  * allow. The caller frees it with gf_tensor_free. */
 gf_tensor kt_gold(const gf_st_file *f, const char *name, unsigned flags);
-/* kt_gold of the tensor named "pre.sfx" (a case's tensor). */
-gf_tensor kt_gold_named(const gf_st_file *f, const char *pre, const char *sfx,
-                        unsigned flags);
 
 /* An owned CPU copy of CPU tensor t (same dtype and shape); exits on
  * failure. The caller frees it with gf_tensor_free. */
@@ -70,8 +67,29 @@ size_t kt_misses(const char *what, const gf_tensor *got, const gf_tensor *want,
            kt_bad_, (size_t)gf_tensor_numel(kt_want_));                       \
   } while (0)
 
-/* An owned CPU f32 tensor of t's shape with every element v (a value no op
- * produces shows that an op overwrites every element); exits on failure. */
-gf_tensor kt_filled_like(const gf_tensor *t, float v);
+/* kt_gold of the golden tensor named "pre.sfx" (a case's prefix and the
+ * quantity). */
+gf_tensor kt_gold_at(const gf_st_file *f, const char *pre, const char *sfx,
+                     unsigned flags);
 
+/* An owned CPU copy of f32 tensor t with every element 12345, a value no
+ * op under test produces (the op must overwrite every element). The
+ * caller frees it with gf_tensor_free. */
+gf_tensor kt_garbage_like(const gf_tensor *t);
+
+/* True when the bit-exact comparison of got with want would see a change:
+ * a copy of want with its middle element one ulp up gives exactly one miss
+ * (kt_misses, quiet). */
+bool kt_ulp_change_seen(const char *what, const gf_tensor *got,
+                        const gf_tensor *want);
+
+/* got bit-exact against PyTorch's want (KT_VS_TORCH), and that comparison
+ * shown to fire (kt_ulp_change_seen): checks of the calling test. */
+#define KT_EXACT_FIRES(what, got, want)                                    \
+  do {                                                                     \
+    const char *kt_w_ = (what);                                            \
+    KT_VS_TORCH(kt_w_, (got), (want), -1.0, 0.0, 0.0, NULL);               \
+    CHECKF(kt_ulp_change_seen(kt_w_, (got), (want)),                       \
+           "%s: a one-ulp change went unnoticed", kt_w_);                  \
+  } while (0)
 #endif

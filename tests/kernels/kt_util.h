@@ -65,4 +65,6 @@ gf_tensor kt_view_at(gf_tensor *t, int64_t off, int ndim, const int64_t *s);
  * test when it does not fit. Returns buf. */
 const char *kt_label(char *buf, size_t cap, const char *pre, const char *what);
 
+/* Sets every k-th element of f32 CPU tensor t to -0.0f, from the first. */
+void kt_neg_zero_every(gf_tensor *t, int64_t k);
 #endif

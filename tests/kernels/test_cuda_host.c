@@ -59,6 +59,9 @@ static void test_table(void) {
       (const void *)o->modconv_weight_bwd,
       (const void *)o->conv2d_batched_fwd,
       (const void *)o->conv2d_batched_bwd};
+      (const void *)o->bias_act_fwd, (const void *)o->bias_act_bwd,
+      (const void *)o->mbstd_fwd,    (const void *)o->mbstd_bwd,
+      (const void *)o->noise_add_fwd, (const void *)o->noise_add_bwd};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
     CHECKF(fns[i] != NULL, "entry %zu of the CUDA table is NULL", i);
   /* every op of the CPU table has a CUDA twin */

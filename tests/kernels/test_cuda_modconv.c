@@ -63,7 +63,7 @@ static kt_rng rng = {7171};
   } while (0)
 
 static kt_twin tw_gold(const gf_st_file *f, const char *pre, const char *sfx) {
-  gf_tensor g = kt_gold_named(f, pre, sfx, 0);
+  gf_tensor g = kt_gold_at(f, pre, sfx, 0);
   kt_twin t = kt_twin_of(&g);
   gf_tensor_free(&g);
   return t;
@@ -71,7 +71,7 @@ static kt_twin tw_gold(const gf_st_file *f, const char *pre, const char *sfx) {
 
 /* An owned twin of t's shape, both halves 12345 (ops must overwrite). */
 static kt_twin tw_junk(const gf_tensor *t) {
-  gf_tensor j = kt_filled_like(t, 12345.0f);
+  gf_tensor j = kt_garbage_like(t);
   kt_twin r = kt_twin_of(&j);
   gf_tensor_free(&j);
   return r;

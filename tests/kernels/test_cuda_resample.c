@@ -42,21 +42,10 @@ static gf_pool_params win(int kh, int kw) {
   return p;
 }
 
-/* Sets every 7th element of both halves of twin t to -0.0f. */
-static void sprinkle_neg_zero(kt_twin *t) {
-  float *p = t->h.data;
-  for (int64_t i = 0; i < gf_tensor_numel(&t->h); i += 7) p[i] = -0.0f;
-  gf_err e = {0};
-  REQUIRE(gf_tensor_copy(&t->d, &t->h, &e) == GF_OK);
-}
-
 /* ---- golden -------------------------------------------------------------- */
 
 static kt_twin tw_gold(const gf_st_file *f, const char *pre, const char *sfx) {
-  char nm[32];
-  int k = snprintf(nm, sizeof nm, "%s.%s", pre, sfx);
-  REQUIRE(k > 0 && k < (int)sizeof nm);
-  gf_tensor g = kt_gold(f, nm, 0);
+  gf_tensor g = kt_gold_at(f, pre, sfx, 0);
   kt_twin t = kt_twin_of(&g);
   gf_tensor_free(&g);
   return t;
@@ -133,7 +122,7 @@ static void upsample_case(int64_t N, int64_t C, int64_t H, int64_t W) {
   kt_twin dy = kt_twin_rnd(&rng, 4, N, C, 2 * H, 2 * W, -1, 1);
   kt_twin y = kt_twin_rnd(&rng, 4, N, C, 2 * H, 2 * W, 5, 6);
   kt_twin dx = kt_twin_rnd(&rng, 4, N, C, H, W, 5, 6);
-  sprinkle_neg_zero(&dy);
+  kt_twin_neg_zero_every(&dy, 7);
   gf_err e = {0};
   REQUIRE(gf_upsample_nearest2x_fwd(&cpu, &x.h, &y.h, &e) == GF_OK);
   REQUIRE(gf_upsample_nearest2x_bwd(&cpu, &dy.h, &dx.h, &e) == GF_OK);
@@ -154,7 +143,7 @@ static void pool_case(int64_t N, int64_t C, int64_t H, int64_t W, int kh,
   gf_pool_params p = win(kh, kw);
   kt_twin dy = kt_twin_rnd(&rng, 4, N, C, H / kh, W / kw, -3, 3);
   kt_twin dx = kt_twin_rnd(&rng, 4, N, C, H, W, 5, 6);
-  sprinkle_neg_zero(&dy);
+  kt_twin_neg_zero_every(&dy, 7);
   gf_err e = {0};
   REQUIRE(gf_avgpool2d_bwd(&cpu, &dy.h, &p, &dx.h, &e) == GF_OK);
   for (int rep = 0; rep < 2; rep++) {
@@ -169,8 +158,8 @@ static void add_case(int64_t n) {
   kt_twin a = kt_twin_rnd(&rng, 1, n, 1, 1, 1, -1, 1);
   kt_twin b = kt_twin_rnd(&rng, 1, n, 1, 1, 1, -1e-3, 1e-3);
   kt_twin y = kt_twin_rnd(&rng, 1, n, 1, 1, 1, 5, 6);
-  sprinkle_neg_zero(&a);
-  sprinkle_neg_zero(&b); /* -0 + -0 = -0 at every 7th */
+  kt_twin_neg_zero_every(&a, 7);
+  kt_twin_neg_zero_every(&b, 7); /* -0 + -0 = -0 at every 7th */
   gf_err e = {0};
   REQUIRE(gf_add(&cpu, &a.h, &b.h, &y.h, &e) == GF_OK);
   for (int rep = 0; rep < 2; rep++) {

@@ -45,20 +45,6 @@ static gf_pool_params win(int kh, int kw) {
   return p;
 }
 
-/* Bit-exact against PyTorch, and the comparison shown to fire: want with
- * one element one ulp off must miss. */
-static void exact_fires(const char *what, const gf_tensor *got,
-                        const gf_tensor *want) {
-  KT_VS_TORCH(what, got, want, EXACT);
-  gf_tensor w = kt_clone(want);
-  float *p = w.data;
-  size_t i = (size_t)gf_tensor_numel(&w) / 2;
-  p[i] = nextafterf(p[i], INFINITY);
-  CHECKF(kt_misses(what, got, &w, EXACT, false) == 1,
-         "%s: a one-ulp change went unnoticed", what);
-  gf_tensor_free(&w);
-}
-
 /* ---- the formulas of ops.h as plain loops -------------------------------- */
 
 static void ref_up_fwd(const float *x, float *y, int64_t P, int64_t H,
@@ -110,12 +96,6 @@ static double *pool_tol(const gf_tensor *x, int kh, int kw) {
   return t;
 }
 
-/* Sets every 7th element of t to -0.0f. */
-static void sprinkle_neg_zero(gf_tensor *t) {
-  float *p = t->data;
-  for (int64_t i = 0; i < gf_tensor_numel(t); i += 7) p[i] = -0.0f;
-}
-
 /* ---- against PyTorch ----------------------------------------------------- */
 
 /* The golden names pre.x, pre.y, pre.g, pre.dx. */
@@ -133,13 +113,12 @@ static void test_upsample_golden(gf_ctx *ctx, const gf_st_file *f,
   golden_names(pre, nm);
   gf_tensor x = kt_gold(f, nm[0], 0), ty = kt_gold(f, nm[1], 0);
   gf_tensor g = kt_gold(f, nm[2], 0), tdx = kt_gold(f, nm[3], 0);
-  gf_tensor y = kt_filled_like(&ty, 12345.0f);
-  gf_tensor dx = kt_filled_like(&tdx, 12345.0f);
+  gf_tensor y = kt_garbage_like(&ty), dx = kt_garbage_like(&tdx);
   gf_err e = {0};
   CHECKF(gf_upsample_nearest2x_fwd(ctx, &x, &y, &e) == GF_OK, "%s", e.msg);
-  exact_fires(nm[1], &y, &ty);
+  KT_EXACT_FIRES(nm[1], &y, &ty);
   CHECKF(gf_upsample_nearest2x_bwd(ctx, &g, &dx, &e) == GF_OK, "%s", e.msg);
-  exact_fires(nm[3], &dx, &tdx);
+  KT_EXACT_FIRES(nm[3], &dx, &tdx);
   if (strcmp(pre, "up1") == 0) { /* g's block [0,0,0:2,0:2] is all -0 */
     float d0 = ((const float *)dx.data)[0];
     CHECKF(d0 == 0.0f && !signbit(d0), "%s: four -0 sum to %g, not +0", pre,
@@ -155,8 +134,7 @@ static void test_pool_golden(gf_ctx *ctx, const gf_st_file *f, const char *pre,
   golden_names(pre, nm);
   gf_tensor x = kt_gold(f, nm[0], 0), ty = kt_gold(f, nm[1], 0);
   gf_tensor g = kt_gold(f, nm[2], 0), tdx = kt_gold(f, nm[3], 0);
-  gf_tensor y = kt_filled_like(&ty, 12345.0f);
-  gf_tensor dx = kt_filled_like(&tdx, 12345.0f);
+  gf_tensor y = kt_garbage_like(&ty), dx = kt_garbage_like(&tdx);
   gf_pool_params p = win(kh, kw);
   gf_err e = {0};
   CHECKF(gf_avgpool2d_fwd(ctx, &x, &p, &y, &e) == GF_OK, "%s", e.msg);
@@ -164,10 +142,10 @@ static void test_pool_golden(gf_ctx *ctx, const gf_st_file *f, const char *pre,
   KT_VS_TORCH(nm[1], &y, &ty, 0.0, 0.0, 0.0, tol);
   free(tol);
   CHECKF(gf_avgpool2d_bwd(ctx, &g, &p, &dx, &e) == GF_OK, "%s", e.msg);
-  exact_fires(nm[3], &dx, &tdx);
+  KT_EXACT_FIRES(nm[3], &dx, &tdx);
   /* without padding count_include_pad changes nothing */
   p.count_include_pad = 0;
-  gf_tensor dx0 = kt_filled_like(&tdx, 12345.0f);
+  gf_tensor dx0 = kt_garbage_like(&tdx);
   CHECKF(gf_avgpool2d_bwd(ctx, &g, &p, &dx0, &e) == GF_OK, "%s", e.msg);
   CHECK(kt_same_bits(&dx0, &tdx));
   if (strcmp(pre, "pool2") == 0) { /* g[0,0,0,0] is -0 */
@@ -186,10 +164,10 @@ static void test_pool_golden(gf_ctx *ctx, const gf_st_file *f, const char *pre,
 static void test_add_golden(gf_ctx *ctx, const gf_st_file *f) {
   gf_tensor a = kt_gold(f, "add.a", 0), b = kt_gold(f, "add.b", 0);
   gf_tensor ty = kt_gold(f, "add.y", 0);
-  gf_tensor y = kt_filled_like(&ty, 12345.0f);
+  gf_tensor y = kt_garbage_like(&ty);
   gf_err e = {0};
   CHECKF(gf_add(ctx, &a, &b, &y, &e) == GF_OK, "%s", e.msg);
-  exact_fires("add.y", &y, &ty);
+  KT_EXACT_FIRES("add.y", &y, &ty);
   /* in place: y = a, then y = b */
   gf_tensor ya = kt_clone(&a), yb = kt_clone(&b);
   CHECKF(gf_add(ctx, &ya, &b, &ya, &e) == GF_OK, "%s", e.msg);
@@ -229,7 +207,7 @@ static void test_upsample_large(gf_ctx *ctx, gf_ctx *ctx4, kt_rng *rng) {
     gf_tensor dy = kt_tensor(4, N, C, 2 * H, 2 * W);
     kt_fill(&x, rng, -2.0, 2.0, 0.0);
     kt_fill(&dy, rng, -1.0, 1.0, 0.0);
-    sprinkle_neg_zero(&dy);
+    kt_neg_zero_every(&dy, 7);
     float *d = dy.data;
     if (gf_tensor_numel(&dy) >= 8) /* a block of four -0 */
       d[0] = d[1] = d[2 * W] = d[2 * W + 1] = -0.0f;
@@ -263,7 +241,7 @@ static void test_pool_large(gf_ctx *ctx, gf_ctx *ctx4, kt_rng *rng) {
     gf_tensor dx = kt_tensor(4, N, C, H, W), dx4 = kt_tensor(4, N, C, H, W);
     gf_tensor rdx = kt_tensor(4, N, C, H, W);
     kt_fill(&dy, rng, -3.0, 3.0, 0.0);
-    sprinkle_neg_zero(&dy);
+    kt_neg_zero_every(&dy, 7);
     kt_fill(&dx, rng, -1.0, 1.0, 0.0);
     gf_err e = {0};
     CHECKF(gf_avgpool2d_bwd(ctx, &dy, &p, &dx, &e) == GF_OK, "%s", e.msg);

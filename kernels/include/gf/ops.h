@@ -717,5 +717,130 @@ gf_status gf_conv2d_batched_bwd(gf_ctx *ctx, const gf_tensor *x,
                                 const gf_tensor *wmod, const gf_tensor *dy,
                                 const gf_conv_params *p, gf_tensor *dx,
                                 gf_tensor *dwmod, gf_err *err);
+/* ---- StyleGAN2 layers: bias + activation, minibatch stddev, noise -------
+ * The small layers around StyleGAN2's convolutions (Karras et al. 2020,
+ * "Analyzing and Improving the Image Quality of StyleGAN", and its ADA
+ * version): the fused bias, activation, gain and clamp that ends every
+ * layer, the minibatch standard deviation of D's epilogue and G's
+ * per-pixel noise. Tensors are f32. The CPU backend gives the same bits at
+ * any thread count and the CUDA backend the CPU's bits: element-wise steps
+ * are one f32 rounding each (nothing contracted into an FMA), sums are
+ * taken in double in the orders stated, with the lane sums of
+ * kernels/src/reduce_order.h, and every double operation is correctly
+ * rounded. Checked against PyTorch formulations of the definitions
+ * (torch 2.15: tests/kernels/golden/make_stylegan_ops_golden.py).
+ *
+ * The "plane sum" of a gradient below is two-level: for each plane (n, c)
+ * of an NCHW tensor, P[n, c] = the lane sum (reduce_order.h) in double of
+ * its H W terms in pixel order ([N, C] tensors: one term per plane, P the
+ * term itself); then a lane sum of the P in the order stated (in double),
+ * rounded to f32 once, and for GF_ACCUMULATE added to the old value in
+ * f32. PyTorch sums in f32: its numbers are a few ulp of the sum of |terms|
+ * away. */
+
+/* The activations of gf_bias_act_* (the act argument). The generic
+ * element-wise activations above have no identity; these are the two
+ * StyleGAN2 uses. */
+typedef enum gf_bias_act_kind {
+  GF_BIAS_ACT_LINEAR = 0, /* act(t) = t (StyleGAN2: gain 1) */
+  GF_BIAS_ACT_LRELU = 1,  /* act(t) = t > 0 ? t : t * alpha (StyleGAN2:
+                             alpha 0.2, gain sqrt(2)) */
+} gf_bias_act_kind;
+
+/* Fused bias, activation, gain and clamp, element by element, for x and y
+ * [N,C] or [N,C,H,W] and b [C] (b NULL: no bias, t = x):
+ *   t = x + b[c]                            one f32 rounding
+ *   a = t                                   (LINEAR)
+ *   a = t > 0 ? t : t * alpha               (LRELU; one rounding)
+ *   v = a * gain                            one f32 rounding
+ *   y = v < -clamp ? -clamp : (v > clamp ? clamp : v)   for clamp >= 0
+ *   y = v                                   for clamp < 0 (no clamp)
+ * (NaN stays NaN.) That is PyTorch's eager
+ *   torch.clamp(F.leaky_relu(x + b.view(1, -1, 1, 1), alpha) * gain,
+ *               -clamp, clamp)
+ * bit for bit (LINEAR: no leaky_relu; no clamp: no torch.clamp), with
+ * alpha, gain and clamp as f32 values. StyleGAN2's conv_clamp is 256.
+ * act is a gf_bias_act_kind; gain finite and, for LRELU, > 0; alpha
+ * finite and, for LRELU, >= 0 (ignored by LINEAR); clamp negative or
+ * finite (NaN and +inf are GF_EINVAL): the backward reads the slope off y,
+ * which needs these. y may be x (in place); no other overlap of y with x,
+ * and none with b. */
+gf_status gf_bias_act_fwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *b,
+                          int act, float alpha, float gain, float clamp,
+                          gf_tensor *y, gf_err *err);
+/* The gradient of gf_bias_act_fwd from its OUTPUT y (what the layer keeps)
+ * and the gradient dy of y, with the forward's act, alpha, gain, clamp:
+ *   m  = (clamp < 0 || |y| < clamp) ? dy : +0   the clamp's gradient: 0
+ *        where y sits on a bound (|y| == clamp) or is NaN
+ *   g  = m * gain                           one f32 rounding
+ *   dx = g          (LINEAR; LRELU where y > 0)
+ *   dx = g * alpha  (LRELU where y <= 0; one rounding)
+ *   db[c] (+)= the plane sum of dx over n and pixels (P[n, c] as above,
+ *        then the lane sum over n of P[n, c])
+ * With gain > 0 and alpha >= 0, y > 0 exactly where t = x + b > 0 (save a
+ * positive t that t * gain, gain < 1, rounds to 0), so dx is PyTorch's
+ * autograd of the formula above bit for bit, except where v was exactly
+ * +-clamp (a tie: PyTorch's clamp passes the gradient there, this op gives
+ * 0). y, dy and dx have x's shape ([N,C] or [N,C,H,W]); db is [C]. dx or db
+ * may be NULL (not needed; both NULL does nothing). dx may be dy (in
+ * place); no other overlap among y, dy, dx and db. */
+gf_status gf_bias_act_bwd(gf_ctx *ctx, const gf_tensor *y, int act,
+                          float alpha, float gain, float clamp,
+                          const gf_tensor *dy, gf_tensor *dx, gf_tensor *db,
+                          gf_accum accum, gf_err *err);
+
+/* Minibatch standard deviation, D's epilogue, as the paper defines it: x
+ * [N,C,H,W] with C, H, W >= 1, y [N,C+F,H,W]. G = min(group_size, N)
+ * (group_size >= 1) must divide N and F = num_channels >= 1 must divide C
+ * (else GF_EINVAL); M = N / G, c_F = C / F, K = c_F H W. Sample n = g M + m
+ * (g < G) belongs to group m, channel c to slice f = c / c_F. For each
+ * group m and slice f, over the K elements e = (c, p) of the slice (c in
+ * the slice in order, then the pixel p in order):
+ *   mu_e  = (sum_g x[gM+m, c, p]) / G          double, g in order from 0
+ *   var_e = (sum_g (x[gM+m, c, p] - mu_e)^2) / G   double (biased): each
+ *           difference, square and add one rounding, g in order from 0
+ *   sd_e  = sqrt(var_e + 1e-8)                  double
+ *   stat[m, f] = (float)(S / K), S the lane sum (reduce_order.h) of the
+ *           sd_e in element order
+ * y[n, c, p] = x[n, c, p] for c < C (copies), y[n, C + f, p] = stat[n % M,
+ * f] for every pixel p. PyTorch's f32 formulation (reshape to [G, M, F,
+ * c_F, H, W], subtract the mean over G, square, mean over G, + 1e-8, sqrt,
+ * mean over c_F, H, W) is a few ulp of stat away. N = 0 does nothing. y
+ * must not overlap x. */
+gf_status gf_mbstd_fwd(gf_ctx *ctx, const gf_tensor *x, int group_size,
+                       int num_channels, gf_tensor *y, gf_err *err);
+/* The gradient of gf_mbstd_fwd: dx [N,C,H,W] from x (the forward's input)
+ * and dy [N,C+F,H,W], with mu_e and sd_e recomputed as the forward does:
+ *   D[m, f] = the lane sum (reduce_order.h, double) of the G H W terms
+ *             dy[gM+m, C+f, p] in (g, p) order: stat[m, f]'s gradient
+ *   dx[gM+m, c, p] = (float)(dy[gM+m, c, p]
+ *                    + ((D / (G K)) (x[gM+m, c, p] - mu_e)) / sd_e)
+ * in double, one rounding per operation, in that order (G K exact),
+ * rounded to f32 once. The term is the exact derivative (the part through
+ * mu_e sums to 0 over the group); PyTorch's f32 autograd of its
+ * formulation is a few ulp of the term away. dx overlaps neither x nor
+ * dy. */
+gf_status gf_mbstd_bwd(gf_ctx *ctx, const gf_tensor *x, int group_size,
+                       int num_channels, const gf_tensor *dy, gf_tensor *dx,
+                       gf_err *err);
+
+/* Noise injection: y = x + noise * strength for x, y [N,C,H,W], noise
+ * [N,1,H,W] broadcast over the channels and strength one element (any
+ * shape; the layer's learned parameter, read on the ctx's device: no host
+ * sync on CUDA). The product and the sum are one f32 rounding each:
+ * PyTorch's x + noise * strength bit for bit. y may be x (in place); no
+ * other overlap of y with x, and none with noise or strength. */
+gf_status gf_noise_add_fwd(gf_ctx *ctx, const gf_tensor *x,
+                           const gf_tensor *noise, const gf_tensor *strength,
+                           gf_tensor *y, gf_err *err);
+/* dx = dy (a copy; nothing to do when dx is dy, the same data, or NULL);
+ * dstrength (+)= sum over n, c, p of dy[n, c, p] * noise[n, 0, p]: the
+ * products exact in double, the plane sum (above) with the lane sum over
+ * the N C planes in (n, c) order. dstrength (one element, may be NULL)
+ * stays on the device. dy and dx [N,C,H,W], noise [N,1,H,W]; dx may be dy,
+ * no other overlap of dx with dy or noise; dstrength overlaps nothing. */
+gf_status gf_noise_add_bwd(gf_ctx *ctx, const gf_tensor *noise,
+                           const gf_tensor *dy, gf_tensor *dx,
+                           gf_tensor *dstrength, gf_accum accum, gf_err *err);
 
 #endif

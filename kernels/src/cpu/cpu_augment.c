@@ -46,9 +46,7 @@ static double lane_sum(const float *a, int64_t n) {
     int64_t len = n - i0 < LANES ? n - i0 : LANES;
     for (int64_t j = 0; j < len; j++) p[j] += (double)a[i0 + j];
   }
-  for (int h = LANES / 2; h > 0; h >>= 1)
-    for (int j = 0; j < h; j++) p[j] += p[j + h];
-  return p[0];
+  return gf_cpu_lanes_tree(p);
 }
 
 /* The same of the f32 products a[i] * f. */
@@ -61,9 +59,7 @@ static double lane_sum_scaled(const float *a, float f, int64_t n) {
       p[j] += (double)t;
     }
   }
-  for (int h = LANES / 2; h > 0; h >>= 1)
-    for (int j = 0; j < h; j++) p[j] += p[j + h];
-  return p[0];
+  return gf_cpu_lanes_tree(p);
 }
 
 /* dst = contrast(saturation(src + b)) for one sample; dst may be src.

@@ -120,4 +120,10 @@ const gf_backend_ops gf_cpu_backend_ops = {
     .modconv_weight_bwd = gf_cpu_modconv_weight_bwd,
     .conv2d_batched_fwd = gf_cpu_conv2d_batched_fwd,
     .conv2d_batched_bwd = gf_cpu_conv2d_batched_bwd,
+    .bias_act_fwd = gf_cpu_bias_act_fwd,
+    .bias_act_bwd = gf_cpu_bias_act_bwd,
+    .mbstd_fwd = gf_cpu_mbstd_fwd,
+    .mbstd_bwd = gf_cpu_mbstd_bwd,
+    .noise_add_fwd = gf_cpu_noise_add_fwd,
+    .noise_add_bwd = gf_cpu_noise_add_bwd,
 };

@@ -421,5 +421,37 @@ gf_status gf_cpu_conv2d_batched_bwd(gf_ctx *ctx, const gf_tensor *x,
                                     const gf_tensor *wmod, const gf_tensor *dy,
                                     const gf_conv_params *p, gf_tensor *dx,
                                     gf_tensor *dwmod, gf_err *err);
+/* cpu_lanes.c: the lane sums of reduce_order.h (GF_RED_LANES lanes in
+ * double from 0.0, then the tree), single-threaded. */
+/* The tree over the lane sums p[GF_RED_LANES] (p is overwritten); returns
+ * the sum. */
+double gf_cpu_lanes_tree(double *p);
+/* The lane sum of the exact products (double)a[i] * (double)b[i], i < n
+ * (a = b: the sum of squares). */
+double gf_cpu_lane_dot(const float *a, const float *b, int64_t n);
+/* The lane sum of v[0], v[stride], ..., v[(n - 1) stride]. */
+double gf_cpu_lane_sum_d(const double *v, int64_t n, int64_t stride);
+/* cpu_stylegan_ops.c */
+gf_status gf_cpu_bias_act_fwd(gf_ctx *ctx, const gf_tensor *x,
+                              const gf_tensor *b, int act, float alpha,
+                              float gain, float clamp, gf_tensor *y,
+                              gf_err *err);
+gf_status gf_cpu_bias_act_bwd(gf_ctx *ctx, const gf_tensor *y, int act,
+                              float alpha, float gain, float clamp,
+                              const gf_tensor *dy, gf_tensor *dx,
+                              gf_tensor *db, gf_accum accum, gf_err *err);
+gf_status gf_cpu_mbstd_fwd(gf_ctx *ctx, const gf_tensor *x, int group_size,
+                           int num_channels, gf_tensor *y, gf_err *err);
+gf_status gf_cpu_mbstd_bwd(gf_ctx *ctx, const gf_tensor *x, int group_size,
+                           int num_channels, const gf_tensor *dy,
+                           gf_tensor *dx, gf_err *err);
+gf_status gf_cpu_noise_add_fwd(gf_ctx *ctx, const gf_tensor *x,
+                               const gf_tensor *noise,
+                               const gf_tensor *strength, gf_tensor *y,
+                               gf_err *err);
+gf_status gf_cpu_noise_add_bwd(gf_ctx *ctx, const gf_tensor *noise,
+                               const gf_tensor *dy, gf_tensor *dx,
+                               gf_tensor *dstrength, gf_accum accum,
+                               gf_err *err);
 
 #endif

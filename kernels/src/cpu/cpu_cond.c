@@ -34,13 +34,6 @@ static float qnan(void) {
   return f;
 }
 
-/* Combines the lane sums p[LANES] by the tree of reduce_order.h. */
-static double lanes_tree(double *p) {
-  for (int h = LANES / 2; h > 0; h >>= 1)
-    for (int j = 0; j < h; j++) p[j] += p[j + h];
-  return p[0];
-}
-
 /* ---- embedding --------------------------------------------------------- */
 
 gf_status gf_cpu_embedding_fwd(gf_ctx *ctx, const gf_tensor *table,
@@ -176,8 +169,8 @@ gf_status gf_cpu_channel_affine_bwd(gf_ctx *ctx, const gf_tensor *x,
           pb[j] += t;
         }
       }
-      if (dg) dg[p] = (float)lanes_tree(pg);
-      if (db) db[p] = (float)lanes_tree(pb);
+      if (dg) dg[p] = (float)gf_cpu_lanes_tree(pg);
+      if (db) db[p] = (float)gf_cpu_lanes_tree(pb);
     }
     if (DX) {
       float *o = DX + p * S;
@@ -201,14 +194,7 @@ gf_status gf_cpu_rowdot_fwd(gf_ctx *ctx, const gf_tensor *a, const gf_tensor *b,
 #pragma omp parallel for num_threads(nt) if (N * D >= GF_PAR_MIN) \
     schedule(static)
   for (int64_t n = 0; n < N; n++) {
-    const float *ar = A + n * D, *br = B + n * D;
-    double p[LANES] = {0};
-    for (int64_t i0 = 0; i0 < D; i0 += LANES) {
-      int64_t len = D - i0 < LANES ? D - i0 : LANES;
-      for (int64_t j = 0; j < len; j++)
-        p[j] += (double)ar[i0 + j] * (double)br[i0 + j];
-    }
-    float r = (float)lanes_tree(p);
+    float r = (float)gf_cpu_lane_dot(A + n * D, B + n * D, D);
     Y[n] = acc ? Y[n] + r : r;
   }
   return GF_OK;

@@ -23,14 +23,6 @@
   _Pragma("omp parallel for simd num_threads(nt) if (n >= GF_PAR_MIN) schedule(static)")
 /* clang-format on */
 
-/* Combines the lane sums p[LANES] by the tree of reduce_order.h; returns
- * the sum. */
-static double lanes_tree(double *p) {
-  for (int h = LANES / 2; h > 0; h >>= 1)
-    for (int j = 0; j < h; j++) p[j] += p[j + h];
-  return p[0];
-}
-
 /* relu(1 + sign x) in f32 (sign x is exact); NaN stays NaN as in PyTorch's
  * relu. */
 static inline float hinge_term(float sign, float x) {
@@ -50,7 +42,7 @@ gf_status gf_cpu_hinge_fwd(gf_ctx *ctx, const gf_tensor *x, float sign,
     for (int64_t j = 0; j < len; j++)
       p[j] += (double)hinge_term(sign, xp[i0 + j]);
   }
-  *(float *)loss->data = (float)(lanes_tree(p) / (double)n);
+  *(float *)loss->data = (float)(gf_cpu_lanes_tree(p) / (double)n);
   return GF_OK;
 }
 
@@ -86,7 +78,7 @@ gf_status gf_cpu_mean_fwd(gf_ctx *ctx, const gf_tensor *x, gf_tensor *loss,
     int64_t len = n - i0 < LANES ? n - i0 : LANES;
     for (int64_t j = 0; j < len; j++) p[j] += (double)xp[i0 + j];
   }
-  *(float *)loss->data = (float)(lanes_tree(p) / (double)n);
+  *(float *)loss->data = (float)(gf_cpu_lanes_tree(p) / (double)n);
   return GF_OK;
 }
 
@@ -185,27 +177,14 @@ static void sn_w_v(const gf_ctx *ctx, const float *W, const float *v, int64_t R,
 #pragma omp parallel for num_threads(nt) if (R * K >= GF_PAR_MIN) \
     schedule(static)
   for (int64_t r = 0; r < R; r++) {
-    const float *row = W + r * K;
-    double p[LANES] = {0};
-    for (int64_t i0 = 0; i0 < K; i0 += LANES) {
-      int64_t len = K - i0 < LANES ? K - i0 : LANES;
-      for (int64_t j = 0; j < len; j++)
-        p[j] += (double)row[i0 + j] * (double)v[i0 + j];
-    }
-    out[r] = (float)lanes_tree(p);
+    out[r] = (float)gf_cpu_lane_dot(W + r * K, v, K);
   }
 }
 
 /* max(|a|, eps) for a[n], |a| = sqrt of the lane sum of squares rounded
  * to f32 (NaN stays NaN, as clamp_min). */
 static float sn_denom(const float *a, int64_t n, float eps) {
-  double p[LANES] = {0};
-  for (int64_t i0 = 0; i0 < n; i0 += LANES) {
-    int64_t len = n - i0 < LANES ? n - i0 : LANES;
-    for (int64_t j = 0; j < len; j++)
-      p[j] += (double)a[i0 + j] * (double)a[i0 + j];
-  }
-  float nrm = (float)sqrt(lanes_tree(p));
+  float nrm = (float)sqrt(gf_cpu_lane_dot(a, a, n));
   return nrm < eps ? eps : nrm;
 }
 
@@ -230,13 +209,7 @@ gf_status gf_cpu_spectral_norm_fwd(gf_ctx *ctx, const gf_tensor *w,
   }
   if (n_iter == 0) sn_w_v(ctx, W, vp, R, K, wv);
   /* sigma = u . (W v), W v of the final v (the last iteration's) */
-  double p[LANES] = {0};
-  for (int64_t i0 = 0; i0 < R; i0 += LANES) {
-    int64_t len = R - i0 < LANES ? R - i0 : LANES;
-    for (int64_t j = 0; j < len; j++)
-      p[j] += (double)up[i0 + j] * (double)wv[i0 + j];
-  }
-  float s = (float)lanes_tree(p);
+  float s = (float)gf_cpu_lane_dot(up, wv, R);
   *(float *)sigma->data = s;
   float *o = w_sn->data;
   int64_t n = R * K;
@@ -265,24 +238,11 @@ gf_status gf_cpu_spectral_norm_bwd(gf_ctx *ctx, const gf_tensor *w,
   int nt = ctx->nthreads;
 #pragma omp parallel for num_threads(nt) if (R * K >= GF_PAR_MIN) \
     schedule(static)
-  for (int64_t r = 0; r < R; r++) {
-    const float *gr = G + r * K, *wr = W + r * K;
-    double p[LANES] = {0};
-    for (int64_t i0 = 0; i0 < K; i0 += LANES) {
-      int64_t len = K - i0 < LANES ? K - i0 : LANES;
-      for (int64_t j = 0; j < len; j++)
-        p[j] += (double)gr[i0 + j] * (double)wr[i0 + j];
-    }
-    rows[r] = lanes_tree(p);
-  }
-  double p[LANES] = {0};
-  for (int64_t i0 = 0; i0 < R; i0 += LANES) {
-    int64_t len = R - i0 < LANES ? R - i0 : LANES;
-    for (int64_t j = 0; j < len; j++) p[j] += rows[i0 + j];
-  }
+  for (int64_t r = 0; r < R; r++)
+    rows[r] = gf_cpu_lane_dot(G + r * K, W + r * K, K);
   float s = *(const float *)sigma->data;
   double sd = (double)s;
-  float gs = (float)(-lanes_tree(p) / (sd * sd));
+  float gs = (float)(-gf_cpu_lane_sum_d(rows, R, 1) / (sd * sd));
   float *o = dw->data;
   int acc = accum == GF_ACCUMULATE;
 #pragma omp parallel for num_threads(nt) if (R * K >= GF_PAR_MIN) \

@@ -236,5 +236,27 @@ gf_status gf_cuda_conv2d_batched_bwd(gf_ctx *ctx, const gf_tensor *x,
                                      const gf_tensor *dy,
                                      const gf_conv_params *p, gf_tensor *dx,
                                      gf_tensor *dwmod, gf_err *err);
+/* cuda_stylegan_ops.c */
+gf_status gf_cuda_bias_act_fwd(gf_ctx *ctx, const gf_tensor *x,
+                               const gf_tensor *b, int act, float alpha,
+                               float gain, float clamp, gf_tensor *y,
+                               gf_err *err);
+gf_status gf_cuda_bias_act_bwd(gf_ctx *ctx, const gf_tensor *y, int act,
+                               float alpha, float gain, float clamp,
+                               const gf_tensor *dy, gf_tensor *dx,
+                               gf_tensor *db, gf_accum accum, gf_err *err);
+gf_status gf_cuda_mbstd_fwd(gf_ctx *ctx, const gf_tensor *x, int group_size,
+                            int num_channels, gf_tensor *y, gf_err *err);
+gf_status gf_cuda_mbstd_bwd(gf_ctx *ctx, const gf_tensor *x, int group_size,
+                            int num_channels, const gf_tensor *dy,
+                            gf_tensor *dx, gf_err *err);
+gf_status gf_cuda_noise_add_fwd(gf_ctx *ctx, const gf_tensor *x,
+                                const gf_tensor *noise,
+                                const gf_tensor *strength, gf_tensor *y,
+                                gf_err *err);
+gf_status gf_cuda_noise_add_bwd(gf_ctx *ctx, const gf_tensor *noise,
+                                const gf_tensor *dy, gf_tensor *dx,
+                                gf_tensor *dstrength, gf_accum accum,
+                                gf_err *err);
 
 #endif
