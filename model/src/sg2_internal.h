@@ -4,7 +4,8 @@
  * sg2_mapping.c, sg2_synthesis.c and sg2_disc.c.
  *
  * Calls go one way: sg2_net.c (init, free) -> sg2_synthesis.c /
- * sg2_disc.c -> sg2_mapping.c -> sg2_layers.c -> sg2_params.c.
+ * sg2_disc.c -> sg2_mapping.c -> sg2_layers.c, sg2_layers_bwd.c ->
+ * sg2_params.c.
  *
  * Building runs twice over the same code: a sizing pass (sg2_alloc.dry)
  * adds up the arena bytes, then the real pass carves the views. Layers
@@ -35,6 +36,8 @@ typedef struct sg2_fc {
   float act_gain;          /* 1 (linear) or sqrt(2) (lrelu) */
   gf_tensor ws, bs;        /* scaled weight and bias of the last forward */
   gf_tensor y;             /* [max_batch, out] */
+  gf_tensor dy;            /* training: dL/dy, then dL/d(pre-activation) */
+  gf_tensor dws, dbs;      /* training: dL/d(scaled weight, bias) */
 } sg2_fc;
 
 /* A conv layer of D (Conv2dLayer): k 1 or 3, down 1 or 2. */
@@ -48,6 +51,7 @@ typedef struct sg2_conv {
   gf_tensor ws;            /* scaled weight */
   gf_tensor xf;            /* down 2: the filtered input */
   gf_tensor y;             /* [max_batch, cout, res / down, res / down] */
+  gf_tensor dy, dws, dxf;  /* training: dL/dy, dL/dws, dL/dxf */
 } sg2_conv;
 
 /* normalize_2nd_moment over D features. */
@@ -57,6 +61,7 @@ typedef struct sg2_norm {
   gf_tensor wmod;          /* [max_batch, d, 1, 1] scratch */
   gf_tensor dcoef;         /* [max_batch, 1] = rsqrt(mean(x^2) + eps) */
   gf_tensor y;             /* [max_batch, d] */
+  gf_tensor g;             /* training: dL/dwmod = dL/dy sqrt(d) */
 } sg2_norm;
 
 /* A modulated layer (SynthesisLayer or ToRGBLayer). */
@@ -75,6 +80,10 @@ typedef struct sg2_slayer {
   gf_tensor xu;            /* up 2: the up-sampled input */
   gf_tensor noise;         /* [max_batch, 1, res, res] */
   gf_tensor y;             /* [max_batch, cout, res, res] */
+  bool noise_used;         /* the last forward added noise */
+  /* training: dL/dy (then dL/d(pre-activation)), dL/dxu, dL/dwmod, the
+   * flipped weight's gradient and its flip back, dL/dwrow */
+  gf_tensor dy, dxu, dwmod, dwf, dwback, dwrow;
 } sg2_slayer;
 
 typedef struct sg2_gblock {
@@ -85,6 +94,9 @@ typedef struct sg2_gblock {
   gf_tensor x0;            /* b4: const repeated */
   gf_tensor img_up;        /* the previous image up-sampled */
   gf_tensor img;           /* [max_batch, img_channels, res, res] */
+  gf_tensor dimg;          /* training: dL/dimg (not the last block's) */
+  gf_tensor dx0;           /* training, b4: dL/d(const repeated) */
+  gf_tensor dxin;          /* training, k > 0: dL/d(block input) */
 } sg2_gblock;
 
 typedef struct sg2_dblock {
@@ -92,6 +104,8 @@ typedef struct sg2_dblock {
   int64_t cin, ctmp, cout; /* cin 0: the first block (fromrgb) */
   sg2_conv fromrgb, conv0, conv1, skip;
   gf_tensor x;             /* output [max_batch, cout, res/2, res/2] */
+  gf_tensor dx;            /* training: dL/dx */
+  gf_tensor dt0, dt1;      /* training: input gradients of conv0, skip */
 } sg2_dblock;
 
 typedef struct sg2_mapping {
@@ -108,6 +122,10 @@ typedef struct sg2_mapping {
   gf_tensor mean;          /* [1, w_dim] */
   gf_tensor zeros_i32;     /* [max_batch] GF_I32 zeros (the mean's sum) */
   int fwd_batch;           /* 0: no forward yet */
+  float fwd_psi;           /* psi of the last forward */
+  gf_tensor c_in;          /* the last forward's c (a borrowed view) */
+  gf_tensor rowid_i32;     /* G: [max_batch num_ws] GF_I32, row (i, j) = i */
+  gf_tensor dx, dxc;       /* training, z and c: dL/d(fc0 input), its c part */
 } sg2_mapping;
 
 typedef struct gf_sg2_impl {
@@ -121,6 +139,10 @@ typedef struct gf_sg2_impl {
   sg2_fc efc, eout;
   gf_tensor mbstd;         /* [max_batch, C + F, 4, 4] */
   gf_tensor logits;        /* [max_batch, 1] */
+  gf_tensor one;           /* [1, 1] = 1: a crop is an upfirdn2d by it */
+  gf_tensor dws;           /* training, G: [max_batch, num_ws, w_dim] */
+  gf_tensor dmbstd, dlg;   /* training, D */
+  gf_tensor img_in;        /* D: the last forward's img (a borrowed view) */
   float *host_noise;       /* owned: host staging of random noise */
   size_t host_noise_n;
   int synth_batch, d_batch; /* last forwards' n; 0 none */
@@ -137,6 +159,9 @@ gf_status sg2_add_param(gf_sg2_net *net, sg2_alloc *a, bool trainable,
 /* An f32 activation / scratch view in acts (dry: the shape only). */
 gf_status sg2_act(gf_sg2_net *net, sg2_alloc *a, gf_tensor *t, int ndim,
                   const int64_t *shape, gf_err *err);
+/* sg2_act for a net built for training; else *t is left empty. */
+gf_status sg2_dact(gf_sg2_net *net, sg2_alloc *a, gf_tensor *t, int ndim,
+                   const int64_t *shape, gf_err *err);
 /* A view of t's first n rows (dim 0 = n). */
 gf_tensor sg2_rows(const gf_tensor *t, int64_t n);
 /* A view of t's memory as shape (same numel or fewer elements from the
@@ -177,6 +202,25 @@ gf_status sg2_slayer_fwd(gf_sg2_net *net, gf_ctx *ctx, sg2_slayer *l,
                          gf_sg2_noise noise, uint64_t seed, int64_t step,
                          int64_t sample0, gf_err *err);
 
+/* ---- sg2_layers_bwd.c: the backward of each layer of the last forward,
+ * from its dy (filled by the caller); dx (may be NULL) receives dL/dx;
+ * parameter gradients are written (GF_OVERWRITE) or added (GF_ACCUMULATE)
+ * ---- */
+gf_status sg2_fc_bwd(gf_sg2_net *net, gf_ctx *ctx, sg2_fc *l,
+                     const gf_tensor *x, int64_t n, gf_tensor *dx,
+                     gf_accum accum, gf_err *err);
+gf_status sg2_conv_bwd(gf_sg2_net *net, gf_ctx *ctx, sg2_conv *l,
+                       const gf_tensor *x, int64_t n, gf_tensor *dx,
+                       gf_accum accum, gf_err *err);
+/* dx[:n] from dy [n, d] of normalize_2nd_moment(x). */
+gf_status sg2_norm_bwd(gf_ctx *ctx, sg2_norm *l, const gf_tensor *x,
+                       const gf_tensor *dy, int64_t n, gf_tensor *dx,
+                       gf_err *err);
+/* Adds dL/dws of the layer's w row to dws [n, num_ws, w_dim]. */
+gf_status sg2_slayer_bwd(gf_sg2_net *net, gf_ctx *ctx, sg2_slayer *l,
+                         const gf_tensor *x, int64_t n, gf_tensor *dx,
+                         gf_tensor *dws, gf_accum accum, gf_err *err);
+
 /* ---- sg2_mapping.c ---- */
 /* prefix "mapping"; num_ws 0 and no w_avg for D's. */
 gf_status sg2_mapping_build(gf_sg2_net *net, sg2_alloc *a, sg2_mapping *m,
@@ -186,6 +230,10 @@ gf_status sg2_mapping_build(gf_sg2_net *net, sg2_alloc *a, sg2_mapping *m,
 gf_status sg2_mapping_run(gf_sg2_net *net, gf_ctx *ctx, sg2_mapping *m,
                           const gf_tensor *z, const gf_tensor *c, int64_t n,
                           const gf_tensor **w, gf_err *err);
+/* The backward of sg2_mapping_run from dL/dw in the last fc's dy. */
+gf_status sg2_mapping_back(gf_sg2_net *net, gf_ctx *ctx, sg2_mapping *m,
+                           const gf_tensor *c, int64_t n, gf_accum accum,
+                           gf_err *err);
 
 /* ---- sg2_synthesis.c / sg2_disc.c ---- */
 gf_status sg2_synthesis_build(gf_sg2_net *net, sg2_alloc *a, gf_err *err);

@@ -31,6 +31,9 @@ gf_status sg2_fc_build(gf_sg2_net *net, sg2_alloc *a, sg2_fc *l,
                        "%s.bias", name));
   GF_TRY(sg2_act(net, a, &l->ws, 2, ws, err));
   GF_TRY(sg2_act(net, a, &l->bs, 2, b2, err));
+  GF_TRY(sg2_dact(net, a, &l->dy, 2, ys, err));
+  GF_TRY(sg2_dact(net, a, &l->dws, 2, ws, err));
+  GF_TRY(sg2_dact(net, a, &l->dbs, 2, b2, err));
   return sg2_act(net, a, &l->y, 2, ys, err);
 }
 
@@ -84,8 +87,11 @@ gf_status sg2_conv_build(gf_sg2_net *net, sg2_alloc *a, sg2_conv *l,
     int side = k == 3 ? res + 1 : res / 2;
     const int64_t xs[4] = {mb, cin, side, side};
     GF_TRY(sg2_act(net, a, &l->xf, 4, xs, err));
+    GF_TRY(sg2_dact(net, a, &l->dxf, 4, xs, err));
   }
   const int64_t ys[4] = {mb, cout, res / down, res / down};
+  GF_TRY(sg2_dact(net, a, &l->dy, 4, ys, err));
+  GF_TRY(sg2_dact(net, a, &l->dws, 4, ws, err));
   return sg2_act(net, a, &l->y, 4, ys, err);
 }
 
@@ -127,6 +133,7 @@ gf_status sg2_norm_build(gf_sg2_net *net, sg2_alloc *a, sg2_norm *l,
   GF_TRY(sg2_act(net, a, &l->wc, 4, wc, err));
   GF_TRY(sg2_act(net, a, &l->wmod, 4, wm, err));
   GF_TRY(sg2_act(net, a, &l->dcoef, 2, dc, err));
+  GF_TRY(sg2_dact(net, a, &l->g, 4, wm, err));
   return sg2_act(net, a, &l->y, 2, ys, err);
 }
 
@@ -192,8 +199,14 @@ gf_status sg2_slayer_build(gf_sg2_net *net, sg2_alloc *a, sg2_slayer *l,
     const int64_t xs[4] = {mb, cin, res + 2, res + 2};
     GF_TRY(sg2_act(net, a, &l->wf, 4, ws, err));
     GF_TRY(sg2_act(net, a, &l->xu, 4, xs, err));
+    GF_TRY(sg2_dact(net, a, &l->dxu, 4, xs, err));
+    GF_TRY(sg2_dact(net, a, &l->dwf, 4, ws, err));
+    GF_TRY(sg2_dact(net, a, &l->dwback, 4, ws, err));
   }
   if (!torgb) GF_TRY(sg2_act(net, a, &l->noise, 4, ns, err));
+  GF_TRY(sg2_dact(net, a, &l->dy, 4, ys, err));
+  GF_TRY(sg2_dact(net, a, &l->dwmod, 4, wm, err));
+  GF_TRY(sg2_dact(net, a, &l->dwrow, 2, wr, err));
   return sg2_act(net, a, &l->y, 4, ys, err);
 }
 
@@ -276,7 +289,8 @@ gf_status sg2_slayer_fwd(gf_sg2_net *net, gf_ctx *ctx, sg2_slayer *l,
   } else {
     GF_TRY(gf_conv2d_batched_fwd(ctx, x, &wmod, &cp, &y, err));
   }
-  if (!l->torgb && noise != GF_SG2_NOISE_NONE) {
+  l->noise_used = !l->torgb && noise != GF_SG2_NOISE_NONE;
+  if (l->noise_used) {
     GF_TRY(make_noise(net, ctx, l, n, noise, seed, step, sample0, err));
     gf_tensor nz = sg2_rows(&l->noise, n);
     GF_TRY(gf_noise_add_fwd(ctx, &y, &nz, sg2_val(net, l->noise_strength),

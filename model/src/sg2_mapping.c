@@ -35,6 +35,11 @@ gf_status sg2_mapping_build(gf_sg2_net *net, sg2_alloc *a, sg2_mapping *m,
   if (z_dim > 0 && c_dim > 0) {
     const int64_t xs[2] = {mb, z_dim + m->embed};
     GF_TRY(sg2_act(net, a, &m->x, 2, xs, err));
+    GF_TRY(sg2_dact(net, a, &m->dx, 2, xs, err));
+  }
+  if (c_dim > 0) {
+    const int64_t cs[2] = {mb, m->embed};
+    GF_TRY(sg2_dact(net, a, &m->dxc, 2, cs, err));
   }
   if (num_ws > 0) {
     const int64_t wa[1] = {w_dim}, ws[3] = {mb, num_ws, w_dim},
@@ -49,6 +54,9 @@ gf_status sg2_mapping_build(gf_sg2_net *net, sg2_alloc *a, sg2_mapping *m,
     const int64_t zs[1] = {mb};
     GF_TRY(sg2_act(net, a, &m->zeros_i32, 1, zs, err));
     m->zeros_i32.dtype = GF_I32;
+    const int64_t rs[1] = {(int64_t)mb * num_ws};
+    GF_TRY(sg2_dact(net, a, &m->rowid_i32, 1, rs, err));
+    m->rowid_i32.dtype = GF_I32;
   }
   return GF_OK;
 }
@@ -65,6 +73,7 @@ gf_status sg2_mapping_run(gf_sg2_net *net, gf_ctx *ctx, sg2_mapping *m,
     return gf_fail(err, GF_EINVAL, "sg2 mapping: c must be [%lld, %lld]",
                    (long long)n, (long long)m->c_dim);
   gf_tensor nz = sg2_rows(&m->nz.y, n), nc = sg2_rows(&m->nc.y, n);
+  if (c) m->c_in = *c;
   if (m->z_dim > 0) GF_TRY(sg2_norm_fwd(ctx, &m->nz, z, n, err));
   if (m->c_dim > 0) {
     GF_TRY(sg2_fc_fwd(net, ctx, &m->embed_fc, c, n, err));
@@ -83,6 +92,7 @@ gf_status sg2_mapping_run(gf_sg2_net *net, gf_ctx *ctx, sg2_mapping *m,
   }
   *w = &m->fc[m->n_layers - 1].y;
   m->fwd_batch = (int)n;
+  m->fwd_psi = 1.0f;
   return GF_OK;
 }
 
@@ -128,6 +138,7 @@ gf_status gf_sg2_mapping_fwd(gf_sg2_net *net, gf_ctx *ctx, const gf_tensor *z,
       GF_TRY(gf_lerp(ctx, &row, &rep, (double)psi, err));
     }
   }
+  m->fwd_psi = psi;
   net->fwd_mode = mode;
   *ws = out;
   return GF_OK;
@@ -147,4 +158,70 @@ gf_status gf_sg2_w_avg_update(gf_sg2_net *net, gf_ctx *ctx, gf_err *err) {
                          (float)(1.0 / (double)n), -1.0f, &m->mean, err));
   gf_tensor *avg = &net->tensors[m->p_w_avg].value;
   return gf_lerp(ctx, avg, &m->mean, (double)net->cfg.w_avg_beta, err);
+}
+
+gf_status sg2_mapping_back(gf_sg2_net *net, gf_ctx *ctx, sg2_mapping *m,
+                           const gf_tensor *c, int64_t n, gf_accum accum,
+                           gf_err *err) {
+  for (int i = m->n_layers - 1; i >= 0; i--) {
+    gf_tensor x, dx, *dxp = NULL;
+    if (i > 0) {
+      x = sg2_rows(&m->fc[i - 1].y, n);
+      dx = sg2_rows(&m->fc[i - 1].dy, n);
+      dxp = &dx;
+    } else if (m->z_dim > 0 && m->c_dim > 0) {
+      x = sg2_rows(&m->x, n);
+      dx = sg2_rows(&m->dx, n);
+      dxp = &dx;
+    } else if (m->c_dim > 0) {
+      x = sg2_rows(&m->nc.y, n);
+      dx = sg2_rows(&m->dxc, n);
+      dxp = &dx;
+    } else {
+      x = sg2_rows(&m->nz.y, n); /* dz is not needed */
+    }
+    GF_TRY(sg2_fc_bwd(net, ctx, &m->fc[i], &x, n, dxp, accum, err));
+  }
+  if (m->c_dim == 0) return GF_OK;
+  gf_tensor dxc = sg2_rows(&m->dxc, n);
+  if (m->z_dim > 0) {
+    /* the c columns of dL/dx: a crop of the [n, z + e] plane */
+    const int64_t p4[4] = {1, 1, n, m->z_dim + m->embed},
+                  c4[4] = {1, 1, n, m->embed};
+    gf_tensor dx = sg2_rows(&m->dx, n);
+    gf_tensor src = sg2_as(&dx, 4, p4), dst = sg2_as(&dxc, 4, c4);
+    gf_fir_params fp = {{1, 1}, {1, 1}, {-(int)m->z_dim, 0, 0, 0}, 0, 1.0f};
+    GF_TRY(gf_upfirdn2d_fwd(ctx, &src, &net->impl->one, &fp, &dst, err));
+  }
+  gf_tensor e = sg2_rows(&m->embed_fc.y, n), de = sg2_rows(&m->embed_fc.dy, n);
+  GF_TRY(sg2_norm_bwd(ctx, &m->nc, &e, &dxc, n, &de, err));
+  return sg2_fc_bwd(net, ctx, &m->embed_fc, c, n, NULL, accum, err);
+}
+
+gf_status gf_sg2_mapping_bwd(gf_sg2_net *net, gf_ctx *ctx,
+                             const gf_tensor *dws, gf_accum accum,
+                             gf_err *err) {
+  GF_TRY(need_g(net, ctx, "gf_sg2_mapping_bwd", err));
+  sg2_mapping *m = &net->impl->map;
+  if (!net->training)
+    return gf_fail(err, GF_ESTATE, "gf_sg2_mapping_bwd: not built for "
+                   "training");
+  if (m->fwd_batch < 1)
+    return gf_fail(err, GF_ESTATE, "gf_sg2_mapping_bwd: no mapping forward");
+  if (m->fwd_psi != 1.0f)
+    return gf_fail(err, GF_EUNSUPPORTED, "gf_sg2_mapping_bwd: the last "
+                   "forward truncated (psi %g); training maps with psi 1",
+                   (double)m->fwd_psi);
+  int64_t n = m->fwd_batch;
+  if (!dws || dws->ndim != 3 || dws->shape[0] != n ||
+      dws->shape[1] != m->num_ws || dws->shape[2] != m->w_dim)
+    return gf_fail(err, GF_EINVAL, "gf_sg2_mapping_bwd: dws must be [%lld, "
+                   "%d, %lld]", (long long)n, m->num_ws,
+                   (long long)m->w_dim);
+  /* dL/dw = the sum over the num_ws copies: rows (i, j) into row i */
+  const int64_t flat[2] = {n * m->num_ws, m->w_dim};
+  gf_tensor d2 = sg2_as(dws, 2, flat), ids = sg2_rows(&m->rowid_i32, flat[0]);
+  gf_tensor dw = sg2_rows(&m->fc[m->n_layers - 1].dy, n);
+  GF_TRY(gf_embedding_bwd(ctx, &ids, &d2, &dw, GF_OVERWRITE, err));
+  return sg2_mapping_back(net, ctx, m, &m->c_in, n, accum, err);
 }

@@ -22,6 +22,20 @@ static gf_status fill_consts(gf_sg2_net *net, gf_ctx *ctx, gf_err *err) {
     for (int k = 0; k < 9; k++) p[j * 9 + k] = (k == 8 - j) ? 1.0f : 0.0f;
   GF_TRY(sg2_put_host(&im->filt, f, err));
   GF_TRY(sg2_put_host(&im->perm, p, err));
+  GF_TRY(gf_fill(ctx, &im->one, 1.0f, err));
+  sg2_mapping *m = &im->map;
+  if (m->rowid_i32.data) {
+    int64_t k = gf_tensor_numel(&m->rowid_i32);
+    int32_t *r = malloc((size_t)k * sizeof *r);
+    if (!r) return gf_fail(err, GF_ENOMEM, "sg2: row ids");
+    for (int64_t i = 0; i < k; i++) r[i] = (int32_t)(i / m->num_ws);
+    gf_tensor h;
+    gf_status st = gf_tensor_view(&h, r, GF_I32, GF_DEV_CPU, 1,
+                                  m->rowid_i32.shape, err);
+    if (st == GF_OK) st = gf_tensor_copy(&m->rowid_i32, &h, err);
+    free(r);
+    GF_TRY(st);
+  }
   GF_TRY(sg2_norm_consts(ctx, &im->map.nz, err));
   return sg2_norm_consts(ctx, &im->map.nc, err);
 }
@@ -33,6 +47,8 @@ static gf_status build(gf_sg2_net *net, sg2_alloc *a, gf_err *err) {
   const int64_t fs[2] = {4, 4}, ps[2] = {9, 9};
   GF_TRY(sg2_act(net, a, &im->filt, 2, fs, err));
   GF_TRY(sg2_act(net, a, &im->perm, 2, ps, err));
+  const int64_t os[2] = {1, 1};
+  GF_TRY(sg2_act(net, a, &im->one, 2, os, err));
   if (net->role == GF_SG2_G) return sg2_synthesis_build(net, a, err);
   return sg2_disc_build(net, a, err);
 }

@@ -52,6 +52,15 @@ gf_status sg2_act(gf_sg2_net *net, sg2_alloc *a, gf_tensor *t, int ndim,
   return carve(&net->acts, t, ndim, shape, err);
 }
 
+gf_status sg2_dact(gf_sg2_net *net, sg2_alloc *a, gf_tensor *t, int ndim,
+                   const int64_t *shape, gf_err *err) {
+  if (!net->training) {
+    memset(t, 0, sizeof *t);
+    return GF_OK;
+  }
+  return sg2_act(net, a, t, ndim, shape, err);
+}
+
 gf_status sg2_add_param(gf_sg2_net *net, sg2_alloc *a, bool trainable,
                         gf_param_kind kind, int ndim, const int64_t *shape,
                         int *idx, gf_err *err, const char *fmt, ...) {

@@ -10,13 +10,20 @@
  *       block outputs within TOL (below); each comparison shown to fire (a
  *       perturbed weight must fail it); 1 and 4 threads the same bits;
  *       the initialisers; random noise per global sample.
- *   test_sg2_nets GOLDEN_DIR cuda     the same forwards on CUDA against
- *       the CPU and the goldens; 77 without a usable GPU.
+ *       The backward (cond and clamp: sg2_<case>_{g,d}_grad, the official
+ *       autograd): dL/dws, every G and D parameter's gradient and D's
+ *       dL/dimg within GRAD_TOL_REL; GF_ACCUMULATE adds; a perturbed
+ *       weight fails it; 1 and 4 threads the same bits (G, D's dL/dimg
+ *       and its 1x1 conv and fc gradients; D's 3x3 conv weight gradients,
+ *       oneDNN's backward-weights, to rounding).
+ *   test_sg2_nets GOLDEN_DIR cuda     the same forwards and backwards on
+ *       CUDA against the CPU and the goldens; 77 without a usable GPU.
  *
  * Tolerance: |ours - official| <= TOL_REL * max|official| of the tensor
  * (+ 1e-7), 1e-5, about 8 times the worst seen (1.2e-6): the official fp32 path sums in other orders (oneDNN against
  * ATen's convolutions, double lane sums in the demodulation), nothing
- * else differs. */
+ * else differs. Gradients: GRAD_TOL_REL 1e-4 (worst seen 1.9e-5, a
+ * noise_strength gradient: one sum over every pixel of a layer). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +35,7 @@
 
 #define TOL_REL 1e-5
 #define CUDA_TOL_REL 1e-5
+#define GRAD_TOL_REL 1e-4
 
 static const char *g_dir;
 
@@ -35,7 +43,8 @@ typedef struct worst {
   double rel; /* worst |d| / max|t| */
   char what[96];
 } worst;
-static worst g_worst;
+static worst g_worst, g_worst_grad;
+static bool g_grading; /* misses() records into g_worst_grad */
 
 /* An owned CPU f32 copy of golden tensor name; exits when missing. */
 static gf_tensor gold(const gf_st_file *f, const char *name) {
@@ -103,9 +112,10 @@ static long misses(const char *what, const gf_tensor *got,
     double r = tmax > 0 ? wd / tmax : wd;
     printf("  %-34s n %-6lld worst |d| %-10.3g = %-9.3g max|t| at %lld\n",
            what, (long long)n, wd, r, (long long)wi);
-    if (r > g_worst.rel) {
-      g_worst.rel = r;
-      snprintf(g_worst.what, sizeof g_worst.what, "%s", what);
+    worst *wp = g_grading ? &g_worst_grad : &g_worst;
+    if (r > wp->rel) {
+      wp->rel = r;
+      snprintf(wp->what, sizeof wp->what, "%s", what);
     }
   }
   gf_tensor_free(&h);
@@ -502,6 +512,7 @@ static void run_case(const char *cs, gf_ctx *ctx, gf_ctx *ctx4) {
   const gf_tensor *cdp = cfg.c_dim ? &cd : NULL;
   gf_tensor lg = run_d(&d, ctx, &img, cdp);
   gf_tensor tl = gold(&fd, "out.logits");
+  CHECK(gf_sg2_d_bwd(&d, ctx, &tl, NULL, GF_OVERWRITE, &err) == GF_ESTATE);
   char w[96];
   snprintf(w, sizeof w, "%s out.logits", cs);
   CMP(w, &lg, &tl);
@@ -540,6 +551,234 @@ static void run_case(const char *cs, gf_ctx *ctx, gf_ctx *ctx4) {
   gf_tensor_free(&c);
   gf_st_file_free(&fg);
   gf_st_file_free(&fd);
+}
+
+/* Every trainable tensor's gradient against "pre.grad.<name>" of f;
+ * returns the misses. The golden set and the net's trainables must
+ * match. */
+static long cmp_grads(const char *cs, gf_sg2_net *net, const gf_st_file *f,
+                      const char *pre, double scale, bool record) {
+  long bad = 0;
+  int n = 0;
+  for (int i = 0; i < net->n_tensors; i++) {
+    gf_param *p = &net->tensors[i];
+    if (!p->trainable) continue;
+    char nm[128], w[160];
+    snprintf(nm, sizeof nm, "%s.grad.%s", pre, p->name);
+    if (!gf_st_find(f, nm)) {
+      CHECKF(0, "%s: no golden gradient %s", cs, nm);
+      continue;
+    }
+    n++;
+    gf_tensor t = gold(f, nm);
+    float *tv = t.data;
+    for (int64_t j = 0; j < gf_tensor_numel(&t); j++) tv[j] *= (float)scale;
+    snprintf(w, sizeof w, "%s d%s", cs, p->name);
+    long m = misses(w, &p->grad, &t, GRAD_TOL_REL, record);
+    if (record) CHECKF(m == 0, "%s: %ld outside %g", w, m, GRAD_TOL_REL);
+    bad += m;
+    gf_tensor_free(&t);
+  }
+  int golden = 0;
+  char pg[16];
+  snprintf(pg, sizeof pg, "%s.grad.", pre);
+  for (size_t i = 0; i < f->n_tensors; i++)
+    golden += strncmp(f->tensors[i].name, pg, strlen(pg)) == 0;
+  CHECKF(golden == n, "%s: %d golden gradients, %d compared", cs, golden, n);
+  return bad;
+}
+
+/* G's backward: synthesis ('const' noise) then mapping. */
+static void g_backward(gf_sg2_net *g, gf_ctx *ctx, const gf_tensor *z,
+                       const gf_tensor *c, const gf_tensor *dimg,
+                       gf_accum accum, gf_tensor *dws_out) {
+  gf_err err;
+  gf_tensor ws, img, dws;
+  REQUIRE(gf_sg2_mapping_fwd(g, ctx, z, c, 1.0f, 0, GF_MODE_TRAIN, &ws,
+                             &err) == GF_OK);
+  REQUIRE(gf_sg2_synthesis_fwd(g, ctx, &ws, GF_SG2_NOISE_CONST, 0, 0, 0,
+                               GF_MODE_TRAIN, &img, &err) == GF_OK);
+  CHECKF(gf_sg2_synthesis_bwd(g, ctx, dimg, accum, &dws, &err) == GF_OK,
+         "synthesis_bwd: %s", err.msg);
+  if (dws_out) *dws_out = host_copy(&dws);
+  CHECKF(gf_sg2_mapping_bwd(g, ctx, &dws, accum, &err) == GF_OK,
+         "mapping_bwd: %s", err.msg);
+}
+
+static void d_backward(gf_sg2_net *d, gf_ctx *ctx, const gf_tensor *img,
+                       const gf_tensor *c, const gf_tensor *dl,
+                       gf_tensor *dimg, gf_accum accum) {
+  gf_err err;
+  gf_tensor lg;
+  REQUIRE(gf_sg2_d_fwd(d, ctx, img, c, GF_MODE_TRAIN, &lg, &err) == GF_OK);
+  CHECKF(gf_sg2_d_bwd(d, ctx, dl, dimg, accum, &err) == GF_OK, "d_bwd: %s",
+         err.msg);
+}
+
+/* A gradient case: open_case's files and the two gradient files (f = g,
+ * d, g_grad, d_grad), G and D built for training on ctx with the golden
+ * weights; starts recording the worst gradient difference. */
+typedef struct gcase {
+  gf_st_file f[4];
+  gf_sg2_config cfg;
+  int ng, nd;
+  gf_sg2_net g, d;
+} gcase;
+
+static void gcase_open(gcase *k, const char *cs, gf_ctx *ctx) {
+  gf_err err;
+  k->cfg = open_case(cs, &k->f[0], &k->f[1], &k->ng, &k->nd);
+  for (int i = 0; i < 2; i++) {
+    char path[512];
+    gf_st_file_init(&k->f[2 + i]);
+    snprintf(path, sizeof path, "%s/sg2_%s_%s_grad.safetensors", g_dir, cs,
+             i ? "d" : "g");
+    REQUIRE(gf_st_open(&k->f[2 + i], path, 0, &err) == GF_OK);
+  }
+  REQUIRE(gf_sg2_net_init(&k->g, ctx, &k->cfg, GF_SG2_G, k->ng, true,
+                          &err) == GF_OK);
+  REQUIRE(gf_sg2_net_init(&k->d, ctx, &k->cfg, GF_SG2_D, k->nd, true,
+                          &err) == GF_OK);
+  load_all(&k->g, &k->f[0], "G.", false);
+  load_all(&k->d, &k->f[1], "D.", false);
+  g_grading = true;
+}
+
+static void gcase_close(gcase *k) {
+  gf_sg2_net_free(&k->g);
+  gf_sg2_net_free(&k->d);
+  for (int i = 0; i < 4; i++) gf_st_file_free(&k->f[i]);
+  g_grading = false;
+}
+
+/* The backward against the official autograd (sg2_<cs>_{g,d}_grad). */
+static void grad_case(const char *cs, gf_ctx *ctx, gf_ctx *ctx4) {
+  gf_err err;
+  gcase k;
+  gcase_open(&k, cs, ctx);
+  const gf_sg2_config cfg = k.cfg;
+  gf_st_file *fg = &k.f[0], *fd = &k.f[1], *gg = &k.f[2], *gd = &k.f[3];
+  gf_sg2_net *gp = &k.g, *dp = &k.d;
+  gf_tensor z = gold(fg, "in.z"), c = {0}, dimg = gold(gg, "in.dimg");
+  if (cfg.c_dim) c = gold(fg, "in.c");
+  const gf_tensor *cp = cfg.c_dim ? &c : NULL;
+  gf_tensor dws;
+  g_backward(gp, ctx, &z, cp, &dimg, GF_OVERWRITE, &dws);
+  gf_tensor tdws = gold(gg, "out.dws");
+  char w[96];
+  snprintf(w, sizeof w, "%s dws", cs);
+  CHECKF(misses(w, &dws, &tdws, GRAD_TOL_REL, true) == 0, "%s", w);
+  cmp_grads(cs, gp, gg, "G", 1.0, true);
+  /* 1 and 4 threads: the same bits */
+  gf_tensor gall, g1, g4;
+  REQUIRE(gf_arena_view_all(&gp->grads, &gall, &err) == GF_OK);
+  g1 = host_copy(&gall);
+  g_backward(gp, ctx4, &z, cp, &dimg, GF_OVERWRITE, NULL);
+  g4 = host_copy(&gall);
+  CHECKF(same_bits(&g1, &g4), "%s: G gradients on 1 and 4 threads differ",
+         cs);
+  /* accumulate: twice the gradient */
+  g_backward(gp, ctx, &z, cp, &dimg, GF_ACCUMULATE, NULL);
+  CHECKF(cmp_grads(cs, gp, gg, "G", 2.0, false) == 0,
+         "%s: G's accumulated gradients are not twice", cs);
+  /* fires: a perturbed weight */
+  float old = poke(gp, "synthesis.b8.conv1.weight", 0.05f, true);
+  g_backward(gp, ctx, &z, cp, &dimg, GF_OVERWRITE, NULL);
+  CHECKF(cmp_grads(cs, gp, gg, "G", 1.0, false) > 0,
+         "%s: G gradients: a perturbed weight went unnoticed", cs);
+  poke(gp, "synthesis.b8.conv1.weight", old, false);
+  /* refusals: a truncated mapping forward has no backward here */
+  gf_tensor wst;
+  REQUIRE(gf_sg2_mapping_fwd(gp, ctx, &z, cp, 0.7f, 0, GF_MODE_TRAIN, &wst,
+                             &err) == GF_OK);
+  CHECK(gf_sg2_mapping_bwd(gp, ctx, &wst, GF_OVERWRITE, &err) ==
+        GF_EUNSUPPORTED);
+  gf_tensor_free(&g1);
+  gf_tensor_free(&g4);
+  gf_tensor_free(&dws);
+  gf_tensor_free(&tdws);
+
+  gf_tensor img = gold(fd, "in.img"), cd = {0}, dl = gold(gd, "in.dlogits");
+  if (cfg.c_dim) cd = gold(fd, "in.c");
+  const gf_tensor *cdp = cfg.c_dim ? &cd : NULL;
+  gf_tensor dx;
+  REQUIRE(gf_tensor_init(&dx, GF_F32, GF_DEV_CPU, 4, img.shape, &err) == 0);
+  d_backward(dp, ctx, &img, cdp, &dl, &dx, GF_OVERWRITE);
+  gf_tensor tdx = gold(gd, "out.dimg");
+  snprintf(w, sizeof w, "%s D dimg", cs);
+  CHECKF(misses(w, &dx, &tdx, GRAD_TOL_REL, true) == 0, "%s", w);
+  cmp_grads(cs, dp, gd, "D", 1.0, true);
+  REQUIRE(gf_arena_view_all(&dp->grads, &gall, &err) == GF_OK);
+  g1 = host_copy(&gall);
+  gf_tensor dx4 = on_dev(&dx, GF_DEV_CPU);
+  d_backward(dp, ctx4, &img, cdp, &dl, &dx4, GF_OVERWRITE);
+  g4 = host_copy(&gall);
+  /* D's 3x3 conv weight gradients come from oneDNN's backward-weights
+   * convolution, whose sums over the batch split by thread: 1 and 4
+   * threads agree to rounding there (the 1x1 convs, every other gradient
+   * and dL/dimg bit for bit, checked below) */
+  CHECKF(misses("D grads 1 vs 4 threads", &g4, &g1, 1e-6, false) == 0,
+         "%s: D gradients on 1 and 4 threads differ beyond rounding", cs);
+  for (int i = 0; i < dp->n_tensors; i++) {
+    gf_param *p = &dp->tensors[i];
+    if (!p->trainable || (p->value.ndim == 4 && p->value.shape[2] == 3))
+      continue;
+    size_t off = (size_t)((char *)p->grad.data - (char *)gall.data);
+    CHECKF(memcmp((char *)g1.data + off, (char *)g4.data + off,
+                  gf_tensor_nbytes(&p->grad)) == 0,
+           "%s: D's d%s on 1 and 4 threads differ", cs, p->name);
+  }
+  CHECKF(same_bits(&dx, &dx4), "%s: D's dimg on 1 and 4 threads differ", cs);
+  d_backward(dp, ctx, &img, cdp, &dl, NULL, GF_ACCUMULATE);
+  CHECKF(cmp_grads(cs, dp, gd, "D", 2.0, false) == 0,
+         "%s: D's accumulated gradients are not twice", cs);
+  old = poke(dp, "b16.conv0.weight", 0.05f, true);
+  d_backward(dp, ctx, &img, cdp, &dl, &dx, GF_OVERWRITE);
+  CHECKF(cmp_grads(cs, dp, gd, "D", 1.0, false) > 0 ||
+             misses("fires", &dx, &tdx, GRAD_TOL_REL, false) > 0,
+         "%s: D gradients: a perturbed weight went unnoticed", cs);
+  poke(dp, "b16.conv0.weight", old, false);
+  gf_tensor *fr[] = {&g1, &g4, &z,  &c,   &dimg,
+                     &img, &cd, &dl, &dx, &dx4, &tdx};
+  for (size_t i = 0; i < sizeof fr / sizeof fr[0]; i++) gf_tensor_free(fr[i]);
+  gcase_close(&k);
+}
+
+/* The backward on CUDA against the goldens (case cs has gradients). */
+static void cuda_grad_case(const char *cs, gf_ctx *gpu) {
+  gcase k;
+  gcase_open(&k, cs, gpu);
+  const gf_sg2_config cfg = k.cfg;
+  gf_st_file *fg = &k.f[0], *fd = &k.f[1], *gg = &k.f[2], *gd = &k.f[3];
+  gf_sg2_net *gp = &k.g, *dp = &k.d;
+  gf_tensor t[6] = {gold(fg, "in.z"), gold(gg, "in.dimg"),
+                    gold(fd, "in.img"), gold(gd, "in.dlogits"),
+                    gold(gd, "out.dimg"), {0}};
+  gf_tensor dv[5];
+  for (int i = 0; i < 5; i++) dv[i] = on_dev(&t[i], GF_DEV_CUDA);
+  gf_tensor cg = {0}, cd = {0}, cgd = {0}, cdd = {0};
+  if (cfg.c_dim) {
+    cg = gold(fg, "in.c");
+    cd = gold(fd, "in.c");
+    cgd = on_dev(&cg, GF_DEV_CUDA);
+    cdd = on_dev(&cd, GF_DEV_CUDA);
+  }
+  g_backward(gp, gpu, &dv[0], cfg.c_dim ? &cgd : NULL, &dv[1], GF_OVERWRITE,
+             NULL);
+  cmp_grads(cs, gp, gg, "G", 1.0, true);
+  d_backward(dp, gpu, &dv[2], cfg.c_dim ? &cdd : NULL, &dv[3], &dv[4],
+             GF_OVERWRITE);
+  char w[64];
+  snprintf(w, sizeof w, "%s cuda D dimg", cs);
+  CHECKF(misses(w, &dv[4], &t[4], GRAD_TOL_REL, true) == 0, "%s", w);
+  cmp_grads(cs, dp, gd, "D", 1.0, true);
+  for (int i = 0; i < 5; i++) {
+    gf_tensor_free(&t[i]);
+    gf_tensor_free(&dv[i]);
+  }
+  gf_tensor *fr[] = {&cg, &cd, &cgd, &cdd};
+  for (size_t i = 0; i < 4; i++) gf_tensor_free(fr[i]);
+  gcase_close(&k);
 }
 
 /* CUDA against the CPU and the goldens, one case. */
@@ -634,14 +873,19 @@ int main(int argc, char **argv) {
     gf_ctx_config cc = {.backend = GF_BACKEND_CUDA};
     REQUIRE(gf_ctx_init(&gpu, &cc, &err) == GF_OK);
     for (int i = 0; i < 3; i++) cuda_case(cases[i], &cpu, &gpu);
+    cuda_grad_case("cond", &gpu);
+    cuda_grad_case("clamp", &gpu);
     gf_ctx_free(&gpu);
   } else {
     ctx_cpu(&cpu4, 4);
     for (int i = 0; i < 3; i++) run_case(cases[i], &cpu, &cpu4);
+    grad_case("cond", &cpu, &cpu4);
+    grad_case("clamp", &cpu, &cpu4);
     gf_ctx_free(&cpu4);
   }
-  printf("worst |d| / max|t| against the official code: %.3g (%s)\n",
-         g_worst.rel, g_worst.what);
+  printf("worst |d| / max|t| against the official code: forward %.3g "
+         "(%s), gradients %.3g (%s)\n", g_worst.rel, g_worst.what,
+         g_worst_grad.rel, g_worst_grad.what);
   gf_ctx_free(&cpu);
   return check_report();
 }

@@ -2,7 +2,7 @@
  * architecture) and discriminator ('resnet', or 'orig' when d_resnet is 0)
  * of NVlabs/stylegan2-ada-pytorch, built over the kernel ops (gf/ops.h):
  * parameters with the official state_dict names, the official
- * initialisers from Philox, and the forward passes.
+ * initialisers from Philox, and the forward and backward passes.
  *
  * They do not fit gf_net's layer sequence (net.h) and get their own
  * struct, but share its pieces: every tensor is a gf_param (a view into
@@ -44,7 +44,16 @@
  * Rounding differs from PyTorch's in the order of sums only
  * (tests/model/test_sg2_nets.c: a few 1e-6 relative).
  *
- * Every forward runs through the kernel ops only, so a CUDA ctx runs it
+ * The backward passes (gf_sg2_synthesis_bwd, gf_sg2_mapping_bwd,
+ * gf_sg2_d_bwd) read what their forward kept and differentiate the same
+ * formulation: the flip is its own inverse, normalize_2nd_moment's
+ * gradient is the modulation op's (y = sqrt(D) wmod), a mean's and the
+ * const's batch sums are gf_embedding_bwd's row sums, the equalized-lr
+ * gains multiply the gradients once (PyTorch's autograd of w * gain).
+ * Checked against the official autograd (a few 1e-6 relative; 1e-4
+ * allowed).
+ *
+ * Every forward and backward runs through the kernel ops only, so a CUDA ctx runs it
  * where the ops run (the random noise is drawn on the host, as
  * gf_latent_sample's latents, and copied). */
 #ifndef GF_SG2_NET_H
@@ -161,6 +170,24 @@ gf_status gf_sg2_synthesis_fwd(gf_sg2_net *net, gf_ctx *ctx,
                                uint64_t seed, int64_t step, int64_t sample0,
                                gf_net_mode mode, gf_tensor *img,
                                gf_err *err);
+/* The backward of the last synthesis forward (a net built for training):
+ * dimg (the image's shape, on the net's device) is dL/dimg; every
+ * synthesis parameter's gradient is written (GF_OVERWRITE) or added
+ * (GF_ACCUMULATE) in the grads arena, and *dws (may be NULL) receives a
+ * view of dL/dws [n, num_ws, w_dim] in acts, valid until the next
+ * backward: the input of gf_sg2_mapping_bwd. noise_strength's gradient is
+ * that of the last forward's noise (0 contribution for noise none). */
+gf_status gf_sg2_synthesis_bwd(gf_sg2_net *net, gf_ctx *ctx,
+                               const gf_tensor *dimg, gf_accum accum,
+                               gf_tensor *dws, gf_err *err);
+/* The backward of the last mapping forward from dws [n, num_ws, w_dim]:
+ * the mapping's parameter gradients (the class embedding's included),
+ * written or added as accum says. GF_EUNSUPPORTED when that forward
+ * truncated (psi != 1: training maps without truncation). */
+gf_status gf_sg2_mapping_bwd(gf_sg2_net *net, gf_ctx *ctx,
+                             const gf_tensor *dws, gf_accum accum,
+                             gf_err *err);
+
 /* Views of a block's outputs of the last synthesis forward (res 4 ..
  * img_resolution): x [n, C, res, res] and img [n, img_channels, res, res]
  * (either may be NULL). For debugging against official intermediates. */
@@ -174,6 +201,13 @@ gf_status gf_sg2_synthesis_block(const gf_sg2_net *net, int res,
 gf_status gf_sg2_d_fwd(gf_sg2_net *net, gf_ctx *ctx, const gf_tensor *img,
                        const gf_tensor *c, gf_net_mode mode,
                        gf_tensor *logits, gf_err *err);
+/* The backward of the last D forward (a net built for training): dlogits
+ * (n values on the net's device) is dL/dlogits; every D parameter's
+ * gradient (its mapping's included) is written or added as accum says,
+ * and dimg (may be NULL; the forward's img shape, on the device) receives
+ * dL/dimg. */
+gf_status gf_sg2_d_bwd(gf_sg2_net *net, gf_ctx *ctx, const gf_tensor *dlogits,
+                       gf_tensor *dimg, gf_accum accum, gf_err *err);
 /* A view of D block res's output x of the last forward (res =
  * img_resolution .. 8: [n, C(res / 2), res / 2, res / 2]). */
 gf_status gf_sg2_d_block(const gf_sg2_net *net, int res, gf_tensor *x,

@@ -38,6 +38,15 @@ golden/sg2_<case>_d.safetensors (D, N = 4) with
                         (x for r = 4, 8; img for r = 4, 8, 16)
   mid.d.b<r>.x          each D block's output (r = 16, 8: b16's is the
                         epilogue's input)
+The cond and clamp cases also write the gradients (torch autograd, eval
+mode: fused modconv) to sg2_<case>_{g,d}_grad.safetensors:
+  in.dimg               a fixed N(0, 1) dL/dimg of synthesis(ws, 'const')
+  out.dws               dL/dws
+  G.grad.<name>         dL/dparam of every G parameter, the mapping's
+                        through ws = mapping(z, c) (psi 1)
+  in.dlogits            a fixed N(0, 1) dL/dlogits of D(in.img, c)
+  out.dimg              dL/dimg
+  D.grad.<name>         dL/dparam of every D parameter
 Metadata (strings): the sizes of the case.
 Cases: uncond (c_dim 0), cond (c_dim 3), clamp (c_dim 0, conv_clamp 0.6:
 clamping active in many layers). D's mbstd group is 2 (two groups of 2).
@@ -56,7 +65,7 @@ MAP = 2
 MBSTD_GROUP, MBSTD_C = 2, 1
 
 
-def case(nets, name, seed, c_dim, conv_clamp, outdir):
+def case(nets, name, seed, c_dim, conv_clamp, outdir, grads):
     torch.manual_seed(seed)
     G = nets.Generator(z_dim=ZW, c_dim=c_dim, w_dim=ZW, img_resolution=RES,
                        img_channels=IMG_C,
@@ -141,6 +150,33 @@ def case(nets, name, seed, c_dim, conv_clamp, outdir):
                 conv_clamp=str(conv_clamp if conv_clamp else 0),
                 truncation_psi='0.7', truncation_cutoff='4',
                 torch=torch.__version__, seed=str(seed))
+    if grads:
+        gg, gd = {}, {}
+        dimg = torch.randn([N_G, IMG_C, RES, RES], generator=gen)
+        dlog = torch.randn([N_D, 1], generator=gen)
+        gg['in.dimg'] = dimg.numpy()
+        gd['in.dlogits'] = dlog.numpy()
+        G.zero_grad()
+        ws = G.mapping(z, c).detach().requires_grad_(True)
+        img_g = G.synthesis(ws, noise_mode='const', force_fp32=True)
+        (img_g * dimg).sum().backward()
+        ws_m = G.mapping(z, c)  # the mapping's parameters from dws
+        ws_m.backward(ws.grad)
+        gg['out.dws'] = ws.grad.numpy()
+        for k, p in G.named_parameters():
+            gg[f'G.grad.{k}'] = p.grad.numpy().copy()
+        D.zero_grad()
+        img_d = img.clone().requires_grad_(True)
+        (D(img_d, cd) * dlog).sum().backward()
+        gd['out.dimg'] = img_d.grad.numpy()
+        for k, p in D.named_parameters():
+            gd[f'D.grad.{k}'] = p.grad.numpy().copy()
+        for net, out in (('g', gg), ('d', gd)):
+            out = {k: np.ascontiguousarray(v, dtype=np.float32)
+                   for k, v in out.items()}
+            path = os.path.join(outdir, f'sg2_{name}_{net}_grad.safetensors')
+            save_file(out, path, metadata=meta)
+            print(path, os.path.getsize(path), 'bytes,', len(out), 'tensors')
     for net, out, n in (('g', og, N_G), ('d', od, N_D)):
         out = {k: np.ascontiguousarray(v, dtype=np.float32)
                for k, v in out.items()}
@@ -156,9 +192,9 @@ def main():
     from training import networks as nets  # the official code, run only
     outdir = (sys.argv[2] if len(sys.argv) > 2
               else os.path.dirname(os.path.abspath(__file__)))
-    case(nets, 'uncond', 1000, 0, None, outdir)
-    case(nets, 'cond', 2000, 3, None, outdir)
-    case(nets, 'clamp', 3000, 0, 0.6, outdir)
+    case(nets, 'uncond', 1000, 0, None, outdir, False)
+    case(nets, 'cond', 2000, 3, None, outdir, True)
+    case(nets, 'clamp', 3000, 0, 0.6, outdir, True)
 
 
 if __name__ == '__main__':
