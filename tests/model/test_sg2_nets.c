@@ -163,7 +163,8 @@ static gf_sg2_config case_config(const gf_st_file *f) {
   c.mbstd_group = meta_int(f, "mbstd_group");
   c.mbstd_channels = meta_int(f, "mbstd_channels");
   c.conv_clamp = (float)atof(gf_st_meta_get(f, "conv_clamp"));
-  c.d_resnet = 1;
+  const char *r = gf_st_meta_get(f, "d_resnet");
+  c.d_resnet = r ? atoi(r) : 1;
   return c;
 }
 
@@ -471,6 +472,58 @@ static gf_sg2_config open_case(const char *cs, gf_st_file *fg, gf_st_file *fd,
   return cfg;
 }
 
+/* D's forward of case cs (golden file fd) on ctx against the goldens,
+ * its comparisons shown to fire, 1 (ctx) and 4 threads (ctx4) the same
+ * bits. */
+static void run_d_case(const char *cs, const gf_st_file *fd,
+                       const gf_sg2_config *cfg, int nd, gf_ctx *ctx,
+                       gf_ctx *ctx4) {
+  gf_err err;
+  gf_sg2_net d;
+  REQUIRE(gf_sg2_net_init(&d, ctx, cfg, GF_SG2_D, nd, false, &err) ==
+          GF_OK);
+  load_all(&d, fd, "D.", true);
+  gf_tensor img = gold(fd, "in.img"), cd = {0};
+  if (cfg->c_dim) cd = gold(fd, "in.c");
+  const gf_tensor *cdp = cfg->c_dim ? &cd : NULL;
+  gf_tensor lg = run_d(&d, ctx, &img, cdp);
+  gf_tensor tl = gold(fd, "out.logits");
+  CHECK(gf_sg2_d_bwd(&d, ctx, &tl, NULL, GF_OVERWRITE, &err) == GF_ESTATE);
+  char w[96];
+  snprintf(w, sizeof w, "%s out.logits", cs);
+  CMP(w, &lg, &tl);
+  for (int res = 16; res >= 8; res /= 2) {
+    gf_tensor x;
+    char nm[48];
+    snprintf(nm, sizeof nm, "mid.d.b%d.x", res);
+    CHECK(gf_sg2_d_block(&d, res, &x, &err) == GF_OK);
+    gf_tensor t = gold(fd, nm);
+    snprintf(w, sizeof w, "%s %s", cs, nm);
+    CMP(w, &x, &t);
+    gf_tensor_free(&t);
+  }
+  gf_tensor lg4 = run_d(&d, ctx4, &img, cdp);
+  CHECKF(same_bits(&lg, &lg4), "%s: D on 1 and 4 threads differ", cs);
+  const char *dp = cfg->c_dim ? "mapping.fc1.bias" : "b4.out.bias";
+  const char *dp2 = "b32.conv0.weight";
+  for (int k = 0; k < 2; k++) {
+    const char *t = k ? dp2 : dp;
+    float delta = k ? 0.05f : 0.1f;
+    float old = poke(&d, t, delta, true);
+    gf_tensor l2 = run_d(&d, ctx, &img, cdp);
+    CHECKF(misses("fires", &l2, &tl, TOL_REL, false) > 0,
+           "%s: D's %s + %g went unnoticed", cs, t, (double)delta);
+    gf_tensor_free(&l2);
+    poke(&d, t, old, false);
+  }
+  gf_tensor_free(&lg);
+  gf_tensor_free(&lg4);
+  gf_tensor_free(&tl);
+  gf_tensor_free(&img);
+  gf_tensor_free(&cd);
+  gf_sg2_net_free(&d);
+}
+
 static void run_case(const char *cs, gf_ctx *ctx, gf_ctx *ctx4) {
   gf_err err;
   gf_st_file fg, fd;
@@ -502,54 +555,26 @@ static void run_case(const char *cs, gf_ctx *ctx, gf_ctx *ctx4) {
   free_gouts(&o4);
   gf_sg2_net_free(&g);
 
-  /* D */
-  gf_sg2_net d;
-  REQUIRE(gf_sg2_net_init(&d, ctx, &cfg, GF_SG2_D, nd, false, &err) ==
-          GF_OK);
-  load_all(&d, &fd, "D.", true);
-  gf_tensor img = gold(&fd, "in.img"), cd = {0};
-  if (cfg.c_dim) cd = gold(&fd, "in.c");
-  const gf_tensor *cdp = cfg.c_dim ? &cd : NULL;
-  gf_tensor lg = run_d(&d, ctx, &img, cdp);
-  gf_tensor tl = gold(&fd, "out.logits");
-  CHECK(gf_sg2_d_bwd(&d, ctx, &tl, NULL, GF_OVERWRITE, &err) == GF_ESTATE);
-  char w[96];
-  snprintf(w, sizeof w, "%s out.logits", cs);
-  CMP(w, &lg, &tl);
-  for (int res = 16; res >= 8; res /= 2) {
-    gf_tensor x;
-    char nm[48];
-    snprintf(nm, sizeof nm, "mid.d.b%d.x", res);
-    CHECK(gf_sg2_d_block(&d, res, &x, &err) == GF_OK);
-    gf_tensor t = gold(&fd, nm);
-    snprintf(w, sizeof w, "%s %s", cs, nm);
-    CMP(w, &x, &t);
-    gf_tensor_free(&t);
-  }
-  gf_tensor lg4 = run_d(&d, ctx4, &img, cdp);
-  CHECKF(same_bits(&lg, &lg4), "%s: D on 1 and 4 threads differ", cs);
-  const char *dp = cfg.c_dim ? "mapping.fc1.bias" : "b4.out.bias";
-  const char *dp2 = "b32.conv0.weight";
-  for (int k = 0; k < 2; k++) {
-    const char *t = k ? dp2 : dp;
-    float delta = k ? 0.05f : 0.1f;
-    float old = poke(&d, t, delta, true);
-    gf_tensor l2 = run_d(&d, ctx, &img, cdp);
-    CHECKF(misses("fires", &l2, &tl, TOL_REL, false) > 0,
-           "%s: D's %s + %g went unnoticed", cs, t, (double)delta);
-    gf_tensor_free(&l2);
-    poke(&d, t, old, false);
-  }
-  gf_tensor_free(&lg);
-  gf_tensor_free(&lg4);
-  gf_tensor_free(&tl);
-  gf_tensor_free(&img);
-  gf_tensor_free(&cd);
-  gf_sg2_net_free(&d);
+  run_d_case(cs, &fd, &cfg, nd, ctx, ctx4);
   if (strcmp(cs, "uncond") == 0) init_check(ctx, &cfg);
   gf_tensor_free(&z);
   gf_tensor_free(&c);
   gf_st_file_free(&fg);
+  gf_st_file_free(&fd);
+}
+
+/* D's 'orig' architecture (d_resnet 0, the cifar config's): D only. */
+static void orig_case(gf_ctx *ctx, gf_ctx *ctx4) {
+  char path[512];
+  gf_err err;
+  gf_st_file fd;
+  gf_st_file_init(&fd);
+  snprintf(path, sizeof path, "%s/sg2_orig_d.safetensors", g_dir);
+  REQUIRE(gf_st_open(&fd, path, 0, &err) == GF_OK);
+  gf_sg2_config cfg = case_config(&fd);
+  CHECK(cfg.d_resnet == 0);
+  printf("case orig: d_resnet %d\n", cfg.d_resnet);
+  run_d_case("orig", &fd, &cfg, meta_int(&fd, "batch"), ctx, ctx4);
   gf_st_file_free(&fd);
 }
 
@@ -879,6 +904,7 @@ int main(int argc, char **argv) {
   } else {
     ctx_cpu(&cpu4, 4);
     for (int i = 0; i < 3; i++) run_case(cases[i], &cpu, &cpu4);
+    orig_case(&cpu, &cpu4);
     grad_case("cond", &cpu, &cpu4);
     grad_case("clamp", &cpu, &cpu4);
     gf_ctx_free(&cpu4);

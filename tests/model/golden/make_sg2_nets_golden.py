@@ -49,7 +49,8 @@ mode: fused modconv) to sg2_<case>_{g,d}_grad.safetensors:
   D.grad.<name>         dL/dparam of every D parameter
 Metadata (strings): the sizes of the case.
 Cases: uncond (c_dim 0), cond (c_dim 3), clamp (c_dim 0, conv_clamp 0.6:
-clamping active in many layers). D's mbstd group is 2 (two groups of 2).
+clamping active in many layers), orig (D's architecture 'orig', the
+cifar config's d_resnet 0: sg2_orig_d only). D's mbstd group is 2 (two groups of 2).
 """
 import os
 import sys
@@ -65,7 +66,7 @@ MAP = 2
 MBSTD_GROUP, MBSTD_C = 2, 1
 
 
-def case(nets, name, seed, c_dim, conv_clamp, outdir, grads):
+def case(nets, name, seed, c_dim, conv_clamp, outdir, grads, arch='resnet'):
     torch.manual_seed(seed)
     G = nets.Generator(z_dim=ZW, c_dim=c_dim, w_dim=ZW, img_resolution=RES,
                        img_channels=IMG_C,
@@ -74,7 +75,7 @@ def case(nets, name, seed, c_dim, conv_clamp, outdir, grads):
                                              num_fp16_res=0,
                                              conv_clamp=conv_clamp))
     D = nets.Discriminator(c_dim=c_dim, img_resolution=RES,
-                           img_channels=IMG_C, architecture='resnet',
+                           img_channels=IMG_C, architecture=arch,
                            channel_base=CB, channel_max=CM, num_fp16_res=0,
                            conv_clamp=conv_clamp,
                            mapping_kwargs=dict(num_layers=MAP),
@@ -149,6 +150,7 @@ def case(nets, name, seed, c_dim, conv_clamp, outdir, grads):
                 mbstd_group=str(MBSTD_GROUP), mbstd_channels=str(MBSTD_C),
                 conv_clamp=str(conv_clamp if conv_clamp else 0),
                 truncation_psi='0.7', truncation_cutoff='4',
+                d_resnet=str(int(arch == 'resnet')),
                 torch=torch.__version__, seed=str(seed))
     if grads:
         gg, gd = {}, {}
@@ -178,6 +180,8 @@ def case(nets, name, seed, c_dim, conv_clamp, outdir, grads):
             save_file(out, path, metadata=meta)
             print(path, os.path.getsize(path), 'bytes,', len(out), 'tensors')
     for net, out, n in (('g', og, N_G), ('d', od, N_D)):
+        if arch != 'resnet' and net == 'g':
+            continue  # the same G as the other cases: D only
         out = {k: np.ascontiguousarray(v, dtype=np.float32)
                for k, v in out.items()}
         path = os.path.join(outdir, f'sg2_{name}_{net}.safetensors')
@@ -195,6 +199,7 @@ def main():
     case(nets, 'uncond', 1000, 0, None, outdir, False)
     case(nets, 'cond', 2000, 3, None, outdir, True)
     case(nets, 'clamp', 3000, 0, 0.6, outdir, True)
+    case(nets, 'orig', 4000, 0, None, outdir, False, arch='orig')
 
 
 if __name__ == '__main__':
