@@ -70,6 +70,7 @@ gf_status gf_sg2_config_validate(const gf_sg2_config *c, gf_err *err) {
   SG2_RANGE(c_dim, 0, 100000)
   SG2_RANGE(img_channels, 1, 4)
   SG2_RANGE(map_layers, 1, 16)
+  SG2_RANGE(d_map_layers, 1, 16)
   SG2_RANGE(channel_max, 1, 4096)
   SG2_RANGE(channel_base, 1, 1 << 24)
   SG2_RANGE(mbstd_group, 1, 1024)
@@ -131,6 +132,7 @@ gf_status gf_sg2_config_preset(gf_sg2_config *c, gf_sg2_recipe *recipe,
   c->img_resolution = res;
   c->img_channels = img_channels;
   c->map_layers = r->map_layers;
+  c->d_map_layers = 8;
   c->map_lr_mul = 0.01f;
   c->w_avg_beta = 0.995f;
   c->channel_base = (int)(fmaps * 32768.0f);

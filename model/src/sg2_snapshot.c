@@ -68,9 +68,9 @@ typedef struct sg_ctx {
 
 void gf_sg2_snapshot_free(gf_sg2_snapshot *s) {
   if (!s) return;
-  gf_sg2_net *nets[] = {&s->G, &s->D, &s->G_ema, &s->augment_pipe};
+  gf_sg2_snap_net *nets[] = {&s->G, &s->D, &s->G_ema, &s->augment_pipe};
   for (size_t k = 0; k < 4; k++) {
-    gf_sg2_net *n = nets[k];
+    gf_sg2_snap_net *n = nets[k];
     for (size_t i = 0; i < n->n_tensors; i++) {
       free(n->tensors[i].name);
       free(n->tensors[i].data);
@@ -85,13 +85,13 @@ void gf_sg2_snapshot_free(gf_sg2_snapshot *s) {
   memset(s, 0, sizeof *s);
 }
 
-const gf_sg2_tensor *gf_sg2_find(const gf_sg2_net *n, const char *name) {
+const gf_sg2_snap_tensor *gf_sg2_snap_find(const gf_sg2_snap_net *n, const char *name) {
   for (size_t i = 0; n && i < n->n_tensors; i++)
     if (strcmp(n->tensors[i].name, name) == 0) return &n->tensors[i];
   return NULL;
 }
 
-const char *gf_sg2_extra(const gf_sg2_net *n, const char *key) {
+const char *gf_sg2_snap_extra(const gf_sg2_snap_net *n, const char *key) {
   for (size_t i = 0; n && i < n->n_extra; i++)
     if (strcmp(n->extra[i].key, key) == 0) return n->extra[i].value;
   return NULL;
@@ -238,7 +238,7 @@ static gf_status read_storage(sg_ctx *c, const char *tname,
 }
 
 static gf_status read_tensor(sg_ctx *c, const char *tname, const gf_pk_value *v,
-                             gf_sg2_tensor *t) {
+                             gf_sg2_snap_tensor *t) {
   if (gf_pk_is(v, "torch._utils", "_rebuild_parameter") &&
       v->kind == GF_PK_CALL && v->args->items.n >= 1)
     v = v->args->items.v[0];
@@ -322,12 +322,12 @@ static void *room16(void *arr, size_t n, size_t size) {
   return n % 16 ? arr : realloc(arr, (n + 16) * size);
 }
 
-static gf_status add_tensor(sg_ctx *c, gf_sg2_net *n, const char *name,
+static gf_status add_tensor(sg_ctx *c, gf_sg2_snap_net *n, const char *name,
                             const gf_pk_value *v) {
-  gf_sg2_tensor *ts = room16(n->tensors, n->n_tensors, sizeof *ts);
+  gf_sg2_snap_tensor *ts = room16(n->tensors, n->n_tensors, sizeof *ts);
   if (!ts) return nomem(c);
   n->tensors = ts;
-  gf_sg2_tensor *t = &n->tensors[n->n_tensors];
+  gf_sg2_snap_tensor *t = &n->tensors[n->n_tensors];
   memset(t, 0, sizeof *t);
   t->name = strdup(name);
   if (!t->name) return nomem(c);
@@ -358,11 +358,11 @@ static int non_persistent(const gf_pk_value *set, const gf_pk_value *key) {
   return 0;
 }
 
-static gf_status read_kwargs(sg_ctx *c, gf_sg2_net *n, const gf_pk_value *kw);
-static gf_status add_extra(sg_ctx *c, gf_sg2_net *n, const char *key,
+static gf_status read_kwargs(sg_ctx *c, gf_sg2_snap_net *n, const gf_pk_value *kw);
+static gf_status add_extra(sg_ctx *c, gf_sg2_snap_net *n, const char *key,
                            const gf_pk_value *v);
 
-static gf_status walk_module(sg_ctx *c, gf_sg2_net *n, const gf_pk_value *obj,
+static gf_status walk_module(sg_ctx *c, gf_sg2_snap_net *n, const gf_pk_value *obj,
                              const char *prefix, int depth) {
   char buf[96];
   if (depth > MAX_MODULE_DEPTH || ++c->n_modules > MAX_MODULES)
@@ -471,16 +471,16 @@ static void value_text(gf_strbuf *b, const gf_pk_value *v, int depth) {
   gf_strbuf_printf(b, "<%s>", gf_pk_kind_name(v->kind));
 }
 
-static gf_status add_extra(sg_ctx *c, gf_sg2_net *n, const char *key,
+static gf_status add_extra(sg_ctx *c, gf_sg2_snap_net *n, const char *key,
                            const gf_pk_value *v) {
-  gf_sg2_kv *ex = room16(n->extra, n->n_extra, sizeof *ex);
+  gf_sg2_snap_kv *ex = room16(n->extra, n->n_extra, sizeof *ex);
   if (!ex) return nomem(c);
   n->extra = ex;
   gf_strbuf b;
   gf_strbuf_init(&b);
   if (v) value_text(&b, v, 0);
   else gf_strbuf_puts(&b, "{}");
-  gf_sg2_kv *kv = &n->extra[n->n_extra];
+  gf_sg2_snap_kv *kv = &n->extra[n->n_extra];
   kv->key = strdup(key);
   kv->value = gf_strbuf_take(&b, NULL);
   n->n_extra++;
@@ -490,29 +490,29 @@ static gf_status add_extra(sg_ctx *c, gf_sg2_net *n, const char *key,
 
 /* Known kwargs into their fields, in either the top level or the named
  * nested dict; 1 when taken. */
-static int known(gf_sg2_net *n, const char *key, const gf_pk_value *v) {
+static int known(gf_sg2_snap_net *n, const char *key, const gf_pk_value *v) {
   static const struct {
     const char *key;
     size_t off;
   } ints[] = {
-      {"z_dim", offsetof(gf_sg2_net, z_dim)},
-      {"c_dim", offsetof(gf_sg2_net, c_dim)},
-      {"w_dim", offsetof(gf_sg2_net, w_dim)},
-      {"img_resolution", offsetof(gf_sg2_net, img_resolution)},
-      {"img_channels", offsetof(gf_sg2_net, img_channels)},
-      {"mapping_kwargs.num_layers", offsetof(gf_sg2_net, mapping_layers)},
-      {"channel_base", offsetof(gf_sg2_net, channel_base)},
-      {"synthesis_kwargs.channel_base", offsetof(gf_sg2_net, channel_base)},
-      {"channel_max", offsetof(gf_sg2_net, channel_max)},
-      {"synthesis_kwargs.channel_max", offsetof(gf_sg2_net, channel_max)},
-      {"num_fp16_res", offsetof(gf_sg2_net, num_fp16_res)},
-      {"synthesis_kwargs.num_fp16_res", offsetof(gf_sg2_net, num_fp16_res)},
-      {"conv_clamp", offsetof(gf_sg2_net, conv_clamp)},
-      {"synthesis_kwargs.conv_clamp", offsetof(gf_sg2_net, conv_clamp)},
+      {"z_dim", offsetof(gf_sg2_snap_net, z_dim)},
+      {"c_dim", offsetof(gf_sg2_snap_net, c_dim)},
+      {"w_dim", offsetof(gf_sg2_snap_net, w_dim)},
+      {"img_resolution", offsetof(gf_sg2_snap_net, img_resolution)},
+      {"img_channels", offsetof(gf_sg2_snap_net, img_channels)},
+      {"mapping_kwargs.num_layers", offsetof(gf_sg2_snap_net, mapping_layers)},
+      {"channel_base", offsetof(gf_sg2_snap_net, channel_base)},
+      {"synthesis_kwargs.channel_base", offsetof(gf_sg2_snap_net, channel_base)},
+      {"channel_max", offsetof(gf_sg2_snap_net, channel_max)},
+      {"synthesis_kwargs.channel_max", offsetof(gf_sg2_snap_net, channel_max)},
+      {"num_fp16_res", offsetof(gf_sg2_snap_net, num_fp16_res)},
+      {"synthesis_kwargs.num_fp16_res", offsetof(gf_sg2_snap_net, num_fp16_res)},
+      {"conv_clamp", offsetof(gf_sg2_snap_net, conv_clamp)},
+      {"synthesis_kwargs.conv_clamp", offsetof(gf_sg2_snap_net, conv_clamp)},
       {"epilogue_kwargs.mbstd_group_size",
-       offsetof(gf_sg2_net, mbstd_group_size)},
+       offsetof(gf_sg2_snap_net, mbstd_group_size)},
       {"epilogue_kwargs.mbstd_num_channels",
-       offsetof(gf_sg2_net, mbstd_num_channels)},
+       offsetof(gf_sg2_snap_net, mbstd_num_channels)},
   };
   if (strcmp(key, "architecture") == 0 ||
       strcmp(key, "synthesis_kwargs.architecture") == 0) {
@@ -535,7 +535,7 @@ static int known(gf_sg2_net *n, const char *key, const gf_pk_value *v) {
   return 0;
 }
 
-static gf_status read_kwargs(sg_ctx *c, gf_sg2_net *n, const gf_pk_value *kw) {
+static gf_status read_kwargs(sg_ctx *c, gf_sg2_snap_net *n, const gf_pk_value *kw) {
   int is_g = strcmp(n->class_name, "Generator") == 0;
   int is_d = strcmp(n->class_name, "Discriminator") == 0;
   n->z_dim = n->c_dim = n->w_dim = n->img_resolution = n->img_channels = -1;
@@ -611,7 +611,7 @@ gf_status gf_sg2_snapshot_parse(const uint8_t *buf, size_t len,
                  "not a StyleGAN2-ADA snapshot: no key 'G_ema'");
   struct {
     const char *key;
-    gf_sg2_net *net;
+    gf_sg2_snap_net *net;
   } nets[] = {{"G", &out->G},
               {"D", &out->D},
               {"G_ema", &out->G_ema},
@@ -624,7 +624,7 @@ gf_status gf_sg2_snapshot_parse(const uint8_t *buf, size_t len,
     st = walk_module(&c, nets[i].net, v, "", 0);
   }
   if (st == GF_OK && out->augment_pipe.present) {
-    const gf_sg2_tensor *p = gf_sg2_find(&out->augment_pipe, "p");
+    const gf_sg2_snap_tensor *p = gf_sg2_snap_find(&out->augment_pipe, "p");
     if (p && p->numel == 1) {
       out->has_augment_p = 1;
       out->augment_p = p->data[0];

@@ -38,14 +38,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   gf_err err;
   gf_sg2_snapshot s;
   if (gf_sg2_snapshot_parse(data, size, &s, &err) == GF_OK) {
-    const gf_sg2_net *nets[] = {&s.G, &s.D, &s.G_ema, &s.augment_pipe};
+    const gf_sg2_snap_net *nets[] = {&s.G, &s.D, &s.G_ema, &s.augment_pipe};
     for (int k = 0; k < 4; k++) {
-      const gf_sg2_net *n = nets[k];
+      const gf_sg2_snap_net *n = nets[k];
       for (size_t i = 0; i < n->n_tensors; i++) {
-        const gf_sg2_tensor *t = &n->tensors[i];
+        const gf_sg2_snap_tensor *t = &n->tensors[i];
         size_t numel = 1;
         for (int d = 0; d < t->ndim; d++) numel *= (size_t)t->shape[d];
-        if (numel != t->numel || gf_sg2_find(n, t->name) == NULL)
+        if (numel != t->numel || gf_sg2_snap_find(n, t->name) == NULL)
           __builtin_trap();
         for (size_t e = 0; e < t->numel; e++)
           sum += (unsigned)(t->data[e] != 0.0f);

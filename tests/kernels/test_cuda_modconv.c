@@ -71,7 +71,7 @@ static kt_twin tw_gold(const gf_st_file *f, const char *pre, const char *sfx) {
 
 /* An owned twin of t's shape, both halves 12345 (ops must overwrite). */
 static kt_twin tw_junk(const gf_tensor *t) {
-  gf_tensor j = kt_filled_like(t, 12345.0f);
+  gf_tensor j = kt_garbage_like(t);
   kt_twin r = kt_twin_of(&j);
   gf_tensor_free(&j);
   return r;

@@ -68,7 +68,7 @@
 
 /* An owned tensor of t's shape holding a value no op here produces (the
  * ops must overwrite every element). */
-#define JUNK(t) kt_filled_like(t, 12345.0f)
+#define JUNK(t) kt_garbage_like(t)
 
 /* got against PyTorch's want within (atol, rtol, srel), and the comparison
  * shown to fire: want moved by twice the tolerance in one element (one ulp

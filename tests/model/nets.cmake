@@ -49,3 +49,22 @@ if(TARGET gf_kernels_cudatest)
   set_tests_properties(model_cuda_r1 PROPERTIES LABELS gpu TIMEOUT 300
     SKIP_RETURN_CODE 77)
 endif()
+
+# The StyleGAN2 generator and discriminator forwards and backwards
+# (gf/sg2_net.h) against the official code's numbers and autograd in
+# golden/sg2_*.safetensors (golden/make_sg2_nets_golden.py): names both
+# ways, shape refusals, each comparison shown to fire, 1 and 4 threads the
+# same bits; the gpu test runs the same on CUDA against the CPU and the
+# goldens (77 without a GPU).
+add_executable(test_sg2_nets ${CMAKE_CURRENT_LIST_DIR}/test_sg2_nets.c)
+target_link_libraries(test_sg2_nets PRIVATE gf_model)
+target_include_directories(test_sg2_nets PRIVATE ${GF_TEST_SUPPORT_DIR})
+add_test(NAME model_sg2_nets COMMAND test_sg2_nets
+  ${CMAKE_CURRENT_LIST_DIR}/golden)
+set_tests_properties(model_sg2_nets PROPERTIES LABELS unit TIMEOUT 120)
+if(GF_CUDA_BACKEND)
+  add_test(NAME model_sg2_nets_cuda COMMAND test_sg2_nets
+    ${CMAKE_CURRENT_LIST_DIR}/golden cuda)
+  set_tests_properties(model_sg2_nets_cuda PROPERTIES LABELS gpu TIMEOUT 300
+    SKIP_RETURN_CODE 77)
+endif()

@@ -32,7 +32,7 @@ static void expect(gf_sg2_preset p, int res, int ranks, int batch, int mbstd,
          "%s: map %d resnet %d pl %g", gf_sg2_preset_name(p), c.map_layers,
          c.d_resnet, (double)r.pl_weight);
   CHECK(c.z_dim == 512 && c.w_dim == 512 && c.conv_clamp == 256.0f);
-  CHECK(c.map_lr_mul == 0.01f && c.w_avg_beta == 0.995f);
+  CHECK(c.map_lr_mul == 0.01f && c.w_avg_beta == 0.995f && c.d_map_layers == 8);
 }
 
 int main(void) {
@@ -95,6 +95,7 @@ int main(void) {
   SPOIL(img_channels, 5);
   SPOIL(img_resolution, 96);
   SPOIL(map_layers, 0);
+  SPOIL(d_map_layers, 0);
   SPOIL(channel_max, 0);
   SPOIL(channel_base, 32);
   SPOIL(mbstd_group, 0);

@@ -20,7 +20,7 @@
 
 static const char *g_data, *g_golden;
 
-static const gf_sg2_net *net_of(const gf_sg2_snapshot *s, const char *name) {
+static const gf_sg2_snap_net *net_of(const gf_sg2_snapshot *s, const char *name) {
   if (strcmp(name, "G") == 0) return &s->G;
   if (strcmp(name, "D") == 0) return &s->D;
   if (strcmp(name, "G_ema") == 0) return &s->G_ema;
@@ -46,14 +46,14 @@ static void check_list(const gf_sg2_snapshot *s, const char *list_path) {
     int k = 0;
     while (k < 4 && strcmp(nets[k], net) != 0) k++;
     REQUIRE(k < 4);
-    const gf_sg2_net *n = net_of(s, net);
+    const gf_sg2_snap_net *n = net_of(s, net);
     lines++;
     if (seen[k] >= n->n_tensors) {
       CHECKF(0, "%s %s: the reader has only %zu tensors", net, name,
              n->n_tensors);
       continue;
     }
-    const gf_sg2_tensor *t = &n->tensors[seen[k]++];
+    const gf_sg2_snap_tensor *t = &n->tensors[seen[k]++];
     CHECKF(strcmp(t->name, name) == 0, "%s tensor %zu: %s, want %s", net,
            seen[k] - 1, t->name, name);
     int ndim = 0;
@@ -87,9 +87,9 @@ static void check_values(const gf_sg2_snapshot *s, const char *golden_path) {
     if (!slash) continue;
     char net[32];
     snprintf(net, sizeof net, "%.*s", (int)(slash - g->name), g->name);
-    const gf_sg2_net *n = net_of(s, net);
+    const gf_sg2_snap_net *n = net_of(s, net);
     REQUIRE(n && g->dtype == GF_ST_F32);
-    const gf_sg2_tensor *t = gf_sg2_find(n, slash + 1);
+    const gf_sg2_snap_tensor *t = gf_sg2_snap_find(n, slash + 1);
     CHECKF(t != NULL, "%s not read", g->name);
     if (!t) continue;
     CHECKF(t->numel == g->numel && t->ndim == g->ndim, "%s: size", g->name);
@@ -123,9 +123,9 @@ static void check_fixture(const char *stem, int cond) {
   check_values(&s, golden);
 
   int64_t res = cond ? 16 : 32, cbase = cond ? 64 : 128;
-  const gf_sg2_net *gs[2] = {&s.G, &s.G_ema};
+  const gf_sg2_snap_net *gs[2] = {&s.G, &s.G_ema};
   for (int k = 0; k < 2; k++) {
-    const gf_sg2_net *g = gs[k];
+    const gf_sg2_snap_net *g = gs[k];
     CHECK_STR_EQ(g->class_name, "Generator");
     CHECK_INT_EQ(g->z_dim, 32);
     CHECK_INT_EQ(g->w_dim, 32);
@@ -141,7 +141,7 @@ static void check_fixture(const char *stem, int cond) {
     CHECK_INT_EQ(g->n_extra, 0);
     CHECK_INT_EQ(g->mbstd_group_size, -1);
   }
-  const gf_sg2_net *d = &s.D;
+  const gf_sg2_snap_net *d = &s.D;
   CHECK_STR_EQ(d->class_name, "Discriminator");
   CHECK_INT_EQ(d->c_dim, cond ? 3 : 0);
   CHECK_INT_EQ(d->img_resolution, res);
@@ -155,20 +155,20 @@ static void check_fixture(const char *stem, int cond) {
   CHECK_INT_EQ(d->mbstd_num_channels, 1);
   CHECK_INT_EQ(d->z_dim, -1);
   CHECK_INT_EQ(d->n_extra, 2); /* block_kwargs {}, mapping_kwargs {} */
-  CHECK_STR_EQ(gf_sg2_extra(d, "block_kwargs"), "{}");
-  CHECK_STR_EQ(gf_sg2_extra(d, "mapping_kwargs"), "{}");
-  CHECK(gf_sg2_find(d, "mapping.embed.weight") != NULL || !cond);
-  const gf_sg2_net *a = &s.augment_pipe;
+  CHECK_STR_EQ(gf_sg2_snap_extra(d, "block_kwargs"), "{}");
+  CHECK_STR_EQ(gf_sg2_snap_extra(d, "mapping_kwargs"), "{}");
+  CHECK(gf_sg2_snap_find(d, "mapping.embed.weight") != NULL || !cond);
+  const gf_sg2_snap_net *a = &s.augment_pipe;
   CHECK_STR_EQ(a->class_name, "AugmentPipe");
-  CHECK_STR_EQ(gf_sg2_extra(a, "xflip"), "1");
-  CHECK_STR_EQ(gf_sg2_extra(a, "saturation"), "1");
-  CHECK(gf_sg2_extra(a, "noise") == NULL); /* not given: not recorded */
+  CHECK_STR_EQ(gf_sg2_snap_extra(a, "xflip"), "1");
+  CHECK_STR_EQ(gf_sg2_snap_extra(a, "saturation"), "1");
+  CHECK(gf_sg2_snap_extra(a, "noise") == NULL); /* not given: not recorded */
   CHECK_INT_EQ(a->n_extra, 12);
   CHECK(s.has_augment_p && s.augment_p == 0.25f);
-  const gf_sg2_tensor *c = gf_sg2_find(&s.G_ema, "synthesis.b4.const");
+  const gf_sg2_snap_tensor *c = gf_sg2_snap_find(&s.G_ema, "synthesis.b4.const");
   CHECK(c && c->ndim == 3 && c->shape[0] == 16 && c->shape[1] == 4 &&
         c->shape[2] == 4);
-  const gf_sg2_tensor *p = gf_sg2_find(a, "p");
+  const gf_sg2_snap_tensor *p = gf_sg2_snap_find(a, "p");
   CHECK(p && p->ndim == 0 && p->numel == 1);
   gf_sg2_snapshot_free(&s);
   gf_sg2_snapshot_free(&s); /* twice is fine */
@@ -297,14 +297,14 @@ static void check_dtypes(const char *corpus) {
     CHECK(!s.has_augment_p);
     CHECK_STR_EQ(s.G_ema.class_name, "FullyConnectedLayer");
     CHECK_INT_EQ(s.G_ema.n_tensors, 2);
-    const gf_sg2_tensor *w = gf_sg2_find(&s.G_ema, "weight");
-    const gf_sg2_tensor *b = gf_sg2_find(&s.G_ema, "bias");
+    const gf_sg2_snap_tensor *w = gf_sg2_snap_find(&s.G_ema, "weight");
+    const gf_sg2_snap_tensor *b = gf_sg2_snap_find(&s.G_ema, "bias");
     REQUIRE(w && b && w->numel == 6 && b->numel == 2);
     CHECK(w->ndim == 2 && w->shape[0] == 2 && w->shape[1] == 3);
     CHECK(memcmp(w->data, want_w, sizeof want_w) == 0); /* -0.0 too */
     CHECK(memcmp(b->data, want_b, sizeof want_b) == 0);
-    CHECK_STR_EQ(gf_sg2_extra(&s.G_ema, "args.0"), "3");
-    CHECK_STR_EQ(gf_sg2_extra(&s.G_ema, "args.1"), "2");
+    CHECK_STR_EQ(gf_sg2_snap_extra(&s.G_ema, "args.0"), "3");
+    CHECK_STR_EQ(gf_sg2_snap_extra(&s.G_ema, "args.1"), "2");
     gf_sg2_snapshot_free(&s);
   }
   char path[512];

@@ -37,6 +37,9 @@ typedef enum gf_rng_purpose {
   GF_RNG_LABEL = 9,     /* the classes of a conditional step's fake batch;
                            sub 0, one word per sample */
   GF_RNG_ADA = 10,      /* ADA augmentation draws (gf/ada.h); sub = pass */
+  GF_RNG_SG2_NOISE = 11, /* StyleGAN2 synthesis noise (noise mode random);
+                           sub = the layer's index in the synthesis
+                           network, H W normals per sample */
 } gf_rng_purpose;
 
 #define GF_RNG_SUB_MAX 0xFFFFFFu /* sub has 24 bits */

@@ -34,6 +34,10 @@ typedef struct gf_sg2_config {
   int img_resolution; /* H = W, a power of two in [32, 1024] */
   int img_channels;   /* 1 or 3 */
   int map_layers;     /* mapping depth (8; 2 in auto and cifar) */
+  int d_map_layers;   /* depth of D's mapping of c (conditional D only):
+                         the official Discriminator's MappingNetwork
+                         default, 8, in every preset (train.py passes it
+                         no num_layers) */
   float map_lr_mul;   /* the mapping layers' learning-rate multiplier, 0.01 */
   float w_avg_beta;   /* decay of the tracked average of w, 0.995 */
   int channel_base;   /* channels at resolution r: */

@@ -59,18 +59,18 @@
 #define GF_SG2_MAX_DIMS 8
 #define GF_SG2_MAX_FILE ((size_t)4 << 30) /* bytes gf_sg2_snapshot_read takes */
 
-typedef struct gf_sg2_tensor {
+typedef struct gf_sg2_snap_tensor {
   char *name; /* state_dict name: "synthesis.b4.const" */
   int ndim;   /* 0 for a scalar (augment_pipe.p) */
   int64_t shape[GF_SG2_MAX_DIMS];
   size_t numel;
   float *data; /* numel values, row-major */
-} gf_sg2_tensor;
+} gf_sg2_snap_tensor;
 
-typedef struct gf_sg2_kv {
+typedef struct gf_sg2_snap_kv {
   char *key;   /* "synthesis_kwargs.fp16_channels_last": nested dicts joined */
   char *value; /* Python-like text: "True", "None", "512", "0.5", "resnet" */
-} gf_sg2_kv;
+} gf_sg2_snap_kv;
 
 /* One network. The int fields are the constructor's kwargs; absent ones
  * take the official constructors' defaults (Generator: mapping num_layers
@@ -78,7 +78,7 @@ typedef struct gf_sg2_kv {
  * architecture "skip"; Discriminator: the same channel defaults,
  * architecture "resnet", mbstd_group_size 4, mbstd_num_channels 1), and -1
  * means None (conv_clamp, mbstd_group_size) or not a kwarg of this class. */
-typedef struct gf_sg2_net {
+typedef struct gf_sg2_snap_net {
   int present;
   char class_name[64]; /* "Generator", "Discriminator", "AugmentPipe" */
   int64_t z_dim, c_dim, w_dim, img_resolution, img_channels;
@@ -86,16 +86,16 @@ typedef struct gf_sg2_net {
   int64_t channel_base, channel_max, num_fp16_res, conv_clamp;
   char architecture[16];
   int64_t mbstd_group_size, mbstd_num_channels; /* D: epilogue_kwargs */
-  gf_sg2_kv *extra; /* every other kwarg, in file order, then the
+  gf_sg2_snap_kv *extra; /* every other kwarg, in file order, then the
                                    positional arguments as "args.0"... (the
                                    official networks take none) */
   size_t n_extra;
-  gf_sg2_tensor *tensors; /* in state_dict order */
+  gf_sg2_snap_tensor *tensors; /* in state_dict order */
   size_t n_tensors;
-} gf_sg2_net;
+} gf_sg2_snap_net;
 
 typedef struct gf_sg2_snapshot {
-  gf_sg2_net G, D, G_ema, augment_pipe;
+  gf_sg2_snap_net G, D, G_ema, augment_pipe;
   int has_augment_p;
   float augment_p; /* augment_pipe's buffer p */
 } gf_sg2_snapshot;
@@ -113,8 +113,8 @@ gf_status gf_sg2_snapshot_read(const char *path, gf_sg2_snapshot *out,
 void gf_sg2_snapshot_free(gf_sg2_snapshot *s);
 
 /* The tensor named name in n; NULL when there is none. */
-const gf_sg2_tensor *gf_sg2_find(const gf_sg2_net *n, const char *name);
+const gf_sg2_snap_tensor *gf_sg2_snap_find(const gf_sg2_snap_net *n, const char *name);
 /* The extra kwarg key's value text; NULL when there is none. */
-const char *gf_sg2_extra(const gf_sg2_net *n, const char *key);
+const char *gf_sg2_snap_extra(const gf_sg2_snap_net *n, const char *key);
 
 #endif
