@@ -1,10 +1,12 @@
 /* fs.c - mkdir -p and path joins; see gf/fs.h. */
 #include "gf/fs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "gf/text.h"
 
@@ -72,3 +74,28 @@ char *gf_path_join_alloc(const char *dir, const char *name) {
   memcpy(p + a + (size_t)slash, name, b + 1);
   return p;
 }
+
+static void rm_tree_depth(const char *dir, int depth) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *de;
+  char path[GF_PATH_MAX];
+  while ((de = readdir(d)) != NULL) {
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+      continue;
+    /* A name too long to reach stays (and so does its folder): never a cut
+     * path, which could name something else. */
+    if (gf_path_join(path, sizeof path, dir, de->d_name, NULL) != GF_OK)
+      continue;
+    struct stat sb;
+    /* lstat: a link is removed, never followed */
+    if (depth < 8 && lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+      rm_tree_depth(path, depth + 1);
+    else
+      unlink(path);
+  }
+  closedir(d);
+  rmdir(dir);
+}
+
+void gf_rm_tree(const char *dir) { rm_tree_depth(dir, 0); }

@@ -8,6 +8,7 @@
 #include "gf/mlmodel.h"
 #include "gf/safetensors.h"
 #include "gf/generator.h"
+#include "generator_sg2.h"
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
@@ -19,6 +20,7 @@ static void model_free(gf_generator *m) {
     if (!e->ready) continue;
     gf_tensor_free(&e->z);
     gf_tensor_free(&e->labels);
+    gf_gen_sg2_exec_free(e);
     gf_net_free(&e->g);
     gf_ctx_free(&e->ctx);
     pthread_mutex_destroy(&e->lock);
@@ -92,8 +94,11 @@ static gf_status exec_ctx_init(gf_generator_exec *e, const gf_generator_opts *o,
   if (st != GF_OK) return st;
   /* Every pass runs the kernels a lone image gets (gf_ctx.frozen_batch),
    * on weights laid out once, for every executor. */
-  e->ctx.frozen_batch = GF_GENERATOR_REF_BATCH;
-  e->ctx.frozen_store = store;
+  if (store) { /* stylegan2 (no store): plain inference, its modulated
+                 weights change every pass */
+    e->ctx.frozen_batch = GF_GENERATOR_REF_BATCH;
+    e->ctx.frozen_store = store;
+  }
   if (o->precision == GF_GEN_BF16 || o->precision == GF_GEN_INT8) {
     st = o->precision == GF_GEN_BF16 ? gf_ctx_bf16_check(&e->ctx, err)
                                      : gf_ctx_int8_check(&e->ctx, err);
@@ -194,10 +199,17 @@ int gf_generator_passes(const gf_generator *m, int n) {
   return k;
 }
 
-/* One forward of n <= max_batch rows on executor e (its lock held). */
+/* One forward of n <= max_batch rows on executor e (its lock held);
+ * s: the pass's style (stylegan2; NULL: the default). */
 static gf_status run_pass(gf_generator *m, gf_generator_exec *e,
-                          const float *z, const int32_t *labels, int n,
-                          float *out, gf_err *err) {
+                          const float *z, const int32_t *labels,
+                          const gf_gen_style *s, int n, float *out,
+                          gf_err *err) {
+  if (m->is_sg2) {
+    gf_gen_style def;
+    gf_gen_style_default(&def);
+    return gf_gen_sg2_pass(m, e, z, labels, s ? s : &def, n, out, err);
+  }
   /* Host latents in, host images out, through the executor's tensors
    * (host or device memory, as its ctx keeps them). */
   gf_tensor zhost, zin, y, yhost;
@@ -226,16 +238,22 @@ static gf_status run_pass(gf_generator *m, gf_generator_exec *e,
 
 /* Runs n rows on executor k as passes of pass_rows() rows. */
 static gf_status run_rows(gf_generator *m, int k, const float *z,
-                          const int32_t *labels, int n, float *out,
-                          gf_err *err) {
+                          const int32_t *labels, const gf_gen_style *s,
+                          int n, float *out, gf_err *err) {
   gf_generator_exec *e = &m->exec[k % m->n_exec];
   size_t zd = (size_t)m->cfg.z_dim;
   gf_status st = GF_OK;
   pthread_mutex_lock(&e->lock);
   for (int at = 0; st == GF_OK && at < n;) {
     int r = pass_rows(m, n - at);
-    st = run_pass(m, e, z + (size_t)at * zd, labels ? labels + at : NULL, r,
-                  out + (size_t)at * m->image_numel, err);
+    gf_gen_style ps; /* the pass's rows of s */
+    if (s) {
+      ps = *s;
+      ps.noise_sample0 += at;
+      if (ps.mix_z) ps.mix_z += (size_t)at * zd;
+    }
+    st = run_pass(m, e, z + (size_t)at * zd, labels ? labels + at : NULL,
+                  s ? &ps : NULL, r, out + (size_t)at * m->image_numel, err);
     at += r;
   }
   pthread_mutex_unlock(&e->lock);
@@ -263,7 +281,7 @@ static gf_status check_invariance(gf_generator *m, gf_err *err) {
   gf_generator_exec *e0 = &m->exec[0];
   for (int r = 0; st == GF_OK && r < P; r++) {
     pthread_mutex_lock(&e0->lock);
-    st = run_pass(m, e0, z + (size_t)r * zd, lab ? lab + r : NULL, 1,
+    st = run_pass(m, e0, z + (size_t)r * zd, lab ? lab + r : NULL, NULL, 1,
                   one + (size_t)r * inum, err);
     pthread_mutex_unlock(&e0->lock);
   }
@@ -273,7 +291,7 @@ static gf_status check_invariance(gf_generator *m, gf_err *err) {
     gf_generator_exec *e = &m->exec[k];
     for (int n = 1; st == GF_OK; n = n * 2 < P ? n * 2 : P) {
       pthread_mutex_lock(&e->lock);
-      st = run_pass(m, e, z, lab, n, many, err);
+      st = run_pass(m, e, z, lab, NULL, n, many, err);
       pthread_mutex_unlock(&e->lock);
       if (st == GF_OK && m->batch_invariant &&
           memcmp(one, many, (size_t)n * inum * sizeof *one) != 0) {
@@ -331,6 +349,7 @@ gf_status gf_generator_load(const char *dir, const char *name,
   mm.n_class_names = 0;
   m->max_batch = o->max_batch;
   m->precision = o->precision;
+  m->is_sg2 = mm.config.architecture == GF_ARCH_STYLEGAN2;
   m->image_numel = (size_t)mm.config.image_channels *
                    (size_t)mm.config.image_height *
                    (size_t)mm.config.image_width;
@@ -345,14 +364,20 @@ gf_status gf_generator_load(const char *dir, const char *name,
   }
   /* One copy of the weights (and, in the store, of their laid-out forms)
    * for the version; each executor adds what its forward writes. */
-  st = gf_frozen_store_new(&m->frozen, err);
+  if (m->is_sg2 && o->precision != GF_GEN_FP32)
+    st = gf_fail(err, GF_EUNSUPPORTED, "%s: a stylegan2 model runs in fp32 "
+                 "only, not %s", dir, gf_gen_precision_name(o->precision));
+  if (st == GF_OK) st = gf_frozen_store_new(&m->frozen, err);
   for (int i = 0; i < o->n_exec && st == GF_OK; i++)
-    st = exec_ctx_init(&m->exec[i], o, m->frozen, err);
-  if (st == GF_OK)
+    st = exec_ctx_init(&m->exec[i], o, m->is_sg2 ? NULL : m->frozen, err);
+  /* stylegan2: each executor its own G over f's tensors */
+  for (int i = 0; m->is_sg2 && i < o->n_exec && st == GF_OK; i++)
+    st = gf_gen_sg2_exec_init(m, &m->exec[i], &f, err);
+  if (st == GF_OK && !m->is_sg2)
     st = gf_net_init(&m->weights, &m->exec[0].ctx, &mm.config, GF_NET_G, 0,
                      false, err);
-  if (st == GF_OK) st = copy_weights(&m->weights, &f, err);
-  for (int i = 0; i < o->n_exec && st == GF_OK; i++)
+  if (st == GF_OK && !m->is_sg2) st = copy_weights(&m->weights, &f, err);
+  for (int i = 0; !m->is_sg2 && i < o->n_exec && st == GF_OK; i++)
     st = exec_net_init(&m->exec[i], &m->weights, o, err);
   if (st == GF_OK && m->exec[0].ctx.frozen_int8 == GF_INT8_CALIBRATE)
     st = calibrate_int8(m, err);
@@ -429,9 +454,9 @@ gf_status gf_generator_class_labels(const gf_generator *m, const char *spec,
   return GF_OK;
 }
 
-gf_status gf_generator_run_labeled(gf_generator *m, int exec_idx,
-                                   const float *z, const int32_t *labels,
-                                   int n, float *out, gf_err *err) {
+/* n >= 1 and the labels m needs, each in range. */
+static gf_status rows_check(const gf_generator *m, const int32_t *labels,
+                            int n, gf_err *err) {
   if (n < 1)
     return gf_fail(err, GF_EINVAL, "n must be at least 1, not %d", n);
   if (m->num_classes > 0 && !labels)
@@ -444,8 +469,26 @@ gf_status gf_generator_run_labeled(gf_generator *m, int exec_idx,
     if (labels[i] < 0 || labels[i] >= m->num_classes)
       return gf_fail(err, GF_EINVAL, "image %d: class %d is outside "
                      "0..%d", i, (int)labels[i], m->num_classes - 1);
+  return GF_OK;
+}
+
+gf_status gf_generator_run_labeled(gf_generator *m, int exec_idx,
+                                   const float *z, const int32_t *labels,
+                                   int n, float *out, gf_err *err) {
+  GF_TRY(rows_check(m, labels, n, err));
   if (exec_idx < 0) exec_idx = 0;
-  return run_rows(m, exec_idx, z, labels, n, out, err);
+  return run_rows(m, exec_idx, z, labels, NULL, n, out, err);
+}
+
+gf_status gf_generator_run_styled(gf_generator *m, int exec_idx,
+                                  const float *z, const int32_t *labels,
+                                  const gf_gen_style *s, int n, float *out,
+                                  gf_err *err) {
+  if (!s || gf_gen_style_is_default(s))
+    return gf_generator_run_labeled(m, exec_idx, z, labels, n, out, err);
+  GF_TRY(gf_generator_style_check(m, s, err));
+  GF_TRY(rows_check(m, labels, n, err));
+  return run_rows(m, exec_idx < 0 ? 0 : exec_idx, z, labels, s, n, out, err);
 }
 
 gf_status gf_generator_run(gf_generator *m, int exec_idx, const float *z,

@@ -191,15 +191,22 @@ static gf_status mlmodel_yaml(const gf_model_config *c, const gf_mlmodel_info *i
   map_start(&e);
   scalar(&e, "config", 0);
   map_start(&e);
+  int sg2 = c->architecture == GF_ARCH_STYLEGAN2; /* its sizes, as config.json */
   kv_str(&e, "architecture", gf_arch_name(c->architecture));
+  if (sg2) {
+    kv_int(&e, "channel_base", c->sg2.channel_base);
+    kv_int(&e, "channel_max", c->sg2.channel_max);
+  }
   if (info->class_names) {
     scalar(&e, "class_names", 0);
     str_seq(&e, info->class_names, c->num_classes);
   }
+  if (sg2) kv_int(&e, "conv_clamp", c->sg2.conv_clamp);
   kv_int(&e, "format_version", c->format_version);
   kv_int(&e, "image_channels", c->image_channels);
   kv_int(&e, "image_height", c->image_height);
   kv_int(&e, "image_width", c->image_width);
+  if (sg2) kv_int(&e, "mapping_layers", c->sg2.mapping_layers);
   kv_int(&e, "ndf", c->ndf);
   kv_int(&e, "ngf", c->ngf);
   kv_int(&e, "num_classes", c->num_classes);
@@ -208,6 +215,7 @@ static gf_status mlmodel_yaml(const gf_model_config *c, const gf_mlmodel_info *i
     scalar(&e, "spectral_norm", 0);
     scalar(&e, "true", 1);
   }
+  if (sg2) kv_int(&e, "w_dim", c->sg2.w_dim);
   kv_int(&e, "z_dim", c->z_dim);
   map_end(&e);
   scalar(&e, "files", 0);

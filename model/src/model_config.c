@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gf/sg2_config.h"
 #include "model_config_internal.h"
 
 const char *gf_arch_name(gf_arch a) {
@@ -12,6 +13,7 @@ const char *gf_arch_name(gf_arch a) {
   case GF_ARCH_MLP: return "mlp";
   case GF_ARCH_DCGAN: return "dcgan";
   case GF_ARCH_RESNET: return "resnet";
+  case GF_ARCH_STYLEGAN2: return "stylegan2";
   }
   return "?";
 }
@@ -27,9 +29,11 @@ gf_status gf_arch_parse(const char *s, gf_arch *out, gf_err *err) {
   if (s && strcmp(s, "mlp") == 0) *out = GF_ARCH_MLP;
   else if (s && strcmp(s, "dcgan") == 0) *out = GF_ARCH_DCGAN;
   else if (s && strcmp(s, "resnet") == 0) *out = GF_ARCH_RESNET;
+  else if (s && strcmp(s, "stylegan2") == 0) *out = GF_ARCH_STYLEGAN2;
   else
     return gf_fail(err, GF_EINVAL,
-                   "config: architecture: expected \"mlp\", \"dcgan\" or \"resnet\", "
+                   "config: architecture: expected \"mlp\", \"dcgan\", \"resnet\" "
+                   "or \"stylegan2\", "
                    "got \"%.64s\"",
                    s ? s : "(null)");
   return GF_OK;
@@ -61,6 +65,12 @@ void gf_model_config_default(gf_model_config *c, gf_arch arch) {
     c->image_height = c->image_width = 32;
     c->image_channels = 3;
     c->ngf = c->ndf = 64;
+  } else if (arch == GF_ARCH_STYLEGAN2) { /* the ADA paper's cifar sizes */
+    c->z_dim = 512;
+    c->image_height = c->image_width = 32;
+    c->image_channels = 3;
+    c->ngf = c->ndf = 512;
+    c->sg2 = (gf_model_sg2){512, 2, 16384, 512, 256};
   } else {
     /* The paper's network: z 50, first hidden widths 1200 (G) and 256 (D),
      * which the mlp builder fixes; the fields record them. */
@@ -78,6 +88,60 @@ static gf_status range(const char *field, int v, int lo, int hi, gf_err *err) {
   return GF_OK;
 }
 
+/* The stylegan2 rules (see gf/model_config.h). */
+static gf_status sg2_validate(const gf_model_config *c, gf_err *err) {
+  gf_status st;
+  const gf_model_sg2 *g = &c->sg2;
+  if ((st = range("w_dim", g->w_dim, 1, 4096, err)) != GF_OK) return st;
+  if ((st = range("mapping_layers", g->mapping_layers, 1, 16, err)) != GF_OK) return st;
+  if ((st = range("channel_base", g->channel_base, 1, 1 << 24, err)) != GF_OK) return st;
+  if ((st = range("channel_max", g->channel_max, 1, 4096, err)) != GF_OK) return st;
+  if ((st = range("conv_clamp", g->conv_clamp, 0, 65536, err)) != GF_OK) return st;
+  int s = c->image_height;
+  if (s < 8 || s > 1024 || (s & (s - 1)) != 0)
+    return gf_fail(err, GF_EINVAL, "config: image_height: stylegan2 supports powers of two "
+                   "from 8 to 1024, not %d", s);
+  if (c->image_width != s)
+    return gf_fail(err, GF_EINVAL, "config: image_width: stylegan2 needs a square image "
+                   "(%d != %d)", c->image_width, s);
+  if (g->channel_base / s < 1)
+    return gf_fail(err, GF_EINVAL, "config: channel_base: %d gives no channels at %dx%d",
+                   g->channel_base, s, s);
+  if (c->ngf != g->channel_max || c->ndf != g->channel_max)
+    return gf_fail(err, GF_EINVAL, "config: ngf: a stylegan2 config has ngf = ndf = "
+                   "channel_max (%d), not %d and %d", g->channel_max, c->ngf, c->ndf);
+  if (c->spectral_norm)
+    return gf_fail(err, GF_EINVAL, "config: spectral_norm: not a stylegan2 option");
+  return GF_OK;
+}
+
+gf_status gf_model_config_sg2(const gf_model_config *c, gf_sg2_config *out, gf_err *err) {
+  if (c->architecture != GF_ARCH_STYLEGAN2)
+    return gf_fail(err, GF_EINVAL, "config: architecture: %s is not stylegan2",
+                   gf_arch_name(c->architecture));
+  GF_TRY(gf_model_config_validate(c, err));
+  gf_sg2_config g;
+  memset(&g, 0, sizeof g);
+  g.z_dim = c->z_dim;
+  g.w_dim = c->sg2.w_dim;
+  g.c_dim = c->num_classes;
+  g.img_resolution = c->image_height;
+  g.img_channels = c->image_channels;
+  g.map_layers = c->sg2.mapping_layers;
+  g.d_map_layers = 8;
+  g.map_lr_mul = 0.01f;
+  g.w_avg_beta = 0.995f;
+  g.channel_base = c->sg2.channel_base;
+  g.channel_max = c->sg2.channel_max;
+  g.conv_clamp = (float)c->sg2.conv_clamp;
+  g.mbstd_group = 4;
+  g.mbstd_channels = 1;
+  g.d_resnet = 1;
+  GF_TRY(gf_sg2_config_validate(&g, err));
+  *out = g;
+  return GF_OK;
+}
+
 gf_status gf_model_config_validate(const gf_model_config *c, gf_err *err) {
   gf_status st;
   if (c->format_version != GF_MODEL_CONFIG_VERSION)
@@ -85,7 +149,7 @@ gf_status gf_model_config_validate(const gf_model_config *c, gf_err *err) {
                    "config: format_version: %d is not the supported version %d",
                    c->format_version, GF_MODEL_CONFIG_VERSION);
   if (c->architecture != GF_ARCH_MLP && c->architecture != GF_ARCH_DCGAN &&
-      c->architecture != GF_ARCH_RESNET)
+      c->architecture != GF_ARCH_RESNET && c->architecture != GF_ARCH_STYLEGAN2)
     return gf_fail(err, GF_EINVAL, "config: architecture: unknown value %d", (int)c->architecture);
   if (c->pixel_norm != GF_PIXEL_TANH_M1_1)
     return gf_fail(err, GF_EINVAL, "config: pixel_normalization: unknown value %d",
@@ -101,6 +165,11 @@ gf_status gf_model_config_validate(const gf_model_config *c, gf_err *err) {
   if ((st = range("ngf", c->ngf, 1, 65536, err)) != GF_OK) return st;
   if ((st = range("ndf", c->ndf, 1, 65536, err)) != GF_OK) return st;
   if ((st = range("spectral_norm", c->spectral_norm, 0, 1, err)) != GF_OK) return st;
+  if (c->architecture == GF_ARCH_STYLEGAN2) return sg2_validate(c, err);
+  if (c->sg2.w_dim || c->sg2.mapping_layers || c->sg2.channel_base || c->sg2.channel_max ||
+      c->sg2.conv_clamp)
+    return gf_fail(err, GF_EINVAL, "config: w_dim: only a stylegan2 config has the "
+                   "stylegan2 sizes");
   if (c->architecture != GF_ARCH_MLP) {
     const char *a = gf_arch_name(c->architecture);
     int s = c->image_height;
@@ -132,6 +201,12 @@ cJSON *gf_model_config_to_cjson(const gf_model_config *c) {
            cJSON_AddStringToObject(o, "pixel_normalization", gf_pixel_norm_name(c->pixel_norm));
   /* Only when set: configs without it read and print as before. */
   if (ok && c->spectral_norm) ok = cJSON_AddTrueToObject(o, "spectral_norm") != NULL;
+  if (ok && c->architecture == GF_ARCH_STYLEGAN2)
+    ok = cJSON_AddNumberToObject(o, "w_dim", c->sg2.w_dim) &&
+         cJSON_AddNumberToObject(o, "mapping_layers", c->sg2.mapping_layers) &&
+         cJSON_AddNumberToObject(o, "channel_base", c->sg2.channel_base) &&
+         cJSON_AddNumberToObject(o, "channel_max", c->sg2.channel_max) &&
+         cJSON_AddNumberToObject(o, "conv_clamp", c->sg2.conv_clamp);
   if (!ok) {
     cJSON_Delete(o);
     return NULL;
@@ -202,6 +277,13 @@ gf_status gf_model_config_from_cjson(const cJSON *obj, gf_model_config *out, gf_
   if (sn && !cJSON_IsBool(sn))
     return gf_fail(err, GF_EINVAL, "config: spectral_norm: expected true or false");
   c.spectral_norm = sn && cJSON_IsTrue(sn);
+  if (c.architecture == GF_ARCH_STYLEGAN2) {
+    if ((st = get_int(obj, "w_dim", &c.sg2.w_dim, err)) != GF_OK) return st;
+    if ((st = get_int(obj, "mapping_layers", &c.sg2.mapping_layers, err)) != GF_OK) return st;
+    if ((st = get_int(obj, "channel_base", &c.sg2.channel_base, err)) != GF_OK) return st;
+    if ((st = get_int(obj, "channel_max", &c.sg2.channel_max, err)) != GF_OK) return st;
+    if ((st = get_int(obj, "conv_clamp", &c.sg2.conv_clamp, err)) != GF_OK) return st;
+  }
   if ((st = gf_model_config_validate(&c, err)) != GF_OK) return st;
   *out = c;
   return GF_OK;
@@ -276,5 +358,6 @@ int gf_model_config_equal(const gf_model_config *a, const gf_model_config *b) {
          a->z_dim == b->z_dim && a->image_height == b->image_height &&
          a->image_width == b->image_width && a->image_channels == b->image_channels &&
          a->num_classes == b->num_classes && a->ngf == b->ngf && a->ndf == b->ndf &&
-         a->pixel_norm == b->pixel_norm && !a->spectral_norm == !b->spectral_norm;
+         a->pixel_norm == b->pixel_norm && !a->spectral_norm == !b->spectral_norm &&
+         memcmp(&a->sg2, &b->sg2, sizeof a->sg2) == 0;
 }

@@ -226,6 +226,8 @@ static gf_status build(gf_net *net, gf_ctx *ctx, const gf_model_config *cfg,
   case GF_ARCH_MLP: GF_TRY(gf_mlp_build(net, err)); break;
   case GF_ARCH_DCGAN: GF_TRY(gf_dcgan_build(net, err)); break;
   case GF_ARCH_RESNET: GF_TRY(gf_resnet_build(net, err)); break;
+  case GF_ARCH_STYLEGAN2:
+    return gf_fail(err, GF_EUNSUPPORTED, "net: stylegan2 is not a gf_net (gf/sg2_net.h)");
   }
   if (net->n_layers == 0) return gf_fail(err, GF_EINVAL, "net: no layers");
   if (cfg->num_classes > 0) { /* the class embedding, after the layers */
@@ -414,6 +416,8 @@ static gf_status init_params_host(gf_net *net, uint64_t seed, gf_err *err) {
   case GF_ARCH_MLP: GF_TRY(gf_mlp_init_params(net, seed, err)); break;
   case GF_ARCH_DCGAN: GF_TRY(gf_dcgan_init_params(net, seed, err)); break;
   case GF_ARCH_RESNET: GF_TRY(gf_resnet_init_params(net, seed, err)); break;
+  case GF_ARCH_STYLEGAN2:
+    return gf_fail(err, GF_EUNSUPPORTED, "net: stylegan2 is not a gf_net (gf/sg2_net.h)");
   }
   sn_init(net, seed);
   cond_init(net, seed);

@@ -77,9 +77,9 @@ gf_status gf_sg2_config_validate(const gf_sg2_config *c, gf_err *err) {
   SG2_RANGE(mbstd_channels, 0, 64)
   SG2_RANGE(d_resnet, 0, 1)
 #undef SG2_RANGE
-  if (!pow2_in(c->img_resolution, GF_SG2_MIN_RES, GF_SG2_MAX_RES))
+  if (!pow2_in(c->img_resolution, GF_SG2_MIN_NET_RES, GF_SG2_MAX_RES))
     return gf_fail(err, GF_EINVAL, "sg2: img_resolution: %d is not a power of "
-                   "two from %d to %d", c->img_resolution, GF_SG2_MIN_RES,
+                   "two from %d to %d", c->img_resolution, GF_SG2_MIN_NET_RES,
                    GF_SG2_MAX_RES);
   if (c->channel_base / c->img_resolution < 1)
     return gf_fail(err, GF_EINVAL, "sg2: channel_base: %d gives no channels "

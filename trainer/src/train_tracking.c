@@ -433,32 +433,9 @@ void gf_tracker_upload(gf_tracker *t, const char *local_path, const char *dest,
 
 void gf_tracker_uploads_wait(gf_tracker *t) { gf_uploader_wait(t->uploader); }
 
-static void rm_tree_depth(const char *dir, int depth) {
-  DIR *d = opendir(dir);
-  if (!d) return;
-  struct dirent *de;
-  char path[GF_PATH_MAX];
-  while ((de = readdir(d)) != NULL) {
-    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-      continue;
-    /* A name too long to reach stays (and so does its folder): never a cut
-     * path, which could name something else. */
-    if (gf_path_join(path, sizeof path, dir, de->d_name, NULL) != GF_OK)
-      continue;
-    struct stat sb;
-    /* lstat: a link is removed, never followed */
-    if (depth < 8 && lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-      rm_tree_depth(path, depth + 1);
-    else
-      unlink(path);
-  }
-  closedir(d);
-  rmdir(dir);
-}
-
 /* Removes the model directory we wrote (its files and the code/ folder of
  * the python_function flavor); best effort. */
-static void rm_tree(const char *dir) { rm_tree_depth(dir, 0); }
+static void rm_tree(const char *dir) { gf_rm_tree(dir); }
 
 /* The run's final SWD, FID and KID points linked to the logged model: the
  * same (key, value, timestamp, step) as the run holds, so its history keeps

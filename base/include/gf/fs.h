@@ -42,4 +42,9 @@ gf_status gf_path_join(char *buf, size_t cap, const char *dir,
  * caller frees, or NULL when out of memory. Any length. */
 char *gf_path_join_alloc(const char *dir, const char *name);
 
+/* Removes dir and what is under it, at most 8 levels deep; links are
+ * removed, never followed; a name too long to join stays (and so does its
+ * folder). Best effort, for the directories a command wrote itself. */
+void gf_rm_tree(const char *dir);
+
 #endif

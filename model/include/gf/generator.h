@@ -19,6 +19,15 @@
  * callers always pass host memory. A class-conditional model (config
  * num_classes > 0) needs a class per row (gf_generator_run_labeled); its
  * rows depend on (latent, class) alone where batch_invariant is set.
+ * A stylegan2 model (config architecture "stylegan2": an imported
+ * StyleGAN2-ADA G_ema, generator.safetensors holding its official
+ * state_dict names unprefixed, as the other nets' files hold theirs
+ * without "g.") runs gf/sg2_net.h's mapping and synthesis in fp32 and
+ * takes per-request style options (gf_gen_style: truncation, noise, style
+ * mixing); each of its executors holds its own copy of the weights (the
+ * sg2 net has no shared form), it runs in fp32 only, and each row is a
+ * forward of its own (the kernels round differently at other batch
+ * sizes; so a row's bytes never depend on its batch).
  * Not here: the registry, HTTP, slots (serve/). */
 #ifndef GF_GENERATOR_H
 #define GF_GENERATOR_H
@@ -31,6 +40,7 @@
 #include "gf/kernels.h"
 #include "gf/model_config.h"
 #include "gf/net.h"
+#include "gf/sg2_net.h"
 #include "gf/status.h"
 
 /* The batch whose kernels every pass runs (gf_ctx.frozen_batch): a lone
@@ -82,6 +92,12 @@ typedef struct gf_generator_exec {
   gf_tensor labels;     /* [max_batch] GF_I32 class labels on the ctx's
                            device (conditional models; else unset) */
   int ready;            /* ctx, g, z initialised (for the free path) */
+  gf_sg2_net sg;        /* stylegan2: G (mapping + synthesis) for
+                           max_batch rows, its own weights */
+  gf_tensor c;          /* stylegan2, conditional: [max_batch, c_dim]
+                           one-hot classes on the ctx's device */
+  gf_tensor ws_mix;     /* stylegan2: [max_batch, num_ws, w_dim], the
+                           mixing latents' ws */
 } gf_generator_exec;
 
 typedef struct gf_generator {
@@ -106,6 +122,9 @@ typedef struct gf_generator {
                              requests may share a pass; 0: they may not
                              (invariance_note says what differed) */
   char invariance_note[160];
+  int is_sg2;             /* cfg.architecture == GF_ARCH_STYLEGAN2: the
+                             executors' sg nets run, weights and frozen
+                             are unused */
   gf_net weights;         /* G's parameters and BN statistics, one copy
                              (a net of weights alone: max_batch 0) on the
                              executors' device; read-only once loaded */
@@ -181,6 +200,43 @@ gf_status gf_generator_run_labeled(gf_generator *m, int exec_idx,
  * no labels: a conditional model answers GF_EINVAL. */
 gf_status gf_generator_run(gf_generator *m, int exec_idx, const float *z,
                            int n, float *out, gf_err *err);
+
+/* Per-request options of a stylegan2 model (gf_generator_run_styled). */
+typedef struct gf_gen_style {
+  float psi;          /* truncation: w = lerp(w_avg, w, psi); 1 = none */
+  int trunc_cutoff;   /* only ws 0..cutoff-1 truncated; 0 = every w */
+  gf_sg2_noise noise; /* const (each layer's noise_const; the default),
+                         random, none */
+  uint64_t noise_seed; /* random: row k of the call draws the noise of
+                          sample noise_sample0 + k of this seed
+                          (gf_sg2_synthesis_fwd), so the same request
+                          gives the same bytes however it is cut */
+  int64_t noise_sample0;
+  const float *mix_z; /* NULL, or [n, z_dim]: row k's ws from mix_from on
+                         are those of mix_z row k (same class, same
+                         truncation): style mixing */
+  int mix_from;       /* 1..num_ws-1 when mix_z is set */
+} gf_gen_style;
+
+/* psi 1, cutoff 0, noise const, no mixing: what gf_generator_run uses. */
+void gf_gen_style_default(gf_gen_style *s);
+/* 1 when s is the default (what every model honours). */
+int gf_gen_style_is_default(const gf_gen_style *s);
+/* Checks s against m: GF_EINVAL naming the option ("psi", "trunc_cutoff",
+ * "noise", "mix_from") when m cannot honour it (any non-default option on
+ * a model that is not stylegan2: "psi: model 'x' (dcgan) has no
+ * truncation") or it is out of range (psi finite in [-8, 8], cutoff 0..
+ * num_ws, mix_from 1..num_ws-1). */
+gf_status gf_generator_style_check(const gf_generator *m,
+                                   const gf_gen_style *s, gf_err *err);
+/* gf_generator_run_labeled with style s (NULL: the default), checked by
+ * gf_generator_style_check first. Row k's bytes depend on its latent, its
+ * class, its mix latent and its noise sample alone where batch_invariant
+ * is set. */
+gf_status gf_generator_run_styled(gf_generator *m, int exec_idx,
+                                  const float *z, const int32_t *labels,
+                                  const gf_gen_style *s, int n, float *out,
+                                  gf_err *err);
 
 /* How many passes gf_generator_run makes for n rows. */
 int gf_generator_passes(const gf_generator *m, int n);

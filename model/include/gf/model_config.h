@@ -8,6 +8,15 @@
  *    "num_classes": 0, "ngf": 64, "ndf": 64,
  *    "pixel_normalization": "tanh_-1_1"}
  * plus the optional "spectral_norm": true (absent means false).
+ * Architecture "stylegan2" (an imported StyleGAN2-ADA generator) adds five
+ * integer fields, required there and neither read nor written for the
+ * other architectures (so their files are as before):
+ *   "w_dim", "mapping_layers", "channel_base", "channel_max",
+ *   "conv_clamp" (0: None)
+ * and takes image_height = image_width = img_resolution (a power of two,
+ * 8..1024), image_channels = img_channels, num_classes = c_dim and
+ * ngf = ndf = channel_max. The mapping's learning-rate multiplier is the
+ * official 0.01 (an import refuses others).
  * Validation errors name the offending field. This file only describes a
  * model; building the network from it is the networks' job. */
 #ifndef GF_MODEL_CONFIG_H
@@ -21,11 +30,22 @@ typedef enum gf_arch {
   GF_ARCH_MLP,   /* "mlp": fully connected G and D */
   GF_ARCH_DCGAN, /* "dcgan": (transposed) convolutional G and D */
   GF_ARCH_RESNET, /* "resnet": SNGAN/BigGAN residual G and D */
+  GF_ARCH_STYLEGAN2, /* "stylegan2": StyleGAN2-ADA's G (mapping +
+                        'skip' synthesis, gf/sg2_net.h); inference only */
 } gf_arch;
 
 typedef enum gf_pixel_norm {
   GF_PIXEL_TANH_M1_1, /* "tanh_-1_1": G outputs x in [-1,1], pixel = (x+1)/2*255 */
 } gf_pixel_norm;
+
+/* The StyleGAN2 sizes beyond the common fields (see above). */
+typedef struct gf_model_sg2 {
+  int w_dim;          /* 1..4096 */
+  int mapping_layers; /* 1..16 */
+  int channel_base;   /* 1..2^24 */
+  int channel_max;    /* 1..4096 */
+  int conv_clamp;     /* 0 (None) ..65536 */
+} gf_model_sg2;
 
 typedef struct gf_model_config {
   int format_version;        /* == GF_MODEL_CONFIG_VERSION */
@@ -42,6 +62,7 @@ typedef struct gf_model_config {
                                 written only when set): the discriminator's
                                 weights are spectrally normalized and it has
                                 no batch norm (SNGAN); G is unchanged */
+  gf_model_sg2 sg2;          /* stylegan2 only; all 0 otherwise */
 } gf_model_config;
 
 /* Static names ("dcgan", "tanh_-1_1"); "?" when out of range. */
@@ -70,6 +91,12 @@ gf_status gf_model_config_to_json_compact(const gf_model_config *c,
  * validates it; *out is untouched on failure. Copies nothing it keeps. */
 gf_status gf_model_config_from_json(const char *json, size_t len,
                                     gf_model_config *out, gf_err *err);
+/* The gf_sg2_config of a valid stylegan2 config c (the D-only fields at
+ * the official defaults); GF_EINVAL for another architecture. */
+struct gf_sg2_config;
+gf_status gf_model_config_sg2(const gf_model_config *c,
+                              struct gf_sg2_config *out, gf_err *err);
+
 /* 1 when every field is equal, else 0. */
 int gf_model_config_equal(const gf_model_config *a, const gf_model_config *b);
 

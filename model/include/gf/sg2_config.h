@@ -16,6 +16,9 @@
 
 #define GF_SG2_MIN_RES 32   /* image sides supported: powers of two ... */
 #define GF_SG2_MAX_RES 1024 /* ... from GF_SG2_MIN_RES to this */
+/* The networks themselves take sides from 8 (an imported snapshot's; the
+ * presets, training's, start at GF_SG2_MIN_RES). */
+#define GF_SG2_MIN_NET_RES 8
 
 typedef enum gf_sg2_preset {
   GF_SG2_AUTO,      /* "auto": sizes from the resolution (and the batch) */
