@@ -40,12 +40,28 @@ gf_status gf_cli_generate(mlflow_client *c, const gf_cli_generate_opts *o,
   uint8_t *png = NULL;
   size_t len = 0;
   int32_t *lab = o->cls ? malloc((size_t)o->n * sizeof *lab) : NULL;
-  if (!z || !img || (o->cls && !lab))
+  float *mz = o->mix_set ? malloc((size_t)o->n * (size_t)m->cfg.z_dim *
+                                  sizeof *mz) : NULL;
+  if (!z || !img || (o->cls && !lab) || (o->mix_set && !mz))
     st = gf_fail(err, GF_ENOMEM, "out of memory");
   if (!st && o->cls)
     st = gf_generator_class_labels(m, o->cls, o->n, lab, err);
   if (!st) st = gf_generator_latents(m, &o->seed, o->n, 0, z, err);
-  if (!st) st = gf_generator_run_labeled(m, 0, z, lab, o->n, img, err);
+  /* the style: ganflow-serve's psi=, trunc_cutoff=, noise=, mix=,
+   * mix_from= (random noise and mixing latents: sample k of their seed) */
+  gf_gen_style style;
+  gf_gen_style_default(&style);
+  style.psi = (float)o->psi;
+  style.trunc_cutoff = o->trunc_cutoff;
+  style.noise = (gf_sg2_noise)o->noise;
+  style.noise_seed = o->seed;
+  if (!st && o->mix_set) {
+    st = gf_generator_latents(m, &o->mix, o->n, 0, mz, err);
+    style.mix_z = mz;
+    style.mix_from = o->mix_from;
+  }
+  if (!st)
+    st = gf_generator_run_styled(m, 0, z, lab, &style, o->n, img, err);
   if (!st) st = gf_generator_png(m, img, o->n, &png, &len, err);
   if (!st) st = gf_atomic_write_file(o->out_path, png, len, err);
   if (!st)
@@ -55,6 +71,7 @@ gf_status gf_cli_generate(mlflow_client *c, const gf_cli_generate_opts *o,
             o->cls ? o->cls : "", len);
   free(png);
   free(lab);
+  free(mz);
   free(img);
   free(z);
   gf_generator_unref(m);

@@ -64,6 +64,7 @@ gf_status gf_cli_promote_parse(gf_cli_promote_opts *o, int argc, char **argv,
 struct gf_flag_table;
 const struct gf_flag_table *gf_cli_generate_flags(void);
 const struct gf_flag_table *gf_cli_promote_flags(void);
+const struct gf_flag_table *gf_cli_import_flags(void);
 
 /* Prints one line per version of `name` (NULL: every registered model):
  * name, version, status, aliases, run id, creation time (UTC). */
@@ -86,10 +87,21 @@ typedef struct gf_cli_generate_opts {
                             gf_generator_class_labels); needed by a
                             class-conditional version, refused by any
                             other; NULL = none */
+  /* A stylegan2 version's style (gf_gen_style; any other version refuses
+   * values other than the defaults): */
+  double psi;            /* --psi, truncation, default 1 */
+  int trunc_cutoff;      /* --trunc-cutoff, 0 = every w */
+  int noise;             /* --noise const|random|none (gf_sg2_noise);
+                            random: image k's noise is sample k of --seed */
+  uint64_t mix;          /* --mix S: image k's ws from --mix-from on are
+                            those of sample k of seed S */
+  bool mix_set;
+  int mix_from;          /* --mix-from L, given with --mix */
 } gf_cli_generate_opts;
 
 /* Parses `generate --model URI --seed S -o FILE [-n N] [--class C]
- * [--cache-dir DIR] [--threads N] [--precision P]` (argv[0] is "generate";
+ * [--cache-dir DIR] [--threads N] [--precision P] [--psi X]
+ * [--trunc-cutoff L] [--noise const|random|none] [--mix S --mix-from L]` (argv[0] is "generate";
  * --flag=value too) into *o through its flag table (argv strings
  * borrowed; cache_dir NULL when not given). *help set for -h/--help.
  * GF_EINVAL naming the flag; "--model, --seed and -o are required". */
@@ -109,5 +121,34 @@ gf_status gf_cli_generate_check(const gf_cli_generate_opts *o, gf_err *err);
  * .../generate?seed=S&n=N[&class=C] on that version. */
 gf_status gf_cli_generate(mlflow_client *c, const gf_cli_generate_opts *o,
                           FILE *out, gf_err *err);
+
+/* `ganflow import stylegan2-ada SNAPSHOT.pkl [--out DIR] [--register NAME]
+ * [--alias A] [--experiment E]`: an official network-snapshot pickle's
+ * G_ema as a ganflow stylegan2 model directory (gf/sg2_import.h), written
+ * to --out and/or, with --register, logged to MLflow as a trained model
+ * is: a run of its own in experiment E, the logged model (MLflow 3; the
+ * run's model/ artifacts before), a new version of registered model NAME,
+ * alias A on it. Whatever is refused (a truncated, altered or foreign
+ * pickle, something the model cannot represent) is refused before anything
+ * is written or registered. */
+typedef struct gf_cli_import_opts {
+  const char *kind;       /* "stylegan2-ada", the only one */
+  const char *snapshot;   /* the .pkl */
+  const char *out_dir;    /* --out: the model directory; NULL: none (then
+                             --register is needed) */
+  const char *register_name; /* --register NAME, or NULL */
+  const char *alias;      /* --alias A (needs --register), or NULL */
+  const char *experiment; /* --experiment, default "ganflow-import" */
+} gf_cli_import_opts;
+
+/* Parses `import KIND SNAPSHOT [flags]` (argv[0] "import") through its
+ * flag table; GF_EINVAL naming the flag or argument. */
+gf_status gf_cli_import_parse(gf_cli_import_opts *o, int argc, char **argv,
+                              bool *help, gf_err *err);
+
+/* Does the import; c may be NULL without --register. Prints what it wrote
+ * and registered to out. */
+gf_status gf_cli_import(mlflow_client *c, const gf_cli_import_opts *o,
+                        FILE *out, gf_err *err);
 
 #endif
