@@ -158,11 +158,14 @@ typedef struct gen_job {
                          else NULL */
   int n;
   float *img;         /* n images, set by the pass(es) */
+  gf_gen_style style; /* the request's (stylegan2), checked against m */
+  float *mz;          /* malloc'd mixing latents (style.mix_z), or NULL */
 } gen_job;
 
 /* Releases what job_prepare gave j (latents, parsed body, model ref). */
 static void job_free(gen_job *j) {
   free(j->zown);
+  free(j->mz);
   free(j->labels);
   gfs_infer_req_free(&j->ir);
   gf_generator_unref(j->m);
@@ -236,6 +239,45 @@ static int job_labels(gfs_req *r, gf_generator *m, gen_job *j) {
   return 1;
 }
 
+/* j's style from the request's (GET's query or the V2 parameters), its
+ * mixing latents made: image k's are sample k of the mix seed, its random
+ * noise sample k of the request's seed (GET's seed=; a body's first row's
+ * seed, 0 without seeds). Returns 1, or 0 with r answered 400 (a model
+ * that cannot honour it, a value out of its range) or 500. */
+static int job_style(gfs_req *r, gf_generator *m, gen_job *j) {
+  const gfs_style *q = r->route == GFS_R_GENERATE ? &r->args.style
+                                                  : &j->ir.style;
+  gf_gen_style_default(&j->style);
+  if (gfs_style_is_default(q)) return 1;
+  j->style.psi = (float)q->psi;
+  j->style.trunc_cutoff = q->trunc_cutoff;
+  j->style.noise = q->noise == GFS_NOISE_RANDOM ? GF_SG2_NOISE_RANDOM
+                   : q->noise == GFS_NOISE_NONE ? GF_SG2_NOISE_NONE
+                                                : GF_SG2_NOISE_CONST;
+  j->style.noise_seed = r->route == GFS_R_GENERATE ? r->args.seed
+                        : j->ir.seeds             ? j->ir.seeds[0]
+                                                  : 0;
+  gf_err e;
+  if (q->has_mix) {
+    j->mz = malloc((size_t)j->n * (size_t)m->cfg.z_dim * sizeof *j->mz);
+    if (!j->mz) {
+      gfs_error(r, 500, "out of memory");
+      return 0;
+    }
+    if (gf_generator_latents(m, &q->mix, j->n, 0, j->mz, &e) != GF_OK) {
+      gfs_error(r, 400, "%s", e.msg);
+      return 0;
+    }
+    j->style.mix_z = j->mz;
+    j->style.mix_from = q->mix_from;
+  }
+  if (gf_generator_style_check(m, &j->style, &e) != GF_OK) {
+    gfs_error(r, 400, "%s", e.msg);
+    return 0;
+  }
+  return 1;
+}
+
 /* Parses r against the model its slot serves now and makes its latents.
  * Returns 1 with *j ready for a pass, or 0 when r has been answered (an
  * error) and *j holds nothing. */
@@ -269,7 +311,7 @@ static int job_prepare(gfs_server *s, gfs_req *r, gen_job *j) {
     }
     j->n = j->ir.n;
   }
-  if (!job_labels(r, m, j)) goto fail;
+  if (!job_labels(r, m, j) || !job_style(r, m, j)) goto fail;
   if (j->ir.z && !j->ir.seeds) {
     j->z = j->ir.z;
     return 1;
@@ -304,18 +346,21 @@ fail:
 /* Runs rows latents (z, row-major) through m (in passes of at most its
  * max_batch, --preferred-batch, rows); img receives rows images. */
 static gf_status run_passes(gfs_server *s, gf_generator *m, int worker,
-                            const float *z, const int32_t *labels, int rows,
-                            float *img, gf_err *err) {
+                            const float *z, const int32_t *labels,
+                            const gf_gen_style *style, int rows, float *img,
+                            gf_err *err) {
   atomic_fetch_add(&s->metrics.passes,
                    (unsigned long)gf_generator_passes(m, rows));
-  return gf_generator_run_labeled(m, worker, z, labels, rows, img, err);
+  return gf_generator_run_styled(m, worker, z, labels, style, rows, img, err);
 }
 
 /* One pass group: the jobs js[0..n) share model js[0].m; their latents
  * are laid end to end and run together; each then gets its answer. */
 static void run_group(gfs_server *s, gen_job *js, int n, int worker) {
   gf_generator *m = js[0].m;
-  if (n > 1 && !m->batch_invariant) {
+  int styled = 0; /* a job with a style of its own runs alone */
+  for (int i = 0; i < n; i++) styled |= !gf_gen_style_is_default(&js[i].style);
+  if (n > 1 && (!m->batch_invariant || styled)) {
     /* swapped in while they were queued, and its rows may not share */
     for (int i = 0; i < n; i++) run_group(s, js + i, 1, worker);
     return;
@@ -339,7 +384,7 @@ static void run_group(gfs_server *s, gen_job *js, int n, int worker) {
         memcpy(lab + at, js[i].labels, (size_t)js[i].n * sizeof *lab);
     }
   if (st == GF_OK)
-    st = run_passes(s, m, worker, z, lab, rows, img, &e);
+    st = run_passes(s, m, worker, z, lab, &js[0].style, rows, img, &e);
   if (st != GF_OK)
     gfs_log(s, "model %s version %s: %s", m->name, m->version, e.msg);
   if (n > 1) atomic_fetch_add(&s->metrics.shared_jobs, (unsigned long)n);

@@ -10,7 +10,10 @@
 #include "gf/parse.h"
 #include "request_internal.h"
 
-void gfs_infer_req_init(gfs_infer_req *r) { memset(r, 0, sizeof *r); }
+void gfs_infer_req_init(gfs_infer_req *r) {
+  memset(r, 0, sizeof *r);
+  gfs_style_default(&r->style);
+}
 
 void gfs_infer_req_free(gfs_infer_req *r) {
   if (!r) return;

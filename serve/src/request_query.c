@@ -1,17 +1,75 @@
 /* request_query.c - the query string of GET .../generate: percent
  * decoding, key=value pairs; numbers through gf/parse.h. See
  * gfs/request.h. */
+#include <stdio.h>
 #include <string.h>
 
 #include "gf/parse.h"
+#include "gf/text.h"
 #include "gfs/request.h"
 
 enum { KEY_SEED = 1u, KEY_N = 2u, KEY_CLASS = 4u, KEY_FORMAT = 8u };
+
+enum { S_PSI = 1u, S_CUTOFF = 2u, S_NOISE = 4u, S_MIX = 8u, S_MIX_FROM = 16u };
+
+void gfs_style_default(gfs_style *s) {
+  memset(s, 0, sizeof *s);
+  s->psi = 1.0;
+  s->noise = GFS_NOISE_CONST;
+}
+
+int gfs_style_is_default(const gfs_style *s) {
+  return s->psi == 1.0 && s->trunc_cutoff == 0 &&
+         s->noise == GFS_NOISE_CONST && !s->has_mix;
+}
+
+gf_status gfs_style_set(gfs_style *s, const char *what, const char *key,
+                        const char *value, int *handled, gf_err *err) {
+  static const struct { const char *key; unsigned bit; } keys[] = {
+      {"psi", S_PSI}, {"trunc_cutoff", S_CUTOFF}, {"noise", S_NOISE},
+      {"mix", S_MIX}, {"mix_from", S_MIX_FROM}};
+  *handled = 0;
+  unsigned bit = 0;
+  for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+    if (strcmp(key, keys[i].key) == 0) bit = keys[i].bit;
+  if (!bit) return GF_OK;
+  *handled = 1;
+  if (s->seen & bit)
+    return gf_fail(err, GF_EINVAL, "%s: %s given twice", what, key);
+  s->seen |= bit;
+  char name[48];
+  GF_FORMAT_FITS(name, sizeof name, "%.16s: %s", what, key);
+  switch (bit) {
+  case S_PSI:
+    return gf_parse_f64(name, value, -8.0, 8.0, &s->psi, err);
+  case S_CUTOFF:
+    return gf_parse_int(name, value, 0, 64, &s->trunc_cutoff, err);
+  case S_NOISE:
+    if (strcmp(value, "const") == 0) s->noise = GFS_NOISE_CONST;
+    else if (strcmp(value, "random") == 0) s->noise = GFS_NOISE_RANDOM;
+    else if (strcmp(value, "none") == 0) s->noise = GFS_NOISE_NONE;
+    else return gf_fail(err, GF_EINVAL, "%s: must be const, random or none",
+                        name);
+    return GF_OK;
+  case S_MIX:
+    s->has_mix = 1;
+    return gf_parse_u64(name, value, 0, UINT64_MAX, &s->mix, err);
+  default:
+    return gf_parse_int(name, value, 1, 63, &s->mix_from, err);
+  }
+}
+
+gf_status gfs_style_check(const gfs_style *s, const char *what, gf_err *err) {
+  if (s->has_mix != (s->mix_from > 0))
+    return gf_fail(err, GF_EINVAL, "%s: mix and mix_from go together", what);
+  return GF_OK;
+}
 
 void gfs_gen_args_default(gfs_gen_args *a) {
   memset(a, 0, sizeof *a);
   a->n = 1;
   a->format = GFS_FORMAT_PNG;
+  gfs_style_default(&a->style);
 }
 
 static gf_status once(gfs_gen_args *a, unsigned bit, const char *key,
@@ -27,7 +85,11 @@ gf_status gfs_gen_args_set(gfs_gen_args *a, const char *key,
   if (!key || !*key) return gf_fail(err, GF_EFORMAT, "query: empty key");
   if (!value) value = "";
   gf_status st;
-  if (strcmp(key, "seed") == 0) {
+  int style = 0;
+  GF_TRY(gfs_style_set(&a->style, "query", key, value, &style, err));
+  if (style) {
+    return GF_OK;
+  } else if (strcmp(key, "seed") == 0) {
     if ((st = once(a, KEY_SEED, key, err))) return st;
     if ((st = gf_parse_u64("query: seed", value, 0, UINT64_MAX, &a->seed,
                            err)))
@@ -70,7 +132,7 @@ gf_status gfs_gen_args_set(gfs_gen_args *a, const char *key,
   } else {
     return gf_fail(err, GF_EINVAL,
                    "query: unknown parameter (expected seed, n, class, "
-                   "format)");
+                   "format, psi, trunc_cutoff, noise, mix, mix_from)");
   }
   return GF_OK;
 }
@@ -130,5 +192,5 @@ gf_status gfs_query_parse(const char *query, size_t len, int max_images,
     }
     i = j + 1;
   }
-  return GF_OK;
+  return gfs_style_check(&out->style, "query", err);
 }

@@ -6,6 +6,7 @@
  * parameters asked, and the Content-Type check. Every
  * size and shape is checked against max_images and the body length before
  * anything is allocated. See gfs/request.h. Not here: HTTP, answers. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -243,6 +244,32 @@ static gf_status flag(const cJSON *v, const char *what, int *out,
   return GF_OK;
 }
 
+/* The style's parameters (gfs_style_set on the value's text: a number
+ * printed exactly, or a string as it is; anything else is refused, naming
+ * the parameter). */
+static gf_status style_params(const cJSON *params, gfs_style *style,
+                              gf_err *err) {
+  static const char *const keys[] = {"psi", "trunc_cutoff", "noise", "mix",
+                                     "mix_from"};
+  for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, keys[i]);
+    if (!v) continue;
+    char text[64];
+    if (cJSON_IsString(v) && strlen(v->valuestring) < sizeof text) {
+      memcpy(text, v->valuestring, strlen(v->valuestring) + 1);
+    } else if (cJSON_IsNumber(v) && isfinite(v->valuedouble) &&
+               fabs(v->valuedouble) < 1e300) {
+      gf_f64_text(v->valuedouble, text);
+    } else {
+      return gf_fail(err, GF_EINVAL, "parameters: %s must be a number or "
+                     "a short string", keys[i]);
+    }
+    int handled;
+    GF_TRY(gfs_style_set(style, "parameters", keys[i], text, &handled, err));
+  }
+  return gfs_style_check(style, "parameters", err);
+}
+
 /* Request-level parameters, then the outputs asked (each may override). */
 static gf_status outputs_asked(const cJSON *root, gfs_infer_req *out,
                                gf_err *err) {
@@ -258,6 +285,7 @@ static gf_status outputs_asked(const cJSON *root, gfs_infer_req *out,
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(params,
                                                       "image_datatype");
     if (d && (st = image_dtype(d, &out->dtype, err))) return st;
+    if ((st = style_params(params, &out->style, err))) return st;
   }
   const cJSON *outputs = cJSON_GetObjectItemCaseSensitive(root, "outputs");
   if (!outputs) return GF_OK;

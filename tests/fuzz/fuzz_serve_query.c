@@ -1,6 +1,7 @@
 /* fuzz_serve_query.c - fuzz target for the generate query parser
  * (gfs_query_parse): any bytes give an error or arguments within their
- * bounds, never a crash or a read past the input. */
+ * bounds (the style's psi, trunc_cutoff, noise, mix, mix_from included),
+ * never a crash or a read past the input. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       __builtin_trap();
     if (a.has_class && (a.n_cls < 1 || a.n_cls > 64 || !a.cls[0] ||
                         strlen(a.cls) > GFS_CLASS_SPEC_MAX))
+      __builtin_trap();
+    const gfs_style *st = &a.style;
+    if (!(st->psi >= -8.0 && st->psi <= 8.0) || st->trunc_cutoff < 0 ||
+        st->trunc_cutoff > 64 ||
+        (st->noise != GFS_NOISE_CONST && st->noise != GFS_NOISE_RANDOM &&
+         st->noise != GFS_NOISE_NONE) ||
+        st->has_mix != (st->mix_from > 0) ||
+        (st->has_mix && (st->mix_from < 1 || st->mix_from > 63)))
       __builtin_trap();
   } else if (strnlen(err.msg, sizeof err.msg) == 0) {
     __builtin_trap();

@@ -55,11 +55,66 @@ static void test_query(void) {
   memset(big, 'a', sizeof big - 1);
   big[sizeof big - 1] = '\0';
   CHECK(q(big, &a) != GF_OK);
+  /* the stylegan2 style; hostile values name their parameter */
+  CHECK_INT_EQ(q("seed=1", &a), GF_OK);
+  CHECK(gfs_style_is_default(&a.style));
+  CHECK_INT_EQ(q("psi=0.7&trunc_cutoff=4&noise=random&mix=9&mix_from=3", &a),
+               GF_OK);
+  CHECK(a.style.psi == 0.7 && a.style.trunc_cutoff == 4 &&
+        a.style.noise == GFS_NOISE_RANDOM && a.style.has_mix &&
+        a.style.mix == 9 && a.style.mix_from == 3);
+  CHECK_INT_EQ(q("noise=none", &a), GF_OK);
+  CHECK(a.style.noise == GFS_NOISE_NONE && !gfs_style_is_default(&a.style));
+  const struct { const char *q, *name; } hostile[] = {
+      {"psi=nan", "psi"}, {"psi=inf", "psi"}, {"psi=9", "psi"},
+      {"psi=", "psi"}, {"psi=0.5&psi=0.6", "psi"}, {"psi=1e999", "psi"},
+      {"trunc_cutoff=-1", "trunc_cutoff"}, {"trunc_cutoff=65", "trunc_cutoff"},
+      {"trunc_cutoff=x", "trunc_cutoff"}, {"noise=loud", "noise"},
+      {"noise=", "noise"}, {"mix=-1", "mix"}, {"mix=1", "mix"},
+      {"mix_from=2", "mix"}, {"mix=1&mix_from=0", "mix_from"},
+      {"mix=1&mix_from=64", "mix_from"}, {"mix=18446744073709551616", "mix"}};
+  for (size_t i = 0; i < sizeof hostile / sizeof *hostile; i++) {
+    gf_err e;
+    gf_status st = gfs_query_parse(hostile[i].q, strlen(hostile[i].q), 16,
+                                   &a, &e);
+    CHECKF(st == GF_EINVAL && strstr(e.msg, hostile[i].name) != NULL,
+           "'%s': %d %s", hostile[i].q, (int)st, e.msg);
+  }
 }
 
 static gf_status v2(const char *body, gfs_infer_req *r) {
   gf_err e;
   return gfs_v2_parse(body, strlen(body), 3, 4, r, &e);
+}
+
+static void test_v2_style(void) {
+  gfs_infer_req r;
+  CHECK_INT_EQ(v2("{\"inputs\": [{\"name\": \"seed\", \"shape\": [1], "
+                  "\"datatype\": \"INT64\", \"data\": [7]}], "
+                  "\"parameters\": {\"psi\": 0.7, \"trunc_cutoff\": 2, "
+                  "\"noise\": \"random\", \"mix\": \"9\", \"mix_from\": 3}}",
+                  &r), GF_OK);
+  CHECK(r.style.psi == 0.7 && r.style.trunc_cutoff == 2 &&
+        r.style.noise == GFS_NOISE_RANDOM && r.style.mix == 9 &&
+        r.style.mix_from == 3);
+  gfs_infer_req_free(&r);
+  CHECK(gfs_style_is_default(&r.style));
+  const struct { const char *p, *name; } hostile[] = {
+      {"\"psi\": \"nan\"", "psi"}, {"\"psi\": 100", "psi"},
+      {"\"psi\": [1]", "psi"}, {"\"trunc_cutoff\": 1.5", "trunc_cutoff"},
+      {"\"noise\": 3", "noise"}, {"\"mix\": 5", "mix"},
+      {"\"mix\": -5, \"mix_from\": 2", "mix"},
+      {"\"mix\": 5, \"mix_from\": true", "mix_from"}};
+  for (size_t i = 0; i < sizeof hostile / sizeof *hostile; i++) {
+    char body[512];
+    snprintf(body, sizeof body, "{\"inputs\": [{\"name\": \"seed\", "
+             "\"shape\": [1], \"datatype\": \"INT64\", \"data\": [7]}], "
+             "\"parameters\": {%s}}", hostile[i].p);
+    gf_err e;
+    gf_status st = gfs_v2_parse(body, strlen(body), 3, 4, &r, &e);
+    CHECKF(st == GF_EINVAL && strstr(e.msg, hostile[i].name) != NULL,
+           "%s: %d %s", hostile[i].p, (int)st, e.msg);
+  }
 }
 
 static void test_v2(void) {
@@ -824,6 +879,7 @@ static void test_checker_fires(void) {
 
 int main(void) {
   test_query();
+  test_v2_style();
   test_v2();
   test_v2_outputs();
   test_v2_binary();

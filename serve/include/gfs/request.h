@@ -24,6 +24,42 @@ typedef enum gfs_format {
   GFS_FORMAT_JSON = 1, /* application/json: pixel values */
 } gfs_format;
 
+/* A stylegan2 model's per-request style (gf_gen_style once resolved
+ * against the model; a model of another architecture refuses anything
+ * but the defaults, 400). GET's psi=, trunc_cutoff=, noise=, mix=,
+ * mix_from=; V2's "parameters" {"psi": 0.7, "trunc_cutoff": 4, "noise":
+ * "random", "mix": 9, "mix_from": 4}. */
+typedef enum gfs_noise {
+  GFS_NOISE_CONST = 0,  /* the default */
+  GFS_NOISE_RANDOM = 1, /* from the request's seed: image k's noise is
+                           sample k */
+  GFS_NOISE_NONE = 2,
+} gfs_noise;
+
+typedef struct gfs_style {
+  double psi;        /* -8..8, default 1 (no truncation) */
+  int trunc_cutoff;  /* 0..64, default 0 (every w) */
+  gfs_noise noise;
+  int has_mix;       /* mix= given (then mix_from too) */
+  uint64_t mix;      /* image k's ws from mix_from on: sample k of seed mix */
+  int mix_from;      /* 1..63 with mix */
+  unsigned seen;     /* bit per key already given */
+} gfs_style;
+
+void gfs_style_default(gfs_style *s);
+/* 1 when every field has its default. */
+int gfs_style_is_default(const gfs_style *s);
+/* Applies key=value when key is one of psi, trunc_cutoff, noise, mix,
+ * mix_from (*handled = 1): a repeated key, a value that is not a number in
+ * range (psi finite in [-8, 8]; trunc_cutoff 0..64; mix a u64; mix_from
+ * 1..63) or noise other than const|random|none is GF_EINVAL naming the
+ * key ("<what>: psi: ..."). *handled = 0 for any other key. */
+gf_status gfs_style_set(gfs_style *s, const char *what, const char *key,
+                        const char *value, int *handled, gf_err *err);
+/* The cross-key rule once every key is in: mix and mix_from go together
+ * (GF_EINVAL naming them). */
+gf_status gfs_style_check(const gfs_style *s, const char *what, gf_err *err);
+
 /* Arguments of GET .../generate. Defaults: seed 0, n 1, no class, png. */
 typedef struct gfs_gen_args {
   uint64_t seed;     /* latent of image k is Philox (seed, SAMPLE, 0, 0, k) */
@@ -36,11 +72,13 @@ typedef struct gfs_gen_args {
   int n_cls;         /* items in cls (1..max_images) when has_class */
   gfs_format format;
   unsigned seen;     /* bit per key already given (duplicates are errors) */
+  gfs_style style;   /* psi=, trunc_cutoff=, noise=, mix=, mix_from= */
 } gfs_gen_args;
 
 void gfs_gen_args_default(gfs_gen_args *a);
 
-/* Applies one decoded key=value pair (keys: seed, n, class, format); an
+/* Applies one decoded key=value pair (keys: seed, n, class, format and
+ * the style's, gfs_style_set); an
  * unknown or repeated key, an empty or non-numeric value, n outside
  * 1..max_images, a class list with an empty or over-long item or more than
  * max_images items are errors naming the key. Allocates nothing. */
@@ -84,6 +122,10 @@ typedef struct gfs_infer_req {
   char id[128];      /* V2 "id" echoed in the answer ("" when none) */
   int binary_out;    /* V2: the image goes back as binary tensor data */
   gfs_image_dtype dtype; /* V2: datatype of the image asked */
+  gfs_style style;   /* V2: the "parameters" psi, trunc_cutoff, noise,
+                        mix, mix_from (random noise and mixing latents
+                        from the first row's seed, 0 for latent rows:
+                        row k's are sample k) */
 } gfs_infer_req;
 
 void gfs_infer_req_init(gfs_infer_req *r);
