@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
 #include "gf/cli.h"
 #include "gf/fs.h"
 #include "gf/mlflow_status.h"
@@ -116,23 +114,10 @@ static gf_status register_version(mlflow_client *c, const char *name,
       mlflow_alias_set(c, name, alias, mv.version, &e) != MLFLOW_OK)
     st = mlfail(err, "setting the alias", &e);
   if (st == GF_OK && model_id) {
-    /* the logged model's page links to its version, as MLflow writes it */
-    cJSON *arr = cJSON_CreateArray(), *o = cJSON_CreateObject();
-    char *json = NULL;
-    if (arr && o && cJSON_AddStringToObject(o, "name", name) &&
-        cJSON_AddStringToObject(o, "version", mv.version)) {
-      cJSON_AddItemToArray(arr, o);
-      o = NULL;
-      json = cJSON_PrintUnformatted(arr);
-    }
-    cJSON_Delete(o);
-    cJSON_Delete(arr);
-    mlflow_kv tag = {"mlflow.modelVersions", json};
-    if (!json) st = gf_fail(err, GF_ENOMEM, "out of memory");
-    else if (mlflow_logged_model_set_tags(c, model_id, &tag, 1, &e) !=
-             MLFLOW_OK)
+    /* the logged model's page links to its version */
+    if (mlflow_logged_model_link_version(c, model_id, name, mv.version, &e) !=
+        MLFLOW_OK)
       st = mlfail(err, "tagging the logged model", &e);
-    free(json);
   }
   char tag[512];
   if (st == GF_OK)

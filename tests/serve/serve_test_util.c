@@ -323,3 +323,17 @@ double st_server_metric(const st_server *s, const char *series) {
   st_http_free(&h);
   return v;
 }
+
+char *st_slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  size_t got = b ? fread(b, 1, (size_t)n, f) : 0;
+  fclose(f);
+  if (b) b[got] = '\0';
+  *len = got;
+  return b;
+}

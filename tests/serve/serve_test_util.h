@@ -77,6 +77,10 @@ void st_register_synthetic_arch(mlflow_client *c, const char *name,
                                 gf_arch arch, uint64_t init_seed, int corrupt,
                                 const char *dir, char *version);
 
+/* A whole file (NUL appended, not counted in *len), malloc'd; NULL when it
+ * cannot be read. */
+char *st_slurp(const char *path, size_t *len);
+
 /* Decodes a PNG; *pix is malloc'd (w * h * c bytes, c 1 or 3 or 4). 0 on
  * success. */
 int st_png_decode(const void *data, size_t len, int *w, int *h, int *c,

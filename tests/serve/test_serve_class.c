@@ -299,20 +299,6 @@ static void bad_inputs(const st_server *s) {
   CHECK(st_server_alive((st_server *)s));
 }
 
-static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  size_t got = b ? fread(b, 1, (size_t)n, f) : 0;
-  fclose(f);
-  if (b) b[got] = '\0';
-  *len = got;
-  return b;
-}
-
 /* `ganflow generate --class`: the bytes of GET with the same class= */
 static void cli_generate(const st_server *s, const char *uri) {
   char out[600], cache[600], log[600];
@@ -329,7 +315,7 @@ static void cli_generate(const st_server *s, const char *uri) {
   get(s, "seed=5&n=4&class=Ankle%20boot,2", &h);
   REQUIRE(h.status == 200);
   size_t len = 0;
-  char *file = slurp(out, &len);
+  char *file = st_slurp(out, &len);
   CHECKF(file && len == h.len && memcmp(file, h.body, len) == 0,
          "ganflow generate --class wrote %zu bytes, the server %zu", len,
          h.len);
@@ -343,7 +329,7 @@ static void cli_generate(const st_server *s, const char *uri) {
                  "--seed", "5", "--class", "Sandal", "-o", out,
                  "--cache-dir", cache, NULL};
   CHECK(tu_run_log(log, bad, "MLFLOW_TRACKING_URI", uri) != 0);
-  char *text = slurp(log, &len);
+  char *text = st_slurp(log, &len);
   CHECKF(text && strstr(text, "Ankle boot"), "ganflow generate --class "
          "Sandal: %s", text ? text : "(no log)");
   free(text);
@@ -359,7 +345,7 @@ static void cli_generate(const st_server *s, const char *uri) {
                 "--images", "16", "--batch", "4", "--threads", "2",
                 "--cache-dir", "", "--model-cache-dir", cache, NULL};
   rc = tu_run_log(log, ev, "MLFLOW_TRACKING_URI", uri);
-  text = slurp(log, &len);
+  text = st_slurp(log, &len);
   CHECKF(rc == 0 && text && strstr(text, "swd/avg "), "ganflow eval of the "
          "conditional version: exit %d\n%s", rc, text ? text : "");
   free(text);

@@ -30,20 +30,6 @@ static int run(char *const *argv, const char *log, const char *uri) {
   return tu_run_log(log, argv, "MLFLOW_TRACKING_URI", uri);
 }
 
-static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  size_t got = fread(b, 1, (size_t)n, f);
-  fclose(f);
-  b[got] = '\0';
-  *len = got;
-  return b;
-}
-
 static void get(const st_server *s, const char *path, st_http *h) {
   char url[512];
   snprintf(url, sizeof url, "%s%s", s->base, path);
@@ -100,7 +86,7 @@ int main(void) {
   char *models[] = {GF_CLI_BIN, "models", MODEL, NULL};
   CHECK_INT_EQ(run(models, log, uri), 0);
   size_t len = 0;
-  char *text = slurp(log, &len);
+  char *text = st_slurp(log, &len);
   CHECKF(text && strstr(text, "@production") && strstr(text, "@candidate") &&
              strstr(text, "READY"), "models output:\n%s", text ? text : "");
   free(text);
@@ -133,7 +119,7 @@ int main(void) {
   rc = run(gen, log, uri);
   if (rc != 0) st_print_log(log);
   CHECK_INT_EQ(rc, 0);
-  char *file = slurp(out, &len);
+  char *file = st_slurp(out, &len);
   CHECKF(file && len == grid.len && memcmp(file, grid.body, len) == 0,
          "ganflow generate wrote %zu bytes, the server %zu", len, grid.len);
   free(file);

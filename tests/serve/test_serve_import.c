@@ -29,19 +29,6 @@ static void get(const st_server *s, const char *model, const char *query,
   REQUIRE(st_get(url, h) == 0);
 }
 
-static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  size_t got = b ? fread(b, 1, (size_t)n, f) : 0;
-  fclose(f);
-  *len = got;
-  return b;
-}
-
 static size_t versions_of(mlflow_client *c, const char *name) {
   mlflow_model_version_list l;
   memset(&l, 0, sizeof l);
@@ -58,7 +45,7 @@ static void refusals(mlflow_client *c, const char *uri) {
   snprintf(out, sizeof out, "%s/trunc-out", GF_TEST_TMP);
   snprintf(log, sizeof log, "%s/trunc.log", GF_TEST_TMP);
   size_t len = 0;
-  char *pkl = slurp(GF_SOURCE_DIR "/tests/model/data/sg2_tiny.pkl", &len);
+  char *pkl = st_slurp(GF_SOURCE_DIR "/tests/model/data/sg2_tiny.pkl", &len);
   REQUIRE(pkl && len > 5000);
   FILE *f = fopen(trunc, "wb");
   REQUIRE(f && fwrite(pkl, 1, len - 100, f) == len - 100);
@@ -71,7 +58,7 @@ static void refusals(mlflow_client *c, const char *uri) {
   struct stat sb;
   CHECK(stat(out, &sb) != 0); /* nothing written */
   CHECK_INT_EQ(versions_of(c, NAME "-bad"), 0); /* nothing registered */
-  char *text = slurp(log, &len);
+  char *text = st_slurp(log, &len);
   CHECKF(text && strstr(text, "truncated"), "%s", text ? text : "(no log)");
   free(text);
 }
@@ -160,7 +147,7 @@ int main(void) {
   if (rc != 0) st_print_log(log);
   CHECK_INT_EQ(rc, 0);
   size_t len = 0;
-  char *file = slurp(out, &len);
+  char *file = st_slurp(out, &len);
   CHECK(file && len == a.len && memcmp(file, a.body, len) == 0);
   free(file);
   st_http_free(&a);

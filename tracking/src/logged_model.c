@@ -172,6 +172,32 @@ mlflow_status mlflow_logged_model_set_tags(mlflow_client *c,
   return st;
 }
 
+mlflow_status mlflow_logged_model_link_version(mlflow_client *c,
+                                               const char *model_id,
+                                               const char *name,
+                                               const char *version,
+                                               mlflow_error *err) {
+  mlflow_status st;
+  if ((st = mlflow_need(name, "model name", err)) ||
+      (st = mlflow_need(version, "model version", err)))
+    return st;
+  cJSON *arr = cJSON_CreateArray(), *o = cJSON_CreateObject();
+  char *json = NULL;
+  if (arr && o && cJSON_AddStringToObject(o, "name", name) &&
+      cJSON_AddStringToObject(o, "version", version)) {
+    cJSON_AddItemToArray(arr, o);
+    o = NULL;
+    json = cJSON_PrintUnformatted(arr);
+  }
+  cJSON_Delete(o);
+  cJSON_Delete(arr);
+  if (!json) return mlflow_fail(err, MLFLOW_E_NOMEM, "out of memory");
+  mlflow_kv tag = {"mlflow.modelVersions", json};
+  st = mlflow_logged_model_set_tags(c, model_id, &tag, 1, err);
+  cJSON_free(json);
+  return st;
+}
+
 mlflow_status mlflow_run_log_model_output(mlflow_client *c, const char *run_id,
                                           const char *model_id, int64_t step,
                                           mlflow_error *err) {

@@ -35,7 +35,6 @@
  *
  * Not here: when to log what (train_loop.c). */
 #include <assert.h>
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -44,8 +43,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <cjson/cJSON.h>
 
 #include "gf/atomic_file.h"
 #include "gf/fs.h"
@@ -622,26 +619,10 @@ gf_status gf_tracker_log_model(gf_tracker *t, const gf_gan *gan,
           MLFLOW_OK)
     st = mlfail(err, "setting the alias", &e);
   if (st == GF_OK && lm.model_id) {
-    /* the logged model's page links to its registry versions, as MLflow's
-     * client writes it: a JSON list of {name, version} */
-    cJSON *arr = cJSON_CreateArray();
-    cJSON *o = cJSON_CreateObject();
-    char *json = NULL;
-    if (arr && o && cJSON_AddStringToObject(o, "name", name) &&
-        cJSON_AddStringToObject(o, "version", mv.version)) {
-      cJSON_AddItemToArray(arr, o);
-      o = NULL;
-      json = cJSON_PrintUnformatted(arr);
-    }
-    cJSON_Delete(o);
-    cJSON_Delete(arr);
-    mlflow_kv tag = {"mlflow.modelVersions", json};
-    if (!json)
-      st = gf_fail(err, GF_ENOMEM, "out of memory");
-    else if (mlflow_logged_model_set_tags(t->client, lm.model_id, &tag, 1,
-                                          &e) != MLFLOW_OK)
+    /* the logged model's page links to its registry versions */
+    if (mlflow_logged_model_link_version(t->client, lm.model_id, name,
+                                         mv.version, &e) != MLFLOW_OK)
       st = mlfail(err, "tagging the logged model", &e);
-    free(json);
   }
   if (st == GF_OK) {
     char tag[GF_TRAIN_NAME_MAX + 32];

@@ -67,6 +67,15 @@ mlflow_status mlflow_logged_model_set_tags(mlflow_client *c,
                                            const mlflow_kv *tags, size_t n,
                                            mlflow_error *err);
 
+/* Tags logged model model_id with "mlflow.modelVersions" =
+ * [{"name": name, "version": version}] as MLflow's client writes it, so
+ * that the model's page links to that registry version. */
+mlflow_status mlflow_logged_model_link_version(mlflow_client *c,
+                                               const char *model_id,
+                                               const char *name,
+                                               const char *version,
+                                               mlflow_error *err);
+
 /* Records the model as an output of the run, at step. */
 mlflow_status mlflow_run_log_model_output(mlflow_client *c, const char *run_id,
                                           const char *model_id, int64_t step,
