@@ -2,8 +2,8 @@
  * /v2/models/{name}/infer and POST /invocations: any bytes give an error
  * (nothing left allocated) or a request of 1..max images whose seeds or
  * finite latents are all there (both, with row_z, only for MLflow rows of
- * both kinds), and classes, where given, are indices, bounded names or
- * marked absent. */
+ * both kinds), classes, where given, are indices, bounded names or
+ * marked absent, and the style's parameters are within their bounds. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -36,6 +36,12 @@ static void check(const gfs_infer_req *r, int z_dim, int max) {
     }
   }
   if (r->cls_name && !r->cls) __builtin_trap();
+  /* the style's parameters within their bounds */
+  const gfs_style *st = &r->style;
+  if (!(st->psi >= -8.0 && st->psi <= 8.0) || st->trunc_cutoff < 0 ||
+      st->trunc_cutoff > 64 || (unsigned)st->noise > GFS_NOISE_NONE ||
+      st->has_mix != (st->mix_from > 0) || st->mix_from > 63)
+    __builtin_trap();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
