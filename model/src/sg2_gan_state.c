@@ -2,6 +2,7 @@
  * a safetensors file (gf/sg2_gan.h): save, and a load that checks every
  * entry before it changes anything. Device tensors go through host
  * copies. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,8 +188,13 @@ static gf_status load_file(gf_sg2_gan *gan, const gf_st_file *f,
       if (i64[k] < 0)
         st = gf_fail(err, GF_EFORMAT, "sg2 state: %s %lld < 0",
                      k_scalar[SC_SIGN_COUNT + k], (long long)i64[k]);
-    if (st == GF_OK && !(f32[1] >= 0.0f))
-      st = gf_fail(err, GF_EFORMAT, "sg2 state: ada_p %g", (double)f32[1]);
+    if (st == GF_OK && (!(f32[1] >= 0.0f) || !isfinite(f32[1]) ||
+                        !isfinite(f32[0])))
+      st = gf_fail(err, GF_EFORMAT, "sg2 state: ada_p %g, pl_mean %g",
+                   (double)f32[1], (double)f32[0]);
+    if (st == GF_OK && !(fabs(f64[1]) <= (double)i64[0]))
+      st = gf_fail(err, GF_EFORMAT, "sg2 state: a sign sum of %g over %lld "
+                   "logits", f64[1], (long long)i64[0]);
   }
   /* the data buffer is unaligned in general: through an aligned copy */
   float *buf = NULL;
@@ -225,16 +231,34 @@ static gf_status load_file(gf_sg2_gan *gan, const gf_st_file *f,
   return GF_OK;
 }
 
+static gf_status load_parsed(gf_sg2_gan *gan, const gf_st_file *f,
+                             gf_err *err) {
+  layout L;
+  gf_status st = build(&L, gan, err);
+  if (st == GF_OK) st = load_file(gan, f, &L, err);
+  free(L.s);
+  return st;
+}
+
 gf_status gf_sg2_gan_load(gf_sg2_gan *gan, const char *path, gf_err *err) {
   if (!gan || !gan->s || !path)
     return gf_fail(err, GF_EINVAL, "sg2 state: NULL gan or path");
   gf_st_file f;
   gf_st_file_init(&f);
   GF_TRY(gf_st_open(&f, path, GF_ST_VERIFY_SHA256, err));
-  layout L;
-  gf_status st = build(&L, gan, err);
-  if (st == GF_OK) st = load_file(gan, &f, &L, err);
-  free(L.s);
+  gf_status st = load_parsed(gan, &f, err);
+  gf_st_file_free(&f);
+  return st;
+}
+
+gf_status gf_sg2_gan_load_buffer(gf_sg2_gan *gan, const void *buf, size_t len,
+                                 unsigned flags, gf_err *err) {
+  if (!gan || !gan->s || (!buf && len > 0))
+    return gf_fail(err, GF_EINVAL, "sg2 state: NULL gan or buffer");
+  gf_st_file f;
+  gf_st_file_init(&f);
+  GF_TRY(gf_st_parse(&f, buf, len, flags, err));
+  gf_status st = load_parsed(gan, &f, err);
   gf_st_file_free(&f);
   return st;
 }

@@ -63,6 +63,7 @@
 #define GF_SG2_GAN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "gf/ada.h"
@@ -221,8 +222,14 @@ gf_adam_params gf_sg2_gan_adam(const gf_sg2_gan_hp *hp, gf_sg2_role role);
 gf_status gf_sg2_gan_save(const gf_sg2_gan *gan, const char *path,
                           gf_err *err);
 /* Reads a state written by gf_sg2_gan_save into a gan built with the same
- * config (every tensor must be there with its shape: GF_EFORMAT naming
- * the first that is not; nothing of gan changes on failure). */
+ * config (every tensor must be there with its shape and nothing else:
+ * GF_EFORMAT naming the first that is not; the counters >= 0, p >= 0).
+ * Everything is checked before anything of gan changes, so a refused file
+ * leaves gan as it was (a device copy failing part-way excepted). */
 gf_status gf_sg2_gan_load(gf_sg2_gan *gan, const char *path, gf_err *err);
+/* The same from len bytes at buf (borrowed for the call); flags as
+ * gf_st_parse's (gf_sg2_gan_load passes GF_ST_VERIFY_SHA256). */
+gf_status gf_sg2_gan_load_buffer(gf_sg2_gan *gan, const void *buf, size_t len,
+                                 unsigned flags, gf_err *err);
 
 #endif
