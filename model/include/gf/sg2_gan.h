@@ -48,8 +48,10 @@
  * at most max_batch samples) draws what the whole batch draws:
  *   z, z2     GF_RNG_SG2_LATENT, sub = 2 phase + (0 for z, 1 for z2),
  *             z_dim normals per sample (phase: GF_SG2_PHASE_*)
- *   cut-off   GF_RNG_SG2_MIX, sub = phase, sample 0: word 0 the gate's u
- *             ((w >> 8) 2^-24), word 1 the cut-off 1 + w mod (num_ws - 1)
+ *   cut-off   GF_RNG_SG2_MIX, sub = phase: word 0 the gate's u
+ *             ((w >> 8) 2^-24), word 1 the cut-off 1 + w mod (num_ws - 1);
+ *             one per phase and batch (the official code draws one per
+ *             round: the same when the batch is one round)
  *   ADA       gf_ada_draw with pass GF_SG2_PASS_* (Gmain fakes, Dmain fakes,
  *             Dmain reals)
  *   noise     gf_sg2_synthesis_fwd's (seed, GF_RNG_SG2_NOISE, step, layer)
@@ -146,7 +148,8 @@ typedef struct gf_sg2_step_in {
   const gf_tensor *real_c; /* [batch, c_dim] or NULL when c_dim 0 */
   const gf_tensor *gen_c[4]; /* per phase [batch, c_dim] (the official
                                 draws them from the data set's labels);
-                                NULL when c_dim 0 */
+                                NULL when c_dim 0; Gmain's and Dmain's are
+                                required when c_dim > 0 (GF_EINVAL) */
   const gf_sg2_draws *draws; /* NULL: every draw from Philox */
 } gf_sg2_step_in;
 
