@@ -56,6 +56,8 @@
  *             Dmain reals)
  *   noise     gf_sg2_synthesis_fwd's (seed, GF_RNG_SG2_NOISE, step, layer)
  *             with step 4 step + phase.
+ * The results still depend on the cut where the official ones do: D's
+ * minibatch-stddev groups and ADA's reflect margin are the round's.
  * A test may give the draws instead (gf_sg2_draws).
  *
  * Not done here: the official nan_to_num of the gradients before each Adam
