@@ -40,6 +40,10 @@ typedef enum gf_rng_purpose {
   GF_RNG_SG2_NOISE = 11, /* StyleGAN2 synthesis noise (noise mode random);
                            sub = the layer's index in the synthesis
                            network, H W normals per sample */
+  GF_RNG_SG2_LATENT = 12, /* StyleGAN2 training latents (gf/sg2_gan.h);
+                             sub = 2 phase + (1 for the mixing latents) */
+  GF_RNG_SG2_MIX = 13,  /* StyleGAN2 style-mixing cut-off; sub = phase,
+                           words 0 (gate) and 1 (cut-off) */
 } gf_rng_purpose;
 
 #define GF_RNG_SUB_MAX 0xFFFFFFu /* sub has 24 bits */

@@ -1,0 +1,422 @@
+/* sg2_gan_step.c - one StyleGAN2-ADA training iteration (gf/sg2_gan.h):
+ * the draws, run_G with style mixing, run_D through the augmentation, the
+ * softplus losses' gradients, the phases, the EMA and the p controller. */
+#include <math.h>
+#include <string.h>
+
+#include "gf/ops.h"
+#include "gf/rng.h"
+#include "sg2_gan_internal.h"
+
+/* Rows r0 .. r0 + n - 1 of t (a contiguous view). */
+static gf_tensor rows(const gf_tensor *t, int64_t r0, int64_t n) {
+  gf_tensor v = *t;
+  if (!t->data || t->shape[0] < 1) return v; /* absent (c with c_dim 0) */
+  size_t row = gf_tensor_nbytes(t) / (size_t)t->shape[0];
+  v.data = (char *)t->data + (size_t)r0 * row;
+  v.shape[0] = n;
+  v.owns = false;
+  return v;
+}
+
+/* The first n rows of dst (scratch) = rows r0.. of src (any device). */
+static gf_status take_rows(gf_tensor *dst, const gf_tensor *src, int64_t r0,
+                           int64_t n, gf_tensor *out, gf_err *err) {
+  *out = rows(dst, 0, n);
+  gf_tensor s = rows(src, r0, n);
+  return gf_tensor_copy(out, &s, err);
+}
+
+/* dst (any device) = the host floats h (dst's numel). */
+static gf_status put(gf_tensor *dst, const float *h, gf_err *err) {
+  gf_tensor v;
+  GF_TRY(gf_tensor_view(&v, (void *)h, GF_F32, GF_DEV_CPU, dst->ndim,
+                        dst->shape, err));
+  return gf_tensor_copy(dst, &v, err);
+}
+
+static gf_status get(float *h, const gf_tensor *src, gf_err *err) {
+  gf_tensor v;
+  GF_TRY(gf_tensor_view(&v, h, GF_F32, GF_DEV_CPU, src->ndim, src->shape,
+                        err));
+  return gf_tensor_copy(&v, src, err);
+}
+
+/* z (second: the mixing latents) of rows sample0 .. + n of phase. */
+static gf_status latents(gf_sg2_gan *gan, const gf_sg2_step_in *in,
+                         uint64_t seed, int phase, int second,
+                         int64_t sample0, int64_t n, gf_tensor *out,
+                         gf_err *err) {
+  gf_sg2_gan_scratch *s = gan->s;
+  int64_t zd = gan->cfg.z_dim;
+  *out = rows(second ? &s->z2 : &s->z, 0, n);
+  const gf_sg2_draws *d = in->draws;
+  const float *given = d ? (second ? d->z2[phase] : d->z[phase]) : NULL;
+  if (given) return put(out, given + sample0 * zd, err);
+  gf_philox_stream st = gf_rng_sample_stream(
+      seed, GF_RNG_SG2_LATENT, gan->step, (uint32_t)(2 * phase + second),
+      sample0, zd);
+  gf_philox_normal(&st, s->hz, (size_t)(n * zd), 0.0f, 1.0f);
+  return put(out, s->hz, err);
+}
+
+/* The phase's cut-off: num_ws when no mixing happens. */
+static int cutoff_of(const gf_sg2_gan *gan, const gf_sg2_step_in *in,
+                     uint64_t seed, int phase) {
+  int nws = gf_sg2_num_ws(&gan->cfg);
+  if (gan->hp.style_mixing <= 0.0f) return nws;
+  if (in->draws && in->draws->cutoff[phase] > 0) {
+    int c = in->draws->cutoff[phase];
+    return c > nws ? nws : c;
+  }
+  gf_philox_stream st = gf_rng_stream(seed, GF_RNG_SG2_MIX, gan->step,
+                                      (uint32_t)phase);
+  uint32_t w[2];
+  gf_philox_u32(&st, w, 2);
+  float u = (float)(w[0] >> 8) * (1.0f / 16777216.0f);
+  int cut = 1 + (int)(w[1] % (uint32_t)(nws - 1));
+  return u < gan->hp.style_mixing ? cut : nws;
+}
+
+/* c rows of phase (or of the reals) into the c scratch; NULL for c_dim 0. */
+static gf_status labels(gf_sg2_gan *gan, const gf_tensor *src, int64_t r0,
+                        int64_t n, gf_tensor *out, const gf_tensor **cp,
+                        gf_err *err) {
+  *cp = NULL;
+  if (gan->cfg.c_dim == 0) return GF_OK;
+  if (!src)
+    return gf_fail(err, GF_EINVAL, "sg2 gan: c_dim %d needs labels",
+                   gan->cfg.c_dim);
+  GF_TRY(take_rows(&gan->s->c, src, r0, n, out, err));
+  *cp = out;
+  return GF_OK;
+}
+
+/* The official run_G for rows sample0 .. + n: img is a view of G's image. */
+static gf_status run_g(gf_sg2_gan *gan, gf_ctx *ctx, const gf_sg2_step_in *in,
+                       uint64_t seed, int phase, int64_t sample0, int64_t n,
+                       int cutoff, gf_tensor *img, gf_err *err) {
+  gf_sg2_gan_scratch *s = gan->s;
+  gf_tensor z, z2, cv, ws, ws2;
+  const gf_tensor *c;
+  GF_TRY(labels(gan, in->gen_c[phase], sample0, n, &cv, &c, err));
+  bool mixing = gan->hp.style_mixing > 0.0f;
+  int nws = gf_sg2_num_ws(&gan->cfg);
+  int64_t wd = gan->cfg.w_dim;
+  if (mixing) {
+    /* drawn whatever the cut-off, as the official code runs it */
+    GF_TRY(latents(gan, in, seed, phase, 1, sample0, n, &z2, err));
+    GF_TRY(gf_sg2_mapping_fwd(&gan->g, ctx, &z2, c, 1.0f, 0, GF_MODE_TRAIN,
+                              &ws, err));
+    ws2 = rows(&s->ws2, 0, n);
+    GF_TRY(gf_tensor_copy(&ws2, &ws, err));
+  }
+  GF_TRY(latents(gan, in, seed, phase, 0, sample0, n, &z, err));
+  GF_TRY(gf_sg2_mapping_fwd(&gan->g, ctx, &z, c, 1.0f, 0, GF_MODE_TRAIN, &ws,
+                            err));
+  GF_TRY(gf_sg2_w_avg_update(&gan->g, ctx, err));
+  if (mixing && cutoff < nws) {
+    for (int64_t i = 0; i < n; i++) {
+      const int64_t len[1] = {(int64_t)(nws - cutoff) * wd};
+      size_t off = (size_t)((i * nws + cutoff) * wd) * sizeof(float);
+      gf_tensor a, b;
+      GF_TRY(gf_tensor_view(&a, (char *)ws.data + off, GF_F32, ws.device, 1,
+                            len, err));
+      GF_TRY(gf_tensor_view(&b, (char *)ws2.data + off, GF_F32, ws2.device,
+                            1, len, err));
+      a.device_index = ws.device_index;
+      b.device_index = ws2.device_index;
+      GF_TRY(gf_tensor_copy(&a, &b, err));
+    }
+  }
+  return gf_sg2_synthesis_fwd(&gan->g, ctx, &ws, gan->hp.noise, seed,
+                              gan->step * 4 + phase, sample0, GF_MODE_TRAIN,
+                              img, err);
+}
+
+/* Zeroes columns [w0, w1) of each of the n rows of t [n, num_ws, w_dim]. */
+static gf_status zero_ws(gf_ctx *ctx, gf_tensor *t, int64_t n, int nws,
+                         int64_t wd, int w0, int w1, gf_err *err) {
+  if (w1 <= w0) return GF_OK;
+  for (int64_t i = 0; i < n; i++) {
+    const int64_t len[1] = {(int64_t)(w1 - w0) * wd};
+    gf_tensor v;
+    size_t off = (size_t)((i * nws + w0) * wd) * sizeof(float);
+    GF_TRY(gf_tensor_view(&v, (char *)t->data + off, GF_F32, t->device, 1,
+                          len, err));
+    v.device_index = t->device_index;
+    GF_TRY(gf_fill(ctx, &v, 0.0f, err));
+  }
+  return GF_OK;
+}
+
+/* The backward of run_g from dimg into G's parameter gradients. */
+static gf_status back_g(gf_sg2_gan *gan, gf_ctx *ctx, const gf_tensor *dimg,
+                        int64_t n, int cutoff, gf_accum accum, gf_err *err) {
+  gf_sg2_gan_scratch *s = gan->s;
+  int nws = gf_sg2_num_ws(&gan->cfg);
+  int64_t wd = gan->cfg.w_dim;
+  bool mixed = gan->hp.style_mixing > 0.0f && cutoff < nws;
+  gf_tensor dws, dws2 = rows(&s->dws2, 0, n);
+  GF_TRY(gf_sg2_synthesis_bwd(&gan->g, ctx, dimg, accum, &dws, err));
+  if (mixed) {
+    GF_TRY(gf_tensor_copy(&dws2, &dws, err));
+    GF_TRY(zero_ws(ctx, &dws, n, nws, wd, cutoff, nws, err));
+    GF_TRY(zero_ws(ctx, &dws2, n, nws, wd, 0, cutoff, err));
+  }
+  GF_TRY(gf_sg2_mapping_bwd(&gan->g, ctx, &dws, accum, err));
+  if (!mixed) return GF_OK;
+  /* the mixing latents' mapping again (its forward was overwritten) */
+  gf_tensor z2 = rows(&s->z2, 0, n), cv = rows(&s->c, 0, n), ws;
+  const gf_tensor *c = gan->cfg.c_dim > 0 ? &cv : NULL;
+  GF_TRY(gf_sg2_mapping_fwd(&gan->g, ctx, &z2, c, 1.0f, 0, GF_MODE_TRAIN,
+                            &ws, err));
+  return gf_sg2_mapping_bwd(&gan->g, ctx, &dws2, GF_ACCUMULATE, err);
+}
+
+/* The official run_D: logits of aug(img) into s->hlogits. */
+static gf_status run_d(gf_sg2_gan *gan, gf_ctx *ctx, const gf_sg2_step_in *in,
+                       const gf_tensor *img, const gf_tensor *c, uint64_t seed,
+                       int pass, int64_t sample0, int64_t n, gf_err *err) {
+  gf_sg2_gan_scratch *s = gan->s;
+  const gf_tensor *x = img;
+  gf_tensor aug = rows(&s->aug, 0, n), logits;
+  if (gan->hp.augment) {
+    const float *given = in->draws ? in->draws->ada[pass] : NULL;
+    const float *pr = s->hada;
+    if (given)
+      pr = given + sample0 * GF_ADA_NPARAMS;
+    else
+      GF_TRY(gf_ada_draw(s->hada, n, seed, gan->step, pass, sample0, err));
+    GF_TRY(gf_ada_fwd(&gan->ada, img, pr, gan->ctl.p, &aug, err));
+    x = &aug;
+  }
+  GF_TRY(gf_sg2_d_fwd(&gan->d, ctx, x, c, GF_MODE_TRAIN, &logits, err));
+  return get(s->hlogits, &logits, err);
+}
+
+/* loss = sum softplus(sgn x) over the round's logits; hdlogits = the
+ * gradient of mean(softplus(sgn x)) gain, as PyTorch's autograd forms it
+ * (mean: g = gain / n in f32; softplus backward, threshold 20). */
+static double softplus_loss(gf_sg2_gan_scratch *s, int64_t n, float sgn,
+                            float gain) {
+  float g = gain / (float)n;
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; i++) {
+    float x = sgn * s->hlogits[i];
+    float z = expf(x);
+    sum += x > 20.0f ? (double)x : (double)log1pf(z);
+    float d = x > 20.0f ? g : g * z / (z + 1.0f);
+    s->hdlogits[i] = sgn * d;
+  }
+  return sum;
+}
+
+/* D's backward from s->hdlogits; dimg (may be NULL) receives dL/dimg of
+ * run_d's img (through the augmentation). */
+static gf_status back_d(gf_sg2_gan *gan, gf_ctx *ctx, int64_t n,
+                        gf_tensor *dimg, gf_accum accum, gf_err *err) {
+  gf_sg2_gan_scratch *s = gan->s;
+  gf_tensor dl = rows(&s->dlogits, 0, n), daug = rows(&s->daug, 0, n);
+  GF_TRY(put(&dl, s->hdlogits, err));
+  gf_tensor *dx = dimg ? (gan->hp.augment ? &daug : dimg) : NULL;
+  GF_TRY(gf_sg2_d_bwd(&gan->d, ctx, &dl, dx, accum, err));
+  if (dimg && gan->hp.augment) GF_TRY(gf_ada_bwd(&gan->ada, &daug, dimg, err));
+  return GF_OK;
+}
+
+static gf_status adam(gf_sg2_gan *gan, gf_ctx *ctx, gf_sg2_net *net,
+                      int64_t *count, gf_err *err) {
+  gf_adam_params p = gf_sg2_gan_adam(&gan->hp, net->role);
+  gf_tensor w, g, m, v;
+  GF_TRY(gf_arena_view_all(&net->params, &w, err));
+  GF_TRY(gf_arena_view_all(&net->grads, &g, err));
+  GF_TRY(gf_arena_view_all(&net->adam_m, &m, err));
+  GF_TRY(gf_arena_view_all(&net->adam_v, &v, err));
+  w.device_index = g.device_index = m.device_index = v.device_index =
+      net->params.device_index;
+  GF_TRY(gf_adam_step(ctx, &p, *count + 1, &w, &g, &m, &v, err));
+  (*count)++;
+  return GF_OK;
+}
+
+static int rounds(const gf_sg2_gan *gan) { return gan->batch / gan->max_batch; }
+
+/* D's logits of aug(G(z, c)) of phase ph, rows s0 .. + n, into
+ * s->hlogits (run_G, then run_D with the phase's labels). */
+static gf_status fake_logits(gf_sg2_gan *gan, gf_ctx *ctx,
+                             const gf_sg2_step_in *in, uint64_t seed, int ph,
+                             int pass, int cutoff, int64_t s0, int64_t n,
+                             gf_err *err) {
+  gf_tensor img, cv;
+  const gf_tensor *c;
+  GF_TRY(run_g(gan, ctx, in, seed, ph, s0, n, cutoff, &img, err));
+  GF_TRY(labels(gan, in->gen_c[ph], s0, n, &cv, &c, err));
+  return run_d(gan, ctx, in, &img, c, seed, pass, s0, n, err);
+}
+
+static gf_status phase_gmain(gf_sg2_gan *gan, gf_ctx *ctx,
+                             const gf_sg2_step_in *in, uint64_t seed,
+                             bool gboth, gf_sg2_step_out *out, gf_err *err) {
+  const int ph = GF_SG2_PHASE_GMAIN;
+  int cutoff = cutoff_of(gan, in, seed, ph);
+  int64_t n = gan->max_batch;
+  double loss = 0.0;
+  for (int r = 0; r < rounds(gan); r++) {
+    int64_t s0 = r * n;
+    gf_accum acc = r == 0 ? GF_OVERWRITE : GF_ACCUMULATE;
+    gf_tensor dimg = rows(&gan->s->dimg, 0, n);
+    GF_TRY(fake_logits(gan, ctx, in, seed, ph, GF_SG2_PASS_GMAIN_FAKE, cutoff,
+                       s0, n, err));
+    loss += softplus_loss(gan->s, n, -1.0f, 1.0f);
+    GF_TRY(back_d(gan, ctx, n, &dimg, GF_OVERWRITE, err));
+    GF_TRY(back_g(gan, ctx, &dimg, n, cutoff, acc, err));
+    if (gboth)
+      GF_TRY(gan->greg(gan, ctx, in, s0, n, 1.0f, GF_ACCUMULATE, err));
+  }
+  if (out) out->loss_g = loss / (double)gan->batch;
+  return adam(gan, ctx, &gan->g, &gan->adam_step_g, err);
+}
+
+static gf_status phase_dmain(gf_sg2_gan *gan, gf_ctx *ctx,
+                             const gf_sg2_step_in *in, uint64_t seed,
+                             bool dboth, gf_sg2_step_out *out, gf_err *err) {
+  const int ph = GF_SG2_PHASE_DMAIN;
+  int cutoff = cutoff_of(gan, in, seed, ph);
+  int64_t n = gan->max_batch;
+  double lf = 0.0, lr = 0.0, sf = 0.0, sr = 0.0;
+  if (!in->real)
+    return gf_fail(err, GF_EINVAL, "sg2 gan: no real batch");
+  for (int r = 0; r < rounds(gan); r++) {
+    int64_t s0 = r * n;
+    gf_accum acc = r == 0 ? GF_OVERWRITE : GF_ACCUMULATE;
+    gf_tensor cv, real;
+    const gf_tensor *c;
+    GF_TRY(fake_logits(gan, ctx, in, seed, ph, GF_SG2_PASS_DMAIN_FAKE, cutoff,
+                       s0, n, err));
+    for (int64_t i = 0; i < n; i++) sf += gan->s->hlogits[i];
+    lf += softplus_loss(gan->s, n, 1.0f, 1.0f);
+    GF_TRY(back_d(gan, ctx, n, NULL, acc, err));
+    GF_TRY(take_rows(&gan->s->real, in->real, s0, n, &real, err));
+    GF_TRY(labels(gan, in->real_c, s0, n, &cv, &c, err));
+    GF_TRY(run_d(gan, ctx, in, &real, c, seed, GF_SG2_PASS_DMAIN_REAL, s0, n,
+                 err));
+    for (int64_t i = 0; i < n; i++) {
+      float x = gan->s->hlogits[i];
+      sr += x;
+      gan->sign_sum += x > 0.0f ? 1.0 : x < 0.0f ? -1.0 : 0.0;
+    }
+    gan->sign_count += n;
+    lr += softplus_loss(gan->s, n, -1.0f, 1.0f);
+    GF_TRY(back_d(gan, ctx, n, NULL, GF_ACCUMULATE, err));
+    if (dboth)
+      GF_TRY(gan->dreg(gan, ctx, in, s0, n, 1.0f, GF_ACCUMULATE, err));
+  }
+  if (out) {
+    double b = (double)gan->batch;
+    out->loss_d = (lf + lr) / b;
+    out->scores_fake = sf / b;
+    out->scores_real = sr / b;
+  }
+  return adam(gan, ctx, &gan->d, &gan->adam_step_d, err);
+}
+
+/* A lazy regularization phase: the hook per round, then Adam. */
+static gf_status phase_reg(gf_sg2_gan *gan, gf_ctx *ctx,
+                           const gf_sg2_step_in *in, gf_sg2_reg_fn fn,
+                           int interval, gf_sg2_net *net, int64_t *count,
+                           gf_err *err) {
+  int64_t n = gan->max_batch;
+  for (int r = 0; r < rounds(gan); r++)
+    GF_TRY(fn(gan, ctx, in, r * n, n, (float)interval,
+              r == 0 ? GF_OVERWRITE : GF_ACCUMULATE, err));
+  return adam(gan, ctx, net, count, err);
+}
+
+static gf_status ema(gf_sg2_gan *gan, gf_ctx *ctx, gf_err *err) {
+  double nimg = gan->hp.ema_kimg * 1000.0;
+  if (gan->hp.ema_rampup > 0) {
+    double ramp = (double)gan->cur_nimg * gan->hp.ema_rampup;
+    if (ramp < nimg) nimg = ramp;
+  }
+  double beta = pow(0.5, (double)gan->batch / (nimg > 1e-8 ? nimg : 1e-8));
+  gf_tensor a, x;
+  GF_TRY(gf_arena_view_all(&gan->g_ema.params, &a, err));
+  GF_TRY(gf_arena_view_all(&gan->g.params, &x, err));
+  a.device_index = gan->g_ema.params.device_index;
+  x.device_index = gan->g.params.device_index;
+  GF_TRY(gf_lerp(ctx, &a, &x, beta, err));
+  GF_TRY(gf_arena_view_all(&gan->g_ema.buffers, &a, err));
+  GF_TRY(gf_arena_view_all(&gan->g.buffers, &x, err));
+  a.device_index = gan->g_ema.buffers.device_index;
+  x.device_index = gan->g.buffers.device_index;
+  return gf_tensor_copy(&a, &x, err);
+}
+
+static gf_status check_in(const gf_sg2_gan *gan, const gf_sg2_step_in *in,
+                          gf_err *err) {
+  const gf_sg2_config *c = &gan->cfg;
+  const gf_tensor *r = in->real;
+  if (r && (r->dtype != GF_F32 || r->ndim != 4 || r->shape[0] != gan->batch ||
+            r->shape[1] != c->img_channels ||
+            r->shape[2] != c->img_resolution ||
+            r->shape[3] != c->img_resolution))
+    return gf_fail(err, GF_EINVAL, "sg2 gan: real must be f32 [%d, %d, %d, "
+                   "%d]", gan->batch, c->img_channels, c->img_resolution,
+                   c->img_resolution);
+  const gf_tensor *cs[5] = {in->real_c, in->gen_c[0], in->gen_c[1],
+                            in->gen_c[2], in->gen_c[3]};
+  for (int i = 0; i < 5; i++)
+    if (c->c_dim > 0 && cs[i] &&
+        (cs[i]->dtype != GF_F32 || cs[i]->ndim != 2 ||
+         cs[i]->shape[0] != gan->batch || cs[i]->shape[1] != c->c_dim))
+      return gf_fail(err, GF_EINVAL, "sg2 gan: labels must be f32 [%d, %d]",
+                     gan->batch, c->c_dim);
+  return GF_OK;
+}
+
+gf_status gf_sg2_gan_step(gf_sg2_gan *gan, gf_ctx *ctx,
+                          const gf_sg2_step_in *in, uint64_t seed,
+                          gf_sg2_step_out *out, gf_err *err) {
+  if (!gan || !gan->s || !ctx || !in)
+    return gf_fail(err, GF_EINVAL, "sg2 gan: NULL argument or gan not built");
+  GF_TRY(check_in(gan, in, err));
+  const gf_sg2_gan_hp *hp = &gan->hp;
+  if (out) {
+    memset(out, 0, sizeof *out);
+  }
+  gan->sign_sum = 0.0;
+  gan->sign_count = 0;
+  int kg = hp->g_reg_interval, kd = hp->d_reg_interval;
+  bool greg = hp->pl_weight > 0 && kg > 0 && gan->step % kg == 0;
+  bool dreg = hp->r1_gamma > 0 && kd > 0 && gan->step % kd == 0;
+  GF_TRY(phase_gmain(gan, ctx, in, seed, hp->pl_weight > 0 && kg == 0, out,
+                     err));
+  if (greg)
+    GF_TRY(phase_reg(gan, ctx, in, gan->greg, kg, &gan->g, &gan->adam_step_g,
+                     err));
+  GF_TRY(phase_dmain(gan, ctx, in, seed, hp->r1_gamma > 0 && kd == 0, out,
+                     err));
+  if (dreg)
+    GF_TRY(phase_reg(gan, ctx, in, gan->dreg, kd, &gan->d, &gan->adam_step_d,
+                     err));
+  GF_TRY(ema(gan, ctx, err));
+  gan->cur_nimg += gan->batch;
+  gan->step++;
+  if (hp->augment && hp->ada_target > 0) {
+    gf_ada_ctl next;
+    GF_TRY(gf_ada_ctl_step(&gan->ctl, gan->sign_sum, gan->sign_count,
+                           gan->step, gan->batch, hp->ada_interval,
+                           hp->ada_target, hp->ada_kimg, &next, err));
+    gan->ctl = next;
+  }
+  if (out) {
+    out->ada_p = gan->ctl.p;
+    out->ada_rt = gan->ctl.rt;
+    out->real_sign_sum = gan->sign_sum;
+    out->real_sign_count = gan->sign_count;
+    out->ran_greg = greg;
+    out->ran_dreg = dreg;
+  }
+  return GF_OK;
+}
