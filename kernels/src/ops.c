@@ -1821,3 +1821,48 @@ gf_status gf_color4_bwd(gf_ctx *ctx, const gf_tensor *m, const gf_tensor *dy,
   if (gf_tensor_numel(dx) == 0) return GF_OK;
   return ctx->ops->color4_bwd(ctx, m, dy, dx, err);
 }
+
+gf_status gf_mbstd_jvp(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *xdot,
+                       int group_size, int num_channels, gf_tensor *ydot,
+                       gf_err *err) {
+  const char *op = "mbstd_jvp";
+  NEED_OP(ctx, mbstd_jvp, op);
+  GF_TRY(check_t(ctx, x, op, "x", err));
+  GF_TRY(check_t(ctx, xdot, op, "xdot", err));
+  GF_TRY(check_t(ctx, ydot, op, "ydot", err));
+  int64_t ys[4];
+  GF_TRY(mbstd_shape(x, group_size, num_channels, ys, op, err));
+  GF_TRY(check_shape(xdot, op, "xdot", 4, x->shape, err));
+  GF_TRY(check_shape(ydot, op, "ydot", 4, ys, err));
+  if (overlaps(ydot, x) || overlaps(ydot, xdot))
+    return gf_fail(err, GF_EINVAL, "%s: ydot overlaps x or xdot", op);
+  if (x->shape[0] == 0) return GF_OK;
+  return ctx->ops->mbstd_jvp(ctx, x, xdot, group_size, num_channels, ydot,
+                             err);
+}
+
+gf_status gf_mbstd_bwd_jvp(gf_ctx *ctx, const gf_tensor *x,
+                           const gf_tensor *xdot, int group_size,
+                           int num_channels, const gf_tensor *dy,
+                           const gf_tensor *dydot, gf_tensor *dxdot,
+                           gf_err *err) {
+  const char *op = "mbstd_bwd_jvp";
+  NEED_OP(ctx, mbstd_bwd_jvp, op);
+  GF_TRY(check_t(ctx, x, op, "x", err));
+  GF_TRY(check_t(ctx, xdot, op, "xdot", err));
+  GF_TRY(check_t(ctx, dy, op, "dy", err));
+  GF_TRY(check_t(ctx, dydot, op, "dydot", err));
+  GF_TRY(check_t(ctx, dxdot, op, "dxdot", err));
+  int64_t ys[4];
+  GF_TRY(mbstd_shape(x, group_size, num_channels, ys, op, err));
+  GF_TRY(check_shape(xdot, op, "xdot", 4, x->shape, err));
+  GF_TRY(check_shape(dy, op, "dy", 4, ys, err));
+  GF_TRY(check_shape(dydot, op, "dydot", 4, ys, err));
+  GF_TRY(check_shape(dxdot, op, "dxdot", 4, x->shape, err));
+  if (overlaps(dxdot, x) || overlaps(dxdot, xdot) || overlaps(dxdot, dy) ||
+      overlaps(dxdot, dydot))
+    return gf_fail(err, GF_EINVAL, "%s: dxdot overlaps an input", op);
+  if (x->shape[0] == 0) return GF_OK;
+  return ctx->ops->mbstd_bwd_jvp(ctx, x, xdot, group_size, num_channels, dy,
+                                 dydot, dxdot, err);
+}

@@ -919,4 +919,29 @@ gf_status gf_color4_fwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *m,
 gf_status gf_color4_bwd(gf_ctx *ctx, const gf_tensor *m, const gf_tensor *dy,
                         gf_tensor *dx, gf_err *err);
 
+/* ---- second order: minibatch stddev's tangents (R1 by forward-over-
+ * reverse, model/src/sg2_r1.c) ------------------------------------------
+ * gf_mbstd_jvp: the directional derivative of gf_mbstd_fwd at x along
+ * xdot (both [N,C,H,W]) into ydot [N,C+F,H,W]. With mu_e, sd_e as
+ * gf_mbstd_fwd recomputes them, u_g = x[gM+m, c, p] - mu_e and udot_g =
+ * xdot[gM+m, c, p] - (sum_g xdot) / G (double, g in order):
+ *   sddot_e = ((sum_g u_g udot_g) / G) / sd_e
+ *   ydot[n, c, p] = xdot[n, c, p] (c < C)
+ *   ydot[n, C + f, p] = (float)(S / K), S the lane sum of the sddot_e in
+ *                       element order (as the forward's stat).
+ * gf_mbstd_bwd_jvp: the directional derivative along (xdot, dydot) of
+ * gf_mbstd_bwd(x, dy) (linear in dy, nonlinear in x): dxdot [N,C,H,W] =
+ *   dydot[n, c, p] + (qdot u + q udot - q u sddot_e / sd_e) / sd_e
+ * with q = D(dy) / (G K), qdot = D(dydot) / (G K) (D as gf_mbstd_bwd's), in
+ * double, rounded once. Group and channel arithmetic as gf_mbstd_fwd's; no
+ * output overlaps an input. CPU and CUDA give the same bits. */
+gf_status gf_mbstd_jvp(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *xdot,
+                       int group_size, int num_channels, gf_tensor *ydot,
+                       gf_err *err);
+gf_status gf_mbstd_bwd_jvp(gf_ctx *ctx, const gf_tensor *x,
+                           const gf_tensor *xdot, int group_size,
+                           int num_channels, const gf_tensor *dy,
+                           const gf_tensor *dydot, gf_tensor *dxdot,
+                           gf_err *err);
+
 #endif

@@ -445,6 +445,13 @@ gf_status gf_cpu_mbstd_fwd(gf_ctx *ctx, const gf_tensor *x, int group_size,
 gf_status gf_cpu_mbstd_bwd(gf_ctx *ctx, const gf_tensor *x, int group_size,
                            int num_channels, const gf_tensor *dy,
                            gf_tensor *dx, gf_err *err);
+gf_status gf_cpu_mbstd_jvp(gf_ctx *ctx, const gf_tensor *x,
+                           const gf_tensor *xdot, int group_size, int num_channels,
+                           gf_tensor *ydot, gf_err *err);
+gf_status gf_cpu_mbstd_bwd_jvp(gf_ctx *ctx, const gf_tensor *x,
+                               const gf_tensor *xdot, int group_size,
+                               int num_channels, const gf_tensor *dy,
+                               const gf_tensor *dydot, gf_tensor *dxdot, gf_err *err);
 gf_status gf_cpu_noise_add_fwd(gf_ctx *ctx, const gf_tensor *x,
                                const gf_tensor *noise,
                                const gf_tensor *strength, gf_tensor *y,
