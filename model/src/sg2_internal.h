@@ -38,6 +38,8 @@ typedef struct sg2_fc {
   gf_tensor y;             /* [max_batch, out] */
   gf_tensor dy;            /* training: dL/dy, then dL/d(pre-activation) */
   gf_tensor dws, dbs;      /* training: dL/d(scaled weight, bias) */
+  gf_tensor ty, tdy;       /* training D, R1 (sg2_r1.c): the tangents of y
+                              and of dy */
 } sg2_fc;
 
 /* A conv layer of D (Conv2dLayer): k 1 or 3, down 1 or 2. */
@@ -52,6 +54,8 @@ typedef struct sg2_conv {
   gf_tensor xf;            /* down 2: the filtered input */
   gf_tensor y;             /* [max_batch, cout, res / down, res / down] */
   gf_tensor dy, dws, dxf;  /* training: dL/dy, dL/dws, dL/dxf */
+  gf_tensor ty, txf, tdy;  /* training, R1 (sg2_r1.c): the tangents of y,
+                              xf and dy */
 } sg2_conv;
 
 /* normalize_2nd_moment over D features. */
@@ -106,6 +110,7 @@ typedef struct sg2_dblock {
   gf_tensor x;             /* output [max_batch, cout, res/2, res/2] */
   gf_tensor dx;            /* training: dL/dx */
   gf_tensor dt0, dt1;      /* training: input gradients of conv0, skip */
+  gf_tensor tx, tdx;       /* training, R1: the tangents of x and dx */
 } sg2_dblock;
 
 typedef struct sg2_mapping {
@@ -142,6 +147,11 @@ typedef struct gf_sg2_impl {
   gf_tensor one;           /* [1, 1] = 1: a crop is an upfirdn2d by it */
   gf_tensor dws;           /* training, G: [max_batch, num_ws, w_dim] */
   gf_tensor dmbstd, dlg;   /* training, D */
+  /* training D, R1 (sg2_r1.c): the tangents of mbstd's output and its
+   * gradient, dL/dimg (the R1 gradient), its tangent seed, the penalties */
+  gf_tensor tmbstd, tdmbstd, r1_g, r1_t, r1_pen;
+  bool no_pgrads;          /* R1's first backward: the D backward leaves
+                              every parameter gradient alone */
   gf_tensor img_in;        /* D: the last forward's img (a borrowed view) */
   float *host_noise;       /* owned: host staging of random noise */
   size_t host_noise_n;
@@ -216,6 +226,10 @@ gf_status sg2_conv_bwd(gf_sg2_net *net, gf_ctx *ctx, sg2_conv *l,
 gf_status sg2_norm_bwd(gf_ctx *ctx, sg2_norm *l, const gf_tensor *x,
                        const gf_tensor *dy, int64_t n, gf_tensor *dx,
                        gf_err *err);
+/* dst (+)= src * gain (one f32 rounding); src is scratch (scaled in place
+ * when adding). Both are seen as [1, numel]. */
+gf_status sg2_scale_into(gf_ctx *ctx, gf_tensor *src, float gain,
+                         gf_tensor *dst, gf_accum accum, gf_err *err);
 /* Adds dL/dws of the layer's w row to dws [n, num_ws, w_dim]. */
 gf_status sg2_slayer_bwd(gf_sg2_net *net, gf_ctx *ctx, sg2_slayer *l,
                          const gf_tensor *x, int64_t n, gf_tensor *dx,

@@ -34,6 +34,10 @@ gf_status sg2_fc_build(gf_sg2_net *net, sg2_alloc *a, sg2_fc *l,
   GF_TRY(sg2_dact(net, a, &l->dy, 2, ys, err));
   GF_TRY(sg2_dact(net, a, &l->dws, 2, ws, err));
   GF_TRY(sg2_dact(net, a, &l->dbs, 2, b2, err));
+  if (net->role == GF_SG2_D) {
+    GF_TRY(sg2_dact(net, a, &l->ty, 2, ys, err));
+    GF_TRY(sg2_dact(net, a, &l->tdy, 2, ys, err));
+  }
   return sg2_act(net, a, &l->y, 2, ys, err);
 }
 
@@ -88,9 +92,12 @@ gf_status sg2_conv_build(gf_sg2_net *net, sg2_alloc *a, sg2_conv *l,
     const int64_t xs[4] = {mb, cin, side, side};
     GF_TRY(sg2_act(net, a, &l->xf, 4, xs, err));
     GF_TRY(sg2_dact(net, a, &l->dxf, 4, xs, err));
+    GF_TRY(sg2_dact(net, a, &l->txf, 4, xs, err));
   }
   const int64_t ys[4] = {mb, cout, res / down, res / down};
   GF_TRY(sg2_dact(net, a, &l->dy, 4, ys, err));
+  GF_TRY(sg2_dact(net, a, &l->ty, 4, ys, err));
+  GF_TRY(sg2_dact(net, a, &l->tdy, 4, ys, err));
   GF_TRY(sg2_dact(net, a, &l->dws, 4, ws, err));
   return sg2_act(net, a, &l->y, 4, ys, err);
 }

@@ -213,4 +213,21 @@ gf_status gf_sg2_d_bwd(gf_sg2_net *net, gf_ctx *ctx, const gf_tensor *dlogits,
 gf_status gf_sg2_d_block(const gf_sg2_net *net, int res, gf_tensor *x,
                          gf_err *err);
 
+/* StyleGAN2-ADA's R1 regulariser of D (Dreg): runs D on img (D's input:
+ * the caller augments the reals as Dmain's are; the gradient is taken wrt
+ * this tensor) and c in training mode, then
+ *   *penalty = (1/n) sum_n ||grad_img sum_i D(img_i, c_i)||^2
+ * (the per-sample sum over channels and pixels; may be NULL: no host
+ * sync), and writes (GF_OVERWRITE) or adds (GF_ACCUMULATE) scale dP/dtheta
+ * into every D parameter's gradient, its mapping's included. The official
+ * loss is mean(penalty_n gamma / 2) times the lazy interval: scale =
+ * r1_gamma / 2 * interval. Second order by forward-over-reverse over the
+ * kernel ops (model/src/sg2_r1.c; gf_mbstd_jvp, gf_mbstd_bwd_jvp); against
+ * PyTorch's double backward in tests/model/test_sg2_reg.c. A net built for
+ * training; the forward's state (activations) is D's last forward
+ * afterwards. img and c are borrowed for the call. */
+gf_status gf_sg2_d_r1(gf_sg2_net *net, gf_ctx *ctx, const gf_tensor *img,
+                      const gf_tensor *c, float scale, gf_accum accum,
+                      float *penalty, gf_err *err);
+
 #endif
