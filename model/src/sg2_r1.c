@@ -32,6 +32,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "gf/ada.h"
 #include "sg2_internal.h"
 
 /* The down-sampling geometry of conv layer l (as sg2_conv_fwd's). */
@@ -125,13 +126,12 @@ static gf_status fc_tan_bwd_top(gf_sg2_net *net, gf_ctx *ctx, sg2_fc *l,
                         accum, err);
 }
 
-/* The tangent forward from im->r1_t (the image's tangent). */
-static gf_status tan_fwd(gf_sg2_net *net, gf_ctx *ctx, int64_t n,
-                         gf_err *err) {
+/* The tangent forward from timg (D's input's tangent). */
+static gf_status tan_fwd(gf_sg2_net *net, gf_ctx *ctx, gf_tensor timg,
+                         int64_t n, gf_err *err) {
   gf_sg2_impl *im = net->impl;
   const gf_sg2_config *cf = &net->cfg;
   gf_tensor tx;
-  gf_tensor timg = sg2_rows(&im->r1_t, n);
   for (int k = 0; k < im->nblocks; k++) {
     sg2_dblock *b = &im->db[k];
     if (b->cin == 0) {
@@ -164,9 +164,9 @@ static gf_status tan_fwd(gf_sg2_net *net, gf_ctx *ctx, int64_t n,
   return fc_tan_fwd(ctx, &im->eout, &th, n, err);
 }
 
-/* The tangent backward: every parameter gradient. */
-static gf_status tan_bwd(gf_sg2_net *net, gf_ctx *ctx, int64_t n,
-                         gf_accum accum, gf_err *err) {
+/* The tangent backward: every parameter gradient (timg as tan_fwd's). */
+static gf_status tan_bwd(gf_sg2_net *net, gf_ctx *ctx, gf_tensor timg,
+                         int64_t n, gf_accum accum, gf_err *err) {
   gf_sg2_impl *im = net->impl;
   const gf_sg2_config *cf = &net->cfg;
   if (net->cmap_dim > 0) {
@@ -225,18 +225,38 @@ static gf_status tan_bwd(gf_sg2_net *net, gf_ctx *ctx, int64_t n,
     gf_tensor tdin = b->cin == 0 ? sg2_rows(&b->fromrgb.tdy, n)
                                  : sg2_rows(&im->db[k - 1].tdx, n);
     GF_TRY(gf_copy(ctx, &t0, &tdin, err));
-    if (b->cin == 0) {
-      gf_tensor timg = sg2_rows(&im->r1_t, n);
+    if (b->cin == 0)
       GF_TRY(conv_tan_bwd(net, ctx, &b->fromrgb, &im->img_in, &timg, false,
                           n, NULL, accum, err));
-    }
   }
   return GF_OK;
 }
 
+/* *penalty = the mean over samples of ||g_n||^2 (pen: n values of
+ * scratch on the device). */
+static gf_status penalties(gf_ctx *ctx, const gf_tensor *g, gf_tensor pen,
+                           float *penalty, gf_err *err) {
+  int64_t n = g->shape[0];
+  const int64_t g2[2] = {n, gf_tensor_numel(g) / n};
+  gf_tensor gf = sg2_as(g, 2, g2);
+  GF_TRY(gf_rowdot_fwd(ctx, &gf, &gf, &pen, GF_OVERWRITE, err));
+  float *host = malloc((size_t)n * sizeof *host);
+  if (!host) return gf_fail(err, GF_ENOMEM, "gf_sg2_d_r1: penalties");
+  gf_tensor h;
+  gf_status st = gf_tensor_view(&h, host, GF_F32, GF_DEV_CPU, 2, pen.shape,
+                                err);
+  if (st == GF_OK) st = gf_tensor_copy(&h, &pen, err);
+  double s = 0.0;
+  for (int64_t i = 0; i < n; i++) s += (double)host[i];
+  free(host);
+  GF_TRY(st);
+  *penalty = (float)(s / (double)n);
+  return GF_OK;
+}
+
 gf_status gf_sg2_d_r1(gf_sg2_net *net, gf_ctx *ctx, const gf_tensor *img,
-                      const gf_tensor *c, float scale, gf_accum accum,
-                      float *penalty, gf_err *err) {
+                      const gf_tensor *c, struct gf_ada *aug, float scale,
+                      gf_accum accum, float *penalty, gf_err *err) {
   if (!net || !net->impl || !ctx || !img || net->role != GF_SG2_D)
     return gf_fail(err, GF_EINVAL, "gf_sg2_d_r1: NULL argument or not a "
                    "discriminator");
@@ -249,33 +269,32 @@ gf_status gf_sg2_d_r1(gf_sg2_net *net, gf_ctx *ctx, const gf_tensor *img,
   gf_tensor lg;
   GF_TRY(gf_sg2_d_fwd(net, ctx, img, c, GF_MODE_TRAIN, &lg, err));
   int64_t n = im->d_batch;
-  /* the first backward: g = grad_x sum(D), every layer's dy kept */
-  gf_tensor ones = sg2_rows(&im->r1_pen, n), g = sg2_rows(&im->r1_g, n),
+  /* the first backward: gd = grad_img sum(D), every layer's dy kept; g =
+   * gd, or with augmentation its gradient wrt the reals, A^T gd */
+  gf_tensor ones = sg2_rows(&im->r1_pen, n), gd = sg2_rows(&im->r1_g, n),
             t = sg2_rows(&im->r1_t, n);
   GF_TRY(gf_fill(ctx, &ones, 1.0f, err));
   im->no_pgrads = true;
-  gf_status st = gf_sg2_d_bwd(net, ctx, &ones, &g, GF_OVERWRITE, err);
+  gf_status st = gf_sg2_d_bwd(net, ctx, &ones, &gd, GF_OVERWRITE, err);
   im->no_pgrads = false;
   GF_TRY(st);
-  const int64_t g2[2] = {n, gf_tensor_numel(&g) / n};
-  gf_tensor gf = sg2_as(&g, 2, g2), pen = sg2_rows(&im->r1_pen, n);
-  if (penalty) {
-    GF_TRY(gf_rowdot_fwd(ctx, &gf, &gf, &pen, GF_OVERWRITE, err));
-    float *host = malloc((size_t)n * sizeof *host);
-    if (!host) return gf_fail(err, GF_ENOMEM, "gf_sg2_d_r1: penalties");
-    gf_tensor h;
-    st = gf_tensor_view(&h, host, GF_F32, GF_DEV_CPU, 2, pen.shape, err);
-    if (st == GF_OK) st = gf_tensor_copy(&h, &pen, err);
-    double s = 0.0;
-    for (int64_t i = 0; i < n; i++) s += (double)host[i];
-    free(host);
-    GF_TRY(st);
-    *penalty = (float)(s / (double)n);
+  gf_tensor g = gd;
+  if (aug) {
+    GF_TRY(gf_ada_bwd(aug, &gd, &t, err));
+    g = t;
   }
-  /* the tangent seed s g, s = 2 scale / n */
+  if (penalty) GF_TRY(penalties(ctx, &g, sg2_rows(&im->r1_pen, n), penalty,
+                                err));
+  /* the tangent seed s g, s = 2 scale / n (in place), through the
+   * augmentation's linear part when there is one */
   GF_TRY(gf_bias_act_fwd(ctx, &g, NULL, GF_BIAS_ACT_LINEAR, 0.0f,
                          (float)(2.0 * (double)scale / (double)n), -1.0f, &t,
                          err));
-  GF_TRY(tan_fwd(net, ctx, n, err));
-  return tan_bwd(net, ctx, n, accum, err);
+  gf_tensor timg = t;
+  if (aug) {
+    GF_TRY(gf_ada_jvp(aug, &t, &gd, err));
+    timg = gd;
+  }
+  GF_TRY(tan_fwd(net, ctx, timg, n, err));
+  return tan_bwd(net, ctx, timg, n, accum, err);
 }

@@ -16,6 +16,11 @@
  *       below mbstd); each comparison shown to fire
  *       (a perturbed weight fails the golden comparisons, a gradient
  *       scaled by 1.05 fails the finite differences).
+ *       Through the augmentation (gf_sg2_d_r1 with a gf_ada, p 0.6; cond
+ *       and uncond): the penalty against ||A^T grad|| by the first-order
+ *       passes, gf_ada_jvp against the difference of two forwards, the
+ *       gradients against finite differences (no official golden: its
+ *       draws are not ours); each shown to fire.
  *   test_sg2_reg GOLDEN_DIR cuda   the same R1 on CUDA against the goldens
  *       and the CPU; 77 without a usable GPU.
  *
@@ -36,6 +41,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "gf/ada.h"
 #include "gf/safetensors.h"
 #include "gf/sg2_net.h"
 #include "sg2_test_util.h"
@@ -95,6 +101,8 @@ typedef struct rcase {
   gf_sg2_net d;
   gf_tensor img, c;
   bool has_c;
+  gf_ada *aug;         /* NULL, or img = aug's forward of reals */
+  gf_tensor reals;     /* with aug: the pipeline's input */
 } rcase;
 
 static void rcase_open(rcase *k, const char *cs, gf_ctx *ctx) {
@@ -126,6 +134,7 @@ static void rcase_open(rcase *k, const char *cs, gf_ctx *ctx) {
   k->img = sg2t_on_dev(&h, ctx->device);
   gf_tensor_free(&h);
   k->has_c = k->cfg.c_dim > 0;
+  k->aug = NULL;
   memset(&k->c, 0, sizeof k->c);
   if (k->has_c) {
     h = sg2t_gold(&k->fd, "in.c");
@@ -145,7 +154,8 @@ static void rcase_close(rcase *k) {
 static float r1(rcase *k, gf_ctx *ctx, float scale, gf_accum accum) {
   gf_err err;
   float pen = NAN;
-  CHECKF(gf_sg2_d_r1(&k->d, ctx, &k->img, k->has_c ? &k->c : NULL, scale,
+  CHECKF(gf_sg2_d_r1(&k->d, ctx, &k->img, k->has_c ? &k->c : NULL, k->aug,
+                     scale,
                      accum, &pen, &err) == GF_OK,
          "%s: gf_sg2_d_r1: %s", k->name, err.msg);
   return pen;
@@ -326,6 +336,97 @@ static void cpu_case(const char *cs, gf_ctx *ctx, gf_ctx *ctx4) {
   rcase_close(&k);
 }
 
+/* R1 through the augmentation (p 0.6, every augmentation on): the reals
+ * are the golden img, D sees aug(reals). No official golden here (its
+ * draws are not Philox's): the penalty against ||A^T grad_img sum D||^2
+ * by gf_sg2_d_bwd and gf_ada_bwd, gf_ada_jvp against the difference of
+ * two forwards, and the gradients against finite differences (fixed
+ * draws), each shown to fire. */
+static void aug_case(const char *cs, gf_ctx *ctx) {
+  rcase k;
+  rcase_open(&k, cs, ctx);
+  gf_err err;
+  gf_ada ada;
+  REQUIRE(gf_ada_init(&ada, ctx, &err) == GF_OK);
+  int64_t n = k.img.shape[0];
+  float *params = malloc((size_t)(n * GF_ADA_NPARAMS) * sizeof *params);
+  REQUIRE(params != NULL);
+  REQUIRE(gf_ada_draw(params, n, 77, 3, 0, 0, &err) == GF_OK);
+  k.reals = k.img;
+  REQUIRE(gf_tensor_init(&k.img, GF_F32, ctx->device, 4, k.reals.shape,
+                         &err) == GF_OK);
+  REQUIRE(gf_ada_fwd(&ada, &k.reals, params, 0.6f, &k.img, &err) == GF_OK);
+  k.aug = &ada;
+  /* the penalty */
+  float pen = r1(&k, ctx, 1.0f, GF_OVERWRITE);
+  gf_tensor lg, ones, gd, gx;
+  REQUIRE(gf_sg2_d_fwd(&k.d, ctx, &k.img, k.has_c ? &k.c : NULL,
+                       GF_MODE_TRAIN, &lg, &err) == GF_OK);
+  REQUIRE(gf_tensor_init(&ones, GF_F32, ctx->device, 2, lg.shape, &err) == 0);
+  REQUIRE(gf_tensor_init(&gd, GF_F32, ctx->device, 4, k.img.shape, &err) ==
+          0);
+  REQUIRE(gf_tensor_init(&gx, GF_F32, ctx->device, 4, k.img.shape, &err) ==
+          0);
+  REQUIRE(gf_fill(ctx, &ones, 1.0f, &err) == GF_OK);
+  REQUIRE(gf_sg2_d_bwd(&k.d, ctx, &ones, &gd, GF_OVERWRITE, &err) == GF_OK);
+  REQUIRE(gf_ada_bwd(&ada, &gd, &gx, &err) == GF_OK);
+  double want = 0, plain = 0;
+  const float *G = gx.data, *GD = gd.data;
+  for (int64_t i = 0; i < gf_tensor_numel(&gx); i++) {
+    want += (double)G[i] * G[i];
+    plain += (double)GD[i] * GD[i];
+  }
+  want /= (double)n;
+  plain /= (double)n;
+  printf("  %-40s %.9g vs ||A^T g||^2 %.9g (without A^T: %.9g)\n", "aug",
+         pen, want, plain);
+  CHECKF(fabs(pen - want) <= PEN_TOL_REL * want, "%s aug: penalty %.9g vs "
+         "%.9g", cs, pen, want);
+  CHECKF(fabs(plain - want) > PEN_TOL_REL * want, "%s aug: A^T changes "
+         "nothing", cs);
+  /* gf_ada_jvp: aug(reals + v) - aug(reals) = A v (affine) */
+  gf_tensor v, y1, jv;
+  REQUIRE(gf_tensor_init(&v, GF_F32, ctx->device, 4, k.img.shape, &err) ==
+          0);
+  REQUIRE(gf_tensor_init(&y1, GF_F32, ctx->device, 4, k.img.shape, &err) ==
+          0);
+  REQUIRE(gf_tensor_init(&jv, GF_F32, ctx->device, 4, k.img.shape, &err) ==
+          0);
+  float *V = v.data, *R = k.reals.data;
+  for (int64_t i = 0; i < gf_tensor_numel(&v); i++)
+    V[i] = R[(i * 7919) % gf_tensor_numel(&v)] * 0.5f + 0.25f;
+  REQUIRE(gf_ada_jvp(&ada, &v, &jv, &err) == GF_OK);
+  for (int64_t i = 0; i < gf_tensor_numel(&v); i++) V[i] += R[i];
+  REQUIRE(gf_ada_fwd(&ada, &v, params, 0.6f, &y1, &err) == GF_OK);
+  REQUIRE(gf_ada_fwd(&ada, &k.reals, params, 0.6f, &k.img, &err) == GF_OK);
+  double jmax = 0, jd = 0, off = 0;
+  const float *Y1 = y1.data, *Y0 = k.img.data, *J = jv.data;
+  for (int64_t i = 0; i < gf_tensor_numel(&v); i++) {
+    double d = (double)Y1[i] - Y0[i];
+    if (fabs(J[i]) > jmax) jmax = fabs(J[i]);
+    if (fabs(d - J[i]) > jd) jd = fabs(d - J[i]);
+    if (fabs(d - 1.001 * J[i]) > off) off = fabs(d - 1.001 * J[i]);
+  }
+  printf("  %-40s worst |d| %.3g of max %.3g\n", "aug jvp vs fwd difference",
+         jd, jmax);
+  CHECKF(jd <= 1e-5 * jmax, "%s: gf_ada_jvp off the forward's difference "
+         "by %.3g (max %.3g)", cs, jd, jmax);
+  CHECKF(off > 1e-5 * jmax, "%s: a jvp 0.1%% off passes", cs);
+  /* finite differences with the draws fixed */
+  const char *fdn[3] = {"b4.fc.weight", "b8.conv1.weight", "b4.conv.weight"};
+  for (int i = 0; i < 3; i++) {
+    CHECKF(fd_check(&k, ctx, fdn[i], 1.0, true), "%s aug: finite "
+           "differences along %s", cs, fdn[i]);
+    CHECKF(!fd_check(&k, ctx, fdn[i], 1.05, false), "%s aug: a gradient 5%% "
+           "off passes along %s", cs, fdn[i]);
+  }
+  gf_tensor *fr[] = {&ones, &gd, &gx, &v, &y1, &jv, &k.reals};
+  for (size_t i = 0; i < sizeof fr / sizeof fr[0]; i++) gf_tensor_free(fr[i]);
+  free(params);
+  gf_ada_free(&ada);
+  rcase_close(&k);
+}
+
 static void cuda_case(const char *cs, gf_ctx *cpu, gf_ctx *gpu) {
   rcase kc, kg;
   rcase_open(&kc, cs, cpu);
@@ -379,6 +480,8 @@ int main(int argc, char **argv) {
     gf_ctx cpu4;
     sg2t_ctx_cpu(&cpu4, 4);
     for (int i = 0; i < 4; i++) cpu_case(cases[i], &cpu, &cpu4);
+    aug_case("cond", &cpu);
+    aug_case("uncond", &cpu);
     gf_ctx_free(&cpu4);
   }
   printf("R1 against the official double backward, worst |d| / max|t|: "

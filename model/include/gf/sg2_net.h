@@ -84,6 +84,7 @@ typedef enum gf_sg2_noise {
 } gf_sg2_noise;
 
 struct gf_sg2_impl; /* the layers; model/src/sg2_internal.h */
+struct gf_ada;      /* gf/ada.h: the augmentation pipeline */
 
 typedef struct gf_sg2_net {
   gf_sg2_config cfg;   /* copy of the config it was built from */
@@ -213,21 +214,24 @@ gf_status gf_sg2_d_bwd(gf_sg2_net *net, gf_ctx *ctx, const gf_tensor *dlogits,
 gf_status gf_sg2_d_block(const gf_sg2_net *net, int res, gf_tensor *x,
                          gf_err *err);
 
-/* StyleGAN2-ADA's R1 regulariser of D (Dreg): runs D on img (D's input:
- * the caller augments the reals as Dmain's are; the gradient is taken wrt
- * this tensor) and c in training mode, then
- *   *penalty = (1/n) sum_n ||grad_img sum_i D(img_i, c_i)||^2
+/* StyleGAN2-ADA's R1 regulariser of D (Dreg): runs D on img and c in
+ * training mode and takes the gradient g of sum_i D(img_i, c_i) wrt the
+ * reals: wrt img itself (aug NULL), or, with aug, wrt the input x of
+ * aug's last gf_ada_fwd, whose output img must be (the official loss
+ * augments the reals inside run_D and differentiates wrt the reals):
+ * g = A^T grad_img. Then
+ *   *penalty = (1/n) sum_n ||g_n||^2
  * (the per-sample sum over channels and pixels; may be NULL: no host
  * sync), and writes (GF_OVERWRITE) or adds (GF_ACCUMULATE) scale dP/dtheta
  * into every D parameter's gradient, its mapping's included. The official
  * loss is mean(penalty_n gamma / 2) times the lazy interval: scale =
  * r1_gamma / 2 * interval. Second order by forward-over-reverse over the
- * kernel ops (model/src/sg2_r1.c; gf_mbstd_jvp, gf_mbstd_bwd_jvp); against
- * PyTorch's double backward in tests/model/test_sg2_reg.c. A net built for
- * training; the forward's state (activations) is D's last forward
- * afterwards. img and c are borrowed for the call. */
+ * kernel ops (model/src/sg2_r1.c; gf_mbstd_jvp, gf_mbstd_bwd_jvp,
+ * gf_ada_jvp); against PyTorch's double backward in
+ * tests/model/test_sg2_reg.c. A net built for training; D's last forward
+ * is this one afterwards. img, c and aug are borrowed for the call. */
 gf_status gf_sg2_d_r1(gf_sg2_net *net, gf_ctx *ctx, const gf_tensor *img,
-                      const gf_tensor *c, float scale, gf_accum accum,
-                      float *penalty, gf_err *err);
+                      const gf_tensor *c, struct gf_ada *aug, float scale,
+                      gf_accum accum, float *penalty, gf_err *err);
 
 #endif
