@@ -944,4 +944,28 @@ gf_status gf_mbstd_bwd_jvp(gf_ctx *ctx, const gf_tensor *x,
                            const gf_tensor *dydot, gf_tensor *dxdot,
                            gf_err *err);
 
+/* ---- second order: the demodulated modulation's tangents (path length,
+ * model/src/sg2_pl.c) ------------------------------------------------------
+ * For gf_modconv_weight_fwd demodulating (w [Cout,Cin,kh,kw], s and sdot
+ * [N,Cin], dcoef [N,Cout] as the forward wrote it) per row r = (n, o) of
+ * K = Cin kh kw, with ws = (float)(w s) (the forward's rounding), wsdot =
+ * w sdot, d = dcoef, all in double, sums over k in order from 0:
+ *   A = sum_k ws wsdot,  ddot = -d^3 A
+ *   wmoddot = (float)(wsdot d + ws ddot)   the tangent of wmod along sdot
+ * and, given g and gdot [N Cout,Cin,kh,kw] (the gradient wrt wmod and its
+ * tangent), G = sum_k g ws, Gdot = sum_k (gdot ws + g wsdot), c = d^3 G,
+ * cdot = 3 d^2 ddot G + d^3 Gdot:
+ *   gws    = (float)(g d - ws c)   gf_modconv_weight_bwd's gradient wrt ws
+ *   gwsdot = (float)(gdot d + g ddot - wsdot c - ws cdot)   its tangent
+ * (the weight and style gradients and their tangents are then
+ * gf_modconv_weight_bwd without demodulation from gws / gwsdot). wmoddot
+ * may be NULL; gws and gwsdot are both NULL (g, gdot not read) or both
+ * given. No output overlaps an input or another output. N may be 0. CPU
+ * and CUDA give the same bits. */
+gf_status gf_modconv_demod_jvp(gf_ctx *ctx, const gf_tensor *w,
+                               const gf_tensor *s, const gf_tensor *sdot,
+                               const gf_tensor *dcoef, const gf_tensor *g,
+                               const gf_tensor *gdot, gf_tensor *wmoddot,
+                               gf_tensor *gws, gf_tensor *gwsdot, gf_err *err);
+
 #endif

@@ -126,6 +126,7 @@ const gf_backend_ops gf_cpu_backend_ops = {
     .mbstd_bwd = gf_cpu_mbstd_bwd,
     .mbstd_jvp = gf_cpu_mbstd_jvp,
     .mbstd_bwd_jvp = gf_cpu_mbstd_bwd_jvp,
+    .modconv_demod_jvp = gf_cpu_modconv_demod_jvp,
     .noise_add_fwd = gf_cpu_noise_add_fwd,
     .noise_add_bwd = gf_cpu_noise_add_bwd,
     .pad_reflect_fwd = gf_cpu_pad_reflect_fwd,

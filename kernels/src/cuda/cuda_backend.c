@@ -125,6 +125,7 @@ const gf_backend_ops gf_cuda_backend_ops = {
     .mbstd_bwd = gf_cuda_mbstd_bwd,
     .mbstd_jvp = gf_cuda_mbstd_jvp,
     .mbstd_bwd_jvp = gf_cuda_mbstd_bwd_jvp,
+    .modconv_demod_jvp = gf_cuda_modconv_demod_jvp,
     .noise_add_fwd = gf_cuda_noise_add_fwd,
     .noise_add_bwd = gf_cuda_noise_add_bwd,
     .pad_reflect_fwd = gf_cuda_pad_reflect_fwd,
