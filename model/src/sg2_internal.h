@@ -88,6 +88,11 @@ typedef struct sg2_slayer {
   /* training: dL/dy (then dL/d(pre-activation)), dL/dxu, dL/dwmod, the
    * flipped weight's gradient and its flip back, dL/dwrow */
   gf_tensor dy, dxu, dwmod, dwf, dwback, dwrow;
+  /* training, path length (sg2_pl.c): tangents of wrow, wmod, xu, y and
+   * of dy, dxu, dwmod, dwrow; gws and its tangent; scratch for the second
+   * half of a bilinear product (y, dx of the conv input, dwmod) */
+  gf_tensor twrow, twmod, txu, ty, tdy, tdxu, tdwmod, tdwrow, gws, gwsdot;
+  gf_tensor tmp_y, tmp_dx, tmp_wm;
 } sg2_slayer;
 
 typedef struct sg2_gblock {
@@ -101,6 +106,7 @@ typedef struct sg2_gblock {
   gf_tensor dimg;          /* training: dL/dimg (not the last block's) */
   gf_tensor dx0;           /* training, b4: dL/d(const repeated) */
   gf_tensor dxin;          /* training, k > 0: dL/d(block input) */
+  gf_tensor timg, tdimg, tdx0, tdxin; /* training, path length: tangents */
 } sg2_gblock;
 
 typedef struct sg2_dblock {
@@ -150,6 +156,9 @@ typedef struct gf_sg2_impl {
   /* training D, R1 (sg2_r1.c): the tangents of mbstd's output and its
    * gradient, dL/dimg (the R1 gradient), its tangent seed, the penalties */
   gf_tensor tmbstd, tdmbstd, r1_g, r1_t, r1_pen;
+  /* training G, path length (sg2_pl.c): the tangent of dws (dloss/dws), per-sample lengths
+   * and coefficients */
+  gf_tensor pl_v, pl_tdws, pl_len, pl_c;
   bool no_pgrads;          /* R1's first backward: the D backward leaves
                               every parameter gradient alone */
   gf_tensor img_in;        /* D: the last forward's img (a borrowed view) */
@@ -206,6 +215,11 @@ gf_status sg2_slayer_build(gf_sg2_net *net, sg2_alloc *a, sg2_slayer *l,
                            const char *name, int64_t cin, int64_t cout,
                            int res, int up, bool torgb, int w_index,
                            int layer_no, gf_err *err);
+/* The layer's w rows: row[i] = ws[i, w_index] (add_back: ws[i, w_index]
+ * += row[i]) for ws [n, num_ws, w_dim], row [n, w_dim]. */
+gf_status sg2_ws_row(gf_sg2_net *net, gf_ctx *ctx, const sg2_slayer *l,
+                     const gf_tensor *ws, const gf_tensor *row, int64_t n,
+                     bool add_back, gf_err *err);
 /* The layer on x [n, cin, res / up, res / up] with w rows of ws. */
 gf_status sg2_slayer_fwd(gf_sg2_net *net, gf_ctx *ctx, sg2_slayer *l,
                          const gf_tensor *x, const gf_tensor *ws, int64_t n,
@@ -230,6 +244,10 @@ gf_status sg2_norm_bwd(gf_ctx *ctx, sg2_norm *l, const gf_tensor *x,
  * when adding). Both are seen as [1, numel]. */
 gf_status sg2_scale_into(gf_ctx *ctx, gf_tensor *src, float gain,
                          gf_tensor *dst, gf_accum accum, gf_err *err);
+/* The up-sampling layer's weight gradient from the flipped weight's dwf
+ * (the flip is its own inverse), written or added as accum says. */
+gf_status sg2_flip_into(gf_sg2_net *net, gf_ctx *ctx, sg2_slayer *l,
+                        const gf_tensor *dwf, gf_accum accum, gf_err *err);
 /* Adds dL/dws of the layer's w row to dws [n, num_ws, w_dim]. */
 gf_status sg2_slayer_bwd(gf_sg2_net *net, gf_ctx *ctx, sg2_slayer *l,
                          const gf_tensor *x, int64_t n, gf_tensor *dx,

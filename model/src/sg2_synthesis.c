@@ -43,15 +43,24 @@ gf_status sg2_synthesis_build(gf_sg2_net *net, sg2_alloc *a, gf_err *err) {
       GF_TRY(sg2_act(net, a, &b->img, 4, is, err));
       const int64_t xs[4] = {mb, b->cin, b->res / 2, b->res / 2};
       GF_TRY(sg2_dact(net, a, &b->dxin, 4, xs, err));
+      GF_TRY(sg2_dact(net, a, &b->tdxin, 4, xs, err));
+      GF_TRY(sg2_dact(net, a, &b->timg, 4, is, err));
     } else {
       b->img = b->torgb.y; /* b4's image is its toRGB's output */
+      b->timg = b->torgb.ty;
       const int64_t xs[4] = {mb, b->cout, 4, 4};
       GF_TRY(sg2_dact(net, a, &b->dx0, 4, xs, err));
+      GF_TRY(sg2_dact(net, a, &b->tdx0, 4, xs, err));
     }
+    GF_TRY(sg2_dact(net, a, &b->tdimg, 4, is, err));
     if (k < im->nblocks - 1) GF_TRY(sg2_dact(net, a, &b->dimg, 4, is, err));
   }
-  const int64_t dws[3] = {mb, net->num_ws, c->w_dim};
+  const int64_t dws[3] = {mb, net->num_ws, c->w_dim}, l2[2] = {mb, 1};
   GF_TRY(sg2_dact(net, a, &im->dws, 3, dws, err));
+  GF_TRY(sg2_dact(net, a, &im->pl_v, 3, dws, err));
+  GF_TRY(sg2_dact(net, a, &im->pl_tdws, 3, dws, err));
+  GF_TRY(sg2_dact(net, a, &im->pl_len, 2, l2, err));
+  GF_TRY(sg2_dact(net, a, &im->pl_c, 2, l2, err));
   return sg2_mapping_build(net, a, &im->map, c->z_dim, c->c_dim, c->w_dim,
                            c->map_layers, net->num_ws, err);
 }
@@ -180,7 +189,8 @@ gf_status gf_sg2_synthesis_bwd(gf_sg2_net *net, gf_ctx *ctx,
       gf_tensor d2 = sg2_as(&dx0, 2, s2),
                 gc = sg2_as(&net->tensors[b->p_const].grad, 2, c2),
                 z = sg2_rows(&im->map.zeros_i32, n);
-      GF_TRY(gf_embedding_bwd(ctx, &z, &d2, &gc, accum, err));
+      if (!im->no_pgrads)
+        GF_TRY(gf_embedding_bwd(ctx, &z, &d2, &gc, accum, err));
     } else {
       gf_tensor x = sg2_rows(&b->conv0.y, n), d0 = sg2_rows(&b->conv0.dy, n),
                 xin = sg2_rows(&im->gb[k - 1].conv1.y, n),

@@ -1,7 +1,8 @@
 /* test_sg2_reg.c - StyleGAN2's regularisers (gf/sg2_net.h) against the
  * official code's double backward in golden/sg2_<case>_r1.safetensors
- * (golden/make_sg2_reg_golden.py; the weights and inputs are the nets'
- * goldens sg2_<case>_d.safetensors).
+ * (golden/make_sg2_reg_golden.py) and golden/sg2_<case>_pl.safetensors
+ * (golden/make_sg2_pl_golden.py); the weights and inputs are the nets'
+ * goldens sg2_<case>_{d,g}.safetensors.
  *
  *   test_sg2_reg GOLDEN_DIR        the CPU (1 thread), cases uncond, cond
  *       (c_dim 3: D's mapping gets R1 gradients), clamp (conv_clamp 0.6)
@@ -21,8 +22,22 @@
  *       passes, gf_ada_jvp against the difference of two forwards, the
  *       gradients against finite differences (no official golden: its
  *       draws are not ours); each shown to fire.
+ *       Path length (gf_sg2_g_pl; golden/sg2_<case>_pl.safetensors of
+ *       make_sg2_pl_golden.py, uncond and cond, batch 2, noise const, the
+ *       pl noise given): the penalty and the updated pl_mean within
+ *       PEN_TOL_REL, every G parameter's gradient (the mapping's through
+ *       ws) within PL_TOL_REL of the tensor's max (worst seen 7.4e-6, a
+ *       noise_strength); GF_ACCUMULATE at scale 0.5 adds half; finite
+ *       differences of weight * penalty along one element of
+ *       synthesis.b32.torgb.weight, its affine and mapping.fc0.weight
+ *       within PL_FD_TOL_REL 1e-2 (worst seen 2e-3; step PL_FD_H 1e-4 of
+ *       the tensor's max: the lengths are sums of f32 gradients, and a
+ *       larger step moves leaky-ReLU kinks, on which the lengths jump);
+ *       a perturbed weight fails the golden comparisons, a gradient 5%
+ *       off the finite differences.
  *   test_sg2_reg GOLDEN_DIR cuda   the same R1 on CUDA against the goldens
- *       and the CPU; 77 without a usable GPU.
+ *       and the CPU, and path length on CUDA against the goldens; 77
+ *       without a usable GPU.
  *
  * Tolerances: GRAD_TOL_REL 1e-4 of the tensor's max|official| (+ 1e-9
  * absolute; worst seen 3.3e-5); a bias's R1 gradient BIAS_TOL_REL 3e-3
@@ -48,19 +63,24 @@
 
 #define GRAD_TOL_REL 1e-4
 #define BIAS_TOL_REL 3e-3
+#define PL_TOL_REL 1e-4
+#define PL_FD_H 1e-4
+#define PL_FD_TOL_REL 1e-2
+
 #define PEN_TOL_REL 1e-5
 #define FD_TOL_REL 2e-3
 #define FD_H 1e-3
 
 static const char *g_dir;
-static double g_worst_grad[2], g_worst_pen; /* weights, biases */
-static char g_worst_what[2][128];
+/* worst |d| / max|t|: R1 weights, R1 biases, path length */
+static double g_worst_grad[3], g_worst_pen;
+static char g_worst_what[3][128];
 
 /* Values of got (any device) farther than rel * max|want| (+ 1e-9) from
  * want * scale; prints and records the worst when record. */
 static long misses(const char *what, const gf_tensor *got,
                    const gf_tensor *want, double scale, double rel,
-                   bool record, bool bias) {
+                   bool record, int slot) {
   gf_tensor h = sg2t_on_dev(got, GF_DEV_CPU);
   long bad = 0;
   int64_t n = gf_tensor_numel(want);
@@ -82,10 +102,9 @@ static long misses(const char *what, const gf_tensor *got,
     double r = tmax > 0 ? wd / tmax : wd;
     printf("  %-40s n %-6lld worst |d| %-10.3g = %-9.3g max|t|\n", what,
            (long long)n, wd, r);
-    int b = bias ? 1 : 0;
-    if (r > g_worst_grad[b]) {
-      g_worst_grad[b] = r;
-      snprintf(g_worst_what[b], sizeof g_worst_what[b], "%s", what);
+    if (r > g_worst_grad[slot]) {
+      g_worst_grad[slot] = r;
+      snprintf(g_worst_what[slot], sizeof g_worst_what[slot], "%s", what);
     }
   }
   gf_tensor_free(&h);
@@ -190,7 +209,7 @@ static long cmp_grads(rcase *k, double scale, const char *tag, bool record) {
     snprintf(w, sizeof w, "%s%s r1 d%s", k->name, tag, p->name);
     bool bias = p->kind == GF_PARAM_BIAS;
     double tol = bias ? BIAS_TOL_REL : GRAD_TOL_REL;
-    long m = misses(w, &p->grad, &t, scale, tol, record, bias);
+    long m = misses(w, &p->grad, &t, scale, tol, record, bias ? 1 : 0);
     if (record) CHECKF(m == 0, "%s: %ld outside %g", w, m, tol);
     bad += m;
     gf_tensor_free(&t);
@@ -227,7 +246,7 @@ static long cmp_gx(rcase *k, gf_ctx *ctx) {
   gf_tensor t = sg2t_gold(&k->fr, "out.r1_grads");
   char w[96];
   snprintf(w, sizeof w, "%s grad_x sum D", k->name);
-  long m = misses(w, &gx, &t, 1.0, GRAD_TOL_REL, true, false);
+  long m = misses(w, &gx, &t, 1.0, GRAD_TOL_REL, true, 0);
   gf_tensor_free(&t);
   gf_tensor_free(&ones);
   gf_tensor_free(&gx);
@@ -427,6 +446,178 @@ static void aug_case(const char *cs, gf_ctx *ctx) {
   rcase_close(&k);
 }
 
+/* ---- path length ------------------------------------------------------- */
+
+/* G (training, batch 2) with the nets' golden weights, its mapping run on
+ * the golden z (and c); *ws the mapping's output. */
+static void pl_open(const char *cs, gf_ctx *ctx, gf_st_file *fg,
+                    gf_st_file *fp, gf_sg2_net *g, gf_tensor *z,
+                    gf_tensor *c, gf_tensor *ws) {
+  gf_err err;
+  char path[512];
+  gf_st_file_init(fg);
+  gf_st_file_init(fp);
+  snprintf(path, sizeof path, "%s/sg2_%s_g.safetensors", g_dir, cs);
+  REQUIRE(gf_st_open(fg, path, 0, &err) == GF_OK);
+  snprintf(path, sizeof path, "%s/sg2_%s_pl.safetensors", g_dir, cs);
+  REQUIRE(gf_st_open(fp, path, 0, &err) == GF_OK);
+  gf_sg2_config cfg = sg2t_case_config(fg);
+  REQUIRE(gf_sg2_net_init(g, ctx, &cfg, GF_SG2_G, 2, true, &err) == GF_OK);
+  for (size_t i = 0; i < fg->n_tensors; i++) {
+    const char *nm = fg->tensors[i].name;
+    if (strncmp(nm, "G.", 2) != 0) continue;
+    gf_tensor t = sg2t_gold(fg, nm);
+    CHECKF(gf_sg2_load(g, nm + 2, &t, &err) == GF_OK, "load %s: %s", nm,
+           err.msg);
+    gf_tensor_free(&t);
+  }
+  gf_tensor h = sg2t_gold(fg, "in.z");
+  *z = sg2t_on_dev(&h, ctx->device);
+  gf_tensor_free(&h);
+  memset(c, 0, sizeof *c);
+  if (cfg.c_dim > 0) {
+    h = sg2t_gold(fg, "in.c");
+    *c = sg2t_on_dev(&h, ctx->device);
+    gf_tensor_free(&h);
+  }
+  REQUIRE(gf_sg2_mapping_fwd(g, ctx, z, cfg.c_dim ? c : NULL, 1.0f, 0,
+                             GF_MODE_TRAIN, ws, &err) == GF_OK);
+}
+
+/* Misses of every trainable G gradient against G.pl.<name> * scale. */
+static long cmp_pl_grads(const char *cs, gf_sg2_net *g, const gf_st_file *fp,
+                         double scale, bool record) {
+  long bad = 0;
+  int n = 0;
+  for (int i = 0; i < g->n_tensors; i++) {
+    gf_param *p = &g->tensors[i];
+    if (!p->trainable) continue;
+    char nm[160], w[192];
+    snprintf(nm, sizeof nm, "G.pl.%s", p->name);
+    if (!gf_st_find(fp, nm)) {
+      CHECKF(0, "%s: no golden %s", cs, nm);
+      continue;
+    }
+    n++;
+    gf_tensor t = sg2t_gold(fp, nm);
+    snprintf(w, sizeof w, "%s pl d%s", cs, p->name);
+    long m = misses(w, &p->grad, &t, scale, PL_TOL_REL, record, 2);
+    if (record) CHECKF(m == 0, "%s: %ld outside %g", w, m, PL_TOL_REL);
+    bad += m;
+    gf_tensor_free(&t);
+  }
+  int golden = 0;
+  for (size_t i = 0; i < fp->n_tensors; i++)
+    golden += strncmp(fp->tensors[i].name, "G.pl.", 5) == 0;
+  CHECKF(golden == n, "%s: %d golden gradients, %d compared", cs, golden, n);
+  return bad;
+}
+
+static void pl_case(const char *cs, gf_ctx *ctx) {
+  gf_st_file fg, fp;
+  gf_sg2_net g;
+  gf_tensor z, c, ws;
+  gf_err err;
+  pl_open(cs, ctx, &fg, &fp, &g, &z, &c, &ws);
+  gf_tensor hn = sg2t_gold(&fp, "in.pl_noise"), nz = sg2t_on_dev(&hn, ctx->device);
+  gf_tensor pm = sg2t_gold(&fp, "in.pl_mean");
+  gf_sg2_pl_args args = {.pl_mean = ((float *)pm.data)[0], .decay = 0.01f,
+                         .weight = 2.0f, .scale = 1.0f,
+                         .noise = GF_SG2_NOISE_CONST};
+  gf_sg2_pl_out out = {0};
+  CHECKF(gf_sg2_g_pl(&g, ctx, &ws, &nz, &args, GF_OVERWRITE, &out, &err) ==
+         GF_OK, "%s: gf_sg2_g_pl: %s", cs, err.msg);
+  gf_tensor tp = sg2t_gold(&fp, "out.pl_penalty"),
+            tm = sg2t_gold(&fp, "out.pl_mean");
+  double want = 0;
+  for (int64_t i = 0; i < gf_tensor_numel(&tp); i++)
+    want += ((float *)tp.data)[i];
+  want /= (double)gf_tensor_numel(&tp);
+  double dm = ((float *)tm.data)[0];
+  printf("  %-40s penalty %.9g vs %.9g, pl_mean %.9g vs %.9g\n", cs,
+         out.penalty, want, out.pl_mean, dm);
+  CHECKF(fabs(out.penalty - want) <= PEN_TOL_REL * fabs(want) + 1e-7,
+         "%s: pl penalty %.9g vs %.9g", cs, out.penalty, want);
+  CHECKF(fabs(out.pl_mean - dm) <= PEN_TOL_REL * fabs(dm), "%s: pl_mean "
+         "%.9g vs %.9g", cs, out.pl_mean, dm);
+  cmp_pl_grads(cs, &g, &fp, 1.0, true);
+  if (fabs(out.penalty - want) / fabs(want) > g_worst_pen)
+    g_worst_pen = fabs(out.penalty - want) / fabs(want);
+  /* accumulate: + 0.5 */
+  args.scale = 0.5f;
+  CHECK(gf_sg2_g_pl(&g, ctx, &ws, &nz, &args, GF_ACCUMULATE, &out, &err) ==
+        GF_OK);
+  CHECKF(cmp_pl_grads(cs, &g, &fp, 1.5, false) == 0, "%s: pl scale 1 then "
+         "accumulate 0.5 is not 1.5", cs);
+  args.scale = 1.0f;
+  /* finite differences of weight * penalty along one element (the largest
+   * gradient) of the last toRGB's weight and affine (no leaky-ReLU kink
+   * moves with them) and of the mapping's first weight; the mapping
+   * forward reruns with each step */
+  const char *fdn[3] = {"synthesis.b32.torgb.weight",
+                        "synthesis.b32.torgb.affine.weight",
+                        "mapping.fc0.weight"};
+  for (int i = 0; i < 3; i++) {
+    gf_param *p = gf_sg2_find(&g, fdn[i]);
+    REQUIRE(p != NULL);
+    CHECK(gf_sg2_g_pl(&g, ctx, &ws, &nz, &args, GF_OVERWRITE, &out, &err) ==
+          GF_OK);
+    gf_tensor gh = sg2t_on_dev(&p->grad, GF_DEV_CPU),
+              vh = sg2t_on_dev(&p->value, GF_DEV_CPU);
+    int64_t ne = gf_tensor_numel(&gh), at = 0;
+    double vmax = 0;
+    for (int64_t j = 0; j < ne; j++) {
+      if (fabs(((float *)gh.data)[j]) > fabs(((float *)gh.data)[at])) at = j;
+      vmax = fmax(vmax, fabs(((float *)vh.data)[j]));
+    }
+    float *dir = calloc((size_t)ne, sizeof *dir);
+    REQUIRE(dir != NULL);
+    dir[at] = 1.0f;
+    double h = PL_FD_H * vmax, pp, pmn;
+    shift(p, dir, h);
+    REQUIRE(gf_sg2_mapping_fwd(&g, ctx, &z, c.data ? &c : NULL, 1.0f, 0,
+                               GF_MODE_TRAIN, &ws, &err) == GF_OK);
+    CHECK(gf_sg2_g_pl(&g, ctx, &ws, &nz, &args, GF_OVERWRITE, &out, &err) ==
+          GF_OK);
+    pp = out.penalty;
+    shift(p, dir, -2 * h);
+    REQUIRE(gf_sg2_mapping_fwd(&g, ctx, &z, c.data ? &c : NULL, 1.0f, 0,
+                               GF_MODE_TRAIN, &ws, &err) == GF_OK);
+    CHECK(gf_sg2_g_pl(&g, ctx, &ws, &nz, &args, GF_OVERWRITE, &out, &err) ==
+          GF_OK);
+    pmn = out.penalty;
+    shift(p, dir, h);
+    REQUIRE(gf_sg2_mapping_fwd(&g, ctx, &z, c.data ? &c : NULL, 1.0f, 0,
+                               GF_MODE_TRAIN, &ws, &err) == GF_OK);
+    double fd = args.weight * (pp - pmn) / (2 * h),
+           dot = ((float *)gh.data)[at], rel = fabs(fd - dot) / fabs(dot);
+    printf("  %-40s fd %.6g vs grad %.6g: %.3g relative\n", fdn[i], fd, dot,
+           rel);
+    CHECKF(rel <= PL_FD_TOL_REL, "%s: pl finite differences along %s", cs,
+           fdn[i]);
+    CHECKF(fabs(fd - 1.05 * dot) > PL_FD_TOL_REL * fabs(dot), "%s: a pl "
+           "gradient 5%% off passes along %s", cs, fdn[i]);
+    free(dir);
+    gf_tensor_free(&gh);
+    gf_tensor_free(&vh);
+  }
+  /* fires: a perturbed weight fails the golden comparisons */
+  poke(&g, "synthesis.b8.conv1.weight", 0.5f);
+  CHECK(gf_sg2_g_pl(&g, ctx, &ws, &nz, &args, GF_OVERWRITE, &out, &err) ==
+        GF_OK);
+  CHECKF(fabs(out.penalty - want) > PEN_TOL_REL * fabs(want), "%s: a "
+         "perturbed weight passes the pl penalty", cs);
+  CHECKF(cmp_pl_grads(cs, &g, &fp, 1.0, false) > 0, "%s: a perturbed weight "
+         "passes the pl gradients", cs);
+  poke(&g, "synthesis.b8.conv1.weight", -0.5f);
+  gf_tensor *fr[] = {&hn, &nz, &pm, &tp, &tm, &z};
+  for (size_t i = 0; i < sizeof fr / sizeof fr[0]; i++) gf_tensor_free(fr[i]);
+  if (c.data) gf_tensor_free(&c);
+  gf_sg2_net_free(&g);
+  gf_st_file_free(&fg);
+  gf_st_file_free(&fp);
+}
+
 static void cuda_case(const char *cs, gf_ctx *cpu, gf_ctx *gpu) {
   rcase kc, kg;
   rcase_open(&kc, cs, cpu);
@@ -447,7 +638,7 @@ static void cuda_case(const char *cs, gf_ctx *cpu, gf_ctx *gpu) {
     gf_tensor h = sg2t_on_dev(&a->grad, GF_DEV_CPU);
     char w[160];
     snprintf(w, sizeof w, "%s cuda vs cpu d%s", cs, a->name);
-    CHECKF(misses(w, &b->grad, &h, 1.0, GRAD_TOL_REL, false, false) == 0,
+    CHECKF(misses(w, &b->grad, &h, 1.0, GRAD_TOL_REL, false, 0) == 0,
            "%s", w);
     gf_tensor_free(&h);
   }
@@ -475,6 +666,8 @@ int main(int argc, char **argv) {
     gf_ctx_config cc = {.backend = GF_BACKEND_CUDA};
     REQUIRE(gf_ctx_init(&gpu, &cc, &err) == GF_OK);
     for (int i = 0; i < 4; i++) cuda_case(cases[i], &cpu, &gpu);
+    pl_case("uncond", &gpu);
+    pl_case("cond", &gpu);
     gf_ctx_free(&gpu);
   } else {
     gf_ctx cpu4;
@@ -482,12 +675,15 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 4; i++) cpu_case(cases[i], &cpu, &cpu4);
     aug_case("cond", &cpu);
     aug_case("uncond", &cpu);
+    pl_case("uncond", &cpu);
+    pl_case("cond", &cpu);
     gf_ctx_free(&cpu4);
   }
-  printf("R1 against the official double backward, worst |d| / max|t|: "
-         "weight gradients %.3g (%s), bias gradients %.3g (%s), penalty "
-         "%.3g relative\n", g_worst_grad[0], g_worst_what[0],
-         g_worst_grad[1], g_worst_what[1], g_worst_pen);
+  printf("against the official double backward, worst |d| / max|t|: R1 "
+         "weight gradients %.3g (%s), R1 bias gradients %.3g (%s), path "
+         "length gradients %.3g (%s); penalties %.3g relative\n",
+         g_worst_grad[0], g_worst_what[0], g_worst_grad[1], g_worst_what[1],
+         g_worst_grad[2], g_worst_what[2], g_worst_pen);
   gf_ctx_free(&cpu);
   return check_report();
 }

@@ -234,4 +234,42 @@ gf_status gf_sg2_d_r1(gf_sg2_net *net, gf_ctx *ctx, const gf_tensor *img,
                       const gf_tensor *c, struct gf_ada *aug, float scale,
                       gf_accum accum, float *penalty, gf_err *err);
 
+/* StyleGAN2-ADA's path length regulariser (Greg), the official loss's
+ * formulation for the batch given (pl_batch_shrink is the caller's). */
+typedef struct gf_sg2_pl_args {
+  float pl_mean;       /* the running mean before this step */
+  float decay;         /* pl_decay (0.01) */
+  float weight;        /* pl_weight (2) */
+  float scale;         /* the loss's gain (the lazy interval) */
+  gf_sg2_noise noise;  /* the synthesis noise, as gf_sg2_synthesis_fwd's */
+  uint64_t seed;
+  int64_t step, sample0;
+} gf_sg2_pl_args;
+
+typedef struct gf_sg2_pl_out {
+  float penalty;       /* mean over samples of (len_i - pl_mean')^2 */
+  float pl_mean;       /* pl_mean' = lerp(pl_mean, mean len, decay): the
+                          official running mean after the step */
+  float mean_length;   /* mean over samples of len_i */
+} gf_sg2_pl_out;
+
+/* Path length: runs the synthesis on ws [n, num_ws, w_dim] (the output of
+ * the caller's last gf_sg2_mapping_fwd, psi 1: that forward is what the
+ * mapping's gradients go back through) with args' noise, then with
+ * pl_noise (the image's shape; the official randn / sqrt(H W), drawn by
+ * the caller)
+ *   pl_grads = d sum(img * pl_noise) / dws
+ *   len_i    = sqrt(mean over num_ws of sum over w_dim of pl_grads^2)
+ *   pl_mean' = lerp(pl_mean, mean_i len_i, decay)   (not detached)
+ *   loss     = scale mean_i (weight (len_i - pl_mean')^2)
+ * and writes (GF_OVERWRITE) or adds (GF_ACCUMULATE) dloss/dtheta into
+ * every G parameter's gradient, the mapping's through ws. out (may be
+ * NULL) gets the penalty and pl_mean' (a host sync either way). Second
+ * order by forward-over-reverse over the kernel ops (model/src/sg2_pl.c;
+ * gf_modconv_demod_jvp); against PyTorch's double backward in
+ * tests/model/test_sg2_reg.c. A net built for training. */
+gf_status gf_sg2_g_pl(gf_sg2_net *net, gf_ctx *ctx, const gf_tensor *ws,
+                      const gf_tensor *pl_noise, const gf_sg2_pl_args *args,
+                      gf_accum accum, gf_sg2_pl_out *out, gf_err *err);
+
 #endif

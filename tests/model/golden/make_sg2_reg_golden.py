@@ -35,11 +35,36 @@ from safetensors.numpy import load_file, save_file
 from safetensors import safe_open
 
 
-def case(nets, name, gdir):
-    path = os.path.join(gdir, f'sg2_{name}_d.safetensors')
+def read_golden(gdir, name):
+    """The metadata and tensors of golden/<name>.safetensors."""
+    path = os.path.join(gdir, f'{name}.safetensors')
     with safe_open(path, 'np') as f:
         meta = dict(f.metadata())
-    t = load_file(path)
+    return meta, load_file(path)
+
+
+def load_net(net, t, prefix):
+    """Loads the golden tensors prefix.<name> into net (the resample
+    filters are the constructor's)."""
+    sd = {k[len(prefix) + 1:]: torch.from_numpy(v) for k, v in t.items()
+          if k.startswith(prefix + '.')}
+    missing, unexpected = net.load_state_dict(sd, strict=False)
+    assert not unexpected, unexpected
+    assert all(k.endswith('resample_filter') for k in missing), missing
+    net.eval()
+
+
+def write_golden(out, meta, gdir, name):
+    out = {k: np.ascontiguousarray(v, dtype=np.float32)
+           for k, v in out.items()}
+    meta = dict(meta, torch=torch.__version__)
+    opath = os.path.join(gdir, f'{name}.safetensors')
+    save_file(out, opath, metadata=meta)
+    print(opath, os.path.getsize(opath), 'bytes,', len(out), 'tensors')
+
+
+def case(nets, name, gdir):
+    meta, t = read_golden(gdir, f'sg2_{name}_d')
     c_dim = int(meta['c_dim'])
     clamp = float(meta['conv_clamp']) or None
     D = nets.Discriminator(
@@ -52,12 +77,7 @@ def case(nets, name, gdir):
         mapping_kwargs=dict(num_layers=int(meta['d_map_layers'])),
         epilogue_kwargs=dict(mbstd_group_size=int(meta['mbstd_group']),
                              mbstd_num_channels=int(meta['mbstd_channels'])))
-    sd = {k[2:]: torch.from_numpy(v) for k, v in t.items()
-          if k.startswith('D.')}
-    missing, unexpected = D.load_state_dict(sd, strict=False)
-    assert not unexpected, unexpected
-    assert all(k.endswith('resample_filter') for k in missing), missing
-    D.eval()
+    load_net(D, t, 'D')
     img = torch.from_numpy(t['in.img']).clone().requires_grad_(True)
     c = torch.from_numpy(t['in.c']) if c_dim > 0 else None
     D.zero_grad()
@@ -71,12 +91,7 @@ def case(nets, name, gdir):
     for k, p in D.named_parameters():
         out[f'D.r1.{k}'] = (p.grad.numpy().copy() if p.grad is not None
                             else np.zeros(tuple(p.shape), np.float32))
-    out = {k: np.ascontiguousarray(v, dtype=np.float32)
-           for k, v in out.items()}
-    meta = dict(meta, torch=torch.__version__)
-    opath = os.path.join(gdir, f'sg2_{name}_r1.safetensors')
-    save_file(out, opath, metadata=meta)
-    print(opath, os.path.getsize(opath), 'bytes,', len(out), 'tensors')
+    write_golden(out, meta, gdir, f'sg2_{name}_r1')
 
 
 def main():
