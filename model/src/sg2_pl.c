@@ -41,8 +41,7 @@
  * 0, b4's const), tws the tangent of ws. */
 static gf_status slayer_tan_fwd(gf_sg2_net *net, gf_ctx *ctx, sg2_slayer *l,
                                 const gf_tensor *x, const gf_tensor *tx,
-                                const gf_tensor *tws, int64_t n,
-                                gf_err *err) {
+                                const gf_tensor *tws, int64_t n, gf_err *err) {
   gf_sg2_impl *im = net->impl;
   gf_tensor twrow = sg2_rows(&l->twrow, n);
   GF_TRY(sg2_ws_row(net, ctx, l, tws, &twrow, n, false, err));
@@ -59,8 +58,8 @@ static gf_status slayer_tan_fwd(gf_sg2_net *net, gf_ctx *ctx, sg2_slayer *l,
     GF_TRY(gf_modconv_weight_fwd(ctx, w, &ts, 0, GF_SG2_DEMOD_EPS, &twm, NULL,
                                  err));
   } else {
-    GF_TRY(gf_modconv_demod_jvp(ctx, w, &styles, &ts, &dcoef, NULL, NULL,
-                                &twm, NULL, NULL, err));
+    GF_TRY(gf_modconv_demod_jvp(ctx, w, &styles, &ts, &dcoef, NULL, NULL, &twm,
+                                NULL, NULL, err));
   }
   gf_conv_params cp = {{1, 1}, {l->k / 2, l->k / 2}, {0, 0}};
   const gf_tensor *in = x, *tin = tx;
@@ -101,8 +100,8 @@ static gf_status affine_tan_bwd(gf_sg2_net *net, gf_ctx *ctx, sg2_slayer *l,
                        GF_OVERWRITE, err));
   GF_TRY(gf_linear_bwd(ctx, &twrow, &a->ws, &dy, NULL, &a->dws, NULL,
                        GF_ACCUMULATE, err));
-  GF_TRY(sg2_scale_into(ctx, &a->dws, a->wgain, &net->tensors[a->w].grad,
-                        accum, err));
+  GF_TRY(sg2_scale_into(ctx, &a->dws, a->wgain, &net->tensors[a->w].grad, accum,
+                        err));
   return sg2_scale_into(ctx, &dbs, a->bgain, &net->tensors[a->b].grad, accum,
                         err);
 }
@@ -120,13 +119,12 @@ static gf_status slayer_tan_bwd(gf_sg2_net *net, gf_ctx *ctx, sg2_slayer *l,
   GF_TRY(gf_bias_act_bwd(ctx, &y,
                          l->torgb ? GF_BIAS_ACT_LINEAR : GF_BIAS_ACT_LRELU,
                          GF_SG2_LRELU_ALPHA, l->torgb ? 1.0f : SQRT2_F,
-                         l->clamp, &tdy, &tdy, &net->tensors[l->b].grad,
-                         accum, err));
+                         l->clamp, &tdy, &tdy, &net->tensors[l->b].grad, accum,
+                         err));
   if (l->noise_used) {
     gf_tensor nz = sg2_rows(&l->noise, n);
     GF_TRY(gf_noise_add_bwd(ctx, &nz, &tdy, &tdy,
-                            &net->tensors[l->noise_strength].grad, accum,
-                            err));
+                            &net->tensors[l->noise_strength].grad, accum, err));
   } else if (!l->torgb && accum == GF_OVERWRITE) {
     GF_TRY(gf_fill(ctx, &net->tensors[l->noise_strength].grad, 0.0f, err));
   }
@@ -168,15 +166,15 @@ static gf_status slayer_tan_bwd(gf_sg2_net *net, gf_ctx *ctx, sg2_slayer *l,
   if (!l->torgb) {
     gws = sg2_rows(&l->gws, n * l->cout);
     gwsd = sg2_rows(&l->gwsdot, n * l->cout);
-    GF_TRY(gf_modconv_demod_jvp(ctx, w, &styles, &ts, &dcoef, &dwm, &tdwm,
-                                NULL, &gws, &gwsd, err));
+    GF_TRY(gf_modconv_demod_jvp(ctx, w, &styles, &ts, &dcoef, &dwm, &tdwm, NULL,
+                                &gws, &gwsd, err));
   }
   gf_tensor *gw = l->up == 2 ? &l->dwf : &net->tensors[l->w].grad;
   gf_accum a0 = l->up == 2 ? GF_OVERWRITE : accum;
   GF_TRY(gf_modconv_weight_bwd(ctx, w, &styles, 0, GF_SG2_DEMOD_EPS, NULL,
                                &gwsd, gw, &tds, a0, err));
-  GF_TRY(gf_modconv_weight_bwd(ctx, w, &ts, 0, GF_SG2_DEMOD_EPS, NULL, &gws,
-                               gw, NULL, GF_ACCUMULATE, err));
+  GF_TRY(gf_modconv_weight_bwd(ctx, w, &ts, 0, GF_SG2_DEMOD_EPS, NULL, &gws, gw,
+                               NULL, GF_ACCUMULATE, err));
   if (l->up == 2) GF_TRY(sg2_flip_into(net, ctx, l, &l->dwf, accum, err));
   if (l->torgb)
     GF_TRY(gf_bias_act_fwd(ctx, &tds, NULL, GF_BIAS_ACT_LINEAR, 0.0f,
@@ -233,11 +231,10 @@ static gf_status synth_tan_bwd(gf_sg2_net *net, gf_ctx *ctx, gf_tensor *tdws,
       GF_TRY(gf_upfirdn2d_bwd(ctx, &im->filt, &fp, &tdi, &prev, err));
     }
     gf_tensor tty = sg2_rows(&b->torgb.tdy, n), x1 = sg2_rows(&b->conv1.y, n),
-              tx1 = sg2_rows(&b->conv1.ty, n),
-              td1 = sg2_rows(&b->conv1.tdy, n);
+              tx1 = sg2_rows(&b->conv1.ty, n), td1 = sg2_rows(&b->conv1.tdy, n);
     GF_TRY(gf_copy(ctx, &tdi, &tty, err));
-    GF_TRY(slayer_tan_bwd(net, ctx, &b->torgb, &x1, &tx1, n, &td1, tdws,
-                          accum, err));
+    GF_TRY(slayer_tan_bwd(net, ctx, &b->torgb, &x1, &tx1, n, &td1, tdws, accum,
+                          err));
     if (k < im->nblocks - 1) {
       gf_tensor nx = sg2_rows(&im->gb[k + 1].tdxin, n);
       GF_TRY(gf_add(ctx, &td1, &nx, &td1, err));
@@ -257,10 +254,10 @@ static gf_status synth_tan_bwd(gf_sg2_net *net, gf_ctx *ctx, gf_tensor *tdws,
                 xin = sg2_rows(&im->gb[k - 1].conv1.y, n),
                 txin = sg2_rows(&im->gb[k - 1].conv1.ty, n),
                 tdxin = sg2_rows(&b->tdxin, n);
-      GF_TRY(slayer_tan_bwd(net, ctx, &b->conv1, &h, &th, n, &td0, tdws,
+      GF_TRY(slayer_tan_bwd(net, ctx, &b->conv1, &h, &th, n, &td0, tdws, accum,
+                            err));
+      GF_TRY(slayer_tan_bwd(net, ctx, &b->conv0, &xin, &txin, n, &tdxin, tdws,
                             accum, err));
-      GF_TRY(slayer_tan_bwd(net, ctx, &b->conv0, &xin, &txin, n, &tdxin,
-                            tdws, accum, err));
       tdi = sg2_rows(&im->gb[k - 1].tdimg, n);
     }
   }
@@ -279,7 +276,8 @@ gf_status gf_sg2_g_pl(gf_sg2_net *net, gf_ctx *ctx, const gf_tensor *ws,
                       gf_accum accum, gf_sg2_pl_out *out, gf_err *err) {
   if (!net || !net->impl || !ctx || !ws || !pl_noise || !args ||
       net->role != GF_SG2_G)
-    return gf_fail(err, GF_EINVAL, "gf_sg2_g_pl: NULL argument or not a "
+    return gf_fail(err, GF_EINVAL,
+                   "gf_sg2_g_pl: NULL argument or not a "
                    "generator");
   float pl_mean = args->pl_mean, decay = args->decay, weight = args->weight,
         scale = args->scale;
@@ -287,13 +285,13 @@ gf_status gf_sg2_g_pl(gf_sg2_net *net, gf_ctx *ctx, const gf_tensor *ws,
     return gf_fail(err, GF_ESTATE, "gf_sg2_g_pl: not built for training");
   if (!isfinite(pl_mean) || !isfinite(decay) || !isfinite(weight) ||
       !isfinite(scale))
-    return gf_fail(err, GF_EINVAL, "gf_sg2_g_pl: pl_mean, decay, weight and "
+    return gf_fail(err, GF_EINVAL,
+                   "gf_sg2_g_pl: pl_mean, decay, weight and "
                    "scale must be finite");
   gf_sg2_impl *im = net->impl;
   gf_tensor img;
-  GF_TRY(gf_sg2_synthesis_fwd(net, ctx, ws, args->noise, args->seed,
-                              args->step, args->sample0, GF_MODE_TRAIN, &img,
-                              err));
+  GF_TRY(gf_sg2_synthesis_fwd(net, ctx, ws, args->noise, args->seed, args->step,
+                              args->sample0, GF_MODE_TRAIN, &img, err));
   int64_t n = im->synth_batch;
   gf_tensor pg;
   im->no_pgrads = true;

@@ -79,8 +79,7 @@ static gf_status conv_tan_bwd(gf_sg2_net *net, gf_ctx *ctx, sg2_conv *l,
   gf_tensor y = sg2_rows(&l->y, n), dy = sg2_rows(&l->dy, n),
             tdy = sg2_rows(&l->tdy, n), xf = sg2_rows(&l->xf, n),
             txf = sg2_rows(&l->txf, n), dxf = sg2_rows(&l->dxf, n);
-  const gf_tensor *in = l->down == 2 ? &xf : x,
-                  *tin = l->down == 2 ? &txf : tx;
+  const gf_tensor *in = l->down == 2 ? &xf : x, *tin = l->down == 2 ? &txf : tx;
   gf_tensor *gb = l->b >= 0 ? &net->tensors[l->b].grad : NULL;
   if (zero) {
     if (gb && accum == GF_OVERWRITE) GF_TRY(gf_fill(ctx, gb, 0.0f, err));
@@ -98,8 +97,8 @@ static gf_status conv_tan_bwd(gf_sg2_net *net, gf_ctx *ctx, sg2_conv *l,
     if (tdx && l->down == 2)
       GF_TRY(gf_upfirdn2d_bwd(ctx, &net->impl->filt, &fp, &dxf, tdx, err));
   }
-  return sg2_scale_into(ctx, &l->dws, l->wgain, &net->tensors[l->w].grad,
-                        accum, err);
+  return sg2_scale_into(ctx, &l->dws, l->wgain, &net->tensors[l->w].grad, accum,
+                        err);
 }
 
 /* ty = the tangent of fc layer l's output along tx. */
@@ -115,15 +114,15 @@ static gf_status fc_tan_fwd(gf_ctx *ctx, sg2_fc *l, const gf_tensor *tx,
 /* The tangent backward of an fc layer above mbstd (its tdy is 0): dW =
  * wgrad(tx, dpre), no bias gradient. */
 static gf_status fc_tan_bwd_top(gf_sg2_net *net, gf_ctx *ctx, sg2_fc *l,
-                                const gf_tensor *tx, int64_t n,
-                                gf_accum accum, gf_err *err) {
+                                const gf_tensor *tx, int64_t n, gf_accum accum,
+                                gf_err *err) {
   gf_tensor dy = sg2_rows(&l->dy, n);
-  GF_TRY(gf_linear_bwd(ctx, tx, &l->ws, &dy, NULL, &l->dws, NULL,
-                       GF_OVERWRITE, err));
+  GF_TRY(gf_linear_bwd(ctx, tx, &l->ws, &dy, NULL, &l->dws, NULL, GF_OVERWRITE,
+                       err));
   gf_tensor *gb = &net->tensors[l->b].grad;
   if (accum == GF_OVERWRITE) GF_TRY(gf_fill(ctx, gb, 0.0f, err));
-  return sg2_scale_into(ctx, &l->dws, l->wgain, &net->tensors[l->w].grad,
-                        accum, err);
+  return sg2_scale_into(ctx, &l->dws, l->wgain, &net->tensors[l->w].grad, accum,
+                        err);
 }
 
 /* The tangent forward from timg (D's input's tangent). */
@@ -152,8 +151,8 @@ static gf_status tan_fwd(gf_sg2_net *net, gf_ctx *ctx, gf_tensor timg,
   if (cf->mbstd_channels > 0) {
     const sg2_dblock *lb = &im->db[im->nblocks - 1];
     gf_tensor x = sg2_rows(&lb->x, n), ty = sg2_rows(&im->tmbstd, n);
-    GF_TRY(gf_mbstd_jvp(ctx, &x, &tx, cf->mbstd_group, cf->mbstd_channels,
-                        &ty, err));
+    GF_TRY(gf_mbstd_jvp(ctx, &x, &tx, cf->mbstd_group, cf->mbstd_channels, &ty,
+                        err));
     tx = ty;
   }
   GF_TRY(conv_tan_fwd(net, ctx, &im->econv, &tx, n, err));
@@ -175,8 +174,7 @@ static gf_status tan_bwd(gf_sg2_net *net, gf_ctx *ctx, gf_tensor timg,
     gf_tensor tout = sg2_rows(&im->eout.ty, n), dlg = sg2_rows(&im->dlg, n),
               cm = sg2_rows(&m->fc[m->n_layers - 1].y, n),
               dcm = sg2_rows(&m->fc[m->n_layers - 1].dy, n);
-    GF_TRY(gf_rowdot_bwd(ctx, &tout, &cm, &dlg, NULL, &dcm, GF_OVERWRITE,
-                         err));
+    GF_TRY(gf_rowdot_bwd(ctx, &tout, &cm, &dlg, NULL, &dcm, GF_OVERWRITE, err));
     GF_TRY(sg2_mapping_back(net, ctx, m, &m->c_in, n, accum, err));
   }
   gf_tensor th = sg2_rows(&im->efc.ty, n);
@@ -190,15 +188,15 @@ static gf_status tan_bwd(gf_sg2_net *net, gf_ctx *ctx, gf_tensor timg,
   if (cf->mbstd_channels > 0) {
     gf_tensor ms = sg2_rows(&im->mbstd, n), tms = sg2_rows(&im->tmbstd, n),
               dms = sg2_rows(&im->dmbstd, n), tdms = sg2_rows(&im->tdmbstd, n);
-    GF_TRY(conv_tan_bwd(net, ctx, &im->econv, &ms, &tms, true, n, &tdms,
-                        accum, err));
-    GF_TRY(gf_mbstd_bwd_jvp(ctx, &x, &tx, cf->mbstd_group,
-                            cf->mbstd_channels, &dms, &tdms, &tdx, err));
+    GF_TRY(conv_tan_bwd(net, ctx, &im->econv, &ms, &tms, true, n, &tdms, accum,
+                        err));
+    GF_TRY(gf_mbstd_bwd_jvp(ctx, &x, &tx, cf->mbstd_group, cf->mbstd_channels,
+                            &dms, &tdms, &tdx, err));
   } else {
     /* without mbstd D is piecewise linear: nothing below gets a tangent
      * gradient (tdx 0) */
-    GF_TRY(conv_tan_bwd(net, ctx, &im->econv, &x, &tx, true, n, &tdx, accum,
-                        err));
+    GF_TRY(
+        conv_tan_bwd(net, ctx, &im->econv, &x, &tx, true, n, &tdx, accum, err));
   }
   for (int k = im->nblocks - 1; k >= 0; k--) {
     sg2_dblock *b = &im->db[k];
@@ -211,23 +209,23 @@ static gf_status tan_bwd(gf_sg2_net *net, gf_ctx *ctx, gf_tensor timg,
               txin = b->cin == 0 ? sg2_rows(&b->fromrgb.ty, n)
                                  : sg2_rows(&im->db[k - 1].tx, n);
     GF_TRY(gf_copy(ctx, &td, &td1, err));
-    GF_TRY(conv_tan_bwd(net, ctx, &b->conv1, &h0, &th0, false, n, &td0,
-                        accum, err));
-    GF_TRY(conv_tan_bwd(net, ctx, &b->conv0, &xin, &txin, false, n, &t0,
-                        accum, err));
+    GF_TRY(conv_tan_bwd(net, ctx, &b->conv1, &h0, &th0, false, n, &td0, accum,
+                        err));
+    GF_TRY(conv_tan_bwd(net, ctx, &b->conv0, &xin, &txin, false, n, &t0, accum,
+                        err));
     if (cf->d_resnet) {
       gf_tensor ts = sg2_rows(&b->skip.tdy, n);
       GF_TRY(gf_copy(ctx, &td, &ts, err));
-      GF_TRY(conv_tan_bwd(net, ctx, &b->skip, &xin, &txin, false, n, &t1,
-                          accum, err));
+      GF_TRY(conv_tan_bwd(net, ctx, &b->skip, &xin, &txin, false, n, &t1, accum,
+                          err));
       GF_TRY(gf_add(ctx, &t0, &t1, &t0, err));
     }
     gf_tensor tdin = b->cin == 0 ? sg2_rows(&b->fromrgb.tdy, n)
                                  : sg2_rows(&im->db[k - 1].tdx, n);
     GF_TRY(gf_copy(ctx, &t0, &tdin, err));
     if (b->cin == 0)
-      GF_TRY(conv_tan_bwd(net, ctx, &b->fromrgb, &im->img_in, &timg, false,
-                          n, NULL, accum, err));
+      GF_TRY(conv_tan_bwd(net, ctx, &b->fromrgb, &im->img_in, &timg, false, n,
+                          NULL, accum, err));
   }
   return GF_OK;
 }
@@ -258,7 +256,8 @@ gf_status gf_sg2_d_r1(gf_sg2_net *net, gf_ctx *ctx, const gf_tensor *img,
                       const gf_tensor *c, struct gf_ada *aug, float scale,
                       gf_accum accum, float *penalty, gf_err *err) {
   if (!net || !net->impl || !ctx || !img || net->role != GF_SG2_D)
-    return gf_fail(err, GF_EINVAL, "gf_sg2_d_r1: NULL argument or not a "
+    return gf_fail(err, GF_EINVAL,
+                   "gf_sg2_d_r1: NULL argument or not a "
                    "discriminator");
   if (!net->training)
     return gf_fail(err, GF_ESTATE, "gf_sg2_d_r1: not built for training");
@@ -283,8 +282,8 @@ gf_status gf_sg2_d_r1(gf_sg2_net *net, gf_ctx *ctx, const gf_tensor *img,
     GF_TRY(gf_ada_bwd(aug, &gd, &t, err));
     g = t;
   }
-  if (penalty) GF_TRY(penalties(ctx, &g, sg2_rows(&im->r1_pen, n), penalty,
-                                err));
+  if (penalty)
+    GF_TRY(penalties(ctx, &g, sg2_rows(&im->r1_pen, n), penalty, err));
   /* the tangent seed s g, s = 2 scale / n (in place), through the
    * augmentation's linear part when there is one */
   GF_TRY(gf_bias_act_fwd(ctx, &g, NULL, GF_BIAS_ACT_LINEAR, 0.0f,

@@ -23,13 +23,14 @@
  *       gradients against finite differences (no official golden: its
  *       draws are not ours); each shown to fire.
  *       Path length (gf_sg2_g_pl; golden/sg2_<case>_pl.safetensors of
- *       make_sg2_pl_golden.py, uncond and cond, batch 2, noise const, the
- *       pl noise given): the penalty and the updated pl_mean within
- *       PEN_TOL_REL, every G parameter's gradient (the mapping's through
- *       ws) within PL_TOL_REL of the tensor's max (worst seen 7.4e-6, a
- *       noise_strength); GF_ACCUMULATE at scale 0.5 adds half; finite
- *       differences of weight * penalty along one element of
- *       synthesis.b32.torgb.weight, its affine and mapping.fc0.weight
+ *       make_sg2_pl_golden.py, uncond, cond (4 threads) and clamp, batch
+ *       2, noise const, the pl noise given): the penalty and the updated
+ *       pl_mean within PEN_TOL_REL, every G parameter's gradient (the
+ *       mapping's through ws) within PL_TOL_REL of the tensor's max
+ *       (worst seen 1.0e-5, a noise_strength); GF_ACCUMULATE at scale 0.5
+ *       adds half; finite differences of weight * penalty along one
+ *       element of synthesis.b32.torgb.weight, its affine and
+ *       mapping.fc0.weight (not with clamp: clamps engage along it)
  *       within PL_FD_TOL_REL 1e-2 (worst seen 2e-3; step PL_FD_H 1e-4 of
  *       the tensor's max: the lengths are sums of f32 gradients, and a
  *       larger step moves leaky-ReLU kinks, on which the lengths jump);
@@ -41,9 +42,9 @@
  *
  * Tolerances: GRAD_TOL_REL 1e-4 of the tensor's max|official| (+ 1e-9
  * absolute; worst seen 3.3e-5); a bias's R1 gradient BIAS_TOL_REL 3e-3
- * (worst seen 1.1e-3): it comes from mbstd's second derivative alone (orig's b8.conv1.bias, all
- * below 3e-10, is within the 1e-9 floor), 1e-2 of the weights'
- * gradients, a sum over n H W terms that cancel, where the f32 autograd
+ * (worst seen 1.1e-3): it comes from mbstd's second derivative alone
+ * (orig's b8.conv1.bias, all below 3e-10, is within the 1e-9 floor), 1e-2
+ * of the weights' gradients, a sum over n H W terms that cancel, where the f32 autograd
  * and this code round differently (the finite differences cannot resolve
  * it: a bias step moves the penalty below f32's resolution); the penalty
  * PEN_TOL_REL 1e-5 (worst seen 3.8e-7); finite differences FD_TOL_REL
@@ -79,8 +80,8 @@ static char g_worst_what[3][128];
 /* Values of got (any device) farther than rel * max|want| (+ 1e-9) from
  * want * scale; prints and records the worst when record. */
 static long misses(const char *what, const gf_tensor *got,
-                   const gf_tensor *want, double scale, double rel,
-                   bool record, int slot) {
+                   const gf_tensor *want, double scale, double rel, bool record,
+                   int slot) {
   gf_tensor h = sg2t_on_dev(got, GF_DEV_CPU);
   long bad = 0;
   int64_t n = gf_tensor_numel(want);
@@ -120,8 +121,8 @@ typedef struct rcase {
   gf_sg2_net d;
   gf_tensor img, c;
   bool has_c;
-  gf_ada *aug;         /* NULL, or img = aug's forward of reals */
-  gf_tensor reals;     /* with aug: the pipeline's input */
+  gf_ada *aug;     /* NULL, or img = aug's forward of reals */
+  gf_tensor reals; /* with aug: the pipeline's input */
 } rcase;
 
 static void rcase_open(rcase *k, const char *cs, gf_ctx *ctx) {
@@ -174,8 +175,7 @@ static float r1(rcase *k, gf_ctx *ctx, float scale, gf_accum accum) {
   gf_err err;
   float pen = NAN;
   CHECKF(gf_sg2_d_r1(&k->d, ctx, &k->img, k->has_c ? &k->c : NULL, k->aug,
-                     scale,
-                     accum, &pen, &err) == GF_OK,
+                     scale, accum, &pen, &err) == GF_OK,
          "%s: gf_sg2_d_r1: %s", k->name, err.msg);
   return pen;
 }
@@ -272,7 +272,8 @@ static bool fd_check(rcase *k, gf_ctx *ctx, const char *name, double gscale,
   gf_param *p = gf_sg2_find(&k->d, name);
   REQUIRE(p != NULL);
   r1(k, ctx, 1.0f, GF_OVERWRITE);
-  gf_tensor g = sg2t_on_dev(&p->grad, GF_DEV_CPU), v = sg2t_on_dev(&p->value, GF_DEV_CPU);
+  gf_tensor g = sg2t_on_dev(&p->grad, GF_DEV_CPU),
+            v = sg2t_on_dev(&p->value, GF_DEV_CPU);
   int64_t n = gf_tensor_numel(&g);
   float *dir = malloc((size_t)n * sizeof *dir);
   REQUIRE(dir != NULL);
@@ -336,21 +337,28 @@ static void cpu_case(const char *cs, gf_ctx *ctx, gf_ctx *ctx4) {
          "%s: 4 threads gradients", cs);
   /* finite differences along three tensors: the top block, the block
    * feeding mbstd, the epilogue conv */
-  const char *fdn[3] = {"b4.fc.weight", "b8.conv1.weight",
-                        "b4.conv.weight"};
+  const char *fdn[3] = {"b4.fc.weight", "b8.conv1.weight", "b4.conv.weight"};
   for (int i = 0; i < 3; i++) {
-    CHECKF(fd_check(&k, ctx, fdn[i], 1.0, true), "%s: finite differences "
-           "along %s", cs, fdn[i]);
-    CHECKF(!fd_check(&k, ctx, fdn[i], 1.05, false), "%s: a gradient 5%% off "
-           "along %s passes the finite differences", cs, fdn[i]);
+    CHECKF(fd_check(&k, ctx, fdn[i], 1.0, true),
+           "%s: finite differences "
+           "along %s",
+           cs, fdn[i]);
+    CHECKF(!fd_check(&k, ctx, fdn[i], 1.05, false),
+           "%s: a gradient 5%% off "
+           "along %s passes the finite differences",
+           cs, fdn[i]);
   }
   /* fires: a perturbed weight fails the penalty and gradient comparisons */
   poke(&k.d, "b16.conv0.weight", 0.5f);
   float pp = r1(&k, ctx, 1.0f, GF_OVERWRITE);
-  CHECKF(!pen_ok(&k, pp, false), "%s: a perturbed weight passes the "
-         "penalty", cs);
-  CHECKF(cmp_grads(&k, 1.0, " perturbed", false) > 0, "%s: a perturbed "
-         "weight passes the gradients", cs);
+  CHECKF(!pen_ok(&k, pp, false),
+         "%s: a perturbed weight passes the "
+         "penalty",
+         cs);
+  CHECKF(cmp_grads(&k, 1.0, " perturbed", false) > 0,
+         "%s: a perturbed "
+         "weight passes the gradients",
+         cs);
   poke(&k.d, "b16.conv0.weight", -0.5f);
   rcase_close(&k);
 }
@@ -372,20 +380,18 @@ static void aug_case(const char *cs, gf_ctx *ctx) {
   REQUIRE(params != NULL);
   REQUIRE(gf_ada_draw(params, n, 77, 3, 0, 0, &err) == GF_OK);
   k.reals = k.img;
-  REQUIRE(gf_tensor_init(&k.img, GF_F32, ctx->device, 4, k.reals.shape,
-                         &err) == GF_OK);
+  REQUIRE(gf_tensor_init(&k.img, GF_F32, ctx->device, 4, k.reals.shape, &err) ==
+          GF_OK);
   REQUIRE(gf_ada_fwd(&ada, &k.reals, params, 0.6f, &k.img, &err) == GF_OK);
   k.aug = &ada;
   /* the penalty */
   float pen = r1(&k, ctx, 1.0f, GF_OVERWRITE);
   gf_tensor lg, ones, gd, gx;
-  REQUIRE(gf_sg2_d_fwd(&k.d, ctx, &k.img, k.has_c ? &k.c : NULL,
-                       GF_MODE_TRAIN, &lg, &err) == GF_OK);
+  REQUIRE(gf_sg2_d_fwd(&k.d, ctx, &k.img, k.has_c ? &k.c : NULL, GF_MODE_TRAIN,
+                       &lg, &err) == GF_OK);
   REQUIRE(gf_tensor_init(&ones, GF_F32, ctx->device, 2, lg.shape, &err) == 0);
-  REQUIRE(gf_tensor_init(&gd, GF_F32, ctx->device, 4, k.img.shape, &err) ==
-          0);
-  REQUIRE(gf_tensor_init(&gx, GF_F32, ctx->device, 4, k.img.shape, &err) ==
-          0);
+  REQUIRE(gf_tensor_init(&gd, GF_F32, ctx->device, 4, k.img.shape, &err) == 0);
+  REQUIRE(gf_tensor_init(&gx, GF_F32, ctx->device, 4, k.img.shape, &err) == 0);
   REQUIRE(gf_fill(ctx, &ones, 1.0f, &err) == GF_OK);
   REQUIRE(gf_sg2_d_bwd(&k.d, ctx, &ones, &gd, GF_OVERWRITE, &err) == GF_OK);
   REQUIRE(gf_ada_bwd(&ada, &gd, &gx, &err) == GF_OK);
@@ -397,20 +403,21 @@ static void aug_case(const char *cs, gf_ctx *ctx) {
   }
   want /= (double)n;
   plain /= (double)n;
-  printf("  %-40s %.9g vs ||A^T g||^2 %.9g (without A^T: %.9g)\n", "aug",
-         pen, want, plain);
-  CHECKF(fabs(pen - want) <= PEN_TOL_REL * want, "%s aug: penalty %.9g vs "
-         "%.9g", cs, pen, want);
-  CHECKF(fabs(plain - want) > PEN_TOL_REL * want, "%s aug: A^T changes "
-         "nothing", cs);
+  printf("  %-40s %.9g vs ||A^T g||^2 %.9g (without A^T: %.9g)\n", "aug", pen,
+         want, plain);
+  CHECKF(fabs(pen - want) <= PEN_TOL_REL * want,
+         "%s aug: penalty %.9g vs "
+         "%.9g",
+         cs, pen, want);
+  CHECKF(fabs(plain - want) > PEN_TOL_REL * want,
+         "%s aug: A^T changes "
+         "nothing",
+         cs);
   /* gf_ada_jvp: aug(reals + v) - aug(reals) = A v (affine) */
   gf_tensor v, y1, jv;
-  REQUIRE(gf_tensor_init(&v, GF_F32, ctx->device, 4, k.img.shape, &err) ==
-          0);
-  REQUIRE(gf_tensor_init(&y1, GF_F32, ctx->device, 4, k.img.shape, &err) ==
-          0);
-  REQUIRE(gf_tensor_init(&jv, GF_F32, ctx->device, 4, k.img.shape, &err) ==
-          0);
+  REQUIRE(gf_tensor_init(&v, GF_F32, ctx->device, 4, k.img.shape, &err) == 0);
+  REQUIRE(gf_tensor_init(&y1, GF_F32, ctx->device, 4, k.img.shape, &err) == 0);
+  REQUIRE(gf_tensor_init(&jv, GF_F32, ctx->device, 4, k.img.shape, &err) == 0);
   float *V = v.data, *R = k.reals.data;
   for (int64_t i = 0; i < gf_tensor_numel(&v); i++)
     V[i] = R[(i * 7919) % gf_tensor_numel(&v)] * 0.5f + 0.25f;
@@ -428,16 +435,22 @@ static void aug_case(const char *cs, gf_ctx *ctx) {
   }
   printf("  %-40s worst |d| %.3g of max %.3g\n", "aug jvp vs fwd difference",
          jd, jmax);
-  CHECKF(jd <= 1e-5 * jmax, "%s: gf_ada_jvp off the forward's difference "
-         "by %.3g (max %.3g)", cs, jd, jmax);
+  CHECKF(jd <= 1e-5 * jmax,
+         "%s: gf_ada_jvp off the forward's difference "
+         "by %.3g (max %.3g)",
+         cs, jd, jmax);
   CHECKF(off > 1e-5 * jmax, "%s: a jvp 0.1%% off passes", cs);
   /* finite differences with the draws fixed */
   const char *fdn[3] = {"b4.fc.weight", "b8.conv1.weight", "b4.conv.weight"};
   for (int i = 0; i < 3; i++) {
-    CHECKF(fd_check(&k, ctx, fdn[i], 1.0, true), "%s aug: finite "
-           "differences along %s", cs, fdn[i]);
-    CHECKF(!fd_check(&k, ctx, fdn[i], 1.05, false), "%s aug: a gradient 5%% "
-           "off passes along %s", cs, fdn[i]);
+    CHECKF(fd_check(&k, ctx, fdn[i], 1.0, true),
+           "%s aug: finite "
+           "differences along %s",
+           cs, fdn[i]);
+    CHECKF(!fd_check(&k, ctx, fdn[i], 1.05, false),
+           "%s aug: a gradient 5%% "
+           "off passes along %s",
+           cs, fdn[i]);
   }
   gf_tensor *fr[] = {&ones, &gd, &gx, &v, &y1, &jv, &k.reals};
   for (size_t i = 0; i < sizeof fr / sizeof fr[0]; i++) gf_tensor_free(fr[i]);
@@ -450,9 +463,8 @@ static void aug_case(const char *cs, gf_ctx *ctx) {
 
 /* G (training, batch 2) with the nets' golden weights, its mapping run on
  * the golden z (and c); *ws the mapping's output. */
-static void pl_open(const char *cs, gf_ctx *ctx, gf_st_file *fg,
-                    gf_st_file *fp, gf_sg2_net *g, gf_tensor *z,
-                    gf_tensor *c, gf_tensor *ws) {
+static void pl_open(const char *cs, gf_ctx *ctx, gf_st_file *fg, gf_st_file *fp,
+                    gf_sg2_net *g, gf_tensor *z, gf_tensor *c, gf_tensor *ws) {
   gf_err err;
   char path[512];
   gf_st_file_init(fg);
@@ -519,14 +531,18 @@ static void pl_case(const char *cs, gf_ctx *ctx) {
   gf_tensor z, c, ws;
   gf_err err;
   pl_open(cs, ctx, &fg, &fp, &g, &z, &c, &ws);
-  gf_tensor hn = sg2t_gold(&fp, "in.pl_noise"), nz = sg2t_on_dev(&hn, ctx->device);
+  gf_tensor hn = sg2t_gold(&fp, "in.pl_noise"),
+            nz = sg2t_on_dev(&hn, ctx->device);
   gf_tensor pm = sg2t_gold(&fp, "in.pl_mean");
-  gf_sg2_pl_args args = {.pl_mean = ((float *)pm.data)[0], .decay = 0.01f,
-                         .weight = 2.0f, .scale = 1.0f,
+  gf_sg2_pl_args args = {.pl_mean = ((float *)pm.data)[0],
+                         .decay = 0.01f,
+                         .weight = 2.0f,
+                         .scale = 1.0f,
                          .noise = GF_SG2_NOISE_CONST};
   gf_sg2_pl_out out = {0};
   CHECKF(gf_sg2_g_pl(&g, ctx, &ws, &nz, &args, GF_OVERWRITE, &out, &err) ==
-         GF_OK, "%s: gf_sg2_g_pl: %s", cs, err.msg);
+             GF_OK,
+         "%s: gf_sg2_g_pl: %s", cs, err.msg);
   gf_tensor tp = sg2t_gold(&fp, "out.pl_penalty"),
             tm = sg2t_gold(&fp, "out.pl_mean");
   double want = 0;
@@ -538,8 +554,10 @@ static void pl_case(const char *cs, gf_ctx *ctx) {
          out.penalty, want, out.pl_mean, dm);
   CHECKF(fabs(out.penalty - want) <= PEN_TOL_REL * fabs(want) + 1e-7,
          "%s: pl penalty %.9g vs %.9g", cs, out.penalty, want);
-  CHECKF(fabs(out.pl_mean - dm) <= PEN_TOL_REL * fabs(dm), "%s: pl_mean "
-         "%.9g vs %.9g", cs, out.pl_mean, dm);
+  CHECKF(fabs(out.pl_mean - dm) <= PEN_TOL_REL * fabs(dm),
+         "%s: pl_mean "
+         "%.9g vs %.9g",
+         cs, out.pl_mean, dm);
   cmp_pl_grads(cs, &g, &fp, 1.0, true);
   if (fabs(out.penalty - want) / fabs(want) > g_worst_pen)
     g_worst_pen = fabs(out.penalty - want) / fabs(want);
@@ -547,8 +565,10 @@ static void pl_case(const char *cs, gf_ctx *ctx) {
   args.scale = 0.5f;
   CHECK(gf_sg2_g_pl(&g, ctx, &ws, &nz, &args, GF_ACCUMULATE, &out, &err) ==
         GF_OK);
-  CHECKF(cmp_pl_grads(cs, &g, &fp, 1.5, false) == 0, "%s: pl scale 1 then "
-         "accumulate 0.5 is not 1.5", cs);
+  CHECKF(cmp_pl_grads(cs, &g, &fp, 1.5, false) == 0,
+         "%s: pl scale 1 then "
+         "accumulate 0.5 is not 1.5",
+         cs);
   args.scale = 1.0f;
   /* finite differences of weight * penalty along one element (the largest
    * gradient) of the last toRGB's weight and affine (no leaky-ReLU kink
@@ -557,7 +577,10 @@ static void pl_case(const char *cs, gf_ctx *ctx) {
   const char *fdn[3] = {"synthesis.b32.torgb.weight",
                         "synthesis.b32.torgb.affine.weight",
                         "mapping.fc0.weight"};
-  for (int i = 0; i < 3; i++) {
+  /* with clamping (clamp), many clamps engage and release along the
+   * mapping's direction (the lengths jump there): the toRGB ones only */
+  int nfd = g.cfg.conv_clamp > 0.0f ? 2 : 3;
+  for (int i = 0; i < nfd; i++) {
     gf_param *p = gf_sg2_find(&g, fdn[i]);
     REQUIRE(p != NULL);
     CHECK(gf_sg2_g_pl(&g, ctx, &ws, &nz, &args, GF_OVERWRITE, &out, &err) ==
@@ -595,8 +618,10 @@ static void pl_case(const char *cs, gf_ctx *ctx) {
            rel);
     CHECKF(rel <= PL_FD_TOL_REL, "%s: pl finite differences along %s", cs,
            fdn[i]);
-    CHECKF(fabs(fd - 1.05 * dot) > PL_FD_TOL_REL * fabs(dot), "%s: a pl "
-           "gradient 5%% off passes along %s", cs, fdn[i]);
+    CHECKF(fabs(fd - 1.05 * dot) > PL_FD_TOL_REL * fabs(dot),
+           "%s: a pl "
+           "gradient 5%% off passes along %s",
+           cs, fdn[i]);
     free(dir);
     gf_tensor_free(&gh);
     gf_tensor_free(&vh);
@@ -605,10 +630,14 @@ static void pl_case(const char *cs, gf_ctx *ctx) {
   poke(&g, "synthesis.b8.conv1.weight", 0.5f);
   CHECK(gf_sg2_g_pl(&g, ctx, &ws, &nz, &args, GF_OVERWRITE, &out, &err) ==
         GF_OK);
-  CHECKF(fabs(out.penalty - want) > PEN_TOL_REL * fabs(want), "%s: a "
-         "perturbed weight passes the pl penalty", cs);
-  CHECKF(cmp_pl_grads(cs, &g, &fp, 1.0, false) > 0, "%s: a perturbed weight "
-         "passes the pl gradients", cs);
+  CHECKF(fabs(out.penalty - want) > PEN_TOL_REL * fabs(want),
+         "%s: a "
+         "perturbed weight passes the pl penalty",
+         cs);
+  CHECKF(cmp_pl_grads(cs, &g, &fp, 1.0, false) > 0,
+         "%s: a perturbed weight "
+         "passes the pl gradients",
+         cs);
   poke(&g, "synthesis.b8.conv1.weight", -0.5f);
   gf_tensor *fr[] = {&hn, &nz, &pm, &tp, &tm, &z};
   for (size_t i = 0; i < sizeof fr / sizeof fr[0]; i++) gf_tensor_free(fr[i]);
@@ -626,8 +655,10 @@ static void cuda_case(const char *cs, gf_ctx *cpu, gf_ctx *gpu) {
   float pc = r1(&kc, cpu, 1.0f, GF_OVERWRITE),
         pg = r1(&kg, gpu, 1.0f, GF_OVERWRITE);
   CHECKF(pen_ok(&kg, pg, true), "%s cuda: penalty %.9g", cs, pg);
-  CHECKF(fabs(pc - pg) <= PEN_TOL_REL * fabs(pc), "%s: penalty cuda %.9g cpu "
-         "%.9g", cs, pg, pc);
+  CHECKF(fabs(pc - pg) <= PEN_TOL_REL * fabs(pc),
+         "%s: penalty cuda %.9g cpu "
+         "%.9g",
+         cs, pg, pc);
   char tag[32];
   snprintf(tag, sizeof tag, " cuda");
   kg.name = cs;
@@ -638,8 +669,7 @@ static void cuda_case(const char *cs, gf_ctx *cpu, gf_ctx *gpu) {
     gf_tensor h = sg2t_on_dev(&a->grad, GF_DEV_CPU);
     char w[160];
     snprintf(w, sizeof w, "%s cuda vs cpu d%s", cs, a->name);
-    CHECKF(misses(w, &b->grad, &h, 1.0, GRAD_TOL_REL, false, 0) == 0,
-           "%s", w);
+    CHECKF(misses(w, &b->grad, &h, 1.0, GRAD_TOL_REL, false, 0) == 0, "%s", w);
     gf_tensor_free(&h);
   }
   rcase_close(&kc);
@@ -668,6 +698,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 4; i++) cuda_case(cases[i], &cpu, &gpu);
     pl_case("uncond", &gpu);
     pl_case("cond", &gpu);
+    pl_case("clamp", &gpu);
     gf_ctx_free(&gpu);
   } else {
     gf_ctx cpu4;
@@ -675,8 +706,12 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 4; i++) cpu_case(cases[i], &cpu, &cpu4);
     aug_case("cond", &cpu);
     aug_case("uncond", &cpu);
+    gf_ctx cpu4b;
+    sg2t_ctx_cpu(&cpu4b, 4);
     pl_case("uncond", &cpu);
-    pl_case("cond", &cpu);
+    pl_case("cond", &cpu4b);
+    pl_case("clamp", &cpu);
+    gf_ctx_free(&cpu4b);
     gf_ctx_free(&cpu4);
   }
   printf("against the official double backward, worst |d| / max|t|: R1 "

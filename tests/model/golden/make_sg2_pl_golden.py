@@ -26,7 +26,8 @@ makes it reproducible), and the pl noise given as an input:
   pl_mean    = lerp(pl_mean_in, mean(pl_lengths), pl_decay)   (not detached)
   pl_penalty = (pl_lengths - pl_mean)^2
   loss       = mean(pl_penalty * pl_weight)                 (gain 1)
-For each case (uncond, cond) it writes golden/sg2_<case>_pl.safetensors:
+For each case (uncond, cond, clamp: conv_clamp 0.6) it writes
+golden/sg2_<case>_pl.safetensors:
   in.pl_noise       randn(img.shape) / sqrt(H W)  (a fixed generator)
   in.pl_mean        [1] the pl_mean before the step (0.25)
   out.pl_grads, out.pl_lengths [N], out.pl_penalty [N]
@@ -103,6 +104,7 @@ def main():
     torch.use_deterministic_algorithms(True)
     case(nets, 'uncond', gdir, 5100)
     case(nets, 'cond', gdir, 5200)
+    case(nets, 'clamp', gdir, 5300)
 
 
 if __name__ == '__main__':
