@@ -88,11 +88,13 @@ typedef struct sg2_slayer {
   /* training: dL/dy (then dL/d(pre-activation)), dL/dxu, dL/dwmod, the
    * flipped weight's gradient and its flip back, dL/dwrow */
   gf_tensor dy, dxu, dwmod, dwf, dwback, dwrow;
-  /* training, path length (sg2_pl.c): tangents of wrow, wmod, xu, y and
-   * of dy, dxu, dwmod, dwrow; gws and its tangent; scratch for the second
-   * half of a bilinear product (y, dx of the conv input, dwmod) */
-  gf_tensor twrow, twmod, txu, ty, tdy, tdxu, tdwmod, tdwrow, gws, gwsdot;
-  gf_tensor tmp_y, tmp_dx, tmp_wm;
+  /* training, path length (sg2_pl.c): tangents of wrow, xu, y and of dy
+   * (the layer's own); tangents of wmod (recomputed where needed), dxu,
+   * dwmod, dwrow, gws and its tangent, scratch for the second half of a
+   * bilinear product (y, dx of the conv input, dwmod): views of the
+   * impl's shared pl_s* scratch */
+  gf_tensor twrow, txu, ty, tdy;
+  gf_tensor twmod, tdxu, tdwmod, tdwrow, gws, gwsdot, tmp_y, tmp_dx, tmp_wm;
 } sg2_slayer;
 
 typedef struct sg2_gblock {
@@ -159,6 +161,7 @@ typedef struct gf_sg2_impl {
   /* training G, path length (sg2_pl.c): the tangent of dws (dloss/dws), per-sample lengths
    * and coefficients */
   gf_tensor pl_v, pl_tdws, pl_len, pl_c;
+  gf_tensor pl_swm[5], pl_sy, pl_sx[2], pl_swr; /* shared transients */
   bool no_pgrads;          /* R1's first backward: the D backward leaves
                               every parameter gradient alone */
   gf_tensor img_in;        /* D: the last forward's img (a borrowed view) */

@@ -209,21 +209,15 @@ gf_status sg2_slayer_build(gf_sg2_net *net, sg2_alloc *a, sg2_slayer *l,
     GF_TRY(sg2_dact(net, a, &l->dwback, 4, ws, err));
   }
   if (!torgb) GF_TRY(sg2_act(net, a, &l->noise, 4, ns, err));
-  {
-    int64_t side = up == 2 ? res + 2 : res;
-    const int64_t xs[4] = {mb, cin, side, side};
-    gf_tensor *t4[] = {&l->twmod, &l->tdwmod, &l->gws, &l->gwsdot,
-                       &l->tmp_wm};
-    for (int i = 0; i < 5; i++) GF_TRY(sg2_dact(net, a, t4[i], 4, wm, err));
-    gf_tensor *ty4[] = {&l->ty, &l->tdy, &l->tmp_y};
-    for (int i = 0; i < 3; i++) GF_TRY(sg2_dact(net, a, ty4[i], 4, ys, err));
-    GF_TRY(sg2_dact(net, a, &l->tmp_dx, 4, xs, err));
-    GF_TRY(sg2_dact(net, a, &l->twrow, 2, wr, err));
-    GF_TRY(sg2_dact(net, a, &l->tdwrow, 2, wr, err));
-    if (up == 2) {
-      GF_TRY(sg2_dact(net, a, &l->txu, 4, xs, err));
-      GF_TRY(sg2_dact(net, a, &l->tdxu, 4, xs, err));
-    }
+  /* path length's tangents that live from the tangent forward to the
+   * backward (the transient ones are views of shared scratch,
+   * sg2_synthesis.c) */
+  GF_TRY(sg2_dact(net, a, &l->ty, 4, ys, err));
+  GF_TRY(sg2_dact(net, a, &l->tdy, 4, ys, err));
+  GF_TRY(sg2_dact(net, a, &l->twrow, 2, wr, err));
+  if (up == 2) {
+    const int64_t xs[4] = {mb, cin, res + 2, res + 2};
+    GF_TRY(sg2_dact(net, a, &l->txu, 4, xs, err));
   }
   GF_TRY(sg2_dact(net, a, &l->dy, 4, ys, err));
   GF_TRY(sg2_dact(net, a, &l->dwmod, 4, wm, err));

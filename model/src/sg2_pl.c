@@ -37,6 +37,22 @@
 
 #define SQRT2_F 1.41421356237309504880f
 
+/* l->twmod = the tangent of wmod along tstyles (affine.ty): demodulated,
+ * gf_modconv_demod_jvp; toRGB, w tstyles. Recomputed by the tangent
+ * backward (twmod is shared scratch). */
+static gf_status twmod_of(gf_sg2_net *net, gf_ctx *ctx, sg2_slayer *l,
+                          int64_t n, gf_err *err) {
+  const gf_tensor *w = l->up == 2 ? &l->wf : sg2_val(net, l->w);
+  gf_tensor ts = sg2_rows(&l->affine.ty, n), styles = sg2_rows(&l->affine.y, n),
+            twm = sg2_rows(&l->twmod, n * l->cout),
+            dcoef = sg2_rows(&l->dcoef, n);
+  if (l->torgb)
+    return gf_modconv_weight_fwd(ctx, w, &ts, 0, GF_SG2_DEMOD_EPS, &twm, NULL,
+                                 err);
+  return gf_modconv_demod_jvp(ctx, w, &styles, &ts, &dcoef, NULL, NULL, &twm,
+                              NULL, NULL, err);
+}
+
 /* The tangent forward of layer l: tx the tangent of its input x (NULL:
  * 0, b4's const), tws the tangent of ws. */
 static gf_status slayer_tan_fwd(gf_sg2_net *net, gf_ctx *ctx, sg2_slayer *l,
@@ -45,22 +61,15 @@ static gf_status slayer_tan_fwd(gf_sg2_net *net, gf_ctx *ctx, sg2_slayer *l,
   gf_sg2_impl *im = net->impl;
   gf_tensor twrow = sg2_rows(&l->twrow, n);
   GF_TRY(sg2_ws_row(net, ctx, l, tws, &twrow, n, false, err));
-  gf_tensor ts = sg2_rows(&l->affine.ty, n), styles = sg2_rows(&l->affine.y, n);
+  gf_tensor ts = sg2_rows(&l->affine.ty, n);
   GF_TRY(gf_linear_fwd(ctx, &twrow, &l->affine.ws, NULL, &ts, err));
-  const gf_tensor *w = l->up == 2 ? &l->wf : sg2_val(net, l->w);
-  gf_tensor twm = sg2_rows(&l->twmod, n * l->cout),
-            wmod = sg2_rows(&l->wmod, n * l->cout),
-            dcoef = sg2_rows(&l->dcoef, n);
-  if (l->torgb) {
+  if (l->torgb)
     GF_TRY(gf_bias_act_fwd(ctx, &ts, NULL, GF_BIAS_ACT_LINEAR, 0.0f,
                            (float)(1.0 / sqrt((double)l->cin)), -1.0f, &ts,
                            err));
-    GF_TRY(gf_modconv_weight_fwd(ctx, w, &ts, 0, GF_SG2_DEMOD_EPS, &twm, NULL,
-                                 err));
-  } else {
-    GF_TRY(gf_modconv_demod_jvp(ctx, w, &styles, &ts, &dcoef, NULL, NULL, &twm,
-                                NULL, NULL, err));
-  }
+  GF_TRY(twmod_of(net, ctx, l, n, err));
+  gf_tensor twm = sg2_rows(&l->twmod, n * l->cout),
+            wmod = sg2_rows(&l->wmod, n * l->cout);
   gf_conv_params cp = {{1, 1}, {l->k / 2, l->k / 2}, {0, 0}};
   const gf_tensor *in = x, *tin = tx;
   gf_tensor xu = sg2_rows(&l->xu, n), txu = sg2_rows(&l->txu, n);
@@ -128,6 +137,7 @@ static gf_status slayer_tan_bwd(gf_sg2_net *net, gf_ctx *ctx, sg2_slayer *l,
   } else if (!l->torgb && accum == GF_OVERWRITE) {
     GF_TRY(gf_fill(ctx, &net->tensors[l->noise_strength].grad, 0.0f, err));
   }
+  GF_TRY(twmod_of(net, ctx, l, n, err));
   gf_conv_params cp = {{1, 1}, {l->k / 2, l->k / 2}, {0, 0}};
   gf_tensor wmod = sg2_rows(&l->wmod, n * l->cout),
             twm = sg2_rows(&l->twmod, n * l->cout),
