@@ -53,6 +53,14 @@
  * Checked against the official autograd (a few 1e-6 relative; 1e-4
  * allowed).
  *
+ * The regularisers (gf_sg2_d_r1: R1 of D; gf_sg2_g_pl: path length of G)
+ * need gradients of gradients: they differentiate the backward passes
+ * forward (forward-over-reverse: a tangent forward and a tangent backward
+ * per layer, second-order terms by gf_mbstd_*_jvp and
+ * gf_modconv_demod_jvp). A net built for training carries their tangent
+ * activations. Checked against the official double backward
+ * (tests/model/test_sg2_reg.c).
+ *
  * Every forward and backward runs through the kernel ops only, so a CUDA ctx runs it
  * where the ops run (the random noise is drawn on the host, as
  * gf_latent_sample's latents, and copied). */
