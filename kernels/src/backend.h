@@ -258,6 +258,23 @@ typedef struct gf_backend_ops {
                           gf_tensor *y, gf_err *err);
   gf_status (*color4_bwd)(gf_ctx *ctx, const gf_tensor *m, const gf_tensor *dy,
                           gf_tensor *dx, gf_err *err);
+  /* mbstd tangents (ops.h): shapes as mbstd's, no overlap. */
+  gf_status (*mbstd_jvp)(gf_ctx *ctx, const gf_tensor *x,
+                         const gf_tensor *xdot, int group_size,
+                         int num_channels, gf_tensor *ydot, gf_err *err);
+  gf_status (*mbstd_bwd_jvp)(gf_ctx *ctx, const gf_tensor *x,
+                             const gf_tensor *xdot, int group_size,
+                             int num_channels, const gf_tensor *dy,
+                             const gf_tensor *dydot, gf_tensor *dxdot,
+                             gf_err *err);
+  /* modulation tangents (ops.h): shapes checked, no overlap; wmoddot may
+   * be NULL, gws / gwsdot both NULL or both given (then g, gdot too). */
+  gf_status (*modconv_demod_jvp)(gf_ctx *ctx, const gf_tensor *w,
+                                 const gf_tensor *s, const gf_tensor *sdot,
+                                 const gf_tensor *dcoef, const gf_tensor *g,
+                                 const gf_tensor *gdot, gf_tensor *wmoddot,
+                                 gf_tensor *gws, gf_tensor *gwsdot,
+                                 gf_err *err);
 } gf_backend_ops;
 
 /* Activation kinds for act_fwd / act_bwd. */

@@ -25,7 +25,7 @@
 
 #define GF_CUDA_MODULE_FILE "libganflow_cuda.so"
 #define GF_CUDA_MODULE_ENTRY "gf_cuda_module_entry"
-#define GF_CUDA_MODULE_ABI 3u
+#define GF_CUDA_MODULE_ABI 4u
 
 struct gf_comm_ops; /* comm/comm_impl.h */
 

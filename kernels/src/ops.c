@@ -1821,3 +1821,95 @@ gf_status gf_color4_bwd(gf_ctx *ctx, const gf_tensor *m, const gf_tensor *dy,
   if (gf_tensor_numel(dx) == 0) return GF_OK;
   return ctx->ops->color4_bwd(ctx, m, dy, dx, err);
 }
+
+gf_status gf_mbstd_jvp(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *xdot,
+                       int group_size, int num_channels, gf_tensor *ydot,
+                       gf_err *err) {
+  const char *op = "mbstd_jvp";
+  NEED_OP(ctx, mbstd_jvp, op);
+  GF_TRY(check_t(ctx, x, op, "x", err));
+  GF_TRY(check_t(ctx, xdot, op, "xdot", err));
+  GF_TRY(check_t(ctx, ydot, op, "ydot", err));
+  int64_t ys[4];
+  GF_TRY(mbstd_shape(x, group_size, num_channels, ys, op, err));
+  GF_TRY(check_shape(xdot, op, "xdot", 4, x->shape, err));
+  GF_TRY(check_shape(ydot, op, "ydot", 4, ys, err));
+  if (overlaps(ydot, x) || overlaps(ydot, xdot))
+    return gf_fail(err, GF_EINVAL, "%s: ydot overlaps x or xdot", op);
+  if (x->shape[0] == 0) return GF_OK;
+  return ctx->ops->mbstd_jvp(ctx, x, xdot, group_size, num_channels, ydot,
+                             err);
+}
+
+gf_status gf_mbstd_bwd_jvp(gf_ctx *ctx, const gf_tensor *x,
+                           const gf_tensor *xdot, int group_size,
+                           int num_channels, const gf_tensor *dy,
+                           const gf_tensor *dydot, gf_tensor *dxdot,
+                           gf_err *err) {
+  const char *op = "mbstd_bwd_jvp";
+  NEED_OP(ctx, mbstd_bwd_jvp, op);
+  GF_TRY(check_t(ctx, x, op, "x", err));
+  GF_TRY(check_t(ctx, xdot, op, "xdot", err));
+  GF_TRY(check_t(ctx, dy, op, "dy", err));
+  GF_TRY(check_t(ctx, dydot, op, "dydot", err));
+  GF_TRY(check_t(ctx, dxdot, op, "dxdot", err));
+  int64_t ys[4];
+  GF_TRY(mbstd_shape(x, group_size, num_channels, ys, op, err));
+  GF_TRY(check_shape(xdot, op, "xdot", 4, x->shape, err));
+  GF_TRY(check_shape(dy, op, "dy", 4, ys, err));
+  GF_TRY(check_shape(dydot, op, "dydot", 4, ys, err));
+  GF_TRY(check_shape(dxdot, op, "dxdot", 4, x->shape, err));
+  if (overlaps(dxdot, x) || overlaps(dxdot, xdot) || overlaps(dxdot, dy) ||
+      overlaps(dxdot, dydot))
+    return gf_fail(err, GF_EINVAL, "%s: dxdot overlaps an input", op);
+  if (x->shape[0] == 0) return GF_OK;
+  return ctx->ops->mbstd_bwd_jvp(ctx, x, xdot, group_size, num_channels, dy,
+                                 dydot, dxdot, err);
+}
+
+gf_status gf_modconv_demod_jvp(gf_ctx *ctx, const gf_tensor *w,
+                               const gf_tensor *s, const gf_tensor *sdot,
+                               const gf_tensor *dcoef, const gf_tensor *g,
+                               const gf_tensor *gdot, gf_tensor *wmoddot,
+                               gf_tensor *gws, gf_tensor *gwsdot,
+                               gf_err *err) {
+  const char *op = "modconv_demod_jvp";
+  NEED_OP(ctx, modconv_demod_jvp, op);
+  int64_t wm[4], dc[2];
+  GF_TRY(modw_check(ctx, op, w, s, 1, 1e-8f, wm, dc, err));
+  GF_TRY(check_t(ctx, sdot, op, "sdot", err));
+  GF_TRY(check_shape(sdot, op, "sdot", 2, s->shape, err));
+  GF_TRY(check_t(ctx, dcoef, op, "dcoef", err));
+  GF_TRY(check_shape(dcoef, op, "dcoef", 2, dc, err));
+  if (!gws != !gwsdot)
+    return gf_fail(err, GF_EINVAL, "%s: gws and gwsdot go together", op);
+  if (wmoddot) {
+    GF_TRY(check_t(ctx, wmoddot, op, "wmoddot", err));
+    GF_TRY(check_shape(wmoddot, op, "wmoddot", 4, wm, err));
+  }
+  if (gws) {
+    gf_tensor *o2[2] = {gws, gwsdot};
+    const gf_tensor *i2[2] = {g, gdot};
+    const char *on[2] = {"gws", "gwsdot"}, *in2[2] = {"g", "gdot"};
+    for (int k = 0; k < 2; k++) {
+      GF_TRY(check_t(ctx, i2[k], op, in2[k], err));
+      GF_TRY(check_shape(i2[k], op, in2[k], 4, wm, err));
+      GF_TRY(check_t(ctx, o2[k], op, on[k], err));
+      GF_TRY(check_shape(o2[k], op, on[k], 4, wm, err));
+    }
+  }
+  const gf_tensor *in[7] = {w, s, sdot, dcoef, g, gdot, wmoddot};
+  const char *names[7] = {"w", "s", "sdot", "dcoef", "g", "gdot", "wmoddot"};
+  int nin = gws ? 6 : 4;
+  if (wmoddot) GF_TRY(none_overlap(op, wmoddot, "wmoddot", in, names, nin,
+                                   err));
+  if (gws) {
+    GF_TRY(none_overlap(op, gws, "gws", in, names, 7, err));
+    GF_TRY(none_overlap(op, gwsdot, "gwsdot", in, names, 7, err));
+    if (overlaps(gws, gwsdot))
+      return gf_fail(err, GF_EINVAL, "%s: gws overlaps gwsdot", op);
+  }
+  if ((!wmoddot && !gws) || s->shape[0] == 0) return GF_OK;
+  return ctx->ops->modconv_demod_jvp(ctx, w, s, sdot, dcoef, g, gdot, wmoddot,
+                                     gws, gwsdot, err);
+}

@@ -119,6 +119,19 @@ static gf_status check_img(const gf_ada *a, const gf_tensor *t,
   return GF_OK;
 }
 
+/* The geometric steps of the last forward's draws on x into v[B_GEOM]. */
+static gf_status geom_fwd(gf_ada *a, const gf_tensor *x, gf_tensor v[4],
+                          gf_err *err) {
+  GF_TRY(views(a, v, err));
+  gf_fir_params up = fir_up(), down = fir_down();
+  gf_ctx *ctx = a->ctx;
+  GF_TRY(gf_pad_reflect_fwd(ctx, x, a->pad, &v[B_PAD], err));
+  GF_TRY(gf_upfirdn2d_fwd(ctx, &v[B_PAD], &a->filt, &up, &v[B_UP], err));
+  GF_TRY(gf_affine_sample_fwd(ctx, &v[B_UP], &a->theta, &v[B_SAMPLE], err));
+  return gf_upfirdn2d_fwd(ctx, &v[B_SAMPLE], &a->filt, &down, &v[B_GEOM],
+                          err);
+}
+
 gf_status gf_ada_fwd(gf_ada *a, const gf_tensor *x, const float *params,
                      float p, gf_tensor *y, gf_err *err) {
   if (!a || !a->ctx) return gf_fail(err, GF_EINVAL, "ada: not initialized");
@@ -140,17 +153,42 @@ gf_status gf_ada_fwd(gf_ada *a, const gf_tensor *x, const float *params,
   GF_TRY(gf_tensor_copy(&a->theta, &ht, err));
   GF_TRY(gf_tensor_copy(&a->color, &hc, err));
   gf_tensor v[4];
-  GF_TRY(views(a, v, err));
-  gf_fir_params up = fir_up(), down = fir_down();
-  gf_ctx *ctx = a->ctx;
-  GF_TRY(gf_pad_reflect_fwd(ctx, x, a->pad, &v[B_PAD], err));
-  GF_TRY(gf_upfirdn2d_fwd(ctx, &v[B_PAD], &a->filt, &up, &v[B_UP], err));
-  GF_TRY(gf_affine_sample_fwd(ctx, &v[B_UP], &a->theta, &v[B_SAMPLE], err));
-  GF_TRY(gf_upfirdn2d_fwd(ctx, &v[B_SAMPLE], &a->filt, &down, &v[B_GEOM],
-                          err));
-  GF_TRY(gf_color4_fwd(ctx, &v[B_GEOM], &a->color, y, err));
+  GF_TRY(geom_fwd(a, x, v, err));
+  GF_TRY(gf_color4_fwd(a->ctx, &v[B_GEOM], &a->color, y, err));
   a->ready = 1;
   return GF_OK;
+}
+
+gf_status gf_ada_jvp(gf_ada *a, const gf_tensor *xdot, gf_tensor *ydot,
+                     gf_err *err) {
+  if (!a || !a->ctx) return gf_fail(err, GF_EINVAL, "ada: not initialized");
+  GF_TRY(check_img(a, xdot, "xdot", err));
+  GF_TRY(check_img(a, ydot, "ydot", err));
+  if (!gf_tensor_same_shape(xdot, ydot))
+    return gf_fail(err, GF_EINVAL, "ada: ydot's shape is not xdot's");
+  if (xdot->shape[0] == 0) return GF_OK;
+  if (!a->ready || memcmp(a->shape, xdot->shape, sizeof a->shape))
+    return gf_fail(err, GF_EINVAL, "ada: jvp without a forward of this "
+                   "shape");
+  /* the colour matrices without their translation column */
+  int64_t N = xdot->shape[0];
+  const int64_t cs[3] = {N, 4, 4};
+  gf_tensor lin, hc;
+  GF_TRY(gf_tensor_init(&hc, GF_F32, GF_DEV_CPU, 3, cs, err));
+  memcpy(hc.data, (const float *)a->host.data + N * 6,
+         (size_t)(N * 16) * sizeof(float));
+  for (int64_t i = 0; i < N * 4; i++) ((float *)hc.data)[i * 4 + 3] = 0.0f;
+  gf_status st = gf_tensor_init_on(&lin, GF_F32, a->ctx->device,
+                                   a->ctx->device_index, 3, cs, err);
+  if (st == GF_OK) {
+    st = gf_tensor_copy(&lin, &hc, err);
+    gf_tensor v[4];
+    if (st == GF_OK) st = geom_fwd(a, xdot, v, err);
+    if (st == GF_OK) st = gf_color4_fwd(a->ctx, &v[B_GEOM], &lin, ydot, err);
+    gf_tensor_free(&lin);
+  }
+  gf_tensor_free(&hc);
+  return st;
 }
 
 gf_status gf_ada_bwd(gf_ada *a, const gf_tensor *dy, gf_tensor *dx,

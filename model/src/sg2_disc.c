@@ -45,14 +45,17 @@ gf_status sg2_disc_build(gf_sg2_net *net, sg2_alloc *a, gf_err *err) {
                             false, GF_BIAS_ACT_LINEAR, SQRT_HALF, 0.0f, err));
       const int64_t xs[4] = {mb, b->cout, res / 2, res / 2};
       GF_TRY(sg2_act(net, a, &b->x, 4, xs, err));
+      GF_TRY(sg2_dact(net, a, &b->tx, 4, xs, err));
     } else {
       b->x = b->conv1.y;
+      b->tx = b->conv1.ty;
     }
     const int64_t xs[4] = {mb, b->cout, res / 2, res / 2},
                   ts[4] = {mb, b->ctmp, res, res};
     GF_TRY(sg2_dact(net, a, &b->dx, 4, xs, err));
     GF_TRY(sg2_dact(net, a, &b->dt0, 4, ts, err));
     GF_TRY(sg2_dact(net, a, &b->dt1, 4, ts, err));
+    GF_TRY(sg2_dact(net, a, &b->tdx, 4, xs, err));
   }
   net->cmap_dim = c->c_dim > 0 ? gf_sg2_channels(c, 4) : 0;
   if (c->c_dim > 0)
@@ -63,6 +66,12 @@ gf_status sg2_disc_build(gf_sg2_net *net, sg2_alloc *a, gf_err *err) {
   if (F > 0) GF_TRY(sg2_act(net, a, &im->mbstd, 4, ms, err));
   GF_TRY(sg2_dact(net, a, &im->dmbstd, 4, ms, err));
   GF_TRY(sg2_dact(net, a, &im->dlg, 2, ls, err));
+  if (F > 0) GF_TRY(sg2_dact(net, a, &im->tmbstd, 4, ms, err));
+  GF_TRY(sg2_dact(net, a, &im->tdmbstd, 4, ms, err));
+  const int64_t is[4] = {mb, c->img_channels, R, R};
+  GF_TRY(sg2_dact(net, a, &im->r1_g, 4, is, err));
+  GF_TRY(sg2_dact(net, a, &im->r1_t, 4, is, err));
+  GF_TRY(sg2_dact(net, a, &im->r1_pen, 2, ls, err));
   GF_TRY(sg2_conv_build(net, a, &im->econv, "b4.conv", C + F, C, 3, 1, 4, true,
                         lrelu, 1.0f, clamp, err));
   GF_TRY(sg2_fc_build(net, a, &im->efc, "b4.fc", C * 16, C, lrelu, 1.0f, err));
@@ -189,7 +198,8 @@ gf_status gf_sg2_d_bwd(gf_sg2_net *net, gf_ctx *ctx, const gf_tensor *dlogits,
                            &dl, &dlg, NULL, GF_OVERWRITE, err));
     GF_TRY(gf_rowdot_bwd(ctx, &out, &cm, &dlg, &dout, &dcm, GF_OVERWRITE,
                          err));
-    GF_TRY(sg2_mapping_back(net, ctx, m, &m->c_in, n, accum, err));
+    if (!im->no_pgrads)
+      GF_TRY(sg2_mapping_back(net, ctx, m, &m->c_in, n, accum, err));
   } else {
     GF_TRY(gf_copy(ctx, &dl, &dout, err));
   }

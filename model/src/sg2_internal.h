@@ -38,6 +38,8 @@ typedef struct sg2_fc {
   gf_tensor y;             /* [max_batch, out] */
   gf_tensor dy;            /* training: dL/dy, then dL/d(pre-activation) */
   gf_tensor dws, dbs;      /* training: dL/d(scaled weight, bias) */
+  gf_tensor ty, tdy;       /* training D, R1 (sg2_r1.c): the tangents of y
+                              and of dy */
 } sg2_fc;
 
 /* A conv layer of D (Conv2dLayer): k 1 or 3, down 1 or 2. */
@@ -52,6 +54,8 @@ typedef struct sg2_conv {
   gf_tensor xf;            /* down 2: the filtered input */
   gf_tensor y;             /* [max_batch, cout, res / down, res / down] */
   gf_tensor dy, dws, dxf;  /* training: dL/dy, dL/dws, dL/dxf */
+  gf_tensor ty, txf, tdy;  /* training, R1 (sg2_r1.c): the tangents of y,
+                              xf and dy */
 } sg2_conv;
 
 /* normalize_2nd_moment over D features. */
@@ -84,6 +88,13 @@ typedef struct sg2_slayer {
   /* training: dL/dy (then dL/d(pre-activation)), dL/dxu, dL/dwmod, the
    * flipped weight's gradient and its flip back, dL/dwrow */
   gf_tensor dy, dxu, dwmod, dwf, dwback, dwrow;
+  /* training, path length (sg2_pl.c): tangents of wrow, xu, y and of dy
+   * (the layer's own); tangents of wmod (recomputed where needed), dxu,
+   * dwmod, dwrow, gws and its tangent, scratch for the second half of a
+   * bilinear product (y, dx of the conv input, dwmod): views of the
+   * impl's shared pl_s* scratch */
+  gf_tensor twrow, txu, ty, tdy;
+  gf_tensor twmod, tdxu, tdwmod, tdwrow, gws, gwsdot, tmp_y, tmp_dx, tmp_wm;
 } sg2_slayer;
 
 typedef struct sg2_gblock {
@@ -97,6 +108,7 @@ typedef struct sg2_gblock {
   gf_tensor dimg;          /* training: dL/dimg (not the last block's) */
   gf_tensor dx0;           /* training, b4: dL/d(const repeated) */
   gf_tensor dxin;          /* training, k > 0: dL/d(block input) */
+  gf_tensor timg, tdimg, tdx0, tdxin; /* training, path length: tangents */
 } sg2_gblock;
 
 typedef struct sg2_dblock {
@@ -106,6 +118,7 @@ typedef struct sg2_dblock {
   gf_tensor x;             /* output [max_batch, cout, res/2, res/2] */
   gf_tensor dx;            /* training: dL/dx */
   gf_tensor dt0, dt1;      /* training: input gradients of conv0, skip */
+  gf_tensor tx, tdx;       /* training, R1: the tangents of x and dx */
 } sg2_dblock;
 
 typedef struct sg2_mapping {
@@ -142,6 +155,15 @@ typedef struct gf_sg2_impl {
   gf_tensor one;           /* [1, 1] = 1: a crop is an upfirdn2d by it */
   gf_tensor dws;           /* training, G: [max_batch, num_ws, w_dim] */
   gf_tensor dmbstd, dlg;   /* training, D */
+  /* training D, R1 (sg2_r1.c): the tangents of mbstd's output and its
+   * gradient, dL/dimg (the R1 gradient), its tangent seed, the penalties */
+  gf_tensor tmbstd, tdmbstd, r1_g, r1_t, r1_pen;
+  /* training G, path length (sg2_pl.c): the tangent of dws (dloss/dws), per-sample lengths
+   * and coefficients */
+  gf_tensor pl_v, pl_tdws, pl_len, pl_c;
+  gf_tensor pl_swm[5], pl_sy, pl_sx[2], pl_swr; /* shared transients */
+  bool no_pgrads;          /* R1's first backward: the D backward leaves
+                              every parameter gradient alone */
   gf_tensor img_in;        /* D: the last forward's img (a borrowed view) */
   float *host_noise;       /* owned: host staging of random noise */
   size_t host_noise_n;
@@ -196,6 +218,11 @@ gf_status sg2_slayer_build(gf_sg2_net *net, sg2_alloc *a, sg2_slayer *l,
                            const char *name, int64_t cin, int64_t cout,
                            int res, int up, bool torgb, int w_index,
                            int layer_no, gf_err *err);
+/* The layer's w rows: row[i] = ws[i, w_index] (add_back: ws[i, w_index]
+ * += row[i]) for ws [n, num_ws, w_dim], row [n, w_dim]. */
+gf_status sg2_ws_row(gf_sg2_net *net, gf_ctx *ctx, const sg2_slayer *l,
+                     const gf_tensor *ws, const gf_tensor *row, int64_t n,
+                     bool add_back, gf_err *err);
 /* The layer on x [n, cin, res / up, res / up] with w rows of ws. */
 gf_status sg2_slayer_fwd(gf_sg2_net *net, gf_ctx *ctx, sg2_slayer *l,
                          const gf_tensor *x, const gf_tensor *ws, int64_t n,
@@ -216,6 +243,14 @@ gf_status sg2_conv_bwd(gf_sg2_net *net, gf_ctx *ctx, sg2_conv *l,
 gf_status sg2_norm_bwd(gf_ctx *ctx, sg2_norm *l, const gf_tensor *x,
                        const gf_tensor *dy, int64_t n, gf_tensor *dx,
                        gf_err *err);
+/* dst (+)= src * gain (one f32 rounding); src is scratch (scaled in place
+ * when adding). Both are seen as [1, numel]. */
+gf_status sg2_scale_into(gf_ctx *ctx, gf_tensor *src, float gain,
+                         gf_tensor *dst, gf_accum accum, gf_err *err);
+/* The up-sampling layer's weight gradient from the flipped weight's dwf
+ * (the flip is its own inverse), written or added as accum says. */
+gf_status sg2_flip_into(gf_sg2_net *net, gf_ctx *ctx, sg2_slayer *l,
+                        const gf_tensor *dwf, gf_accum accum, gf_err *err);
 /* Adds dL/dws of the layer's w row to dws [n, num_ws, w_dim]. */
 gf_status sg2_slayer_bwd(gf_sg2_net *net, gf_ctx *ctx, sg2_slayer *l,
                          const gf_tensor *x, int64_t n, gf_tensor *dx,

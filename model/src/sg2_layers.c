@@ -34,6 +34,8 @@ gf_status sg2_fc_build(gf_sg2_net *net, sg2_alloc *a, sg2_fc *l,
   GF_TRY(sg2_dact(net, a, &l->dy, 2, ys, err));
   GF_TRY(sg2_dact(net, a, &l->dws, 2, ws, err));
   GF_TRY(sg2_dact(net, a, &l->dbs, 2, b2, err));
+  GF_TRY(sg2_dact(net, a, &l->ty, 2, ys, err));
+  GF_TRY(sg2_dact(net, a, &l->tdy, 2, ys, err));
   return sg2_act(net, a, &l->y, 2, ys, err);
 }
 
@@ -88,9 +90,12 @@ gf_status sg2_conv_build(gf_sg2_net *net, sg2_alloc *a, sg2_conv *l,
     const int64_t xs[4] = {mb, cin, side, side};
     GF_TRY(sg2_act(net, a, &l->xf, 4, xs, err));
     GF_TRY(sg2_dact(net, a, &l->dxf, 4, xs, err));
+    GF_TRY(sg2_dact(net, a, &l->txf, 4, xs, err));
   }
   const int64_t ys[4] = {mb, cout, res / down, res / down};
   GF_TRY(sg2_dact(net, a, &l->dy, 4, ys, err));
+  GF_TRY(sg2_dact(net, a, &l->ty, 4, ys, err));
+  GF_TRY(sg2_dact(net, a, &l->tdy, 4, ys, err));
   GF_TRY(sg2_dact(net, a, &l->dws, 4, ws, err));
   return sg2_act(net, a, &l->y, 4, ys, err);
 }
@@ -204,6 +209,16 @@ gf_status sg2_slayer_build(gf_sg2_net *net, sg2_alloc *a, sg2_slayer *l,
     GF_TRY(sg2_dact(net, a, &l->dwback, 4, ws, err));
   }
   if (!torgb) GF_TRY(sg2_act(net, a, &l->noise, 4, ns, err));
+  /* path length's tangents that live from the tangent forward to the
+   * backward (the transient ones are views of shared scratch,
+   * sg2_synthesis.c) */
+  GF_TRY(sg2_dact(net, a, &l->ty, 4, ys, err));
+  GF_TRY(sg2_dact(net, a, &l->tdy, 4, ys, err));
+  GF_TRY(sg2_dact(net, a, &l->twrow, 2, wr, err));
+  if (up == 2) {
+    const int64_t xs[4] = {mb, cin, res + 2, res + 2};
+    GF_TRY(sg2_dact(net, a, &l->txu, 4, xs, err));
+  }
   GF_TRY(sg2_dact(net, a, &l->dy, 4, ys, err));
   GF_TRY(sg2_dact(net, a, &l->dwmod, 4, wm, err));
   GF_TRY(sg2_dact(net, a, &l->dwrow, 2, wr, err));
@@ -245,21 +260,27 @@ static gf_status make_noise(gf_sg2_net *net, gf_ctx *ctx, sg2_slayer *l,
   return gf_tensor_copy(&noise, &h, err);
 }
 
+gf_status sg2_ws_row(gf_sg2_net *net, gf_ctx *ctx, const sg2_slayer *l,
+                     const gf_tensor *ws, const gf_tensor *row, int64_t n,
+                     bool add_back, gf_err *err) {
+  int64_t wd = net->cfg.w_dim, nws = net->num_ws;
+  const int64_t s1[1] = {wd};
+  for (int64_t i = 0; i < n; i++) {
+    gf_tensor a = sg2_as(ws, 1, s1), r = sg2_as(row, 1, s1);
+    a.data = (float *)ws->data + (i * nws + l->w_index) * wd;
+    r.data = (float *)row->data + i * wd;
+    GF_TRY(add_back ? gf_add(ctx, &a, &r, &a, err) : gf_copy(ctx, &a, &r, err));
+  }
+  return GF_OK;
+}
+
 gf_status sg2_slayer_fwd(gf_sg2_net *net, gf_ctx *ctx, sg2_slayer *l,
                          const gf_tensor *x, const gf_tensor *ws, int64_t n,
                          gf_sg2_noise noise, uint64_t seed, int64_t step,
                          int64_t sample0, gf_err *err) {
   gf_sg2_impl *im = net->impl;
-  int64_t wd = net->cfg.w_dim, nws = net->num_ws;
-  /* w rows: ws[i, w_index, :] for each sample */
   gf_tensor wrow = sg2_rows(&l->wrow, n);
-  const int64_t s1[1] = {wd};
-  for (int64_t i = 0; i < n; i++) {
-    gf_tensor src = sg2_as(ws, 1, s1), dst = sg2_as(&wrow, 1, s1);
-    src.data = (float *)ws->data + (i * nws + l->w_index) * wd;
-    dst.data = (float *)wrow.data + i * wd;
-    GF_TRY(gf_copy(ctx, &src, &dst, err));
-  }
+  GF_TRY(sg2_ws_row(net, ctx, l, ws, &wrow, n, false, err));
   GF_TRY(sg2_fc_fwd(net, ctx, &l->affine, &wrow, n, err));
   gf_tensor styles = sg2_rows(&l->affine.y, n);
   if (l->torgb)

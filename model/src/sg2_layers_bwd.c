@@ -9,10 +9,8 @@
 
 #define SQRT2 1.41421356237309504880f
 
-/* dst (+)= src * gain; src is scratch (scaled in place when adding). Both
- * are seen as [1, numel] (bias_act takes 2-D or 4-D tensors). */
-static gf_status scale_into(gf_ctx *ctx, gf_tensor *src, float gain,
-                            gf_tensor *dst, gf_accum accum, gf_err *err) {
+gf_status sg2_scale_into(gf_ctx *ctx, gf_tensor *src, float gain,
+                         gf_tensor *dst, gf_accum accum, gf_err *err) {
   const int64_t s2[2] = {1, gf_tensor_numel(dst)};
   gf_tensor s = sg2_as(src, 2, s2), d = sg2_as(dst, 2, s2);
   if (accum == GF_OVERWRITE) {
@@ -32,6 +30,14 @@ gf_status sg2_fc_bwd(gf_sg2_net *net, gf_ctx *ctx, sg2_fc *l,
   gf_tensor dy = sg2_rows(&l->dy, n), y = sg2_rows(&l->y, n);
   const int64_t b1[1] = {l->out};
   gf_tensor dbs = sg2_as(&l->dbs, 1, b1);
+  if (net->impl->no_pgrads) {
+    if (l->act != GF_BIAS_ACT_LINEAR)
+      GF_TRY(gf_bias_act_bwd(ctx, &y, l->act, GF_SG2_LRELU_ALPHA, l->act_gain,
+                             -1.0f, &dy, &dy, NULL, GF_OVERWRITE, err));
+    if (!dx) return GF_OK;
+    return gf_linear_bwd(ctx, x, &l->ws, &dy, dx, NULL, NULL, GF_OVERWRITE,
+                         err);
+  }
   if (l->act != GF_BIAS_ACT_LINEAR) {
     GF_TRY(gf_bias_act_bwd(ctx, &y, l->act, GF_SG2_LRELU_ALPHA, l->act_gain,
                            -1.0f, &dy, &dy, &dbs, GF_OVERWRITE, err));
@@ -42,8 +48,8 @@ gf_status sg2_fc_bwd(gf_sg2_net *net, gf_ctx *ctx, sg2_fc *l,
                          err));
   }
   gf_param *w = &net->tensors[l->w], *b = &net->tensors[l->b];
-  GF_TRY(scale_into(ctx, &l->dws, l->wgain, &w->grad, accum, err));
-  return scale_into(ctx, &dbs, l->bgain, &b->grad, accum, err);
+  GF_TRY(sg2_scale_into(ctx, &l->dws, l->wgain, &w->grad, accum, err));
+  return sg2_scale_into(ctx, &dbs, l->bgain, &b->grad, accum, err);
 }
 
 gf_status sg2_conv_bwd(gf_sg2_net *net, gf_ctx *ctx, sg2_conv *l,
@@ -51,7 +57,8 @@ gf_status sg2_conv_bwd(gf_sg2_net *net, gf_ctx *ctx, sg2_conv *l,
                        gf_accum accum, gf_err *err) {
   gf_sg2_impl *im = net->impl;
   gf_tensor dy = sg2_rows(&l->dy, n), y = sg2_rows(&l->y, n);
-  gf_tensor *db = l->b >= 0 ? &net->tensors[l->b].grad : NULL;
+  bool pg = !im->no_pgrads;
+  gf_tensor *db = l->b >= 0 && pg ? &net->tensors[l->b].grad : NULL;
   GF_TRY(gf_bias_act_bwd(ctx, &y, l->act, GF_SG2_LRELU_ALPHA, l->act_gain,
                          l->clamp, &dy, &dy, db, accum, err));
   gf_conv_params cp = {{1, 1}, {l->k / 2, l->k / 2}, {0, 0}};
@@ -66,11 +73,13 @@ gf_status sg2_conv_bwd(gf_sg2_net *net, gf_ctx *ctx, sg2_conv *l,
     in = &xf;
     dconv = dx ? &dxf : NULL;
   }
-  GF_TRY(gf_conv2d_bwd(ctx, in, &l->ws, &dy, &cp, dconv, &l->dws, NULL,
-                       GF_OVERWRITE, err));
+  if (pg || dconv)
+    GF_TRY(gf_conv2d_bwd(ctx, in, &l->ws, &dy, &cp, dconv,
+                         pg ? &l->dws : NULL, NULL, GF_OVERWRITE, err));
   if (l->down == 2 && dx)
     GF_TRY(gf_upfirdn2d_bwd(ctx, &im->filt, &fp, &dxf, dx, err));
-  return scale_into(ctx, &l->dws, l->wgain, &net->tensors[l->w].grad, accum,
+  if (!pg) return GF_OK;
+  return sg2_scale_into(ctx, &l->dws, l->wgain, &net->tensors[l->w].grad, accum,
                     err);
 }
 
@@ -87,17 +96,27 @@ gf_status sg2_norm_bwd(gf_ctx *ctx, sg2_norm *l, const gf_tensor *x,
                                &g, NULL, dx, GF_OVERWRITE, err);
 }
 
+gf_status sg2_flip_into(gf_sg2_net *net, gf_ctx *ctx, sg2_slayer *l,
+                        const gf_tensor *dwf, gf_accum accum, gf_err *err) {
+  const int64_t s2[2] = {l->cout * l->cin, 9};
+  gf_tensor f2 = sg2_as(dwf, 2, s2), b2 = sg2_as(&l->dwback, 2, s2);
+  GF_TRY(gf_linear_fwd(ctx, &f2, &net->impl->perm, NULL, &b2, err));
+  return sg2_scale_into(ctx, &l->dwback, 1.0f, &net->tensors[l->w].grad,
+                        accum, err);
+}
+
 gf_status sg2_slayer_bwd(gf_sg2_net *net, gf_ctx *ctx, sg2_slayer *l,
                          const gf_tensor *x, int64_t n, gf_tensor *dx,
                          gf_tensor *dws, gf_accum accum, gf_err *err) {
   gf_sg2_impl *im = net->impl;
   gf_tensor dy = sg2_rows(&l->dy, n), y = sg2_rows(&l->y, n);
+  bool pg = !im->no_pgrads;
   GF_TRY(gf_bias_act_bwd(ctx, &y,
                          l->torgb ? GF_BIAS_ACT_LINEAR : GF_BIAS_ACT_LRELU,
                          GF_SG2_LRELU_ALPHA, l->torgb ? 1.0f : SQRT2,
-                         l->clamp, &dy, &dy, &net->tensors[l->b].grad, accum,
-                         err));
-  if (l->noise_used) {
+                         l->clamp, &dy, &dy,
+                         pg ? &net->tensors[l->b].grad : NULL, accum, err));
+  if (l->noise_used && pg) {
     gf_tensor nz = sg2_rows(&l->noise, n);
     GF_TRY(gf_noise_add_bwd(ctx, &nz, &dy, &dy,
                             &net->tensors[l->noise_strength].grad, accum,
@@ -119,16 +138,13 @@ gf_status sg2_slayer_bwd(gf_sg2_net *net, gf_ctx *ctx, sg2_slayer *l,
   gf_tensor styles = sg2_rows(&l->affine.y, n),
             dstyles = sg2_rows(&l->affine.dy, n),
             dcoef = sg2_rows(&l->dcoef, n);
-  gf_tensor *gw = &net->tensors[l->w].grad;
+  gf_tensor *gw = pg ? &net->tensors[l->w].grad : NULL;
   if (l->up == 2) {
     GF_TRY(gf_modconv_weight_bwd(ctx, &l->wf, &styles, 1, GF_SG2_DEMOD_EPS,
-                                 &dcoef, &dwmod, &l->dwf, &dstyles,
-                                 GF_OVERWRITE, err));
+                                 &dcoef, &dwmod, pg ? &l->dwf : NULL,
+                                 &dstyles, GF_OVERWRITE, err));
     /* the flip is its own inverse */
-    const int64_t s2[2] = {l->cout * l->cin, 9};
-    gf_tensor f2 = sg2_as(&l->dwf, 2, s2), b2 = sg2_as(&l->dwback, 2, s2);
-    GF_TRY(gf_linear_fwd(ctx, &f2, &im->perm, NULL, &b2, err));
-    GF_TRY(scale_into(ctx, &l->dwback, 1.0f, gw, accum, err));
+    if (pg) GF_TRY(sg2_flip_into(net, ctx, l, &l->dwf, accum, err));
   } else {
     GF_TRY(gf_modconv_weight_bwd(ctx, sg2_val(net, l->w), &styles,
                                  !l->torgb, GF_SG2_DEMOD_EPS,
@@ -141,13 +157,5 @@ gf_status sg2_slayer_bwd(gf_sg2_net *net, gf_ctx *ctx, sg2_slayer *l,
                            &dstyles, err));
   gf_tensor wrow = sg2_rows(&l->wrow, n), dwrow = sg2_rows(&l->dwrow, n);
   GF_TRY(sg2_fc_bwd(net, ctx, &l->affine, &wrow, n, &dwrow, accum, err));
-  int64_t wd = net->cfg.w_dim, nws = net->num_ws;
-  const int64_t s1[1] = {wd};
-  for (int64_t i = 0; i < n; i++) {
-    gf_tensor src = sg2_as(&dwrow, 1, s1), dst = sg2_as(dws, 1, s1);
-    src.data = (float *)dwrow.data + i * wd;
-    dst.data = (float *)dws->data + (i * nws + l->w_index) * wd;
-    GF_TRY(gf_add(ctx, &dst, &src, &dst, err));
-  }
-  return GF_OK;
+  return sg2_ws_row(net, ctx, l, dws, &dwrow, n, true, err);
 }

@@ -8,6 +8,58 @@
 #include "gf/text.h"
 #include "sg2_internal.h"
 
+/* The layers of the synthesis, in build order (NULL past the end). */
+static sg2_slayer *layer_at(gf_sg2_impl *im, int i) {
+  int k = i / 3, j = i % 3;
+  if (k >= im->nblocks) return NULL;
+  sg2_gblock *b = &im->gb[k];
+  return j == 0 ? &b->conv0 : j == 1 ? &b->conv1 : &b->torgb;
+}
+
+/* Path length's transient tangents (one layer's backward at a time): one
+ * scratch of each kind sized for the largest layer, each layer's views
+ * into it. */
+static gf_status share_scratch(gf_sg2_net *net, sg2_alloc *a, gf_err *err) {
+  gf_sg2_impl *im = net->impl;
+  int64_t mb = net->max_batch, mwm = 0, my = 0, mx = 0;
+  for (int i = 0; layer_at(im, i); i++) {
+    sg2_slayer *l = layer_at(im, i);
+    if (l->cout == 0) continue; /* b4 has no conv0 */
+    int64_t side = l->up == 2 ? l->res + 2 : l->res;
+    int64_t wm = mb * l->cout * l->cin * l->k * l->k,
+            y = mb * l->cout * l->res * l->res, x = mb * l->cin * side * side;
+    mwm = wm > mwm ? wm : mwm;
+    my = y > my ? y : my;
+    mx = x > mx ? x : mx;
+  }
+  const int64_t swm[1] = {mwm}, sy[1] = {my}, sx[1] = {mx},
+                sr[2] = {mb, net->cfg.w_dim};
+  for (int i = 0; i < 5; i++)
+    GF_TRY(sg2_dact(net, a, &im->pl_swm[i], 1, swm, err));
+  GF_TRY(sg2_dact(net, a, &im->pl_sy, 1, sy, err));
+  for (int i = 0; i < 2; i++)
+    GF_TRY(sg2_dact(net, a, &im->pl_sx[i], 1, sx, err));
+  GF_TRY(sg2_dact(net, a, &im->pl_swr, 2, sr, err));
+  for (int i = 0; layer_at(im, i); i++) {
+    sg2_slayer *l = layer_at(im, i);
+    if (l->cout == 0) continue;
+    int64_t side = l->up == 2 ? l->res + 2 : l->res;
+    const int64_t wm[4] = {mb * l->cout, l->cin, l->k, l->k},
+                  ys[4] = {mb, l->cout, l->res, l->res},
+                  xs[4] = {mb, l->cin, side, side};
+    l->tdwmod = sg2_as(&im->pl_swm[0], 4, wm);
+    l->gws = sg2_as(&im->pl_swm[1], 4, wm);
+    l->gwsdot = sg2_as(&im->pl_swm[2], 4, wm);
+    l->tmp_wm = sg2_as(&im->pl_swm[3], 4, wm);
+    l->twmod = sg2_as(&im->pl_swm[4], 4, wm);
+    l->tmp_y = sg2_as(&im->pl_sy, 4, ys);
+    l->tmp_dx = sg2_as(&im->pl_sx[0], 4, xs);
+    l->tdxu = sg2_as(&im->pl_sx[1], 4, xs);
+    l->tdwrow = im->pl_swr;
+  }
+  return GF_OK;
+}
+
 gf_status sg2_synthesis_build(gf_sg2_net *net, sg2_alloc *a, gf_err *err) {
   gf_sg2_impl *im = net->impl;
   const gf_sg2_config *c = &net->cfg;
@@ -43,15 +95,25 @@ gf_status sg2_synthesis_build(gf_sg2_net *net, sg2_alloc *a, gf_err *err) {
       GF_TRY(sg2_act(net, a, &b->img, 4, is, err));
       const int64_t xs[4] = {mb, b->cin, b->res / 2, b->res / 2};
       GF_TRY(sg2_dact(net, a, &b->dxin, 4, xs, err));
+      GF_TRY(sg2_dact(net, a, &b->tdxin, 4, xs, err));
+      GF_TRY(sg2_dact(net, a, &b->timg, 4, is, err));
     } else {
       b->img = b->torgb.y; /* b4's image is its toRGB's output */
+      b->timg = b->torgb.ty;
       const int64_t xs[4] = {mb, b->cout, 4, 4};
       GF_TRY(sg2_dact(net, a, &b->dx0, 4, xs, err));
+      GF_TRY(sg2_dact(net, a, &b->tdx0, 4, xs, err));
     }
+    GF_TRY(sg2_dact(net, a, &b->tdimg, 4, is, err));
     if (k < im->nblocks - 1) GF_TRY(sg2_dact(net, a, &b->dimg, 4, is, err));
   }
-  const int64_t dws[3] = {mb, net->num_ws, c->w_dim};
+  const int64_t dws[3] = {mb, net->num_ws, c->w_dim}, l2[2] = {mb, 1};
   GF_TRY(sg2_dact(net, a, &im->dws, 3, dws, err));
+  GF_TRY(sg2_dact(net, a, &im->pl_v, 3, dws, err));
+  GF_TRY(sg2_dact(net, a, &im->pl_tdws, 3, dws, err));
+  GF_TRY(sg2_dact(net, a, &im->pl_len, 2, l2, err));
+  GF_TRY(sg2_dact(net, a, &im->pl_c, 2, l2, err));
+  GF_TRY(share_scratch(net, a, err));
   return sg2_mapping_build(net, a, &im->map, c->z_dim, c->c_dim, c->w_dim,
                            c->map_layers, net->num_ws, err);
 }
@@ -180,7 +242,8 @@ gf_status gf_sg2_synthesis_bwd(gf_sg2_net *net, gf_ctx *ctx,
       gf_tensor d2 = sg2_as(&dx0, 2, s2),
                 gc = sg2_as(&net->tensors[b->p_const].grad, 2, c2),
                 z = sg2_rows(&im->map.zeros_i32, n);
-      GF_TRY(gf_embedding_bwd(ctx, &z, &d2, &gc, accum, err));
+      if (!im->no_pgrads)
+        GF_TRY(gf_embedding_bwd(ctx, &z, &d2, &gc, accum, err));
     } else {
       gf_tensor x = sg2_rows(&b->conv0.y, n), d0 = sg2_rows(&b->conv0.dy, n),
                 xin = sg2_rows(&im->gb[k - 1].conv1.y, n),

@@ -64,7 +64,9 @@ static void test_table(void) {
       (const void *)o->noise_add_fwd, (const void *)o->noise_add_bwd,
       (const void *)o->pad_reflect_fwd, (const void *)o->pad_reflect_bwd,
       (const void *)o->affine_sample_fwd, (const void *)o->affine_sample_bwd,
-      (const void *)o->color4_fwd, (const void *)o->color4_bwd};
+      (const void *)o->color4_fwd, (const void *)o->color4_bwd,
+      (const void *)o->mbstd_jvp, (const void *)o->mbstd_bwd_jvp,
+      (const void *)o->modconv_demod_jvp};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
     CHECKF(fns[i] != NULL, "entry %zu of the CUDA table is NULL", i);
   /* every op of the CPU table has a CUDA twin */

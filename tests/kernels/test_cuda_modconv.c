@@ -224,7 +224,25 @@ static void weight_case(int64_t N, int64_t Cin, int64_t Cout, int64_t kh,
     KT_SAME(lbl, &dw);
     KT_SAME(lbl, &ds);
   }
-  kt_twin *tws[] = {&w, &s, &wm, &g, &dc, &dw, &ds};
+  /* the demodulated tangents (gf_modconv_demod_jvp) */
+  kt_twin sd = kt_twin_rnd(&rng, 2, N, Cin, 1, 1, -1, 1);
+  kt_twin gd = kt_twin_rnd(&rng, 4, N * Cout, Cin, kh, kw, -1, 1);
+  kt_twin wmd = kt_twin_rnd(&rng, 4, N * Cout, Cin, kh, kw, 5, 6);
+  kt_twin gw = kt_twin_rnd(&rng, 4, N * Cout, Cin, kh, kw, 5, 6);
+  kt_twin gwd = kt_twin_rnd(&rng, 4, N * Cout, Cin, kh, kw, 5, 6);
+  if (demod && N > 0) {
+    REQUIRE(gf_modconv_demod_jvp(&cpu, &w.h, &s.h, &sd.h, &dc.h, &g.h, &gd.h,
+                                 &wmd.h, &gw.h, &gwd.h, &e) == GF_OK);
+    for (int rep = 0; rep < 2; rep++) {
+      CHECKF(gf_modconv_demod_jvp(&gpu, &w.d, &s.d, &sd.d, &dc.d, &g.d, &gd.d,
+                                  &wmd.d, &gw.d, &gwd.d, &e) == GF_OK,
+             "%s: %s", lbl, e.msg);
+      KT_SAME(lbl, &wmd);
+      KT_SAME(lbl, &gw);
+      KT_SAME(lbl, &gwd);
+    }
+  }
+  kt_twin *tws[] = {&w, &s, &wm, &g, &dc, &dw, &ds, &sd, &gd, &wmd, &gw, &gwd};
   for (size_t i = 0; i < sizeof tws / sizeof *tws; i++) kt_twin_free(tws[i]);
 }
 

@@ -16,7 +16,8 @@
  * db together, alone, accumulated, in place (y = x, dx = dy); mbstd on
  * [32, 512, 4, 4] G 4 F 1 (StyleGAN2's), [16, 256, 8, 8] G 4 F 2,
  * [6, 8, 20, 20] group_size 8 > N, [1024, 16, 4, 4] G 4 (256 groups) and
- * [2, 300, 17, 3] F 3; noise on [16, 512, 8, 8], [4, 32, 128, 128] and
+ * [2, 300, 17, 3] F 3, each with its tangents (gf_mbstd_jvp, gf_mbstd_bwd_jvp,
+ * R1's second order); noise on [16, 512, 8, 8], [4, 32, 128, 128] and
  * [1, 1, 1, 1] with the strength on the device, dstrength overwritten and
  * accumulated, dx copied or in place. The upstream gradients hold -0 every
  * 7th element. A host tensor on the CUDA ctx is refused.
@@ -222,8 +223,24 @@ static void mbstd_case(int64_t N, int64_t C, int64_t H, int64_t W, int gs,
            e.msg);
     KT_SAME("mbstd dx", &dx);
   }
-  kt_twin *tws[] = {&x, &dy, &y, &dx};
-  for (size_t i = 0; i < 4; i++) kt_twin_free(tws[i]);
+  /* the tangents (R1's second order) */
+  kt_twin xd = kt_twin_rnd(&rng, 4, N, C, H, W, -1, 1);
+  kt_twin dyd = kt_twin_rnd(&rng, 4, N, C + nf, H, W, -1, 1);
+  kt_twin yd = kt_twin_rnd(&rng, 4, N, C + nf, H, W, 5, 6);
+  kt_twin dxd = kt_twin_rnd(&rng, 4, N, C, H, W, 5, 6);
+  REQUIRE(gf_mbstd_jvp(&cpu, &x.h, &xd.h, gs, nf, &yd.h, &e) == GF_OK);
+  REQUIRE(gf_mbstd_bwd_jvp(&cpu, &x.h, &xd.h, gs, nf, &dy.h, &dyd.h, &dxd.h,
+                           &e) == GF_OK);
+  for (int rep = 0; rep < 2; rep++) {
+    CHECKF(gf_mbstd_jvp(&gpu, &x.d, &xd.d, gs, nf, &yd.d, &e) == GF_OK, "%s",
+           e.msg);
+    KT_SAME("mbstd jvp", &yd);
+    CHECKF(gf_mbstd_bwd_jvp(&gpu, &x.d, &xd.d, gs, nf, &dy.d, &dyd.d, &dxd.d,
+                            &e) == GF_OK, "%s", e.msg);
+    KT_SAME("mbstd bwd jvp", &dxd);
+  }
+  kt_twin *tws[] = {&x, &dy, &y, &dx, &xd, &dyd, &yd, &dxd};
+  for (size_t i = 0; i < 8; i++) kt_twin_free(tws[i]);
 }
 
 static void noise_case(int64_t N, int64_t C, int64_t H, int64_t W) {

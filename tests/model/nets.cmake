@@ -56,7 +56,8 @@ endif()
 # ways, shape refusals, each comparison shown to fire, 1 and 4 threads the
 # same bits; the gpu test runs the same on CUDA against the CPU and the
 # goldens (77 without a GPU).
-add_executable(test_sg2_nets ${CMAKE_CURRENT_LIST_DIR}/test_sg2_nets.c)
+add_executable(test_sg2_nets ${CMAKE_CURRENT_LIST_DIR}/test_sg2_nets.c
+  ${CMAKE_CURRENT_LIST_DIR}/sg2_test_util.c)
 target_link_libraries(test_sg2_nets PRIVATE gf_model)
 target_include_directories(test_sg2_nets PRIVATE ${GF_TEST_SUPPORT_DIR})
 add_test(NAME model_sg2_nets COMMAND test_sg2_nets
@@ -66,5 +67,23 @@ if(GF_CUDA_BACKEND)
   add_test(NAME model_sg2_nets_cuda COMMAND test_sg2_nets
     ${CMAKE_CURRENT_LIST_DIR}/golden cuda)
   set_tests_properties(model_sg2_nets_cuda PROPERTIES LABELS gpu TIMEOUT 300
+    SKIP_RETURN_CODE 77)
+endif()
+
+# StyleGAN2's regularisers (R1: gf_sg2_d_r1) against the official double
+# backward in golden/sg2_*_r1.safetensors (golden/make_sg2_reg_golden.py):
+# penalties, every parameter gradient, finite differences, each comparison
+# shown to fire; the gpu test runs R1 on CUDA (77 without a GPU).
+add_executable(test_sg2_reg ${CMAKE_CURRENT_LIST_DIR}/test_sg2_reg.c
+  ${CMAKE_CURRENT_LIST_DIR}/sg2_test_util.c)
+target_link_libraries(test_sg2_reg PRIVATE gf_model)
+target_include_directories(test_sg2_reg PRIVATE ${GF_TEST_SUPPORT_DIR})
+add_test(NAME model_sg2_reg COMMAND test_sg2_reg
+  ${CMAKE_CURRENT_LIST_DIR}/golden)
+set_tests_properties(model_sg2_reg PROPERTIES LABELS unit TIMEOUT 120)
+if(GF_CUDA_BACKEND)
+  add_test(NAME model_sg2_reg_cuda COMMAND test_sg2_reg
+    ${CMAKE_CURRENT_LIST_DIR}/golden cuda)
+  set_tests_properties(model_sg2_reg_cuda PROPERTIES LABELS gpu TIMEOUT 300
     SKIP_RETURN_CODE 77)
 endif()

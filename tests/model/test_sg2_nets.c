@@ -32,6 +32,7 @@
 #include "check.h"
 #include "gf/safetensors.h"
 #include "gf/sg2_net.h"
+#include "sg2_test_util.h"
 
 #define TOL_REL 1e-5
 #define CUDA_TOL_REL 1e-5
@@ -46,40 +47,8 @@ typedef struct worst {
 static worst g_worst, g_worst_grad;
 static bool g_grading; /* misses() records into g_worst_grad */
 
-/* An owned CPU f32 copy of golden tensor name; exits when missing. */
-static gf_tensor gold(const gf_st_file *f, const char *name) {
-  const gf_st_tensor *t = gf_st_find(f, name);
-  if (!t || t->dtype != GF_ST_F32) {
-    fprintf(stderr, "golden %s missing or not f32\n", name);
-    exit(1);
-  }
-  int64_t shape[4] = {1, 1, 1, 1};
-  int nd = t->ndim > 0 ? t->ndim : 1;
-  for (int i = 0; i < t->ndim; i++) shape[i] = t->shape[i];
-  gf_tensor g;
-  gf_err err;
-  if (gf_tensor_init(&g, GF_F32, GF_DEV_CPU, nd, shape, &err) != GF_OK) {
-    fprintf(stderr, "%s\n", err.msg);
-    exit(1);
-  }
-  memcpy(g.data, t->data, t->nbytes);
-  return g;
-}
-
-/* An owned copy of t (any device) on dev. */
-static gf_tensor on_dev(const gf_tensor *t, gf_device dev) {
-  gf_tensor d;
-  gf_err err;
-  if (gf_tensor_init(&d, GF_F32, dev, t->ndim, t->shape, &err) ||
-      gf_tensor_copy(&d, t, &err)) {
-    fprintf(stderr, "copy: %s\n", err.msg);
-    exit(1);
-  }
-  return d;
-}
-
 static gf_tensor host_copy(const gf_tensor *t) {
-  return on_dev(t, GF_DEV_CPU);
+  return sg2t_on_dev(t, GF_DEV_CPU);
 }
 
 /* Values of got (any device) outside tol of want; records the worst. */
@@ -126,48 +95,6 @@ static long misses(const char *what, const gf_tensor *got,
   CHECKF(misses(what, got, want, TOL_REL, true) == 0, "%s outside %g",     \
          what, TOL_REL)
 
-static void ctx_cpu(gf_ctx *ctx, int threads) {
-  gf_ctx_config cc = {.backend = GF_BACKEND_CPU, .nthreads = threads};
-  gf_err err;
-  if (gf_ctx_init(ctx, &cc, &err) != GF_OK) {
-    fprintf(stderr, "ctx: %s\n", err.msg);
-    exit(1);
-  }
-}
-
-static int meta_int(const gf_st_file *f, const char *k) {
-  const char *v = gf_st_meta_get(f, k);
-  if (!v) {
-    fprintf(stderr, "golden metadata %s missing\n", k);
-    exit(1);
-  }
-  return atoi(v);
-}
-
-static gf_sg2_config case_config(const gf_st_file *f) {
-  gf_sg2_config c;
-  gf_err err;
-  if (gf_sg2_config_preset(&c, NULL, GF_SG2_AUTO, 32, 3, 0, 1, &err)) {
-    fprintf(stderr, "%s\n", err.msg);
-    exit(1);
-  }
-  c.z_dim = meta_int(f, "z_dim");
-  c.w_dim = meta_int(f, "w_dim");
-  c.c_dim = meta_int(f, "c_dim");
-  c.img_resolution = meta_int(f, "img_resolution");
-  c.img_channels = meta_int(f, "img_channels");
-  c.channel_base = meta_int(f, "channel_base");
-  c.channel_max = meta_int(f, "channel_max");
-  c.map_layers = meta_int(f, "map_layers");
-  c.d_map_layers = meta_int(f, "d_map_layers");
-  c.mbstd_group = meta_int(f, "mbstd_group");
-  c.mbstd_channels = meta_int(f, "mbstd_channels");
-  c.conv_clamp = (float)atof(gf_st_meta_get(f, "conv_clamp"));
-  const char *r = gf_st_meta_get(f, "d_resnet");
-  c.d_resnet = r ? atoi(r) : 1;
-  return c;
-}
-
 /* Loads every "pre." tensor of f into net by name; checks the name sets
  * match both ways. */
 static void load_all(gf_sg2_net *net, const gf_st_file *f, const char *pre,
@@ -177,7 +104,7 @@ static void load_all(gf_sg2_net *net, const gf_st_file *f, const char *pre,
   for (size_t i = 0; i < f->n_tensors; i++) {
     const char *nm = f->tensors[i].name;
     if (strncmp(nm, pre, pl) != 0) continue;
-    gf_tensor g = gold(f, nm);
+    gf_tensor g = sg2t_gold(f, nm);
     gf_err err;
     gf_status st = gf_sg2_load(net, nm + pl, &g, &err);
     CHECKF(st == GF_OK, "load %s: %s", nm, err.msg);
@@ -263,7 +190,7 @@ static long cmp_g(const char *cs, const gouts *o, const gf_st_file *f,
   long bad = 0;
   for (int i = 0; i < 5; i++) {
     if (!got[i]->data) continue;
-    gf_tensor t = gold(f, nm[i]);
+    gf_tensor t = sg2t_gold(f, nm[i]);
     char w[96];
     snprintf(w, sizeof w, "%s %s", cs, nm[i]);
     long m = misses(w, got[i], &t, TOL_REL, record);
@@ -293,7 +220,7 @@ static void g_fires(const char *cs, gf_sg2_net *g, gf_ctx *ctx,
     float old = poke(g, p[i].tensor, p[i].delta, true);
     gouts o;
     run_g(g, ctx, z, c, &o, false);
-    gf_tensor t = gold(f, p[i].quantity);
+    gf_tensor t = sg2t_gold(f, p[i].quantity);
     const gf_tensor *got = strcmp(p[i].quantity, "out.ws") == 0 ? &o.ws
                          : strcmp(p[i].quantity, "out.ws_trunc") == 0
                              ? &o.ws_trunc
@@ -312,7 +239,7 @@ static void g_fires(const char *cs, gf_sg2_net *g, gf_ctx *ctx,
   g->cfg.w_avg_beta = 0.99f;
   gouts o;
   run_g(g, ctx, z, c, &o, true);
-  gf_tensor t = gold(f, "out.w_avg_updated");
+  gf_tensor t = sg2t_gold(f, "out.w_avg_updated");
   CHECKF(misses("fires", &o.w_avg, &t, TOL_REL, false) > 0,
          "%s: w_avg beta 0.99 went unnoticed", cs);
   gf_tensor_free(&t);
@@ -335,13 +262,13 @@ static void g_blocks(const char *cs, gf_sg2_net *g, gf_ctx *ctx,
     char nm[64], w[96];
     snprintf(nm, sizeof nm, "mid.const.b%d.x", res);
     if (gf_st_find(f, nm)) {
-      gf_tensor t = gold(f, nm);
+      gf_tensor t = sg2t_gold(f, nm);
       snprintf(w, sizeof w, "%s %s", cs, nm);
       CMP(w, &x, &t);
       gf_tensor_free(&t);
     }
     snprintf(nm, sizeof nm, "mid.const.b%d.img", res);
-    gf_tensor t = gold(f, nm);
+    gf_tensor t = sg2t_gold(f, nm);
     snprintf(w, sizeof w, "%s %s", cs, nm);
     CMP(w, &im, &t);
     gf_tensor_free(&t);
@@ -464,9 +391,9 @@ static gf_sg2_config open_case(const char *cs, gf_st_file *fg, gf_st_file *fd,
   REQUIRE(gf_st_open(fg, path, 0, &err) == GF_OK);
   snprintf(path, sizeof path, "%s/sg2_%s_d.safetensors", g_dir, cs);
   REQUIRE(gf_st_open(fd, path, 0, &err) == GF_OK);
-  *ng = meta_int(fg, "batch");
-  *nd = meta_int(fd, "batch");
-  gf_sg2_config cfg = case_config(fg);
+  *ng = sg2t_meta_int(fg, "batch");
+  *nd = sg2t_meta_int(fd, "batch");
+  gf_sg2_config cfg = sg2t_case_config(fg);
   printf("case %s: c_dim %d conv_clamp %g\n", cs, cfg.c_dim,
          (double)cfg.conv_clamp);
   return cfg;
@@ -483,11 +410,11 @@ static void run_d_case(const char *cs, const gf_st_file *fd,
   REQUIRE(gf_sg2_net_init(&d, ctx, cfg, GF_SG2_D, nd, false, &err) ==
           GF_OK);
   load_all(&d, fd, "D.", true);
-  gf_tensor img = gold(fd, "in.img"), cd = {0};
-  if (cfg->c_dim) cd = gold(fd, "in.c");
+  gf_tensor img = sg2t_gold(fd, "in.img"), cd = {0};
+  if (cfg->c_dim) cd = sg2t_gold(fd, "in.c");
   const gf_tensor *cdp = cfg->c_dim ? &cd : NULL;
   gf_tensor lg = run_d(&d, ctx, &img, cdp);
-  gf_tensor tl = gold(fd, "out.logits");
+  gf_tensor tl = sg2t_gold(fd, "out.logits");
   CHECK(gf_sg2_d_bwd(&d, ctx, &tl, NULL, GF_OVERWRITE, &err) == GF_ESTATE);
   char w[96];
   snprintf(w, sizeof w, "%s out.logits", cs);
@@ -497,7 +424,7 @@ static void run_d_case(const char *cs, const gf_st_file *fd,
     char nm[48];
     snprintf(nm, sizeof nm, "mid.d.b%d.x", res);
     CHECK(gf_sg2_d_block(&d, res, &x, &err) == GF_OK);
-    gf_tensor t = gold(fd, nm);
+    gf_tensor t = sg2t_gold(fd, nm);
     snprintf(w, sizeof w, "%s %s", cs, nm);
     CMP(w, &x, &t);
     gf_tensor_free(&t);
@@ -534,8 +461,8 @@ static void run_case(const char *cs, gf_ctx *ctx, gf_ctx *ctx4) {
   gf_sg2_net g;
   REQUIRE(gf_sg2_net_init(&g, ctx, &cfg, GF_SG2_G, ng, true, &err) == GF_OK);
   load_all(&g, &fg, "G.", true);
-  gf_tensor z = gold(&fg, "in.z"), c = {0};
-  if (cfg.c_dim) c = gold(&fg, "in.c");
+  gf_tensor z = sg2t_gold(&fg, "in.z"), c = {0};
+  if (cfg.c_dim) c = sg2t_gold(&fg, "in.c");
   const gf_tensor *cp = cfg.c_dim ? &c : NULL;
   gouts o;
   run_g(&g, ctx, &z, cp, &o, true);
@@ -571,10 +498,10 @@ static void orig_case(gf_ctx *ctx, gf_ctx *ctx4) {
   gf_st_file_init(&fd);
   snprintf(path, sizeof path, "%s/sg2_orig_d.safetensors", g_dir);
   REQUIRE(gf_st_open(&fd, path, 0, &err) == GF_OK);
-  gf_sg2_config cfg = case_config(&fd);
+  gf_sg2_config cfg = sg2t_case_config(&fd);
   CHECK(cfg.d_resnet == 0);
   printf("case orig: d_resnet %d\n", cfg.d_resnet);
-  run_d_case("orig", &fd, &cfg, meta_int(&fd, "batch"), ctx, ctx4);
+  run_d_case("orig", &fd, &cfg, sg2t_meta_int(&fd, "batch"), ctx, ctx4);
   gf_st_file_free(&fd);
 }
 
@@ -595,7 +522,7 @@ static long cmp_grads(const char *cs, gf_sg2_net *net, const gf_st_file *f,
       continue;
     }
     n++;
-    gf_tensor t = gold(f, nm);
+    gf_tensor t = sg2t_gold(f, nm);
     float *tv = t.data;
     for (int64_t j = 0; j < gf_tensor_numel(&t); j++) tv[j] *= (float)scale;
     snprintf(w, sizeof w, "%s d%s", cs, p->name);
@@ -684,12 +611,12 @@ static void grad_case(const char *cs, gf_ctx *ctx, gf_ctx *ctx4) {
   const gf_sg2_config cfg = k.cfg;
   gf_st_file *fg = &k.f[0], *fd = &k.f[1], *gg = &k.f[2], *gd = &k.f[3];
   gf_sg2_net *gp = &k.g, *dp = &k.d;
-  gf_tensor z = gold(fg, "in.z"), c = {0}, dimg = gold(gg, "in.dimg");
-  if (cfg.c_dim) c = gold(fg, "in.c");
+  gf_tensor z = sg2t_gold(fg, "in.z"), c = {0}, dimg = sg2t_gold(gg, "in.dimg");
+  if (cfg.c_dim) c = sg2t_gold(fg, "in.c");
   const gf_tensor *cp = cfg.c_dim ? &c : NULL;
   gf_tensor dws;
   g_backward(gp, ctx, &z, cp, &dimg, GF_OVERWRITE, &dws);
-  gf_tensor tdws = gold(gg, "out.dws");
+  gf_tensor tdws = sg2t_gold(gg, "out.dws");
   char w[96];
   snprintf(w, sizeof w, "%s dws", cs);
   CHECKF(misses(w, &dws, &tdws, GRAD_TOL_REL, true) == 0, "%s", w);
@@ -723,19 +650,19 @@ static void grad_case(const char *cs, gf_ctx *ctx, gf_ctx *ctx4) {
   gf_tensor_free(&dws);
   gf_tensor_free(&tdws);
 
-  gf_tensor img = gold(fd, "in.img"), cd = {0}, dl = gold(gd, "in.dlogits");
-  if (cfg.c_dim) cd = gold(fd, "in.c");
+  gf_tensor img = sg2t_gold(fd, "in.img"), cd = {0}, dl = sg2t_gold(gd, "in.dlogits");
+  if (cfg.c_dim) cd = sg2t_gold(fd, "in.c");
   const gf_tensor *cdp = cfg.c_dim ? &cd : NULL;
   gf_tensor dx;
   REQUIRE(gf_tensor_init(&dx, GF_F32, GF_DEV_CPU, 4, img.shape, &err) == 0);
   d_backward(dp, ctx, &img, cdp, &dl, &dx, GF_OVERWRITE);
-  gf_tensor tdx = gold(gd, "out.dimg");
+  gf_tensor tdx = sg2t_gold(gd, "out.dimg");
   snprintf(w, sizeof w, "%s D dimg", cs);
   CHECKF(misses(w, &dx, &tdx, GRAD_TOL_REL, true) == 0, "%s", w);
   cmp_grads(cs, dp, gd, "D", 1.0, true);
   REQUIRE(gf_arena_view_all(&dp->grads, &gall, &err) == GF_OK);
   g1 = host_copy(&gall);
-  gf_tensor dx4 = on_dev(&dx, GF_DEV_CPU);
+  gf_tensor dx4 = sg2t_on_dev(&dx, GF_DEV_CPU);
   d_backward(dp, ctx4, &img, cdp, &dl, &dx4, GF_OVERWRITE);
   g4 = host_copy(&gall);
   /* D's 3x3 conv weight gradients come from oneDNN's backward-weights
@@ -776,17 +703,17 @@ static void cuda_grad_case(const char *cs, gf_ctx *gpu) {
   const gf_sg2_config cfg = k.cfg;
   gf_st_file *fg = &k.f[0], *fd = &k.f[1], *gg = &k.f[2], *gd = &k.f[3];
   gf_sg2_net *gp = &k.g, *dp = &k.d;
-  gf_tensor t[6] = {gold(fg, "in.z"), gold(gg, "in.dimg"),
-                    gold(fd, "in.img"), gold(gd, "in.dlogits"),
-                    gold(gd, "out.dimg"), {0}};
+  gf_tensor t[6] = {sg2t_gold(fg, "in.z"), sg2t_gold(gg, "in.dimg"),
+                    sg2t_gold(fd, "in.img"), sg2t_gold(gd, "in.dlogits"),
+                    sg2t_gold(gd, "out.dimg"), {0}};
   gf_tensor dv[5];
-  for (int i = 0; i < 5; i++) dv[i] = on_dev(&t[i], GF_DEV_CUDA);
+  for (int i = 0; i < 5; i++) dv[i] = sg2t_on_dev(&t[i], GF_DEV_CUDA);
   gf_tensor cg = {0}, cd = {0}, cgd = {0}, cdd = {0};
   if (cfg.c_dim) {
-    cg = gold(fg, "in.c");
-    cd = gold(fd, "in.c");
-    cgd = on_dev(&cg, GF_DEV_CUDA);
-    cdd = on_dev(&cd, GF_DEV_CUDA);
+    cg = sg2t_gold(fg, "in.c");
+    cd = sg2t_gold(fd, "in.c");
+    cgd = sg2t_on_dev(&cg, GF_DEV_CUDA);
+    cdd = sg2t_on_dev(&cd, GF_DEV_CUDA);
   }
   g_backward(gp, gpu, &dv[0], cfg.c_dim ? &cgd : NULL, &dv[1], GF_OVERWRITE,
              NULL);
@@ -817,11 +744,11 @@ static void cuda_case(const char *cs, gf_ctx *cpu, gf_ctx *gpu) {
   REQUIRE(gf_sg2_net_init(&gg, gpu, &cfg, GF_SG2_G, ng, false, &err) == 0);
   load_all(&gc, &fg, "G.", true);
   load_all(&gg, &fg, "G.", true);
-  gf_tensor z = gold(&fg, "in.z"), c = {0}, zg = on_dev(&z, GF_DEV_CUDA),
+  gf_tensor z = sg2t_gold(&fg, "in.z"), c = {0}, zg = sg2t_on_dev(&z, GF_DEV_CUDA),
             cg = {0};
   if (cfg.c_dim) {
-    c = gold(&fg, "in.c");
-    cg = on_dev(&c, GF_DEV_CUDA);
+    c = sg2t_gold(&fg, "in.c");
+    cg = sg2t_on_dev(&c, GF_DEV_CUDA);
   }
   gouts oc, og;
   run_g(&gc, cpu, &z, cfg.c_dim ? &c : NULL, &oc, true);
@@ -854,15 +781,15 @@ static void cuda_case(const char *cs, gf_ctx *cpu, gf_ctx *gpu) {
   REQUIRE(gf_sg2_net_init(&dg, gpu, &cfg, GF_SG2_D, nd, false, &err) == 0);
   load_all(&dc, &fd, "D.", true);
   load_all(&dg, &fd, "D.", true);
-  gf_tensor im = gold(&fd, "in.img"), imd = on_dev(&im, GF_DEV_CUDA),
+  gf_tensor im = sg2t_gold(&fd, "in.img"), imd = sg2t_on_dev(&im, GF_DEV_CUDA),
             cd = {0}, cdd = {0};
   if (cfg.c_dim) {
-    cd = gold(&fd, "in.c");
-    cdd = on_dev(&cd, GF_DEV_CUDA);
+    cd = sg2t_gold(&fd, "in.c");
+    cdd = sg2t_on_dev(&cd, GF_DEV_CUDA);
   }
   gf_tensor l1 = run_d(&dc, cpu, &im, cfg.c_dim ? &cd : NULL);
   gf_tensor l2 = run_d(&dg, gpu, &imd, cfg.c_dim ? &cdd : NULL);
-  gf_tensor tl = gold(&fd, "out.logits");
+  gf_tensor tl = sg2t_gold(&fd, "out.logits");
   char w[96];
   snprintf(w, sizeof w, "%s cuda out.logits", cs);
   CMP(w, &l2, &tl);
@@ -886,7 +813,7 @@ int main(int argc, char **argv) {
   g_dir = argv[1];
   const char *cases[3] = {"uncond", "cond", "clamp"};
   gf_ctx cpu, cpu4;
-  ctx_cpu(&cpu, 1);
+  sg2t_ctx_cpu(&cpu, 1);
   if (argc > 2 && strcmp(argv[2], "cuda") == 0) {
     gf_err err;
     if (gf_cuda_device_check(0, &err) != GF_OK) {
@@ -902,7 +829,7 @@ int main(int argc, char **argv) {
     cuda_grad_case("clamp", &gpu);
     gf_ctx_free(&gpu);
   } else {
-    ctx_cpu(&cpu4, 4);
+    sg2t_ctx_cpu(&cpu4, 4);
     for (int i = 0; i < 3; i++) run_case(cases[i], &cpu, &cpu4);
     orig_case(&cpu, &cpu4);
     grad_case("cond", &cpu, &cpu4);

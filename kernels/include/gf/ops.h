@@ -919,4 +919,53 @@ gf_status gf_color4_fwd(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *m,
 gf_status gf_color4_bwd(gf_ctx *ctx, const gf_tensor *m, const gf_tensor *dy,
                         gf_tensor *dx, gf_err *err);
 
+/* ---- second order: minibatch stddev's tangents (R1 by forward-over-
+ * reverse, model/src/sg2_r1.c) ------------------------------------------
+ * gf_mbstd_jvp: the directional derivative of gf_mbstd_fwd at x along
+ * xdot (both [N,C,H,W]) into ydot [N,C+F,H,W]. With mu_e, sd_e as
+ * gf_mbstd_fwd recomputes them, u_g = x[gM+m, c, p] - mu_e and udot_g =
+ * xdot[gM+m, c, p] - (sum_g xdot) / G (double, g in order):
+ *   sddot_e = ((sum_g u_g udot_g) / G) / sd_e
+ *   ydot[n, c, p] = xdot[n, c, p] (c < C)
+ *   ydot[n, C + f, p] = (float)(S / K), S the lane sum of the sddot_e in
+ *                       element order (as the forward's stat).
+ * gf_mbstd_bwd_jvp: the directional derivative along (xdot, dydot) of
+ * gf_mbstd_bwd(x, dy) (linear in dy, nonlinear in x): dxdot [N,C,H,W] =
+ *   dydot[n, c, p] + (qdot u + q udot - q u sddot_e / sd_e) / sd_e
+ * with q = D(dy) / (G K), qdot = D(dydot) / (G K) (D as gf_mbstd_bwd's), in
+ * double, rounded once. Group and channel arithmetic as gf_mbstd_fwd's; no
+ * output overlaps an input. CPU and CUDA give the same bits. */
+gf_status gf_mbstd_jvp(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *xdot,
+                       int group_size, int num_channels, gf_tensor *ydot,
+                       gf_err *err);
+gf_status gf_mbstd_bwd_jvp(gf_ctx *ctx, const gf_tensor *x,
+                           const gf_tensor *xdot, int group_size,
+                           int num_channels, const gf_tensor *dy,
+                           const gf_tensor *dydot, gf_tensor *dxdot,
+                           gf_err *err);
+
+/* ---- second order: the demodulated modulation's tangents (path length,
+ * model/src/sg2_pl.c) ------------------------------------------------------
+ * For gf_modconv_weight_fwd demodulating (w [Cout,Cin,kh,kw], s and sdot
+ * [N,Cin], dcoef [N,Cout] as the forward wrote it) per row r = (n, o) of
+ * K = Cin kh kw, with ws = (float)(w s) (the forward's rounding), wsdot =
+ * w sdot, d = dcoef, all in double, sums over k in order from 0:
+ *   A = sum_k ws wsdot,  ddot = -d^3 A
+ *   wmoddot = (float)(wsdot d + ws ddot)   the tangent of wmod along sdot
+ * and, given g and gdot [N Cout,Cin,kh,kw] (the gradient wrt wmod and its
+ * tangent), G = sum_k g ws, Gdot = sum_k (gdot ws + g wsdot), c = d^3 G,
+ * cdot = 3 d^2 ddot G + d^3 Gdot:
+ *   gws    = (float)(g d - ws c)   gf_modconv_weight_bwd's gradient wrt ws
+ *   gwsdot = (float)(gdot d + g ddot - wsdot c - ws cdot)   its tangent
+ * (the weight and style gradients and their tangents are then
+ * gf_modconv_weight_bwd without demodulation from gws / gwsdot). wmoddot
+ * may be NULL; gws and gwsdot are both NULL (g, gdot not read) or both
+ * given. No output overlaps an input or another output. N may be 0. CPU
+ * and CUDA give the same bits. */
+gf_status gf_modconv_demod_jvp(gf_ctx *ctx, const gf_tensor *w,
+                               const gf_tensor *s, const gf_tensor *sdot,
+                               const gf_tensor *dcoef, const gf_tensor *g,
+                               const gf_tensor *gdot, gf_tensor *wmoddot,
+                               gf_tensor *gws, gf_tensor *gwsdot, gf_err *err);
+
 #endif

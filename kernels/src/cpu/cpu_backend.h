@@ -445,6 +445,17 @@ gf_status gf_cpu_mbstd_fwd(gf_ctx *ctx, const gf_tensor *x, int group_size,
 gf_status gf_cpu_mbstd_bwd(gf_ctx *ctx, const gf_tensor *x, int group_size,
                            int num_channels, const gf_tensor *dy,
                            gf_tensor *dx, gf_err *err);
+gf_status gf_cpu_mbstd_jvp(gf_ctx *ctx, const gf_tensor *x,
+                           const gf_tensor *xdot, int group_size, int num_channels,
+                           gf_tensor *ydot, gf_err *err);
+gf_status gf_cpu_mbstd_bwd_jvp(gf_ctx *ctx, const gf_tensor *x,
+                               const gf_tensor *xdot, int group_size,
+                               int num_channels, const gf_tensor *dy,
+                               const gf_tensor *dydot, gf_tensor *dxdot, gf_err *err);
+gf_status gf_cpu_modconv_demod_jvp(gf_ctx *ctx, const gf_tensor *w,
+    const gf_tensor *s, const gf_tensor *sdot, const gf_tensor *dcoef,
+    const gf_tensor *g, const gf_tensor *gdot, gf_tensor *wmoddot,
+    gf_tensor *gws, gf_tensor *gwsdot, gf_err *err);
 gf_status gf_cpu_noise_add_fwd(gf_ctx *ctx, const gf_tensor *x,
                                const gf_tensor *noise,
                                const gf_tensor *strength, gf_tensor *y,

@@ -176,3 +176,63 @@ gf_status gf_cpu_modconv_weight_bwd(gf_ctx *ctx, const gf_tensor *w,
   }
   return GF_OK;
 }
+
+/* ---- the demodulated modulation's tangents (gf_modconv_demod_jvp) ----- */
+
+/* One row r = (n, o): ws, wsdot, the sums and the outputs of ops.h (any of
+ * the outputs NULL: not formed). gr / gdr: the row of g / gdot. */
+static void demod_jvp_row(const float *wr, const float *sr, const float *sdr,
+                          float d32, int64_t K, int64_t khw, const float *gr,
+                          const float *gdr, float *wmd, float *gw,
+                          float *gwd) {
+  double d = d32, A = 0.0, G = 0.0, Gd = 0.0;
+  for (int64_t k = 0; k < K; k++) {
+    int64_t i = k / khw;
+    double ws = (double)(wr[k] * sr[i]), wsd = (double)wr[k] * (double)sdr[i];
+    A += ws * wsd;
+    if (gr) {
+      G += (double)gr[k] * ws;
+      Gd += (double)gdr[k] * ws + (double)gr[k] * wsd;
+    }
+  }
+  double d3 = d * d * d, dd = -d3 * A;
+  double c = d3 * G, cd = 3.0 * d * d * dd * G + d3 * Gd;
+  for (int64_t k = 0; k < K; k++) {
+    int64_t i = k / khw;
+    double ws = (double)(wr[k] * sr[i]), wsd = (double)wr[k] * (double)sdr[i];
+    if (wmd) wmd[k] = (float)(wsd * d + ws * dd);
+    if (gr) {
+      double g = gr[k], gd = gdr[k];
+      gw[k] = (float)(g * d - ws * c);
+      gwd[k] = (float)(gd * d + g * dd - wsd * c - ws * cd);
+    }
+  }
+}
+
+gf_status gf_cpu_modconv_demod_jvp(gf_ctx *ctx, const gf_tensor *w,
+                                   const gf_tensor *s, const gf_tensor *sdot,
+                                   const gf_tensor *dcoef, const gf_tensor *g,
+                                   const gf_tensor *gdot, gf_tensor *wmoddot,
+                                   gf_tensor *gws, gf_tensor *gwsdot,
+                                   gf_err *err) {
+  (void)err;
+  int64_t Cout = w->shape[0], Cin = w->shape[1];
+  int64_t khw = w->shape[2] * w->shape[3], K = Cin * khw;
+  int64_t rows = s->shape[0] * Cout;
+  const float *W = w->data, *S = s->data, *SD = sdot->data,
+              *Dc = dcoef->data;
+  const float *Gp = gws ? g->data : NULL, *GD = gws ? gdot->data : NULL;
+  float *WMD = wmoddot ? wmoddot->data : NULL, *GW = gws ? gws->data : NULL,
+        *GWD = gws ? gwsdot->data : NULL;
+  int nt = ctx->nthreads;
+  int par = rows >= ROWS_PAR_MIN && rows * K >= GF_PAR_MIN;
+#pragma omp parallel for num_threads(nt) if (par) schedule(static)
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t n = r / Cout, o = r - n * Cout;
+    demod_jvp_row(W + o * K, S + n * Cin, SD + n * Cin, Dc[r], K, khw,
+                  Gp ? Gp + r * K : NULL, GD ? GD + r * K : NULL,
+                  WMD ? WMD + r * K : NULL, GW ? GW + r * K : NULL,
+                  GWD ? GWD + r * K : NULL);
+  }
+  return GF_OK;
+}

@@ -161,19 +161,52 @@ static double mbstd_sd(const float *X, const mbstd_dims *d, int64_t m,
   return sqrt(ve);
 }
 
-gf_status gf_cpu_mbstd_fwd(gf_ctx *ctx, const gf_tensor *x, int group_size,
-                           int num_channels, gf_tensor *y, gf_err *err) {
-  (void)err;
-  mbstd_dims d = mbstd_of(x, group_size, num_channels);
-  const float *X = x->data;
-  float *Y = y->data;
+/* The tangent of element k's sd along xdot: *sddot, with the means of x
+ * and xdot over the group in *mu, *mud; returns sd. */
+static double mbstd_sd_dot(const float *X, const float *XD,
+                           const mbstd_dims *d, int64_t m, int64_t f,
+                           int64_t k, double *mu, double *mud, double *sddot,
+                           int64_t *base) {
+  double sd = mbstd_sd(X, d, m, f, k, mu, base);
+  int64_t step = d->M * d->C * d->HW;
+  double s = 0.0;
+  for (int64_t g = 0; g < d->G; g++) s += (double)XD[*base + g * step];
+  *mud = s / (double)d->G;
+  double a = 0.0;
+  for (int64_t g = 0; g < d->G; g++) {
+    double u = (double)X[*base + g * step] - *mu;
+    double ud = (double)XD[*base + g * step] - *mud;
+    a = a + u * ud;
+  }
+  *sddot = (a / (double)d->G) / sd;
+  return sd;
+}
+
+/* (float)(S / K) into channel C + f of the G samples of group m of y. */
+static void mbstd_put(float *Y, const mbstd_dims *d, int64_t m, int64_t f,
+                      double S) {
+  float stat = (float)(S / (double)d->K);
+  int64_t CY = d->C + d->F;
+  for (int64_t g = 0; g < d->G; g++) {
+    float *o = Y + ((g * d->M + m) * CY + d->C + f) * d->HW;
+    for (int64_t p = 0; p < d->HW; p++) o[p] = stat;
+  }
+}
+
+/* gf_mbstd_fwd (XD NULL: y from x) and gf_mbstd_jvp (ydot from x and
+ * XD): x's channels (XD's for the tangent) copied, then per group and
+ * slice the lane sum of the sd's (their tangents). */
+static void mbstd_stats(gf_ctx *ctx, const float *X, const float *XD,
+                        float *Y, const mbstd_dims *dp) {
+  mbstd_dims d = *dp;
+  const float *S = XD ? XD : X;
   int64_t CY = d.C + d.F, n_items = d.M * d.F;
   int nt = ctx->nthreads;
   /* channels 0..C-1: copies, a sample per task */
 #pragma omp parallel for num_threads(nt) if (d.N * d.C * d.HW >= GF_PAR_MIN) \
     schedule(static)
   for (int64_t n = 0; n < d.N; n++) {
-    memcpy(Y + n * CY * d.HW, X + n * d.C * d.HW,
+    memcpy(Y + n * CY * d.HW, S + n * d.C * d.HW,
            (size_t)(d.C * d.HW) * sizeof(float));
   }
   /* channel C + f: a group and slice per task */
@@ -185,19 +218,41 @@ gf_status gf_cpu_mbstd_fwd(gf_ctx *ctx, const gf_tensor *x, int group_size,
     for (int64_t k0 = 0; k0 < d.K; k0 += LANES) {
       int64_t len = d.K - k0 < LANES ? d.K - k0 : LANES;
       for (int64_t j = 0; j < len; j++) {
-        double mu;
+        double mu, mud, sdd;
         int64_t base;
-        l[j] += mbstd_sd(X, &d, m, f, k0 + j, &mu, &base);
+        if (!XD) {
+          l[j] += mbstd_sd(X, &d, m, f, k0 + j, &mu, &base);
+        } else {
+          mbstd_sd_dot(X, XD, &d, m, f, k0 + j, &mu, &mud, &sdd, &base);
+          l[j] += sdd;
+        }
       }
     }
-    double S = gf_cpu_lanes_tree(l);
-    float stat = (float)(S / (double)d.K);
-    for (int64_t g = 0; g < d.G; g++) {
-      float *o = Y + ((g * d.M + m) * CY + d.C + f) * d.HW;
-      for (int64_t p = 0; p < d.HW; p++) o[p] = stat;
+    mbstd_put(Y, &d, m, f, gf_cpu_lanes_tree(l));
+  }
+}
+
+gf_status gf_cpu_mbstd_fwd(gf_ctx *ctx, const gf_tensor *x, int group_size,
+                           int num_channels, gf_tensor *y, gf_err *err) {
+  (void)err;
+  mbstd_dims d = mbstd_of(x, group_size, num_channels);
+  mbstd_stats(ctx, x->data, NULL, y->data, &d);
+  return GF_OK;
+}
+
+/* The lane sum over (g, p) of channel C + f of group m of dy, / (G K). */
+static double mbstd_q(const float *GY, const mbstd_dims *d, int64_t m,
+                      int64_t f) {
+  int64_t CY = d->C + d->F, T = d->G * d->HW;
+  double l[LANES] = {0};
+  for (int64_t k0 = 0; k0 < T; k0 += LANES) {
+    int64_t len = T - k0 < LANES ? T - k0 : LANES;
+    for (int64_t j = 0; j < len; j++) {
+      int64_t k = k0 + j, g = k / d->HW, p = k % d->HW;
+      l[j] += (double)GY[((g * d->M + m) * CY + d->C + f) * d->HW + p];
     }
   }
-  return GF_OK;
+  return gf_cpu_lanes_tree(l) / (double)(d->G * d->K);
 }
 
 gf_status gf_cpu_mbstd_bwd(gf_ctx *ctx, const gf_tensor *x, int group_size,
@@ -209,23 +264,12 @@ gf_status gf_cpu_mbstd_bwd(gf_ctx *ctx, const gf_tensor *x, int group_size,
   float *DX = dx->data;
   int64_t CY = d.C + d.F, n_items = d.M * d.F;
   int64_t step = d.M * d.C * d.HW; /* from sample gM+m to (g+1)M+m in x */
-  double GK = (double)(d.G * d.K);
   int nt = ctx->nthreads;
 #pragma omp parallel for num_threads(nt) if (d.N * d.C * d.HW >= GF_PAR_MIN) \
     schedule(static)
   for (int64_t it = 0; it < n_items; it++) {
     int64_t m = it / d.F, f = it % d.F;
-    /* D: the lane sum over (g, p) of dy[gM+m, C+f, p] */
-    double l[LANES] = {0};
-    int64_t T = d.G * d.HW;
-    for (int64_t k0 = 0; k0 < T; k0 += LANES) {
-      int64_t len = T - k0 < LANES ? T - k0 : LANES;
-      for (int64_t j = 0; j < len; j++) {
-        int64_t k = k0 + j, g = k / d.HW, p = k % d.HW;
-        l[j] += (double)GY[((g * d.M + m) * CY + d.C + f) * d.HW + p];
-      }
-    }
-    double q = gf_cpu_lanes_tree(l) / GK;
+    double q = mbstd_q(GY, &d, m, f); /* D / (G K) */
     for (int64_t k = 0; k < d.K; k++) {
       double mu;
       int64_t base;
@@ -238,6 +282,52 @@ gf_status gf_cpu_mbstd_bwd(gf_ctx *ctx, const gf_tensor *x, int group_size,
         double t2 = t / sd;
         double s = (double)GY[(n * CY + c) * d.HW + p] + t2;
         DX[base + g * step] = (float)s;
+      }
+    }
+  }
+  return GF_OK;
+}
+
+gf_status gf_cpu_mbstd_jvp(gf_ctx *ctx, const gf_tensor *x,
+                           const gf_tensor *xdot, int group_size,
+                           int num_channels, gf_tensor *ydot, gf_err *err) {
+  (void)err;
+  mbstd_dims d = mbstd_of(x, group_size, num_channels);
+  mbstd_stats(ctx, x->data, xdot->data, ydot->data, &d);
+  return GF_OK;
+}
+
+gf_status gf_cpu_mbstd_bwd_jvp(gf_ctx *ctx, const gf_tensor *x,
+                               const gf_tensor *xdot, int group_size,
+                               int num_channels, const gf_tensor *dy,
+                               const gf_tensor *dydot, gf_tensor *dxdot,
+                               gf_err *err) {
+  mbstd_dims d = mbstd_of(x, group_size, num_channels);
+  const float *X = x->data, *XD = xdot->data, *GY = dy->data,
+              *GYD = dydot->data;
+  float *DX = dxdot->data;
+  int64_t CY = d.C + d.F, n_items = d.M * d.F;
+  int64_t step = d.M * d.C * d.HW;
+  (void)err;
+  int nt = ctx->nthreads;
+#pragma omp parallel for num_threads(nt) if (d.N * d.C * d.HW >= GF_PAR_MIN) \
+    schedule(static)
+  for (int64_t it = 0; it < n_items; it++) {
+    int64_t m = it / d.F, f = it % d.F;
+    double q = mbstd_q(GY, &d, m, f), qd = mbstd_q(GYD, &d, m, f);
+    for (int64_t k = 0; k < d.K; k++) {
+      double sdd, mu, mud;
+      int64_t base;
+      double sd = mbstd_sd_dot(X, XD, &d, m, f, k, &mu, &mud, &sdd, &base);
+      int64_t c = f * d.cF + k / d.HW, p = k % d.HW;
+      for (int64_t g = 0; g < d.G; g++) {
+        int64_t n = g * d.M + m;
+        double u = (double)X[base + g * step] - mu;
+        double ud = (double)XD[base + g * step] - mud;
+        double t = qd * u + q * ud;
+        double t2 = ((q * u) * sdd) / sd;
+        double r = (t - t2) / sd;
+        DX[base + g * step] = (float)((double)GYD[(n * CY + c) * d.HW + p] + r);
       }
     }
   }

@@ -44,3 +44,19 @@ gf_status gf_cuda_modconv_weight_bwd(gf_ctx *ctx, const gf_tensor *w,
                                      accum == GF_ACCUMULATE));
   return GF_OK;
 }
+
+gf_status gf_cuda_modconv_demod_jvp(gf_ctx *ctx, const gf_tensor *w,
+                                    const gf_tensor *s, const gf_tensor *sdot,
+                                    const gf_tensor *dcoef, const gf_tensor *g,
+                                    const gf_tensor *gdot, gf_tensor *wmoddot,
+                                    gf_tensor *gws, gf_tensor *gwsdot,
+                                    gf_err *err) {
+  CU_ENTER();
+  CU_TRY(gf_cuk_modconv_demod_jvp(
+      gf_cu(ctx)->stream, w->data, s->data, sdot->data, dcoef->data,
+      gws ? g->data : NULL, gws ? gdot->data : NULL,
+      wmoddot ? wmoddot->data : NULL, gws ? gws->data : NULL,
+      gws ? gwsdot->data : NULL, s->shape[0], w->shape[0], w->shape[1],
+      w->shape[2] * w->shape[3]));
+  return GF_OK;
+}

@@ -126,6 +126,60 @@ __global__ void ds_k(const float *__restrict__ gws, const float *__restrict__ w,
   }
 }
 
+/* gf_modconv_demod_jvp: one thread per row (n, o), the CPU's sequential
+ * double sums and operation order (cpu_modconv.c's demod_jvp_row). */
+__global__ void demod_jvp_k(const float *__restrict__ w,
+                            const float *__restrict__ st,
+                            const float *__restrict__ sd,
+                            const float *__restrict__ dcoef,
+                            const float *__restrict__ g,
+                            const float *__restrict__ gd,
+                            float *__restrict__ wmd, float *__restrict__ gw,
+                            float *__restrict__ gwd, int64_t rows,
+                            int64_t Cout, int64_t Cin, int64_t khw) {
+  int64_t K = Cin * khw;
+  for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < rows;
+       r += (int64_t)gridDim.x * blockDim.x) {
+    int64_t n = r / Cout, o = r - n * Cout;
+    const float *wr = w + o * K, *sr = st + n * Cin, *sdr = sd + n * Cin;
+    const float *gr = g ? g + r * K : nullptr, *gdr = g ? gd + r * K : nullptr;
+    double d = (double)dcoef[r], A = 0.0, G = 0.0, Gd = 0.0;
+    for (int64_t k = 0; k < K; k++) {
+      int64_t i = k / khw;
+      double ws = (double)__fmul_rn(wr[k], sr[i]);
+      double wsd = __dmul_rn((double)wr[k], (double)sdr[i]);
+      A = __dadd_rn(A, __dmul_rn(ws, wsd));
+      if (gr) {
+        G = __dadd_rn(G, __dmul_rn((double)gr[k], ws));
+        Gd = __dadd_rn(Gd, __dadd_rn(__dmul_rn((double)gdr[k], ws),
+                                     __dmul_rn((double)gr[k], wsd)));
+      }
+    }
+    double d3 = __dmul_rn(__dmul_rn(d, d), d), dd = __dmul_rn(-d3, A);
+    double c = __dmul_rn(d3, G);
+    double cd = __dadd_rn(
+        __dmul_rn(__dmul_rn(__dmul_rn(__dmul_rn(3.0, d), d), dd), G),
+        __dmul_rn(d3, Gd));
+    for (int64_t k = 0; k < K; k++) {
+      int64_t i = k / khw;
+      double ws = (double)__fmul_rn(wr[k], sr[i]);
+      double wsd = __dmul_rn((double)wr[k], (double)sdr[i]);
+      if (wmd)
+        wmd[r * K + k] = __double2float_rn(
+            __dadd_rn(__dmul_rn(wsd, d), __dmul_rn(ws, dd)));
+      if (gr) {
+        double gv = gr[k], gdv = gdr[k];
+        gw[r * K + k] = __double2float_rn(
+            __dsub_rn(__dmul_rn(gv, d), __dmul_rn(ws, c)));
+        double t = __dadd_rn(__dmul_rn(gdv, d), __dmul_rn(gv, dd));
+        t = __dsub_rn(t, __dmul_rn(wsd, c));
+        t = __dsub_rn(t, __dmul_rn(ws, cd));
+        gwd[r * K + k] = __double2float_rn(t);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -173,6 +227,19 @@ cudaError_t gf_cuk_modconv_weight_grads(cudaStream_t s, const float *w,
     return cudaGetLastError();
   }
   return cudaSuccess;
+}
+
+cudaError_t gf_cuk_modconv_demod_jvp(cudaStream_t s, const float *w,
+                                     const float *st, const float *sd,
+                                     const float *dcoef, const float *g,
+                                     const float *gd, float *wmd, float *gw,
+                                     float *gwd, int64_t N, int64_t Cout,
+                                     int64_t Cin, int64_t khw) {
+  int64_t rows = N * Cout;
+  if (rows <= 0) return cudaSuccess;
+  demod_jvp_k<<<blocks_for(rows), kThreads, 0, s>>>(
+      w, st, sd, dcoef, g, gd, wmd, gw, gwd, rows, Cout, Cin, khw);
+  return cudaGetLastError();
 }
 
 }  // extern "C"

@@ -47,6 +47,16 @@ cudaError_t gf_cuk_modconv_weight_grads(cudaStream_t s, const float *w,
                                         int64_t Cout, int64_t Cin, int64_t khw,
                                         int accumulate);
 
+/* gf_modconv_demod_jvp over rows (n, o) of K = Cin khw: wmd (may be NULL)
+ * and, with g non-NULL, gw and gwd ([N Cout, K] each); one thread per row.
+ * N may be 0. */
+cudaError_t gf_cuk_modconv_demod_jvp(cudaStream_t s, const float *w,
+                                     const float *st, const float *sd,
+                                     const float *dcoef, const float *g,
+                                     const float *gd, float *wmd, float *gw,
+                                     float *gwd, int64_t N, int64_t Cout,
+                                     int64_t Cin, int64_t khw);
+
 #ifdef __cplusplus
 }
 #endif

@@ -69,6 +69,29 @@ gf_status gf_cuda_mbstd_bwd(gf_ctx *ctx, const gf_tensor *x, int group_size,
   return GF_OK;
 }
 
+gf_status gf_cuda_mbstd_jvp(gf_ctx *ctx, const gf_tensor *x,
+                            const gf_tensor *xdot, int group_size,
+                            int num_channels, gf_tensor *ydot, gf_err *err) {
+  CU_ENTER();
+  CU_TRY(gf_cuk_mbstd_jvp(gf_cu(ctx)->stream, x->data, xdot->data, ydot->data,
+                          x->shape[0], x->shape[1], x->shape[2] * x->shape[3],
+                          group_of(x, group_size), num_channels));
+  return GF_OK;
+}
+
+gf_status gf_cuda_mbstd_bwd_jvp(gf_ctx *ctx, const gf_tensor *x,
+                                const gf_tensor *xdot, int group_size,
+                                int num_channels, const gf_tensor *dy,
+                                const gf_tensor *dydot, gf_tensor *dxdot,
+                                gf_err *err) {
+  CU_ENTER();
+  CU_TRY(gf_cuk_mbstd_bwd_jvp(gf_cu(ctx)->stream, x->data, xdot->data,
+                              dy->data, dydot->data, dxdot->data, x->shape[0],
+                              x->shape[1], x->shape[2] * x->shape[3],
+                              group_of(x, group_size), num_channels));
+  return GF_OK;
+}
+
 gf_status gf_cuda_noise_add_fwd(gf_ctx *ctx, const gf_tensor *x,
                                 const gf_tensor *noise,
                                 const gf_tensor *strength, gf_tensor *y,

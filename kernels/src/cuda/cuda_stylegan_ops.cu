@@ -143,30 +143,83 @@ __global__ void mbstd_copy_k(const float *__restrict__ x, float *__restrict__ y,
   }
 }
 
+/* sd of an element (mbstd_sd) and its tangent along xd: *sdd, the means of
+ * x and xd over the group in *mu, *mud (the CPU's order and roundings). */
+__device__ double mbstd_sd_dot(const float *__restrict__ x,
+                               const float *__restrict__ xd, int64_t off,
+                               int64_t step, int64_t G, double *mu,
+                               double *mud, double *sdd) {
+  double sd = mbstd_sd(x, off, step, G, mu);
+  double s = 0.0;
+  for (int64_t g = 0; g < G; g++) s = __dadd_rn(s, (double)xd[off + g * step]);
+  *mud = __ddiv_rn(s, (double)G);
+  double a = 0.0;
+  for (int64_t g = 0; g < G; g++) {
+    double u = __dsub_rn((double)x[off + g * step], *mu);
+    double ud = __dsub_rn((double)xd[off + g * step], *mud);
+    a = __dadd_rn(a, __dmul_rn(u, ud));
+  }
+  *sdd = __ddiv_rn(__ddiv_rn(a, (double)G), sd);
+  return sd;
+}
+
+/* The block's threads write (float)(S / K) into channel C + f of the G
+ * samples of group m. */
+__device__ void mbstd_put(float *__restrict__ y, double S, int64_t m,
+                          int64_t f, int64_t M, int64_t C, int64_t HW,
+                          int64_t G, int64_t F) {
+  int64_t K = (C / F) * HW, CY = C + F;
+  float stat = (float)__ddiv_rn(S, (double)K);
+  for (int64_t q = threadIdx.x; q < G * HW; q += kLanes) {
+    int64_t g = q / HW, p = q - g * HW;
+    y[((g * M + m) * CY + C + f) * HW + p] = stat;
+  }
+}
+
 /* One block of kLanes threads per item (m, f): the lane sum of the K sd's
- * of slice f of group m, stat = sum / K, then stat into channel C + f of
- * the G samples of the group. */
-__global__ void mbstd_stat_k(const float *__restrict__ x, float *__restrict__ y,
-                             int64_t M, int64_t C, int64_t HW, int64_t G,
-                             int64_t F) {
+ * (xd non-NULL: their tangents along xd, gf_mbstd_jvp) of slice f of group
+ * m, stat = sum / K, then stat into channel C + f of the G samples of the
+ * group. */
+__global__ void mbstd_stat_k(const float *__restrict__ x,
+                             const float *__restrict__ xd,
+                             float *__restrict__ y, int64_t M, int64_t C,
+                             int64_t HW, int64_t G, int64_t F) {
   __shared__ double l[kLanes];
-  int64_t cF = C / F, K = cF * HW, CY = C + F, step = M * C * HW;
+  int64_t cF = C / F, K = cF * HW, step = M * C * HW;
   for (int64_t it = blockIdx.x; it < M * F; it += gridDim.x) {
     int64_t m = it / F, f = it - m * F;
     double acc = 0.0;
     for (int64_t k = threadIdx.x; k < K; k += kLanes) {
       double mu;
       int64_t off = (m * C + f * cF) * HW + k; /* c = f cF + k / HW */
-      acc = __dadd_rn(acc, mbstd_sd(x, off, step, G, &mu));
+      if (xd) {
+        double mud, sdd;
+        mbstd_sd_dot(x, xd, off, step, G, &mu, &mud, &sdd);
+        acc = __dadd_rn(acc, sdd);
+      } else {
+        acc = __dadd_rn(acc, mbstd_sd(x, off, step, G, &mu));
+      }
     }
     l[threadIdx.x] = acc;
-    double sum = lanes_tree(l);
-    float stat = (float)__ddiv_rn(sum, (double)K);
-    for (int64_t q = threadIdx.x; q < G * HW; q += kLanes) {
-      int64_t g = q / HW, p = q - g * HW;
-      y[((g * M + m) * CY + C + f) * HW + p] = stat;
-    }
+    mbstd_put(y, lanes_tree(l), m, f, M, C, HW, G, F);
   }
+}
+
+/* The lane sum over (g, p) of channel C + f of group m of dy, / (G K);
+ * every thread of the block gets it. */
+__device__ double mbstd_q(const float *__restrict__ dy, double *l, int64_t m,
+                          int64_t f, int64_t M, int64_t C, int64_t HW,
+                          int64_t G, int64_t F) {
+  int64_t CY = C + F, K = (C / F) * HW;
+  double acc = 0.0;
+  for (int64_t q = threadIdx.x; q < G * HW; q += kLanes) {
+    int64_t g = q / HW, p = q - g * HW;
+    acc = __dadd_rn(acc, (double)dy[((g * M + m) * CY + C + f) * HW + p]);
+  }
+  l[threadIdx.x] = acc;
+  double r = __ddiv_rn(lanes_tree(l), (double)(G * K));
+  __syncthreads();
+  return r;
 }
 
 /* One block of kLanes threads per item (m, f): D, the lane sum over (g, p)
@@ -177,16 +230,9 @@ __global__ void mbstd_bwd_k(const float *__restrict__ x,
                             int64_t HW, int64_t G, int64_t F) {
   __shared__ double l[kLanes];
   int64_t cF = C / F, K = cF * HW, CY = C + F, step = M * C * HW;
-  double GK = (double)(G * K);
   for (int64_t it = blockIdx.x; it < M * F; it += gridDim.x) {
     int64_t m = it / F, f = it - m * F;
-    double acc = 0.0;
-    for (int64_t q = threadIdx.x; q < G * HW; q += kLanes) {
-      int64_t g = q / HW, p = q - g * HW;
-      acc = __dadd_rn(acc, (double)dy[((g * M + m) * CY + C + f) * HW + p]);
-    }
-    l[threadIdx.x] = acc;
-    double coef = __ddiv_rn(lanes_tree(l), GK);
+    double coef = mbstd_q(dy, l, m, f, M, C, HW, G, F);
     for (int64_t k = threadIdx.x; k < K; k += kLanes) {
       double mu;
       int64_t off = (m * C + f * cF) * HW + k;
@@ -198,6 +244,37 @@ __global__ void mbstd_bwd_k(const float *__restrict__ x,
         double t = __ddiv_rn(__dmul_rn(coef, u), sd);
         double s = __dadd_rn((double)dy[(n * CY + c) * HW + p], t);
         dx[off + g * step] = (float)s;
+      }
+    }
+  }
+}
+
+__global__ void mbstd_bwd_jvp_k(const float *__restrict__ x,
+                                const float *__restrict__ xd,
+                                const float *__restrict__ dy,
+                                const float *__restrict__ dyd,
+                                float *__restrict__ dx, int64_t M, int64_t C,
+                                int64_t HW, int64_t G, int64_t F) {
+  __shared__ double l[kLanes];
+  int64_t cF = C / F, K = cF * HW, CY = C + F, step = M * C * HW;
+  for (int64_t it = blockIdx.x; it < M * F; it += gridDim.x) {
+    int64_t m = it / F, f = it - m * F;
+    double q = mbstd_q(dy, l, m, f, M, C, HW, G, F);
+    double qd = mbstd_q(dyd, l, m, f, M, C, HW, G, F);
+    for (int64_t k = threadIdx.x; k < K; k += kLanes) {
+      double mu, mud, sdd;
+      int64_t off = (m * C + f * cF) * HW + k;
+      double sd = mbstd_sd_dot(x, xd, off, step, G, &mu, &mud, &sdd);
+      int64_t c = f * cF + k / HW, p = k % HW;
+      for (int64_t g = 0; g < G; g++) {
+        int64_t n = g * M + m;
+        double u = __dsub_rn((double)x[off + g * step], mu);
+        double ud = __dsub_rn((double)xd[off + g * step], mud);
+        double t = __dadd_rn(__dmul_rn(qd, u), __dmul_rn(q, ud));
+        double t2 = __ddiv_rn(__dmul_rn(__dmul_rn(q, u), sdd), sd);
+        double r = __ddiv_rn(__dsub_rn(t, t2), sd);
+        dx[off + g * step] =
+            (float)__dadd_rn((double)dyd[(n * CY + c) * HW + p], r);
       }
     }
   }
@@ -282,7 +359,8 @@ cudaError_t gf_cuk_mbstd_fwd(cudaStream_t s, const float *x, float *y,
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   int64_t M = N / G;
-  mbstd_stat_k<<<item_blocks(M * F), kLanes, 0, s>>>(x, y, M, C, HW, G, F);
+  mbstd_stat_k<<<item_blocks(M * F), kLanes, 0, s>>>(x, nullptr, y, M, C, HW,
+                                                     G, F);
   return cudaGetLastError();
 }
 
@@ -292,6 +370,32 @@ cudaError_t gf_cuk_mbstd_bwd(cudaStream_t s, const float *x, const float *dy,
   if (N * C * HW <= 0) return cudaSuccess;
   int64_t M = N / G;
   mbstd_bwd_k<<<item_blocks(M * F), kLanes, 0, s>>>(x, dy, dx, M, C, HW, G, F);
+  return cudaGetLastError();
+}
+
+cudaError_t gf_cuk_mbstd_jvp(cudaStream_t s, const float *x, const float *xd,
+                             float *y, int64_t N, int64_t C, int64_t HW,
+                             int64_t G, int64_t F) {
+  int64_t n = N * C * HW;
+  if (n <= 0) return cudaSuccess;
+  mbstd_copy_k<<<blocks_for(n), kThreads, 0, s>>>(xd, y, C * HW, (C + F) * HW,
+                                                  n);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  int64_t M = N / G;
+  mbstd_stat_k<<<item_blocks(M * F), kLanes, 0, s>>>(x, xd, y, M, C, HW, G,
+                                                     F);
+  return cudaGetLastError();
+}
+
+cudaError_t gf_cuk_mbstd_bwd_jvp(cudaStream_t s, const float *x,
+                                 const float *xd, const float *dy,
+                                 const float *dyd, float *dx, int64_t N,
+                                 int64_t C, int64_t HW, int64_t G, int64_t F) {
+  if (N * C * HW <= 0) return cudaSuccess;
+  int64_t M = N / G;
+  mbstd_bwd_jvp_k<<<item_blocks(M * F), kLanes, 0, s>>>(x, xd, dy, dyd, dx, M,
+                                                        C, HW, G, F);
   return cudaGetLastError();
 }
 

@@ -44,6 +44,15 @@ cudaError_t gf_cuk_mbstd_fwd(cudaStream_t s, const float *x, float *y,
 cudaError_t gf_cuk_mbstd_bwd(cudaStream_t s, const float *x, const float *dy,
                              float *dx, int64_t N, int64_t C, int64_t HW,
                              int64_t G, int64_t F);
+/* gf_mbstd_jvp: ydot [N, C + F, HW] from x, xd [N, C, HW]. */
+cudaError_t gf_cuk_mbstd_jvp(cudaStream_t s, const float *x, const float *xd,
+                             float *y, int64_t N, int64_t C, int64_t HW,
+                             int64_t G, int64_t F);
+/* gf_mbstd_bwd_jvp: dx [N, C, HW] from x, xd, dy, dyd [N, C + F, HW]. */
+cudaError_t gf_cuk_mbstd_bwd_jvp(cudaStream_t s, const float *x,
+                                 const float *xd, const float *dy,
+                                 const float *dyd, float *dx, int64_t N,
+                                 int64_t C, int64_t HW, int64_t G, int64_t F);
 /* y = x + noise[n] * strength[0] over x, y [N, C, HW], noise [N, HW];
  * y may be x. */
 cudaError_t gf_cuk_noise_add_fwd(cudaStream_t s, const float *x,

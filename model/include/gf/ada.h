@@ -166,6 +166,12 @@ gf_status gf_ada_fwd(gf_ada *a, const gf_tensor *x, const float *params,
  * may not overlap dy. */
 gf_status gf_ada_bwd(gf_ada *a, const gf_tensor *dy, gf_tensor *dx,
                      gf_err *err);
+/* ydot = the directional derivative of the last forward along xdot: the
+ * same draws, the colour matrices without their translation (the pipeline
+ * is affine in x; gf_sg2_d_r1's tangent). Shapes and refusals as
+ * gf_ada_bwd's; ydot may not overlap xdot. */
+gf_status gf_ada_jvp(gf_ada *a, const gf_tensor *xdot, gf_tensor *ydot,
+                     gf_err *err);
 
 /* ---- the p controller (training_loop.py) --------------------------------
  * Every `interval` steps, with rt = the mean of sign(D(real)) over the

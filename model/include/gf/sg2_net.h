@@ -53,6 +53,14 @@
  * Checked against the official autograd (a few 1e-6 relative; 1e-4
  * allowed).
  *
+ * The regularisers (gf_sg2_d_r1: R1 of D; gf_sg2_g_pl: path length of G)
+ * need gradients of gradients: they differentiate the backward passes
+ * forward (forward-over-reverse: a tangent forward and a tangent backward
+ * per layer, second-order terms by gf_mbstd_*_jvp and
+ * gf_modconv_demod_jvp). A net built for training carries their tangent
+ * activations. Checked against the official double backward
+ * (tests/model/test_sg2_reg.c).
+ *
  * Every forward and backward runs through the kernel ops only, so a CUDA ctx runs it
  * where the ops run (the random noise is drawn on the host, as
  * gf_latent_sample's latents, and copied). */
@@ -84,6 +92,7 @@ typedef enum gf_sg2_noise {
 } gf_sg2_noise;
 
 struct gf_sg2_impl; /* the layers; model/src/sg2_internal.h */
+struct gf_ada;      /* gf/ada.h: the augmentation pipeline */
 
 typedef struct gf_sg2_net {
   gf_sg2_config cfg;   /* copy of the config it was built from */
@@ -212,5 +221,63 @@ gf_status gf_sg2_d_bwd(gf_sg2_net *net, gf_ctx *ctx, const gf_tensor *dlogits,
  * img_resolution .. 8: [n, C(res / 2), res / 2, res / 2]). */
 gf_status gf_sg2_d_block(const gf_sg2_net *net, int res, gf_tensor *x,
                          gf_err *err);
+
+/* StyleGAN2-ADA's R1 regulariser of D (Dreg): runs D on img and c in
+ * training mode and takes the gradient g of sum_i D(img_i, c_i) wrt the
+ * reals: wrt img itself (aug NULL), or, with aug, wrt the input x of
+ * aug's last gf_ada_fwd, whose output img must be (the official loss
+ * augments the reals inside run_D and differentiates wrt the reals):
+ * g = A^T grad_img. Then
+ *   *penalty = (1/n) sum_n ||g_n||^2
+ * (the per-sample sum over channels and pixels; may be NULL: no host
+ * sync), and writes (GF_OVERWRITE) or adds (GF_ACCUMULATE) scale dP/dtheta
+ * into every D parameter's gradient, its mapping's included. The official
+ * loss is mean(penalty_n gamma / 2) times the lazy interval: scale =
+ * r1_gamma / 2 * interval. Second order by forward-over-reverse over the
+ * kernel ops (model/src/sg2_r1.c; gf_mbstd_jvp, gf_mbstd_bwd_jvp,
+ * gf_ada_jvp); against PyTorch's double backward in
+ * tests/model/test_sg2_reg.c. A net built for training; D's last forward
+ * is this one afterwards. img, c and aug are borrowed for the call. */
+gf_status gf_sg2_d_r1(gf_sg2_net *net, gf_ctx *ctx, const gf_tensor *img,
+                      const gf_tensor *c, struct gf_ada *aug, float scale,
+                      gf_accum accum, float *penalty, gf_err *err);
+
+/* StyleGAN2-ADA's path length regulariser (Greg), the official loss's
+ * formulation for the batch given (pl_batch_shrink is the caller's). */
+typedef struct gf_sg2_pl_args {
+  float pl_mean;       /* the running mean before this step */
+  float decay;         /* pl_decay (0.01) */
+  float weight;        /* pl_weight (2) */
+  float scale;         /* the loss's gain (the lazy interval) */
+  gf_sg2_noise noise;  /* the synthesis noise, as gf_sg2_synthesis_fwd's */
+  uint64_t seed;
+  int64_t step, sample0;
+} gf_sg2_pl_args;
+
+typedef struct gf_sg2_pl_out {
+  float penalty;       /* mean over samples of (len_i - pl_mean')^2 */
+  float pl_mean;       /* pl_mean' = lerp(pl_mean, mean len, decay): the
+                          official running mean after the step */
+  float mean_length;   /* mean over samples of len_i */
+} gf_sg2_pl_out;
+
+/* Path length: runs the synthesis on ws [n, num_ws, w_dim] (the output of
+ * the caller's last gf_sg2_mapping_fwd, psi 1: that forward is what the
+ * mapping's gradients go back through) with args' noise, then with
+ * pl_noise (the image's shape; the official randn / sqrt(H W), drawn by
+ * the caller)
+ *   pl_grads = d sum(img * pl_noise) / dws
+ *   len_i    = sqrt(mean over num_ws of sum over w_dim of pl_grads^2)
+ *   pl_mean' = lerp(pl_mean, mean_i len_i, decay)   (not detached)
+ *   loss     = scale mean_i (weight (len_i - pl_mean')^2)
+ * and writes (GF_OVERWRITE) or adds (GF_ACCUMULATE) dloss/dtheta into
+ * every G parameter's gradient, the mapping's through ws. out (may be
+ * NULL) gets the penalty and pl_mean' (a host sync either way). Second
+ * order by forward-over-reverse over the kernel ops (model/src/sg2_pl.c;
+ * gf_modconv_demod_jvp); against PyTorch's double backward in
+ * tests/model/test_sg2_reg.c. A net built for training. */
+gf_status gf_sg2_g_pl(gf_sg2_net *net, gf_ctx *ctx, const gf_tensor *ws,
+                      const gf_tensor *pl_noise, const gf_sg2_pl_args *args,
+                      gf_accum accum, gf_sg2_pl_out *out, gf_err *err);
 
 #endif
