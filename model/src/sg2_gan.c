@@ -1,6 +1,7 @@
-/* sg2_gan.c - building and freeing gf_sg2_gan (gf/sg2_gan.h), its
- * hyper-parameters, the Adam settings with the lazy-regularization
- * correction, and the G EMA. The phases are sg2_gan_step.c's. */
+/* sg2_gan.c - building and freeing gf_sg2_gan (gf/sg2_gan.h) and its
+ * hyper-parameters. The phases, Adam (with the lazy-regularization
+ * correction) and the G EMA are sg2_gan_step.c's; the regularization
+ * phases sg2_gan_reg.c's. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,8 @@ gf_sg2_gan_hp gf_sg2_gan_hp_default(const gf_sg2_recipe *r) {
   hp.eps = 1e-8;
   hp.style_mixing = r ? r->style_mixing : 0.9f;
   hp.pl_weight = r ? r->pl_weight : 2.0f;
+  hp.pl_decay = 0.01f;
+  hp.pl_batch_shrink = 2;
   hp.r1_gamma = r ? r->r1_gamma : 10.0f;
   hp.g_reg_interval = 4;
   hp.d_reg_interval = 16;
@@ -40,19 +43,6 @@ gf_sg2_gan_hp gf_sg2_gan_hp_default(const gf_sg2_recipe *r) {
   return hp;
 }
 
-gf_adam_params gf_sg2_gan_adam(const gf_sg2_gan_hp *hp, gf_sg2_role role) {
-  int k = role == GF_SG2_G ? hp->g_reg_interval : hp->d_reg_interval;
-  double lr = role == GF_SG2_G ? hp->lr_g : hp->lr_d;
-  gf_adam_params a = {lr, hp->beta1, hp->beta2, hp->eps, 0.0};
-  if (k > 0) {
-    double c = (double)k / (double)(k + 1);
-    a.lr = lr * c;
-    a.beta1 = pow(hp->beta1, c);
-    a.beta2 = pow(hp->beta2, c);
-  }
-  return a;
-}
-
 static gf_status check_hp(const gf_sg2_gan_hp *hp, gf_err *err) {
   if (!(hp->lr_g > 0) || !(hp->lr_d > 0) || !(hp->eps > 0) ||
       !(hp->beta1 >= 0 && hp->beta1 < 1) || !(hp->beta2 >= 0 && hp->beta2 < 1))
@@ -65,6 +55,10 @@ static gf_status check_hp(const gf_sg2_gan_hp *hp, gf_err *err) {
   if (!(hp->pl_weight >= 0) || !(hp->r1_gamma >= 0))
     return gf_fail(err, GF_EINVAL, "sg2 gan: pl_weight %g, r1_gamma %g must "
                    "be >= 0", (double)hp->pl_weight, (double)hp->r1_gamma);
+  if (!(hp->pl_decay >= 0 && hp->pl_decay <= 1) || hp->pl_batch_shrink < 1)
+    return gf_fail(err, GF_EINVAL, "sg2 gan: pl_decay %g outside [0, 1] or "
+                   "pl_batch_shrink %d < 1", (double)hp->pl_decay,
+                   hp->pl_batch_shrink);
   if (hp->g_reg_interval < 0 || hp->d_reg_interval < 0)
     return gf_fail(err, GF_EINVAL, "sg2 gan: reg intervals %d, %d < 0",
                    hp->g_reg_interval, hp->d_reg_interval);
@@ -107,6 +101,13 @@ static gf_status scratch_init(gf_sg2_gan *gan, gf_ctx *ctx, gf_err *err) {
   GF_TRY(dev(&s->ws2, ctx, 3, mb, nws, c->w_dim, 1, err));
   GF_TRY(dev(&s->dws2, ctx, 3, mb, nws, c->w_dim, 1, err));
   GF_TRY(dev(&s->dlogits, ctx, 2, mb, 1, 1, 1, err));
+  int64_t npl = mb / gan->hp.pl_batch_shrink;
+  if (gan->hp.pl_weight > 0 && npl > 0) {
+    GF_TRY(dev(&s->pl_noise, ctx, 4, npl, C, R, R, err));
+    GF_TRY(dev(&s->dws, ctx, 3, npl, nws, c->w_dim, 1, err));
+    s->hpl = malloc((size_t)(npl * C * R * R) * sizeof(float));
+    if (!s->hpl) return gf_fail(err, GF_ENOMEM, "sg2 gan: host scratch");
+  }
   s->hz = malloc((size_t)(mb * c->z_dim) * sizeof(float));
   s->hada = malloc((size_t)(mb * GF_ADA_NPARAMS) * sizeof(float));
   s->hlogits = malloc((size_t)mb * sizeof(float));
@@ -119,12 +120,14 @@ static gf_status scratch_init(gf_sg2_gan *gan, gf_ctx *ctx, gf_err *err) {
 static void scratch_free(gf_sg2_gan_scratch *s) {
   if (!s) return;
   gf_tensor *t[] = {&s->z,    &s->z2,   &s->c,   &s->real,  &s->aug,
-                    &s->daug, &s->dimg, &s->ws2, &s->dws2, &s->dlogits};
+                    &s->daug, &s->dimg, &s->ws2, &s->dws2, &s->dlogits,
+                    &s->pl_noise, &s->dws};
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) gf_tensor_free(t[i]);
   free(s->hz);
   free(s->hada);
   free(s->hlogits);
   free(s->hdlogits);
+  free(s->hpl);
   free(s);
 }
 
@@ -170,13 +173,17 @@ gf_status gf_sg2_gan_init(gf_sg2_gan *gan, gf_ctx *ctx,
                    "max_batch %d >= 1", batch, max_batch);
   GF_TRY(gf_sg2_config_validate(cfg, err));
   GF_TRY(check_hp(hp, err));
+  if (hp->pl_weight > 0 && max_batch / hp->pl_batch_shrink < 1)
+    return gf_fail(err, GF_EINVAL, "sg2 gan: path length needs rounds of at "
+                   "least pl_batch_shrink %d samples (max_batch %d)",
+                   hp->pl_batch_shrink, max_batch);
   gan->cfg = *cfg;
   gan->hp = *hp;
   gan->batch = batch;
   gan->max_batch = max_batch;
   gan->ctl = gf_ada_ctl_start(hp->ada_p0);
-  gan->greg = gf_sg2_greg_unsupported;
-  gan->dreg = gf_sg2_dreg_unsupported;
+  gan->greg = gf_sg2_greg_pl;
+  gan->dreg = gf_sg2_dreg_r1;
   gf_status st =
       gf_sg2_net_init(&gan->g, ctx, cfg, GF_SG2_G, max_batch, true, err);
   if (st == GF_OK)
@@ -195,8 +202,9 @@ gf_status gf_sg2_gan_init(gf_sg2_gan *gan, gf_ctx *ctx,
 
 static gf_status unsupported(const char *phase, const char *what,
                              const char *knob, gf_err *err) {
-  return gf_fail(err, GF_EUNSUPPORTED, "sg2 gan: the %s (%s) is not "
-                 "implemented yet; set %s 0", what, phase, knob);
+  return gf_fail(err, GF_EUNSUPPORTED, "sg2 gan: the %s (%s) is refused "
+                 "by its hook; set %s 0 to run without it", what, phase,
+                 knob);
 }
 
 gf_status gf_sg2_greg_unsupported(struct gf_sg2_gan *gan, gf_ctx *ctx,

@@ -1,6 +1,7 @@
 /* sg2_gan_step.c - one StyleGAN2-ADA training iteration (gf/sg2_gan.h):
  * the draws, run_G with style mixing, run_D through the augmentation, the
- * softplus losses' gradients, the phases, the EMA and the p controller. */
+ * softplus losses' gradients, the phases, Adam with the lazy correction,
+ * the EMA and the p controller. */
 #include <math.h>
 #include <string.h>
 
@@ -9,7 +10,7 @@
 #include "sg2_gan_internal.h"
 
 /* Rows r0 .. r0 + n - 1 of t (a contiguous view). */
-static gf_tensor rows(const gf_tensor *t, int64_t r0, int64_t n) {
+gf_tensor sg2g_rows(const gf_tensor *t, int64_t r0, int64_t n) {
   gf_tensor v = *t;
   if (!t->data || t->shape[0] < 1) return v; /* absent (c with c_dim 0) */
   size_t row = gf_tensor_nbytes(t) / (size_t)t->shape[0];
@@ -20,22 +21,22 @@ static gf_tensor rows(const gf_tensor *t, int64_t r0, int64_t n) {
 }
 
 /* The first n rows of dst (scratch) = rows r0.. of src (any device). */
-static gf_status take_rows(gf_tensor *dst, const gf_tensor *src, int64_t r0,
+gf_status sg2g_take_rows(gf_tensor *dst, const gf_tensor *src, int64_t r0,
                            int64_t n, gf_tensor *out, gf_err *err) {
-  *out = rows(dst, 0, n);
-  gf_tensor s = rows(src, r0, n);
+  *out = sg2g_rows(dst, 0, n);
+  gf_tensor s = sg2g_rows(src, r0, n);
   return gf_tensor_copy(out, &s, err);
 }
 
 /* dst (any device) = the host floats h (dst's numel). */
-static gf_status put(gf_tensor *dst, const float *h, gf_err *err) {
+gf_status sg2g_put(gf_tensor *dst, const float *h, gf_err *err) {
   gf_tensor v;
   GF_TRY(gf_tensor_view(&v, (void *)h, GF_F32, GF_DEV_CPU, dst->ndim,
                         dst->shape, err));
   return gf_tensor_copy(dst, &v, err);
 }
 
-static gf_status get(float *h, const gf_tensor *src, gf_err *err) {
+gf_status sg2g_get(float *h, const gf_tensor *src, gf_err *err) {
   gf_tensor v;
   GF_TRY(gf_tensor_view(&v, h, GF_F32, GF_DEV_CPU, src->ndim, src->shape,
                         err));
@@ -43,25 +44,25 @@ static gf_status get(float *h, const gf_tensor *src, gf_err *err) {
 }
 
 /* z (second: the mixing latents) of rows sample0 .. + n of phase. */
-static gf_status latents(gf_sg2_gan *gan, const gf_sg2_step_in *in,
+gf_status sg2g_latents(gf_sg2_gan *gan, const gf_sg2_step_in *in,
                          uint64_t seed, int phase, int second,
                          int64_t sample0, int64_t n, gf_tensor *out,
                          gf_err *err) {
   gf_sg2_gan_scratch *s = gan->s;
   int64_t zd = gan->cfg.z_dim;
-  *out = rows(second ? &s->z2 : &s->z, 0, n);
+  *out = sg2g_rows(second ? &s->z2 : &s->z, 0, n);
   const gf_sg2_draws *d = in->draws;
   const float *given = d ? (second ? d->z2[phase] : d->z[phase]) : NULL;
-  if (given) return put(out, given + sample0 * zd, err);
+  if (given) return sg2g_put(out, given + sample0 * zd, err);
   gf_philox_stream st = gf_rng_sample_stream(
       seed, GF_RNG_SG2_LATENT, gan->step, (uint32_t)(2 * phase + second),
       sample0, zd);
   gf_philox_normal(&st, s->hz, (size_t)(n * zd), 0.0f, 1.0f);
-  return put(out, s->hz, err);
+  return sg2g_put(out, s->hz, err);
 }
 
 /* The phase's cut-off: num_ws when no mixing happens. */
-static int cutoff_of(const gf_sg2_gan *gan, const gf_sg2_step_in *in,
+int sg2g_cutoff(const gf_sg2_gan *gan, const gf_sg2_step_in *in,
                      uint64_t seed, int phase) {
   int nws = gf_sg2_num_ws(&gan->cfg);
   if (gan->hp.style_mixing <= 0.0f) return nws;
@@ -79,7 +80,7 @@ static int cutoff_of(const gf_sg2_gan *gan, const gf_sg2_step_in *in,
 }
 
 /* c rows of phase (or of the reals) into the c scratch; NULL for c_dim 0. */
-static gf_status labels(gf_sg2_gan *gan, const gf_tensor *src, int64_t r0,
+gf_status sg2g_labels(gf_sg2_gan *gan, const gf_tensor *src, int64_t r0,
                         int64_t n, gf_tensor *out, const gf_tensor **cp,
                         gf_err *err) {
   *cp = NULL;
@@ -87,32 +88,35 @@ static gf_status labels(gf_sg2_gan *gan, const gf_tensor *src, int64_t r0,
   if (!src)
     return gf_fail(err, GF_EINVAL, "sg2 gan: c_dim %d needs labels",
                    gan->cfg.c_dim);
-  GF_TRY(take_rows(&gan->s->c, src, r0, n, out, err));
+  GF_TRY(sg2g_take_rows(&gan->s->c, src, r0, n, out, err));
   *cp = out;
   return GF_OK;
 }
 
-/* The official run_G for rows sample0 .. + n: img is a view of G's image. */
-static gf_status run_g(gf_sg2_gan *gan, gf_ctx *ctx, const gf_sg2_step_in *in,
-                       uint64_t seed, int phase, int64_t sample0, int64_t n,
-                       int cutoff, gf_tensor *img, gf_err *err) {
+/* The mapping half of the official run_G for rows sample0 .. + n: ws (a
+ * view of the mapping's output) = mapping(z of zphase, c of zphase), its
+ * columns from cutoff on replaced by mapping(z2 of phase, c) when mixing
+ * (z2 drawn whatever the cut-off, as the official code runs it; w_avg
+ * updated from z's forward only). The mapping's last forward is z's. */
+gf_status sg2g_run_ws(gf_sg2_gan *gan, gf_ctx *ctx, const gf_sg2_step_in *in,
+                      uint64_t seed, int phase, int zphase, int64_t sample0,
+                      int64_t n, int cutoff, gf_tensor *ws, gf_err *err) {
   gf_sg2_gan_scratch *s = gan->s;
-  gf_tensor z, z2, cv, ws, ws2;
+  gf_tensor z, z2, cv, ws2;
   const gf_tensor *c;
-  GF_TRY(labels(gan, in->gen_c[phase], sample0, n, &cv, &c, err));
+  GF_TRY(sg2g_labels(gan, in->gen_c[zphase], sample0, n, &cv, &c, err));
   bool mixing = gan->hp.style_mixing > 0.0f;
   int nws = gf_sg2_num_ws(&gan->cfg);
   int64_t wd = gan->cfg.w_dim;
   if (mixing) {
-    /* drawn whatever the cut-off, as the official code runs it */
-    GF_TRY(latents(gan, in, seed, phase, 1, sample0, n, &z2, err));
+    GF_TRY(sg2g_latents(gan, in, seed, phase, 1, sample0, n, &z2, err));
     GF_TRY(gf_sg2_mapping_fwd(&gan->g, ctx, &z2, c, 1.0f, 0, GF_MODE_TRAIN,
-                              &ws, err));
-    ws2 = rows(&s->ws2, 0, n);
-    GF_TRY(gf_tensor_copy(&ws2, &ws, err));
+                              ws, err));
+    ws2 = sg2g_rows(&s->ws2, 0, n);
+    GF_TRY(gf_tensor_copy(&ws2, ws, err));
   }
-  GF_TRY(latents(gan, in, seed, phase, 0, sample0, n, &z, err));
-  GF_TRY(gf_sg2_mapping_fwd(&gan->g, ctx, &z, c, 1.0f, 0, GF_MODE_TRAIN, &ws,
+  GF_TRY(sg2g_latents(gan, in, seed, zphase, 0, sample0, n, &z, err));
+  GF_TRY(gf_sg2_mapping_fwd(&gan->g, ctx, &z, c, 1.0f, 0, GF_MODE_TRAIN, ws,
                             err));
   GF_TRY(gf_sg2_w_avg_update(&gan->g, ctx, err));
   if (mixing && cutoff < nws) {
@@ -120,15 +124,25 @@ static gf_status run_g(gf_sg2_gan *gan, gf_ctx *ctx, const gf_sg2_step_in *in,
       const int64_t len[1] = {(int64_t)(nws - cutoff) * wd};
       size_t off = (size_t)((i * nws + cutoff) * wd) * sizeof(float);
       gf_tensor a, b;
-      GF_TRY(gf_tensor_view(&a, (char *)ws.data + off, GF_F32, ws.device, 1,
-                            len, err));
+      GF_TRY(gf_tensor_view(&a, (char *)ws->data + off, GF_F32, ws->device,
+                            1, len, err));
       GF_TRY(gf_tensor_view(&b, (char *)ws2.data + off, GF_F32, ws2.device,
                             1, len, err));
-      a.device_index = ws.device_index;
+      a.device_index = ws->device_index;
       b.device_index = ws2.device_index;
       GF_TRY(gf_tensor_copy(&a, &b, err));
     }
   }
+  return GF_OK;
+}
+
+/* The official run_G for rows sample0 .. + n: img is a view of G's image. */
+static gf_status run_g(gf_sg2_gan *gan, gf_ctx *ctx, const gf_sg2_step_in *in,
+                       uint64_t seed, int phase, int64_t sample0, int64_t n,
+                       int cutoff, gf_tensor *img, gf_err *err) {
+  gf_tensor ws;
+  GF_TRY(sg2g_run_ws(gan, ctx, in, seed, phase, phase, sample0, n, cutoff,
+                     &ws, err));
   return gf_sg2_synthesis_fwd(&gan->g, ctx, &ws, gan->hp.noise, seed,
                               gan->step * 4 + phase, sample0, GF_MODE_TRAIN,
                               img, err);
@@ -150,49 +164,68 @@ static gf_status zero_ws(gf_ctx *ctx, gf_tensor *t, int64_t n, int nws,
   return GF_OK;
 }
 
-/* The backward of run_g from dimg into G's parameter gradients. */
-static gf_status back_g(gf_sg2_gan *gan, gf_ctx *ctx, const gf_tensor *dimg,
-                        int64_t n, int cutoff, gf_accum accum, gf_err *err) {
+/* The backward of sg2g_run_ws from dws (its columns are overwritten) into
+ * the mapping's parameter gradients. */
+gf_status sg2g_back_ws(gf_sg2_gan *gan, gf_ctx *ctx, gf_tensor *dws,
+                       int64_t n, int cutoff, gf_accum accum, gf_err *err) {
   gf_sg2_gan_scratch *s = gan->s;
   int nws = gf_sg2_num_ws(&gan->cfg);
   int64_t wd = gan->cfg.w_dim;
   bool mixed = gan->hp.style_mixing > 0.0f && cutoff < nws;
-  gf_tensor dws, dws2 = rows(&s->dws2, 0, n);
-  GF_TRY(gf_sg2_synthesis_bwd(&gan->g, ctx, dimg, accum, &dws, err));
+  gf_tensor dws2 = sg2g_rows(&s->dws2, 0, n);
   if (mixed) {
-    GF_TRY(gf_tensor_copy(&dws2, &dws, err));
-    GF_TRY(zero_ws(ctx, &dws, n, nws, wd, cutoff, nws, err));
+    GF_TRY(gf_tensor_copy(&dws2, dws, err));
+    GF_TRY(zero_ws(ctx, dws, n, nws, wd, cutoff, nws, err));
     GF_TRY(zero_ws(ctx, &dws2, n, nws, wd, 0, cutoff, err));
   }
-  GF_TRY(gf_sg2_mapping_bwd(&gan->g, ctx, &dws, accum, err));
+  GF_TRY(gf_sg2_mapping_bwd(&gan->g, ctx, dws, accum, err));
   if (!mixed) return GF_OK;
   /* the mixing latents' mapping again (its forward was overwritten) */
-  gf_tensor z2 = rows(&s->z2, 0, n), cv = rows(&s->c, 0, n), ws;
+  gf_tensor z2 = sg2g_rows(&s->z2, 0, n), cv = sg2g_rows(&s->c, 0, n), ws;
   const gf_tensor *c = gan->cfg.c_dim > 0 ? &cv : NULL;
   GF_TRY(gf_sg2_mapping_fwd(&gan->g, ctx, &z2, c, 1.0f, 0, GF_MODE_TRAIN,
                             &ws, err));
   return gf_sg2_mapping_bwd(&gan->g, ctx, &dws2, GF_ACCUMULATE, err);
 }
 
+/* The backward of run_g from dimg into G's parameter gradients. */
+static gf_status back_g(gf_sg2_gan *gan, gf_ctx *ctx, const gf_tensor *dimg,
+                        int64_t n, int cutoff, gf_accum accum, gf_err *err) {
+  gf_tensor dws;
+  GF_TRY(gf_sg2_synthesis_bwd(&gan->g, ctx, dimg, accum, &dws, err));
+  return sg2g_back_ws(gan, ctx, &dws, n, cutoff, accum, err);
+}
+
+/* D's input for img: img itself, or aug(img) (the pass's ADA draws) in
+ * s->aug. */
+gf_status sg2g_augment(gf_sg2_gan *gan, const gf_sg2_step_in *in,
+                       const gf_tensor *img, uint64_t seed, int pass,
+                       int64_t sample0, int64_t n, const gf_tensor **x,
+                       gf_err *err) {
+  gf_sg2_gan_scratch *s = gan->s;
+  *x = img;
+  if (!gan->hp.augment) return GF_OK;
+  const float *given = in->draws ? in->draws->ada[pass] : NULL;
+  const float *pr = s->hada;
+  if (given)
+    pr = given + sample0 * GF_ADA_NPARAMS;
+  else
+    GF_TRY(gf_ada_draw(s->hada, n, seed, gan->step, pass, sample0, err));
+  s->aug_view = sg2g_rows(&s->aug, 0, n);
+  GF_TRY(gf_ada_fwd(&gan->ada, img, pr, gan->ctl.p, &s->aug_view, err));
+  *x = &s->aug_view;
+  return GF_OK;
+}
+
 /* The official run_D: logits of aug(img) into s->hlogits. */
 static gf_status run_d(gf_sg2_gan *gan, gf_ctx *ctx, const gf_sg2_step_in *in,
                        const gf_tensor *img, const gf_tensor *c, uint64_t seed,
                        int pass, int64_t sample0, int64_t n, gf_err *err) {
-  gf_sg2_gan_scratch *s = gan->s;
-  const gf_tensor *x = img;
-  gf_tensor aug = rows(&s->aug, 0, n), logits;
-  if (gan->hp.augment) {
-    const float *given = in->draws ? in->draws->ada[pass] : NULL;
-    const float *pr = s->hada;
-    if (given)
-      pr = given + sample0 * GF_ADA_NPARAMS;
-    else
-      GF_TRY(gf_ada_draw(s->hada, n, seed, gan->step, pass, sample0, err));
-    GF_TRY(gf_ada_fwd(&gan->ada, img, pr, gan->ctl.p, &aug, err));
-    x = &aug;
-  }
+  const gf_tensor *x;
+  gf_tensor logits;
+  GF_TRY(sg2g_augment(gan, in, img, seed, pass, sample0, n, &x, err));
   GF_TRY(gf_sg2_d_fwd(&gan->d, ctx, x, c, GF_MODE_TRAIN, &logits, err));
-  return get(s->hlogits, &logits, err);
+  return sg2g_get(gan->s->hlogits, &logits, err);
 }
 
 /* loss = sum softplus(sgn x) over the round's logits; hdlogits = the
@@ -217,12 +250,26 @@ static double softplus_loss(gf_sg2_gan_scratch *s, int64_t n, float sgn,
 static gf_status back_d(gf_sg2_gan *gan, gf_ctx *ctx, int64_t n,
                         gf_tensor *dimg, gf_accum accum, gf_err *err) {
   gf_sg2_gan_scratch *s = gan->s;
-  gf_tensor dl = rows(&s->dlogits, 0, n), daug = rows(&s->daug, 0, n);
-  GF_TRY(put(&dl, s->hdlogits, err));
+  gf_tensor dl = sg2g_rows(&s->dlogits, 0, n), daug = sg2g_rows(&s->daug, 0, n);
+  GF_TRY(sg2g_put(&dl, s->hdlogits, err));
   gf_tensor *dx = dimg ? (gan->hp.augment ? &daug : dimg) : NULL;
   GF_TRY(gf_sg2_d_bwd(&gan->d, ctx, &dl, dx, accum, err));
   if (dimg && gan->hp.augment) GF_TRY(gf_ada_bwd(&gan->ada, &daug, dimg, err));
   return GF_OK;
+}
+
+/* The lazy-regularization correction c = k / (k + 1): lr c, betas ** c. */
+gf_adam_params gf_sg2_gan_adam(const gf_sg2_gan_hp *hp, gf_sg2_role role) {
+  int k = role == GF_SG2_G ? hp->g_reg_interval : hp->d_reg_interval;
+  double lr = role == GF_SG2_G ? hp->lr_g : hp->lr_d;
+  gf_adam_params a = {lr, hp->beta1, hp->beta2, hp->eps, 0.0};
+  if (k > 0) {
+    double c = (double)k / (double)(k + 1);
+    a.lr = lr * c;
+    a.beta1 = pow(hp->beta1, c);
+    a.beta2 = pow(hp->beta2, c);
+  }
+  return a;
 }
 
 static gf_status adam(gf_sg2_gan *gan, gf_ctx *ctx, gf_sg2_net *net,
@@ -251,7 +298,7 @@ static gf_status fake_logits(gf_sg2_gan *gan, gf_ctx *ctx,
   gf_tensor img, cv;
   const gf_tensor *c;
   GF_TRY(run_g(gan, ctx, in, seed, ph, s0, n, cutoff, &img, err));
-  GF_TRY(labels(gan, in->gen_c[ph], s0, n, &cv, &c, err));
+  GF_TRY(sg2g_labels(gan, in->gen_c[ph], s0, n, &cv, &c, err));
   return run_d(gan, ctx, in, &img, c, seed, pass, s0, n, err);
 }
 
@@ -259,13 +306,13 @@ static gf_status phase_gmain(gf_sg2_gan *gan, gf_ctx *ctx,
                              const gf_sg2_step_in *in, uint64_t seed,
                              bool gboth, gf_sg2_step_out *out, gf_err *err) {
   const int ph = GF_SG2_PHASE_GMAIN;
-  int cutoff = cutoff_of(gan, in, seed, ph);
+  int cutoff = sg2g_cutoff(gan, in, seed, ph);
   int64_t n = gan->max_batch;
   double loss = 0.0;
   for (int r = 0; r < rounds(gan); r++) {
     int64_t s0 = r * n;
     gf_accum acc = r == 0 ? GF_OVERWRITE : GF_ACCUMULATE;
-    gf_tensor dimg = rows(&gan->s->dimg, 0, n);
+    gf_tensor dimg = sg2g_rows(&gan->s->dimg, 0, n);
     GF_TRY(fake_logits(gan, ctx, in, seed, ph, GF_SG2_PASS_GMAIN_FAKE, cutoff,
                        s0, n, err));
     loss += softplus_loss(gan->s, n, -1.0f, 1.0f);
@@ -282,7 +329,7 @@ static gf_status phase_dmain(gf_sg2_gan *gan, gf_ctx *ctx,
                              const gf_sg2_step_in *in, uint64_t seed,
                              bool dboth, gf_sg2_step_out *out, gf_err *err) {
   const int ph = GF_SG2_PHASE_DMAIN;
-  int cutoff = cutoff_of(gan, in, seed, ph);
+  int cutoff = sg2g_cutoff(gan, in, seed, ph);
   int64_t n = gan->max_batch;
   double lf = 0.0, lr = 0.0, sf = 0.0, sr = 0.0;
   if (!in->real)
@@ -297,8 +344,8 @@ static gf_status phase_dmain(gf_sg2_gan *gan, gf_ctx *ctx,
     for (int64_t i = 0; i < n; i++) sf += gan->s->hlogits[i];
     lf += softplus_loss(gan->s, n, 1.0f, 1.0f);
     GF_TRY(back_d(gan, ctx, n, NULL, acc, err));
-    GF_TRY(take_rows(&gan->s->real, in->real, s0, n, &real, err));
-    GF_TRY(labels(gan, in->real_c, s0, n, &cv, &c, err));
+    GF_TRY(sg2g_take_rows(&gan->s->real, in->real, s0, n, &real, err));
+    GF_TRY(sg2g_labels(gan, in->real_c, s0, n, &cv, &c, err));
     GF_TRY(run_d(gan, ctx, in, &real, c, seed, GF_SG2_PASS_DMAIN_REAL, s0, n,
                  err));
     for (int64_t i = 0; i < n; i++) {
@@ -387,6 +434,9 @@ gf_status gf_sg2_gan_step(gf_sg2_gan *gan, gf_ctx *ctx,
   }
   gan->sign_sum = 0.0;
   gan->sign_count = 0;
+  gan->s->seed = seed;
+  gan->s->pl_pen_sum = gan->s->r1_pen_sum = 0.0;
+  gan->s->pl_rounds = gan->s->r1_rounds = 0;
   int kg = hp->g_reg_interval, kd = hp->d_reg_interval;
   bool greg = hp->pl_weight > 0 && kg > 0 && gan->step % kg == 0;
   bool dreg = hp->r1_gamma > 0 && kd > 0 && gan->step % kd == 0;
@@ -417,6 +467,10 @@ gf_status gf_sg2_gan_step(gf_sg2_gan *gan, gf_ctx *ctx,
     out->real_sign_count = gan->sign_count;
     out->ran_greg = greg;
     out->ran_dreg = dreg;
+    const gf_sg2_gan_scratch *s = gan->s;
+    if (s->pl_rounds) out->pl_penalty = s->pl_pen_sum / s->pl_rounds;
+    if (s->r1_rounds) out->r1_penalty = s->r1_pen_sum / s->r1_rounds;
+    out->pl_mean = gan->pl_mean;
   }
   return GF_OK;
 }

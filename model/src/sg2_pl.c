@@ -359,5 +359,6 @@ gf_status gf_sg2_g_pl(gf_sg2_net *net, gf_ctx *ctx, const gf_tensor *ws,
   GF_TRY(gf_rowdot_bwd(ctx, &pf, &pf, &cf, &vf, NULL, GF_OVERWRITE, err));
   GF_TRY(synth_tan_fwd(net, ctx, &v, n, err));
   GF_TRY(synth_tan_bwd(net, ctx, &tdws, n, accum, err));
+  if (args->dws_out) return gf_tensor_copy(args->dws_out, &tdws, err);
   return gf_sg2_mapping_bwd(net, ctx, &tdws, accum, err);
 }

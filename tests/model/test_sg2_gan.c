@@ -13,6 +13,14 @@
  *       the losses and scores. The worst differences are printed; the
  *       comparison is shown to fire (a cut-off moved by one; a D bias moved
  *       by 1e-3; p moved to 0.3; a real label moved).
+ *       golden/sg2_train_reg.safetensors: the FULL iteration, all four
+ *       phases (Gmain, Greg with gain 4, Dmain, Dreg with gain 16; c_dim 3,
+ *       two rounds of 2, path length on the first sample of each round,
+ *       pl_weight 2, r1_gamma 0.5, pl_mean 0.25 before; the pl noise and
+ *       every draw given): every parameter after both Adam steps of each
+ *       net, the reg phases' gradients, the moments, G_ema, the losses,
+ *       the pl and r1 penalties, pl_mean after; fires on Greg's cut-off,
+ *       one pl noise value, pl_mean, Dreg's augmentation, r1_gamma.
  *   (b) resume: N steps straight against k steps, save, load in a fresh
  *       gan, N - k steps: the saved states are the same bytes (Philox
  *       draws, random noise, style mixing, ADA with its controller, two
@@ -21,10 +29,13 @@
  *   (c) the p controller: a scripted sign sequence through
  *       gf_ada_ctl_step against the official rule written out here, and
  *       the step's p against that rule from the signs each step reports.
- *   Also: the regularization hooks (unsupported by default; a hook's calls
- *   every interval steps with gain = interval, and its Adam step), the
- *   lazy correction of Adam's settings, refusals of a state of another
- *   config. */
+ *   (d) Greg and Dreg from Philox: resume across a step where both run is
+ *       the same bytes (pl_mean crosses the save; it fires); the phases
+ *       without lazy intervals (Gboth, Dboth).
+ *   Also: the regularization hooks (gf_sg2_greg_pl / gf_sg2_dreg_r1 by
+ *   default, a refusing hook; a hook's calls every interval steps with
+ *   gain = interval, and its Adam step), the lazy correction of Adam's
+ *   settings, refusals of a state of another config. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +59,16 @@
 #define MOM_TOL_REL 1e-4
 #define PARAM_TOL 2e-5
 #define LOSS_TOL 1e-5
+#define REG_TOL_REL 1e-4 /* the penalties, relative */
+/* D's biases after Dreg (their R1 gradient, and Adam's moments of it):
+ * BIAS_TOL_REL of the tensor's max (+ BIAS_FLOOR abs). That gradient comes
+ * from mbstd's second derivative alone, a sum over n H W terms that cancel
+ * to about 1e-2 of the weights' (b8's below 1e-9), where f32 autograd and
+ * forward-over-reverse round differently (test_sg2_reg.c's BIAS_TOL_REL;
+ * worst seen here 1.5e-3, b16.conv1.bias; b8's, under the floor, 6.4e-3
+ * of their max 9.8e-10) */
+#define BIAS_TOL_REL 5e-3
+#define BIAS_FLOOR 1e-9
 
 static gf_ctx g_ctx;
 static const char *g_tmp;
@@ -56,7 +77,7 @@ typedef struct worst {
   double v;
   char what[200];
 } worst;
-static worst w_grad, w_mom, w_param, w_ema, w_loss;
+static worst w_grad, w_mom, w_param, w_ema, w_loss, w_reg, w_bias;
 
 static void die(const char *what, const gf_err *err) {
   fprintf(stderr, "%s: %s\n", what, err->msg);
@@ -132,9 +153,11 @@ static void load_net(gf_sg2_net *net, const gf_st_file *f, const char *pre) {
   }
 }
 
-/* Compares t (host f32) with golden name: misses counted, worst kept. */
-static int cmp(const gf_st_file *f, const char *name, const gf_tensor *t,
-               bool rel, double tol, worst *w) {
+/* Compares t (host f32) with golden name, within tol (rel: of the
+ * tensor's max|official|, + floor): misses counted, worst kept. */
+static int cmp_floor(const gf_st_file *f, const char *name,
+                     const gf_tensor *t, bool rel, double tol, double floor,
+                     worst *w) {
   size_t n;
   float *g = need(f, name, &n);
   REQUIRE((int64_t)n == gf_tensor_numel(t));
@@ -142,13 +165,14 @@ static int cmp(const gf_st_file *f, const char *name, const gf_tensor *t,
   double mx = 0;
   for (size_t i = 0; i < n; i++)
     if (fabs(g[i]) > mx) mx = fabs(g[i]);
-  double lim = rel ? tol * mx + 1e-12 : tol;
+  double lim = rel ? tol * mx + floor : tol;
   int miss = 0;
   for (size_t i = 0; i < n; i++) {
     double d = fabs((double)c[i] - g[i]);
     double r = rel ? d / (mx + 1e-12) : d;
     if (!(d <= lim)) miss++;
-    if (!(r <= w->v)) {
+    /* the worst kept over tensors above their floor's scale */
+    if (mx > 1e3 * floor && !(r <= w->v)) {
       w->v = r;
       snprintf(w->what, sizeof w->what, "%s[%zu]", name, i);
     }
@@ -157,11 +181,40 @@ static int cmp(const gf_st_file *f, const char *name, const gf_tensor *t,
   return miss;
 }
 
+/* A reported scalar against the golden's (mean of its values: the rounds'
+ * means), relative (REG_TOL_REL) or absolute (LOSS_TOL). */
+static int cmp_scalar(const gf_st_file *f, const char *name, double got,
+                      bool rel) {
+  size_t n;
+  float *v = need(f, name, &n);
+  double m = 0;
+  for (size_t i = 0; i < n; i++) m += v[i];
+  m /= (double)n;
+  free(v);
+  double d = fabs(got - m), r = rel ? d / fabs(m) : d;
+  worst *w = rel ? &w_reg : &w_loss;
+  if (!(r <= w->v)) {
+    w->v = r;
+    snprintf(w->what, sizeof w->what, "%s (%.9g vs %.9g)", name, got, m);
+  }
+  return !(r <= (rel ? REG_TOL_REL : LOSS_TOL));
+}
+
+static int cmp(const gf_st_file *f, const char *name, const gf_tensor *t,
+               bool rel, double tol, worst *w) {
+  return cmp_floor(f, name, t, rel, tol, 1e-12, w);
+}
+
 typedef struct golden_in {
   float *z[4], *z2[4], *ada[4], *real;
   float *c[4], *real_c; /* c_dim > 0 */
   int cutoff[2];
   int c_dim, rounds;
+  /* the four-phase case (metadata reg = 1) */
+  bool reg;
+  int cutoff_greg;
+  float *pl_noise;
+  float pl_mean0, pl_weight, r1_gamma;
 } golden_in;
 
 static void golden_read(const gf_st_file *f, golden_in *in) {
@@ -188,6 +241,25 @@ static void golden_read(const gf_st_file *f, golden_in *in) {
   in->cutoff[0] = (int)c[0];
   in->cutoff[1] = (int)c[1];
   free(c);
+  const char *rg = gf_st_meta_get(f, "reg");
+  in->reg = rg && atoi(rg) == 1;
+  if (!in->reg) return;
+  in->z[GF_SG2_PHASE_GREG] = need(f, "in.z.greg", NULL);
+  in->z2[GF_SG2_PHASE_GREG] = need(f, "in.z2.greg", NULL);
+  in->ada[GF_SG2_PASS_DREG_REAL] = need(f, "in.ada.dreg_real", NULL);
+  in->pl_noise = need(f, "in.pl_noise", NULL);
+  if (in->c_dim > 0) in->c[GF_SG2_PHASE_GREG] = need(f, "in.c.greg", NULL);
+  c = need(f, "in.cutoff_greg", NULL);
+  in->cutoff_greg = (int)c[0];
+  free(c);
+  c = need(f, "in.pl_mean", NULL);
+  in->pl_mean0 = c[0];
+  free(c);
+  const char *pw = gf_st_meta_get(f, "pl_weight"),
+             *rgm = gf_st_meta_get(f, "r1_gamma");
+  REQUIRE(pw && rgm);
+  in->pl_weight = (float)atof(pw);
+  in->r1_gamma = (float)atof(rgm);
 }
 
 static void golden_free(golden_in *in) {
@@ -199,17 +271,33 @@ static void golden_free(golden_in *in) {
   }
   free(in->real);
   free(in->real_c);
+  free(in->pl_noise);
 }
 
-enum { FIRE_NONE, FIRE_CUTOFF, FIRE_DBIAS, FIRE_P, FIRE_LABEL };
+enum {
+  FIRE_NONE,
+  FIRE_CUTOFF,
+  FIRE_DBIAS,
+  FIRE_P,
+  FIRE_LABEL,
+  FIRE_GREG_CUTOFF, /* Greg's cut-off moved by one */
+  FIRE_PL_NOISE,    /* one path-length noise value scaled by 1.01 */
+  FIRE_PL_MEAN,     /* the running mean before the step + 0.01 */
+  FIRE_DREG_AUG,    /* Dreg given Dmain's real augmentation */
+  FIRE_R1_GAMMA,    /* r1_gamma x 1.01 */
+};
 
 /* One golden step; returns the comparisons that missed (and fills the
  * worst records when fire is FIRE_NONE). */
-static int golden_run(const gf_st_file *f, const golden_in *gi, int fire) {
+static int golden_run(const gf_st_file *f, golden_in *gi, int fire) {
   gf_sg2_config cfg = tiny_config();
   cfg.c_dim = gi->c_dim;
   gf_sg2_gan_hp hp = golden_hp();
   if (fire == FIRE_P) hp.ada_p0 = 0.3f;
+  if (gi->reg) {
+    hp.pl_weight = gi->pl_weight;
+    hp.r1_gamma = gi->r1_gamma * (fire == FIRE_R1_GAMMA ? 1.01f : 1.0f);
+  }
   gf_sg2_gan gan;
   gf_err err;
   if (gf_sg2_gan_init(&gan, &g_ctx, &cfg, &hp, 4, 4 / gi->rounds, 1, &err))
@@ -223,12 +311,23 @@ static int golden_run(const gf_st_file *f, const golden_in *gi, int fire) {
     ((float *)b->value.data)[0] += 1e-3f;
   }
   gan.cur_nimg = 1000;
+  gan.pl_mean = gi->pl_mean0 + (fire == FIRE_PL_MEAN ? 0.01f : 0.0f);
   gf_sg2_draws dr;
   memset(&dr, 0, sizeof dr);
   for (int i = 0; i < 4; i++) {
     dr.z[i] = gi->z[i];
     dr.z2[i] = gi->z2[i];
     dr.ada[i] = gi->ada[i];
+  }
+  float pl0 = 0.0f;
+  if (gi->reg) {
+    dr.cutoff[GF_SG2_PHASE_GREG] =
+        gi->cutoff_greg - (fire == FIRE_GREG_CUTOFF);
+    dr.pl_noise = gi->pl_noise;
+    pl0 = gi->pl_noise[5];
+    if (fire == FIRE_PL_NOISE) gi->pl_noise[5] *= 1.01f;
+    if (fire == FIRE_DREG_AUG)
+      dr.ada[GF_SG2_PASS_DREG_REAL] = gi->ada[GF_SG2_PASS_DMAIN_REAL];
   }
   dr.cutoff[GF_SG2_PHASE_GMAIN] = gi->cutoff[0] - (fire == FIRE_CUTOFF);
   dr.cutoff[GF_SG2_PHASE_DMAIN] = gi->cutoff[1];
@@ -237,7 +336,7 @@ static int golden_run(const gf_st_file *f, const golden_in *gi, int fire) {
   REQUIRE(gf_tensor_view(&real, gi->real, GF_F32, GF_DEV_CPU, 4, rs, &err) ==
           GF_OK);
   gf_sg2_step_in in = {.real = &real, .draws = &dr};
-  gf_tensor cs[3];
+  gf_tensor cs[4];
   const int64_t lc[2] = {4, gi->c_dim};
   float flipped[64];
   if (gi->c_dim > 0) {
@@ -248,18 +347,23 @@ static int golden_run(const gf_st_file *f, const golden_in *gi, int fire) {
       memmove(flipped + 1, flipped, sizeof(float) * (size_t)(gi->c_dim - 1));
       flipped[0] = t;
     }
-    float *src[3] = {gi->c[GF_SG2_PHASE_GMAIN], gi->c[GF_SG2_PHASE_DMAIN],
-                     flipped};
-    for (int k = 0; k < 3; k++)
-      REQUIRE(gf_tensor_view(&cs[k], src[k], GF_F32, GF_DEV_CPU, 2, lc,
-                             &err) == GF_OK);
+    float *src[4] = {gi->c[GF_SG2_PHASE_GMAIN], gi->c[GF_SG2_PHASE_DMAIN],
+                     flipped, gi->c[GF_SG2_PHASE_GREG]};
+    for (int k = 0; k < 4; k++)
+      if (src[k])
+        REQUIRE(gf_tensor_view(&cs[k], src[k], GF_F32, GF_DEV_CPU, 2, lc,
+                               &err) == GF_OK);
     in.gen_c[GF_SG2_PHASE_GMAIN] = &cs[0];
     in.gen_c[GF_SG2_PHASE_DMAIN] = &cs[1];
     in.real_c = &cs[2];
+    if (src[3]) in.gen_c[GF_SG2_PHASE_GREG] = &cs[3];
   }
   gf_sg2_step_out out;
   if (gf_sg2_gan_step(&gan, &g_ctx, &in, 0, &out, &err)) die("step", &err);
+  if (gi->reg) gi->pl_noise[5] = pl0;
   int miss = 0;
+  /* the gradients Adam last stepped with: the reg phases' when they ran */
+  const char *gpre = gi->reg ? "grad_reg" : "grad";
   struct {
     gf_sg2_net *net;
     const char *pre;
@@ -273,12 +377,19 @@ static int golden_run(const gf_st_file *f, const golden_in *gi, int fire) {
       miss += cmp(f, nm, &p->value, false, PARAM_TOL,
                   k == 2 ? &w_ema : &w_param);
       if (k == 2 || !p->trainable) continue;
-      snprintf(nm, sizeof nm, "grad.%s.%s", nets[k].pre, p->name);
-      miss += cmp(f, nm, &p->grad, true, GRAD_TOL_REL, &w_grad);
+      size_t ln = strlen(p->name);
+      bool r1b = gi->reg && k == 1 && ln >= 4 &&
+                 strcmp(p->name + ln - 4, "bias") == 0;
+      double gt = r1b ? BIAS_TOL_REL : GRAD_TOL_REL,
+             mt = r1b ? BIAS_TOL_REL : MOM_TOL_REL,
+             fl = r1b ? BIAS_FLOOR : 1e-12;
+      worst *wg = r1b ? &w_bias : &w_grad, *wm = r1b ? &w_bias : &w_mom;
+      snprintf(nm, sizeof nm, "%s.%s.%s", gpre, nets[k].pre, p->name);
+      miss += cmp_floor(f, nm, &p->grad, true, gt, fl, wg);
       snprintf(nm, sizeof nm, "adam_m.%s.%s", nets[k].pre, p->name);
-      miss += cmp(f, nm, &p->adam_m, true, MOM_TOL_REL, &w_mom);
+      miss += cmp_floor(f, nm, &p->adam_m, true, mt, fl, wm);
       snprintf(nm, sizeof nm, "adam_v.%s.%s", nets[k].pre, p->name);
-      miss += cmp(f, nm, &p->adam_v, true, MOM_TOL_REL, &w_mom);
+      miss += cmp_floor(f, nm, &p->adam_v, true, mt, fl, wm);
     }
   }
   const char *ln[4] = {"out.loss_g", "out.loss_d", "out.scores_fake",
@@ -300,6 +411,19 @@ static int golden_run(const gf_st_file *f, const golden_in *gi, int fire) {
     free(v);
   }
   CHECK(fabs(out.ada_p - 0.4) < 1e-7 || fire == FIRE_P);
+  if (gi->reg) {
+    CHECK(out.ran_greg && out.ran_dreg);
+    CHECK_INT_EQ(gan.adam_step_g, 2); /* every parameter, both phases */
+    CHECK_INT_EQ(gan.adam_step_d, 2);
+    CHECK_INT_EQ(out.real_sign_count, 8); /* Dmain's and Dreg's reals */
+    miss += cmp_scalar(f, "out.pl_penalty", out.pl_penalty, true);
+    miss += cmp_scalar(f, "out.r1_penalty", out.r1_penalty, true);
+    miss += cmp_scalar(f, "out.pl_mean", out.pl_mean, true);
+    size_t n;
+    float *st = need(f, "adam_step.G.mapping.fc0.weight", &n);
+    CHECK(st[0] == 2.0f); /* the official step count Adam used */
+    free(st);
+  }
   gf_sg2_gan_free(&gan);
   return miss;
 }
@@ -317,7 +441,7 @@ static void test_golden(const char *dir, const char *file, const int *fires,
   printf("golden %s: c_dim %d, %d round(s), cut-offs %d %d\n", file,
          gi.c_dim, gi.rounds, gi.cutoff[0], gi.cutoff[1]);
   memset(&w_grad, 0, sizeof w_grad);
-  w_mom = w_param = w_ema = w_loss = w_grad;
+  w_mom = w_param = w_ema = w_loss = w_reg = w_bias = w_grad;
   int miss = golden_run(&f, &gi, FIRE_NONE);
   CHECKF(miss == 0, "%d golden comparisons missed", miss);
   printf("  worst: gradient |d|/max %.3g at %s\n", w_grad.v, w_grad.what);
@@ -325,6 +449,12 @@ static void test_golden(const char *dir, const char *file, const int *fires,
   printf("  worst: parameter |d| %.3g at %s\n", w_param.v, w_param.what);
   printf("  worst: G_ema |d| %.3g at %s\n", w_ema.v, w_ema.what);
   printf("  worst: loss/score |d| %.3g at %s\n", w_loss.v, w_loss.what);
+  if (gi.reg) {
+    printf("  worst: pl/r1 penalty, pl_mean |d|/|x| %.3g at %s\n", w_reg.v,
+           w_reg.what);
+    printf("  worst: D bias after R1 |d|/max %.3g at %s\n", w_bias.v,
+           w_bias.what);
+  }
   for (int k = 0; k < nf; k++) {
     int m = golden_run(&f, &gi, fires[k]);
     printf("  fires: %s: %d comparisons missed\n", fn[k], m);
@@ -390,15 +520,21 @@ static void make_gan(gf_sg2_gan *gan, const gf_sg2_gan_hp *hp, int mb) {
     die("gan init", &err);
 }
 
+/* The straight, k-step and resumed states' paths under g_tmp. */
+static void state_paths(char p[3][512], const char *tag) {
+  const char *w[3] = {"straight", "k", "resumed"};
+  for (int i = 0; i < 3; i++)
+    snprintf(p[i], 512, "%s/sg2_%s%s.safetensors", g_tmp, tag, w[i]);
+}
+
 static void test_resume(void) {
   const int N = 3, K = 1;
   gf_sg2_gan_hp hp = resume_hp();
   gf_sg2_gan a, b, c;
   gf_err err;
-  char pa[512], pk[512], pb[512];
-  snprintf(pa, sizeof pa, "%s/sg2_straight.safetensors", g_tmp);
-  snprintf(pk, sizeof pk, "%s/sg2_k.safetensors", g_tmp);
-  snprintf(pb, sizeof pb, "%s/sg2_resumed.safetensors", g_tmp);
+  char p[3][512];
+  state_paths(p, "");
+  const char *pa = p[0], *pk = p[1], *pb = p[2];
   make_gan(&a, &hp, 2);
   steps(&a, N, NULL);
   REQUIRE(gf_sg2_gan_save(&a, pa, &err) == GF_OK);
@@ -575,9 +711,12 @@ static void test_hooks(void) {
   gf_tensor real;
   REQUIRE(gf_tensor_init(&real, GF_F32, GF_DEV_CPU, 4, rs, &err) == GF_OK);
   gf_sg2_step_in in = {.real = &real};
+  fill_real(&real, 0);
+  CHECK(gan.greg == gf_sg2_greg_pl && gan.dreg == gf_sg2_dreg_r1);
+  gan.greg = gf_sg2_greg_unsupported;
   CHECK_INT_EQ(gf_sg2_gan_step(&gan, &g_ctx, &in, 1, NULL, &err),
                GF_EUNSUPPORTED);
-  printf("Greg by default: %s\n", err.msg);
+  printf("Greg refused by its hook: %s\n", err.msg);
   gf_sg2_gan_free(&gan);
   make_gan(&gan, &hp, 2);
   gan.greg = zero_hook;
@@ -606,6 +745,87 @@ static void test_hooks(void) {
   CHECK(d.lr_g == 0.0025 && d.style_mixing == 0.9f && d.ema_kimg == 20.0);
 }
 
+/* Greg and Dreg from Philox (random noise, mixing, ADA with its
+ * controller, two rounds): resume across a step where both run is the same
+ * bytes; pl_mean crosses the save; the phases without a lazy interval
+ * ('Gboth', 'Dboth') run with their main phases. */
+static void test_reg_resume(void) {
+  gf_sg2_gan_hp hp = resume_hp();
+  hp.pl_weight = 2;
+  hp.r1_gamma = 1;
+  hp.g_reg_interval = 2;
+  hp.d_reg_interval = 2;
+  const int N = 3, K = 1;
+  gf_sg2_gan a, b, c;
+  gf_err err;
+  char p[3][512];
+  state_paths(p, "reg_");
+  const char *pa = p[0], *pk = p[1], *pb = p[2];
+  gf_sg2_step_out out[3];
+  make_gan(&a, &hp, 2);
+  steps(&a, N, out);
+  CHECK(out[0].ran_greg && out[0].ran_dreg && !out[1].ran_greg &&
+        !out[1].ran_dreg && out[2].ran_greg && out[2].ran_dreg);
+  CHECK(out[0].pl_penalty > 0 && out[0].r1_penalty > 0 &&
+        out[1].pl_penalty == 0 && out[1].r1_penalty == 0);
+  CHECK_INT_EQ(out[0].real_sign_count, 8); /* Dmain's and Dreg's reals */
+  CHECK_INT_EQ(out[1].real_sign_count, 4);
+  CHECK_INT_EQ(a.adam_step_g, N + 2);
+  CHECK_INT_EQ(a.adam_step_d, N + 2);
+  REQUIRE(gf_sg2_gan_save(&a, pa, &err) == GF_OK);
+  make_gan(&b, &hp, 2);
+  steps(&b, K, NULL);
+  CHECK(b.pl_mean != 0.0f);
+  REQUIRE(gf_sg2_gan_save(&b, pk, &err) == GF_OK);
+  gf_sg2_gan_free(&b);
+  make_gan(&c, &hp, 2);
+  if (gf_sg2_gan_load(&c, pk, &err)) die("load", &err);
+  steps(&c, N - K, NULL);
+  REQUIRE(gf_sg2_gan_save(&c, pb, &err) == GF_OK);
+  size_t na, nb;
+  unsigned char *ba = slurp(pa, &na), *bb = slurp(pb, &nb);
+  bool same = na == nb && memcmp(ba, bb, na) == 0;
+  CHECKF(same, "resumed state with Greg and Dreg differs (%zu / %zu bytes)",
+         na, nb);
+  printf("reg resume: %d steps straight and %d + %d resumed (Greg, Dreg at "
+         "steps 0 and 2): %zu bytes %s; pl_mean %.6f, pl penalty %.4f, r1 "
+         "penalty %.4g\n", N, K, N - K, na, same ? "identical" : "DIFFER",
+         (double)a.pl_mean, out[2].pl_penalty, out[2].r1_penalty);
+  free(ba);
+  free(bb);
+  /* it fires: pl_mean moved before the resumed steps */
+  gf_sg2_gan_free(&c);
+  make_gan(&c, &hp, 2);
+  if (gf_sg2_gan_load(&c, pk, &err)) die("load", &err);
+  c.pl_mean += 0.01f;
+  steps(&c, N - K, NULL);
+  REQUIRE(gf_sg2_gan_save(&c, pb, &err) == GF_OK);
+  ba = slurp(pa, &na);
+  bb = slurp(pb, &nb);
+  CHECK(!(na == nb && memcmp(ba, bb, na) == 0));
+  free(ba);
+  free(bb);
+  gf_sg2_gan_free(&c);
+  gf_sg2_gan_free(&a);
+  /* without lazy intervals: Gboth and Dboth (no separate phases, gain 1,
+   * Dboth's reals counted once) */
+  hp.g_reg_interval = hp.d_reg_interval = 0;
+  make_gan(&a, &hp, 2);
+  steps(&a, 2, out);
+  CHECK(!out[0].ran_greg && !out[0].ran_dreg);
+  CHECK(out[1].pl_penalty > 0 && out[1].r1_penalty > 0);
+  CHECK_INT_EQ(out[1].real_sign_count, 4);
+  CHECK_INT_EQ(a.adam_step_g, 2);
+  CHECK(a.pl_mean != 0.0f);
+  gf_sg2_gan_free(&a);
+  /* path length needs rounds of at least pl_batch_shrink samples */
+  hp.g_reg_interval = 4;
+  gf_sg2_config cfg = tiny_config();
+  CHECK_INT_EQ(gf_sg2_gan_init(&a, &g_ctx, &cfg, &hp, 4, 1, 5, &err),
+               GF_EINVAL);
+  printf("refused: %s\n", err.msg);
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: test_sg2_gan GOLDEN_DIR TMP_DIR\n");
@@ -621,10 +841,17 @@ int main(int argc, char **argv) {
   const int f2[2] = {FIRE_LABEL, FIRE_CUTOFF};
   const char *const n2[2] = {"a real label moved", "cut-off - 1"};
   test_golden(argv[1], "sg2_train_cond.safetensors", f2, n2, 2);
+  const int f3[6] = {FIRE_GREG_CUTOFF, FIRE_PL_NOISE, FIRE_PL_MEAN,
+                     FIRE_DREG_AUG,    FIRE_R1_GAMMA, FIRE_CUTOFF};
+  const char *const n3[6] = {"Greg cut-off - 1", "a pl noise value x 1.01",
+                             "pl_mean + 0.01", "Dreg given Dmain's ADA draws",
+                             "r1_gamma x 1.01", "Gmain cut-off - 1"};
+  test_golden(argv[1], "sg2_train_reg.safetensors", f3, n3, 6);
   test_resume();
   test_rounds_draw_alike();
   test_controller();
   test_hooks();
+  test_reg_resume();
   gf_ctx_free(&g_ctx);
   return check_report();
 }

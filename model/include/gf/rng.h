@@ -44,6 +44,8 @@ typedef enum gf_rng_purpose {
                              sub = 2 phase + (1 for the mixing latents) */
   GF_RNG_SG2_MIX = 13,  /* StyleGAN2 style-mixing cut-off; sub = phase,
                            words 0 (gate) and 1 (cut-off) */
+  GF_RNG_SG2_PL_NOISE = 14, /* StyleGAN2 path-length noise (gf/sg2_gan.h);
+                               sub 0, C R R normals per sample */
 } gf_rng_purpose;
 
 #define GF_RNG_SUB_MAX 0xFFFFFFu /* sub has 24 bits */

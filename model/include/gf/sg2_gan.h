@@ -7,15 +7,23 @@
  *   Gmain  every step: G's gradients of mean(softplus(-D(aug(G(z, c))))),
  *          then one Adam step of G.
  *   Greg   every g_reg_interval steps (step % interval == 0) when
- *          pl_weight > 0: the path-length hook (gf_sg2_gan.greg), then
+ *          pl_weight > 0: the path-length hook (gf_sg2_gan.greg, by
+ *          default gf_sg2_greg_pl) per round with gain = interval, then
  *          one Adam step of G. Skipped when pl_weight is 0 (the official
  *          phase then has no gradients, and Adam skips parameters without
- *          one).
+ *          one). When it runs every G parameter has a gradient (the
+ *          official loss adds gen_img * 0), so one Adam step count per net
+ *          stays the official per-parameter one.
  *   Dmain  every step: D's gradients of mean(softplus(D(aug(G(z, c))))) on
  *          the fakes (no gradient into G) plus mean(softplus(-D(aug(real)))),
  *          then one Adam step of D.
  *   Dreg   every d_reg_interval steps when r1_gamma > 0: the R1 hook
- *          (gf_sg2_gan.dreg), then one Adam step of D.
+ *          (gf_sg2_gan.dreg, by default gf_sg2_dreg_r1) per round with
+ *          gain = interval, then one Adam step of D (every D parameter has
+ *          a gradient: the official adds real_logits * 0).
+ * With an interval 0 (no lazy regularization) the official 'Gboth' and
+ * 'Dboth' phases: the hook runs inside Gmain's / Dmain's round after the
+ * main loss, gain 1, one Adam step.
  * then the G EMA, the image counter, and the ADA p controller.
  *
  * Each of G(z, c) runs the official run_G: ws = mapping(z, c) (training
@@ -60,9 +68,11 @@
  * minibatch-stddev groups and ADA's reflect margin are the round's.
  * A test may give the draws instead (gf_sg2_draws).
  *
+ *   path-length noise  GF_RNG_SG2_PL_NOISE, sub 0, C R R normals per
+ *             sample (the Greg rows' global samples), over sqrt(R R)
+ *
  * Not done here: the official nan_to_num of the gradients before each Adam
- * step (non-finite gradients are passed on as they are); the Greg and Dreg
- * phases themselves (the hooks below). */
+ * step (non-finite gradients are passed on as they are). */
 #ifndef GF_SG2_GAN_H
 #define GF_SG2_GAN_H
 
@@ -95,6 +105,9 @@ typedef struct gf_sg2_gan_hp {
   double eps;             /* 1e-8 */
   float style_mixing;     /* probability, 0.9 (cifar 0) */
   float pl_weight;        /* 2; 0: no Greg phase */
+  float pl_decay;         /* 0.01: the running mean's lerp weight */
+  int pl_batch_shrink;    /* 2: Greg runs on the first round size /
+                             shrink samples of each round */
   float r1_gamma;         /* recipe's; 0: no Dreg phase */
   int g_reg_interval;     /* 4; 0: no lazy regularization (no correction,
                              Greg never runs) */
@@ -125,7 +138,28 @@ typedef gf_status (*gf_sg2_reg_fn)(struct gf_sg2_gan *gan, gf_ctx *ctx,
                                    const struct gf_sg2_step_in *in,
                                    int64_t sample0, int64_t n, float gain,
                                    gf_accum accum, gf_err *err);
-/* The hooks in place until the regularizers exist: GF_EUNSUPPORTED. */
+/* The default hooks, the official loss's regularization phases:
+ * gf_sg2_greg_pl: the path length penalty (gf_sg2_g_pl) on the first
+ *   n / pl_batch_shrink rows of the round: their own latents, labels,
+ *   mixing and noise (phase Greg's draws; with g_reg_interval 0, 'Gboth',
+ *   Gmain's latents and labels, as the official code), pl_noise =
+ *   randn / sqrt(R R) (GF_RNG_SG2_PL_NOISE, or the draws'), weight
+ *   pl_weight, decay pl_decay, scale gain; gan->pl_mean becomes the
+ *   updated running mean (every round, as the official).
+ * gf_sg2_dreg_r1: R1 (gf_sg2_d_r1) of D on the round's reals through the
+ *   augmentation (pass GF_SG2_PASS_DREG_REAL; with d_reg_interval 0,
+ *   'Dboth', Dmain's real pass, whose forward and draws the official code
+ *   shares), scale r1_gamma / 2 gain, the gradient wrt the reals before
+ *   the augmentation. Its real logits' signs go to the controller (not
+ *   in 'Dboth': Dmain counted them). */
+gf_status gf_sg2_greg_pl(struct gf_sg2_gan *gan, gf_ctx *ctx,
+                         const struct gf_sg2_step_in *in, int64_t sample0,
+                         int64_t n, float gain, gf_accum accum, gf_err *err);
+gf_status gf_sg2_dreg_r1(struct gf_sg2_gan *gan, gf_ctx *ctx,
+                         const struct gf_sg2_step_in *in, int64_t sample0,
+                         int64_t n, float gain, gf_accum accum, gf_err *err);
+/* Hooks that refuse the phase (GF_EUNSUPPORTED): for a caller that wants
+ * a regularizer off whatever its weight. */
 gf_status gf_sg2_greg_unsupported(struct gf_sg2_gan *gan, gf_ctx *ctx,
                                   const struct gf_sg2_step_in *in,
                                   int64_t sample0, int64_t n, float gain,
@@ -142,6 +176,9 @@ typedef struct gf_sg2_draws {
   const float *z2[4];  /* per phase: [batch, z_dim] the mixing latents */
   int cutoff[4];       /* per phase: > 0 given (num_ws: no mixing) */
   const float *ada[4]; /* per GF_SG2_PASS_*: [batch, GF_ADA_NPARAMS] */
+  const float *pl_noise; /* [batch, C, R, R] by global sample (the rows
+                            path length uses: the first of each round),
+                            already divided by sqrt(R R) */
 } gf_sg2_draws;
 
 /* One step's data. */
@@ -166,6 +203,10 @@ typedef struct gf_sg2_step_out {
   double ada_p;         /* 'ada/p' after the step */
   double ada_rt;        /* 'ada/rt' (NaN before the first adjustment) */
   bool ran_greg, ran_dreg;
+  double pl_penalty;    /* 'Loss/pl_penalty' (mean of the rounds' means;
+                           0 when Greg did not run) */
+  double r1_penalty;    /* 'Loss/r1_penalty' (likewise) */
+  double pl_mean;       /* the running mean after the step */
 } gf_sg2_step_out;
 
 typedef struct gf_sg2_gan {
@@ -180,7 +221,8 @@ typedef struct gf_sg2_gan {
   int64_t step;         /* steps done (the official batch_idx) */
   int64_t cur_nimg;     /* images seen (the official cur_nimg) */
   int64_t adam_step_g, adam_step_d; /* Adam updates done per net */
-  gf_sg2_reg_fn greg, dreg; /* hooks; the *_unsupported ones at init */
+  gf_sg2_reg_fn greg, dreg; /* hooks; gf_sg2_greg_pl, gf_sg2_dreg_r1 at
+                               init */
   void *reg_user;       /* for the hooks; borrowed */
   double sign_sum;      /* this step's sum of sign(D(real)) and how many */
   int64_t sign_count;   /*   logits it holds: a Dreg hook adds its reals'

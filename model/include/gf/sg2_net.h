@@ -252,6 +252,10 @@ typedef struct gf_sg2_pl_args {
   gf_sg2_noise noise;  /* the synthesis noise, as gf_sg2_synthesis_fwd's */
   uint64_t seed;
   int64_t step, sample0;
+  gf_tensor *dws_out;  /* NULL: the mapping's backward runs here; else
+                          dloss/dws [n, num_ws, w_dim] is copied into it
+                          and the mapping's gradients are the caller's
+                          (ws mixed from two mappings) */
 } gf_sg2_pl_args;
 
 typedef struct gf_sg2_pl_out {

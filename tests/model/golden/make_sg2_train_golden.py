@@ -34,6 +34,12 @@ clamp, D 'resnet' with mbstd group 2), batch N = 4. Two cases:
                   0 in every round (Tensor.random_ and rand([]) overridden),
                   since ganflow draws one cut-off per phase and batch where
                   the official code draws one per round.
+  sg2_train_reg   the FULL iteration: as sg2_train_cond (seed 3200) with
+                  all four phases of batch_idx 0 (Gmain, Greg gain 4,
+                  Dmain, Dreg gain 16; pl_weight 2, r1_gamma 0.5, the
+                  loss's pl_mean set to 0.25 before), Greg's cut-off forced
+                  to 5. Greg runs on the first sample of each round
+                  (pl_batch_shrink 2).
 The nets are initialised by torch.manual_seed(seed) then every bias,
 noise_strength and w_avg gets N(0, 0.3) added (so no term hides behind a
 zero), and G_ema is G plus N(0, 0.05) on every parameter (so the EMA's
@@ -64,6 +70,17 @@ Writes <case>.safetensors:
   out.loss_g [N], out.loss_d [N] (Dgen + Dreal per sample),
   out.scores_fake [N] (Dmain's), out.scores_real [N]
 Metadata: the sizes, c_dim, rounds, p, the lr, ema beta, cur_nimg.
+sg2_train_reg also: in.z.greg, in.z2.greg, in.c.greg, in.ada.dreg_real,
+in.cutoff_greg [1], in.pl_mean [1], in.pl_noise [N, 3, 32, 32] (the
+official randn_like / sqrt(H W); by global sample: rows of each round
+past Greg's are 0; in.z2.greg likewise); grad_reg.G.<name>,
+grad_reg.D.<name> (Greg's and Dreg's gradients, what Adam last stepped
+with; grad.* are the main phases', which the C test leaves to the moments
+and parameters); adam_step.<net>.<name> (Adam's per-parameter count);
+out.pl_penalty, out.r1_penalty [rounds] (each round's mean),
+out.pl_mean [1], out.dreg_scores_real [N]; metadata reg = 1, pl_weight,
+r1_gamma, pl_mean0, cutoff_greg, none_greg / none_dreg (parameters
+without a gradient in those phases: none).
 """
 import copy
 import math
@@ -84,6 +101,7 @@ P = 0.4
 LR = 0.0025
 MIX = 0.9
 CUR_NIMG, EMA_KIMG, EMA_RAMPUP = 1000, 10, 0.05
+PL_WEIGHT, R1_GAMMA, PL_MEAN0 = 2, 0.5, 0.25  # the sg2_train_reg case
 
 
 def f32(t):
@@ -97,7 +115,7 @@ def state(out, prefix, net):
 
 
 def case(nets, augment, loss_mod, name, seed, c_dim, rounds, force_cut,
-         outdir):
+         outdir, reg=False):
     torch.manual_seed(seed)
     G = nets.Generator(z_dim=ZW, c_dim=c_dim, w_dim=ZW, img_resolution=RES,
                        img_channels=IMG_C,
@@ -135,7 +153,10 @@ def case(nets, augment, loss_mod, name, seed, c_dim, rounds, force_cut,
                                   G_mapping=G.mapping,
                                   G_synthesis=G.synthesis, D=D,
                                   augment_pipe=pipe, style_mixing_prob=MIX,
-                                  r1_gamma=0, pl_weight=0)
+                                  r1_gamma=R1_GAMMA if reg else 0,
+                                  pl_weight=PL_WEIGHT if reg else 0)
+    if reg:
+        loss.pl_mean.fill_(PL_MEAN0)
     out = {}
     state(out, 'init.G', G)
     state(out, 'init.D', D)
@@ -153,6 +174,8 @@ def case(nets, augment, loss_mod, name, seed, c_dim, rounds, force_cut,
         out['in.real_c'] = f32(real_c)
         out['in.c.gmain'] = f32(all_c[0])
         out['in.c.dmain'] = f32(all_c[2])
+        if reg:
+            out['in.c.greg'] = f32(all_c[1])
 
     # the draws, recorded in call order; with force_cut, the cut-off's
     # random_ gives force_cut[phase] and the gate's rand([]) 0 (mixing in
@@ -183,11 +206,14 @@ def case(nets, augment, loss_mod, name, seed, c_dim, rounds, force_cut,
         c = k / (k + 1)
         opts[tag] = torch.optim.Adam(net.parameters(), lr=LR * c,
                                      betas=[0 ** c, 0.99 ** c], eps=1e-8)
-    grads = {}
+    grads, none = {}, {}
     bg = N // rounds
-    for ph, (phase, tag, net, z, gc) in enumerate(
-            (('Gmain', 'G', G, all_z[0], all_c[0]),
-             ('Dmain', 'D', D, all_z[2], all_c[2]))):
+    phases = [('Gmain', 'G', G, all_z[0], all_c[0], 1),
+              ('Dmain', 'D', D, all_z[2], all_c[2], 1)]
+    if reg:
+        phases = [phases[0], ('Greg', 'G', G, all_z[1], all_c[1], 4),
+                  phases[1], ('Dreg', 'D', D, all_z[3], all_c[3], 16)]
+    for ph, (phase, tag, net, z, gc, gain) in enumerate(phases):
         opt = opts[tag]
         if force_cut:
             forced['cut'] = force_cut[ph]
@@ -203,14 +229,18 @@ def case(nets, augment, loss_mod, name, seed, c_dim, rounds, force_cut,
                     gc.split(bg))):
                 loss.accumulate_gradients(phase=phase, real_img=ri,
                                           real_c=rc, gen_z=zi, gen_c=ci,
-                                          sync=(r == rounds - 1), gain=1)
+                                          sync=(r == rounds - 1), gain=gain)
         finally:
             torch.rand, torch.randn = real_rand, real_randn
             torch.randn_like, torch.Tensor.random_ = (real_randn_like,
                                                       real_random_)
         net.requires_grad_(False)
+        gname = 'grad' if phase.endswith('main') else 'grad_reg'
         for k, p in net.named_parameters():
-            grads[f'grad.{tag}.{k}'] = f32(p.grad)
+            if p.grad is None:  # Adam skips it in this phase
+                none.setdefault(phase, []).append(k)
+                continue
+            grads[f'{gname}.{tag}.{k}'] = f32(p.grad)
             torch.nan_to_num(p.grad, nan=0, posinf=1e5, neginf=-1e5,
                              out=p.grad)
         opt.step()
@@ -218,6 +248,9 @@ def case(nets, augment, loss_mod, name, seed, c_dim, rounds, force_cut,
             st = opt.state[p]
             out[f'adam_m.{tag}.{k}'] = f32(st['exp_avg'])
             out[f'adam_v.{tag}.{k}'] = f32(st['exp_avg_sq'])
+            if reg:  # every parameter steps in every phase (reg_test)
+                out[f'adam_step.{tag}.{k}'] = np.asarray(
+                    [float(st['step'])], dtype=np.float32)
     out.update(grads)
 
     # parse the draws: per round, run_G (3 records), augment calls (26 each)
@@ -245,15 +278,32 @@ def case(nets, augment, loss_mod, name, seed, c_dim, rounds, force_cut,
             cols.append(t.reshape(bg, k))
         parts.append(torch.cat(cols, dim=1))
     z2g, z2d, ag, adf, adr = [], [], [], [], []
-    cut_g, cut_d = set(), set()
+    z2r, pln, adreg = [], [], []
+    cut_g, cut_d, cut_r = set(), set(), set()
     pos = 0
     for _ in range(rounds):
         cut_g.add(run_g(z2g))
         aug(ag)
+    if reg:
+        for r in range(rounds):
+            z2s = []
+            cut_r.add(run_g(z2s))
+            # by global sample as the latents: the round's first bg / 2
+            z2r.append(torch.cat([z2s[0], torch.zeros_like(z2s[0])]))
+            t = take('randn_like')
+            assert t.shape[0] == bg // 2, t.shape
+            # by global sample: the round's first bg / 2 rows; the rest 0
+            # (the draw is randn; the official then divides by sqrt(H W))
+            full = torch.zeros([bg] + list(t.shape[1:]))
+            full[:bg // 2] = t / np.sqrt(t.shape[2] * t.shape[3])
+            pln.append(full)
     for _ in range(rounds):
         cut_d.add(run_g(z2d))
         aug(adf)
         aug(adr)
+    if reg:
+        for _ in range(rounds):
+            aug(adreg)
     assert pos == len(rec), (pos, len(rec))
     assert len(cut_g) == 1 and len(cut_d) == 1, (cut_g, cut_d)
     cut_g, cut_d = cut_g.pop(), cut_d.pop()
@@ -264,6 +314,16 @@ def case(nets, augment, loss_mod, name, seed, c_dim, rounds, force_cut,
     out['in.ada.dmain_fake'] = f32(torch.cat(adf))
     out['in.ada.dmain_real'] = f32(torch.cat(adr))
     out['in.cutoff'] = np.asarray([cut_g, cut_d], dtype=np.float32)
+    if reg:
+        assert len(cut_r) == 1, cut_r
+        cut_r = cut_r.pop()
+        assert cut_r < num_ws, cut_r
+        out['in.cutoff_greg'] = np.asarray([cut_r], dtype=np.float32)
+        out['in.z2.greg'] = f32(torch.cat(z2r))
+        out['in.z.greg'] = f32(all_z[1])
+        out['in.pl_noise'] = f32(torch.cat(pln))
+        out['in.ada.dreg_real'] = f32(torch.cat(adreg))
+        out['in.pl_mean'] = np.asarray([PL_MEAN0], dtype=np.float32)
     out['in.z.gmain'] = f32(all_z[0])
     out['in.z.dmain'] = f32(all_z[2])
 
@@ -286,7 +346,20 @@ def case(nets, augment, loss_mod, name, seed, c_dim, rounds, force_cut,
     out['out.loss_d'] = per_sample('Loss/D/loss')
     out['out.scores_fake'] = f32(torch.cat(
         [v.reshape(-1) for v in stats['Loss/scores/fake'][rounds:]]))
-    out['out.scores_real'] = per_sample('Loss/scores/real')
+    # 'Loss/scores/real' is reported by Dmain's rounds (then Dreg's)
+    out['out.scores_real'] = f32(torch.cat(
+        [v.reshape(-1) for v in stats['Loss/scores/real'][:rounds]]))
+    if reg:
+        out['out.dreg_scores_real'] = f32(torch.cat(
+            [v.reshape(-1) for v in stats['Loss/scores/real'][rounds:]]))
+        # per round: the round's mean (ganflow reports their mean)
+        out['out.pl_penalty'] = np.asarray(
+            [float(v.mean()) for v in stats['Loss/pl_penalty']],
+            dtype=np.float32)
+        out['out.r1_penalty'] = np.asarray(
+            [float(v.mean()) for v in stats['Loss/r1_penalty']],
+            dtype=np.float32)
+        out['out.pl_mean'] = f32(loss.pl_mean.reshape(1))
     meta = dict(batch=str(N), rounds=str(rounds), c_dim=str(c_dim),
                 img_resolution=str(RES),
                 img_channels=str(IMG_C), z_dim=str(ZW), w_dim=str(ZW),
@@ -297,6 +370,11 @@ def case(nets, augment, loss_mod, name, seed, c_dim, rounds, force_cut,
                 ema_rampup=str(EMA_RAMPUP), ema_beta=repr(beta),
                 cutoffs=f'{cut_g},{cut_d}', torch=torch.__version__,
                 official='stylegan2-ada-pytorch d72cc7d', seed=str(seed))
+    if reg:
+        meta.update(reg='1', pl_weight=str(PL_WEIGHT), r1_gamma=str(R1_GAMMA),
+                    pl_mean0=str(PL_MEAN0), cutoff_greg=str(cut_r),
+                    none_greg=','.join(none.get('Greg', [])),
+                    none_dreg=','.join(none.get('Dreg', [])))
     path = os.path.join(outdir, f'{name}.safetensors')
     save_file(out, path, metadata=meta)
     print(path, os.path.getsize(path), 'bytes,', len(out), 'tensors;',
@@ -316,6 +394,8 @@ def main():
     case(nets, augment, loss_mod, 'sg2_train', 3001, 0, 1, None, outdir)
     case(nets, augment, loss_mod, 'sg2_train_cond', 3100, 3, 2, (3, 6),
          outdir)
+    case(nets, augment, loss_mod, 'sg2_train_reg', 3200, 3, 2, (3, 5, 6, 0),
+         outdir, reg=True)
 
 
 if __name__ == '__main__':
