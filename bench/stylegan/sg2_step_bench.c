@@ -111,7 +111,7 @@ int main(int argc, char **argv) {
     else return usage();
   }
   if ((strcmp(o.what, "step") && strcmp(o.what, "gfwd")) || o.threads < 1 || o.steps < 1 ||
-      o.warmup < 0 || o.batch < 0 || o.p < 0 || o.p > 1)
+      o.warmup < 0 || o.batch < 0 || o.cbase < 0 || o.cmax < 0 || !(o.p >= 0 && o.p <= 1))
     return usage();
   static bench b; /* zeroed: every free below accepts a never-built member */
   gf_err err = {0};
