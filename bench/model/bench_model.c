@@ -9,25 +9,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "gf/clock.h"
 #include "gf/gan.h"
-
-/* VmHWM of /proc/self/status in KiB, or -1. */
-static long vm_hwm_kib(void) {
-  FILE *f = fopen("/proc/self/status", "r");
-  if (!f) return -1;
-  char line[256];
-  long kib = -1;
-  while (fgets(line, sizeof line, f))
-    if (strncmp(line, "VmHWM:", 6) == 0) kib = strtol(line + 6, NULL, 10);
-  fclose(f);
-  return kib;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 static int usage(void) {
   fprintf(stderr, "usage: bench_model --model mlp|dcgan28|dcgan32|dcgan64 [--batch N] "
@@ -95,14 +79,14 @@ int main(int argc, char **argv) {
     if (i >= 0) t[i] = gf_mono_s() - t0;
   }
   if (rc == 0) {
-    qsort(t, (size_t)steps, sizeof *t, cmp_double);
+    qsort(t, (size_t)steps, sizeof *t, gf_bench_cmp_double);
     double med = t[steps / 2];
     printf("%-8s batch %3d threads %d: step %8.1f ms median (min %.1f, max %.1f, %d steps), "
            "%7.1f img/s; params G %lld D %lld; arenas %.1f MiB; VmHWM %.1f MiB; "
            "loss_d %.3f loss_g %.3f\n",
            model, batch, threads, 1e3 * med, 1e3 * t[0], 1e3 * t[steps - 1], steps, batch / med,
            (long long)gf_net_num_trainable(&gan.g), (long long)gf_net_num_trainable(&gan.d),
-           gf_gan_arena_bytes(&gan) / 1048576.0, vm_hwm_kib() / 1024.0, s.loss_d, s.loss_g);
+           gf_gan_arena_bytes(&gan) / 1048576.0, gf_bench_vm_hwm_kib() / 1024.0, s.loss_d, s.loss_g);
   }
   free(t);
   gf_tensor_free(&real);
