@@ -534,7 +534,8 @@ gf_train_exit gf_train_run(const gf_train_config *given,
   if (s == GF_EINVAL) goto out_usage;
   if (s != GF_OK) goto out;
   bool usage = false;
-  s = train_build_model(&st, &usage, &err);
+  s = cfg->model == GF_ARCH_STYLEGAN2 ? train_sg2_build(&st, &usage, &err)
+                                      : train_build_model(&st, &usage, &err);
   if (s != GF_OK && !usage && s == GF_EINVAL) s = GF_EIO; /* a failure, not usage */
   s = gf_dist_agree(&st.dist, s, "building the model", &err);
   if (s == GF_EINVAL) goto out_usage;

@@ -280,7 +280,6 @@ gf_status train_resume_check(train_state *st, const gf_ckpt_meta *m,
  * seed. */
 gf_status train_build_model(train_state *st, bool *usage, gf_err *err) {
   const gf_train_config *cfg = st->cfg;
-  if (cfg->model == GF_ARCH_STYLEGAN2) return train_sg2_build(st, usage, err);
   gf_status s;
   gf_gan_hparams hp;
   train_gan_hparams(cfg, &hp);

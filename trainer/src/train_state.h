@@ -139,7 +139,8 @@ gf_status train_load_data(train_state *st, gf_err *err);
 /* The execution context of --device ("cuda" alone: LOCAL_RANK's GPU). */
 gf_status train_make_ctx(train_state *st, const gf_launch_info *launch,
                          gf_err *err);
-/* Builds the GAN; loads the checkpoint or initialises from the seed.
+/* Builds the GAN (not stylegan2's: train_sg2_build); loads the checkpoint
+ * or initialises from the seed.
  * *usage tells a refusal (exit 2) from a failure. */
 gf_status train_build_model(train_state *st, bool *usage, gf_err *err);
 /* Checks --batch, --grad-accum and --exact-shards against the world size;
