@@ -158,8 +158,8 @@ static const char *const k_sections[S_COUNT] = {
   [S_TRAIN] = "Training:",
   [S_RECIPE] = "GAN recipe:",
   [S_SG2] = "StyleGAN2-ADA (--model stylegan2; --batch, --lr-g, --lr-d, "
-            "--ema-rampup, --r1 and\n--z-dim default to the --cfg preset's "
-            "values):",
+            "--ema-rampup and --z-dim\ndefault to the --cfg preset's values; "
+            "--r1 and --pl-weight must be 0 for now):",
   [S_RANKS] = "Multiple ranks (launch with `ganflow launch`, which restarts "
               "failed jobs,\nmpirun, srun, or torchrun-style RANK, "
               "WORLD_SIZE, LOCAL_RANK,\nLOCAL_WORLD_SIZE, MASTER_ADDR, "
@@ -455,7 +455,7 @@ static const gf_flag k_rows[] = {
    .help = "thousands of images for p to go from 0 to 1 at most"},
   {.name = "--pl-weight", .arg = "W", .kind = GF_FLAG_F64, FIELD(pl_weight),
    .flo = 0, .fhi = 1e6, .def_f = 0,
-   .def_help = "0 (path length is not implemented yet)", .section = S_SG2,
+   .section = S_SG2,
    .param = "pl_weight", .recipe = "pl", .active = is_sg2,
    .recipe_if_active = true,
    .help = "path-length regularizer weight; only 0 until it lands"},
