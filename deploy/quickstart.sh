@@ -10,7 +10,8 @@
 # Run it again after an interruption: training resumes where it stopped.
 # Both servers keep running: stop MLflow with deploy/mlflow-local.sh stop
 # and ganflow-serve with kill "$(cat .state/serve/ganflow-serve.pid)".
-#   GANFLOW_QUICKSTART_STEPS  training steps (3000: about 5 minutes on 2 cores
+#   GANFLOW_QUICKSTART_STEPS  training steps (dcgan, cond: 3000, about 5
+#                             minutes on 2 cores
 #                             with AVX-512, about 18 with AVX2 only; fewer
 #                             steps, a blurrier generator: README)
 #   GANFLOW_QUICKSTART_FID_IMAGES  images per set in FID/KID (100)
@@ -19,14 +20,18 @@
 #                             loss, spectral norm, EMA generator) on
 #                             Fashion-MNIST's ten named classes, registered
 #                             as fashion-cond-dcgan, whose PNG asks
-#                             class=Sneaker
+#                             class=Sneaker;
+#                             or stylegan2: a small StyleGAN2-ADA (32x32,
+#                             channels 1024/32, batch 8, ADA, no R1 or path
+#                             length yet) on Fashion-MNIST resized to 32x32,
+#                             200 steps by default (about 4 minutes on 2
+#                             cores), registered as fashion-stylegan2
 #   GANFLOW_SERVE_PORT        ganflow-serve's port (8080; 0 = any free port)
 #   GANFLOW_BUILD_DIR         build folder (build)
 #   GANFLOW_STATE_DIR         checkpoints, server pid/log/cache, PNG (.state)
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-STEPS=${GANFLOW_QUICKSTART_STEPS:-3000}
 # FID/KID at each evaluation (every 1,000 steps and at step 0 the SWD
 # alone) on 100 generated and 100 real images: on 2 cores the FID network
 # takes about 7 s per 100 images and FID's eigen-decompositions about 3 s,
@@ -38,6 +43,9 @@ BUILD=${GANFLOW_BUILD_DIR:-build}
 STATE=${GANFLOW_STATE_DIR:-$ROOT/.state}
 SERVE_PORT=${GANFLOW_SERVE_PORT:-8080}
 SERVE_DIR="$STATE/serve"
+# The network and its cadence: dcgan's by default.
+NET=(--model dcgan --image-size 28 --batch 64)
+DEFAULT_STEPS=3000 EVERY=500 EVAL_EVERY=1000
 case ${GANFLOW_QUICKSTART_MODEL:-dcgan} in
   dcgan)
     MODEL=fashion-dcgan RUN=dcgan-fashion CKPT=quickstart QUERY="seed=0&n=16"
@@ -47,20 +55,28 @@ case ${GANFLOW_QUICKSTART_MODEL:-dcgan} in
     QUERY="seed=0&n=16&class=Sneaker"
     RECIPE=(--data fashion-mnist:/usr/share/datasets/fashion-mnist --cond
             --loss hinge --sn --ema-decay 0.999) ;;
+  stylegan2)
+    MODEL=fashion-stylegan2 RUN=stylegan2-fashion CKPT=quickstart-stylegan2
+    QUERY="seed=0&n=16"
+    RECIPE=(--data /usr/share/datasets/fashion-mnist --ada-kimg 10)
+    NET=(--model stylegan2 --image-size 32 --cbase 1024 --cmax 32 --z-dim 64
+         --map-layers 2 --batch 8)
+    DEFAULT_STEPS=200 EVERY=50 EVAL_EVERY=100 ;;
   *)
-    echo "quickstart: GANFLOW_QUICKSTART_MODEL=${GANFLOW_QUICKSTART_MODEL}: dcgan or cond" >&2
+    echo "quickstart: GANFLOW_QUICKSTART_MODEL=${GANFLOW_QUICKSTART_MODEL}: dcgan, cond or stylegan2" >&2
     exit 2 ;;
 esac
+STEPS=${GANFLOW_QUICKSTART_STEPS:-$DEFAULT_STEPS}
 ./deploy/install-deps.sh
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" --target ganflow-train ganflow ganflow-serve
 ./deploy/mlflow-local.sh start
 export MLFLOW_TRACKING_URI=$(./deploy/mlflow-local.sh uri)
 "$BUILD"/trainer/ganflow-train \
-  "${RECIPE[@]}" --model dcgan --image-size 28 \
-  --steps "$STEPS" --batch 64 --sample-every 500 --eval-every 1000 \
+  "${RECIPE[@]}" "${NET[@]}" \
+  --steps "$STEPS" --sample-every "$EVERY" --eval-every "$EVAL_EVERY" \
   --eval-metrics swd,fid,kid --fid-images "$FID_IMAGES" \
-  --checkpoint-every 500 --checkpoint-dir "$STATE/checkpoints/$CKPT" \
+  --checkpoint-every "$EVERY" --checkpoint-dir "$STATE/checkpoints/$CKPT" \
   --experiment ganflow-quickstart --run-name "$RUN" \
   --register-model "$MODEL" --alias candidate
 

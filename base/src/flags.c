@@ -429,6 +429,7 @@ gf_status gf_flags_recipe(const gf_flag_table *t, const void *obj,
   for (size_t i = 0; i < t->n; i++) {
     const gf_flag *r = &t->rows[i];
     if (!r->recipe) continue;
+    if (r->recipe_if_active && r->active && !r->active(obj)) continue;
     if (r->active && !r->active(obj)) {
       memcpy(val, "0", 2);
     } else {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "gf/note.h"
+#include "gf/sg2_gan.h"
 #include "gf/text.h"
 
 /* ---- layout ------------------------------------------------------------- */
@@ -323,6 +324,54 @@ gf_status gf_checkpoint_save(const char *dir, const gf_gan *gan,
    * (the caller may go on: the new file is complete). */
   if (keep > 0) st = prune(dir, meta->step, keep, err);
   return st;
+}
+
+gf_status gf_checkpoint_save_sg2(const char *dir, const gf_sg2_gan *gan,
+                                 const gf_ckpt_meta *meta, int keep,
+                                 char *path_out, size_t path_cap, gf_err *err) {
+  if (!dir || !*dir || !gan || !meta)
+    return gf_fail(err, GF_EINVAL, "checkpoint save: NULL argument");
+  if (meta->config.architecture != GF_ARCH_STYLEGAN2)
+    return gf_fail(err, GF_EINVAL, "checkpoint save: a stylegan2 state with "
+                   "a %s config", gf_arch_name(meta->config.architecture));
+  if (meta->step < 0)
+    return gf_fail(err, GF_EINVAL, "checkpoint save: step is negative");
+  char name[64], path[GF_CKPT_PATH_MAX];
+  GF_TRY(gf_format(name, sizeof name, err, "checkpoint name", GF_CKPT_NAME_FMT,
+                   (long long)meta->step));
+  GF_TRY(join_path(path, sizeof path, dir, name, err));
+  if (path_out && strlen(path) >= path_cap)
+    return gf_fail(err, GF_EINVAL,
+                   "checkpoint save: path buffer of %zu bytes too small for %s",
+                   path_cap, path);
+  gf_ckpt_meta_kv kv;
+  GF_TRY(gf_ckpt_meta_to_kv(meta, &kv, err));
+  gf_status st = gf_sg2_gan_save_meta(gan, path, kv.kv, kv.n, err);
+  gf_ckpt_meta_kv_free(&kv);
+  if (st != GF_OK) return st;
+  if (path_out) memcpy(path_out, path, strlen(path) + 1);
+  if (keep > 0) st = prune(dir, meta->step, keep, err);
+  return st;
+}
+
+gf_status gf_checkpoint_load_sg2(const char *path, gf_sg2_gan *gan,
+                                 gf_ckpt_meta *meta_out, gf_err *err) {
+  if (!path || !gan)
+    return gf_fail(err, GF_EINVAL, "checkpoint load: NULL argument");
+  gf_st_file f;
+  gf_st_file_init(&f);
+  gf_ckpt_meta meta;
+  GF_TRY(gf_ckpt_open(path, &f, &meta, err));
+  bool state = gf_st_meta_get(&f, GF_SG2_STATE_FORMAT_KEY) != NULL;
+  gf_st_file_free(&f);
+  if (meta.config.architecture != GF_ARCH_STYLEGAN2 || !state)
+    return gf_fail(err, GF_EINVAL, "%s is a checkpoint of a %s model, not a "
+                   "stylegan2 training state: use its --model or another "
+                   "--checkpoint-dir", path,
+                   gf_arch_name(meta.config.architecture));
+  GF_TRY(gf_sg2_gan_load(gan, path, err));
+  if (meta_out) *meta_out = meta;
+  return GF_OK;
 }
 
 /* ---- find latest -------------------------------------------------------- */

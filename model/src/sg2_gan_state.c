@@ -92,8 +92,14 @@ static void scalars_get(const gf_sg2_gan *gan, unsigned char v[SC_N][8]) {
 
 gf_status gf_sg2_gan_save(const gf_sg2_gan *gan, const char *path,
                           gf_err *err) {
-  if (!gan || !gan->s || !path)
-    return gf_fail(err, GF_EINVAL, "sg2 state: NULL gan or path");
+  return gf_sg2_gan_save_meta(gan, path, NULL, 0, err);
+}
+
+gf_status gf_sg2_gan_save_meta(const gf_sg2_gan *gan, const char *path,
+                               const gf_st_kv *extra, size_t n_extra,
+                               gf_err *err) {
+  if (!gan || !gan->s || !path || (n_extra && !extra))
+    return gf_fail(err, GF_EINVAL, "sg2 state: NULL gan, path or metadata");
   layout L;
   gf_sg2_gan *g = (gf_sg2_gan *)gan; /* the layout holds views only */
   gf_status st = build(&L, g, err);
@@ -123,8 +129,15 @@ gf_status gf_sg2_gan_save(const gf_sg2_gan *gan, const char *path,
     for (int k = 0; k < SC_N; k++)
       d[L.n + (size_t)k] =
           (gf_st_tensor_desc){k_scalar[k], k_scalar_dt[k], 0, NULL, sv[k]};
-    const gf_st_kv meta[1] = {{GF_SG2_STATE_FORMAT_KEY, "1"}};
-    st = gf_st_write_file(path, d, nt, meta, 1, GF_ST_DATA_SHA256, err);
+    gf_st_kv *meta = calloc(n_extra + 1, sizeof *meta);
+    if (!meta) st = gf_fail(err, GF_ENOMEM, "sg2 state: metadata");
+    for (size_t i = 0; meta && i < n_extra; i++) meta[i] = extra[i];
+    if (meta) {
+      meta[n_extra] = (gf_st_kv){GF_SG2_STATE_FORMAT_KEY, "1"};
+      st = gf_st_write_file(path, d, nt, meta, n_extra + 1,
+                            GF_ST_DATA_SHA256, err);
+    }
+    free(meta);
   }
   free(host);
   free(d);

@@ -40,8 +40,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "check.h"
+#include "gf/checkpoint.h"
 #include "gf/safetensors.h"
 #include "gf/sg2_gan.h"
 
@@ -826,6 +829,74 @@ static void test_reg_resume(void) {
   printf("refused: %s\n", err.msg);
 }
 
+/* gf_checkpoint_save_sg2 / _load_sg2: the trainer's names, keep-K, the
+ * newest good one found past a truncated file, a load that restores the
+ * state, another model's checkpoint refused naming it. */
+static void test_checkpoint_sg2(void) {
+  gf_sg2_gan_hp hp = resume_hp();
+  gf_sg2_gan a, b;
+  gf_err err;
+  char dir[512], path[1024], pa[600], pb[600];
+  snprintf(dir, sizeof dir, "%s/sg2_ckpts", g_tmp);
+  mkdir(dir, 0755);
+  gf_ckpt_meta meta;
+  memset(&meta, 0, sizeof meta);
+  meta.format_version = GF_CKPT_FORMAT_VERSION;
+  meta.seed = 5;
+  meta.world_size = 1;
+  gf_model_config_default(&meta.config, GF_ARCH_STYLEGAN2);
+  REQUIRE(gf_model_config_validate(&meta.config, &err) == GF_OK);
+  make_gan(&a, &hp, 2);
+  for (int k = 1; k <= 3; k++) {
+    steps(&a, 1, NULL);
+    meta.step = k;
+    if (gf_checkpoint_save_sg2(dir, &a, &meta, 2, path, sizeof path, &err))
+      die("save_sg2", &err);
+  }
+  char found[1024];
+  gf_ckpt_meta got;
+  int skipped = -1;
+  REQUIRE(gf_checkpoint_find_latest(dir, found, sizeof found, &got, &skipped,
+                                    NULL, 0, &err) == GF_OK);
+  CHECK(got.step == 3 && skipped == 0 && got.config.architecture ==
+                                            GF_ARCH_STYLEGAN2);
+  snprintf(pa, sizeof pa, "%s/ckpt-000000000001.safetensors", dir);
+  CHECK(access(pa, F_OK) != 0); /* pruned: keep 2 */
+  make_gan(&b, &hp, 2);
+  if (gf_checkpoint_load_sg2(found, &b, &got, &err)) die("load_sg2", &err);
+  CHECK_INT_EQ(b.step, 3);
+  snprintf(pa, sizeof pa, "%s/a.safetensors", g_tmp);
+  snprintf(pb, sizeof pb, "%s/b.safetensors", g_tmp);
+  REQUIRE(gf_sg2_gan_save(&a, pa, &err) == GF_OK);
+  REQUIRE(gf_sg2_gan_save(&b, pb, &err) == GF_OK);
+  size_t na, nb;
+  unsigned char *ba = slurp(pa, &na), *bb = slurp(pb, &nb);
+  CHECKF(na == nb && memcmp(ba, bb, na) == 0, "loaded checkpoint state differs");
+  free(ba);
+  free(bb);
+  /* a truncated newest file: skipped, step 2 found */
+  REQUIRE(truncate(found, 1000) == 0);
+  REQUIRE(gf_checkpoint_find_latest(dir, found, sizeof found, &got, &skipped,
+                                    NULL, 0, &err) == GF_OK);
+  CHECK(got.step == 2 && skipped == 1);
+  /* another model's checkpoint: refused naming it, b unchanged */
+  gf_ckpt_meta dm = meta;
+  gf_model_config_default(&dm.config, GF_ARCH_DCGAN);
+  dm.step = 9;
+  float one = 1.0f;
+  int64_t shape[1] = {1};
+  gf_st_tensor_desc t = {"g.x", GF_ST_F32, 1, shape, &one};
+  snprintf(path, sizeof path, "%s/ckpt-000000000009.safetensors", dir);
+  REQUIRE(gf_ckpt_write(path, &t, 1, &dm, &err) == GF_OK);
+  CHECK(gf_checkpoint_load_sg2(path, &b, NULL, &err) == GF_EINVAL);
+  CHECKF(strstr(err.msg, "dcgan") != NULL, "message: %s", err.msg);
+  CHECK_INT_EQ(b.step, 3);
+  CHECK(gf_checkpoint_save_sg2(dir, &a, &dm, 2, NULL, 0, &err) == GF_EINVAL);
+  printf("checkpoint_sg2: keep-K, newest good, load, refusals\n");
+  gf_sg2_gan_free(&a);
+  gf_sg2_gan_free(&b);
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: test_sg2_gan GOLDEN_DIR TMP_DIR\n");
@@ -852,6 +923,7 @@ int main(int argc, char **argv) {
   test_controller();
   test_hooks();
   test_reg_resume();
+  test_checkpoint_sg2();
   gf_ctx_free(&g_ctx);
   return check_report();
 }

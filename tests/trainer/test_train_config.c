@@ -500,6 +500,83 @@ static void test_table_and_env(void) {
   CHECK_STR_EQ(e.msg, "--lr-g: 2 is outside (0, 1]");
 }
 
+/* --model stylegan2: the preset fills what was not given, the new rows
+ * parse and bound, the recipe and params carry them (the other models'
+ * recipes unchanged), and what the run cannot do yet is refused naming
+ * the flag. */
+static void test_stylegan2_flags(void) {
+  gf_train_config c;
+  gf_err e;
+  REQUIRE(parse(&c, &e, "--data", "/d", "--model", "stylegan2", NULL) ==
+          GF_PARSE_OK);
+  /* auto at 32 px, one rank: train.py's rules (batch 32, lr 0.0025,
+   * ema 10 kimg, mapping 2, cbase 16384 -> 32768 * 0.5, cmax 512) */
+  CHECK(c.model == GF_ARCH_STYLEGAN2 && c.image_size == 32 && c.z_dim == 512);
+  CHECK_INT_EQ(c.batch, 32);
+  CHECK(c.lr_g == 0.0025 && c.lr_d == 0.0025);
+  CHECK_INT_EQ(c.map_layers, 2);
+  CHECK(c.aug == GF_TRAIN_AUG_ADA && c.ada_target == 0.6 && c.ada_kimg == 500);
+  /* R1 gamma 0.0002 res^2 / batch, path length 2 */
+  CHECK(c.r1_gamma == 0.0064 && c.pl_weight == 2 && c.style_mixing == 0.9);
+  CHECK_INT_EQ(c.r1_every, 16);
+  char r[GF_CKPT_RECIPE_MAX + 1];
+  REQUIRE(gf_train_recipe(&c, r, sizeof r, &e) == GF_OK);
+  CHECKF(strstr(r, ",cfg=auto,map=2,") && strstr(r, "aug=ada,aug_p=0,"
+         "ada_target=0.6,ada_kimg=500,pl=2,mix=0.9,ema_kimg="),
+         "recipe %s", r);
+  gf_train_param ps[GF_TRAIN_MAX_PARAMS];
+  size_t np = gf_train_config_params(&c, ps, GF_TRAIN_MAX_PARAMS);
+  int found = 0;
+  for (size_t i = 0; i < np; i++)
+    found += strcmp(ps[i].key, "sg2_cfg") == 0 ||
+             strcmp(ps[i].key, "ada_target") == 0 ||
+             strcmp(ps[i].key, "ema_kimg") == 0;
+  CHECK_INT_EQ(found, 3);
+  gf_model_config m;
+  REQUIRE(gf_train_model_config(&c, &m, &e) == GF_OK);
+  CHECK(m.architecture == GF_ARCH_STYLEGAN2 && m.sg2.mapping_layers == 2);
+  CHECK_STR_EQ(c.register_model, "ganflow-stylegan2");
+  /* flags over the preset */
+  REQUIRE(parse(&c, &e, "--data", "/d", "--model", "stylegan2", "--cfg",
+                "cifar", "--image-size", "64", "--channels", "3", "--batch",
+                "8", "--lr-g", "0.001", "--cbase", "512", "--cmax", "32",
+                "--map-layers", "3", "--aug", "fixed", "--aug-p", "0.25",
+                "--style-mixing", "0.5", "--ema-kimg", "1", "--z-dim", "8",
+                NULL) == GF_PARSE_OK);
+  CHECK(c.sg2_cfg == 5 && c.batch == 8 && c.lr_g == 0.001 && c.cbase == 512);
+  CHECK(c.cmax == 32 && c.map_layers == 3 && c.aug == GF_TRAIN_AUG_FIXED);
+  CHECK(c.aug_p == 0.25 && c.style_mixing == 0.5 && c.ema_kimg == 1);
+  REQUIRE(gf_train_recipe(&c, r, sizeof r, &e) == GF_OK);
+  CHECKF(strstr(r, "aug=fixed,aug_p=0.25,pl=0") != NULL, "recipe %s", r);
+  CHECK(c.r1_gamma == 0.01 && c.pl_weight == 0); /* cifar's */
+  /* the regularizers given over the preset */
+  REQUIRE(parse(&c, &e, "--data", "/d", "--model", "stylegan2", "--r1", "10",
+                "--r1-every", "8", "--pl-weight", "0", NULL) == GF_PARSE_OK);
+  CHECK(c.r1_gamma == 10 && c.r1_every == 8 && c.pl_weight == 0);
+  /* refusals, each naming its flag */
+  BAD("--r1", "--model", "stylegan2", "--r1", "-1");
+  BAD("--pl-weight", "--model", "stylegan2", "--pl-weight", "-2");
+  BAD("--image-size", "--model", "stylegan2", "--image-size", "28");
+  BAD("--image-size", "--model", "stylegan2", "--image-size", "2048");
+  BAD("--channels", "--model", "stylegan2", "--channels", "2");
+  BAD("--sn", "--model", "stylegan2", "--sn");
+  BAD("--ema-decay", "--model", "stylegan2", "--ema-decay", "0.9");
+  BAD("--cfg", "--model", "stylegan2", "--cfg", "paper2048");
+  BAD("--map-layers", "--model", "stylegan2", "--map-layers", "0");
+  BAD("--cmax", "--model", "stylegan2", "--cmax", "5000");
+  BAD("--aug", "--model", "stylegan2", "--aug", "bgc");
+  BAD("--aug-p", "--model", "stylegan2", "--aug-p", "1.5");
+  BAD("--ada-target", "--model", "stylegan2", "--ada-target", "0");
+  BAD("--style-mixing", "--model", "stylegan2", "--style-mixing", "-0.1");
+  BAD("--cfg", "--cfg", "cifar"); /* dcgan */
+  BAD("--ema-kimg", "--model", "resnet", "--ema-kimg", "5");
+  /* the other models' recipe is as before */
+  REQUIRE(parse(&c, &e, "--data", "/d", NULL) == GF_PARSE_OK);
+  REQUIRE(gf_train_recipe(&c, r, sizeof r, &e) == GF_OK);
+  CHECK_STR_EQ(r, "loss=bce,d_steps=1,ema_decay=0,ema_rampup=0,mirror=false,"
+                  "r1=0,r1_every=0,diffaug=none");
+}
+
 int main(void) {
   test_table_and_env();
   test_defaults();
@@ -509,6 +586,7 @@ int main(void) {
   test_params();
   test_promote_flag();
   test_recipe_flags();
+  test_stylegan2_flags();
   test_exit_codes();
   return check_report();
 }

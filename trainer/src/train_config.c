@@ -23,6 +23,7 @@
 #include "gf/mlflow_env.h"
 #include "gf/ops.h"
 #include "gf/parse.h"
+#include "gf/sg2_config.h"
 #include "gf/text.h"
 #include "gf/train.h"
 #include "mlflow/registry.h"
@@ -136,7 +137,10 @@ TEXT(bucket_text, "%d", cfg->bucket_kb)
 
 ACTIVE(conv_model, cfg->model != GF_ARCH_MLP)
 ACTIVE(fid_or_kid, (cfg->eval_metrics & (GF_EVAL_FID | GF_EVAL_KID)) != 0)
-ACTIVE(has_ema, cfg->ema_decay > 0)
+ACTIVE(has_ema, cfg->ema_decay > 0 || cfg->model == GF_ARCH_STYLEGAN2)
+ACTIVE(is_sg2, cfg->model == GF_ARCH_STYLEGAN2)
+ACTIVE(sg2_aug_p, cfg->model == GF_ARCH_STYLEGAN2 && cfg->aug != GF_TRAIN_AUG_NONE)
+ACTIVE(sg2_ada, cfg->model == GF_ARCH_STYLEGAN2 && cfg->aug == GF_TRAIN_AUG_ADA)
 ACTIVE(has_r1, cfg->r1_gamma > 0)
 ACTIVE(has_price, cfg->price_per_hour >= 0)
 ACTIVE(has_price_file, cfg->price_file[0] != '\0')
@@ -146,13 +150,16 @@ ACTIVE(auto_chosen, cfg->auto_measured[0] != '\0')
 
 /* ---- the table --------------------------------------------------------- */
 
-enum { S_DATA, S_TRAIN, S_RECIPE, S_RANKS, S_CKPT, S_MON, S_COST, S_MLFLOW,
-       S_COUNT };
+enum { S_DATA, S_TRAIN, S_RECIPE, S_SG2, S_RANKS, S_CKPT, S_MON, S_COST,
+       S_MLFLOW, S_COUNT };
 
 static const char *const k_sections[S_COUNT] = {
   [S_DATA] = "Data and model:",
   [S_TRAIN] = "Training:",
   [S_RECIPE] = "GAN recipe:",
+  [S_SG2] = "StyleGAN2-ADA (--model stylegan2; --batch, --lr-g, --lr-d, "
+            "--ema-rampup, --z-dim,\n--r1 and --pl-weight default to the "
+            "--cfg preset's values; --r1-every is D's\nlazy R1 interval):",
   [S_RANKS] = "Multiple ranks (launch with `ganflow launch`, which restarts "
               "failed jobs,\nmpirun, srun, or torchrun-style RANK, "
               "WORLD_SIZE, LOCAL_RANK,\nLOCAL_WORLD_SIZE, MASTER_ADDR, "
@@ -167,7 +174,15 @@ static const char *const k_sections[S_COUNT] = {
 
 static const gf_flag_choice k_models[] = {
   {"dcgan", GF_ARCH_DCGAN}, {"resnet", GF_ARCH_RESNET}, {"mlp", GF_ARCH_MLP},
-  {NULL, 0}};
+  {"stylegan2", GF_ARCH_STYLEGAN2}, {NULL, 0}};
+/* gf_sg2_preset_name's words (the official --cfg). */
+static const gf_flag_choice k_sg2_presets[] = {
+  {"auto", GF_SG2_AUTO}, {"stylegan2", GF_SG2_STYLEGAN2},
+  {"paper256", GF_SG2_PAPER256}, {"paper512", GF_SG2_PAPER512},
+  {"paper1024", GF_SG2_PAPER1024}, {"cifar", GF_SG2_CIFAR}, {NULL, 0}};
+static const gf_flag_choice k_aug[] = {
+  {"ada", GF_TRAIN_AUG_ADA}, {"fixed", GF_TRAIN_AUG_FIXED},
+  {"noaug", GF_TRAIN_AUG_NONE}, {NULL, 0}};
 static const gf_flag_choice k_losses[] = {
   {"bce", GF_GAN_LOSS_BCE}, {"hinge", GF_GAN_LOSS_HINGE},
   {"wgan", GF_GAN_LOSS_WGAN}, {NULL, 0}};
@@ -206,17 +221,21 @@ static const gf_flag k_rows[] = {
   {.name = "--model", .kind = GF_FLAG_CHOICE, FIELD(model),
    .choices = k_models, .def_i = GF_ARCH_DCGAN, .section = S_DATA,
    .param = "model",
-   .help = "network: DCGAN, SNGAN's residual G and D, or the paper's MLP"},
+   .help = "network: DCGAN, SNGAN's residual G and D, the paper's MLP, or "
+           "StyleGAN2-ADA (its flags below)"},
   {.name = "--image-size", .arg = "N", .kind = GF_FLAG_INT,
-   FIELD(image_size), .lo = 1, .hi = 4096, .def_i = 28, .section = S_DATA,
-   .param = "image_size",
-   .help = "image side in pixels; dcgan, resnet: 28, 32 or 64"},
+   FIELD(image_size), .lo = 1, .hi = 4096, .def_i = 28,
+   GF_FLAG_GIVEN(T, image_size_set), .def_help = "28; stylegan2 32",
+   .section = S_DATA, .param = "image_size",
+   .help = "image side in pixels (the data is resized to it); dcgan, "
+           "resnet: 28, 32 or 64; stylegan2: a power of two, 32 to 1024"},
   {.name = "--channels", .arg = "N", .kind = GF_FLAG_INT, FIELD(channels),
    .lo = 1, .hi = 4, .def_i = 1, .section = S_DATA, .param = "channels",
    .help = "1 (gray) or 3 (RGB)"},
   {.name = "--z-dim", .arg = "N", .kind = GF_FLAG_INT, FIELD(z_dim),
-   .lo = 1, .hi = 4096, .def_i = 0,
-   .def_help = "mlp 50, dcgan 100, resnet 128", .section = S_DATA,
+   .lo = 1, .hi = 4096, .def_i = 0, GF_FLAG_GIVEN(T, z_dim_set),
+   .def_help = "mlp 50, dcgan 100, resnet 128, stylegan2 512",
+   .section = S_DATA,
    .param = "z_dim", .help = "latent size"},
   {.name = "--width", .arg = "N", .kind = GF_FLAG_INT, FIELD(width),
    .lo = 1, .hi = 4096, .def_i = 64, GF_FLAG_GIVEN(T, width_set),
@@ -226,14 +245,18 @@ static const gf_flag k_rows[] = {
    .lo = 1, .hi = UINT32_MAX, .def_i = 5000, .section = S_TRAIN,
    .param = "steps", .help = "optimizer steps in all"},
   {.name = "--batch", .arg = "N", .kind = GF_FLAG_INT, FIELD(batch),
-   .lo = 2, .hi = 65536, .def_i = 64, .section = S_TRAIN, .param = "batch",
+   .lo = 2, .hi = 65536, .def_i = 64, GF_FLAG_GIVEN(T, batch_set),
+   .def_help = "64; stylegan2 the preset's", .section = S_TRAIN,
+   .param = "batch",
    .help = "images per step, all ranks together"},
   {.name = "--lr-g", .arg = "X", .kind = GF_FLAG_F64, FIELD(lr_g), .flo = 0,
-   .fhi = 1, .fopen = GF_PARSE_LO_OPEN, .def_f = 2e-4, .def_help = "2e-4",
+   .fhi = 1, .fopen = GF_PARSE_LO_OPEN, .def_f = 2e-4,
+   .def_help = "2e-4; stylegan2 the preset's", GF_FLAG_GIVEN(T, lr_g_set),
    .section = S_TRAIN, .param = "lr_g",
    .help = "Adam learning rate of G, in (0, 1] (betas 0.5, 0.999)"},
   {.name = "--lr-d", .arg = "X", .kind = GF_FLAG_F64, FIELD(lr_d), .flo = 0,
-   .fhi = 1, .fopen = GF_PARSE_LO_OPEN, .def_f = 2e-4, .def_help = "2e-4",
+   .fhi = 1, .fopen = GF_PARSE_LO_OPEN, .def_f = 2e-4,
+   .def_help = "2e-4; stylegan2 the preset's", GF_FLAG_GIVEN(T, lr_d_set),
    .section = S_TRAIN, .param = "lr_d",
    .help = "Adam learning rate of D, in (0, 1]"},
   {.name = "--seed", .arg = "N", .kind = GF_FLAG_U64, FIELD(seed),
@@ -354,7 +377,8 @@ static const gf_flag k_rows[] = {
            "update with this decay, e.g. 0.999; 0: none"},
   {.name = "--ema-rampup", .arg = "R", .kind = GF_FLAG_F64,
    FIELD(ema_rampup), .flo = 0, .fhi = 1e6, .def_f = 0.05,
-   .section = S_RECIPE, .param = "ema_rampup", .recipe = "ema_rampup",
+   GF_FLAG_GIVEN(T, ema_rampup_set),
+   .def_help = "0.05; stylegan2 the preset's", .section = S_RECIPE, .param = "ema_rampup", .recipe = "ema_rampup",
    .active = has_ema,
    .help = "the EMA's half-life is capped at R x the G updates so far, as "
            "StyleGAN2-ADA's; 0: none"},
@@ -368,7 +392,8 @@ static const gf_flag k_rows[] = {
    .section = S_RECIPE, .param = "mirror", .recipe = "mirror",
    .help = "x-flipped copies double the dataset"},
   {.name = "--r1", .arg = "GAMMA", .kind = GF_FLAG_F64, FIELD(r1_gamma),
-   .flo = 0, .fhi = 1e6, .def_f = 0, .section = S_RECIPE,
+   .flo = 0, .fhi = 1e6, .def_f = 0, GF_FLAG_GIVEN(T, r1_set),
+   .def_help = "0; stylegan2: the preset's", .section = S_RECIPE,
    .param = "r1_gamma", .recipe = "r1",
    .help = "the R1 gradient penalty on real images (StyleGAN's); needs a D "
            "without batch norm (dcgan with --sn, resnet, mlp)"},
@@ -386,7 +411,67 @@ static const gf_flag k_rows[] = {
    .param = "cond",
    .help = "class-conditional: G with conditional batch norm on a shared "
            "class embedding (BigGAN), D with a projection (Miyato & "
-           "Koyama); needs labelled data"},
+           "Koyama); needs labelled data; stylegan2: the official "
+           "conditional G (c embedded into the mapping) and D (projection)"},
+  {.name = "--cfg", .kind = GF_FLAG_CHOICE, FIELD(sg2_cfg),
+   .choices = k_sg2_presets, .def_i = GF_SG2_AUTO, .section = S_SG2,
+   .param = "sg2_cfg", .recipe = "cfg", .active = is_sg2,
+   .recipe_if_active = true,
+   .help = "the official preset: sizes and recipe (batch, lr, gamma, EMA, "
+           "mixing) of train.py's --cfg"},
+  {.name = "--map-layers", .arg = "N", .kind = GF_FLAG_INT, FIELD(map_layers),
+   .lo = 1, .hi = 16, .def_i = 0, GF_FLAG_GIVEN(T, map_layers_set),
+   .def_help = "the preset's", .section = S_SG2, .param = "map_layers",
+   .recipe = "map", .active = is_sg2, .recipe_if_active = true,
+   .help = "layers of G's mapping network"},
+  {.name = "--cbase", .arg = "N", .kind = GF_FLAG_INT, FIELD(cbase),
+   .lo = 1, .hi = 1 << 24, .def_i = 0, GF_FLAG_GIVEN(T, cbase_set),
+   .def_help = "the preset's", .section = S_SG2, .param = "cbase",
+   .recipe = "cbase", .active = is_sg2, .recipe_if_active = true,
+   .help = "channel base: a block at resolution r has min(cbase / r, cmax) "
+           "channels"},
+  {.name = "--cmax", .arg = "N", .kind = GF_FLAG_INT, FIELD(cmax),
+   .lo = 1, .hi = 4096, .def_i = 0, GF_FLAG_GIVEN(T, cmax_set),
+   .def_help = "the preset's", .section = S_SG2, .param = "cmax",
+   .recipe = "cmax", .active = is_sg2, .recipe_if_active = true,
+   .help = "channel maximum"},
+  {.name = "--aug", .kind = GF_FLAG_CHOICE, FIELD(aug), .choices = k_aug,
+   .def_i = GF_TRAIN_AUG_ADA, .section = S_SG2, .param = "aug",
+   .recipe = "aug", .active = is_sg2, .recipe_if_active = true,
+   .help = "ada: augment every image D sees with p tuned towards "
+           "--ada-target; fixed: at p --aug-p; noaug: none"},
+  {.name = "--aug-p", .arg = "P", .kind = GF_FLAG_F64, FIELD(aug_p),
+   .flo = 0, .fhi = 1, .def_f = 0, .section = S_SG2, .param = "aug_p",
+   .recipe = "aug_p", .active = sg2_aug_p, .recipe_if_active = true,
+   .help = "augmentation probability at the start (fixed: throughout)"},
+  {.name = "--ada-target", .arg = "T", .kind = GF_FLAG_F64, FIELD(ada_target),
+   .flo = 0, .fhi = 1, .fopen = GF_PARSE_LO_OPEN, .def_f = 0.6,
+   .section = S_SG2, .param = "ada_target", .recipe = "ada_target",
+   .active = sg2_ada, .recipe_if_active = true,
+   .help = "ADA's target for E[sign(D(real))]"},
+  {.name = "--ada-kimg", .arg = "K", .kind = GF_FLAG_F64, FIELD(ada_kimg),
+   .flo = 0, .fhi = 1e6, .fopen = GF_PARSE_LO_OPEN, .def_f = 500,
+   .section = S_SG2, .param = "ada_kimg", .recipe = "ada_kimg",
+   .active = sg2_ada, .recipe_if_active = true,
+   .help = "thousands of images for p to go from 0 to 1 at most"},
+  {.name = "--pl-weight", .arg = "W", .kind = GF_FLAG_F64, FIELD(pl_weight),
+   .flo = 0, .fhi = 1e6, .def_f = 0, GF_FLAG_GIVEN(T, pl_weight_set),
+   .def_help = "the preset's", .section = S_SG2,
+   .param = "pl_weight", .recipe = "pl", .active = is_sg2,
+   .recipe_if_active = true,
+   .help = "path-length regularizer weight (lazy, every 4 steps)"},
+  {.name = "--style-mixing", .arg = "P", .kind = GF_FLAG_F64,
+   FIELD(style_mixing), .flo = 0, .fhi = 1, .def_f = 0,
+   GF_FLAG_GIVEN(T, style_mixing_set), .def_help = "the preset's",
+   .section = S_SG2, .param = "style_mixing", .recipe = "mix",
+   .active = is_sg2, .recipe_if_active = true,
+   .help = "style-mixing probability"},
+  {.name = "--ema-kimg", .arg = "K", .kind = GF_FLAG_F64, FIELD(ema_kimg),
+   .flo = 0, .fhi = 1e6, .def_f = 0, GF_FLAG_GIVEN(T, ema_kimg_set),
+   .def_help = "the preset's", .section = S_SG2, .param = "ema_kimg",
+   .recipe = "ema_kimg", .active = is_sg2, .recipe_if_active = true,
+   .help = "half-life of G's EMA in thousands of images (G_ema makes the "
+           "samples and the model)"},
   {.name = "--price-per-hour", .arg = "USD", .kind = GF_FLAG_F64,
    FIELD(price_per_hour), .flo = 0, .fhi = 1e6, .def_f = -1,
    .def_help = "none: energy only", .section = S_COST,
@@ -496,6 +581,85 @@ static void safe_component(char *dst, size_t cap, const char *src) {
   }
 }
 
+static double f32_decimal(float f) {
+  char b[32];
+  GF_FORMAT_FITS(b, sizeof b, "%.7g", (double)f);
+  return strtod(b, NULL);
+}
+
+/* The stylegan2 rules: the preset's recipe fills what was not given,
+ * then what the run cannot do yet is refused naming the flag. */
+static gf_status finish_sg2(gf_train_config *cfg, gf_err *err) {
+  if (!cfg->image_size_set) cfg->image_size = 32;
+  int r = cfg->image_size;
+  if (r < GF_SG2_MIN_RES || r > GF_SG2_MAX_RES || (r & (r - 1)))
+    return gf_fail(err, GF_EINVAL, "--image-size: stylegan2 takes a power of "
+                   "two from %d to %d, not %d (the data is resized to it)",
+                   GF_SG2_MIN_RES, GF_SG2_MAX_RES, r);
+  if (cfg->channels != 1 && cfg->channels != 3)
+    return gf_fail(err, GF_EINVAL, "--channels: stylegan2 takes 1 or 3, not "
+                   "%d", cfg->channels);
+  gf_sg2_config c;
+  gf_sg2_recipe rec;
+  gf_err pe;
+  if (gf_sg2_config_preset(&c, &rec, (gf_sg2_preset)cfg->sg2_cfg, r,
+                           cfg->channels, 0, world_of(cfg), &pe) != GF_OK)
+    return gf_fail(err, GF_EINVAL, "--cfg %s: %s",
+                   gf_sg2_preset_name((gf_sg2_preset)cfg->sg2_cfg), pe.msg);
+  if (!cfg->z_dim_set) cfg->z_dim = c.z_dim;
+  if (!cfg->batch_set) cfg->batch = rec.batch;
+  /* the recipe's floats at their shortest decimal (0.0025, not
+   * 0.0024999999441206455), as gf_sg2_gan_hp_default takes them */
+  if (!cfg->lr_g_set) cfg->lr_g = f32_decimal(rec.lr);
+  if (!cfg->lr_d_set) cfg->lr_d = f32_decimal(rec.lr);
+  if (!cfg->map_layers_set) cfg->map_layers = c.map_layers;
+  if (!cfg->cbase_set) cfg->cbase = c.channel_base;
+  if (!cfg->cmax_set) cfg->cmax = c.channel_max;
+  if (!cfg->style_mixing_set) cfg->style_mixing = f32_decimal(rec.style_mixing);
+  if (!cfg->ema_kimg_set) cfg->ema_kimg = f32_decimal(rec.ema_kimg);
+  if (!cfg->ema_rampup_set) cfg->ema_rampup = f32_decimal(rec.ema_rampup);
+  if (!cfg->r1_set) cfg->r1_gamma = f32_decimal(rec.r1_gamma);
+  if (!cfg->pl_weight_set) cfg->pl_weight = f32_decimal(rec.pl_weight);
+  gf_sg2_config want;
+  GF_TRY(gf_train_sg2_config(cfg, 0, &want, err));
+  const char *other = cfg->width_set ? "--width"
+                    : cfg->loss != GF_GAN_LOSS_BCE ? "--loss"
+                    : cfg->d_steps != 1 ? "--d-steps"
+                    : cfg->spectral_norm ? "--sn"
+                    : cfg->ema_decay > 0 ? "--ema-decay"
+                    : cfg->diffaug ? "--diffaug"
+                    : cfg->export_set ? "--export-generator"
+                    : cfg->exact_reduce ? "--exact-reduce"
+                    : cfg->sync_bn ? "--sync-bn"
+                    : cfg->grad_accum != 1 ? "--grad-accum" : NULL;
+  if (other)
+    return gf_fail(err, GF_EINVAL, "%s: not a stylegan2 setting (it trains "
+                   "with the official loss, EMA and ADA: --cfg, --ema-kimg, "
+                   "--aug; see --help)", other);
+  return GF_OK;
+}
+
+gf_status gf_train_sg2_config(const gf_train_config *cfg, int c_dim,
+                              gf_sg2_config *out, gf_err *err) {
+  if (cfg->model != GF_ARCH_STYLEGAN2)
+    return gf_fail(err, GF_EINVAL, "--model %s is not stylegan2",
+                   gf_arch_name(cfg->model));
+  gf_err pe;
+  if (gf_sg2_config_preset(out, NULL, (gf_sg2_preset)cfg->sg2_cfg,
+                           cfg->image_size, cfg->channels, c_dim,
+                           world_of(cfg), &pe) != GF_OK)
+    return gf_fail(err, GF_EINVAL, "--cfg %s: %s",
+                   gf_sg2_preset_name((gf_sg2_preset)cfg->sg2_cfg), pe.msg);
+  out->z_dim = cfg->z_dim;
+  out->map_layers = cfg->map_layers;
+  out->channel_base = cfg->cbase;
+  out->channel_max = cfg->cmax;
+  if (gf_sg2_config_validate(out, &pe) != GF_OK)
+    return gf_fail(err, GF_EINVAL, "--z-dim, --map-layers, --cbase, --cmax: "
+                   "%s", pe.msg);
+  return GF_OK;
+}
+
 gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err) {
   GF_TRY(gf_train_price_resolve(cfg, getenv("GANFLOW_INSTANCE_KIND"), err));
   if (!cfg->data[0])
@@ -529,10 +693,23 @@ gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err) {
       return gf_fail(err, GF_EDEVICE, "--device %s: %s; use --device cpu",
                      cfg->device, de.msg);
   }
+  if (cfg->model == GF_ARCH_STYLEGAN2) {
+    GF_TRY(finish_sg2(cfg, err));
+  } else if (cfg->sg2_cfg != GF_SG2_AUTO || cfg->map_layers_set ||
+             cfg->cbase_set || cfg->cmax_set || cfg->aug != GF_TRAIN_AUG_ADA ||
+             cfg->aug_p != 0 || cfg->ada_target != 0.6 ||
+             cfg->ada_kimg != 500 || cfg->pl_weight != 0 ||
+             cfg->style_mixing_set || cfg->ema_kimg_set) {
+    return gf_fail(err, GF_EINVAL, "--cfg, --map-layers, --cbase, --cmax, "
+                   "--aug, --aug-p, --ada-target, --ada-kimg, --pl-weight, "
+                   "--style-mixing and --ema-kimg are for --model stylegan2, "
+                   "not %s", gf_arch_name(cfg->model));
+  }
+  bool sg2 = cfg->model == GF_ARCH_STYLEGAN2;
   if (cfg->z_dim == 0)
     cfg->z_dim = cfg->model == GF_ARCH_MLP ? 50
                : cfg->model == GF_ARCH_RESNET ? 128 : 100;
-  bool conv = cfg->model != GF_ARCH_MLP;
+  bool conv = cfg->model != GF_ARCH_MLP && !sg2;
   if (conv && cfg->image_size != 28 && cfg->image_size != 32 &&
       cfg->image_size != 64)
     return gf_fail(err, GF_EINVAL, "--image-size: %s is built for 28, 32 "
@@ -541,7 +718,7 @@ gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err) {
   if (conv && cfg->channels != 1 && cfg->channels != 3)
     return gf_fail(err, GF_EINVAL, "--channels: %s takes 1 or 3, not %d",
                    gf_arch_name(cfg->model), cfg->channels);
-  if (cfg->width_set && !conv)
+  if (cfg->width_set && !conv && !sg2)
     return gf_fail(err, GF_EINVAL, "--width: the mlp's widths are the "
                    "paper's (1200/1000 and 256/128); --width is for dcgan "
                    "and resnet");
@@ -611,6 +788,18 @@ gf_status gf_train_model_config(const gf_train_config *cfg,
   out->image_height = cfg->image_size;
   out->image_width = cfg->image_size;
   out->image_channels = cfg->channels;
+  if (cfg->model == GF_ARCH_STYLEGAN2) {
+    /* model_config.h's stylegan2 fields, as an imported model's */
+    gf_sg2_config c;
+    GF_TRY(gf_train_sg2_config(cfg, 0, &c, err));
+    out->ngf = out->ndf = c.channel_max;
+    out->sg2.w_dim = c.w_dim;
+    out->sg2.mapping_layers = c.map_layers;
+    out->sg2.channel_base = c.channel_base;
+    out->sg2.channel_max = c.channel_max;
+    out->sg2.conv_clamp = (int)c.conv_clamp;
+    return gf_model_config_validate(out, err);
+  }
   if (cfg->model != GF_ARCH_MLP) {
     /* Radford et al. used 64 filters at 64x64; the small images keep it.
      * SNGAN's CIFAR networks have 256 (G) and 128 (D): --width 128. */

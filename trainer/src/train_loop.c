@@ -54,6 +54,7 @@
 #include "gf/image_grid.h"
 #include "gf/monitor.h"
 #include "gf/rng.h"
+#include "gf/sg2_gan.h"
 #include "gf/strbuf.h"
 #include "gf/swd.h"
 #include "gf/text.h"
@@ -140,9 +141,14 @@ static void log_sync_metrics(train_state *st, int64_t k, int64_t ts,
 }
 
 static void log_step_metrics(train_state *st, int64_t k,
-                             const gf_gan_stats *gs, const window *w) {
+                             const gf_gan_stats *gs, const window *w,
+                             const gf_sg2_step_out *so) {
   int64_t ts = mlflow_now_ms();
   gf_tracker *t = st->tracker;
+  if (st->sg2) { /* ADA's augmentation probability and its signal */
+    gf_tracker_metric(t, "ada/p", so->ada_p, ts, k);
+    if (isfinite(so->ada_rt)) gf_tracker_metric(t, "ada/rt", so->ada_rt, ts, k);
+  }
   gf_tracker_metric(t, "loss/d", gs->loss_d, ts, k);
   gf_tracker_metric(t, "loss/g", gs->loss_g, ts, k);
   gf_tracker_metric(t, "d/real", gs->d_real, ts, k);
@@ -169,6 +175,7 @@ static void train_state_free(train_state *st) {
   gf_data_loader_free(st->loader);
   gf_gan_free(&st->gan);
   gf_gan_free(&st->host);
+  train_sg2_free(st);
   gf_tensor_free(&st->dreal);
   gf_tensor_free(&st->dz);
   gf_dist_free(&st->dist);
@@ -225,13 +232,16 @@ static gf_status next_real(train_state *st, gf_tensor *real, double *wait_s,
                       m->image_height, m->image_width};
   if (s == GF_OK)
     s = gf_tensor_view(real, b->images, GF_F32, GF_DEV_CPU, 4, shape, err);
-  if (s == GF_OK && m->num_classes > 0) {
+  if (s == GF_OK && st->sg2) {
+    /* gf_sg2_gan_step takes the batch on any device, its labels here */
+    st->sg2_labels = m->num_classes > 0 ? b->labels : NULL;
+  } else if (s == GF_OK && m->num_classes > 0) {
     gf_tensor lab;
     int64_t nl = (int64_t)b->n;
     s = gf_tensor_view(&lab, b->labels, GF_I32, GF_DEV_CPU, 1, &nl, err);
     if (s == GF_OK) s = gf_gan_set_labels(&st->gan, &st->ctx, &lab, err);
   }
-  if (s == GF_OK && st->on_dev) { /* the batch goes to the GPU */
+  if (s == GF_OK && st->on_dev && !st->sg2) { /* the batch goes to the GPU */
     gf_tensor dr;
     s = gf_tensor_view(&dr, st->dreal.data, GF_F32, GF_DEV_CUDA, 4, shape,
                        err);
@@ -266,6 +276,9 @@ static gf_status loop(train_state *st, const atomic_int *stop,
   window w = {0, 0, 0, 0, 0, 0};
   gf_gan_stats gs;
   memset(&gs, 0, sizeof gs);
+  gf_sg2_step_out so;
+  memset(&so, 0, sizeof so);
+  so.ada_rt = NAN;
   gf_status s = GF_OK;
   /* The untrained generator's SWD is the baseline the series is read
    * against (a resumed run already logged it; the tracker skips it). */
@@ -301,7 +314,17 @@ static gf_status loop(train_state *st, const atomic_int *stop,
     gf_gan_sync_stats_get(&st->gan, &before);
     gf_gan_stats sum;
     memset(&sum, 0, sizeof sum);
-    for (int j = 0; j < K && s == GF_OK; j++) {
+    if (st->sg2) { /* one StyleGAN2-ADA iteration (K is 1) */
+      gf_tensor real;
+      s = next_real(st, &real, &data_s, err);
+      if (s == GF_OK)
+        s = train_sg2_step(st, &real, st->sg2_labels, k, &so, err);
+      if (s != GF_OK) break;
+      gs.loss_g = so.loss_g;
+      sum.d_real = so.scores_real * K;
+      sum.d_fake = so.scores_fake * K;
+    }
+    for (int j = 0; j < K && s == GF_OK && !st->sg2; j++) {
       gf_tensor real;
       s = next_real(st, &real, &data_s, err);
       if (s == GF_OK)
@@ -311,14 +334,14 @@ static gf_status loop(train_state *st, const atomic_int *stop,
       sum.d_real += gs.d_real, sum.d_fake += gs.d_fake;
       if (s == GF_OK && gs.r1_done) sum.r1 += gs.r1, w.r1_n++;
     }
-    if (s == GF_OK)
+    if (s == GF_OK && !st->sg2)
       s = gf_gan_g_step(&st->gan, &st->ctx, cfg->seed, k * K + K - 1, &gs,
                         err);
     if (s != GF_OK) break;
     /* D's figures: the mean over the step's D updates */
     gs.loss_d_real = sum.loss_d_real / K, gs.loss_d_fake = sum.loss_d_fake / K;
     gs.d_real = sum.d_real / K, gs.d_fake = sum.d_fake / K;
-    gs.loss_d = gs.loss_d_real + gs.loss_d_fake;
+    gs.loss_d = st->sg2 ? so.loss_d : gs.loss_d_real + gs.loss_d_fake;
     double t1 = t0 + data_s;
     gf_gan_sync_stats_get(&st->gan, &after);
     double t2 = gf_mono_s();
@@ -363,7 +386,7 @@ static gf_status loop(train_state *st, const atomic_int *stop,
             GF_OK)
       break;
     if (lead) {
-      if (log_now) log_step_metrics(st, k, &gs, &w);
+      if (log_now) log_step_metrics(st, k, &gs, &w, &so);
       progress(st, k, &gs, &w, log_now);
     }
     if (log_now) w.steps = 0, w.data_s = w.compute_s = w.r1_sum = 0, w.r1_n = 0;
@@ -511,7 +534,8 @@ gf_train_exit gf_train_run(const gf_train_config *given,
   if (s == GF_EINVAL) goto out_usage;
   if (s != GF_OK) goto out;
   bool usage = false;
-  s = train_build_model(&st, &usage, &err);
+  s = cfg->model == GF_ARCH_STYLEGAN2 ? train_sg2_build(&st, &usage, &err)
+                                      : train_build_model(&st, &usage, &err);
   if (s != GF_OK && !usage && s == GF_EINVAL) s = GF_EIO; /* a failure, not usage */
   s = gf_dist_agree(&st.dist, s, "building the model", &err);
   if (s == GF_EINVAL) goto out_usage;
@@ -603,9 +627,11 @@ gf_train_exit gf_train_run(const gf_train_config *given,
   if (st.mcfg.num_classes > 0)
     gf_tracker_set_class_names(st.tracker, (const char *const *)st.ds.class_names,
                                st.ds.num_classes);
-  if ((st.on_dev && gf_gan_copy_state(&st.host, &st.gan, &err) != GF_OK) ||
-      gf_tracker_log_model(st.tracker, st.on_dev ? &st.host : &st.gan, log,
-                           &err) != GF_OK) {
+  if (st.sg2 ? train_sg2_log_model(&st, &err) != GF_OK
+             : ((st.on_dev &&
+                 gf_gan_copy_state(&st.host, &st.gan, &err) != GF_OK) ||
+                gf_tracker_log_model(st.tracker, st.on_dev ? &st.host : &st.gan,
+                                     log, &err) != GF_OK)) {
     gf_logf(log, GF_LOG_ERROR,
             "ganflow-train: training finished (checkpoint "
             "of step %lld written) but the model could not be logged: %s",

@@ -22,6 +22,7 @@
 #include "gf/image_grid.h"
 #include "gf/monitor.h"
 #include "gf/rng.h"
+#include "gf/sg2_gan.h"
 #include "gf/swd.h"
 #include "gf/text.h"
 #include "gf/train.h"
@@ -68,7 +69,7 @@ gf_status train_alloc_eval(train_state *st, gf_err *err) {
   st->gen = malloc(n_gen * img * sizeof(float));
   if (!st->grid_z || !st->eval_z || !st->gen)
     return gf_fail(err, GF_ENOMEM, "out of memory for sample images");
-  if (classes > 0) {
+  if (classes > 0 && !st->sg2) { /* stylegan2: train_sg2_generate's own */
     st->gen_labels = malloc((size_t)st->gan.max_batch * sizeof(int32_t));
     if (!st->gen_labels) return gf_fail(err, GF_ENOMEM, "out of memory for labels");
     if (st->on_dev) {
@@ -100,6 +101,7 @@ gf_status train_alloc_eval(train_state *st, gf_err *err) {
 /* In chunks of max_batch. */
 gf_status train_generate(train_state *st, const float *zs, int n, int cols,
                          gf_err *err) {
+  if (st->sg2) return train_sg2_generate(st, zs, n, cols, err);
   gf_net *g = gf_gan_generator(&st->gan, st->cfg->export_raw);
   const gf_model_config *m = &st->mcfg;
   size_t img = (size_t)m->image_channels * m->image_height * m->image_width;
@@ -276,11 +278,17 @@ gf_status train_checkpoint(train_state *st, int64_t k, gf_err *err) {
   meta.config = st->mcfg;
   GF_TRY(gf_train_recipe(st->cfg, meta.recipe, sizeof meta.recipe, err));
   char path[GF_PATH_MAX];
-  if (st->on_dev && (s = gf_gan_copy_state(&st->host, &st->gan, err)) != GF_OK)
-    return s;
-  s = gf_checkpoint_save(st->cfg->checkpoint_dir,
-                         st->on_dev ? &st->host : &st->gan, &meta,
-                         st->cfg->keep, path, sizeof path, err);
+  if (st->sg2) {
+    s = gf_checkpoint_save_sg2(st->cfg->checkpoint_dir, st->sg2, &meta,
+                               st->cfg->keep, path, sizeof path, err);
+  } else {
+    if (st->on_dev &&
+        (s = gf_gan_copy_state(&st->host, &st->gan, err)) != GF_OK)
+      return s;
+    s = gf_checkpoint_save(st->cfg->checkpoint_dir,
+                           st->on_dev ? &st->host : &st->gan, &meta,
+                           st->cfg->keep, path, sizeof path, err);
+  }
   if (s != GF_OK) return s;
   st->ckpt_step = k;
   const char *base = strrchr(path, '/');

@@ -208,28 +208,11 @@ void train_gan_hparams(const gf_train_config *cfg, gf_gan_hparams *hp) {
   hp->augment = cfg->diffaug;
 }
 
-/* Builds the GAN on ctx; loads the checkpoint or initialises from the
- * seed. */
-gf_status train_build_model(train_state *st, bool *usage, gf_err *err) {
+gf_status train_resume_check(train_state *st, const gf_ckpt_meta *m,
+                             bool *usage, gf_err *err) {
   const gf_train_config *cfg = st->cfg;
+  gf_ckpt_meta meta = *m;
   gf_status s;
-  gf_gan_hparams hp;
-  train_gan_hparams(cfg, &hp);
-  s = gf_gan_init(&st->gan, &st->ctx, &st->mcfg, &hp, st->local_batch, err);
-  if (s != GF_OK) return s;
-  if (st->on_dev && (s = build_device_side(st, &hp, err)) != GF_OK) return s;
-  st->start_step = 0;
-  st->ckpt_step = -1;
-  if (!st->ckpt_path[0]) return gf_gan_init_params(&st->gan, cfg->seed, err);
-
-  gf_ckpt_meta meta;
-  s = gf_checkpoint_load(st->ckpt_path, st->on_dev ? &st->host : &st->gan,
-                         &meta, err);
-  if (s == GF_OK && st->on_dev) s = gf_gan_copy_state(&st->gan, &st->host, err);
-  if (s != GF_OK) {
-    *usage = cfg->resume == GF_RESUME_PATH && s == GF_EINVAL;
-    return s;
-  }
   *usage = true;
   if (meta.seed != cfg->seed)
     return gf_fail(err, GF_EINVAL, "%s was written with --seed %" PRIu64
@@ -293,6 +276,31 @@ gf_status train_build_model(train_state *st, bool *usage, gf_err *err) {
   return GF_OK;
 }
 
+/* Builds the GAN on ctx; loads the checkpoint or initialises from the
+ * seed. */
+gf_status train_build_model(train_state *st, bool *usage, gf_err *err) {
+  const gf_train_config *cfg = st->cfg;
+  gf_status s;
+  gf_gan_hparams hp;
+  train_gan_hparams(cfg, &hp);
+  s = gf_gan_init(&st->gan, &st->ctx, &st->mcfg, &hp, st->local_batch, err);
+  if (s != GF_OK) return s;
+  if (st->on_dev && (s = build_device_side(st, &hp, err)) != GF_OK) return s;
+  st->start_step = 0;
+  st->ckpt_step = -1;
+  if (!st->ckpt_path[0]) return gf_gan_init_params(&st->gan, cfg->seed, err);
+
+  gf_ckpt_meta meta;
+  s = gf_checkpoint_load(st->ckpt_path, st->on_dev ? &st->host : &st->gan,
+                         &meta, err);
+  if (s == GF_OK && st->on_dev) s = gf_gan_copy_state(&st->gan, &st->host, err);
+  if (s != GF_OK) {
+    *usage = cfg->resume == GF_RESUME_PATH && s == GF_EINVAL;
+    return s;
+  }
+  return train_resume_check(st, &meta, usage, err);
+}
+
 static void monitor_emit(void *user, const char *name, double value,
                          int64_t step, int64_t timestamp_ms) {
   gf_tracker_metric(user, name, value, timestamp_ms, step);
@@ -342,6 +350,10 @@ gf_status train_gather_hosts(train_state *st, char *out, size_t cap,
  * sets the slice and the data order. */
 gf_status train_plan_slices(train_state *st, gf_err *err) {
   const gf_train_config *cfg = st->cfg;
+  if (cfg->model == GF_ARCH_STYLEGAN2 && st->world > 1)
+    return gf_fail(err, GF_EINVAL, "--model stylegan2 trains on one rank for "
+                   "now (its gradients do not go through the all-reduce "
+                   "yet); launch it alone, not on %d ranks", st->world);
   if (cfg->batch % st->world != 0)
     return gf_fail(err, GF_EINVAL, "--batch %d does not split evenly over %d "
                    "ranks (it is the global batch; use a multiple of %d)",
@@ -387,6 +399,7 @@ gf_status train_share_start(train_state *st, gf_err *err) {
 
 gf_status train_distribute(train_state *st, gf_comm *comm, gf_err *err) {
   const gf_train_config *cfg = st->cfg;
+  if (st->sg2) return GF_OK; /* one rank (train_plan_slices) */
   gf_gan_dist d;
   memset(&d, 0, sizeof d);
   d.comm = st->world > 1 ? comm : NULL;

@@ -72,6 +72,12 @@ typedef struct train_state {
                                    model directory) */
   gf_tensor dreal;              /* owned; device [batch, C, H, W] batch */
   gf_tensor dz;                 /* owned; device [batch, z_dim] latents */
+  struct gf_sg2_gan *sg2;       /* owned; --model stylegan2 (train_sg2.c):
+                                   then gan, host, dreal, dz are unused */
+  float *sg2_c;                 /* owned; a conditional stylegan2 step's
+                                   one-hot real_c and 4 phases' gen_c */
+  const int32_t *sg2_labels;    /* borrowed; the loader's labels of the
+                                   current batch (conditional stylegan2) */
   gf_data_loader *loader;       /* owned */
   gf_tracker *tracker;          /* owned */
   gf_monitor *monitor;          /* owned */
@@ -133,7 +139,8 @@ gf_status train_load_data(train_state *st, gf_err *err);
 /* The execution context of --device ("cuda" alone: LOCAL_RANK's GPU). */
 gf_status train_make_ctx(train_state *st, const gf_launch_info *launch,
                          gf_err *err);
-/* Builds the GAN; loads the checkpoint or initialises from the seed.
+/* Builds the GAN (not stylegan2's: train_sg2_build); loads the checkpoint
+ * or initialises from the seed.
  * *usage tells a refusal (exit 2) from a failure. */
 gf_status train_build_model(train_state *st, bool *usage, gf_err *err);
 /* Checks --batch, --grad-accum and --exact-shards against the world size;
@@ -148,6 +155,33 @@ gf_status train_gather_hosts(train_state *st, char *out, size_t cap,
                              gf_err *err);
 /* Starts the monitor: world 1 into the tracker, else into the relay. */
 gf_status train_start_monitors(train_state *st, gf_err *err);
+
+/* After a checkpoint of the run's model was loaded: its seed, step,
+ * recipe and data position against cfg's (GF_EINVAL naming what differs,
+ * *usage then true); sets start_step and ckpt_step. */
+gf_status train_resume_check(train_state *st, const gf_ckpt_meta *meta,
+                             bool *usage, gf_err *err);
+
+/* ---- train_sg2.c (--model stylegan2) ---------------------------------- */
+
+struct gf_sg2_step_out;
+/* Builds st->sg2 (the --cfg preset's recipe with the flags over it) on
+ * st->ctx; loads the checkpoint (gf_checkpoint_load_sg2) or initialises
+ * from the seed. */
+gf_status train_sg2_build(train_state *st, bool *usage, gf_err *err);
+/* Step k on real (this rank's batch, in [-1, 1]; labels: its classes when
+ * conditional, else NULL). */
+gf_status train_sg2_step(train_state *st, const gf_tensor *real,
+                         const int32_t *labels, int64_t k,
+                         struct gf_sg2_step_out *out, gf_err *err);
+/* G_ema (noise const, psi 1) on n latents zs into st->gen; conditional:
+ * image i of class (i / cols) % classes. */
+gf_status train_sg2_generate(train_state *st, const float *zs, int n,
+                             int cols, gf_err *err);
+/* G_ema as a stylegan2 model directory, logged and registered
+ * (gf_tracker_log_model_tensors). */
+gf_status train_sg2_log_model(train_state *st, gf_err *err);
+void train_sg2_free(train_state *st);
 
 /* The GAN's hyperparameters of cfg (Adam, loss, EMA, R1, DiffAugment). */
 void train_gan_hparams(const gf_train_config *cfg, gf_gan_hparams *hp);

@@ -468,36 +468,26 @@ static void link_final_metrics(gf_tracker *t, const char *model_id,
 
 /* Writes the model directory into dir for artifact_path (the run's "model"
  * or a logged model's artifact URI). */
-static gf_status write_model_dir(gf_tracker *t, const gf_gan *gan,
+static gf_status write_model_dir(gf_tracker *t, const gf_tracker_model *gm,
                                  const char *dir, const char *artifact_path,
                                  gf_err *err) {
-  /* generator.safetensors: G's tensors under their nn.Module names
-   * ("main.0.weight": the state_dict name without "g."). */
-  gf_st_tensor_desc desc[GF_NET_MAX_TENSORS];
-  size_t n = 0;
-  const gf_net *g = gf_gan_generator_const(gan, t->cfg.export_raw);
-  for (int i = 0; i < g->n_tensors; i++) {
-    const gf_param *p = &g->tensors[i];
-    const char *name = strncmp(p->name, "g.", 2) == 0 ? p->name + 2 : p->name;
-    desc[n++] = (gf_st_tensor_desc){name, GF_ST_F32, p->value.ndim,
-                                    p->value.shape, p->value.data};
-  }
   char steps[32];
-  GF_FORMAT_FITS(steps, sizeof steps, "%lld", (long long)gan->adam_step_g);
+  GF_FORMAT_FITS(steps, sizeof steps, "%lld", (long long)gm->adam_step_g);
   gf_st_kv meta[] = {{"ganflow.run_id", t->run_id},
                      {"ganflow.adam_step", steps},
-                     {"ganflow.generator", g == &gan->g ? "raw" : "ema"}};
+                     {"ganflow.generator", gm->generator}};
   mlflow_error e;
   char *mlflow_version = NULL;
   if (mlflow_server_version(t->client, &mlflow_version, &e) != MLFLOW_OK)
     return mlfail(err, "server version", &e);
   /* a conditional model's class names, when they are the GAN's classes */
+  const gf_model_config *cfg = gm->cfg;
   const char *const *names =
-      gan->cfg.num_classes > 0 && t->n_class_names == gan->cfg.num_classes ? t->class_names
-                                                                           : NULL;
+      cfg->num_classes > 0 && t->n_class_names == cfg->num_classes ? t->class_names
+                                                                   : NULL;
   gf_mlmodel_info info = {artifact_path, t->run_id, mlflow_version,
                           GF_TRAIN_VERSION, names};
-  gf_status st = gf_mlmodel_write(dir, &gan->cfg, desc, n, meta,
+  gf_status st = gf_mlmodel_write(dir, cfg, gm->tensors, gm->n_tensors, meta,
                                   sizeof meta / sizeof *meta, &info, NULL, err);
   free(mlflow_version);
   return st;
@@ -507,7 +497,7 @@ static gf_status write_model_dir(gf_tracker *t, const gf_gan *gan,
  * Models tab), its files at the model's own artifact location, the final
  * SWD linked to it. *lm receives it (caller frees). GF_EUNSUPPORTED when
  * the server predates logged models: nothing was created. */
-static gf_status log_logged_model(gf_tracker *t, const gf_gan *gan,
+static gf_status log_logged_model(gf_tracker *t, const gf_tracker_model *gm,
                                   const char *dir, mlflow_logged_model *lm,
                                   const gf_log *log, gf_err *err) {
   mlflow_error e;
@@ -516,11 +506,12 @@ static gf_status log_logged_model(gf_tracker *t, const gf_gan *gan,
     return mlfail(err, "runs/get", &e);
   /* Integers only: every buffer holds its largest. */
   char z[16], hw[32], ch[16];
-  GF_FORMAT_FITS(z, sizeof z, "%d", gan->cfg.z_dim);
-  GF_FORMAT_FITS(hw, sizeof hw, "%dx%d", gan->cfg.image_height,
-                 gan->cfg.image_width);
-  GF_FORMAT_FITS(ch, sizeof ch, "%d", gan->cfg.image_channels);
-  mlflow_kv params[] = {{"architecture", gf_arch_name(gan->cfg.architecture)},
+  const gf_model_config *cfg = gm->cfg;
+  GF_FORMAT_FITS(z, sizeof z, "%d", cfg->z_dim);
+  GF_FORMAT_FITS(hw, sizeof hw, "%dx%d", cfg->image_height,
+                 cfg->image_width);
+  GF_FORMAT_FITS(ch, sizeof ch, "%d", cfg->image_channels);
+  mlflow_kv params[] = {{"architecture", gf_arch_name(cfg->architecture)},
                         {"z_dim", z}, {"image_size", hw}, {"channels", ch}};
   mlflow_kv tags[] = {{"ganflow.version", GF_TRAIN_VERSION}};
   mlflow_status ms = mlflow_logged_model_create(
@@ -536,10 +527,10 @@ static gf_status log_logged_model(gf_tracker *t, const gf_gan *gan,
     return GF_EUNSUPPORTED;
   }
   if (ms != MLFLOW_OK) return mlfail(err, "logged-models/create", &e);
-  gf_status st = write_model_dir(t, gan, dir, lm->artifact_uri, err);
+  gf_status st = write_model_dir(t, gm, dir, lm->artifact_uri, err);
   if (st == GF_OK &&
       mlflow_run_log_model_output(t->client, t->run_id, lm->model_id,
-                                  gan->adam_step_g, &e) != MLFLOW_OK)
+                                  gm->adam_step_g, &e) != MLFLOW_OK)
     st = mlfail(err, "runs/outputs", &e);
   if (st == GF_OK && mlflow_artifact_upload_dir(t->client, lm->artifact_uri,
                                                 dir, NULL, &e) != MLFLOW_OK)
@@ -560,6 +551,24 @@ void gf_tracker_set_class_names(gf_tracker *t, const char *const *names, int n) 
 
 gf_status gf_tracker_log_model(gf_tracker *t, const gf_gan *gan,
                                const gf_log *log, gf_err *err) {
+  /* generator.safetensors: G's tensors under their nn.Module names
+   * ("main.0.weight": the state_dict name without "g."). */
+  gf_st_tensor_desc desc[GF_NET_MAX_TENSORS];
+  size_t n = 0;
+  const gf_net *g = gf_gan_generator_const(gan, t->cfg.export_raw);
+  for (int i = 0; i < g->n_tensors; i++) {
+    const gf_param *p = &g->tensors[i];
+    const char *name = strncmp(p->name, "g.", 2) == 0 ? p->name + 2 : p->name;
+    desc[n++] = (gf_st_tensor_desc){name, GF_ST_F32, p->value.ndim,
+                                    p->value.shape, p->value.data};
+  }
+  gf_tracker_model gm = {&gan->cfg, desc, n, gan->adam_step_g,
+                         g == &gan->g ? "raw" : "ema"};
+  return gf_tracker_log_model_tensors(t, &gm, log, err);
+}
+
+gf_status gf_tracker_log_model_tensors(gf_tracker *t, const gf_tracker_model *gan,
+                                       const gf_log *log, gf_err *err) {
   if (t->model_logged) {
     if (log)
       gf_logf(log, GF_LOG_INFO,

@@ -103,6 +103,10 @@ struct gf_flag {
   gf_flag_parse_fn parse;  /* a grammar of its own; NULL: the kind's */
   gf_flag_text_fn text;    /* NULL: the field as the kind writes it */
   gf_flag_active_fn active; /* NULL: always active */
+  bool recipe_if_active;   /* an inactive row is left out of the recipe
+                              (not shown as 0): rows of one model only,
+                              so the other models' recipes stay as they
+                              were */
 };
 
 /* .off and .size of field f of struct type T. */

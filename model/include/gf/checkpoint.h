@@ -86,4 +86,18 @@ gf_status gf_checkpoint_find_latest(const char *dir, char *path_out,
 gf_status gf_checkpoint_load(const char *path, gf_gan *gan,
                              gf_ckpt_meta *meta_out, gf_err *err);
 
+/* ---- StyleGAN2-ADA training states (gf/sg2_gan.h) ----------------------
+ * The same file names, keep-K pruning, SHA-256 and metadata (meta->config
+ * a stylegan2 config), the tensors those of gf_sg2_gan_save; found by
+ * gf_checkpoint_find_latest as any other. */
+struct gf_sg2_gan;
+gf_status gf_checkpoint_save_sg2(const char *dir, const struct gf_sg2_gan *gan,
+                                 const gf_ckpt_meta *meta, int keep,
+                                 char *path_out, size_t path_cap, gf_err *err);
+/* Verifies and loads one into gan (built with the same config): a file of
+ * another model (its metadata config not stylegan2, or no sg2 state) is
+ * GF_EINVAL naming it; gan is unchanged on any refusal. */
+gf_status gf_checkpoint_load_sg2(const char *path, struct gf_sg2_gan *gan,
+                                 gf_ckpt_meta *meta_out, gf_err *err);
+
 #endif

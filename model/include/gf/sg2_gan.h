@@ -81,6 +81,7 @@
 #include <stdint.h>
 
 #include "gf/ada.h"
+#include "gf/safetensors.h"
 #include "gf/sg2_net.h"
 
 /* The phases, in the official order (their index keys the draws). */
@@ -268,6 +269,12 @@ gf_adam_params gf_sg2_gan_adam(const gf_sg2_gan_hp *hp, gf_sg2_role role);
 /* Writes the state to path atomically (gf_st_write_file). */
 gf_status gf_sg2_gan_save(const gf_sg2_gan *gan, const char *path,
                           gf_err *err);
+/* The same with n_extra more metadata entries (borrowed for the call; the
+ * keys must differ from GF_SG2_STATE_FORMAT_KEY): a trainer's checkpoint
+ * metadata (gf/ckpt_meta.h). */
+gf_status gf_sg2_gan_save_meta(const gf_sg2_gan *gan, const char *path,
+                               const gf_st_kv *extra, size_t n_extra,
+                               gf_err *err);
 /* Reads a state written by gf_sg2_gan_save into a gan built with the same
  * config (every tensor must be there with its shape and nothing else:
  * GF_EFORMAT naming the first that is not; the counters >= 0, p >= 0).

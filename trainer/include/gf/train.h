@@ -136,13 +136,31 @@ typedef struct gf_train_config {
   bool export_set;                    /* --export-generator was given */
   bool mirror;                        /* --mirror: x-flipped copies of every
                                          image double the dataset */
-  double r1_gamma;                    /* --r1 GAMMA: the R1 penalty (0) */
+  double r1_gamma;                    /* --r1 GAMMA: the R1 penalty (0;
+                                         stylegan2: the preset's) */
   int r1_every;                       /* --r1-every N: lazy R1 (16) */
   bool width_set;                     /* --width was given */
   bool cond;                          /* --cond: class-conditional G and D,
                                          on the data's labels */
   unsigned diffaug;                   /* --diffaug LIST: GF_AUG_* bits of
                                          DiffAugment's policies (0: none) */
+  /* --model stylegan2 (StyleGAN2-ADA, gf/sg2_gan.h). The preset's recipe
+   * fills what was not given (gf_train_config_finish), so the fields hold
+   * the run's values. */
+  int sg2_cfg;                        /* --cfg: a gf_sg2_preset (auto) */
+  int map_layers;                     /* --map-layers (the preset's) */
+  int cbase, cmax;                    /* --cbase, --cmax: channel_base,
+                                         channel_max (the preset's) */
+  int aug;                            /* --aug: a gf_train_aug (ada) */
+  double aug_p;                       /* --aug-p: ADA's p at the start (0) */
+  double ada_target;                  /* --ada-target (0.6) */
+  double ada_kimg;                    /* --ada-kimg (500) */
+  double pl_weight;                   /* --pl-weight (the preset's) */
+  double style_mixing;                /* --style-mixing (the preset's) */
+  double ema_kimg;                    /* --ema-kimg (the preset's) */
+  bool image_size_set, batch_set, lr_g_set, lr_d_set, map_layers_set,
+      cbase_set, cmax_set, style_mixing_set, ema_kimg_set, ema_rampup_set,
+      z_dim_set, r1_set, pl_weight_set; /* those flags were given */
   /* Data parallelism (DESIGN §4.6). */
   int allreduce;                      /* --allreduce: a gf_allreduce_algo
                                          (ring) */
@@ -200,6 +218,13 @@ typedef struct gf_train_config {
                                          nothing was left to measure) */
 } gf_train_config;
 
+/* --aug of a stylegan2 run. */
+typedef enum gf_train_aug {
+  GF_TRAIN_AUG_ADA = 0,   /* ADA: p moved towards --ada-target */
+  GF_TRAIN_AUG_FIXED = 1, /* p fixed at --aug-p */
+  GF_TRAIN_AUG_NONE = 2,  /* "noaug": no augmentation */
+} gf_train_aug;
+
 /* The price flags as a whole (called by gf_train_config_finish, with
  * GANFLOW_INSTANCE_KIND as env_kind): --instance-kind defaults to env_kind
  * (NULL or "": none); with --price-file, the file's entry for the kind and
@@ -251,6 +276,13 @@ gf_parse_result gf_train_parse_args(gf_train_config *cfg, int argc,
  * with a clear message in this build). GF_EINVAL naming the flag. */
 gf_status gf_train_config_finish(gf_train_config *cfg, gf_err *err);
 
+/* The StyleGAN2 config of a finished stylegan2 cfg (the --cfg preset at
+ * --image-size and --channels with --z-dim, --map-layers, --cbase and
+ * --cmax) for c_dim classes; GF_EINVAL naming the flags otherwise. */
+struct gf_sg2_config;
+gf_status gf_train_sg2_config(const gf_train_config *cfg, int c_dim,
+                              struct gf_sg2_config *out, gf_err *err);
+
 /* The --help text, every flag with its default. */
 void gf_train_usage(FILE *out, const char *prog);
 
@@ -269,7 +301,7 @@ gf_status gf_train_model_config(const gf_train_config *cfg,
  * auto_bucket_kb, auto_allreduce and auto_measured. Returns
  * the number of params (<= n_max). */
 #define GF_TRAIN_PARAM_VAL_MAX GF_TRAIN_PATH_MAX
-#define GF_TRAIN_MAX_PARAMS 64
+#define GF_TRAIN_MAX_PARAMS 96
 typedef struct gf_train_param {
   const char *key;
   char value[GF_TRAIN_PARAM_VAL_MAX];
@@ -377,6 +409,24 @@ void gf_tracker_uploads_wait(gf_tracker *t);
 struct gf_gan;
 gf_status gf_tracker_log_model(gf_tracker *t, const struct gf_gan *gan,
                                const gf_log *log, gf_err *err);
+
+/* A generator as gf_tracker_log_model_tensors writes it: its config, its
+ * tensors (host F32, names as generator.safetensors holds them), the G
+ * updates it has had, and "raw" or "ema" (metadata ganflow.generator);
+ * all borrowed for the call. */
+struct gf_st_tensor_desc;
+typedef struct gf_tracker_model {
+  const gf_model_config *cfg;
+  const struct gf_st_tensor_desc *tensors;
+  size_t n_tensors;
+  int64_t adam_step_g;
+  const char *generator;
+} gf_tracker_model;
+/* gf_tracker_log_model for any generator (a stylegan2 G_ema's official
+ * names: gf/sg2_net.h). */
+gf_status gf_tracker_log_model_tensors(gf_tracker *t,
+                                       const gf_tracker_model *gm,
+                                       const gf_log *log, gf_err *err);
 
 /* The class names gf_tracker_log_model writes into a conditional model's
  * directory (config.json and the MLmodel flavor config "class_names"),
