@@ -22,10 +22,10 @@
 #                             as fashion-cond-dcgan, whose PNG asks
 #                             class=Sneaker;
 #                             or stylegan2: a small StyleGAN2-ADA (32x32,
-#                             channels 1024/32, batch 8, ADA, no R1 or path
-#                             length yet) on Fashion-MNIST resized to 32x32,
-#                             200 steps by default (about 4 minutes on 2
-#                             cores), registered as fashion-stylegan2
+#                             channels 1024/32, batch 8, ADA, lazy R1 and
+#                             path length) on Fashion-MNIST resized to
+#                             32x32, 200 steps by default, registered as
+#                             fashion-stylegan2, whose PNG asks psi=0.7
 #   GANFLOW_SERVE_PORT        ganflow-serve's port (8080; 0 = any free port)
 #   GANFLOW_BUILD_DIR         build folder (build)
 #   GANFLOW_STATE_DIR         checkpoints, server pid/log/cache, PNG (.state)
@@ -57,7 +57,7 @@ case ${GANFLOW_QUICKSTART_MODEL:-dcgan} in
             --loss hinge --sn --ema-decay 0.999) ;;
   stylegan2)
     MODEL=fashion-stylegan2 RUN=stylegan2-fashion CKPT=quickstart-stylegan2
-    QUERY="seed=0&n=16"
+    QUERY="seed=0&n=16&psi=0.7"
     RECIPE=(--data /usr/share/datasets/fashion-mnist --ada-kimg 10)
     NET=(--model stylegan2 --image-size 32 --cbase 1024 --cmax 32 --z-dim 64
          --map-layers 2 --batch 8)
