@@ -47,6 +47,20 @@ void sg2t_ctx_cpu(gf_ctx *ctx, int threads) {
   }
 }
 
+int sg2t_ctx_cuda(gf_ctx *ctx) {
+  gf_err err;
+  if (gf_cuda_device_check(0, &err) != GF_OK) {
+    printf("skipped: %s\n", err.msg);
+    return 77;
+  }
+  gf_ctx_config cc = {.backend = GF_BACKEND_CUDA};
+  if (gf_ctx_init(ctx, &cc, &err) != GF_OK) {
+    fprintf(stderr, "cuda ctx: %s\n", err.msg);
+    exit(1);
+  }
+  return 0;
+}
+
 int sg2t_meta_int(const gf_st_file *f, const char *k) {
   const char *v = gf_st_meta_get(f, k);
   if (!v) {

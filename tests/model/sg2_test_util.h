@@ -15,6 +15,10 @@ gf_tensor sg2t_gold(const gf_st_file *f, const char *name);
 gf_tensor sg2t_on_dev(const gf_tensor *t, gf_device dev);
 /* A CPU ctx of `threads` threads; the caller frees it. */
 void sg2t_ctx_cpu(gf_ctx *ctx, int threads);
+/* A CUDA ctx on device 0: 0, or 77 (the test's skip status) after printing
+ * why when there is no usable device; exits 1 when the device is there but
+ * the ctx cannot be made. */
+int sg2t_ctx_cuda(gf_ctx *ctx);
 /* Integer metadata k of f. */
 int sg2t_meta_int(const gf_st_file *f, const char *k);
 /* The config of a golden case: the tiny preset with the sizes of f's

@@ -686,15 +686,11 @@ int main(int argc, char **argv) {
   gf_ctx cpu;
   sg2t_ctx_cpu(&cpu, 1);
   if (argc > 2 && strcmp(argv[2], "cuda") == 0) {
-    gf_err err;
-    if (gf_cuda_device_check(0, &err) != GF_OK) {
-      printf("skipped: %s\n", err.msg);
+    gf_ctx gpu;
+    if (sg2t_ctx_cuda(&gpu) != 0) {
       gf_ctx_free(&cpu);
       return 77;
     }
-    gf_ctx gpu;
-    gf_ctx_config cc = {.backend = GF_BACKEND_CUDA};
-    REQUIRE(gf_ctx_init(&gpu, &cc, &err) == GF_OK);
     for (int i = 0; i < 4; i++) cuda_case(cases[i], &cpu, &gpu);
     pl_case("uncond", &gpu);
     pl_case("cond", &gpu);
