@@ -188,9 +188,9 @@ static gf_status load_file(gf_sg2_gan *gan, const gf_st_file *f,
   memset(v, 0, sizeof v);
   for (int k = 0; st == GF_OK && k < SC_N; k++)
     memcpy(v[k], src[L->n + k]->data, src[L->n + k]->nbytes);
-  float f32[2];
-  double f64[2];
-  int64_t i64[5];
+  float f32[2] = {0};
+  double f64[2] = {0};
+  int64_t i64[5] = {0};
   if (st == GF_OK) {
     memcpy(&f32[0], v[SC_PL_MEAN], 4);
     memcpy(&f32[1], v[SC_ADA_P], 4);
