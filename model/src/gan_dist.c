@@ -176,16 +176,18 @@ static void add_into(float *dst, const float *a, const float *b, size_t n) {
   for (size_t i = 0; i < n; i++) dst[i] = a[i] + b[i];
 }
 
-gf_status gf_grad_tree_add(gf_grad_sync *s, int k, int k_total, gf_err *err) {
-  if (s->net->grads.device != GF_DEV_CPU)
-    return gf_fail(err, GF_EUNSUPPORTED, "gan: exact mode runs on the CPU backend only");
-  float *g = s->net->grads.base;
-  size_t n = s->level_floats;
+void gf_tree_add(float *g, float *levels, size_t n, int k, int k_total) {
   /* A binary counter: while micro-batch k closes a subtree at level l, the
    * finished left half waits in levels[l]. */
   int l = 0;
-  for (int kk = k; kk & 1; kk >>= 1, l++) add_into(g, s->levels + (size_t)l * n, g, n);
-  if (k != k_total - 1) memcpy(s->levels + (size_t)l * n, g, n * sizeof(float));
+  for (int kk = k; kk & 1; kk >>= 1, l++) add_into(g, levels + (size_t)l * n, g, n);
+  if (k != k_total - 1) memcpy(levels + (size_t)l * n, g, n * sizeof(float));
+}
+
+gf_status gf_grad_tree_add(gf_grad_sync *s, int k, int k_total, gf_err *err) {
+  if (s->net->grads.device != GF_DEV_CPU)
+    return gf_fail(err, GF_EUNSUPPORTED, "gan: exact mode runs on the CPU backend only");
+  gf_tree_add(s->net->grads.base, s->levels, s->level_floats, k, k_total);
   return GF_OK;
 }
 
@@ -242,7 +244,7 @@ gf_status gf_bn_log_replay(gf_grad_sync *s, int p0, int p1, gf_err *err) {
 
 /* ---- whole-state broadcast and digest -------------------------------------- */
 
-static gf_status bcast_arena(struct gf_comm *c, gf_arena *a, gf_err *err) {
+gf_status gf_arena_bcast(struct gf_comm *c, gf_arena *a, gf_err *err) {
   if (!a->base || a->used == 0) return GF_OK;
   return gf_comm_broadcast(c, a->base, a->used, GF_CDT_U8, 0, err);
 }
@@ -251,14 +253,14 @@ gf_status gf_gan_broadcast_state(gf_gan *gan, struct gf_comm *comm, gf_err *err)
   if (!gan || !gan->g.layers || !comm) return gf_fail(err, GF_EINVAL, "gan: NULL argument");
   gf_net *nets[2] = {&gan->g, &gan->d};
   if (gan->g_ema.layers) {
-    GF_TRY(bcast_arena(comm, &gan->g_ema.params, err));
-    GF_TRY(bcast_arena(comm, &gan->g_ema.bn_stats, err));
+    GF_TRY(gf_arena_bcast(comm, &gan->g_ema.params, err));
+    GF_TRY(gf_arena_bcast(comm, &gan->g_ema.bn_stats, err));
   }
   for (int i = 0; i < 2; i++) {
-    GF_TRY(bcast_arena(comm, &nets[i]->params, err));
-    GF_TRY(bcast_arena(comm, &nets[i]->adam_m, err));
-    GF_TRY(bcast_arena(comm, &nets[i]->adam_v, err));
-    GF_TRY(bcast_arena(comm, &nets[i]->bn_stats, err));
+    GF_TRY(gf_arena_bcast(comm, &nets[i]->params, err));
+    GF_TRY(gf_arena_bcast(comm, &nets[i]->adam_m, err));
+    GF_TRY(gf_arena_bcast(comm, &nets[i]->adam_v, err));
+    GF_TRY(gf_arena_bcast(comm, &nets[i]->bn_stats, err));
   }
   /* The Adam step counts are host values: allgather takes host memory on
    * every backend (a device comm's broadcast would not), rank 0's win. */
@@ -275,7 +277,7 @@ gf_status gf_gan_broadcast_state(gf_gan *gan, struct gf_comm *comm, gf_err *err)
   return st;
 }
 
-static gf_status digest_arena(gf_sha256 *h, const gf_arena *a, gf_err *err) {
+gf_status gf_arena_digest(gf_sha256 *h, const gf_arena *a, gf_err *err) {
   if (!a->base || a->used == 0) return GF_OK;
   if (a->device == GF_DEV_CPU) return gf_sha256_update(h, a->base, a->used, err);
   void *tmp = malloc(a->used);
@@ -298,14 +300,14 @@ gf_status gf_gan_digest(const gf_gan *gan, bool with_bn_stats,
   const gf_net *nets[2] = {&gan->g, &gan->d};
   gf_status st = GF_OK;
   for (int i = 0; st == GF_OK && i < 2; i++) {
-    st = digest_arena(&h, &nets[i]->params, err);
-    if (st == GF_OK) st = digest_arena(&h, &nets[i]->adam_m, err);
-    if (st == GF_OK) st = digest_arena(&h, &nets[i]->adam_v, err);
-    if (st == GF_OK && with_bn_stats) st = digest_arena(&h, &nets[i]->bn_stats, err);
+    st = gf_arena_digest(&h, &nets[i]->params, err);
+    if (st == GF_OK) st = gf_arena_digest(&h, &nets[i]->adam_m, err);
+    if (st == GF_OK) st = gf_arena_digest(&h, &nets[i]->adam_v, err);
+    if (st == GF_OK && with_bn_stats) st = gf_arena_digest(&h, &nets[i]->bn_stats, err);
   }
-  if (st == GF_OK && gan->g_ema.layers) st = digest_arena(&h, &gan->g_ema.params, err);
+  if (st == GF_OK && gan->g_ema.layers) st = gf_arena_digest(&h, &gan->g_ema.params, err);
   if (st == GF_OK && gan->g_ema.layers && with_bn_stats)
-    st = digest_arena(&h, &gan->g_ema.bn_stats, err);
+    st = gf_arena_digest(&h, &gan->g_ema.bn_stats, err);
   if (st != GF_OK) {
     gf_sha256_free(&h);
     return st;

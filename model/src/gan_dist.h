@@ -71,4 +71,17 @@ void gf_bn_log_record(gf_grad_sync *s, int g, int p);
  * pass 2. */
 gf_status gf_bn_log_replay(gf_grad_sync *s, int p0, int p1, gf_err *err);
 
+/* ---- helpers shared with sg2_dist.c --------------------------------------- */
+
+/* Exact mode's binary tree over k_total micro-batch gradients (k_total a
+ * power of two): micro-batch k's n floats are in g; levels (log2 k_total
+ * rows of n floats, the caller's) keep the finished left halves. After
+ * the last one g holds ((g0 + g1) + (g2 + g3)) ... in that fixed order. */
+void gf_tree_add(float *g, float *levels, size_t n, int k, int k_total);
+/* Broadcast of rank 0's arena bytes (U8) to every rank. */
+gf_status gf_arena_bcast(struct gf_comm *c, gf_arena *a, gf_err *err);
+struct gf_sha256;
+/* The arena's bytes into h (a device arena through a host copy). */
+gf_status gf_arena_digest(struct gf_sha256 *h, const gf_arena *a, gf_err *err);
+
 #endif

@@ -112,7 +112,9 @@ static gf_status scratch_init(gf_sg2_gan *gan, gf_ctx *ctx, gf_err *err) {
   s->hada = malloc((size_t)(mb * GF_ADA_NPARAMS) * sizeof(float));
   s->hlogits = malloc((size_t)mb * sizeof(float));
   s->hdlogits = malloc((size_t)mb * sizeof(float));
-  if (!s->hz || !s->hada || !s->hlogits || !s->hdlogits)
+  /* the rounds' sums, and room for the ADA signs when gathered */
+  s->stats = calloc((size_t)sg2g_rounds(gan) * SG2G_NSTAT + 2, sizeof(double));
+  if (!s->hz || !s->hada || !s->hlogits || !s->hdlogits || !s->stats)
     return gf_fail(err, GF_ENOMEM, "sg2 gan: host scratch");
   return GF_OK;
 }
@@ -128,6 +130,8 @@ static void scratch_free(gf_sg2_gan_scratch *s) {
   free(s->hlogits);
   free(s->hdlogits);
   free(s->hpl);
+  free(s->stats);
+  sg2g_dist_free(s);
   free(s);
 }
 
@@ -181,6 +185,7 @@ gf_status gf_sg2_gan_init(gf_sg2_gan *gan, gf_ctx *ctx,
   gan->hp = *hp;
   gan->batch = batch;
   gan->max_batch = max_batch;
+  gan->world = 1;
   gan->ctl = gf_ada_ctl_start(hp->ada_p0);
   gan->greg = gf_sg2_greg_pl;
   gan->dreg = gf_sg2_dreg_r1;

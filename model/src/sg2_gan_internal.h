@@ -27,9 +27,32 @@ typedef struct gf_sg2_gan_scratch {
   float *hpl;          /* [mb * C * R * R] the path-length noise */
   /* this step's */
   uint64_t seed;       /* the step's seed (for the hooks' draws) */
-  double pl_pen_sum, r1_pen_sum; /* sums over rounds of the round means */
-  int pl_rounds, r1_rounds;
+  double *stats;       /* [rounds][SG2G_NSTAT] the rounds' sums (world 1's
+                          and this rank's); [world][rounds][SG2G_NSTAT + 2]
+                          gathered: stats_all */
+  double *stats_all;
+  bool ran_pl, ran_r1; /* whether the hooks ran this step */
+  /* several ranks (sg2_dist.c) */
+  float *levels_g, *levels_d; /* exact: the tree's left halves */
+  size_t levels_n;     /* rows of each */
+  float *wlog;         /* [cap][w_dim] the w means w_avg's updates take */
+  float *wlog_all;     /* [world][cap][w_dim] gathered */
+  int wlog_n, wlog_cap;
+  bool no_w_avg;       /* a forward that must not move w_avg (path
+                          length's first pass: lengths only) */
+  double *pl_len;      /* [rounds] this rank's rounds' mean path lengths */
+  double *pl_len_all;  /* [world rounds] every rank's, gathered */
+  float *pl_seq;       /* [world rounds + 1] pl_mean before each round */
+  bool pl_seq_valid;   /* Greg's rounds take pl_seq (several ranks) */
 } gf_sg2_gan_scratch;
+
+/* What each round leaves in s->stats (sums over its samples). */
+enum { SG2G_LOSS_G, SG2G_LOSS_DF, SG2G_LOSS_DR, SG2G_SCORE_F, SG2G_SCORE_R,
+       SG2G_PL_PEN, SG2G_R1_PEN, SG2G_NSTAT };
+
+static inline int sg2g_rounds(const gf_sg2_gan *gan) {
+  return gan->batch / gan->max_batch;
+}
 
 /* sg2_gan_step.c's pieces the regularization phases (sg2_gan_reg.c) run */
 gf_tensor sg2g_rows(const gf_tensor *t, int64_t r0, int64_t n);
@@ -54,5 +77,24 @@ gf_status sg2g_augment(gf_sg2_gan *gan, const gf_sg2_step_in *in,
                        const gf_tensor *img, uint64_t seed, int pass,
                        int64_t sample0, int64_t n, const gf_tensor **x,
                        gf_err *err);
+
+/* sg2_dist.c: the seams of several ranks (and of exact mode at one) */
+/* Round r (of this rank's) has left its gradient of net in the grads
+ * arena: exact mode adds it into the tree. */
+void sg2g_round_done(gf_sg2_gan *gan, gf_sg2_net *net, int r);
+/* The accumulation of round r's first contribution to a phase's grads. */
+gf_accum sg2g_round_accum(const gf_sg2_gan *gan, int r);
+/* Before Adam: net's grads summed over the ranks. */
+gf_status sg2g_reduce(gf_sg2_gan *gan, gf_sg2_net *net, gf_err *err);
+/* A w_avg update of the mapping forward just run: at once (one rank) or
+ * logged for sg2g_w_avg_replay; nothing while s->no_w_avg. */
+gf_status sg2g_w_avg(gf_sg2_gan *gan, gf_ctx *ctx, gf_err *err);
+/* The logged updates of every rank, in one rank's order. */
+gf_status sg2g_w_avg_replay(gf_sg2_gan *gan, gf_ctx *ctx, gf_err *err);
+/* sums[SG2G_NSTAT] over every round of every rank (in the global rounds'
+ * order, from 0) and the ADA signs' totals (gan->sign_sum, sign_count
+ * become the whole batch's). */
+gf_status sg2g_gather_stats(gf_sg2_gan *gan, double *sums, gf_err *err);
+void sg2g_dist_free(gf_sg2_gan_scratch *s);
 
 #endif

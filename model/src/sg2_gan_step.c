@@ -53,10 +53,11 @@ gf_status sg2g_latents(gf_sg2_gan *gan, const gf_sg2_step_in *in,
   *out = sg2g_rows(second ? &s->z2 : &s->z, 0, n);
   const gf_sg2_draws *d = in->draws;
   const float *given = d ? (second ? d->z2[phase] : d->z[phase]) : NULL;
-  if (given) return sg2g_put(out, given + sample0 * zd, err);
+  int64_t g0 = gan->dist.sample_base + sample0; /* the global sample */
+  if (given) return sg2g_put(out, given + g0 * zd, err);
   gf_philox_stream st = gf_rng_sample_stream(
       seed, GF_RNG_SG2_LATENT, gan->step, (uint32_t)(2 * phase + second),
-      sample0, zd);
+      g0, zd);
   gf_philox_normal(&st, s->hz, (size_t)(n * zd), 0.0f, 1.0f);
   return sg2g_put(out, s->hz, err);
 }
@@ -118,7 +119,7 @@ gf_status sg2g_run_ws(gf_sg2_gan *gan, gf_ctx *ctx, const gf_sg2_step_in *in,
   GF_TRY(sg2g_latents(gan, in, seed, zphase, 0, sample0, n, &z, err));
   GF_TRY(gf_sg2_mapping_fwd(&gan->g, ctx, &z, c, 1.0f, 0, GF_MODE_TRAIN, ws,
                             err));
-  GF_TRY(gf_sg2_w_avg_update(&gan->g, ctx, err));
+  GF_TRY(sg2g_w_avg(gan, ctx, err));
   if (mixing && cutoff < nws) {
     for (int64_t i = 0; i < n; i++) {
       const int64_t len[1] = {(int64_t)(nws - cutoff) * wd};
@@ -144,7 +145,8 @@ static gf_status run_g(gf_sg2_gan *gan, gf_ctx *ctx, const gf_sg2_step_in *in,
   GF_TRY(sg2g_run_ws(gan, ctx, in, seed, phase, phase, sample0, n, cutoff,
                      &ws, err));
   return gf_sg2_synthesis_fwd(&gan->g, ctx, &ws, gan->hp.noise, seed,
-                              gan->step * 4 + phase, sample0, GF_MODE_TRAIN,
+                              gan->step * 4 + phase,
+                              gan->dist.sample_base + sample0, GF_MODE_TRAIN,
                               img, err);
 }
 
@@ -207,10 +209,11 @@ gf_status sg2g_augment(gf_sg2_gan *gan, const gf_sg2_step_in *in,
   if (!gan->hp.augment) return GF_OK;
   const float *given = in->draws ? in->draws->ada[pass] : NULL;
   const float *pr = s->hada;
+  int64_t g0 = gan->dist.sample_base + sample0; /* the global sample */
   if (given)
-    pr = given + sample0 * GF_ADA_NPARAMS;
+    pr = given + g0 * GF_ADA_NPARAMS;
   else
-    GF_TRY(gf_ada_draw(s->hada, n, seed, gan->step, pass, sample0, err));
+    GF_TRY(gf_ada_draw(s->hada, n, seed, gan->step, pass, g0, err));
   s->aug_view = sg2g_rows(&s->aug, 0, n);
   GF_TRY(gf_ada_fwd(&gan->ada, img, pr, gan->ctl.p, &s->aug_view, err));
   *x = &s->aug_view;
@@ -287,8 +290,6 @@ static gf_status adam(gf_sg2_gan *gan, gf_ctx *ctx, gf_sg2_net *net,
   return GF_OK;
 }
 
-static int rounds(const gf_sg2_gan *gan) { return gan->batch / gan->max_batch; }
-
 /* D's logits of aug(G(z, c)) of phase ph, rows s0 .. + n, into
  * s->hlogits (run_G, then run_D with the phase's labels). */
 static gf_status fake_logits(gf_sg2_gan *gan, gf_ctx *ctx,
@@ -304,46 +305,46 @@ static gf_status fake_logits(gf_sg2_gan *gan, gf_ctx *ctx,
 
 static gf_status phase_gmain(gf_sg2_gan *gan, gf_ctx *ctx,
                              const gf_sg2_step_in *in, uint64_t seed,
-                             bool gboth, gf_sg2_step_out *out, gf_err *err) {
+                             bool gboth, gf_err *err) {
   const int ph = GF_SG2_PHASE_GMAIN;
   int cutoff = sg2g_cutoff(gan, in, seed, ph);
   int64_t n = gan->max_batch;
-  double loss = 0.0;
-  for (int r = 0; r < rounds(gan); r++) {
+  for (int r = 0; r < sg2g_rounds(gan); r++) {
     int64_t s0 = r * n;
-    gf_accum acc = r == 0 ? GF_OVERWRITE : GF_ACCUMULATE;
+    double *st = gan->s->stats + (size_t)r * SG2G_NSTAT;
     gf_tensor dimg = sg2g_rows(&gan->s->dimg, 0, n);
     GF_TRY(fake_logits(gan, ctx, in, seed, ph, GF_SG2_PASS_GMAIN_FAKE, cutoff,
                        s0, n, err));
-    loss += softplus_loss(gan->s, n, -1.0f, 1.0f);
+    st[SG2G_LOSS_G] = softplus_loss(gan->s, n, -1.0f, 1.0f);
     GF_TRY(back_d(gan, ctx, n, &dimg, GF_OVERWRITE, err));
-    GF_TRY(back_g(gan, ctx, &dimg, n, cutoff, acc, err));
+    GF_TRY(back_g(gan, ctx, &dimg, n, cutoff, sg2g_round_accum(gan, r), err));
     if (gboth)
       GF_TRY(gan->greg(gan, ctx, in, s0, n, 1.0f, GF_ACCUMULATE, err));
+    sg2g_round_done(gan, &gan->g, r);
   }
-  if (out) out->loss_g = loss / (double)gan->batch;
+  GF_TRY(sg2g_reduce(gan, &gan->g, err));
   return adam(gan, ctx, &gan->g, &gan->adam_step_g, err);
 }
 
 static gf_status phase_dmain(gf_sg2_gan *gan, gf_ctx *ctx,
                              const gf_sg2_step_in *in, uint64_t seed,
-                             bool dboth, gf_sg2_step_out *out, gf_err *err) {
+                             bool dboth, gf_err *err) {
   const int ph = GF_SG2_PHASE_DMAIN;
   int cutoff = sg2g_cutoff(gan, in, seed, ph);
   int64_t n = gan->max_batch;
-  double lf = 0.0, lr = 0.0, sf = 0.0, sr = 0.0;
   if (!in->real)
     return gf_fail(err, GF_EINVAL, "sg2 gan: no real batch");
-  for (int r = 0; r < rounds(gan); r++) {
+  for (int r = 0; r < sg2g_rounds(gan); r++) {
     int64_t s0 = r * n;
-    gf_accum acc = r == 0 ? GF_OVERWRITE : GF_ACCUMULATE;
+    double *st = gan->s->stats + (size_t)r * SG2G_NSTAT, sf = 0.0, sr = 0.0;
     gf_tensor cv, real;
     const gf_tensor *c;
     GF_TRY(fake_logits(gan, ctx, in, seed, ph, GF_SG2_PASS_DMAIN_FAKE, cutoff,
                        s0, n, err));
     for (int64_t i = 0; i < n; i++) sf += gan->s->hlogits[i];
-    lf += softplus_loss(gan->s, n, 1.0f, 1.0f);
-    GF_TRY(back_d(gan, ctx, n, NULL, acc, err));
+    st[SG2G_SCORE_F] = sf;
+    st[SG2G_LOSS_DF] = softplus_loss(gan->s, n, 1.0f, 1.0f);
+    GF_TRY(back_d(gan, ctx, n, NULL, sg2g_round_accum(gan, r), err));
     GF_TRY(sg2g_take_rows(&gan->s->real, in->real, s0, n, &real, err));
     GF_TRY(sg2g_labels(gan, in->real_c, s0, n, &cv, &c, err));
     GF_TRY(run_d(gan, ctx, in, &real, c, seed, GF_SG2_PASS_DMAIN_REAL, s0, n,
@@ -354,17 +355,14 @@ static gf_status phase_dmain(gf_sg2_gan *gan, gf_ctx *ctx,
       gan->sign_sum += x > 0.0f ? 1.0 : x < 0.0f ? -1.0 : 0.0;
     }
     gan->sign_count += n;
-    lr += softplus_loss(gan->s, n, -1.0f, 1.0f);
+    st[SG2G_SCORE_R] = sr;
+    st[SG2G_LOSS_DR] = softplus_loss(gan->s, n, -1.0f, 1.0f);
     GF_TRY(back_d(gan, ctx, n, NULL, GF_ACCUMULATE, err));
     if (dboth)
       GF_TRY(gan->dreg(gan, ctx, in, s0, n, 1.0f, GF_ACCUMULATE, err));
+    sg2g_round_done(gan, &gan->d, r);
   }
-  if (out) {
-    double b = (double)gan->batch;
-    out->loss_d = (lf + lr) / b;
-    out->scores_fake = sf / b;
-    out->scores_real = sr / b;
-  }
+  GF_TRY(sg2g_reduce(gan, &gan->d, err));
   return adam(gan, ctx, &gan->d, &gan->adam_step_d, err);
 }
 
@@ -374,9 +372,12 @@ static gf_status phase_reg(gf_sg2_gan *gan, gf_ctx *ctx,
                            int interval, gf_sg2_net *net, int64_t *count,
                            gf_err *err) {
   int64_t n = gan->max_batch;
-  for (int r = 0; r < rounds(gan); r++)
+  for (int r = 0; r < sg2g_rounds(gan); r++) {
     GF_TRY(fn(gan, ctx, in, r * n, n, (float)interval,
-              r == 0 ? GF_OVERWRITE : GF_ACCUMULATE, err));
+              sg2g_round_accum(gan, r), err));
+    sg2g_round_done(gan, net, r);
+  }
+  GF_TRY(sg2g_reduce(gan, net, err));
   return adam(gan, ctx, net, count, err);
 }
 
@@ -386,7 +387,8 @@ static gf_status ema(gf_sg2_gan *gan, gf_ctx *ctx, gf_err *err) {
     double ramp = (double)gan->cur_nimg * gan->hp.ema_rampup;
     if (ramp < nimg) nimg = ramp;
   }
-  double beta = pow(0.5, (double)gan->batch / (nimg > 1e-8 ? nimg : 1e-8));
+  double batch = (double)gan->batch * gan->world; /* the global batch */
+  double beta = pow(0.5, batch / (nimg > 1e-8 ? nimg : 1e-8));
   gf_tensor a, x;
   GF_TRY(gf_arena_view_all(&gan->g_ema.params, &a, err));
   GF_TRY(gf_arena_view_all(&gan->g.params, &x, err));
@@ -429,47 +431,54 @@ gf_status gf_sg2_gan_step(gf_sg2_gan *gan, gf_ctx *ctx,
     return gf_fail(err, GF_EINVAL, "sg2 gan: NULL argument or gan not built");
   GF_TRY(check_in(gan, in, err));
   const gf_sg2_gan_hp *hp = &gan->hp;
-  if (out) {
-    memset(out, 0, sizeof *out);
-  }
+  if (out) memset(out, 0, sizeof *out);
+  gf_sg2_gan_scratch *sc = gan->s;
   gan->sign_sum = 0.0;
   gan->sign_count = 0;
-  gan->s->seed = seed;
-  gan->s->pl_pen_sum = gan->s->r1_pen_sum = 0.0;
-  gan->s->pl_rounds = gan->s->r1_rounds = 0;
+  sc->seed = seed;
+  memset(sc->stats, 0,
+         (size_t)sg2g_rounds(gan) * SG2G_NSTAT * sizeof *sc->stats);
+  sc->ran_pl = sc->ran_r1 = false;
+  sc->wlog_n = 0;
   int kg = hp->g_reg_interval, kd = hp->d_reg_interval;
   bool greg = hp->pl_weight > 0 && kg > 0 && gan->step % kg == 0;
   bool dreg = hp->r1_gamma > 0 && kd > 0 && gan->step % kd == 0;
-  GF_TRY(phase_gmain(gan, ctx, in, seed, hp->pl_weight > 0 && kg == 0, out,
-                     err));
+  GF_TRY(phase_gmain(gan, ctx, in, seed, hp->pl_weight > 0 && kg == 0, err));
   if (greg)
     GF_TRY(phase_reg(gan, ctx, in, gan->greg, kg, &gan->g, &gan->adam_step_g,
                      err));
-  GF_TRY(phase_dmain(gan, ctx, in, seed, hp->r1_gamma > 0 && kd == 0, out,
-                     err));
+  GF_TRY(phase_dmain(gan, ctx, in, seed, hp->r1_gamma > 0 && kd == 0, err));
   if (dreg)
     GF_TRY(phase_reg(gan, ctx, in, gan->dreg, kd, &gan->d, &gan->adam_step_d,
                      err));
+  double sums[SG2G_NSTAT];
+  GF_TRY(sg2g_gather_stats(gan, sums, err));
+  GF_TRY(sg2g_w_avg_replay(gan, ctx, err));
   GF_TRY(ema(gan, ctx, err));
-  gan->cur_nimg += gan->batch;
+  int64_t batch = (int64_t)gan->batch * gan->world; /* the global batch */
+  gan->cur_nimg += batch;
   gan->step++;
   if (hp->augment && hp->ada_target > 0) {
     gf_ada_ctl next;
     GF_TRY(gf_ada_ctl_step(&gan->ctl, gan->sign_sum, gan->sign_count,
-                           gan->step, gan->batch, hp->ada_interval,
+                           gan->step, batch, hp->ada_interval,
                            hp->ada_target, hp->ada_kimg, &next, err));
     gan->ctl = next;
   }
   if (out) {
+    double b = (double)batch, rounds = (double)batch / gan->max_batch;
+    out->loss_g = sums[SG2G_LOSS_G] / b;
+    out->loss_d = (sums[SG2G_LOSS_DF] + sums[SG2G_LOSS_DR]) / b;
+    out->scores_fake = sums[SG2G_SCORE_F] / b;
+    out->scores_real = sums[SG2G_SCORE_R] / b;
     out->ada_p = gan->ctl.p;
     out->ada_rt = gan->ctl.rt;
     out->real_sign_sum = gan->sign_sum;
     out->real_sign_count = gan->sign_count;
     out->ran_greg = greg;
     out->ran_dreg = dreg;
-    const gf_sg2_gan_scratch *s = gan->s;
-    if (s->pl_rounds) out->pl_penalty = s->pl_pen_sum / s->pl_rounds;
-    if (s->r1_rounds) out->r1_penalty = s->r1_pen_sum / s->r1_rounds;
+    if (sc->ran_pl) out->pl_penalty = sums[SG2G_PL_PEN] / rounds;
+    if (sc->ran_r1) out->r1_penalty = sums[SG2G_R1_PEN] / rounds;
     out->pl_mean = gan->pl_mean;
   }
   return GF_OK;

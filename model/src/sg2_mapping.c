@@ -144,20 +144,49 @@ gf_status gf_sg2_mapping_fwd(gf_sg2_net *net, gf_ctx *ctx, const gf_tensor *z,
   return GF_OK;
 }
 
-gf_status gf_sg2_w_avg_update(gf_sg2_net *net, gf_ctx *ctx, gf_err *err) {
-  GF_TRY(need_g(net, ctx, "gf_sg2_w_avg_update", err));
+/* m->mean = the batch mean of the last mapping forward's w. */
+static gf_status w_mean(gf_sg2_net *net, gf_ctx *ctx, const char *who,
+                        gf_err *err) {
+  GF_TRY(need_g(net, ctx, who, err));
   sg2_mapping *m = &net->impl->map;
   if (m->fwd_batch < 1)
-    return gf_fail(err, GF_ESTATE, "gf_sg2_w_avg_update: no mapping forward");
+    return gf_fail(err, GF_ESTATE, "%s: no mapping forward", who);
   int64_t n = m->fwd_batch;
   gf_tensor w = sg2_rows(&m->fc[m->n_layers - 1].y, n);
   gf_tensor zeros = sg2_rows(&m->zeros_i32, n);
   /* the batch sum as the gradient of a one-row embedding */
   GF_TRY(gf_embedding_bwd(ctx, &zeros, &w, &m->mean, GF_OVERWRITE, err));
-  GF_TRY(gf_bias_act_fwd(ctx, &m->mean, NULL, GF_BIAS_ACT_LINEAR, 0.0f,
-                         (float)(1.0 / (double)n), -1.0f, &m->mean, err));
+  return gf_bias_act_fwd(ctx, &m->mean, NULL, GF_BIAS_ACT_LINEAR, 0.0f,
+                         (float)(1.0 / (double)n), -1.0f, &m->mean, err);
+}
+
+static gf_status w_lerp(gf_sg2_net *net, gf_ctx *ctx, gf_err *err) {
+  sg2_mapping *m = &net->impl->map;
   gf_tensor *avg = &net->tensors[m->p_w_avg].value;
   return gf_lerp(ctx, avg, &m->mean, (double)net->cfg.w_avg_beta, err);
+}
+
+gf_status gf_sg2_w_avg_update(gf_sg2_net *net, gf_ctx *ctx, gf_err *err) {
+  GF_TRY(w_mean(net, ctx, "gf_sg2_w_avg_update", err));
+  return w_lerp(net, ctx, err);
+}
+
+gf_status gf_sg2_w_avg_mean(gf_sg2_net *net, gf_ctx *ctx, float *mean,
+                            gf_err *err) {
+  GF_TRY(w_mean(net, ctx, "gf_sg2_w_avg_mean", err));
+  gf_tensor h, *d = &net->impl->map.mean;
+  GF_TRY(gf_tensor_view(&h, mean, GF_F32, GF_DEV_CPU, d->ndim, d->shape, err));
+  return gf_tensor_copy(&h, d, err);
+}
+
+gf_status gf_sg2_w_avg_apply(gf_sg2_net *net, gf_ctx *ctx, const float *mean,
+                             gf_err *err) {
+  GF_TRY(need_g(net, ctx, "gf_sg2_w_avg_apply", err));
+  gf_tensor h, *d = &net->impl->map.mean;
+  GF_TRY(gf_tensor_view(&h, (void *)mean, GF_F32, GF_DEV_CPU, d->ndim,
+                        d->shape, err));
+  GF_TRY(gf_tensor_copy(d, &h, err));
+  return w_lerp(net, ctx, err);
 }
 
 gf_status sg2_mapping_back(gf_sg2_net *net, gf_ctx *ctx, sg2_mapping *m,

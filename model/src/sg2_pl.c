@@ -281,6 +281,11 @@ static gf_status to_host(const gf_tensor *t, float *h, gf_err *err) {
   return gf_tensor_copy(&v, t, err);
 }
 
+float gf_sg2_pl_mean_next(float pl_mean, float decay, double mean_length) {
+  return (float)((double)pl_mean +
+                 (double)decay * (mean_length - (double)pl_mean));
+}
+
 gf_status gf_sg2_g_pl(gf_sg2_net *net, gf_ctx *ctx, const gf_tensor *ws,
                       const gf_tensor *pl_noise, const gf_sg2_pl_args *args,
                       gf_accum accum, gf_sg2_pl_out *out, gf_err *err) {
@@ -330,6 +335,16 @@ gf_status gf_sg2_g_pl(gf_sg2_net *net, gf_ctx *ctx, const gf_tensor *ws,
   }
   mean /= (double)n;
   double m = (double)pl_mean + (double)decay * (mean - (double)pl_mean);
+  if (args->lengths_only) {
+    if (out) {
+      out->penalty = 0.0f;
+      out->pl_mean = gf_sg2_pl_mean_next(pl_mean, decay, mean);
+      out->mean_length = mean;
+    }
+    free(L);
+    free(h);
+    return st;
+  }
   for (int64_t i = 0; i < n; i++) {
     pen += (L[i] - m) * (L[i] - m);
     dev += L[i] - m;
@@ -346,8 +361,8 @@ gf_status gf_sg2_g_pl(gf_sg2_net *net, gf_ctx *ctx, const gf_tensor *ws,
   }
   if (out) {
     out->penalty = (float)(pen / (double)n);
-    out->pl_mean = (float)m;
-    out->mean_length = (float)mean;
+    out->pl_mean = gf_sg2_pl_mean_next(pl_mean, decay, mean);
+    out->mean_length = mean;
   }
   free(L);
   free(h);

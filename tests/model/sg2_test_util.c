@@ -70,6 +70,24 @@ int sg2t_meta_int(const gf_st_file *f, const char *k) {
   return atoi(v);
 }
 
+gf_sg2_config sg2t_tiny_config(void) {
+  gf_sg2_config c;
+  gf_err err;
+  if (gf_sg2_config_preset(&c, NULL, GF_SG2_AUTO, 32, 3, 0, 1, &err)) {
+    fprintf(stderr, "%s\n", err.msg);
+    exit(1);
+  }
+  c.z_dim = c.w_dim = 32;
+  c.channel_base = 256;
+  c.channel_max = 16;
+  c.map_layers = c.d_map_layers = 2;
+  c.mbstd_group = 2;
+  c.mbstd_channels = 1;
+  c.conv_clamp = 0;
+  c.d_resnet = 1;
+  return c;
+}
+
 gf_sg2_config sg2t_case_config(const gf_st_file *f) {
   gf_sg2_config c;
   gf_err err;

@@ -21,6 +21,9 @@ void sg2t_ctx_cpu(gf_ctx *ctx, int threads);
 int sg2t_ctx_cuda(gf_ctx *ctx);
 /* Integer metadata k of f. */
 int sg2t_meta_int(const gf_st_file *f, const char *k);
+/* The training tests' tiny network: 32x32 RGB, z and w 32, channels
+ * 256/16, 2 mapping layers, mbstd groups of 2, no clamp, resnet D. */
+gf_sg2_config sg2t_tiny_config(void);
 /* The config of a golden case: the tiny preset with the sizes of f's
  * metadata (d_resnet 1 when absent). */
 gf_sg2_config sg2t_case_config(const gf_st_file *f);

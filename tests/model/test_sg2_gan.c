@@ -47,6 +47,7 @@
 #include "gf/checkpoint.h"
 #include "gf/safetensors.h"
 #include "gf/sg2_gan.h"
+#include "sg2_test_util.h"
 
 /* |ours - official| <= tol of the tensor:
  *  gradients           GRAD_TOL_REL * max|official| (+1e-12); worst seen
@@ -106,22 +107,6 @@ static float *need(const gf_st_file *f, const char *name, size_t *n) {
     exit(1);
   }
   return v;
-}
-
-static gf_sg2_config tiny_config(void) {
-  gf_sg2_config c;
-  gf_err err;
-  if (gf_sg2_config_preset(&c, NULL, GF_SG2_AUTO, 32, 3, 0, 1, &err))
-    die("config", &err);
-  c.z_dim = c.w_dim = 32;
-  c.channel_base = 256;
-  c.channel_max = 16;
-  c.map_layers = c.d_map_layers = 2;
-  c.mbstd_group = 2;
-  c.mbstd_channels = 1;
-  c.conv_clamp = 0;
-  c.d_resnet = 1;
-  return c;
 }
 
 static gf_sg2_gan_hp golden_hp(void) {
@@ -293,7 +278,7 @@ enum {
 /* One golden step; returns the comparisons that missed (and fills the
  * worst records when fire is FIRE_NONE). */
 static int golden_run(const gf_st_file *f, golden_in *gi, int fire) {
-  gf_sg2_config cfg = tiny_config();
+  gf_sg2_config cfg = sg2t_tiny_config();
   cfg.c_dim = gi->c_dim;
   gf_sg2_gan_hp hp = golden_hp();
   if (fire == FIRE_P) hp.ada_p0 = 0.3f;
@@ -516,7 +501,7 @@ static unsigned char *slurp(const char *path, size_t *n) {
 static int g_mbstd_group = 2;
 
 static void make_gan(gf_sg2_gan *gan, const gf_sg2_gan_hp *hp, int mb) {
-  gf_sg2_config cfg = tiny_config();
+  gf_sg2_config cfg = sg2t_tiny_config();
   cfg.mbstd_group = g_mbstd_group;
   gf_err err;
   if (gf_sg2_gan_init(gan, &g_ctx, &cfg, hp, 4, mb, 5, &err))
@@ -570,7 +555,7 @@ static void test_resume(void) {
   free(ba);
   free(bb);
   /* another config's state: refused by name and shape, nothing changed */
-  gf_sg2_config other = tiny_config();
+  gf_sg2_config other = sg2t_tiny_config();
   other.channel_max = 8;
   gf_sg2_gan o;
   REQUIRE(gf_sg2_gan_init(&o, &g_ctx, &other, &hp, 4, 2, 5, &err) == GF_OK);
@@ -823,7 +808,7 @@ static void test_reg_resume(void) {
   gf_sg2_gan_free(&a);
   /* path length needs rounds of at least pl_batch_shrink samples */
   hp.g_reg_interval = 4;
-  gf_sg2_config cfg = tiny_config();
+  gf_sg2_config cfg = sg2t_tiny_config();
   CHECK_INT_EQ(gf_sg2_gan_init(&a, &g_ctx, &cfg, &hp, 4, 1, 5, &err),
                GF_EINVAL);
   printf("refused: %s\n", err.msg);

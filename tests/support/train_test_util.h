@@ -414,6 +414,48 @@ static inline void compare_ckpts(const char *got_path, const char *ref_path,
   gf_st_file_free(&b);
 }
 
+/* Every tensor of got byte-identical to ref's (a stylegan2 training state:
+ * G., D., G_ema., the Adam moments and the state. scalars). */
+static inline void tu_compare_sg2_states(const char *got, const char *ref,
+                                         const char *what) {
+  gf_st_file a, b;
+  gf_st_file_init(&a);
+  gf_st_file_init(&b);
+  gf_err err;
+  if (gf_st_open(&a, got, GF_ST_VERIFY_SHA256, &err) != GF_OK) {
+    CHECKF(false, "%s: %s: %s", what, got, err.msg);
+    return;
+  }
+  if (gf_st_open(&b, ref, GF_ST_VERIFY_SHA256, &err) != GF_OK) {
+    CHECKF(false, "%s: %s: %s", what, ref, err.msg);
+    gf_st_file_free(&a);
+    return;
+  }
+  CHECKF(a.n_tensors == b.n_tensors, "%zu tensors vs %zu", a.n_tensors,
+         b.n_tensors);
+  size_t diff = 0, kinds[4] = {0, 0, 0, 0};
+  for (size_t i = 0; i < a.n_tensors; i++) {
+    const gf_st_tensor *ta = &a.tensors[i], *tb = gf_st_find(&b, ta->name);
+    kinds[0] += strncmp(ta->name, "G_ema.", 6) == 0;
+    kinds[1] += strncmp(ta->name, "D.adam_v.", 9) == 0;
+    kinds[2] += strcmp(ta->name, "state.ada_p") == 0;
+    kinds[3] += strcmp(ta->name, "state.cur_nimg") == 0;
+    bool same = tb && ta->dtype == tb->dtype && ta->nbytes == tb->nbytes &&
+                memcmp(ta->data, tb->data, ta->nbytes) == 0;
+    if (!same && !diff++)
+      fprintf(stderr, "%s: first differing tensor: %s\n", what, ta->name);
+  }
+  CHECKF(kinds[0] && kinds[1] && kinds[2] == 1 && kinds[3] == 1,
+         "%s: %s lacks the tensors of a stylegan2 state", what, got);
+  CHECKF(diff == 0, "%s: %zu of %zu tensors differ from the reference's",
+         what, diff, a.n_tensors);
+  if (diff == 0)
+    fprintf(stderr, "%s: all %zu tensors byte-identical\n", what,
+            a.n_tensors);
+  gf_st_file_free(&a);
+  gf_st_file_free(&b);
+}
+
 /* key holds exactly one point at each of every, 2*every, ..., steps: no
  * duplicate, none missing, nothing else. */
 static inline void check_history(mlflow_client *c, const char *run_id,

@@ -568,6 +568,15 @@ static void test_stylegan2_flags(void) {
   BAD("--aug-p", "--model", "stylegan2", "--aug-p", "1.5");
   BAD("--ada-target", "--model", "stylegan2", "--ada-target", "0");
   BAD("--style-mixing", "--model", "stylegan2", "--style-mixing", "-0.1");
+  BAD("--sync-bn", "--model", "stylegan2", "--sync-bn"); /* no batch norm */
+  /* several ranks: exact mode and rounds (--grad-accum) are its too */
+  REQUIRE(parse(&c, &e, "--data", "/d", "--model", "stylegan2", "--batch",
+                "8", "--exact-reduce", "--exact-shards", "4", NULL) ==
+          GF_PARSE_OK);
+  CHECK(c.exact_reduce && c.exact_shards == 4);
+  REQUIRE(parse(&c, &e, "--data", "/d", "--model", "stylegan2", "--batch",
+                "8", "--grad-accum", "2", NULL) == GF_PARSE_OK);
+  CHECK_INT_EQ(c.grad_accum, 2);
   BAD("--cfg", "--cfg", "cifar"); /* dcgan */
   BAD("--ema-kimg", "--model", "resnet", "--ema-kimg", "5");
   /* the other models' recipe is as before */

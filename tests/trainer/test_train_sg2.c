@@ -73,40 +73,6 @@ static double ckpt_scalar(const char *path, const char *name) {
   return v;
 }
 
-/* Every tensor of got byte-identical to ref's (a stylegan2 training state:
- * G., D., G_ema., the Adam moments and the state. scalars). */
-static void compare_states(const char *got, const char *ref) {
-  gf_st_file a, b;
-  gf_st_file_init(&a);
-  gf_st_file_init(&b);
-  gf_err err;
-  REQUIRE(gf_st_open(&a, got, GF_ST_VERIFY_SHA256, &err) == GF_OK);
-  REQUIRE(gf_st_open(&b, ref, GF_ST_VERIFY_SHA256, &err) == GF_OK);
-  CHECKF(a.n_tensors == b.n_tensors, "%zu tensors vs %zu", a.n_tensors,
-         b.n_tensors);
-  size_t diff = 0, kinds[4] = {0, 0, 0, 0};
-  for (size_t i = 0; i < a.n_tensors; i++) {
-    const gf_st_tensor *ta = &a.tensors[i], *tb = gf_st_find(&b, ta->name);
-    kinds[0] += strncmp(ta->name, "G_ema.", 6) == 0;
-    kinds[1] += strncmp(ta->name, "D.adam_v.", 9) == 0;
-    kinds[2] += strcmp(ta->name, "state.ada_p") == 0;
-    kinds[3] += strcmp(ta->name, "state.cur_nimg") == 0;
-    bool same = tb && ta->dtype == tb->dtype && ta->nbytes == tb->nbytes &&
-                memcmp(ta->data, tb->data, ta->nbytes) == 0;
-    if (!same && !diff++)
-      fprintf(stderr, "first differing tensor: %s\n", ta->name);
-  }
-  CHECKF(kinds[0] && kinds[1] && kinds[2] == 1 && kinds[3] == 1,
-         "%s lacks the tensors of a stylegan2 state", got);
-  CHECKF(diff == 0, "%zu of %zu tensors differ from the uninterrupted run's",
-         diff, a.n_tensors);
-  if (diff == 0)
-    fprintf(stderr, "resumed run: all %zu tensors byte-identical\n",
-            a.n_tensors);
-  gf_st_file_free(&a);
-  gf_st_file_free(&b);
-}
-
 static void final_path(char *out, size_t cap, const tu_job *j) {
   snprintf(out, cap, "%s/" GF_CKPT_NAME_FMT, j->dir, (long long)STEPS);
 }
@@ -185,7 +151,7 @@ static void kill_and_resume(mlflow_client *c, const tu_job *ref,
   char got[1200], want[1200];
   final_path(got, sizeof got, &j);
   final_path(want, sizeof want, ref);
-  compare_states(got, want);
+  tu_compare_sg2_states(got, want, "kill: resumed run");
   fprintf(stderr, "[kill] %.1f s\n", mono_s() - t0);
 }
 

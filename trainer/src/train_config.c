@@ -629,9 +629,7 @@ static gf_status finish_sg2(gf_train_config *cfg, gf_err *err) {
                     : cfg->ema_decay > 0 ? "--ema-decay"
                     : cfg->diffaug ? "--diffaug"
                     : cfg->export_set ? "--export-generator"
-                    : cfg->exact_reduce ? "--exact-reduce"
-                    : cfg->sync_bn ? "--sync-bn"
-                    : cfg->grad_accum != 1 ? "--grad-accum" : NULL;
+                    : cfg->sync_bn ? "--sync-bn" : NULL;
   if (other)
     return gf_fail(err, GF_EINVAL, "%s: not a stylegan2 setting (it trains "
                    "with the official loss, EMA and ADA: --cfg, --ema-kimg, "

@@ -104,12 +104,12 @@ gf_status gf_dist_agree(gf_dist *d, gf_status mine, const char *phase, gf_err *e
                  phase);
 }
 
-gf_status gf_dist_check_params(gf_dist *d, const gf_gan *gan, bool bn, int64_t step,
+gf_status gf_dist_check_digest(gf_dist *d, const char *hex, int64_t step,
                                gf_err *err) {
   if (!d->comm || d->world == 1) return GF_OK;
   char mine[GF_SHA256_HEX_LEN + 4];
   memset(mine, 0, sizeof mine);
-  GF_TRY(gf_gan_digest(gan, bn, mine, err));
+  GF_FORMAT_FITS(mine, sizeof mine, "%s", hex);
   char *all = calloc((size_t)d->world, sizeof mine);
   if (!all) return gf_fail(err, GF_ENOMEM, "out of memory");
   gf_status st = gf_dist_allgather(d, mine, sizeof mine, all, err);
@@ -120,6 +120,14 @@ gf_status gf_dist_check_params(gf_dist *d, const gf_gan *gan, bool bn, int64_t s
                    (long long)step, r, all + (size_t)r * sizeof mine, all);
   free(all);
   return st;
+}
+
+gf_status gf_dist_check_params(gf_dist *d, const gf_gan *gan, bool bn, int64_t step,
+                               gf_err *err) {
+  if (!d->comm || d->world == 1) return GF_OK;
+  char mine[GF_SHA256_HEX_LEN + 1];
+  GF_TRY(gf_gan_digest(gan, bn, mine, err));
+  return gf_dist_check_digest(d, mine, step, err);
 }
 
 /* ---- relay ------------------------------------------------------------------ */

@@ -354,6 +354,8 @@ static gf_status loop(train_state *st, const atomic_int *stop,
     if (st->world > 1) {
       s = gf_dist_sum_f64(&st->dist, agg, AGG_N, err);
       if (s != GF_OK) break;
+    }
+    if (st->world > 1 && !st->sg2) { /* stylegan2's are the whole batch's */
       double inv = 1.0 / st->world;
       gs.loss_d = agg[AGG_LOSS_D] * inv;
       gs.loss_d_real = agg[AGG_LOSS_DR] * inv;
@@ -382,8 +384,9 @@ static gf_status loop(train_state *st, const atomic_int *stop,
                                             err)) != GF_OK)
       break;
     if (due(k, cfg->check_every) &&
-        (s = gf_dist_check_params(&st->dist, &st->gan, cfg->sync_bn, k, err)) !=
-            GF_OK)
+        (s = st->sg2 ? train_sg2_check(st, k, err)
+                     : gf_dist_check_params(&st->dist, &st->gan, cfg->sync_bn,
+                                            k, err)) != GF_OK)
       break;
     if (lead) {
       if (log_now) log_step_metrics(st, k, &gs, &w, &so);

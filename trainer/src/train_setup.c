@@ -21,6 +21,7 @@
 #include "gf/image_grid.h"
 #include "gf/monitor.h"
 #include "gf/rng.h"
+#include "gf/sg2_gan.h"
 #include "gf/swd.h"
 #include "gf/text.h"
 #include "gf/train.h"
@@ -350,10 +351,6 @@ gf_status train_gather_hosts(train_state *st, char *out, size_t cap,
  * sets the slice and the data order. */
 gf_status train_plan_slices(train_state *st, gf_err *err) {
   const gf_train_config *cfg = st->cfg;
-  if (cfg->model == GF_ARCH_STYLEGAN2 && st->world > 1)
-    return gf_fail(err, GF_EINVAL, "--model stylegan2 trains on one rank for "
-                   "now (its gradients do not go through the all-reduce "
-                   "yet); launch it alone, not on %d ranks", st->world);
   if (cfg->batch % st->world != 0)
     return gf_fail(err, GF_EINVAL, "--batch %d does not split evenly over %d "
                    "ranks (it is the global batch; use a multiple of %d)",
@@ -394,12 +391,18 @@ gf_status train_share_start(train_state *st, gf_err *err) {
   st->start_step = steps[0];
   st->ckpt_step = steps[1];
   GF_TRY(gf_dist_bcast(&st->dist, st->run_id, sizeof st->run_id, err));
+  if (st->sg2) return gf_sg2_gan_broadcast(st->sg2, st->dist.comm, err);
   return gf_gan_broadcast_state(&st->gan, st->dist.comm, err);
 }
 
 gf_status train_distribute(train_state *st, gf_comm *comm, gf_err *err) {
   const gf_train_config *cfg = st->cfg;
-  if (st->sg2) return GF_OK; /* one rank (train_plan_slices) */
+  if (st->sg2) {
+    /* rounds of the round size train_sg2_build chose, summed over ranks */
+    gf_sg2_gan_dist sd = {st->world > 1 ? comm : NULL, cfg->exact_reduce,
+                          st->sample0};
+    return gf_sg2_gan_distribute(st->sg2, &st->ctx, &sd, err);
+  }
   gf_gan_dist d;
   memset(&d, 0, sizeof d);
   d.comm = st->world > 1 ? comm : NULL;

@@ -21,6 +21,7 @@
 #include "gf/sg2_config.h"
 #include "gf/sg2_gan.h"
 #include "gf/train.h"
+#include "train_dist.h"
 #include "train_state.h"
 
 static gf_sg2_gan_hp sg2_hp(const gf_train_config *cfg,
@@ -53,8 +54,12 @@ gf_status train_sg2_build(train_state *st, bool *usage, gf_err *err) {
   gf_sg2_gan_hp hp = sg2_hp(cfg, &rec);
   st->sg2 = calloc(1, sizeof *st->sg2);
   if (!st->sg2) return gf_fail(err, GF_ENOMEM, "out of memory");
-  GF_TRY(gf_sg2_gan_init(st->sg2, &st->ctx, &c, &hp, st->local_batch,
-                         st->local_batch, cfg->seed, err));
+  /* the round (micro-batch) size: --exact-reduce's shards of the global
+   * batch, else each rank's batch cut by --grad-accum */
+  int round = cfg->exact_reduce ? cfg->batch / cfg->exact_shards
+                                : st->local_batch / cfg->grad_accum;
+  GF_TRY(gf_sg2_gan_init(st->sg2, &st->ctx, &c, &hp, st->local_batch, round,
+                         cfg->seed, err));
   if (c.c_dim > 0) {
     size_t n = (size_t)st->local_batch * (size_t)c.c_dim;
     st->sg2_c = calloc(5 * n, sizeof(float)); /* real_c + 4 phases' gen_c */
@@ -222,6 +227,13 @@ gf_status train_sg2_log_model(train_state *st, gf_err *err) {
   }
   free(host);
   return s;
+}
+
+gf_status train_sg2_check(train_state *st, int64_t k, gf_err *err) {
+  if (st->world == 1) return GF_OK;
+  char hex[65];
+  GF_TRY(gf_sg2_gan_digest(st->sg2, hex, err));
+  return gf_dist_check_digest(&st->dist, hex, k, err);
 }
 
 void train_sg2_free(train_state *st) {

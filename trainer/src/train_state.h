@@ -181,6 +181,9 @@ gf_status train_sg2_generate(train_state *st, const float *zs, int n,
 /* G_ema as a stylegan2 model directory, logged and registered
  * (gf_tracker_log_model_tensors). */
 gf_status train_sg2_log_model(train_state *st, gf_err *err);
+/* --check-every at several ranks: every rank's state digest against rank
+ * 0's (GF_EINTEGRITY when they diverged). */
+gf_status train_sg2_check(train_state *st, int64_t k, gf_err *err);
 void train_sg2_free(train_state *st);
 
 /* The GAN's hyperparameters of cfg (Adam, loss, EMA, R1, DiffAugment). */

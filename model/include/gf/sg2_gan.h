@@ -146,7 +146,10 @@ typedef gf_status (*gf_sg2_reg_fn)(struct gf_sg2_gan *gan, gf_ctx *ctx,
  *   Gmain's latents and labels, as the official code), pl_noise =
  *   randn / sqrt(R R) (GF_RNG_SG2_PL_NOISE, or the draws'), weight
  *   pl_weight, decay pl_decay, scale gain; gan->pl_mean becomes the
- *   updated running mean (every round, as the official).
+ *   updated running mean (every round, as the official). At several
+ *   ranks its round 0 first runs each of the rank's rounds to its mean
+ *   length only and gathers them, so each round starts from the running
+ *   mean one rank would have reached there.
  * gf_sg2_dreg_r1: R1 (gf_sg2_d_r1) of D on the round's reals through the
  *   augmentation (pass GF_SG2_PASS_DREG_REAL; with d_reg_interval 0,
  *   'Dboth', Dmain's real pass, whose forward and draws the official code
@@ -210,10 +213,24 @@ typedef struct gf_sg2_step_out {
   double pl_mean;       /* the running mean after the step */
 } gf_sg2_step_out;
 
+struct gf_comm;
+
+/* Data parallelism (gf_sg2_gan_distribute). */
+typedef struct gf_sg2_gan_dist {
+  struct gf_comm *comm; /* borrowed; NULL: one rank */
+  bool exact;           /* the rounds' gradients added as a binary tree and
+                           the ranks' with the comm's "tree" all-reduce:
+                           the same bits at any power-of-two world size for
+                           the same global rounds (CPU backend) */
+  int64_t sample_base;  /* this rank's first sample of the global batch */
+} gf_sg2_gan_dist;
+
 typedef struct gf_sg2_gan {
   gf_sg2_config cfg;
   gf_sg2_gan_hp hp;
-  int batch;            /* images per step */
+  gf_sg2_gan_dist dist; /* one rank after init */
+  int world;            /* the comm's ranks (1 without one) */
+  int batch;            /* images per step on this rank */
   int max_batch;        /* per round (micro-batch); batch a multiple */
   gf_sg2_net g, d, g_ema; /* G and D built for training; G_ema not */
   gf_ada ada;
@@ -252,6 +269,38 @@ gf_status gf_sg2_gan_sync_ema(gf_sg2_gan *gan, gf_ctx *ctx, gf_err *err);
 gf_status gf_sg2_gan_step(gf_sg2_gan *gan, gf_ctx *ctx,
                           const gf_sg2_step_in *in, uint64_t seed,
                           gf_sg2_step_out *out, gf_err *err);
+
+/* ---- several ranks (sg2_dist.c) ---------------------------------------
+ * Every rank holds the same gan and steps on its slice of the global batch
+ * (batch images per rank, world batch in all). The draws stay keyed by
+ * the global sample (dist.sample_base + the row), so a sample gets the
+ * same latents, noise and augmentation at any world size. Per phase, each
+ * net's gradient is the sum over every rank's rounds of the round's mean
+ * gradient (the official single-GPU rounds' sum; the official multi-GPU
+ * DDP averages over GPUs instead, a factor Adam nearly cancels), summed
+ * by an all-reduce before Adam. The step's reports, the ADA signs, w_avg's
+ * updates (logged per round, gathered and applied in the order one rank
+ * would apply them) and the path-length mean (a first pass computes
+ * every round's mean length, so each rank's round starts from the running
+ * mean that round has on one rank) are the whole batch's, the same on
+ * every rank; EMA, image counter and ADA use the global batch.
+ * With exact, a world of 1, 2 or 4 ranks cutting the same global rounds
+ * gives the same bits (tests/trainer/test_train_sg2.sh).
+ * Not supported at several ranks: a g_reg_interval of 0 ('Gboth', its
+ * path length runs inside Gmain's rounds). The comm must take the nets'
+ * arenas: host memory for mpi and tcp (the CPU backend), device memory
+ * for nccl. d NULL: back to one rank. */
+gf_status gf_sg2_gan_distribute(gf_sg2_gan *gan, gf_ctx *ctx,
+                                const gf_sg2_gan_dist *d, gf_err *err);
+/* Rank 0's whole state (the nets' arenas, Adam moments, counters,
+ * pl_mean, the ADA controller) to every rank: after rank 0 alone loaded a
+ * checkpoint. */
+gf_status gf_sg2_gan_broadcast(gf_sg2_gan *gan, struct gf_comm *comm,
+                               gf_err *err);
+/* SHA-256 (hex) of the training state gf_sg2_gan_save would write, for the
+ * ranks' divergence check. */
+gf_status gf_sg2_gan_digest(const gf_sg2_gan *gan, char *hex65,
+                            gf_err *err);
 
 /* The Adam settings of a net's optimizer (the lazy correction applied). */
 gf_adam_params gf_sg2_gan_adam(const gf_sg2_gan_hp *hp, gf_sg2_role role);

@@ -166,6 +166,14 @@ gf_status gf_sg2_mapping_fwd(gf_sg2_net *net, gf_ctx *ctx, const gf_tensor *z,
  * own (the trainer calls it after each training-mode mapping forward of
  * a G step). GF_ESTATE without a mapping forward. */
 gf_status gf_sg2_w_avg_update(gf_sg2_net *net, gf_ctx *ctx, gf_err *err);
+/* The update in two halves, for ranks that gather the means first:
+ * mean (w_dim host floats, the caller's) = the batch mean of the last
+ * mapping forward's w; then w_avg = lerp(mean, w_avg, w_avg_beta). One
+ * after the other, the bits of gf_sg2_w_avg_update. */
+gf_status gf_sg2_w_avg_mean(gf_sg2_net *net, gf_ctx *ctx, float *mean,
+                            gf_err *err);
+gf_status gf_sg2_w_avg_apply(gf_sg2_net *net, gf_ctx *ctx, const float *mean,
+                             gf_err *err);
 
 /* G's synthesis network: ws [n, num_ws, w_dim] to img [n, img_channels,
  * res, res] (a view into acts, valid until the next synthesis forward).
@@ -252,6 +260,8 @@ typedef struct gf_sg2_pl_args {
   gf_sg2_noise noise;  /* the synthesis noise, as gf_sg2_synthesis_fwd's */
   uint64_t seed;
   int64_t step, sample0;
+  bool lengths_only;   /* stop after the lengths: out's mean_length and
+                          pl_mean, no gradient written */
   gf_tensor *dws_out;  /* NULL: the mapping's backward runs here; else
                           dloss/dws [n, num_ws, w_dim] is copied into it
                           and the mapping's gradients are the caller's
@@ -262,7 +272,8 @@ typedef struct gf_sg2_pl_out {
   float penalty;       /* mean over samples of (len_i - pl_mean')^2 */
   float pl_mean;       /* pl_mean' = lerp(pl_mean, mean len, decay): the
                           official running mean after the step */
-  float mean_length;   /* mean over samples of len_i */
+  double mean_length;  /* mean over samples of len_i (the f64 the running
+                          mean's update takes: gf_sg2_pl_mean_next) */
 } gf_sg2_pl_out;
 
 /* Path length: runs the synthesis on ws [n, num_ws, w_dim] (the output of
@@ -283,5 +294,8 @@ typedef struct gf_sg2_pl_out {
 gf_status gf_sg2_g_pl(gf_sg2_net *net, gf_ctx *ctx, const gf_tensor *ws,
                       const gf_tensor *pl_noise, const gf_sg2_pl_args *args,
                       gf_accum accum, gf_sg2_pl_out *out, gf_err *err);
+/* pl_mean' of gf_sg2_g_pl from pl_mean and the mean length: the running
+ * mean's update, the same bits. */
+float gf_sg2_pl_mean_next(float pl_mean, float decay, double mean_length);
 
 #endif
