@@ -19,6 +19,27 @@
 /* Element counts above which the plain-C loops use several threads. */
 #define GF_PAR_MIN 32768
 
+/* FMA clones. The build targets baseline x86-64 (no -mfma: CPUs differ),
+ * where each fmaf() is a call into libm; a loop built of fmaf's runs as a
+ * clone compiled with GF_TARGET_FMA (vfmadd, the same single rounding, so
+ * the same bits) when gf_cpu_fma() says the CPU has FMA. The loop's body
+ * is an always-inline function that both the plain and the FMA function
+ * wrap. Elsewhere (other ISAs, other compilers) one plain function. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define GF_HAVE_FMA_CLONE 1
+#define GF_TARGET_FMA __attribute__((target("fma")))
+static inline bool gf_cpu_fma(void) { return __builtin_cpu_supports("fma"); }
+#else
+#define GF_HAVE_FMA_CLONE 0
+#define GF_TARGET_FMA
+static inline bool gf_cpu_fma(void) { return false; }
+#endif
+#if defined(__GNUC__) || defined(__clang__)
+#define GF_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define GF_ALWAYS_INLINE inline
+#endif
+
 /* What a cached primitive computes, plus every dimension and parameter that
  * shapes it; two calls with equal keys can share one primitive. */
 typedef struct gf_prim_key {
