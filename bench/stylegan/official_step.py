@@ -55,6 +55,10 @@ def main():
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--p", type=float, default=0.2)
+    ap.add_argument("--reg", action="store_true",
+                    help="Greg (pl 2, every 4th step) and Dreg (R1 gamma "
+                         "0.0002 res^2 / batch, auto's, every 16th) as "
+                         "training runs them; the mean step")
     a = ap.parse_args()
 
     import torch
@@ -102,7 +106,9 @@ def main():
         pipe.p.copy_(torch.as_tensor(a.p))
         loss = loss_mod.StyleGAN2Loss(device=dev, G_mapping=G.mapping,
                                       G_synthesis=G.synthesis, D=D, augment_pipe=pipe,
-                                      style_mixing_prob=0.9, r1_gamma=0, pl_weight=0)
+                                      style_mixing_prob=0.9,
+                                      r1_gamma=0.0002 * res * res / batch if a.reg else 0,
+                                      pl_weight=2 if a.reg else 0)
         opts = {}
         for name, net, k in (("G", G, 4), ("D", D, 16)):
             c = k / (k + 1)
@@ -115,13 +121,18 @@ def main():
         cur_nimg = 0
         for i in range(-a.warmup, a.steps):
             t0 = time.perf_counter()
-            for phase, name, net in (("Gmain", "G", G), ("Dmain", "D", D)):
+            phases = (("Gmain", "G", G, 1), ("Greg", "G", G, 4),
+                      ("Dmain", "D", D, 1), ("Dreg", "D", D, 16))
+            for phase, name, net, every in phases:
+                if every > 1 and (not a.reg or (i + a.warmup) % every != 0):
+                    continue
                 opt = opts[name]
                 opt.zero_grad(set_to_none=True)
                 net.requires_grad_(True)
                 gen_z = torch.randn([batch, G.z_dim], device=dev)
                 loss.accumulate_gradients(phase=phase, real_img=real, real_c=real_c,
-                                          gen_z=gen_z, gen_c=real_c, sync=True, gain=1)
+                                          gen_z=gen_z, gen_c=real_c, sync=True,
+                                          gain=every)
                 net.requires_grad_(False)
                 for p in net.parameters():
                     if p.grad is not None:
@@ -139,10 +150,10 @@ def main():
             if i >= 0:
                 t.append(time.perf_counter() - t0)
     t.sort()
-    med = t[len(t) // 2]
+    med = sum(t) / len(t) if a.reg else t[len(t) // 2]
     rate = (f"s_per_kimg={med / batch * 1e3:.2f}" if a.what == "step"
             else f"img_per_s={batch / med:.2f}")
-    print(f"official {a.what} res={res} cbase={cbase} cmax={cmax} batch={batch} "
+    print(f"official {a.what}{'+reg' if a.reg else ''} res={res} cbase={cbase} cmax={cmax} batch={batch} "
           f"threads={a.threads} steps={a.steps}: {rate} median_ms={1e3 * med:.1f} "
           f"min_ms={1e3 * t[0]:.1f} max_ms={1e3 * t[-1]:.1f} "
           f"vmhwm_mib={vm_hwm_mib():.1f}")

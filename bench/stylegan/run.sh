@@ -9,7 +9,9 @@
 # peak RSS is the largest VmHWM of its runs.
 #   bench/stylegan/run.sh --official DIR [--res "32 64 128 256"]
 #       [--cbase N] [--cmax N] [--batch N] [--threads 2] [--steps 3]
-#       [--warmup 1] [--repeat 3] [--p 0.2] [--no-gfwd]
+#       [--warmup 1] [--repeat 3] [--p 0.2] [--no-gfwd] [--reg]
+# --reg: the regularizers as training runs them (path length every 4th
+#   step, R1 every 16th) on both sides, the mean step (use --steps 16).
 # DIR: a copy of the official repository outside the checkout
 #   (git -C <clone> archive d72cc7d | tar -x -C DIR). Without --cbase /
 #   --cmax the 'auto' preset's channels (16384 / 512 below 512 px); batch
@@ -23,10 +25,10 @@ root=$(cd "$here/../.." && pwd)
 build=${BUILD_DIR:-$root/build-bench-sg2}
 py=${TORCH_PYTHON:-python3}
 official="" resl="32 64 128 256" cbase=0 cmax=0 batch=0 threads=2 steps=3
-warmup=1 repeat=3 p=0.2 gfwd=1
+warmup=1 repeat=3 p=0.2 gfwd=1 reg=""
 usage() {
   echo "usage: $0 --official DIR [--res LIST] [--cbase N] [--cmax N] [--batch N]" \
-       "[--threads N] [--steps N] [--warmup N] [--repeat N] [--p P] [--no-gfwd]" >&2
+       "[--threads N] [--steps N] [--warmup N] [--repeat N] [--p P] [--no-gfwd] [--reg]" >&2
   exit 2
 }
 while [ $# -gt 0 ]; do
@@ -42,6 +44,7 @@ while [ $# -gt 0 ]; do
     --repeat) repeat=$2; shift 2 ;;
     --p) p=$2; shift 2 ;;
     --no-gfwd) gfwd=0; shift ;;
+    --reg) reg=--reg; shift ;;
     *) usage ;;
   esac
 done
@@ -65,7 +68,7 @@ best() { tr ' ' '\n' <<<"$1" | grep . | sort -g | head -1; }
 worst() { tr ' ' '\n' <<<"$1" | grep . | sort -g | tail -1; }
 
 args() { echo --res "$1" --cbase "$cbase" --cmax "$cmax" --batch "$batch" \
-  --threads "$threads" --steps "$steps" --warmup "$warmup" --p "$p"; }
+  --threads "$threads" --steps "$steps" --warmup "$warmup" --p "$p" $reg; }
 # measure WHAT RES: runs both sides alternately; sets g_rate o_rate g_rss
 # o_rss (best rate: lowest s/kimg, highest img/s) and the sizes line
 measure() {
@@ -96,7 +99,7 @@ for r in $resl; do
   fi
 done
 echo
-echo "Training step (Gmain + Dmain, ADA p $p, no reg), best of $repeat runs of $steps steps after $warmup warm-up"
+echo "Training step (Gmain + Dmain, ADA p $p, ${reg:+Greg every 4th and Dreg every 16th step: mean}${reg:-no reg: median}), best of $repeat runs of $steps steps after $warmup warm-up"
 echo "| px | ganflow s/kimg | official s/kimg | ratio (official / ganflow) | ganflow VmHWM MiB | official VmHWM MiB | sizes |"
 echo "|---|---|---|---|---|---|---|"
 printf '%s' "$rows"

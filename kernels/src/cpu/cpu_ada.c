@@ -6,6 +6,13 @@
  * splits whole output elements (forwards, reflect backward: gathers) or
  * whole (n, c) planes (the resampling's backward: a sequential scatter per
  * plane). Argument checking happened in ops.c. */
+/* The FMA clones must fuse only the fmaf's written: clang would contract
+ * a * b + c within an expression where the target has FMA (gcc's ISO C
+ * mode, -std=c11, does not). */
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+#include <omp.h>
 #include <string.h>
 
 #include "../ada_math.h"
@@ -59,55 +66,47 @@ gf_status gf_cpu_pad_reflect_bwd(gf_ctx *ctx, const int pad[4],
   return GF_OK;
 }
 
-gf_status gf_cpu_affine_sample_fwd(gf_ctx *ctx, const gf_tensor *x,
-                                   const gf_tensor *theta, gf_tensor *y,
-                                   gf_err *err) {
-  (void)err;
-  int64_t C = x->shape[1], H = x->shape[2], W = x->shape[3];
-  int64_t OH = y->shape[2], OW = y->shape[3];
-  int64_t rows = y->shape[0] * C * OH;
-  const float *X = x->data, *T = theta->data;
-  float *Y = y->data;
-  int nt = ctx->nthreads;
-#pragma omp parallel for num_threads(nt) if (rows * OW * 4 >= GF_PAR_MIN) \
-    schedule(static)
-  for (int64_t r = 0; r < rows; r++) {
+/* One affine_sample call: x (fwd) or dx (bwd) [N, C, H, W], y or dy
+ * [N, C, OH, OW], theta [N, 6]. */
+typedef struct as_job {
+  const float *T, *in;
+  float *out;
+  int64_t C, H, W, OH, OW;
+} as_job;
+
+/* Forward rows [r0, r1) of the N C OH output rows. */
+static GF_ALWAYS_INLINE void as_fwd_rows(const as_job *jb, int64_t r0,
+                                         int64_t r1) {
+  int64_t C = jb->C, H = jb->H, W = jb->W, OH = jb->OH, OW = jb->OW;
+  for (int64_t r = r0; r < r1; r++) {
     int64_t plane = r / OH, i = r - plane * OH, n = plane / C;
-    const float *xp = X + plane * H * W;
+    const float *xp = jb->in + plane * H * W;
     for (int64_t j = 0; j < OW; j++) {
-      gf_ada_tap tp = gf_ada_bilinear(T + n * 6, i, j, OH, OW, H, W);
+      gf_ada_tap tp = gf_ada_bilinear(jb->T + n * 6, i, j, OH, OW, H, W);
       float acc = 0.0f;
       for (int k = 0; k < 4; k++) {
         int64_t cx = tp.x0 + (k & 1), cy = tp.y0 + (k >> 1);
         if (cx >= 0 && cx < W && cy >= 0 && cy < H)
           acc = fmaf(xp[cy * W + cx], tp.w[k], acc);
       }
-      Y[r * OW + j] = acc;
+      jb->out[r * OW + j] = acc;
     }
   }
-  return GF_OK;
 }
 
-gf_status gf_cpu_affine_sample_bwd(gf_ctx *ctx, const gf_tensor *theta,
-                                   const gf_tensor *dy, gf_tensor *dx,
-                                   gf_err *err) {
-  (void)err;
-  int64_t C = dx->shape[1], H = dx->shape[2], W = dx->shape[3];
-  int64_t OH = dy->shape[2], OW = dy->shape[3];
-  int64_t planes = dx->shape[0] * C;
-  const float *G = dy->data, *T = theta->data;
-  float *D = dx->data;
-  int nt = ctx->nthreads;
-#pragma omp parallel for num_threads(nt) \
-    if (planes * OH * OW * 4 >= GF_PAR_MIN) schedule(static)
-  for (int64_t plane = 0; plane < planes; plane++) {
+/* Backward planes [p0, p1) of the N C input planes: each scatters its
+ * output's gradient in the forward's order. */
+static GF_ALWAYS_INLINE void as_bwd_planes(const as_job *jb, int64_t p0,
+                                           int64_t p1) {
+  int64_t C = jb->C, H = jb->H, W = jb->W, OH = jb->OH, OW = jb->OW;
+  for (int64_t plane = p0; plane < p1; plane++) {
     int64_t n = plane / C;
-    float *dp = D + plane * H * W;
-    const float *gp = G + plane * OH * OW;
+    float *dp = jb->out + plane * H * W;
+    const float *gp = jb->in + plane * OH * OW;
     memset(dp, 0, (size_t)(H * W) * sizeof(float));
     for (int64_t i = 0; i < OH; i++)
       for (int64_t j = 0; j < OW; j++) {
-        gf_ada_tap tp = gf_ada_bilinear(T + n * 6, i, j, OH, OW, H, W);
+        gf_ada_tap tp = gf_ada_bilinear(jb->T + n * 6, i, j, OH, OW, H, W);
         float g = gp[i * OW + j];
         for (int k = 0; k < 4; k++) {
           int64_t cx = tp.x0 + (k & 1), cy = tp.y0 + (k >> 1);
@@ -116,6 +115,65 @@ gf_status gf_cpu_affine_sample_bwd(gf_ctx *ctx, const gf_tensor *theta,
         }
       }
   }
+}
+
+static void as_fwd_plain(const as_job *jb, int64_t a, int64_t b) {
+  as_fwd_rows(jb, a, b);
+}
+static void as_bwd_plain(const as_job *jb, int64_t a, int64_t b) {
+  as_bwd_planes(jb, a, b);
+}
+#if GF_HAVE_FMA_CLONE /* the fma() and fmaf() of the taps inlined */
+GF_TARGET_FMA static void as_fwd_fma(const as_job *jb, int64_t a, int64_t b) {
+  as_fwd_rows(jb, a, b);
+}
+GF_TARGET_FMA static void as_bwd_fma(const as_job *jb, int64_t a, int64_t b) {
+  as_bwd_planes(jb, a, b);
+}
+#endif
+
+/* fn over [0, count) in nt contiguous parts (schedule(static)'s split),
+ * one thread when work is small. */
+static void as_run(void (*fn)(const as_job *, int64_t, int64_t),
+                   const as_job *jb, int64_t count, int64_t work, int nt) {
+  if (work < GF_PAR_MIN || nt < 2) {
+    fn(jb, 0, count);
+    return;
+  }
+#pragma omp parallel num_threads(nt)
+  {
+    int t = omp_get_thread_num(), n = omp_get_num_threads();
+    fn(jb, count * t / n, count * (t + 1) / n);
+  }
+}
+
+gf_status gf_cpu_affine_sample_fwd(gf_ctx *ctx, const gf_tensor *x,
+                                   const gf_tensor *theta, gf_tensor *y,
+                                   gf_err *err) {
+  (void)err;
+  as_job jb = {theta->data, x->data, y->data, x->shape[1], x->shape[2],
+               x->shape[3], y->shape[2], y->shape[3]};
+  int64_t rows = y->shape[0] * jb.C * jb.OH;
+  void (*fn)(const as_job *, int64_t, int64_t) = as_fwd_plain;
+#if GF_HAVE_FMA_CLONE
+  if (gf_cpu_fma()) fn = as_fwd_fma;
+#endif
+  as_run(fn, &jb, rows, rows * jb.OW * 4, ctx->nthreads);
+  return GF_OK;
+}
+
+gf_status gf_cpu_affine_sample_bwd(gf_ctx *ctx, const gf_tensor *theta,
+                                   const gf_tensor *dy, gf_tensor *dx,
+                                   gf_err *err) {
+  (void)err;
+  as_job jb = {theta->data, dy->data, dx->data, dx->shape[1], dx->shape[2],
+               dx->shape[3], dy->shape[2], dy->shape[3]};
+  int64_t planes = dx->shape[0] * jb.C;
+  void (*fn)(const as_job *, int64_t, int64_t) = as_bwd_plain;
+#if GF_HAVE_FMA_CLONE
+  if (gf_cpu_fma()) fn = as_bwd_fma;
+#endif
+  as_run(fn, &jb, planes, planes * jb.OH * jb.OW * 4, ctx->nthreads);
   return GF_OK;
 }
 

@@ -13,6 +13,12 @@
  * the CUDA twin (cuda_fir.cu, __fmaf_rn) gives the same. The loops split
  * whole output rows of the stacked planes (N C OH rows) over the threads.
  * Argument checking happened in ops.c. */
+/* The FMA clones must fuse only the fmaf's written: clang would contract
+ * a * b + c within an expression where the target has FMA (gcc's ISO C
+ * mode, -std=c11, does not). */
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
 #include <math.h>
 #include <omp.h>
 
