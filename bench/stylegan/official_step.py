@@ -3,7 +3,7 @@
 sg2_step_bench.c: the same training step (the Gmain and Dmain phases of
 training/training_loop.py over training/loss.py's StyleGAN2Loss, ADA's
 AugmentPipe 'bgc' at a fixed p, the G EMA; Greg and Dreg off: pl_weight 0,
-r1_gamma 0) or G's forward alone (eval, noise_mode 'const', psi 1), same
+r1_gamma 0, unless --reg) or G's forward alone (eval, noise_mode 'const', psi 1), same
 sizes, same batch, torch.set_num_threads(--threads), on the CPU, where the
 official custom ops fall back to their reference implementations. Prints
 one line in sg2_step_bench's format, "official" first.

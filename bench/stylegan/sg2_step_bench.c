@@ -1,7 +1,7 @@
 /* sg2_step_bench.c - speed and peak memory of ganflow's StyleGAN2-ADA
  * training step (gf_sg2_gan_step: the Gmain and Dmain phases, ADA on at a
- * fixed p, the G EMA; Greg and Dreg off, pl_weight = r1_gamma = 0, since
- * the regularizers are not built yet) or of G's forward alone (mapping +
+ * fixed p, the G EMA; Greg and Dreg off, pl_weight = r1_gamma = 0, unless
+ * --reg) or of G's forward alone (mapping +
  * synthesis, inference mode, constant noise, psi 1), on the CPU, one
  * configuration per process so that the RSS high-water mark (VmHWM) is
  * that configuration's. The sizes are the `auto` preset's at --res (3
