@@ -104,7 +104,8 @@ static const command COMMANDS[] = {
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 
 static void usage(FILE *out) {
-  fprintf(out, "usage: ganflow COMMAND [ARGS]\n       ganflow --help\n\ncommands:\n");
+  fprintf(out, "usage: ganflow COMMAND [ARGS]\n       ganflow --help\n"
+               "       ganflow --version\n\ncommands:\n");
   for (size_t i = 0; i < N_COMMANDS; i++)
     fprintf(out, "  %s %s\n      %s\n", COMMANDS[i].name, COMMANDS[i].args,
             COMMANDS[i].help);
@@ -374,6 +375,15 @@ int main(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
     return EXIT_USAGE;
+  }
+  if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+    if (argc > 2) {
+      fprintf(stderr, "ganflow %s: takes no arguments\n", argv[1]);
+      return EXIT_USAGE;
+    }
+    printf("ganflow %s (commit %s)\n", GF_PROJECT_VERSION,
+           GF_GIT_COMMIT[0] ? GF_GIT_COMMIT : "unknown");
+    return 0;
   }
   if (is_help(argv[1]) || strcmp(argv[1], "help") == 0) {
     if (argc > 2) {
