@@ -202,6 +202,7 @@ static void on_headers(gfs_server *s, gfs_req *r, struct MHD_Connection *conn,
                        const char *url, const char *method) {
   const char *name;
   size_t name_len;
+  r->max_images = s->cfg.max_images; /* generate's bound, metadata's figure */
   route(s, r, url, method, &name, &name_len);
   if (r->status) return;
   if (s->token && !is_probe(r->route) && !auth_ok(s, conn)) {
@@ -232,7 +233,6 @@ static void on_headers(gfs_server *s, gfs_req *r, struct MHD_Connection *conn,
   }
   if (r->route == GFS_R_GENERATE) {
     gfs_gen_args_default(&r->args);
-    r->max_images = s->cfg.max_images;
     MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, query_arg, r);
   }
 }

@@ -403,13 +403,15 @@ int main(void) {
   else
     CHECKF(rc == 0, "tritonclient_check.py exited %d", rc);
   if (rc == 0) {
-    /* Its checks fire: told the limit is 1, it expects 2 seeds to be
-     * refused, sees them served, and fails that one check. */
-    fprintf(stderr, "(the next run is meant to fail one check)\n");
+    /* Its checks fire: told the limit is 1, it sees the metadata's
+     * max_images differ, expects 2 seeds to be refused, sees them served,
+     * and fails those two checks. */
+    fprintf(stderr, "(the next run is meant to fail two checks)\n");
     int bad = run_tritonclient(&s, v, "1", log, sizeof log);
     char *text = test_read_text(log);
-    CHECKF(bad == 1 && text && strstr(text, "FAIL: batch over --max-images")
-               && strstr(text, "1 checks failed"),
+    CHECKF(bad == 1 && text && strstr(text, "FAIL: max_images 8") &&
+               strstr(text, "FAIL: batch over --max-images") &&
+               strstr(text, "2 checks failed"),
            "tritonclient_check.py with a wrong limit exited %d", bad);
     free(text);
   }

@@ -101,6 +101,8 @@ def main():
     check(mm.get("name") == m and a.version in mm.get("versions", []),
           f"model metadata {mm}")
     check(mm.get("platform") == "ganflow", "platform")
+    check(mm.get("max_images") == a.max_images,
+          f"max_images {mm.get('max_images')}, the server's is {a.max_images}")
     ins = {i["name"]: i for i in mm["inputs"]}
     check(set(ins) == {"seed", "z"}, f"inputs {ins}")
     check(ins["seed"]["datatype"] == "INT64" and ins["seed"]["shape"] == [-1],
