@@ -315,7 +315,7 @@ gf_status gf_generator_load(const char *dir, const char *name,
                             const char *version, const gf_generator_opts *o,
                             gf_generator **out, gf_err *err) {
   *out = NULL;
-  if (!dir || !name || !version || !o || o->n_exec < 1 || o->threads < 1 ||
+  if (!dir || !name || !version || !o || o->n_exec < 1 || o->threads < 0 ||
       o->max_batch < 1 ||
       (o->precision != GF_GEN_FP32 && o->precision != GF_GEN_BF16 &&
        o->precision != GF_GEN_INT8))

@@ -158,6 +158,19 @@ static void test_refusals(const char *dir, const char *missing) {
 
   gf_generator_opts bad = {GF_BACKEND_CPU, 0, 0, 1, 2, NULL, GF_GEN_FP32};
   CHECK_INT_EQ(gf_generator_load(dir, "x", "1", &bad, &m, &err), GF_EINVAL);
+
+  /* threads 0 is every online core (gf_ctx_config's meaning: ganflow
+   * eval's default); a negative count is refused */
+  REQUIRE(tu_write_model_dir(dir, GF_ARCH_MLP, 11, 0, &err) == 0);
+  gf_generator_opts all = {GF_BACKEND_CPU, 0, 1, 0, 2, NULL, GF_GEN_FP32};
+  m = NULL;
+  CHECKF(gf_generator_load(dir, "x", "1", &all, &m, &err) == GF_OK,
+         "threads 0: %s", err.msg);
+  gf_generator_unref(m);
+  all.threads = -1;
+  m = (gf_generator *)1;
+  CHECK_INT_EQ(gf_generator_load(dir, "x", "1", &all, &m, &err), GF_EINVAL);
+  CHECK(m == NULL);
 }
 
 /* --precision bf16 and int8: where the processor has it, a dcgan loads,

@@ -73,7 +73,8 @@ typedef struct gf_generator_opts {
   gf_backend backend;  /* GF_BACKEND_CPU; CUDA when the build has it */
   int device_index;    /* CUDA ordinal */
   int n_exec;          /* executors, >= 1 */
-  int threads;         /* op threads per executor, >= 1 */
+  int threads;         /* op threads per executor, >= 1; 0: every online
+                          core (gf_ctx_config's nthreads) */
   int max_batch;       /* most images in one forward pass, >= 1 (a
                           gf_generator_run of more rows makes several) */
   atomic_long *resident; /* counts loaded versions not yet freed (+1 on
