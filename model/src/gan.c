@@ -278,8 +278,6 @@ static gf_status bce(gf_gan *gan, gf_ctx *ctx, const gf_tensor *logits,
   return GF_OK;
 }
 
-static bool pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
-
 gf_status gf_gan_distribute(gf_gan *gan, gf_ctx *ctx, const gf_gan_dist *d, gf_err *err) {
   if (!gan || !gan->g.layers || !ctx) return gf_fail(err, GF_EINVAL, "gan: NULL argument");
   gf_grad_sync_free(gan->sync_g);
@@ -299,7 +297,7 @@ gf_status gf_gan_distribute(gf_gan *gan, gf_ctx *ctx, const gf_gan_dist *d, gf_e
     if (d->sync_bn)
       return gf_fail(err, GF_EINVAL, "gan: exact mode keeps batch-norm statistics per "
                      "micro-batch; it does not combine with sync BN");
-    if (!pow2(d->micro) || !pow2(world))
+    if (!gf_pow2(d->micro) || !gf_pow2(world))
       return gf_fail(err, GF_EINVAL, "gan: exact mode needs power-of-two micro-batches per "
                      "rank (%d) and ranks (%d)", d->micro, world);
     if (ctx->device != GF_DEV_CPU)

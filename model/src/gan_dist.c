@@ -75,8 +75,7 @@ gf_status gf_grad_sync_new(gf_grad_sync **out, gf_net *net, struct gf_comm *comm
   s->dtype = d->compress_bf16 ? GF_CDT_F32_AS_BF16 : GF_CDT_F32;
   gf_status st = build_buckets(s, d->bucket_bytes ? d->bucket_bytes : DEFAULT_BUCKET_BYTES, err);
   if (st == GF_OK && d->exact) {
-    int levels = 0;
-    while ((1 << levels) < d->micro) levels++;
+    int levels = gf_tree_levels(d->micro);
     s->n_levels = levels; /* the last level stays in the grads arena */
     s->level_floats = net->grads.used / sizeof(float);
     s->passes = net->role == GF_NET_G ? 1 : 3;

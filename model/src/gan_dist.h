@@ -5,6 +5,8 @@
 #ifndef GF_GAN_DIST_H
 #define GF_GAN_DIST_H
 
+#include <stdbool.h>
+
 #include "gf/gan.h"
 
 #define GF_GRAD_MAX_BUCKETS 64
@@ -72,6 +74,15 @@ void gf_bn_log_record(gf_grad_sync *s, int g, int p);
 gf_status gf_bn_log_replay(gf_grad_sync *s, int p0, int p1, gf_err *err);
 
 /* ---- helpers shared with sg2_dist.c --------------------------------------- */
+
+/* Exact mode's counts: powers of two (micro-batches, rounds, ranks). */
+static inline bool gf_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
+/* The levels gf_tree_add keeps for k_total leaves: log2 of k_total. */
+static inline int gf_tree_levels(int k_total) {
+  int l = 0;
+  while ((1 << l) < k_total) l++;
+  return l;
+}
 
 /* Exact mode's binary tree over k_total micro-batch gradients (k_total a
  * power of two): micro-batch k's n floats are in g; levels (log2 k_total

@@ -11,14 +11,6 @@
 #include "gf/sha256.h"
 #include "sg2_gan_internal.h"
 
-static bool pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
-
-static int log2i(int v) {
-  int l = 0;
-  while ((1 << l) < v) l++;
-  return l;
-}
-
 static size_t grad_floats(const gf_sg2_net *net) {
   return net->grads.used / sizeof(float);
 }
@@ -78,7 +70,8 @@ gf_status sg2g_w_avg_replay(gf_sg2_gan *gan, gf_ctx *ctx, gf_err *err) {
 gf_status sg2g_gather_stats(gf_sg2_gan *gan, double *sums, gf_err *err) {
   gf_sg2_gan_scratch *s = gan->s;
   int rounds = sg2g_rounds(gan);
-  size_t per = (size_t)rounds * SG2G_NSTAT;
+  /* a rank's record: its rounds' sums, then its ADA signs */
+  size_t per = (size_t)rounds * SG2G_NSTAT, stride = per + 2;
   memset(sums, 0, SG2G_NSTAT * sizeof *sums);
   const double *all = s->stats;
   int world = gan->world;
@@ -88,21 +81,19 @@ gf_status sg2g_gather_stats(gf_sg2_gan *gan, double *sums, gf_err *err) {
     s->stats[per] = gan->sign_sum;
     s->stats[per + 1] = (double)gan->sign_count;
     GF_TRY(gf_comm_allgather(gan->dist.comm, s->stats,
-                             (per + 2) * sizeof(double), s->stats_all, err));
+                             stride * sizeof(double), s->stats_all, err));
     all = s->stats_all;
     gan->sign_sum = 0.0;
     gan->sign_count = 0;
     for (int q = 0; q < world; q++) {
-      gan->sign_sum += all[(size_t)q * (per + 2) + per];
-      gan->sign_count += (int64_t)all[(size_t)q * (per + 2) + per + 1];
+      gan->sign_sum += all[(size_t)q * stride + per];
+      gan->sign_count += (int64_t)all[(size_t)q * stride + per + 1];
     }
   }
   /* in the global rounds' order, from 0, as one rank adds its rounds */
   for (int q = 0; q < world; q++)
-    for (int r = 0; r < rounds; r++)
-      for (int k = 0; k < SG2G_NSTAT; k++)
-        sums[k] += all[(size_t)q * (per + (world > 1 ? 2 : 0)) +
-                       (size_t)r * SG2G_NSTAT + (size_t)k];
+    for (size_t i = 0; i < per; i++)
+      sums[i % SG2G_NSTAT] += all[(size_t)q * stride + i];
   return GF_OK;
 }
 
@@ -144,7 +135,7 @@ static gf_status check_dist(const gf_sg2_gan *gan, const gf_ctx *ctx,
                      dev ? "host" : "device");
   }
   if (!d->exact) return GF_OK;
-  if (!pow2(rounds) || !pow2(world))
+  if (!gf_pow2(rounds) || !gf_pow2(world))
     return gf_fail(err, GF_EINVAL, "sg2 gan: exact mode needs power-of-two "
                    "rounds per rank (%d) and ranks (%d)", rounds, world);
   if (ctx->device != GF_DEV_CPU)
@@ -177,7 +168,7 @@ gf_status gf_sg2_gan_distribute(gf_sg2_gan *gan, gf_ctx *ctx,
   int rounds = sg2g_rounds(gan);
   bool ok = true;
   if (d->exact && rounds > 1) {
-    s->levels_n = (size_t)log2i(rounds);
+    s->levels_n = (size_t)gf_tree_levels(rounds);
     s->levels_g = alloc_n(s->levels_n * grad_floats(&gan->g), sizeof(float),
                           &ok);
     s->levels_d = alloc_n(s->levels_n * grad_floats(&gan->d), sizeof(float),
@@ -189,8 +180,8 @@ gf_status gf_sg2_gan_distribute(gf_sg2_gan *gan, gf_ctx *ctx,
     s->wlog = alloc_n((size_t)s->wlog_cap * wd, sizeof(float), &ok);
     s->wlog_all =
         alloc_n((size_t)world * (size_t)s->wlog_cap * wd, sizeof(float), &ok);
-    size_t per = (size_t)rounds * SG2G_NSTAT + 2;
-    s->stats_all = alloc_n((size_t)world * per, sizeof(double), &ok);
+    size_t stride = (size_t)rounds * SG2G_NSTAT + 2; /* sg2g_gather_stats */
+    s->stats_all = alloc_n((size_t)world * stride, sizeof(double), &ok);
     s->pl_len = alloc_n((size_t)rounds, sizeof(double), &ok);
     s->pl_len_all = alloc_n((size_t)world * rounds, sizeof(double), &ok);
     s->pl_seq = alloc_n((size_t)world * rounds + 1, sizeof(float), &ok);

@@ -12,7 +12,6 @@
 #ifdef __clang__
 #pragma STDC FP_CONTRACT OFF
 #endif
-#include <omp.h>
 #include <string.h>
 
 #include "../ada_math.h"
@@ -117,35 +116,20 @@ static GF_ALWAYS_INLINE void as_bwd_planes(const as_job *jb, int64_t p0,
   }
 }
 
-static void as_fwd_plain(const as_job *jb, int64_t a, int64_t b) {
+static void as_fwd_plain(const void *jb, int64_t a, int64_t b) {
   as_fwd_rows(jb, a, b);
 }
-static void as_bwd_plain(const as_job *jb, int64_t a, int64_t b) {
+static void as_bwd_plain(const void *jb, int64_t a, int64_t b) {
   as_bwd_planes(jb, a, b);
 }
 #if GF_HAVE_FMA_CLONE /* the fma() and fmaf() of the taps inlined */
-GF_TARGET_FMA static void as_fwd_fma(const as_job *jb, int64_t a, int64_t b) {
+GF_TARGET_FMA static void as_fwd_fma(const void *jb, int64_t a, int64_t b) {
   as_fwd_rows(jb, a, b);
 }
-GF_TARGET_FMA static void as_bwd_fma(const as_job *jb, int64_t a, int64_t b) {
+GF_TARGET_FMA static void as_bwd_fma(const void *jb, int64_t a, int64_t b) {
   as_bwd_planes(jb, a, b);
 }
 #endif
-
-/* fn over [0, count) in nt contiguous parts (schedule(static)'s split),
- * one thread when work is small. */
-static void as_run(void (*fn)(const as_job *, int64_t, int64_t),
-                   const as_job *jb, int64_t count, int64_t work, int nt) {
-  if (work < GF_PAR_MIN || nt < 2) {
-    fn(jb, 0, count);
-    return;
-  }
-#pragma omp parallel num_threads(nt)
-  {
-    int t = omp_get_thread_num(), n = omp_get_num_threads();
-    fn(jb, count * t / n, count * (t + 1) / n);
-  }
-}
 
 gf_status gf_cpu_affine_sample_fwd(gf_ctx *ctx, const gf_tensor *x,
                                    const gf_tensor *theta, gf_tensor *y,
@@ -154,11 +138,8 @@ gf_status gf_cpu_affine_sample_fwd(gf_ctx *ctx, const gf_tensor *x,
   as_job jb = {theta->data, x->data, y->data, x->shape[1], x->shape[2],
                x->shape[3], y->shape[2], y->shape[3]};
   int64_t rows = y->shape[0] * jb.C * jb.OH;
-  void (*fn)(const as_job *, int64_t, int64_t) = as_fwd_plain;
-#if GF_HAVE_FMA_CLONE
-  if (gf_cpu_fma()) fn = as_fwd_fma;
-#endif
-  as_run(fn, &jb, rows, rows * jb.OW * 4, ctx->nthreads);
+  gf_cpu_run_ranges(as_fwd_plain, GF_FMA_FN(as_fwd_fma), &jb, rows,
+                    rows * jb.OW * 4, ctx->nthreads);
   return GF_OK;
 }
 
@@ -169,11 +150,8 @@ gf_status gf_cpu_affine_sample_bwd(gf_ctx *ctx, const gf_tensor *theta,
   as_job jb = {theta->data, dy->data, dx->data, dx->shape[1], dx->shape[2],
                dx->shape[3], dy->shape[2], dy->shape[3]};
   int64_t planes = dx->shape[0] * jb.C;
-  void (*fn)(const as_job *, int64_t, int64_t) = as_bwd_plain;
-#if GF_HAVE_FMA_CLONE
-  if (gf_cpu_fma()) fn = as_bwd_fma;
-#endif
-  as_run(fn, &jb, planes, planes * jb.OH * jb.OW * 4, ctx->nthreads);
+  gf_cpu_run_ranges(as_bwd_plain, GF_FMA_FN(as_bwd_fma), &jb, planes,
+                    planes * jb.OH * jb.OW * 4, ctx->nthreads);
   return GF_OK;
 }
 

@@ -34,11 +34,25 @@ static inline bool gf_cpu_fma(void) { return __builtin_cpu_supports("fma"); }
 #define GF_TARGET_FMA
 static inline bool gf_cpu_fma(void) { return false; }
 #endif
+#if GF_HAVE_FMA_CLONE
+#define GF_FMA_FN(f) (f)
+#else
+#define GF_FMA_FN(f) NULL /* f is not built */
+#endif
 #if defined(__GNUC__) || defined(__clang__)
 #define GF_ALWAYS_INLINE inline __attribute__((always_inline))
 #else
 #define GF_ALWAYS_INLINE inline
 #endif
+
+/* A loop over items [a, b) of a job (rows, planes). */
+typedef void (*gf_cpu_range_fn)(const void *job, int64_t a, int64_t b);
+/* Runs fma (a GF_TARGET_FMA clone; GF_FMA_FN(f), NULL where not built)
+ * when gf_cpu_fma(), else plain, over items [0, count) in nt contiguous
+ * parts (schedule(static)'s split), or on the calling thread alone when
+ * work (elements times taps) is below GF_PAR_MIN. cpu_ctx.c. */
+void gf_cpu_run_ranges(gf_cpu_range_fn plain, gf_cpu_range_fn fma,
+                       const void *job, int64_t count, int64_t work, int nt);
 
 /* What a cached primitive computes, plus every dimension and parameter that
  * shapes it; two calls with equal keys can share one primitive. */

@@ -453,3 +453,17 @@ void gf_cpu_cache_free(gf_cpu_state *st) {
   st->tmp = NULL;
   st->ncache = 0;
 }
+
+void gf_cpu_run_ranges(gf_cpu_range_fn plain, gf_cpu_range_fn fma,
+                       const void *job, int64_t count, int64_t work, int nt) {
+  gf_cpu_range_fn fn = fma && gf_cpu_fma() ? fma : plain;
+  if (work < GF_PAR_MIN || nt < 2) {
+    fn(job, 0, count);
+    return;
+  }
+#pragma omp parallel num_threads(nt)
+  {
+    int t = omp_get_thread_num(), n = omp_get_num_threads();
+    fn(job, count * t / n, count * (t + 1) / n);
+  }
+}

@@ -20,7 +20,6 @@
 #pragma STDC FP_CONTRACT OFF
 #endif
 #include <math.h>
-#include <omp.h>
 
 #include "../fir_taps.h"
 #include "cpu_backend.h"
@@ -107,12 +106,12 @@ static GF_ALWAYS_INLINE void fir_row(const fir_job *jb, int64_t r) {
   }
 }
 
-static void fir_rows_plain(const fir_job *jb, int64_t r0, int64_t r1) {
+static void fir_rows_plain(const void *jb, int64_t r0, int64_t r1) {
   for (int64_t r = r0; r < r1; r++) fir_row(jb, r);
 }
 
 #if GF_HAVE_FMA_CLONE
-GF_TARGET_FMA static void fir_rows_fma(const fir_job *jb, int64_t r0,
+GF_TARGET_FMA static void fir_rows_fma(const void *jb, int64_t r0,
                                        int64_t r1) {
   for (int64_t r = r0; r < r1; r++) fir_row(jb, r);
 }
@@ -152,24 +151,10 @@ gf_status gf_cpu_upfirdn2d(gf_ctx *ctx, const gf_tensor *x, const gf_tensor *f,
                 p->pad[2], p->flip, p->gain, 1, 1, 0, 0};
   fir_classes(&jb);
   int64_t rows = y->shape[0] * y->shape[1] * jb.OH; /* all planes' rows */
-  void (*fn)(const fir_job *, int64_t, int64_t) = fir_rows_plain;
-#if GF_HAVE_FMA_CLONE
-  if (gf_cpu_fma()) fn = fir_rows_fma;
-#endif
-  int nt = ctx->nthreads;
   /* Work: output elements times the taps of a window, the most it reads. */
   int64_t work = rows * jb.OW *
                  ((int64_t)jb.fh * jb.fw / ((int64_t)jb.uy * jb.ux) + 1);
-  if (work < GF_PAR_MIN || nt < 2) {
-    fn(&jb, 0, rows);
-    return GF_OK;
-  }
-  /* whole rows in nt contiguous parts (schedule(static)'s split) */
-#pragma omp parallel num_threads(nt)
-  {
-    int t = omp_get_thread_num(), n = omp_get_num_threads();
-    int64_t r0 = rows * t / n, r1 = rows * (t + 1) / n;
-    fn(&jb, r0, r1);
-  }
+  gf_cpu_run_ranges(fir_rows_plain, GF_FMA_FN(fir_rows_fma), &jb, rows, work,
+                    ctx->nthreads);
   return GF_OK;
 }
