@@ -42,13 +42,13 @@ gf_status gf_dist_bcast(gf_dist *d, void *buf, size_t bytes, gf_err *err);
 /* all[r * bytes ..] = rank r's mine (host memory). */
 gf_status gf_dist_allgather(gf_dist *d, const void *mine, size_t bytes,
                             void *all, gf_err *err);
-/* Every rank's parameter digest equal (BN running statistics too when
- * they are meant to agree: sync BN); GF_EINTEGRITY naming the ranks and
- * the step otherwise. */
 /* Every rank's digest hex (a state's SHA-256) against rank 0's:
  * GF_EINTEGRITY naming the first rank that differs. */
 gf_status gf_dist_check_digest(gf_dist *d, const char *hex, int64_t step,
                                gf_err *err);
+/* Every rank's parameter digest equal (BN running statistics too when
+ * they are meant to agree: sync BN); GF_EINTEGRITY naming the ranks and
+ * the step otherwise. */
 gf_status gf_dist_check_params(gf_dist *d, const gf_gan *gan, bool bn,
                                int64_t step, gf_err *err);
 
