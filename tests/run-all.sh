@@ -5,22 +5,38 @@
 #   build    a Release build with gcc (build/)
 #   quick    its unit and fuzz tests (`ctest -L 'unit|fuzz' -LE heavy`): a
 #            first answer in under three minutes
-#   release  the rest of that build's tests: integration (real MLflow),
-#            end to end, fault injection, MPI, the test cluster, Slurm, the
-#            heavy goldens
-#   matrix   tests/build-matrix.sh: gcc's Debug and MinSizeRel builds, and
-#            RelWithDebInfo where the fresh stage does not build it (gcc's
-#            warnings change with -O0, -O2 and -Os, and only Debug keeps
-#            asserts and the state checkers), and clang Release with the
-#            CUDA host code, which the sanitizer build leaves out
+#   release  that build's tests labelled cluster, slurm, heavy or gpu: the
+#            test cluster's scenarios, Slurm, the heavy goldens (minutes of
+#            training across hosts, hundreds of images through the FID
+#            network), and what needs the CUDA build
 #   asan     a build with clang under AddressSanitizer +
 #            UndefinedBehaviorSanitizer (build-asan/, state checkers on) and
-#            every test but the cluster, Slurm and heavy ones
+#            every test but the cluster, Slurm and heavy ones: the unit and
+#            fuzz tests a second time, and the only run of the rest
+#            (integration against real MLflow servers, end to end, fault
+#            injection, MPI, deploy)
+#   matrix   tests/build-matrix.sh --no-tests: what ships (libraries,
+#            executables, benchmarks, examples) built by gcc in Debug and
+#            MinSizeRel, and RelWithDebInfo where the fresh stage does not
+#            build it (gcc's warnings change with -O0, -O2 and -Os, and only
+#            Debug keeps asserts and the state checkers), and clang Release
+#            with the CUDA host code, which the sanitizer build leaves out
 #   fresh    as root where mmdebstrap is installed: both README commands on
 #            a bare Debian root (tests/fresh-machine.sh), which also builds
 #            the container image
 #   image    that image run with runc and Podman, and the Dockerfile built
 #            with podman build (tests/image.sh)
+#
+# Each test runs once per build that can tell something new: the unit and
+# fuzz tests in both builds (seconds each); the integration tests under the
+# sanitizers, which see memory errors and undefined behaviour besides wrong
+# answers, and whose binaries differ from Release's in optimization level
+# and compiler only (Release's executables run end to end in the cluster,
+# Slurm and heavy tests, the fresh root's quickstart and the image tests);
+# the cluster, Slurm and heavy ones in Release, where they take minutes and
+# their code runs under the sanitizers in smaller tests (launch_local,
+# launch_nodes, quality_inception_golden, cli_*, trainer_train_fid,
+# model_sg2_dist_np2).
 #
 # At the end: each stage's time, the whole run's, and the ten slowest tests
 # (tests/ci/slowest.py). The budget is 2,400 s on a 2-core machine; the
@@ -140,10 +156,11 @@ quick() {
   run_tests build quick -L 'unit|fuzz' -LE heavy
 }
 
-# Everything of build/ the quick stage left: the tests outside unit and
-# fuzz, then the heavy ones inside them (labels ANDed).
+# build/'s tests labelled cluster, slurm, heavy or gpu that the quick stage
+# left: those outside unit and fuzz, then the heavy ones inside them
+# (labels ANDed). Every other test runs in the asan stage.
 release() {
-  run_tests build rest -LE 'unit|fuzz'
+  run_tests build rest -L 'cluster|slurm|heavy|gpu' -LE 'unit|fuzz'
   run_tests build heavy -L heavy -L 'unit|fuzz'
   drop_test_data build
 }
@@ -155,12 +172,12 @@ release() {
 matrix() {
   local types="Debug MinSizeRel"
   [ "$FRESH_OK" -eq 1 ] || types="Debug RelWithDebInfo MinSizeRel"
-  "$ROOT/tests/build-matrix.sh" --compilers gcc --types "$types"
-  "$ROOT/tests/build-matrix.sh" --compilers clang --types Release
+  "$ROOT/tests/build-matrix.sh" --no-tests --compilers gcc --types "$types"
+  "$ROOT/tests/build-matrix.sh" --no-tests --compilers clang --types Release
 }
 
-# Sanitizers: leaks are reported too; halt on the first UB report. Run once,
-# in the Release build: the test cluster's scenarios and the Slurm jobs
+# Sanitizers: leaks are reported too; halt on the first UB report. Left to
+# the Release stage: the test cluster's scenarios and the Slurm jobs
 # (minutes of training across hosts and under slurmd; the sanitizers see
 # ganflow launch's agents, rendezvous and supervisor in launch_local and
 # launch_nodes), and the tests labelled heavy (hundreds of images through
@@ -197,8 +214,8 @@ stage deps deps
 stage build build build gcc Release
 stage quick quick
 stage release release
-stage matrix matrix
 stage asan asan
+stage matrix matrix
 if [ "${#SKIP_GATE_FAILED[@]}" -gt 0 ]; then
   echo "=== FAIL: tests skipped where CI has what they need (CI=${CI:-}):"
   for f in "${SKIP_GATE_FAILED[@]}"; do cat "$f"; done
