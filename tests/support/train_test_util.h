@@ -249,6 +249,7 @@ typedef struct tu_cmd {
   int n;
   char store[24][32];
   int ns;
+  char rank_asan[256]; /* "ASAN_OPTIONS=..." for mpirun's ranks, or "" */
 } tu_cmd;
 
 static inline void tu_add(tu_cmd *c, const char *a) {
@@ -271,7 +272,9 @@ static inline const char *tu_num(tu_cmd *c, long v) {
 
 /* Empties c, then (ranks > 0) starts it with mpirun's launch of ranks
  * processes that see MLFLOW_TRACKING_URI and, when not NULL, the variable
- * named by also_x. */
+ * named by also_x; and ASAN_OPTIONS=$GF_TEST_RANK_ASAN_OPTIONS where that
+ * is set (for the sanitizer build: see tests/trainer's
+ * CMakeLists.txt on leak checks under mpirun). */
 static inline void tu_mpirun(tu_cmd *c, const char *mpirun, int ranks,
                              const char *also_x) {
   c->n = c->ns = 0;
@@ -283,6 +286,15 @@ static inline void tu_mpirun(tu_cmd *c, const char *mpirun, int ranks,
   if (also_x) {
     tu_add(c, "-x");
     tu_add(c, also_x);
+  }
+  const char *rank_asan = getenv("GF_TEST_RANK_ASAN_OPTIONS");
+  c->rank_asan[0] = '\0';
+  if (rank_asan && *rank_asan) {
+    int w = snprintf(c->rank_asan, sizeof c->rank_asan, "ASAN_OPTIONS=%s",
+                     rank_asan);
+    REQUIRE(w > 0 && (size_t)w < sizeof c->rank_asan);
+    tu_add(c, "-x");
+    tu_add(c, c->rank_asan);
   }
   tu_add(c, "-np");
   tu_add(c, tu_num(c, ranks));
