@@ -88,12 +88,12 @@ trap 'exit 143' TERM
 gf_apt_opts
 
 say "mmdebstrap $SUITE (minbase) from $SOURCES into $CHROOT"
-mmdebstrap --quiet --variant=minbase "${GF_APTOPTS[@]}" "$SUITE" "$CHROOT" "$SOURCES"
-# dpkg without an fsync per unpacked file, as in Debian's own container
-# images (/etc/dpkg/dpkg.cfg.d/docker-apt-speedup): this root is deleted
-# at the end, and install-deps.sh's packages go in faster.
-mkdir -p "$CHROOT/etc/dpkg/dpkg.cfg.d"
-echo force-unsafe-io >"$CHROOT/etc/dpkg/dpkg.cfg.d/ganflow-fresh-unsafe-io"
+# dpkg without an fsync per unpacked file (--dpkgopt stays in the root's
+# /etc/dpkg/dpkg.cfg.d), as in Debian's official container images
+# (docker-apt-speedup): this root is deleted at the end, and
+# install-deps.sh's packages go in faster.
+mmdebstrap --quiet --variant=minbase --dpkgopt=force-unsafe-io "${GF_APTOPTS[@]}" \
+  "$SUITE" "$CHROOT" "$SOURCES"
 
 # What lets the root reach the registries this machine reaches: CA
 # certificates (the local ones survive the ca-certificates package's

@@ -307,14 +307,17 @@ ENGINE=podman LABEL=podman scenarios
 # The Dockerfile, built by `podman build` as Docker would build it, on base
 # images made here: Debian's official images are minbase roots (`slim`
 # without documentation, man pages and locales), which mmdebstrap makes from
-# the same mirror; no registry is reached. Then the three entrypoints again
+# the same mirror; no registry is reached. Like them, dpkg in these roots
+# does not fsync each file it unpacks (force-unsafe-io: the official images'
+# /etc/dpkg/dpkg.cfg.d/docker-apt-speedup). Then the three entrypoints again
 # in what it built.
 say "Dockerfile: base images (mmdebstrap minbase; slim without docs)"
 gf_apt_opts
 SUITE=$(gf_suite)
 SOURCES=$(gf_apt_sources) || fail "no apt sources file found"
-mmdebstrap --quiet --variant=minbase "${GF_APTOPTS[@]}" "$SUITE" "$WORK/base.tar" "$SOURCES"
-mmdebstrap --quiet --variant=minbase "${GF_APTOPTS[@]}" "${GF_DPKG_SLIM[@]}" \
+mmdebstrap --quiet --variant=minbase --dpkgopt=force-unsafe-io "${GF_APTOPTS[@]}" \
+  "$SUITE" "$WORK/base.tar" "$SOURCES"
+mmdebstrap --quiet --variant=minbase --dpkgopt=force-unsafe-io "${GF_APTOPTS[@]}" "${GF_DPKG_SLIM[@]}" \
   "$SUITE" "$WORK/base-slim.tar" "$SOURCES"
 BASE=localhost/ganflow-image-test-debian:$SUITE-$$
 PODMAN_IMAGES+=("$BASE" "$BASE-slim")
