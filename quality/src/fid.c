@@ -11,9 +11,12 @@
  * up to rounding. Everything that depends on S1 alone (its eigen-
  * decomposition, Y, tr(S1)) is a gf_fid_ref, prepared once
  * (gf_fid_ref_init) and compared with any number of sets (gf_fid_to_ref);
- * gf_fid is the two in a row. Not for: moments themselves (moments.c). */
+ * gf_fid is the two in a row. gf_fid_feats takes the second set as its
+ * features and works in their n x n Gram form instead (see fid.h). Not
+ * for: moments themselves (moments.c). */
 #include "gf/fid.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -21,10 +24,8 @@
 
 #include "lapack.h"
 
-/* GF_OK when m is usable as argument `name` ("a", "b"): arrays present,
- * dim >= 1, n >= 2, every entry finite. */
-static gf_status check_moments(const char *name, const gf_feat_moments *m,
-                               gf_err *err) {
+gf_status gf_feat_moments_check(const char *name, const gf_feat_moments *m,
+                                gf_err *err) {
   if (!m) return gf_fail(err, GF_EINVAL, "fid: moments %s are NULL", name);
   if (m->dim < 1)
     return gf_fail(err, GF_EINVAL, "fid: moments %s: dim must be >= 1, got %d",
@@ -86,7 +87,7 @@ static gf_status ref_init(const gf_feat_moments *a, bool take,
     goto out;
   }
   memset(out, 0, sizeof *out);
-  if ((st = check_moments("a", a, err)) != GF_OK) goto out;
+  if ((st = gf_feat_moments_check("a", a, err)) != GF_OK) goto out;
   const int n = a->dim;
   const size_t d = (size_t)n;
   if (d > SIZE_MAX / sizeof(double) / d) {
@@ -165,7 +166,7 @@ static gf_status to_ref(const gf_fid_ref *r, const gf_feat_moments *b,
   *fid = NAN;
   if (!r || !r->mean || !r->y)
     return gf_fail(err, GF_EINVAL, "fid: the reference is not prepared");
-  GF_TRY(check_moments("b", b, err));
+  GF_TRY(gf_feat_moments_check("b", b, err));
   if (r->dim != b->dim)
     return gf_fail(err, GF_EINVAL, "fid: dims differ: a has %d, b has %d",
                    r->dim, b->dim);
@@ -242,8 +243,8 @@ gf_status gf_fid(const gf_feat_moments *a, const gf_feat_moments *b,
                  double *fid, gf_err *err) {
   if (!fid) return gf_fail(err, GF_EINVAL, "fid: NULL result");
   *fid = NAN;
-  GF_TRY(check_moments("a", a, err));
-  GF_TRY(check_moments("b", b, err));
+  GF_TRY(gf_feat_moments_check("a", a, err));
+  GF_TRY(gf_feat_moments_check("b", b, err));
   if (a->dim != b->dim)
     return gf_fail(err, GF_EINVAL, "fid: dims differ: a has %d, b has %d",
                    a->dim, b->dim);
@@ -251,5 +252,96 @@ gf_status gf_fid(const gf_feat_moments *a, const gf_feat_moments *b,
   GF_TRY(gf_fid_ref_init(a, &r, err));
   gf_status st = gf_fid_to_ref(&r, b, fid, err);
   gf_fid_ref_free(&r);
+  return st;
+}
+
+gf_status gf_fid_feats(const gf_feat_moments *a, const float *feats,
+                       int64_t n, int dim, double *fid, gf_err *err) {
+  if (!fid) return gf_fail(err, GF_EINVAL, "fid: NULL result");
+  *fid = NAN;
+  GF_TRY(gf_feat_moments_check("a", a, err));
+  if (!feats) return gf_fail(err, GF_EINVAL, "fid: NULL features");
+  if (n < 2 || n > INT_MAX)
+    return gf_fail(err, GF_EINVAL, "fid: features: n must be in [2, %d], "
+                   "got %lld", INT_MAX, (long long)n);
+  if (dim != a->dim)
+    return gf_fail(err, GF_EINVAL, "fid: dims differ: a has %d, the "
+                   "features %d", a->dim, dim);
+  const int ni = (int)n, di = dim;
+  const size_t m = (size_t)n, d = (size_t)dim;
+  if (m > SIZE_MAX / sizeof(double) / d / 2 ||
+      m > SIZE_MAX / sizeof(double) / m)
+    return gf_fail(err, GF_EINVAL, "fid: %lld features of %d are too many",
+                   (long long)n, dim);
+  int lwork = 0, liwork = 0, info = 0;
+  GF_TRY(dsyevd_sizes("N", ni, &lwork, &liwork, err));
+  double *mean = calloc(d, sizeof *mean);
+  double *b = malloc(m * d * sizeof *b); /* centred rows */
+  double *t = malloc(m * d * sizeof *t); /* S1 B^T, column-major d x n */
+  double *g = malloc(m * m * sizeof *g); /* M */
+  double *w = malloc(m * sizeof *w);
+  double *work = malloc((size_t)lwork * sizeof *work);
+  int *iwork = malloc((size_t)liwork * sizeof *iwork);
+  gf_status st = GF_OK;
+  if (!mean || !b || !t || !g || !w || !work || !iwork) {
+    st = gf_fail(err, GF_ENOMEM, "fid: cannot allocate %zu doubles for %lld "
+                 "features of %d", 2 * m * d + m * m, (long long)n, dim);
+    goto out;
+  }
+  for (size_t i = 0; i < m; i++) {
+    const float *row = feats + i * d;
+    for (size_t k = 0; k < d; k++) {
+      if (!isfinite(row[k])) {
+        st = gf_fail(err, GF_EINVAL, "fid: features: row %zu, column %zu is "
+                     "not finite (%g)", i, k, (double)row[k]);
+        goto out;
+      }
+      mean[k] += row[k];
+    }
+  }
+  double diff = 0, tr1 = 0, tr2 = 0;
+  for (size_t k = 0; k < d; k++) {
+    mean[k] /= (double)n;
+    double e = a->mean[k] - mean[k];
+    diff += e * e;
+    tr1 += a->cov[k * d + k];
+  }
+  for (size_t i = 0; i < m; i++)
+    for (size_t k = 0; k < d; k++) {
+      double x = (double)feats[i * d + k] - mean[k];
+      b[i * d + k] = x;
+      tr2 += x * x;
+    }
+  tr2 /= (double)(n - 1);
+  /* b, row-major [n, d], is the column-major d x n B^T; S1 is symmetric. */
+  const double one = 1.0, zero = 0.0, inv = 1.0 / (double)(n - 1);
+  dgemm_("N", "N", &di, &ni, &di, &one, a->cov, &di, b, &di, &zero, t, &di,
+         1, 1);
+  dgemm_("T", "N", &ni, &ni, &di, &inv, b, &di, t, &di, &zero, g, &ni, 1, 1);
+  for (size_t i = 0; i < m; i++) /* symmetric up to rounding: exactly so */
+    for (size_t j = 0; j < i; j++) {
+      double v = 0.5 * (g[i * m + j] + g[j * m + i]);
+      g[i * m + j] = v;
+      g[j * m + i] = v;
+    }
+  dsyevd_("N", "U", &ni, g, &ni, w, work, &lwork, iwork, &liwork, &info, 1,
+          1);
+  if (info != 0) {
+    st = gf_fail(err, GF_EDEVICE, "fid: eigenvalues of B S1 B^T failed "
+                 "(dsyevd info %d)", info);
+    goto out;
+  }
+  double trsqrt = 0;
+  for (size_t k = 0; k < m; k++) trsqrt += w[k] > 0 ? sqrt(w[k]) : 0.0;
+  *fid = diff + tr1 + tr2 - 2.0 * trsqrt;
+
+out:
+  free(mean);
+  free(b);
+  free(t);
+  free(g);
+  free(w);
+  free(work);
+  free(iwork);
   return st;
 }

@@ -34,6 +34,7 @@ void gf_quality_ref_free(gf_quality_ref *ref) {
   if (!ref) return;
   free(ref->feats);
   ref->feats = NULL;
+  gf_feat_moments_free(&ref->moments);
   gf_fid_ref_free(&ref->fid);
   ref->n = 0;
 }
@@ -53,7 +54,14 @@ gf_status gf_quality_ref_finish(gf_quality_ref *ref, gf_feat_moments *m,
       ref->cache_path[0] = '\0';
     }
   }
-  return gf_fid_ref_init_take(m, &ref->fid, err);
+  gf_status st = gf_feat_moments_check("a", m, err);
+  if (st != GF_OK) {
+    gf_feat_moments_free(m);
+    return st;
+  }
+  ref->moments = *m;
+  memset(m, 0, sizeof *m);
+  return GF_OK;
 }
 
 gf_status gf_quality_ref_init(gf_inception *net, const uint8_t *pixels,
@@ -112,7 +120,7 @@ gf_status gf_quality_ref_init(gf_inception *net, const uint8_t *pixels,
   return s;
 }
 
-gf_status gf_quality_of_features(const gf_quality_ref *ref,
+gf_status gf_quality_of_features(gf_quality_ref *ref,
                                  const float *feats, int64_t n,
                                  unsigned which, const gf_kid_config *kc,
                                  gf_quality *out, gf_err *err) {
@@ -120,7 +128,11 @@ gf_status gf_quality_of_features(const gf_quality_ref *ref,
     return gf_fail(err, GF_EINVAL, "quality: needs a reference and at least "
                    "2 generated images (got %lld)", (long long)n);
   out->fid = out->kid = out->kid_std = NAN;
-  if (which & GF_QUALITY_FID) {
+  if ((which & GF_QUALITY_FID) && n <= GF_INCEPTION_DIM) {
+    GF_TRY(gf_fid_feats(&ref->moments, feats, n, GF_INCEPTION_DIM, &out->fid,
+                        err));
+  } else if (which & GF_QUALITY_FID) {
+    if (!ref->fid.y) GF_TRY(gf_fid_ref_init(&ref->moments, &ref->fid, err));
     gf_feat_moments m = {0};
     GF_TRY(gf_feat_moments_compute(feats, n, GF_INCEPTION_DIM, &m, err));
     GF_TRY(gf_fid_to_ref_take(&ref->fid, &m, &out->fid, err));

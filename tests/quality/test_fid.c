@@ -2,8 +2,11 @@
  * covariances and commuting covariances S = Q D Q^T (FID = |dmu|^2 +
  * sum (sqrt d1 - sqrt d2)^2), symmetry in its arguments, singular
  * covariances, the refusals; the reference side prepared once
- * (gf_fid_ref) giving gf_fid's bits; and the time of one FID at dim 2048 with
- * n = 2000 (printed, not asserted). Goldens from scipy: test_fid_golden.c. */
+ * (gf_fid_ref) giving gf_fid's bits; gf_fid_feats (the n x n form) against
+ * gf_fid at n below, at and above dim, 0 for a set against its own moments,
+ * its refusals; and the time of one FID at dim 2048 with n = 2000, and of
+ * gf_fid_feats with n = 64 (printed, not asserted). Goldens from scipy:
+ * test_fid_golden.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,6 +264,57 @@ static void test_prepared(void) {
   free(xc);
 }
 
+/* gf_fid_feats(a, x) against gf_fid(a, moments of x): the same number to
+ * rounding for n below, at and above dim (rank-deficient S2 and full). */
+static void test_feats(void) {
+  const int dim = 60;
+  gf_feat_moments a;
+  gf_err err = {0};
+  float *xa = td_feature_set(51, 300, dim, 0.6, 0.1);
+  REQUIRE(gf_feat_moments_compute(xa, 300, dim, &a, &err) == GF_OK);
+  const double ta = trace(&a);
+  const int ns[] = {2, 7, 20, 60, 61, 200};
+  for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
+    int n = ns[i];
+    float *x = td_feature_set(60 + n, n, dim, 0.5, 0.3);
+    gf_feat_moments b;
+    REQUIRE(gf_feat_moments_compute(x, n, dim, &b, &err) == GF_OK);
+    double full = -1, low = -2;
+    CHECKF(gf_fid(&a, &b, &full, &err) == GF_OK, "%s", err.msg);
+    CHECKF(gf_fid_feats(&a, x, n, dim, &low, &err) == GF_OK, "%s", err.msg);
+    CHECKF(fabs(full - low) <= 1e-6 * (ta + trace(&b)) && full > 0,
+           "n %d: gf_fid %.17g, gf_fid_feats %.17g", n, full, low);
+    /* a set against its own moments: 0 (to rounding; above dim the n x n
+     * form has n - dim eigenvalues that are 0 but for rounding) */
+    double self = 1;
+    CHECK(gf_fid_feats(&b, x, n, dim, &self, &err) == GF_OK);
+    CHECKF(fabs(self) <= 1e-6 * trace(&b), "n %d: self %.3g", n, self);
+    gf_feat_moments_free(&b);
+    free(x);
+  }
+  /* refusals: each leaves *fid NaN and names what is wrong */
+  float *x = td_feature_set(70, 10, dim, 0.5, 0.3);
+  double f = 0;
+  CHECK(gf_fid_feats(&a, NULL, 10, dim, &f, &err) == GF_EINVAL && isnan(f));
+  CHECK(gf_fid_feats(&a, x, 1, dim, &f, &err) == GF_EINVAL);
+  CHECKF(strstr(err.msg, "n must be") != NULL, "%s", err.msg);
+  CHECK(gf_fid_feats(&a, x, 10, dim - 1, &f, &err) == GF_EINVAL);
+  CHECKF(strstr(err.msg, "dims differ") != NULL, "%s", err.msg);
+  CHECK(gf_fid_feats(&a, x, 10, dim, NULL, &err) == GF_EINVAL);
+  CHECK(gf_fid_feats(NULL, x, 10, dim, &f, &err) == GF_EINVAL);
+  x[3 * dim + 7] = NAN;
+  CHECK(gf_fid_feats(&a, x, 10, dim, &f, &err) == GF_EINVAL && isnan(f));
+  CHECKF(strstr(err.msg, "row 3, column 7") != NULL, "%s", err.msg);
+  a.cov[5] = INFINITY;
+  x[3 * dim + 7] = 0.5f;
+  CHECK(gf_fid_feats(&a, x, 10, dim, &f, &err) == GF_EINVAL);
+  CHECKF(strstr(err.msg, "moments a") && strstr(err.msg, "cov[0, 5]"), "%s",
+         err.msg);
+  free(x);
+  gf_feat_moments_free(&a);
+  free(xa);
+}
+
 /* Two sets of 2000 correlated features at dim 2048 (fewer samples than
  * dims, as early in a run): moments and FID timed, printed. */
 static void time_fid_2048(void) {
@@ -295,6 +349,16 @@ static void time_fid_2048(void) {
           "timing: dim %d, n %d: moments %.3f s per set, FID %.3f s "
           "(fid %.6g, self %.3g)\n",
           dim, n, (t1 - t0) / 2, t2 - t1, fid, fid_self);
+  /* 64 of the second set's features against the first set's moments,
+   * through gf_fid_feats (gf_fid's cost does not depend on n: above) */
+  const int small = 64;
+  double f_low = 0;
+  t1 = gf_mono_s();
+  CHECK(gf_fid_feats(&a, y, small, dim, &f_low, &err) == GF_OK);
+  t2 = gf_mono_s();
+  CHECK(f_low > 0);
+  fprintf(stderr, "timing: dim %d, %d features against the moments of %d: "
+          "gf_fid_feats %.3f s (fid %.6g)\n", dim, small, n, t2 - t1, f_low);
   gf_feat_moments_free(&a);
   gf_feat_moments_free(&b);
   free(x);
@@ -310,6 +374,7 @@ int main(void) {
   test_commuting(1, 1);
   test_refusals();
   test_prepared();
+  test_feats();
   time_fid_2048();
   return check_report();
 }

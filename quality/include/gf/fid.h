@@ -40,6 +40,11 @@ typedef struct gf_feat_moments {
 gf_status gf_feat_moments_compute(const float *feats, int64_t n, int dim,
                                   gf_feat_moments *out, gf_err *err);
 
+/* GF_OK when m is usable as the FID argument called name ("a", "b"):
+ * arrays present, dim >= 1, n >= 2, every entry finite; else GF_EINVAL
+ * naming name, the field and the first bad index. Reads m only. */
+gf_status gf_feat_moments_check(const char *name, const gf_feat_moments *m,
+                                gf_err *err);
 /* Frees m->mean and m->cov and leaves *m empty (all zero); accepts NULL and
  * an empty struct. */
 void gf_feat_moments_free(gf_feat_moments *m);
@@ -108,5 +113,23 @@ gf_status gf_fid_to_ref(const gf_fid_ref *r, const gf_feat_moments *b,
  * bits as gf_fid_to_ref. */
 gf_status gf_fid_to_ref_take(const gf_fid_ref *r, gf_feat_moments *b,
                              double *fid, gf_err *err);
+
+/* *fid = the FID between the moments a and the n feature vectors feats
+ * (row-major [n, dim], dim == a->dim, n >= 2, every value finite; errors
+ * name argument "a" as gf_fid does, or the first non-finite feature's row
+ * and column). The same quantity as gf_fid(a, moments of feats), computed
+ * without S2 and without any dim x dim eigen-decomposition: with B the
+ * centred features, the nonzero eigenvalues of sqrt(S1) S2 sqrt(S1) are
+ * those of the n x n PSD matrix M = B S1 B^T / (n - 1), so
+ * tr(sqrt(S1 S2)) = sum sqrt(max(l, 0)) over M's eigenvalues (dsyevd,
+ * values only). O(n dim^2 + n^2 dim + n^3) where gf_fid is O(dim^3): for
+ * n <= dim never more, and for n << dim (a FID of fewer images than the
+ * features' 2048) about dim / n times less. Agrees with gf_fid to
+ * rounding, not to the bit (gf_fid also sums the square roots of the
+ * dim - n + 1 eigenvalues that are zero but for rounding). Allocates
+ * 2 n dim + n^2 doubles of scratch, freed before returning; reads a and
+ * feats only. GF_EINVAL, GF_ENOMEM, GF_EDEVICE as gf_fid. */
+gf_status gf_fid_feats(const gf_feat_moments *a, const float *feats,
+                       int64_t n, int dim, double *fid, gf_err *err);
 
 #endif

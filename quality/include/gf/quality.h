@@ -31,8 +31,13 @@ enum {
 typedef struct gf_quality_ref {
   int64_t n;                           /* images */
   float *feats;                        /* owned; [n, GF_INCEPTION_DIM] */
-  gf_fid_ref fid;                      /* owned; gf_fid_ref_init of the
-                                          features' moments */
+  gf_feat_moments moments;             /* owned; the features' mean and
+                                          covariance */
+  gf_fid_ref fid;                      /* owned; gf_fid_ref_init of
+                                          moments, prepared the first time
+                                          a set of more than
+                                          GF_INCEPTION_DIM images is
+                                          compared; empty until then */
   char data_sha256[65];                /* digest of the images' bytes and
                                           their shape */
   char cache_path[1024];               /* the cache file ("" none) */
@@ -62,10 +67,10 @@ void gf_quality_ref_free(gf_quality_ref *ref);
  * cache file of key (the features and *m) is written at ref->cache_path (a
  * failure to write is no error: its message goes to warn, a
  * caller-provided buffer of warn_cap bytes that may be NULL, and
- * ref->cache_path is emptied); then FID's side is prepared from the
- * moments *m (computed, or read from the cache), which are freed (*m left
- * empty, also on failure). For gf_quality_ref_init and the references
- * other callers build the same way (gf_img_set_ref). */
+ * ref->cache_path is emptied); then the moments *m (computed, or read
+ * from the cache) become ref->moments (*m left empty, also on failure).
+ * For gf_quality_ref_init and the references other callers build the same
+ * way (gf_img_set_ref). */
 gf_status gf_quality_ref_finish(gf_quality_ref *ref, gf_feat_moments *m,
                                 const gf_feat_cache_key *key, char *warn,
                                 size_t warn_cap, gf_err *err);
@@ -77,8 +82,12 @@ typedef struct gf_quality {
 
 /* FID and/or KID (which: GF_QUALITY_* bits) of n generated images' features
  * feats [n, GF_INCEPTION_DIM] against ref. n >= 2; kc NULL means
- * gf_kid_config_default(). */
-gf_status gf_quality_of_features(const gf_quality_ref *ref,
+ * gf_kid_config_default(). FID: for n <= GF_INCEPTION_DIM through
+ * gf_fid_feats (the n x n form: no eigen-decomposition of the reference's
+ * covariance, a hundredth of the work at n = 64); above, gf_fid_to_ref
+ * against ref->fid, which the first such call prepares (the reason ref is
+ * not const). */
+gf_status gf_quality_of_features(gf_quality_ref *ref,
                                  const float *feats, int64_t n,
                                  unsigned which, const gf_kid_config *kc,
                                  gf_quality *out, gf_err *err);
