@@ -99,11 +99,13 @@ fi
 # python3: venv_install NAME DIR "HAVE" "WANT" PACKAGES... creates DIR when
 # missing and pip-installs PACKAGES unless HAVE (the versions installed,
 # printed by DIR's python; empty when it cannot tell) equals WANT.
-# --no-compile: pip would byte-compile every module of every package
-# (two thirds of an MLflow install's time, measured); Python compiles what
-# a program imports the first time it imports it.
-# The three venvs install at once (each pip mostly waits on one core or the
-# network); their output goes to DIR/install.log, printed when one fails.
+# The three venvs install at once (each pip runs on one core, or waits on
+# the network); their output goes to DIR/install.log, printed when one
+# fails. pip byte-compiles what it installs (two thirds of an MLflow
+# install's time): where PYTHONDONTWRITEBYTECODE is set, as on our CI
+# machines, nothing else would, and every MLflow server and Python test
+# would compile its imports again at each start (measured: the fixture's
+# start 11 s -> 25 s under ASan's load).
 venv_install() {
   local name=$1 dir=$2 have=$3 want=$4
   shift 4
@@ -112,7 +114,7 @@ venv_install() {
     return 0
   fi
   echo "install-deps: installing $name into ${dir#"$ROOT"/}"
-  "$dir/bin/pip" install -q --no-compile --disable-pip-version-check "$@" >"$dir/install.log" 2>&1 || {
+  "$dir/bin/pip" install -q --disable-pip-version-check "$@" >"$dir/install.log" 2>&1 || {
     echo "install-deps: pip install into ${dir#"$ROOT"/} failed:" >&2
     cat "$dir/install.log" >&2
     return 1
