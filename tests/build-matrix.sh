@@ -16,7 +16,7 @@
 # Builds only: the tests run in tests/run-all.sh. --no-tests leaves the
 # tests out (-DGF_BUILD_TESTS=OFF): what ships, the benchmarks and examples
 # only, about half the code. On 2 cores a pair takes 75-120 s from scratch
-# (CUDA included), 40-60 s without the tests.
+# (CUDA included), 40-55 s without the tests.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 COMPILERS="gcc clang"
