@@ -142,6 +142,11 @@ void gfs_handle_inline(gfs_server *s, gfs_req *r) {
     case GFS_R_PAGE:
       gfs_handle_page(s, r);
       break;
+    case GFS_R_FAVICON:
+      /* No icon, and no error: a browser's own request for one is not a
+       * failed request of the page. */
+      gfs_answer(r, 204, "image/x-icon", NULL, 0);
+      break;
     default:
       gfs_error(r, 500, "route not handled");
   }

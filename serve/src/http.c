@@ -70,6 +70,7 @@ static void route(gfs_server *s, gfs_req *r, const char *url,
   } fixed[] = {
       {"/", GFS_R_PAGE, GFS_EP_PAGE},
       {"/index.html", GFS_R_PAGE, GFS_EP_PAGE},
+      {"/favicon.ico", GFS_R_FAVICON, GFS_EP_PAGE},
       {"/ping", GFS_R_PING, GFS_EP_HEALTH},
       {"/health", GFS_R_HEALTH, GFS_EP_HEALTH},
       {"/version", GFS_R_VERSION, GFS_EP_HEALTH},
@@ -124,9 +125,11 @@ static void route(gfs_server *s, gfs_req *r, const char *url,
   (void)s;
 }
 
+/* Routes answered without the token: the probes, and the icon a browser
+ * asks for on its own (it sends no Authorization header with it). */
 static int is_probe(gfs_route rt) {
   return rt == GFS_R_PING || rt == GFS_R_HEALTH || rt == GFS_R_LIVE ||
-         rt == GFS_R_READY || rt == GFS_R_MODEL_READY;
+         rt == GFS_R_READY || rt == GFS_R_MODEL_READY || rt == GFS_R_FAVICON;
 }
 
 static int auth_ok(gfs_server *s, struct MHD_Connection *conn) {

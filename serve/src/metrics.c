@@ -7,7 +7,7 @@
 static const double BOUNDS[GFS_LAT_BUCKETS] = {
     0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05,
     0.1,    0.25,  0.5,   1.0,   2.5,  10.0};
-static const int CODES[GFS_N_CODES] = {200, 400, 401, 404, 405, 408,
+static const int CODES[GFS_N_CODES] = {200, 204, 400, 401, 404, 405, 408,
                                        413, 415, 429, 500, 503, 504};
 static const char *const EP_NAMES[GFS_EP_COUNT] = {
     "generate", "infer", "invocations", "metadata",

@@ -34,6 +34,7 @@ typedef enum gfs_route {
   GFS_R_MODEL_READY,  /* GET  /v2/models/{name}[/versions/{v}]/ready */
   GFS_R_METRICS,      /* GET  /metrics */
   GFS_R_PAGE,         /* GET  / */
+  GFS_R_FAVICON,      /* GET  /favicon.ico: 204, no icon (no token needed) */
 } gfs_route;
 
 /* Per-request state (*req_cls): created on the first callback, freed in

@@ -132,6 +132,11 @@ static void test_hostile(const st_server *s) {
   expect(s, "GET", g, basic, NULL, 401);
   expect(s, "GET", "/metrics", NULL, NULL, 401);
   expect(s, "GET", "/", NULL, NULL, 401);
+  /* the icon a browser asks for by itself, without the token: no icon,
+   * no 401 or 404 (counted below as an answered page request) */
+  expect(s, "GET", "/favicon.ico", NULL, NULL, 204);
+  expect(s, "HEAD", "/favicon.ico", NULL, NULL, 204);
+  expect(s, "POST", "/favicon.ico", NULL, "x", 405);
   expect(s, "GET", "/v2/health/live", NULL, NULL, 200);
   expect(s, "GET", "/v2/health/ready", NULL, NULL, 200);
   expect(s, "GET", "/ping", NULL, NULL, 200);
@@ -240,6 +245,12 @@ int main(void) {
   CHECK(st_metric(h.body, "ganflow_serve_responses_total{code=\"400\"}") >= 20);
   CHECK(st_metric(h.body, "ganflow_serve_responses_total{code=\"401\"}") >= 5);
   CHECK(st_metric(h.body, "ganflow_serve_responses_total{code=\"413\"}") >= 1);
+  CHECK(st_metric(h.body, "ganflow_serve_responses_total{code=\"204\"}") == 2);
+  /* the page's requests: GET / without the token and the POST to the icon
+   * failed, the two icon requests did not */
+  CHECK(st_metric(h.body, "ganflow_serve_requests_total{endpoint=\"page\"}") -
+            st_metric(h.body, "ganflow_serve_request_failures_total{endpoint=\"page\"}") ==
+        2);
   st_http_free(&h);
   CHECK_INT_EQ(st_server_stop(&s), 0);
 

@@ -24,7 +24,7 @@ typedef enum gfs_endpoint {
 } gfs_endpoint;
 
 #define GFS_LAT_BUCKETS 13 /* finite upper bounds; +Inf is one more */
-#define GFS_N_CODES 12     /* status codes counted one by one */
+#define GFS_N_CODES 13     /* status codes counted one by one */
 
 typedef struct gfs_metrics {
   atomic_ulong requests[GFS_EP_COUNT];
