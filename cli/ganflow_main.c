@@ -183,6 +183,18 @@ static int has_suffix(const char *s, const char *suffix) {
   return n > k && strcmp(s + n - k, suffix) == 0;
 }
 
+/* The tracking client's on_retry for the commands here (ctx: the command's
+ * name): one line on stderr before each wait, so that an unreachable
+ * server is not minutes of silence (the official client's defaults retry
+ * 7 times over about 4 minutes). */
+static void say_retry(void *ctx, const mlflow_error *why, int retry,
+                      int max_retries, double wait_s) {
+  fprintf(stderr, "ganflow %s: %s; retry %d of %d in %.1f s "
+          "(MLFLOW_HTTP_REQUEST_MAX_RETRIES)\n", (const char *)ctx,
+          why ? why->message : "the request failed", retry, max_retries,
+          wait_s);
+}
+
 static int cmd_sync(int argc, char **argv) {
   const command *self = &COMMANDS[1];
   if (argc == 2 && is_help(argv[1])) {
@@ -205,8 +217,10 @@ static int cmd_sync(int argc, char **argv) {
   mlflow_error e;
   memset(&e, 0, sizeof e);
   mlflow_client *c = NULL;
-  if (mlflow_config_from_env(&cfg, &e) != MLFLOW_OK ||
-      mlflow_client_new(&c, &cfg, &e) != MLFLOW_OK) {
+  mlflow_status cs = mlflow_config_from_env(&cfg, &e);
+  cfg.on_retry = say_retry;
+  cfg.on_retry_ctx = (void *)"sync";
+  if (cs != MLFLOW_OK || mlflow_client_new(&c, &cfg, &e) != MLFLOW_OK) {
     fprintf(stderr, "ganflow sync: %s\n", e.message);
     mlflow_config_free(&cfg);
     return EXIT_RUNTIME;
@@ -251,8 +265,10 @@ static mlflow_client *env_client(const char *cmd, mlflow_config *cfg) {
   mlflow_error e;
   memset(&e, 0, sizeof e);
   mlflow_client *c = NULL;
-  if (mlflow_config_from_env(cfg, &e) != MLFLOW_OK ||
-      mlflow_client_new(&c, cfg, &e) != MLFLOW_OK) {
+  mlflow_status cs = mlflow_config_from_env(cfg, &e);
+  cfg->on_retry = say_retry;
+  cfg->on_retry_ctx = (void *)cmd;
+  if (cs != MLFLOW_OK || mlflow_client_new(&c, cfg, &e) != MLFLOW_OK) {
     fprintf(stderr, "ganflow %s: %s\n", cmd, e.message);
     return NULL;
   }

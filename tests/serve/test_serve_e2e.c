@@ -90,6 +90,22 @@ int main(void) {
   CHECKF(text && strstr(text, "@production") && strstr(text, "@candidate") &&
              strstr(text, "READY"), "models output:\n%s", text ? text : "");
   free(text);
+  /* a server nobody answers (port 1 on loopback): a line before each
+   * retry, then the error, exit 1 (short waits here) */
+  REQUIRE(setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2", 1) == 0 &&
+          setenv("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "0.01", 1) == 0 &&
+          setenv("MLFLOW_HTTP_REQUEST_BACKOFF_JITTER", "0", 1) == 0);
+  CHECK_INT_EQ(run(models, log, "http://127.0.0.1:1"), 1);
+  unsetenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES");
+  unsetenv("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR");
+  unsetenv("MLFLOW_HTTP_REQUEST_BACKOFF_JITTER");
+  text = st_slurp(log, &len);
+  CHECKF(text && strstr(text, "ganflow models: ") &&
+             strstr(text, "retry 1 of 2 in ") && strstr(text, "retry 2 of 2 in ") &&
+             strstr(text, "ganflow models: error: ") &&
+             strstr(text, "127.0.0.1:1"),
+         "models against a closed port:\n%s", text ? text : "");
+  free(text);
 
   /* 3. serve @production */
   st_server s;

@@ -521,6 +521,23 @@ static void test_stall(void) {
   fx_close(&f);
 }
 
+/* What test_connection_refused's on_retry saw. */
+typedef struct retry_log {
+  int calls, last_retry, max;
+  double waited;
+  char why[256];
+} retry_log;
+
+static void log_retry(void *ctx, const mlflow_error *why, int retry,
+                      int max_retries, double wait_s) {
+  retry_log *l = ctx;
+  l->calls++;
+  l->last_retry = retry;
+  l->max = max_retries;
+  l->waited += wait_s;
+  snprintf(l->why, sizeof l->why, "%.255s", why ? why->message : "(none)");
+}
+
 static void test_connection_refused(void) {
   /* A port nobody listens on: start a fixture, note its port, stop it. */
   hs_server *s = hs_start();
@@ -536,6 +553,9 @@ static void test_connection_refused(void) {
   cfg.backoff_factor = 0.01;
   cfg.backoff_jitter = 0;
   cfg.timeout_s = 5;
+  retry_log rl = {0};
+  cfg.on_retry = log_retry;
+  cfg.on_retry_ctx = &rl;
   mlflow_client *c;
   REQUIRE(mlflow_client_new(&c, &cfg, &err) == MLFLOW_OK);
   mlflow_run run;
@@ -545,6 +565,12 @@ static void test_connection_refused(void) {
   CHECK(now_s() - t0 < 5.0);
   CHECK_INT_EQ(mlflow_client_attempts(c), 3);
   CHECKF(contains(err.message, "127.0.0.1"), "%s", err.message);
+  /* told before each of the 2 waits, with the failure and the wait */
+  CHECK_INT_EQ(rl.calls, 2);
+  CHECK_INT_EQ(rl.last_retry, 2);
+  CHECK_INT_EQ(rl.max, 2);
+  CHECKF(rl.waited > 0 && rl.waited < 1, "waited %.3f s", rl.waited);
+  CHECKF(contains(rl.why, "127.0.0.1"), "%s", rl.why);
   mlflow_run_free(&run);
   mlflow_client_free(c);
   mlflow_config_free(&cfg);

@@ -303,7 +303,11 @@ mlflow_status mlflow_http_do(mlflow_client *c, const mlflow_http_req *req,
     if (!retry || try_no >= max_retries) break;
     double ra = (resp->status == 429 || resp->status == 503 ||
                  resp->status == 413) ? a.retry_after_s : -1;
-    mlflow_sleep(backoff_wait(c, try_no + 1, ra));
+    double wait_s = backoff_wait(c, try_no + 1, ra);
+    if (c->cfg.on_retry)
+      c->cfg.on_retry(c->cfg.on_retry_ctx, err, try_no + 1, max_retries,
+                      wait_s);
+    mlflow_sleep(wait_s);
   }
   curl_slist_free_all(hdrs);
   mlflow_buf_free(&ct);

@@ -68,6 +68,16 @@ typedef struct mlflow_config {
   double backoff_jitter;    /* plus uniform [0, jitter) seconds (1.0) */
   double backoff_max_s;     /* cap on one wait, Retry-After included (120) */
   double timeout_s;         /* whole-request timeout (120) */
+  /* Called before each wait between two tries of a request (NULL: none;
+   * the official client's defaults wait about 4 minutes in all before
+   * giving up on an unreachable server), so that a program can say it is
+   * waiting: why the last try failed (NULL when the request was made
+   * without an error struct), the retry about to be made (1 to
+   * max_retries), max_retries and the seconds it waits first. Runs on the
+   * requesting thread; must not use the client. */
+  void (*on_retry)(void *ctx, const mlflow_error *why, int retry,
+                   int max_retries, double wait_s);
+  void *on_retry_ctx;       /* on_retry's first argument, not owned */
 } mlflow_config;
 
 /* Defaults of the official client; tracking_uri "http://127.0.0.1:5000".
