@@ -157,6 +157,33 @@ gf_status gf_fid_ref_init_take(gf_feat_moments *a, gf_fid_ref *out,
   return st;
 }
 
+/* *trsqrt = sum sqrt(max(l, 0)) over the eigenvalues l of the n x n
+ * matrix m (column-major), which is symmetric up to rounding: made exactly
+ * so, then dsyevd (values only) with w [n] and the workspace of
+ * dsyevd_sizes("N", n). m is overwritten. GF_EDEVICE naming what (the
+ * matrix, for the message) when LAPACK fails. */
+static gf_status trace_sqrt_psd(double *m, int n, double *w, double *work,
+                                int lwork, int *iwork, int liwork,
+                                const char *what, double *trsqrt,
+                                gf_err *err) {
+  const size_t d = (size_t)n;
+  for (size_t i = 0; i < d; i++)
+    for (size_t j = 0; j < i; j++) {
+      double v = 0.5 * (m[i * d + j] + m[j * d + i]);
+      m[i * d + j] = v;
+      m[j * d + i] = v;
+    }
+  int info = 0;
+  dsyevd_("N", "U", &n, m, &n, w, work, &lwork, iwork, &liwork, &info, 1, 1);
+  if (info != 0)
+    return gf_fail(err, GF_EDEVICE, "fid: eigenvalues of %s failed (dsyevd "
+                   "info %d)", what, info);
+  double sum = 0;
+  for (size_t k = 0; k < d; k++) sum += w[k] > 0 ? sqrt(w[k]) : 0.0;
+  *trsqrt = sum;
+  return GF_OK;
+}
+
 /* gf_fid_to_ref with M = Y^T S2 Y written into mm when it is not NULL
  * (b->cov itself, which is not read once S2 Y is formed), else into a
  * buffer of its own. */
@@ -183,7 +210,7 @@ static gf_status to_ref(const gf_fid_ref *r, const gf_feat_moments *b,
   /* Eigenvalues only: dsytrd, the one step that reads the workspace, blocks
    * the same way whenever lwork reaches dim x its block size, which the
    * query's optimum does (so a larger workspace gives the same bits). */
-  int lwork = 0, liwork = 0, info = 0;
+  int lwork = 0, liwork = 0;
   GF_TRY(dsyevd_sizes("N", n, &lwork, &liwork, err));
   double *t = malloc(d * d * sizeof *t); /* S2 Y */
   double *own = mm_into ? NULL : malloc(d * d * sizeof *own);
@@ -200,23 +227,10 @@ static gf_status to_ref(const gf_fid_ref *r, const gf_feat_moments *b,
   const double one = 1.0, zero = 0.0;
   dgemm_("N", "N", &n, &n, &n, &one, b->cov, &n, r->y, &n, &zero, t, &n, 1, 1);
   dgemm_("T", "N", &n, &n, &n, &one, r->y, &n, t, &n, &zero, mm, &n, 1, 1);
-  /* M is symmetric up to rounding; make it exactly so for dsyevd. */
-  for (size_t i = 0; i < d; i++)
-    for (size_t j = 0; j < i; j++) {
-      double v = 0.5 * (mm[i * d + j] + mm[j * d + i]);
-      mm[i * d + j] = v;
-      mm[j * d + i] = v;
-    }
-  dsyevd_("N", "U", &n, mm, &n, w, work, &lwork, iwork, &liwork, &info, 1, 1);
-  if (info != 0) {
-    st = gf_fail(err, GF_EDEVICE,
-                 "fid: eigenvalues of sqrt(S1) S2 sqrt(S1) failed (dsyevd info %d)",
-                 info);
-    goto out;
-  }
   double trsqrt = 0;
-  for (size_t k = 0; k < d; k++) trsqrt += w[k] > 0 ? sqrt(w[k]) : 0.0;
-  *fid = diff + r->trace + tr2 - 2.0 * trsqrt;
+  st = trace_sqrt_psd(mm, n, w, work, lwork, iwork, liwork,
+                      "sqrt(S1) S2 sqrt(S1)", &trsqrt, err);
+  if (st == GF_OK) *fid = diff + r->trace + tr2 - 2.0 * trsqrt;
 
 out:
   free(t);
@@ -273,7 +287,7 @@ gf_status gf_fid_feats(const gf_feat_moments *a, const float *feats,
       m > SIZE_MAX / sizeof(double) / m)
     return gf_fail(err, GF_EINVAL, "fid: %lld features of %d are too many",
                    (long long)n, dim);
-  int lwork = 0, liwork = 0, info = 0;
+  int lwork = 0, liwork = 0;
   GF_TRY(dsyevd_sizes("N", ni, &lwork, &liwork, err));
   double *mean = calloc(d, sizeof *mean);
   double *b = malloc(m * d * sizeof *b); /* centred rows */
@@ -318,22 +332,10 @@ gf_status gf_fid_feats(const gf_feat_moments *a, const float *feats,
   dgemm_("N", "N", &di, &ni, &di, &one, a->cov, &di, b, &di, &zero, t, &di,
          1, 1);
   dgemm_("T", "N", &ni, &ni, &di, &inv, b, &di, t, &di, &zero, g, &ni, 1, 1);
-  for (size_t i = 0; i < m; i++) /* symmetric up to rounding: exactly so */
-    for (size_t j = 0; j < i; j++) {
-      double v = 0.5 * (g[i * m + j] + g[j * m + i]);
-      g[i * m + j] = v;
-      g[j * m + i] = v;
-    }
-  dsyevd_("N", "U", &ni, g, &ni, w, work, &lwork, iwork, &liwork, &info, 1,
-          1);
-  if (info != 0) {
-    st = gf_fail(err, GF_EDEVICE, "fid: eigenvalues of B S1 B^T failed "
-                 "(dsyevd info %d)", info);
-    goto out;
-  }
   double trsqrt = 0;
-  for (size_t k = 0; k < m; k++) trsqrt += w[k] > 0 ? sqrt(w[k]) : 0.0;
-  *fid = diff + tr1 + tr2 - 2.0 * trsqrt;
+  st = trace_sqrt_psd(g, ni, w, work, lwork, iwork, liwork, "B S1 B^T",
+                      &trsqrt, err);
+  if (st == GF_OK) *fid = diff + tr1 + tr2 - 2.0 * trsqrt;
 
 out:
   free(mean);
