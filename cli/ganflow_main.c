@@ -195,6 +195,22 @@ static void say_retry(void *ctx, const mlflow_error *why, int retry,
           wait_s);
 }
 
+/* A client for MLFLOW_TRACKING_URI; NULL after printing why. cfg is
+ * filled and must be freed by the caller either way. */
+static mlflow_client *env_client(const char *cmd, mlflow_config *cfg) {
+  mlflow_error e;
+  memset(&e, 0, sizeof e);
+  mlflow_client *c = NULL;
+  mlflow_status cs = mlflow_config_from_env(cfg, &e);
+  cfg->on_retry = say_retry;
+  cfg->on_retry_ctx = (void *)cmd;
+  if (cs != MLFLOW_OK || mlflow_client_new(&c, cfg, &e) != MLFLOW_OK) {
+    fprintf(stderr, "ganflow %s: %s\n", cmd, e.message);
+    return NULL;
+  }
+  return c;
+}
+
 static int cmd_sync(int argc, char **argv) {
   const command *self = &COMMANDS[1];
   if (argc == 2 && is_help(argv[1])) {
@@ -214,14 +230,8 @@ static int cmd_sync(int argc, char **argv) {
     return EXIT_RUNTIME;
   }
   mlflow_config cfg;
-  mlflow_error e;
-  memset(&e, 0, sizeof e);
-  mlflow_client *c = NULL;
-  mlflow_status cs = mlflow_config_from_env(&cfg, &e);
-  cfg.on_retry = say_retry;
-  cfg.on_retry_ctx = (void *)"sync";
-  if (cs != MLFLOW_OK || mlflow_client_new(&c, &cfg, &e) != MLFLOW_OK) {
-    fprintf(stderr, "ganflow sync: %s\n", e.message);
+  mlflow_client *c = env_client("sync", &cfg);
+  if (!c) {
     mlflow_config_free(&cfg);
     return EXIT_RUNTIME;
   }
@@ -259,21 +269,6 @@ static int cmd_sync(int argc, char **argv) {
   return rc ? EXIT_RUNTIME : 0;
 }
 
-/* A client for MLFLOW_TRACKING_URI; NULL after printing why. cfg is
- * filled and must be freed by the caller either way. */
-static mlflow_client *env_client(const char *cmd, mlflow_config *cfg) {
-  mlflow_error e;
-  memset(&e, 0, sizeof e);
-  mlflow_client *c = NULL;
-  mlflow_status cs = mlflow_config_from_env(cfg, &e);
-  cfg->on_retry = say_retry;
-  cfg->on_retry_ctx = (void *)cmd;
-  if (cs != MLFLOW_OK || mlflow_client_new(&c, cfg, &e) != MLFLOW_OK) {
-    fprintf(stderr, "ganflow %s: %s\n", cmd, e.message);
-    return NULL;
-  }
-  return c;
-}
 
 static int finish(const char *cmd, gf_status st, const gf_err *err,
                   mlflow_client *c, mlflow_config *cfg) {
